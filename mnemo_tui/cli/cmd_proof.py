@@ -1,0 +1,9 @@
+"""Provides the check and verify commands (issue 7)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the app."""

@@ -1,0 +1,40 @@
+"""Provides identifiers: ULIDs for rooms, UUIDs for atoms, and hashed secrets for invite codes and API keys."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+import uuid
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def ulid() -> str:
+    """A new ULID: 48 bits of milliseconds and 80 random bits, Crockford base32."""
+    value = (time.time_ns() // 1_000_000) << 80 | secrets.randbits(80)
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def atom_id() -> str:
+    """A new random atom id (UUID4)."""
+    return str(uuid.uuid4())
+
+
+def invite_code() -> str:
+    """A new invite code, `mnvr_` + 32 url-safe characters; only its hash is stored."""
+    return "mnvr_" + secrets.token_urlsafe(24)
+
+
+def api_key() -> str:
+    """A new API key in the service's shape: `mk_live_` + 32 lower-case hex characters."""
+    return "mk_live_" + secrets.token_hex(16)
+
+
+def digest(secret: str) -> str:
+    """The stored form of a code or key: SHA-256 hex (they carry 128+ random bits, so no salt is needed)."""
+    return hashlib.sha256(secret.encode()).hexdigest()

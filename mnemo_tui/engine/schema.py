@@ -1,0 +1,159 @@
+"""Provides the embedded store's schema as a registry of numbered migrations, each applied in one transaction."""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from collections.abc import Callable
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[tuple[int, str, Migration]] = []
+
+
+def migration(number: int, name: str) -> Callable[[Migration], Migration]:
+    """Register a migration; numbers must follow each other."""
+
+    def register(fn: Migration) -> Migration:
+        assert not MIGRATIONS or MIGRATIONS[-1][0] == number - 1, "migrations are numbered in order"
+        MIGRATIONS.append((number, name, fn))
+        return fn
+
+    return register
+
+
+@migration(1, "initial")
+def m001_initial(db: sqlite3.Connection) -> None:
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL) STRICT")
+    db.execute("INSERT INTO meta(key, value) VALUES ('cursor_secret', ?)", (secrets.token_bytes(32),))
+    db.execute("INSERT INTO meta(key, value) VALUES ('store_id', ?)", (secrets.token_hex(8).encode(),))
+    # A bucket is one store: a principal's own store or a room. `last_created_at` keeps the
+    # engine's clock strictly increasing per bucket, whatever the writers' clocks say.
+    db.execute(
+        """CREATE TABLE buckets (
+            bucket INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL CHECK (kind IN ('own', 'room')),
+            owner TEXT NOT NULL,
+            last_created_at INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (kind, owner)
+        ) STRICT"""
+    )
+    db.execute(
+        """CREATE TABLE atoms (
+            seq INTEGER PRIMARY KEY,
+            atom_id TEXT NOT NULL UNIQUE,
+            bucket INTEGER NOT NULL REFERENCES buckets(bucket),
+            domain TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            concepts TEXT NOT NULL,
+            metadata TEXT,
+            principal TEXT NOT NULL,
+            agent TEXT,
+            agent_name TEXT,
+            client_env TEXT,
+            external_ref TEXT,
+            supersedes TEXT,
+            superseded_by TEXT,
+            wire TEXT NOT NULL
+        ) STRICT"""
+    )
+    # The feed's keyset queries walk these indexes exactly: (bucket[, domain], created_at, atom_id).
+    db.execute("CREATE INDEX atoms_feed ON atoms (bucket, created_at, atom_id)")
+    db.execute("CREATE INDEX atoms_domain_feed ON atoms (bucket, domain, created_at, atom_id)")
+    db.execute("CREATE UNIQUE INDEX atoms_external_ref ON atoms (bucket, external_ref) WHERE external_ref IS NOT NULL")
+    db.execute(
+        """CREATE TABLE rooms (
+            room_id TEXT PRIMARY KEY,
+            bucket INTEGER NOT NULL UNIQUE REFERENCES buckets(bucket),
+            name TEXT NOT NULL,
+            description TEXT,
+            owner TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            archived INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (owner, name)
+        ) STRICT"""
+    )
+    db.execute(
+        """CREATE TABLE members (
+            room_id TEXT NOT NULL REFERENCES rooms(room_id),
+            principal TEXT NOT NULL,
+            role TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+            scope TEXT NOT NULL CHECK (scope IN ('read', 'read_write')),
+            joined_at INTEGER NOT NULL,
+            PRIMARY KEY (room_id, principal)
+        ) STRICT, WITHOUT ROWID"""
+    )
+    db.execute("CREATE INDEX members_by_principal ON members (principal, joined_at)")
+    db.execute(
+        """CREATE TABLE invites (
+            invite_id TEXT PRIMARY KEY,
+            room_id TEXT NOT NULL REFERENCES rooms(room_id),
+            code_hash TEXT NOT NULL UNIQUE,
+            scope TEXT NOT NULL CHECK (scope IN ('read', 'read_write')),
+            expires_at INTEGER NOT NULL,
+            max_uses INTEGER NOT NULL,
+            uses INTEGER NOT NULL DEFAULT 0,
+            created_by TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+        ) STRICT"""
+    )
+    # The vault is its own table: no feed, search or report statement names it.
+    db.execute(
+        """CREATE TABLE vault (
+            atom_id TEXT PRIMARY KEY,
+            principal TEXT NOT NULL,
+            alias TEXT NOT NULL,
+            context TEXT NOT NULL,
+            sealed TEXT NOT NULL,
+            concepts TEXT NOT NULL DEFAULT '[]',
+            created_at INTEGER NOT NULL,
+            UNIQUE (principal, alias)
+        ) STRICT"""
+    )
+    db.execute(
+        """CREATE TABLE api_keys (
+            key_id TEXT PRIMARY KEY,
+            principal TEXT NOT NULL,
+            key_hash TEXT NOT NULL UNIQUE,
+            created_at INTEGER NOT NULL,
+            revoked_at INTEGER
+        ) STRICT"""
+    )
+
+
+@migration(2, "full-text search")
+def m002_search(db: sqlite3.Connection) -> None:
+    db.execute("CREATE VIRTUAL TABLE atoms_fts USING fts5(content, content='atoms', content_rowid='seq')")
+    db.execute(
+        "CREATE TRIGGER atoms_fts_insert AFTER INSERT ON atoms BEGIN "
+        "INSERT INTO atoms_fts(rowid, content) VALUES (new.seq, new.content); END"
+    )
+    db.execute(
+        "CREATE TRIGGER atoms_fts_delete AFTER DELETE ON atoms BEGIN "
+        "INSERT INTO atoms_fts(atoms_fts, rowid, content) VALUES ('delete', old.seq, old.content); END"
+    )
+
+
+def migrate(db: sqlite3.Connection) -> int:
+    """Apply every pending migration, each in its own `BEGIN IMMEDIATE` transaction; returns the version."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    for number, _name, fn in MIGRATIONS:
+        if number <= version:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            # Another process may have migrated while this one waited for the lock.
+            if int(db.execute("PRAGMA user_version").fetchone()[0]) >= number:
+                db.execute("COMMIT")
+                continue
+            fn(db)
+            db.execute(f"PRAGMA user_version = {number}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        version = number
+    return version
+
+
+LATEST = MIGRATIONS[-1][0]

@@ -1,0 +1,133 @@
+"""Provides the one error hierarchy of mnemo: each error knows its wire code, status and exit code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MnemoError(Exception):
+    """Base of every error mnemo raises on purpose.
+
+    Attributes:
+        code: the wire error code (`VALIDATION_ERROR`, ...).
+        status: the HTTP status the server answers with.
+        exit_code: the CLI exit code (CLI.md).
+        retryable: whether a client may retry the same request.
+    """
+
+    code = "INTERNAL"
+    status = 500
+    exit_code = 5
+    retryable = False
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def envelope(self, request_id: str | None = None) -> dict[str, Any]:
+        """The flat error envelope of WIRE.md."""
+        return {
+            "code": self.code,
+            "message": self.message,
+            "requestId": request_id,
+            "retryable": self.retryable,
+            "details": self.details,
+        }
+
+
+class ValidationError(MnemoError):
+    """Bad field value, bad time, malformed/forged/foreign cursor, limits exceeded."""
+
+    code = "VALIDATION_ERROR"
+    status = 400
+    exit_code = 2
+
+
+class AuthError(MnemoError):
+    """No key, a refused key, or no place to keep a key."""
+
+    code = "UNAUTHORIZED"
+    status = 401
+    exit_code = 3
+
+
+class Forbidden(MnemoError):
+    """Not a member, an unknown room (same answer), read-only member writing, not the owner."""
+
+    code = "FORBIDDEN"
+    status = 403
+    exit_code = 4
+
+
+class NotFound(MnemoError):
+    """Unknown atom or invite code."""
+
+    code = "NOT_FOUND"
+    status = 404
+    exit_code = 2
+
+
+class Conflict(MnemoError):
+    """Room name taken, invite used up or expired."""
+
+    code = "CONFLICT"
+    status = 409
+    exit_code = 2
+
+
+class PayloadTooLarge(MnemoError):
+    """A request body over the size limit."""
+
+    code = "PAYLOAD_TOO_LARGE"
+    status = 413
+    exit_code = 2
+
+
+class RateLimited(MnemoError):
+    """Too many requests; retry after a while."""
+
+    code = "RATE_LIMITED"
+    status = 429
+    exit_code = 5
+    retryable = True
+
+
+class Unavailable(MnemoError):
+    """The backend is unreachable or failed after retries."""
+
+    code = "UNAVAILABLE"
+    status = 503
+    exit_code = 5
+    retryable = True
+
+
+class LocalStateError(MnemoError):
+    """A local configuration or state file cannot be read; the message names it and the way out."""
+
+    code = "LOCAL_STATE"
+    status = 500
+    exit_code = 6
+
+
+class CheckFailed(MnemoError):
+    """A check (`check`, `verify`) failed."""
+
+    code = "CHECK_FAILED"
+    status = 500
+    exit_code = 1
+
+
+BY_CODE: dict[str, type[MnemoError]] = {
+    cls.code: cls
+    for cls in (
+        ValidationError,
+        AuthError,
+        Forbidden,
+        NotFound,
+        Conflict,
+        PayloadTooLarge,
+        RateLimited,
+        Unavailable,
+    )
+}

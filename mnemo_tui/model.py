@@ -1,0 +1,307 @@
+"""Provides mnemo's values: entries, pages, queries, rooms, watermarks and empty reports."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+from mnemo_tui.errors import ValidationError
+
+MAX_LIMIT = 100
+DEFAULT_LIMIT = 20
+MAX_CONTENT = 10_000
+MAX_DOMAIN = 100
+MAX_METADATA_BYTES = 65_536
+MAX_CONCEPTS = 256
+MAX_SUPERSEDES = 32
+MAX_EXTERNAL_REF = 255
+MAX_CURSOR = 512
+ROOM_PREFIX = "xroom:"
+ROOM_ID = re.compile(r"^room_[0-9A-HJKMNP-TV-Z]{26}$")
+CURSOR_SHAPE = re.compile(r"^[A-Za-z0-9_=-]{1,512}$")
+ALIAS_SHAPE = re.compile(r"^[A-Za-z0-9._-]+$")
+
+EmptyKind = Literal["empty_scope", "nothing_new", "no_match", "past_cursor"]
+
+
+def check_limit(limit: int) -> int:
+    """Validate a page size (1–100)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ValidationError(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}")
+    return limit
+
+
+def parse_scope(scope: str | None) -> str | None:
+    """Validate a scope: None (own store), `xroom:<room_id>`, or one own domain (≤ 100 chars).
+
+    Raises:
+        ValidationError: an `xroom:` with an empty or malformed id, or a domain too long or blank.
+    """
+    if scope is None:
+        return None
+    if scope.startswith(ROOM_PREFIX):
+        room_id = scope[len(ROOM_PREFIX) :]
+        if not ROOM_ID.match(room_id):
+            raise ValidationError(f"scope {scope!r}: a room address is xroom:room_<26-char ULID>")
+        return scope
+    if not scope.strip():
+        raise ValidationError("scope must not be blank (omit it for your own store)")
+    if len(scope) > MAX_DOMAIN:
+        raise ValidationError(f"domain is at most {MAX_DOMAIN} characters, got {len(scope)}")
+    return scope
+
+
+def room_of(scope: str | None) -> str | None:
+    """The room id of an `xroom:` scope, else None."""
+    if scope is not None and scope.startswith(ROOM_PREFIX):
+        return scope[len(ROOM_PREFIX) :]
+    return None
+
+
+def describe_scope(scope: str | None) -> str:
+    """A human name for a scope."""
+    if scope is None:
+        return "your own store (all your domains, no rooms)"
+    if scope.startswith(ROOM_PREFIX):
+        return f"room {scope}"
+    return f"domain {scope!r} of your own store"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of the feed, kept as its wire JSON (`RecentItem`) plus the fields a walk needs.
+
+    The wire text is what JSON outputs write as they are; the other fields are parsed lazily.
+    """
+
+    atom_id: str
+    created_at: int
+    wire: str
+
+    @cached_property
+    def data(self) -> dict[str, Any]:
+        """The parsed wire item."""
+        parsed: dict[str, Any] = json.loads(self.wire)
+        return parsed
+
+    @property
+    def content(self) -> str:
+        return str(self.data.get("content", ""))
+
+    @property
+    def domain(self) -> str:
+        return str(self.data.get("domain", ""))
+
+    @property
+    def concepts(self) -> list[str]:
+        return list(self.data.get("concepts") or [])
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return dict(self.data.get("provenance") or {})
+
+    @property
+    def author(self) -> str:
+        """`principal` (and `/agent` when there is one), for display."""
+        prov = self.provenance
+        who = str(prov.get("principal") or "?")
+        agent = prov.get("agent_name") or prov.get("agent")
+        return f"{who}/{agent}" if agent else who
+
+    @property
+    def supersedes(self) -> list[str]:
+        return list(self.data.get("supersedes") or [])
+
+    @property
+    def superseded_by(self) -> str | None:
+        value = self.data.get("superseded_by")
+        return str(value) if value else None
+
+    @property
+    def first_line(self) -> str:
+        for line in self.content.splitlines():
+            if line.strip():
+                return line.strip()
+        return ""
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the feed: the entries, newest first, and the cursor for the next one (None at the end)."""
+
+    items: list[Entry]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class RecentQuery:
+    """The arguments of one feed read (WIRE.md `POST /memory/recent`)."""
+
+    scope: str | None = None
+    since: int | None = None
+    until: int | None = None
+    exclude_author: str | None = None
+    limit: int = DEFAULT_LIMIT
+    cursor: str | None = None
+    include_history: bool = False
+
+    def validated(self) -> RecentQuery:
+        """Check every field; raises ValidationError naming the first bad one."""
+        parse_scope(self.scope)
+        check_limit(self.limit)
+        if self.since is not None and self.until is not None and self.until < self.since:
+            raise ValidationError("until is before since")
+        if self.cursor is not None and not CURSOR_SHAPE.match(self.cursor):
+            raise ValidationError("malformed cursor")
+        return self
+
+
+@dataclass(frozen=True)
+class WriteRequest:
+    """The arguments of one write (WIRE.md `POST /memory/write`)."""
+
+    content: str
+    domain: str = "general"
+    concepts: tuple[str, ...] = ()
+    metadata: dict[str, Any] | None = None
+    external_ref: str | None = None
+    supersedes: tuple[str, ...] = ()
+    agent: str | None = None
+    agent_name: str | None = None
+    client_env: str | None = "cli"
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What a write returned: the atom's id, and the ids it superseded."""
+
+    atom_id: str
+    superseded: tuple[str, ...] = ()
+    created: bool = True
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """The arguments of one search (WIRE.md `POST /memory/read`)."""
+
+    query: str
+    scope: str | None = None
+    order_by: Literal["relevance", "recency"] = "relevance"
+    since: int | None = None
+    until: int | None = None
+    exclude_author: str | None = None
+    include_history: bool = False
+    top_k: int = 10
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result: the entry and its relevance in [0, 1]."""
+
+    entry: Entry
+    relevance: float
+
+
+@dataclass(frozen=True)
+class Room:
+    """A room the reader belongs to (wire `RoomListItem`)."""
+
+    room_id: str
+    name: str
+    role: Literal["owner", "member"]
+    scope: Literal["read", "read_write"]
+    archived: bool = False
+
+    @property
+    def address(self) -> str:
+        return ROOM_PREFIX + self.room_id
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "room_id": self.room_id,
+            "name": self.name,
+            "address": self.address,
+            "role": self.role,
+            "scope": self.scope,
+            "archived": self.archived,
+        }
+
+
+@dataclass(frozen=True)
+class Invite:
+    """A created invite (wire `InviteCreated`); the code is shown once."""
+
+    code: str
+    room_id: str
+    invite_id: str
+    scope: str
+    expires_at: int
+    max_uses: int
+
+    @property
+    def room_address(self) -> str:
+        return ROOM_PREFIX + self.room_id
+
+
+@dataclass(frozen=True)
+class Joined:
+    """The answer to joining a room (wire `JoinedRoom`)."""
+
+    room_id: str
+    name: str
+    scope: str
+    already_member: bool
+
+    @property
+    def address(self) -> str:
+        return ROOM_PREFIX + self.room_id
+
+
+@dataclass(frozen=True)
+class SecretInfo:
+    """A vault entry as listings show it: never the value."""
+
+    alias: str
+    context: str
+    created_at: int
+    concepts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """The newest instant a finished walk saw, and the ids delivered at/near it (the boundary ids)."""
+
+    scope: str | None
+    consumer: str
+    created_at: int | None
+    boundary_ids: tuple[str, ...]
+    updated_at: int
+
+
+@dataclass(frozen=True)
+class RoomRef:
+    """A room named in an empty report."""
+
+    name: str
+    address: str
+
+
+@dataclass(frozen=True)
+class EmptyReport:
+    """What an empty answer covered (CLI.md `empty_report`)."""
+
+    kind: EmptyKind
+    scope: str | None
+    text: str
+    unsearched_rooms: tuple[RoomRef, ...] = field(default=())
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "scope": self.scope,
+            "text": self.text,
+            "unsearched_rooms": [{"name": r.name, "address": r.address} for r in self.unsearched_rooms],
+        }

@@ -1,0 +1,85 @@
+"""Provides empty reports: what an empty answer covered, naming the rooms an unscoped read did not search."""
+
+from __future__ import annotations
+
+from mnemo_tui import timefmt
+from mnemo_tui.backends import Backend
+from mnemo_tui.model import EmptyKind, EmptyReport, RecentQuery, RoomRef, Watermark, describe_scope
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def unsearched_rooms(backend: Backend) -> tuple[RoomRef, ...]:
+    """Every room the reader belongs to: what an unscoped read leaves out."""
+    return tuple(RoomRef(name=r.name, address=r.address) for r in backend.rooms())
+
+
+def build(
+    backend: Backend,
+    kind: EmptyKind,
+    scope: str | None,
+    *,
+    watermark: Watermark | None = None,
+    filters: str = "",
+    subject: str | None = None,
+) -> EmptyReport:
+    """Build the empty report of one kind for one scope (rooms are named only for an unscoped read)."""
+    where = subject or describe_scope(scope)
+    if kind == "empty_scope":
+        first = f"{_capitalised(where)} holds no entries yet."
+    elif kind == "nothing_new":
+        since = timefmt.to_iso(watermark.created_at) if watermark and watermark.created_at is not None else "?"
+        who = f" (consumer {watermark.consumer!r})" if watermark else ""
+        first = f"Nothing new in {where} since your watermark {since}{who}."
+    elif kind == "no_match":
+        first = f"Nothing in {where} matches {filters or 'these filters'}; the scope itself is not empty."
+    else:
+        first = f"Nothing further in {where} past this cursor: the walk has reached the end of the feed."
+    lines = [first]
+    rooms: tuple[RoomRef, ...] = ()
+    if scope is None:
+        rooms = unsearched_rooms(backend)
+        if rooms:
+            noun = "room" if len(rooms) == 1 else f"{len(rooms)} rooms"
+            lines.append(f"Shared rooms are separate stores; this read did not search your {noun}:")
+            width = max(len(r.name) for r in rooms)
+            lines += [f"  - {r.name.ljust(width)}  {r.address}" for r in rooms]
+            lines.append(f"Re-run with --scope {rooms[0].address if len(rooms) == 1 else 'xroom:…'} to read it.")
+        else:
+            lines.append("You belong to no shared rooms, so no room went unsearched.")
+    return EmptyReport(kind=kind, scope=scope, text="\n".join(lines), unsearched_rooms=rooms)
+
+
+def describe_filters(query: RecentQuery) -> str:
+    """The time and author filters of a read, in words."""
+    parts = []
+    if query.since is not None:
+        parts.append(f"since {timefmt.to_iso(query.since)}")
+    if query.until is not None:
+        parts.append(f"until {timefmt.to_iso(query.until)}")
+    if query.exclude_author is not None:
+        parts.append(f"excluding author {query.exclude_author!r}")
+    return ", ".join(parts)
+
+
+def for_recent(backend: Backend, query: RecentQuery) -> EmptyReport:
+    """The empty report of an empty `recent` page: past the cursor, no match, or an empty scope."""
+    if query.cursor is not None:
+        return build(backend, "past_cursor", query.scope)
+    filtered = query.since is not None or query.until is not None or query.exclude_author is not None
+    if filtered and backend.recent(RecentQuery(scope=query.scope, limit=1, include_history=True)).items:
+        return build(backend, "no_match", query.scope, filters=describe_filters(query))
+    return build(backend, "empty_scope", query.scope)
+
+
+def for_catchup(
+    backend: Backend, scope: str | None, watermark: Watermark | None, since: int | None
+) -> EmptyReport:
+    """The empty report of a catch-up pass that delivered nothing."""
+    if watermark is not None and watermark.created_at is not None:
+        return build(backend, "nothing_new", scope, watermark=watermark)
+    if since is not None and backend.recent(RecentQuery(scope=scope, limit=1)).items:
+        return build(backend, "no_match", scope, filters=f"since {timefmt.to_iso(since)}")
+    return build(backend, "empty_scope", scope)

@@ -1,0 +1,273 @@
+"""Provides the client state database: watermarks and walk checkpoints, keyed by backend, principal, consumer and scope."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from mnemo_tui import timefmt
+from mnemo_tui.errors import LocalStateError
+from mnemo_tui.model import Watermark
+
+_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS watermarks (
+        backend TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        consumer TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        created_at INTEGER,
+        boundary_ids TEXT NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (backend, principal, consumer, scope)
+    ) STRICT""",
+    """CREATE TABLE IF NOT EXISTS checkpoints (
+        backend TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        consumer TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        walk_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (backend, principal, consumer, scope)
+    ) STRICT""",
+]
+_VERSION = 1
+
+
+def _scope_key(scope: str | None) -> str:
+    # The own store is stored as the empty string: no domain or room address can be empty.
+    return scope or ""
+
+
+def _scope_of(key: str) -> str | None:
+    return key or None
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """An interrupted walk's progress, saved after each page's output was flushed."""
+
+    walk_id: str
+    since: int | None
+    cursor: str | None
+    done: bool
+    newest: int | None
+    newest_ids: tuple[str, ...]
+    skip: tuple[str, ...]
+    pages: int
+    delivered: int
+    repeats_skipped: int
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "walk_id": self.walk_id,
+                "since": self.since,
+                "cursor": self.cursor,
+                "done": self.done,
+                "newest": self.newest,
+                "newest_ids": list(self.newest_ids),
+                "skip": list(self.skip),
+                "pages": self.pages,
+                "delivered": self.delivered,
+                "repeats_skipped": self.repeats_skipped,
+            }
+        )
+
+    @staticmethod
+    def from_json(text: str) -> Checkpoint:
+        d = json.loads(text)
+        return Checkpoint(
+            walk_id=d["walk_id"],
+            since=d["since"],
+            cursor=d["cursor"],
+            done=d["done"],
+            newest=d["newest"],
+            newest_ids=tuple(d["newest_ids"]),
+            skip=tuple(d["skip"]),
+            pages=d["pages"],
+            delivered=d["delivered"],
+            repeats_skipped=d["repeats_skipped"],
+        )
+
+
+class StateDB:
+    """The state database file; every change is one transaction."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        try:
+            if not self.path.exists():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            self.db.execute("PRAGMA busy_timeout = 30000")
+            self.db.execute("PRAGMA journal_mode = WAL")
+            version = int(self.db.execute("PRAGMA user_version").fetchone()[0])
+            if version > _VERSION:
+                raise LocalStateError(
+                    f"state database {self.path} was written by a newer mnemo (version {version}); upgrade mnemo"
+                )
+            if version < _VERSION:
+                self.db.execute("BEGIN IMMEDIATE")
+                for stmt in _SCHEMA:
+                    self.db.execute(stmt)
+                self.db.execute(f"PRAGMA user_version = {_VERSION}")
+                self.db.execute("COMMIT")
+            # Reading both tables proves the file is what it claims to be.
+            self.db.execute("SELECT count(*) FROM watermarks").fetchone()
+            self.db.execute("SELECT count(*) FROM checkpoints").fetchone()
+        except (sqlite3.DatabaseError, OSError) as exc:
+            raise LocalStateError(
+                f"state database {self.path} is unreadable ({exc}). Your watermarks are in it: move it aside "
+                "(the next pass then re-reads every scope from the start) or point MNEMO_STATE at a good copy"
+            ) from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _guard(self, exc: sqlite3.DatabaseError) -> LocalStateError:
+        return LocalStateError(f"state database {self.path} failed ({exc}); move it aside or fix MNEMO_STATE")
+
+    # -- watermarks -----------------------------------------------------------------------
+
+    def load(self, backend: str, principal: str, consumer: str, scope: str | None) -> Watermark | None:
+        """The watermark of one consumer for one scope, or None if it has none."""
+        try:
+            row = self.db.execute(
+                "SELECT created_at, boundary_ids, updated_at FROM watermarks "
+                "WHERE backend = ? AND principal = ? AND consumer = ? AND scope = ?",
+                (backend, principal, consumer, _scope_key(scope)),
+            ).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise self._guard(exc) from None
+        if row is None:
+            return None
+        return Watermark(
+            scope=scope, consumer=consumer, created_at=row[0], boundary_ids=tuple(json.loads(row[1])), updated_at=row[2]
+        )
+
+    def list(self, backend: str, principal: str) -> list[Watermark]:
+        """Every watermark of this backend and principal."""
+        try:
+            rows = self.db.execute(
+                "SELECT consumer, scope, created_at, boundary_ids, updated_at FROM watermarks "
+                "WHERE backend = ? AND principal = ? ORDER BY consumer, scope",
+                (backend, principal),
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._guard(exc) from None
+        return [
+            Watermark(
+                scope=_scope_of(r[1]), consumer=r[0], created_at=r[2], boundary_ids=tuple(json.loads(r[3])), updated_at=r[4]
+            )
+            for r in rows
+        ]
+
+    def commit(
+        self,
+        backend: str,
+        principal: str,
+        consumer: str,
+        scope: str | None,
+        created_at: int | None,
+        boundary_ids: tuple[str, ...],
+        *,
+        clear_checkpoint: bool = True,
+    ) -> Watermark:
+        """Store a watermark (and drop the walk's checkpoint) in one transaction."""
+        now = timefmt.now_us()
+        key = (backend, principal, consumer, _scope_key(scope))
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute(
+                "INSERT INTO watermarks(backend, principal, consumer, scope, created_at, boundary_ids, updated_at) "
+                "VALUES (?,?,?,?,?,?,?) ON CONFLICT (backend, principal, consumer, scope) DO UPDATE SET "
+                "created_at = excluded.created_at, boundary_ids = excluded.boundary_ids, updated_at = excluded.updated_at",
+                (*key, created_at, json.dumps(list(boundary_ids)), now),
+            )
+            if clear_checkpoint:
+                self.db.execute(
+                    "DELETE FROM checkpoints WHERE backend = ? AND principal = ? AND consumer = ? AND scope = ?", key
+                )
+            self.db.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise self._guard(exc) from None
+        return Watermark(scope=scope, consumer=consumer, created_at=created_at, boundary_ids=boundary_ids, updated_at=now)
+
+    def reset(self, backend: str, principal: str, consumer: str, scope: str | None) -> bool:
+        """Forget a watermark (and any checkpoint); returns whether one existed."""
+        key = (backend, principal, consumer, _scope_key(scope))
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            cur = self.db.execute(
+                "DELETE FROM watermarks WHERE backend = ? AND principal = ? AND consumer = ? AND scope = ?", key
+            )
+            self.db.execute(
+                "DELETE FROM checkpoints WHERE backend = ? AND principal = ? AND consumer = ? AND scope = ?", key
+            )
+            self.db.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise self._guard(exc) from None
+        return cur.rowcount > 0
+
+    # -- checkpoints ----------------------------------------------------------------------
+
+    def save_checkpoint(self, backend: str, principal: str, consumer: str, scope: str | None, cp: Checkpoint) -> None:
+        """Save a walk's progress (one statement, so atomic)."""
+        try:
+            self.db.execute(
+                "INSERT INTO checkpoints(backend, principal, consumer, scope, walk_id, state, updated_at) "
+                "VALUES (?,?,?,?,?,?,?) ON CONFLICT (backend, principal, consumer, scope) DO UPDATE SET "
+                "walk_id = excluded.walk_id, state = excluded.state, updated_at = excluded.updated_at",
+                (backend, principal, consumer, _scope_key(scope), cp.walk_id, cp.to_json(), timefmt.now_us()),
+            )
+        except sqlite3.DatabaseError as exc:
+            raise self._guard(exc) from None
+
+    def load_checkpoint(self, backend: str, principal: str, consumer: str, scope: str | None) -> Checkpoint | None:
+        try:
+            row = self.db.execute(
+                "SELECT state FROM checkpoints WHERE backend = ? AND principal = ? AND consumer = ? AND scope = ?",
+                (backend, principal, consumer, _scope_key(scope)),
+            ).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise self._guard(exc) from None
+        if row is None:
+            return None
+        try:
+            return Checkpoint.from_json(row[0])
+        except (ValueError, KeyError, TypeError):
+            raise LocalStateError(
+                f"state database {self.path} holds a damaged walk checkpoint; run catchup without --resume "
+                "(it re-reads from the watermark)"
+            ) from None
+
+    def drop_checkpoint(self, backend: str, principal: str, consumer: str, scope: str | None) -> None:
+        try:
+            self.db.execute(
+                "DELETE FROM checkpoints WHERE backend = ? AND principal = ? AND consumer = ? AND scope = ?",
+                (backend, principal, consumer, _scope_key(scope)),
+            )
+        except sqlite3.DatabaseError as exc:
+            raise self._guard(exc) from None
+
+
+def watermark_wire(w: Watermark | None) -> dict[str, object] | None:
+    """The watermark object of CLI.md."""
+    if w is None:
+        return None
+    return {
+        "scope": w.scope,
+        "consumer": w.consumer,
+        "created_at": None if w.created_at is None else timefmt.to_iso(w.created_at),
+        "boundary_ids": list(w.boundary_ids),
+        "updated_at": timefmt.to_iso(w.updated_at),
+    }
