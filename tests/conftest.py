@@ -1,0 +1,109 @@
+"""Shared fixtures: an isolated MNEMO_HOME per test, real stores, and the installed `mnemo` in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from mnemo_tui.backends import Backend
+from mnemo_tui.backends.local import LocalBackend
+from mnemo_tui.engine.store import Store
+from mnemo_tui.state.statedb import StateDB
+
+settings.register_profile(
+    "ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+settings.register_profile(
+    "dev", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+MNEMO = shutil.which("mnemo", path=str(Path(sys.executable).parent)) or "mnemo"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Keep the developer's own config, state, store and keys out of every test."""
+    for name in list(os.environ):
+        if name.startswith("MNEMO_"):
+            monkeypatch.delenv(name)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("MNEMO_HOME", str(home))
+    monkeypatch.setenv("NO_COLOR", "1")
+    return home
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(tmp_path / "store.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Iterator[StateDB]:
+    s = StateDB(tmp_path / "state.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def local(store: Store) -> LocalBackend:
+    """A backend over the temporary store, acting as principal `local`."""
+    return LocalBackend(store.path, "local", store=store)
+
+
+@pytest.fixture(params=["local"])
+def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[str], Backend]]:
+    """A factory of backends over one fresh store, one per principal; parametrized over backend kinds.
+
+    Every backend it returns shares the same store, so principals can meet in rooms.
+    """
+    kind = request.param
+    opened: list[Backend] = []
+    path = tmp_path / "contract.db"
+    if kind == "local":
+
+        def factory(principal: str = "local") -> Backend:
+            backend = LocalBackend(path, principal)
+            opened.append(backend)
+            return backend
+
+        yield factory
+    else:  # pragma: no cover - other kinds are added where they are built
+        raise AssertionError(kind)
+    for backend in opened:
+        backend.close()
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli(isolated_home: Path) -> Callable[..., CliResult]:
+    """Run the installed `mnemo` console script in a subprocess, with this test's MNEMO_HOME."""
+
+    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None, timeout: float = 60) -> CliResult:
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+        full_env["MNEMO_HOME"] = str(isolated_home)
+        full_env["NO_COLOR"] = "1"
+        full_env.update(env or {})
+        proc = subprocess.run(
+            [MNEMO, *args], input=input, capture_output=True, text=True, env=full_env, timeout=timeout, check=False
+        )
+        return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+    return run
