@@ -74,9 +74,7 @@ def for_recent(backend: Backend, query: RecentQuery) -> EmptyReport:
     return build(backend, "empty_scope", query.scope)
 
 
-def for_catchup(
-    backend: Backend, scope: str | None, watermark: Watermark | None, since: int | None
-) -> EmptyReport:
+def for_catchup(backend: Backend, scope: str | None, watermark: Watermark | None, since: int | None) -> EmptyReport:
     """The empty report of a catch-up pass that delivered nothing."""
     if watermark is not None and watermark.created_at is not None:
         return build(backend, "nothing_new", scope, watermark=watermark)

@@ -146,11 +146,12 @@ class Store:
         with self._lock:
             self._begin()
             try:
-                if room_id is not None:
-                    bucket = self._room_bucket_for_write(principal, room_id)
-                else:
-                    bucket = self._own_bucket(principal, create=True)
-                    assert bucket is not None
+                bucket = (
+                    self._room_bucket_for_write(principal, room_id)
+                    if room_id is not None
+                    else self._own_bucket(principal, create=True)
+                )
+                assert bucket is not None
                 if req.external_ref is not None:
                     row = self.db.execute(
                         "SELECT atom_id, supersedes FROM atoms WHERE bucket = ? AND external_ref = ?",
@@ -172,7 +173,8 @@ class Store:
                 self._insert(bucket, principal, req, new_id, created, metadata)
                 if req.supersedes:
                     self.db.executemany(
-                        "UPDATE atoms SET superseded_by = ? WHERE atom_id = ?", [(new_id, old) for old in req.supersedes]
+                        "UPDATE atoms SET superseded_by = ? WHERE atom_id = ?",
+                        [(new_id, old) for old in req.supersedes],
                     )
                 self.db.execute("COMMIT")
             except BaseException:

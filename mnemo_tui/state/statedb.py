@@ -162,7 +162,11 @@ class StateDB:
             raise self._guard(exc) from None
         return [
             Watermark(
-                scope=_scope_of(r[1]), consumer=r[0], created_at=r[2], boundary_ids=tuple(json.loads(r[3])), updated_at=r[4]
+                scope=_scope_of(r[1]),
+                consumer=r[0],
+                created_at=r[2],
+                boundary_ids=tuple(json.loads(r[3])),
+                updated_at=r[4],
             )
             for r in rows
         ]
@@ -198,7 +202,9 @@ class StateDB:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise self._guard(exc) from None
-        return Watermark(scope=scope, consumer=consumer, created_at=created_at, boundary_ids=boundary_ids, updated_at=now)
+        return Watermark(
+            scope=scope, consumer=consumer, created_at=created_at, boundary_ids=boundary_ids, updated_at=now
+        )
 
     def reset(self, backend: str, principal: str, consumer: str, scope: str | None) -> bool:
         """Forget a watermark (and any checkpoint); returns whether one existed."""
