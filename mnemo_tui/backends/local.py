@@ -54,6 +54,10 @@ class LocalBackend:
     def delete(self, atom_id: str) -> int:
         return self.store.delete(self._principal, atom_id)
 
+    def change_token(self) -> tuple[int, int]:
+        """A token that changes when the store may have changed (see `Store.change_token`)."""
+        return self.store.change_token()
+
     def domains(self) -> list[str]:
         return self.store.domains(self._principal)
 

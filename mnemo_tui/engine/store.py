@@ -342,6 +342,16 @@ class Store:
         finally:
             cur.close()
 
+    def change_token(self) -> tuple[int, int]:
+        """A cheap token that changes whenever the store's contents may have changed.
+
+        `PRAGMA data_version` moves when another connection commits; `total_changes` when this
+        one writes. Watchers (the TUI) compare tokens instead of re-reading the feed.
+        """
+        with self._lock:
+            version = int(self.db.execute("PRAGMA data_version").fetchone()[0])
+            return version, self.db.total_changes
+
     def has_entries(self, principal: str, scope: str | None) -> bool:
         """Whether a scope holds any visible entry at all (for empty reports)."""
         page = self.recent(principal, RecentQuery(scope=scope, limit=1))
