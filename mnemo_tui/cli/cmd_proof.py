@@ -1,9 +1,96 @@
-"""Provides the check and verify commands (issue 7)."""
+"""Provides the check and verify commands: proof for CI that a backend keeps the feed contract."""
 
 from __future__ import annotations
+
+import sys
+from typing import Annotated
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the app."""
+    app.command("check")(check)
+    app.command("verify")(verify)
+
+
+def check(
+    ctx: typer.Context,
+    scope: Annotated[
+        str,
+        typer.Option(
+            "--scope", "-s", help="Where the probe entries go and the walks run: a domain or xroom:<room_id>."
+        ),
+    ] = "mnemo-check",
+    probe_room: Annotated[
+        bool,
+        typer.Option(
+            "--probe-room/--no-probe-room", help="Create (once) a room named mnemo-check that check 3 must name."
+        ),
+    ] = True,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+) -> int:
+    """The four checks of the source document against the selected backend; exit 1 if any failed."""
+    from mnemo_tui.cli import output
+    from mnemo_tui.cli.app import ctx_of
+    from mnemo_tui.proof import run_checks
+
+    c = ctx_of(ctx)
+    output.check_format(fmt, allow_ndjson=False)
+    report = run_checks(c.backend, scope=scope, probe_room=probe_room)
+    out = sys.stdout
+    if fmt == "json":
+        out.write(output.dumps(report.wire()) + "\n")
+    else:
+        out.write(f"mnemo check: {report.target}; {report.probes_note}\n")
+        width = max(len(r.name) for r in report.checks)
+        for number, result in enumerate(report.checks, start=1):
+            mark = "PASS" if result.passed else "FAIL"
+            out.write(f"{mark}  {number}. {result.name.ljust(width)}  {result.detail}\n")
+        passed = sum(r.passed for r in report.checks)
+        out.write(f"{passed}/{len(report.checks)} checks passed.\n")
+    return 0 if report.passed else 1
+
+
+def verify(
+    ctx: typer.Context,
+    expect: Annotated[
+        str, typer.Option("--expect", help="File of expected ids (one a line, or NDJSON with atom_id); - for stdin.")
+    ],
+    scope: Annotated[
+        str | None, typer.Option("--scope", "-s", help="Omit for your own store; a domain; or xroom:<room_id>.")
+    ] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Walk only entries at or after this time.")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+) -> int:
+    """Walk the scope and assert every expected id appears exactly once and no id repeats; exit 1 if not."""
+    from mnemo_tui import timefmt
+    from mnemo_tui.cli import output
+    from mnemo_tui.cli.app import ctx_of
+    from mnemo_tui.model import parse_scope
+    from mnemo_tui.proof import read_expected
+    from mnemo_tui.proof import verify as run_verify
+
+    c = ctx_of(ctx)
+    output.check_format(fmt, allow_ndjson=False)
+    scope_value = parse_scope(scope)
+    low = timefmt.parse_time(since, field="--since") if since is not None else None
+    expected = read_expected(expect)
+    result = run_verify(c.backend, expected, scope=scope_value, since=low)
+    out = sys.stdout
+    if fmt == "json":
+        out.write(output.dumps(result.wire()) + "\n")
+    else:
+        from mnemo_tui.model import describe_scope
+
+        where = describe_scope(scope_value) + (f" since {timefmt.to_iso(low)}" if low is not None else "")
+        verdict = "PASS" if result.passed else "FAIL"
+        out.write(
+            f"{verdict}  walked {where}: {result.seen} distinct entries in {result.pages} page(s); "
+            f"{result.expected} expected, {len(result.missing)} missing, {len(result.repeated)} repeated\n"
+        )
+        for atom_id in result.missing:
+            out.write(f"missing   {atom_id}\n")
+        for atom_id in result.repeated:
+            out.write(f"repeated  {atom_id}\n")
+    return 0 if result.passed else 1

@@ -1,0 +1,18 @@
+"""Provides the proofs a CI job runs: the four checks of the source document (`check`) and `verify`."""
+
+from __future__ import annotations
+
+from mnemo_tui.proof.checks import CHECK_NAMES, PROBE_DOMAIN, CheckReport, CheckResult, run_checks
+from mnemo_tui.proof.verify import VerifyResult, parse_expected, read_expected, verify
+
+__all__ = [
+    "CHECK_NAMES",
+    "PROBE_DOMAIN",
+    "CheckReport",
+    "CheckResult",
+    "VerifyResult",
+    "parse_expected",
+    "read_expected",
+    "run_checks",
+    "verify",
+]

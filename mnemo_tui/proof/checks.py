@@ -1,0 +1,320 @@
+"""Provides the four checks of the source document, run against any `Backend`, each a pass or fail with evidence."""
+
+from __future__ import annotations
+
+import secrets
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mnemo_tui import reports, timefmt
+from mnemo_tui.backends import Backend
+from mnemo_tui.catchup import CatchUp, CatchupResult
+from mnemo_tui.errors import Conflict, MnemoError, ValidationError
+from mnemo_tui.model import Entry, RecentQuery, Room, SearchQuery, WriteRequest, parse_scope, room_of
+from mnemo_tui.proof.recorder import Recorder, RunawayWalk, ServedPage
+from mnemo_tui.state.statedb import StateDB
+
+PROBE_DOMAIN = "mnemo-check"
+PROBE_ROOM = "mnemo-check"
+PROBE_CONSUMER = "mnemo-check"
+SEED_PROBES = 7
+WALK_LIMIT = 3
+# Seven probes at three a page need three pages; the slack covers other writers landing meanwhile.
+MAX_PAGES = 60
+CHECK_NAMES = ("walk-to-end", "write-while-walking", "empty-scope-names-rooms", "search-needs-query")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's verdict and the evidence behind it."""
+
+    name: str
+    passed: bool
+    detail: str
+
+    def wire(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """All four verdicts, and where the probes went."""
+
+    checks: tuple[CheckResult, ...]
+    scope: str
+    target: str
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def probes_note(self) -> str:
+        where = f"room {self.scope}" if room_of(self.scope) else f"domain {self.scope!r}"
+        return f"probe entries go to {where}; the walks stay inside it"
+
+    def wire(self) -> dict[str, Any]:
+        """CLI.md: `{"passed": bool, "checks": [{"name", "passed", "detail"}]}`."""
+        return {"passed": self.passed, "checks": [c.wire() for c in self.checks]}
+
+
+class _Defect(Exception):
+    """A check found the backend at fault before it could finish."""
+
+
+def _short(atom_id: str) -> str:
+    return atom_id[:8]
+
+
+def _probe(scope: str, text: str, run_id: str) -> WriteRequest:
+    return WriteRequest(
+        content=f"mnemo check {text} (run {run_id}); safe to delete",
+        domain=scope,
+        concepts=("mnemo-check",),
+        agent="mnemo-check",
+        agent_name="mnemo check",
+        client_env="cli",
+    )
+
+
+def run_checks(
+    backend: Backend,
+    *,
+    scope: str = PROBE_DOMAIN,
+    overlap: int | None = None,
+    probe_room: bool = True,
+) -> CheckReport:
+    """Run the four checks against a backend; never touches any real consumer's watermark.
+
+    Args:
+        backend: the backend under test (embedded or endpoint).
+        scope: where the probe entries are written and walked: a domain (default `mnemo-check`) or a room.
+        overlap: microseconds the watermark pass re-reads below the watermark (default: 2 s on an
+            endpoint, 0 on the embedded store, as `catchup` does).
+        probe_room: ensure the reader belongs to at least one room (a room named `mnemo-check`,
+            created once and reused), so the empty-scope check has a room it must name.
+
+    Raises:
+        ValidationError: a blank or malformed scope.
+    """
+    if parse_scope(scope) is None:
+        raise ValidationError("check needs a scope for its probe entries (default mnemo-check)")
+    if overlap is None:
+        overlap = 2_000_000 if backend.kind == "remote" else 0
+    run_id = secrets.token_hex(4)
+    walk, probe = _walk_checks(backend, scope, overlap, run_id)
+    checks = (walk, probe, _empty_scope_check(backend, probe_room), _search_check(backend, scope))
+    target = f"{backend.kind} backend {backend.identity} as {backend.principal}"
+    return CheckReport(checks=checks, scope=scope, target=target)
+
+
+# -- checks 1 and 2: one walk with a write landing after its first page, then the next pass -------
+
+
+def _walk_checks(backend: Backend, scope: str, overlap: int, run_id: str) -> tuple[CheckResult, CheckResult]:
+    walk_name, probe_name = CHECK_NAMES[0], CHECK_NAMES[1]
+    try:
+        seeded = [
+            backend.write(_probe(scope, f"probe {i + 1}/{SEED_PROBES}", run_id)).atom_id for i in range(SEED_PROBES)
+        ]
+        low = backend.get(seeded[0]).created_at
+    except MnemoError as exc:
+        why = f"could not write the probe entries to {scope}: {exc.message}"
+        return CheckResult(walk_name, False, why), CheckResult(probe_name, False, why)
+    mid_walk: list[str] = []
+
+    def write_after_first_page(served: int) -> None:
+        if served == 1 and not mid_walk:
+            mid_walk.append(backend.write(_probe(scope, "mid-walk probe", run_id)).atom_id)
+
+    with tempfile.TemporaryDirectory(prefix="mnemo-check-") as tmp:
+        state = StateDB(Path(tmp) / "state.db")
+        try:
+            first = Recorder(backend, max_pages=MAX_PAGES, before_page=write_after_first_page)
+            try:
+                result_a, _ = _pass(first, state, scope, overlap, low)
+            except (MnemoError, RunawayWalk) as exc:
+                why = f"the walk failed: {_message(exc)}"
+                return CheckResult(walk_name, False, why), CheckResult(probe_name, False, why)
+            walk = _judge_walk(first.pages, seeded, scope)
+            second = Recorder(backend, max_pages=MAX_PAGES)
+            try:
+                result_b, delivered_b = _pass(second, state, scope, overlap, low)
+            except (MnemoError, RunawayWalk) as exc:
+                return walk, CheckResult(probe_name, False, f"the next pass from the watermark failed: {_message(exc)}")
+            probe = _judge_probe(first.pages, mid_walk, result_a, result_b, delivered_b)
+        finally:
+            state.close()
+    return walk, probe
+
+
+def _message(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, MnemoError) else str(exc)
+
+
+def _pass(recorder: Recorder, state: StateDB, scope: str, overlap: int, low: int) -> tuple[CatchupResult, list[Entry]]:
+    """One catch-up pass of the probe consumer, on the throwaway state database."""
+    delivered: list[Entry] = []
+    walk = CatchUp(recorder, state, consumer=PROBE_CONSUMER, scope=scope, limit=WALK_LIMIT, overlap=overlap, since=low)
+    result = walk.run(delivered.extend)
+    return result, delivered
+
+
+def _judge_walk(pages: list[ServedPage], seeded: list[str], scope: str) -> CheckResult:
+    ids = [i for p in pages for i in p.ids]
+    counts = Counter(ids)
+    repeated = [i for i, n in counts.items() if n > 1]
+    missing = [i for i in seeded if i not in counts]
+    oversized = [n + 1 for n, p in enumerate(pages) if len(p.ids) > WALK_LIMIT]
+    sizes = "+".join(str(len(p.ids)) for p in pages)
+    evidence = (
+        f"{SEED_PROBES} probes written to {scope}, walked with limit {WALK_LIMIT}: {len(pages)} page(s) ({sizes}), "
+        f"{len(ids)} entries, {len(counts)} distinct; the walk ended on a page with no cursor"
+    )
+    problems = []
+    if repeated:
+        problems.append(f"{len(repeated)} id(s) repeated within the walk: {', '.join(map(_short, repeated))}")
+    if missing:
+        problems.append(f"{len(missing)} probe(s) never returned: {', '.join(map(_short, missing))}")
+    if oversized:
+        problems.append(f"page(s) {', '.join(map(str, oversized))} held more than the limit of {WALK_LIMIT}")
+    if problems:
+        return CheckResult(CHECK_NAMES[0], False, "; ".join(problems) + f" ({evidence})")
+    return CheckResult(CHECK_NAMES[0], True, evidence + "; no id repeated, no probe missing")
+
+
+def _judge_probe(
+    pages: list[ServedPage],
+    mid_walk: list[str],
+    result_a: CatchupResult,
+    result_b: CatchupResult,
+    delivered_b: list[Entry],
+) -> CheckResult:
+    name = CHECK_NAMES[1]
+    if not mid_walk:
+        return CheckResult(name, False, "the walk ended with its first page, so no write could land mid-walk")
+    probe = mid_walk[0]
+    for n, page in enumerate(pages):
+        if probe in page.ids:
+            return CheckResult(
+                name, False, f"the probe {_short(probe)} written after page 1 appeared in that same walk (page {n + 1})"
+            )
+    walked = {i for p in pages for i in p.ids}
+    ids_b = [e.atom_id for e in delivered_b]
+    mark = result_a.after.created_at if result_a.after is not None else None
+    since = f"from the watermark {timefmt.to_iso(mark)}" if mark is not None else "with no watermark committed"
+    again = [i for i in ids_b if i in walked]
+    if again:
+        return CheckResult(name, False, f"the next pass {since} delivered {len(again)} entries of the first walk again")
+    if probe not in ids_b:
+        return CheckResult(
+            name, False, f"the probe {_short(probe)} was not in the next pass {since} ({len(ids_b)} delivered)"
+        )
+    position = ids_b.index(probe)
+    where = "at the top" if position == 0 else f"at position {position + 1}, below {position} newer write(s)"
+    return CheckResult(
+        name,
+        True,
+        f"the probe {_short(probe)} written after page 1 was not in that walk; the next pass {since} returned it "
+        f"{where} ({len(ids_b)} new, {result_b.repeats_skipped} repeat(s) at the watermark skipped)",
+    )
+
+
+# -- check 3: an unscoped read that comes back empty names every room -------------------------
+
+
+def _empty_scope_check(backend: Backend, probe_room: bool) -> CheckResult:
+    name = CHECK_NAMES[2]
+    try:
+        expected, note = _rooms_to_name(backend, probe_room)
+        query, newest = _empty_unscoped_read(backend)
+        if newest == "busy":
+            return CheckResult(name, False, "no empty unscoped read: entries kept arriving past the newest, 5 times")
+        report = reports.for_recent(backend, query)
+    except _Defect as exc:
+        return CheckResult(name, False, str(exc))
+    except MnemoError as exc:
+        return CheckResult(name, False, f"the unscoped read failed: {exc.message}")
+    problems = []
+    if report.scope is not None:
+        problems.append(f"the report covers {report.scope!r}, not the unscoped store")
+    named = {r.address for r in report.unsearched_rooms}
+    unnamed = [r for r in expected if r.address not in named or r.address not in report.text]
+    if unnamed:
+        problems.append("the report does not name " + ", ".join(f"{r.name!r} ({r.address})" for r in unnamed))
+    if expected and "Re-run with --scope" not in report.text:
+        problems.append("the report does not say how to read the rooms (no 'Re-run with --scope')")
+    first = report.text.splitlines()[0] if report.text else ""
+    evidence = f"an unscoped read since {newest} came back empty: {first!r}"
+    if problems:
+        return CheckResult(name, False, "; ".join(problems) + f" ({evidence})")
+    if not expected:
+        return CheckResult(name, True, evidence + f"; the reader belongs to no room and the report says so{note}")
+    return CheckResult(
+        name,
+        True,
+        f"{evidence}; it names all {len(expected)} room(s) the reader belongs to{note} "
+        "and ends with 'Re-run with --scope …'",
+    )
+
+
+def _rooms_to_name(backend: Backend, probe_room: bool) -> tuple[list[Room], str]:
+    """The rooms an unscoped empty report must name, and a note on the probe room."""
+    listed = backend.rooms()
+    if not probe_room:
+        return listed, " (no probe room: --no-probe-room)"
+    for room in listed:
+        if room.name == PROBE_ROOM and room.role == "owner":
+            return listed, f", including the probe room {room.address}"
+    try:
+        room = backend.create_room(
+            PROBE_ROOM, "Probe room of `mnemo check`: an unscoped empty read must name it. Safe to archive."
+        )
+    except Conflict:
+        raise _Defect(
+            f"the reader owns a room named {PROBE_ROOM!r} (creating it again was refused as taken), "
+            "but the room listing does not name it"
+        ) from None
+    except MnemoError as exc:
+        return listed, f" (the probe room could not be created: {exc.message})"
+    return [*listed, room], f", including the probe room {room.address} (created now)"
+
+
+def _empty_unscoped_read(backend: Backend) -> tuple[RecentQuery, str]:
+    """An unscoped read from just after the newest entry the backend returns, so no clock is trusted."""
+    query = RecentQuery(limit=1)
+    for _ in range(5):
+        top = backend.recent(RecentQuery(limit=1))
+        if not top.items:
+            query = RecentQuery(limit=1)
+            label = "the start (the own store is empty)"
+        else:
+            newest = top.items[0].created_at
+            query = RecentQuery(since=newest + 1, limit=1)
+            label = f"{timefmt.to_iso(newest + 1)}, just after the newest entry"
+        if not backend.recent(query).items:
+            return query, label
+    return query, "busy"
+
+
+# -- check 4: search without a query is refused ----------------------------------------------
+
+
+def _search_check(backend: Backend, scope: str) -> CheckResult:
+    name = CHECK_NAMES[3]
+    refusals = []
+    for text in ("", "   "):
+        try:
+            hits = backend.search(SearchQuery(query=text, scope=scope))
+        except ValidationError as exc:
+            refusals.append(exc.message)
+            continue
+        except MnemoError as exc:
+            return CheckResult(name, False, f"a search with query {text!r} failed ({exc.code}) instead of a refusal")
+        return CheckResult(
+            name, False, f"a search with query {text!r} was answered ({len(hits)} hits) instead of refused"
+        )
+    return CheckResult(name, True, f"an empty and a blank query were both refused: {refusals[0]!r}")
