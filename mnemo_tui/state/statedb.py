@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,59 @@ def _scope_key(scope: str | None) -> str:
 
 def _scope_of(key: str) -> str | None:
     return key or None
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """Connect, apply the schema if the file has none yet, and prove both tables are readable."""
+    db = sqlite3.connect(path, isolation_level=None, timeout=30)
+    try:
+        db.execute("PRAGMA busy_timeout = 30000")
+        db.execute("PRAGMA journal_mode = WAL")
+        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        if version > _VERSION:
+            raise LocalStateError(
+                f"state database {path} was written by a newer mnemo (version {version}); upgrade mnemo"
+            )
+        if version < _VERSION:
+            db.execute("BEGIN IMMEDIATE")
+            for stmt in _SCHEMA:
+                db.execute(stmt)
+            db.execute(f"PRAGMA user_version = {_VERSION}")
+            db.execute("COMMIT")
+        # Reading both tables proves the file is what it claims to be.
+        db.execute("SELECT count(*) FROM watermarks").fetchone()
+        db.execute("SELECT count(*) FROM checkpoints").fetchone()
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _has_header(path: Path) -> bool:
+    """Whether a file starts like a SQLite database of at least one (smallest) page."""
+    with open(path, "rb") as fh:
+        head = fh.read(512)
+    return len(head) == 512 and head.startswith(b"SQLite format 3\x00")
+
+
+def _create(path: Path) -> None:
+    """Create a state database whole: built in a 0600 temporary file, then linked in place.
+
+    The file at `path` thus never exists without its schema, so an empty file there can only be a
+    truncated one. `link` (unlike `rename`) refuses to replace a file another process created first.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    try:
+        _open(tmp).close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process created it meanwhile: use theirs
+    finally:
+        for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
+            leftover.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -101,25 +155,13 @@ class StateDB:
         self.path = Path(path)
         try:
             if not self.path.exists():
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
-            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-            self.db.execute("PRAGMA busy_timeout = 30000")
-            self.db.execute("PRAGMA journal_mode = WAL")
-            version = int(self.db.execute("PRAGMA user_version").fetchone()[0])
-            if version > _VERSION:
-                raise LocalStateError(
-                    f"state database {self.path} was written by a newer mnemo (version {version}); upgrade mnemo"
-                )
-            if version < _VERSION:
-                self.db.execute("BEGIN IMMEDIATE")
-                for stmt in _SCHEMA:
-                    self.db.execute(stmt)
-                self.db.execute(f"PRAGMA user_version = {_VERSION}")
-                self.db.execute("COMMIT")
-            # Reading both tables proves the file is what it claims to be.
-            self.db.execute("SELECT count(*) FROM watermarks").fetchone()
-            self.db.execute("SELECT count(*) FROM checkpoints").fetchone()
+                _create(self.path)
+            elif not _has_header(self.path):
+                # mnemo never leaves a file without its header (see _create): this one was truncated or
+                # overwritten. SQLite would take a short file for a new, empty database and silently
+                # start over with no watermarks.
+                raise sqlite3.DatabaseError("no SQLite header: the file was truncated or overwritten")
+            self.db = _open(self.path)
         except (sqlite3.DatabaseError, OSError) as exc:
             raise LocalStateError(
                 f"state database {self.path} is unreadable ({exc}). Your watermarks are in it: move it aside "
@@ -147,8 +189,20 @@ class StateDB:
         if row is None:
             return None
         return Watermark(
-            scope=scope, consumer=consumer, created_at=row[0], boundary_ids=tuple(json.loads(row[1])), updated_at=row[2]
+            scope=scope, consumer=consumer, created_at=row[0], boundary_ids=self._ids(row[1]), updated_at=row[2]
         )
+
+    def _ids(self, text: str) -> tuple[str, ...]:
+        try:
+            ids = json.loads(text)
+        except ValueError:
+            ids = None
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise LocalStateError(
+                f"state database {self.path} holds a damaged watermark; move it aside (the next pass then "
+                "re-reads every scope from the start) or reset that watermark with `mnemo watermark reset`"
+            )
+        return tuple(ids)
 
     def list(self, backend: str, principal: str) -> list[Watermark]:
         """Every watermark of this backend and principal."""
@@ -165,7 +219,7 @@ class StateDB:
                 scope=_scope_of(r[1]),
                 consumer=r[0],
                 created_at=r[2],
-                boundary_ids=tuple(json.loads(r[3])),
+                boundary_ids=self._ids(r[3]),
                 updated_at=r[4],
             )
             for r in rows
