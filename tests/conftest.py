@@ -68,7 +68,7 @@ def local(store: Store) -> LocalBackend:
     return LocalBackend(store.path, "local", store=store)
 
 
-@pytest.fixture(params=["local"])
+@pytest.fixture(params=["local", "remote"])
 def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[str], Backend]]:
     """A factory of backends over one fresh store, one per principal; parametrized over backend kinds.
 
@@ -85,6 +85,27 @@ def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cal
             return backend
 
         yield factory
+    elif kind == "remote":
+        # A real `mnemo serve` app on a loopback port; one API key per principal on the served store.
+        from wire_servers import served_store
+
+        from mnemo_tui.backends.remote import RemoteBackend
+        from mnemo_tui.engine.rooms import create_key
+
+        admin = Store(path)
+        with served_store(path) as server:
+
+            def remote_factory(principal: str = "local") -> Backend:
+                _key_id, key = create_key(admin, principal)
+                backend = RemoteBackend(server.url, key)
+                opened.append(backend)
+                return backend
+
+            yield remote_factory
+            for backend in opened:
+                backend.close()
+            opened.clear()
+        admin.close()
     else:  # pragma: no cover - other kinds are added where they are built
         raise AssertionError(kind)
     for backend in opened:

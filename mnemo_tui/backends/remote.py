@@ -1,0 +1,517 @@
+"""Provides `RemoteBackend`: the `Backend` protocol over a REST endpoint that speaks WIRE.md (hosted or `mnemo serve`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+import httpx
+
+from mnemo_tui import __version__, timefmt
+from mnemo_tui.errors import (
+    BY_CODE,
+    AuthError,
+    Conflict,
+    Forbidden,
+    MnemoError,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    Unavailable,
+    ValidationError,
+)
+from mnemo_tui.model import (
+    MAX_LIMIT,
+    ROOM_ID,
+    ROOM_PREFIX,
+    Entry,
+    Invite,
+    Joined,
+    Page,
+    RecentQuery,
+    Room,
+    SearchHit,
+    SearchQuery,
+    SecretInfo,
+    WriteRequest,
+    WriteResult,
+)
+
+if TYPE_CHECKING:
+    from mnemo_tui.state.config import Settings
+
+TIMEOUT = httpx.Timeout(connect=5.0, read=30.0, write=30.0, pool=5.0)
+RETRIES = 4
+BACKOFF = 0.25
+MAX_WAIT = 30.0
+_BY_STATUS: dict[int, type[MnemoError]] = {
+    400: ValidationError,
+    401: AuthError,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    413: PayloadTooLarge,
+    422: ValidationError,
+    429: RateLimited,
+    503: Unavailable,
+}
+_TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
+_NOT_PROCESSED_STATUS = frozenset({429, 503})
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def key_principal(key: str) -> str:
+    """The watermark principal of a key: `key:` + 12 hex chars of its SHA-256 (the key itself is never stored)."""
+    return "key:" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+_MIN_US = timefmt.from_datetime(datetime(1, 1, 1, tzinfo=UTC))
+_MAX_US = timefmt.from_datetime(datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC))
+
+
+def _iso(us: int | None) -> str | None:
+    """A time for the wire; instants beyond what ISO-8601 can spell are clamped (no entry lies there)."""
+    return None if us is None else timefmt.to_iso(min(max(us, _MIN_US), _MAX_US))
+
+
+def _time_of(value: Any) -> int:
+    if isinstance(value, str) and value:
+        return timefmt.parse_iso(value, field="created_at")
+    return 0
+
+
+def entry_of(item: Any) -> Entry:
+    """An `Entry` from any item the service returns (RecentItem, MemoryItem, AtomDetail).
+
+    The wire text is the RecentItem of WIRE.md in its canonical field order, with times in the
+    microsecond `Z` form; fields outside RecentItem are dropped, optional ones may be absent.
+    """
+    if not isinstance(item, dict):
+        raise Unavailable("the endpoint answered with an item that is not an object")
+    atom = item.get("atom_id") or item.get("id")
+    if not isinstance(atom, str) or not atom:
+        raise Unavailable("the endpoint answered with an item without an atom_id")
+    created = _time_of(item.get("created_at"))
+    wire: dict[str, Any] = {
+        "atom_id": atom,
+        "content": str(item.get("content") or ""),
+        "domain": str(item.get("domain") or ""),
+        "created_at": timefmt.to_iso(created) if item.get("created_at") else None,
+        "concepts": [str(c) for c in item.get("concepts") or []],
+    }
+    provenance = item.get("provenance")
+    if isinstance(provenance, dict):
+        wire["provenance"] = provenance
+    supersedes = item.get("supersedes")
+    if isinstance(supersedes, list) and supersedes:
+        wire["supersedes"] = supersedes
+    superseded_by = item.get("superseded_by")
+    if isinstance(superseded_by, str) and superseded_by:
+        wire["superseded_by"] = superseded_by
+    return Entry(atom_id=atom, created_at=created, wire=_dumps(wire))
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _text(body: Any, name: str, default: str = "") -> str:
+    value = body.get(name) if isinstance(body, dict) else None
+    return value if isinstance(value, str) else default
+
+
+def error_of(response: httpx.Response) -> MnemoError:
+    """The project's error for a non-2xx answer: the flat envelope, `{"detail": ...}`, or a 422 list."""
+    status = response.status_code
+    cls = _BY_STATUS.get(status) or (Unavailable if status >= 500 else ValidationError)
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    message = f"the endpoint answered HTTP {status}"
+    details: dict[str, Any] | None = None
+    retryable: bool | None = None
+    if isinstance(body, dict):
+        code = body.get("code")
+        if isinstance(code, str) and code in BY_CODE and status != 422:
+            cls = BY_CODE[code]
+        detail = body.get("detail")
+        if isinstance(body.get("message"), str) and body["message"]:
+            message = body["message"]
+        elif isinstance(detail, str) and detail:
+            message = detail
+        elif isinstance(detail, list) and detail:
+            parts = []
+            for problem in detail[:3]:
+                if isinstance(problem, dict):
+                    loc = [str(p) for p in problem.get("loc") or [] if p != "body"]
+                    parts.append(f"{'.'.join(loc) or 'body'}: {problem.get('msg', 'invalid')}")
+            message = "; ".join(parts) or message
+        if isinstance(body.get("details"), dict):
+            details = body["details"]
+        if isinstance(body.get("retryable"), bool):
+            retryable = body["retryable"]
+    if cls is AuthError:
+        message += " (check MNEMO_API_KEY, or run `mnemo login`)"
+    exc = cls(message, details=details)
+    if retryable is not None:
+        exc.retryable = retryable
+    return exc
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+class RemoteBackend:
+    """A REST endpoint, read and written with one API key over one keep-alive HTTP client.
+
+    Attributes:
+        identity: the endpoint URL (watermarks are keyed by it).
+        principal: `key:<12 hex of sha256(key)>`, so two keys on one endpoint never share a watermark.
+    """
+
+    kind = "remote"
+
+    def __init__(
+        self,
+        endpoint: str,
+        api_key: str,
+        *,
+        timeout: httpx.Timeout = TIMEOUT,
+        retries: int = RETRIES,
+        backoff: float = BACKOFF,
+        max_wait: float = MAX_WAIT,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        endpoint = endpoint.rstrip("/")
+        if not endpoint.startswith(("http://", "https://")):
+            raise ValidationError(f"endpoint {endpoint!r} must be an http:// or https:// URL (e.g. .../api/v1)")
+        self.identity = endpoint
+        self._principal = key_principal(api_key)
+        self.retries = retries
+        self.backoff = backoff
+        self.max_wait = max_wait
+        self._sleep = sleep
+        self._client = httpx.Client(
+            base_url=endpoint,
+            timeout=timeout,
+            headers={
+                "X-Api-Key": api_key,
+                "User-Agent": f"mnemo/{__version__}",
+                "Accept": "application/json",
+                "Content-Type": "application/json",
+            },
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RemoteBackend:
+        """The backend the settings select; the key comes from MNEMO_API_KEY, then the keyring (and its file).
+
+        Raises:
+            AuthError: no key for the endpoint.
+        """
+        assert settings.endpoint is not None
+        key = lookup_api_key(settings)
+        if not key:
+            raise AuthError(
+                f"no API key for {settings.endpoint}: set MNEMO_API_KEY, or run `mnemo login` to keep one in the OS keyring"
+            )
+        return cls(settings.endpoint, key)
+
+    @property
+    def principal(self) -> str:
+        return self._principal
+
+    def close(self) -> None:
+        self._client.close()
+
+    # -- transport ----------------------------------------------------------------------------
+
+    def _delay(self, attempt: int) -> float:
+        return float(min(self.max_wait, self.backoff * (2**attempt) * (0.5 + random.random() / 2)))
+
+    def _call(self, method: str, path: str, body: Any = None, *, idempotent: bool = True) -> Any:
+        """One call, retried with backoff on 429, 503, `retryable: true` and connection failures.
+
+        A write without `external_ref` is retried only when the endpoint cannot have processed it
+        (the connection never opened, or a 429/503 answer), so a retry never writes twice.
+        """
+        content = None if body is None else _dumps(body).encode()
+        headers = {"X-Request-Id": uuid.uuid4().hex}
+        attempt = 0
+        while True:
+            try:
+                response = self._client.request(method, path, content=content, headers=headers)
+            except httpx.TransportError as exc:
+                if attempt < self.retries and (idempotent or isinstance(exc, _NOT_SENT)):
+                    self._sleep(self._delay(attempt))
+                    attempt += 1
+                    continue
+                reason = type(exc).__name__
+                raise Unavailable(
+                    f"cannot reach {self.identity} ({reason}) after {attempt + 1} attempt(s); is the server up?"
+                ) from None
+            except httpx.InvalidURL as exc:
+                raise ValidationError(f"endpoint {self.identity!r} is not a usable URL ({exc})") from None
+            if response.status_code < 300:
+                try:
+                    return response.json()
+                except ValueError:
+                    raise Unavailable(
+                        f"{self.identity} answered {method} {path} with a body that is not JSON"
+                    ) from None
+            problem = error_of(response)
+            transient = problem.retryable or response.status_code in _TRANSIENT_STATUS
+            allowed = idempotent or response.status_code in _NOT_PROCESSED_STATUS
+            if transient and allowed and attempt < self.retries:
+                wait = _retry_after(response)
+                self._sleep(min(self.max_wait, wait) if wait is not None else self._delay(attempt))
+                attempt += 1
+                continue
+            if transient and attempt:
+                problem.message = f"{problem.message} (after {attempt + 1} attempts)"
+                problem.args = (problem.message,)
+            raise problem
+
+    # -- the feed -----------------------------------------------------------------------------
+
+    def _recent_body(self, q: RecentQuery) -> dict[str, Any]:
+        return {
+            "domain": q.scope,
+            "since": _iso(q.since),
+            "until": _iso(q.until),
+            "exclude_author": q.exclude_author,
+            "limit": q.limit,
+            "cursor": q.cursor,
+            "include_history": q.include_history,
+        }
+
+    def recent(self, query: RecentQuery) -> Page:
+        """One page of the feed; a `next_cursor` absent or `""` ends the walk."""
+        body = self._call("POST", "/memory/recent", self._recent_body(query.validated()))
+        if not isinstance(body, dict) or not isinstance(body.get("items"), list):
+            raise Unavailable(f"{self.identity} answered /memory/recent without an items list")
+        cursor = body.get("next_cursor")
+        return Page(
+            items=[entry_of(item) for item in body["items"]],
+            next_cursor=cursor if isinstance(cursor, str) and cursor else None,
+        )
+
+    def stream_wire(self, query: RecentQuery) -> Iterator[list[str]]:
+        """Every remaining entry, page by page (limit 100), following cursors to the end."""
+        current = replace(query.validated(), limit=MAX_LIMIT)
+        while True:
+            page = self.recent(current)
+            if page.items:
+                yield [e.wire for e in page.items]
+            if page.next_cursor is None:
+                return
+            current = replace(current, cursor=page.next_cursor)
+
+    # -- writes and search --------------------------------------------------------------------
+
+    def write(self, request: WriteRequest) -> WriteResult:
+        body: dict[str, Any] = {
+            "content": request.content,
+            "domain": request.domain,
+            "concepts": list(request.concepts),
+        }
+        if request.metadata is not None:
+            body["metadata"] = request.metadata
+        if request.external_ref is not None:
+            body["external_ref"] = request.external_ref
+        if request.supersedes:
+            body["supersedes"] = list(request.supersedes)
+        author = {"agent": request.agent, "agent_name": request.agent_name, "client_env": request.client_env}
+        if any(author.values()):
+            body["author"] = author
+        answer = self._call("POST", "/memory/write", body, idempotent=request.external_ref is not None)
+        atom = answer.get("atom_id") if isinstance(answer, dict) else None
+        if not isinstance(atom, str) or not atom:
+            reason = _text(answer, "reason", "no reason given")
+            raise ValidationError(f"{self.identity} did not store the entry: {reason}")
+        superseded = answer.get("superseded") or []
+        reason = _text(answer, "reason")
+        return WriteResult(
+            atom_id=atom,
+            superseded=tuple(str(s) for s in superseded),
+            created=not reason.startswith("duplicate"),
+        )
+
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        if not query.query or not query.query.strip():
+            raise ValidationError("search needs a query; to list what happened lately, use `mnemo recent`")
+        body = {
+            "query": query.query,
+            "domain": query.scope,
+            "order_by": query.order_by,
+            "since": _iso(query.since),
+            "until": _iso(query.until),
+            "exclude_author": query.exclude_author,
+            "include_history": query.include_history,
+            "top_k": query.top_k,
+            # The hosted default (0.3) would hide weak matches the embedded search returns.
+            "min_relevance": 0.0,
+        }
+        answer = self._call("POST", "/memory/read", body)
+        items = answer.get("items") if isinstance(answer, dict) else None
+        if not isinstance(items, list):
+            raise Unavailable(f"{self.identity} answered /memory/read without an items list")
+        return [SearchHit(entry=entry_of(i), relevance=_number(i.get("relevance"))) for i in items]
+
+    # -- single atoms -------------------------------------------------------------------------
+
+    @staticmethod
+    def _atom_id(atom_id: str) -> str | None:
+        try:
+            return str(uuid.UUID(atom_id))
+        except ValueError:
+            return None
+
+    def get(self, atom_id: str) -> Entry:
+        atom = self._atom_id(atom_id)
+        if atom is None:
+            raise NotFound(f"no entry {atom_id}")
+        return entry_of(self._call("GET", f"/memory/atoms/{atom}"))
+
+    def delete(self, atom_id: str) -> int:
+        atom = self._atom_id(atom_id)
+        if atom is None:
+            return 0
+        answer = self._call("DELETE", f"/memory/atoms/{atom}")
+        deleted = answer.get("deleted", 0) if isinstance(answer, dict) else 0
+        return int(deleted) if isinstance(deleted, (int, bool)) else 0
+
+    def domains(self) -> list[str]:
+        answer = self._call("GET", "/memory/domains")
+        values = answer.get("domains") if isinstance(answer, dict) else answer
+        found = []
+        for value in values if isinstance(values, list) else []:
+            name = value if isinstance(value, str) else _text(value, "domain") or _text(value, "name")
+            if name:
+                found.append(name)
+        return sorted(found)
+
+    # -- rooms --------------------------------------------------------------------------------
+
+    def rooms(self) -> list[Room]:
+        answer = self._call("GET", "/memory/rooms")
+        listed = answer if isinstance(answer, list) else (answer.get("rooms") if isinstance(answer, dict) else None)
+        rooms = []
+        for r in listed if isinstance(listed, list) else []:
+            if not isinstance(r, dict) or not isinstance(r.get("room_id"), str):
+                continue
+            rooms.append(
+                Room(
+                    room_id=r["room_id"],
+                    name=_text(r, "name"),
+                    role=cast(Literal["owner", "member"], _text(r, "role", "member")),
+                    scope=cast(Literal["read", "read_write"], _text(r, "scope", "read")),
+                    archived=bool(r.get("archived", False)),
+                )
+            )
+        return rooms
+
+    def create_room(self, name: str, description: str | None = None) -> Room:
+        body: dict[str, Any] = {"name": name}
+        if description is not None:
+            body["description"] = description
+        answer = self._call("POST", "/memory/rooms", body, idempotent=False)
+        return Room(
+            room_id=_text(answer, "room_id"), name=_text(answer, "name", name), role="owner", scope="read_write"
+        )
+
+    def _room_id(self, ref: str) -> str:
+        room_id = ref[len(ROOM_PREFIX) :] if ref.startswith(ROOM_PREFIX) else ref
+        if ROOM_ID.match(room_id):
+            return room_id
+        matches = [r for r in self.rooms() if r.name == ref]
+        if len(matches) == 1:
+            return matches[0].room_id
+        if len(matches) > 1:
+            raise ValidationError(f"several of your rooms are named {ref!r}; use the xroom: address")
+        raise Forbidden(f"you are not a member of a room {ref!r} (or it does not exist)")
+
+    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> Invite:
+        room_id = self._room_id(room)
+        body = {"scope": scope, "expires_in_days": expires_days, "max_uses": max_uses}
+        answer = self._call("POST", f"/memory/rooms/{room_id}/invites", body, idempotent=False)
+        address = _text(answer, "room_address", ROOM_PREFIX + room_id)
+        expires = answer.get("expires_at") if isinstance(answer, dict) else None
+        return Invite(
+            code=_text(answer, "code"),
+            room_id=address[len(ROOM_PREFIX) :] if address.startswith(ROOM_PREFIX) else room_id,
+            invite_id=_text(answer, "invite_id"),
+            scope=_text(answer, "scope", scope),
+            expires_at=_time_of(expires),
+            max_uses=max_uses,
+        )
+
+    def join(self, code: str) -> Joined:
+        answer = self._call("POST", "/memory/rooms/join", {"code": code})
+        return Joined(
+            room_id=_text(answer, "room_id"),
+            name=_text(answer, "name"),
+            scope=_text(answer, "scope"),
+            already_member=bool(answer.get("already_member", False)) if isinstance(answer, dict) else False,
+        )
+
+    # -- vault --------------------------------------------------------------------------------
+
+    def vault_list(self) -> list[SecretInfo]:
+        answer = self._call("GET", "/vault/secrets")
+        listed = answer.get("secrets") if isinstance(answer, dict) else None
+        return [
+            SecretInfo(
+                alias=_text(s, "alias"),
+                context=_text(s, "context"),
+                created_at=_time_of(s.get("created_at")),
+                concepts=tuple(str(c) for c in s.get("concepts") or []),
+            )
+            for s in (listed if isinstance(listed, list) else [])
+            if isinstance(s, dict)
+        ]
+
+    def vault_add(self, alias: str, context: str, sealed_b64: str) -> str:
+        body = {"alias": alias, "context": context, "sealed_secret_b64": sealed_b64}
+        answer = self._call("POST", "/vault/secrets", body, idempotent=False)
+        return _text(answer, "atom_id")
+
+
+def lookup_api_key(settings: Settings) -> str | None:
+    """The key for the selected endpoint: `state.credentials.lookup_key` (env, keyring, file) when present.
+
+    Hook: without the credentials module, only MNEMO_API_KEY (settings.api_key) is consulted.
+    """
+    try:
+        from mnemo_tui.state.credentials import lookup_key
+    except ImportError:
+        return settings.api_key
+    key, _source = lookup_key(settings)
+    return key

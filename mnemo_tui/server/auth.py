@@ -1,0 +1,50 @@
+"""Provides API-key authentication: the key from `X-Api-Key` or `Authorization: Bearer`, mapped to a principal."""
+
+from __future__ import annotations
+
+import re
+
+from starlette.requests import Request
+
+from mnemo_tui.engine import rooms
+from mnemo_tui.engine.store import Store
+from mnemo_tui.errors import AuthError
+
+# Keys are looked up by their SHA-256 (the store keeps nothing else) and compared with
+# hmac.compare_digest in `rooms.principal_for_key`; this only refuses what cannot be a key.
+_KEY_SHAPE = re.compile(r"^mk_[A-Za-z0-9_]{1,190}$")
+_KEY_TOKEN = re.compile(r"mk_[A-Za-z0-9]+_[A-Za-z0-9]+")
+
+
+def presented_key(request: Request) -> str:
+    """The key the caller presented.
+
+    Raises:
+        AuthError: no key (`missing_key`) or one that cannot be a key (`malformed_key`).
+    """
+    key = request.headers.get("x-api-key")
+    if key is None:
+        header = request.headers.get("authorization")
+        if header is not None:
+            scheme, _, token = header.partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise AuthError("Authorization must be `Bearer <key>`", details={"reason": "malformed_key"})
+            key = token.strip()
+    if key is None or not key.strip():
+        raise AuthError(
+            "an API key is required: send it as X-Api-Key or Authorization: Bearer", details={"reason": "missing_key"}
+        )
+    key = key.strip()
+    if not _KEY_SHAPE.match(key):
+        raise AuthError("malformed API key", details={"reason": "malformed_key"})
+    return key
+
+
+def principal(store: Store, key: str) -> str:
+    """The principal the key maps to (unknown and revoked keys raise AuthError with their reason)."""
+    return rooms.principal_for_key(store, key)
+
+
+def redact(text: str) -> str:
+    """The text with anything shaped like an API key blanked (for logs)."""
+    return _KEY_TOKEN.sub("mk_[redacted]", text)

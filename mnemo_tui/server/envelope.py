@@ -1,0 +1,51 @@
+"""Provides the server's answers: JSON bodies, and the flat error envelope of WIRE.md for every failure."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from mnemo_tui.errors import MnemoError, RateLimited
+
+JSON = "application/json"
+_REQUEST_ID = re.compile(r"^[\x21-\x7e]{1,128}$")
+
+
+def dumps(value: Any) -> bytes:
+    """Compact UTF-8 JSON."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def ok(body: bytes | Any) -> Response:
+    """A 200 answer; `body` is JSON bytes already, or a value to encode."""
+    return Response(body if isinstance(body, bytes) else dumps(body), media_type=JSON)
+
+
+def request_id(request: Request) -> str | None:
+    """The caller's `X-Request-Id`, when it is a sane token (echoed as `requestId`)."""
+    value = request.headers.get("x-request-id")
+    if value is None or not _REQUEST_ID.match(value):
+        return None
+    return value
+
+
+class Refused(MnemoError):
+    """A failure with a code and status of its own (unknown route, method not allowed, internal error)."""
+
+    def __init__(self, status: int, code: str, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.retryable = retryable
+
+
+def error(exc: MnemoError, rid: str | None) -> Response:
+    """The flat envelope (`code`, `message`, `requestId`, `retryable`, `details`) with the error's status."""
+    headers = {"X-Request-Id": rid} if rid else {}
+    if isinstance(exc, RateLimited):
+        headers["Retry-After"] = "1"
+    return Response(dumps(exc.envelope(rid)), status_code=exc.status, media_type=JSON, headers=headers)

@@ -1,0 +1,296 @@
+"""Provides the endpoints of WIRE.md: each a plain function run in a database thread as the key's principal."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from mnemo_tui import timefmt
+from mnemo_tui.engine import rooms
+from mnemo_tui.engine.extras import atom_extras
+from mnemo_tui.engine.store import Store
+from mnemo_tui.errors import ValidationError
+from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, WriteRequest
+from mnemo_tui.server.validate import require, require_uuid
+
+DUPLICATE_REASON = "duplicate external_ref: the first atom was returned"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request as the endpoint functions see it: the raw body and the path parameters."""
+
+    raw: bytes = b""
+    params: dict[str, str] = field(default_factory=dict)
+
+    def body(self) -> Any:
+        """The parsed JSON body (an empty body reads as `{}`).
+
+        Raises:
+            ValidationError: the body is not JSON.
+        """
+        if not self.raw.strip():
+            return {}
+        try:
+            return json.loads(self.raw)
+        except (ValueError, UnicodeDecodeError):
+            raise ValidationError("request body is not valid JSON") from None
+
+
+def _time(value: str | None) -> int | None:
+    return None if value is None else timefmt.parse_iso(value)
+
+
+def _cursor_json(cursor: str | None) -> bytes:
+    return b"null" if cursor is None else b'"' + cursor.encode() + b'"'
+
+
+# -- the feed -------------------------------------------------------------------------------
+
+
+def recent(store: Store, who: str, call: Call) -> bytes:
+    """`POST /memory/recent`: one page of the feed, the stored wire items joined as they are."""
+    b = require("RecentRequestSchema", call.body())
+    query = RecentQuery(
+        scope=b.get("domain"),
+        since=_time(b.get("since")),
+        until=_time(b.get("until")),
+        exclude_author=b.get("exclude_author"),
+        limit=int(b["limit"]),
+        cursor=b.get("cursor"),
+        include_history=bool(b["include_history"]),
+    )
+    page = store.recent(who, query)
+    items = ",".join(e.wire for e in page.items).encode()
+    return b'{"items":[' + items + b'],"next_cursor":' + _cursor_json(page.next_cursor) + b"}"
+
+
+# -- search ---------------------------------------------------------------------------------
+
+
+def _read(store: Store, who: str, b: dict[str, Any]) -> dict[str, Any]:
+    started = time.perf_counter()
+    since, until = _time(b.get("since")), _time(b.get("until"))
+    if since is not None and until is not None and until < since:
+        raise ValidationError("until is before since")
+    hits = store.search(
+        who,
+        SearchQuery(
+            query=b["query"],
+            scope=b.get("domain"),
+            order_by="recency" if b["order_by"] == "recency" else "relevance",
+            since=since,
+            until=until,
+            exclude_author=b.get("exclude_author"),
+            include_history=bool(b["include_history"]),
+            top_k=int(b["top_k"]),
+        ),
+    )
+    floor = float(b.get("min_relevance", 0.0))
+    hits = [h for h in hits if h.relevance >= floor]
+    extras = atom_extras(store, [h.entry.atom_id for h in hits])
+    items = []
+    for hit in hits:
+        item = dict(hit.entry.data)
+        item.update(
+            relevance=hit.relevance,
+            similarity=hit.relevance,
+            valence=0.0,
+            importance=0.0,
+            source="fts",
+            metadata=extras.get(hit.entry.atom_id, ({}, None))[0],
+        )
+        items.append(item)
+    return {
+        "items": items,
+        "episodic_hit": False,
+        "query_concepts": [],
+        "expanded_concepts": [],
+        "search_time_ms": round((time.perf_counter() - started) * 1000, 3),
+    }
+
+
+def read(store: Store, who: str, call: Call) -> dict[str, Any]:
+    """`POST /memory/read`: search one scope (rooms after the membership check)."""
+    return _read(store, who, require("ReadRequestSchema", call.body()))
+
+
+def _refuse_rooms(domains: list[str | None], endpoint: str) -> None:
+    if any(d is not None and d.startswith(ROOM_PREFIX) for d in domains):
+        raise ValidationError(f"{endpoint} refuses xroom: domains; search a room with /memory/read")
+
+
+def read_batch(store: Store, who: str, call: Call) -> dict[str, Any]:
+    """`POST /memory/read-batch`: several searches of one's own store (no rooms)."""
+    b = require("ReadBatchRequestSchema", call.body())
+    queries = [require("ReadRequestSchema", q) for q in b["queries"]]
+    _refuse_rooms([q.get("domain") for q in queries], "read-batch")
+    return {"results": [_read(store, who, q) for q in queries]}
+
+
+def query(store: Store, who: str, call: Call) -> dict[str, Any]:
+    """`POST /memory/query`: one search over several own domains (no rooms)."""
+    b = require("QueryRequestSchema", call.body())
+    domains: list[str] = list(b.get("domains") or [])
+    _refuse_rooms(list(domains), "query")
+    base = {
+        "query": b["query"],
+        "order_by": "relevance",
+        "include_history": b["include_history"],
+        "min_relevance": b["min_relevance"],
+        "top_k": 500 if domains else b["top_k"],
+    }
+    answer = _read(store, who, base)
+    if domains:
+        wanted = set(domains)
+        answer["items"] = [i for i in answer["items"] if i["domain"] in wanted][: int(b["top_k"])]
+    return answer
+
+
+# -- writes ---------------------------------------------------------------------------------
+
+
+def write(store: Store, who: str, call: Call) -> dict[str, Any]:
+    """`POST /memory/write`: the principal comes from the key; `author` may name the agent only."""
+    b = require("WriteRequestSchema", call.body())
+    author: dict[str, Any] = b.get("author") or {}
+    result = store.write(
+        who,
+        WriteRequest(
+            content=b["content"],
+            domain=b["domain"],
+            concepts=tuple(b.get("concepts") or ()),
+            metadata=b.get("metadata"),
+            external_ref=b.get("external_ref"),
+            supersedes=tuple(b.get("supersedes") or ()),
+            agent=author.get("agent"),
+            agent_name=author.get("agent_name"),
+            client_env=author.get("client_env") or "api",
+        ),
+    )
+    return {
+        "stored": True,
+        "atom_id": result.atom_id,
+        "importance": 0.0,
+        "reason": "" if result.created else DUPLICATE_REASON,
+        "superseded": list(result.superseded),
+    }
+
+
+# -- rooms ----------------------------------------------------------------------------------
+
+
+def rooms_list(store: Store, who: str, call: Call) -> list[dict[str, Any]]:
+    """`GET /memory/rooms`: owned rooms, then joined ones."""
+    return [r.wire() for r in rooms.list_rooms(store, who)]
+
+
+def rooms_create(store: Store, who: str, call: Call) -> dict[str, Any]:
+    """`POST /memory/rooms`."""
+    b = require("CreateRoomRequestSchema", call.body())
+    room = rooms.create_room(store, who, b["name"], b.get("description"))
+    return {
+        "room_id": room.room_id,
+        "address": room.address,
+        "name": room.name,
+        "next_steps": (
+            f"Write and read with domain {room.address}. Bring others in with an invite: "
+            f"POST /memory/rooms/{room.room_id}/invites (mnemo rooms invite {room.address})."
+        ),
+    }
+
+
+def rooms_invite(store: Store, who: str, call: Call) -> dict[str, Any]:
+    """`POST /memory/rooms/{room_id}/invites` (owner only; an unknown room reads like a foreign one)."""
+    b = require("CreateInviteRequestSchema", call.body())
+    room_id = call.params["room_id"]
+    invite = rooms.create_invite(
+        store, who, room_id, scope=b["scope"], expires_days=int(b["expires_in_days"]), max_uses=int(b["max_uses"])
+    )
+    return {
+        "invite_id": invite.invite_id,
+        "code": invite.code,
+        "room_address": invite.room_address,
+        "scope": invite.scope,
+        "expires_at": timefmt.to_iso(invite.expires_at),
+        "join_url": "",
+        "share_message": f"Join the room {invite.room_address} with: mnemo rooms join {invite.code}",
+    }
+
+
+def rooms_join(store: Store, who: str, call: Call) -> dict[str, Any]:
+    """`POST /memory/rooms/join`: joining twice is a no-op success."""
+    b = require("JoinRoomRequestSchema", call.body())
+    joined = rooms.join(store, who, b["code"])
+    return {
+        "room_id": joined.room_id,
+        "address": joined.address,
+        "name": joined.name,
+        "scope": joined.scope,
+        "already_member": joined.already_member,
+        "next_steps": f"Read it with domain {joined.address} (mnemo recent --scope {joined.address}).",
+    }
+
+
+# -- vault ----------------------------------------------------------------------------------
+
+
+def vault_list(store: Store, who: str, call: Call) -> dict[str, Any]:
+    """`GET /vault/secrets`: aliases, context, time and concepts; never a value."""
+    return {
+        "secrets": [
+            {
+                "alias": s.alias,
+                "context": s.context,
+                "created_at": timefmt.to_iso(s.created_at),
+                "concepts": list(s.concepts),
+            }
+            for s in rooms.vault_list(store, who)
+        ]
+    }
+
+
+def vault_add(store: Store, who: str, call: Call) -> dict[str, Any]:
+    """`POST /vault/secrets`: the sealed value is stored and never returned."""
+    b = require("CreateSecretRequest", call.body())
+    atom = rooms.vault_add(store, who, b["alias"], b["context"], b["sealed_secret_b64"], tuple(b.get("concepts") or ()))
+    return {"atom_id": atom, "alias": b["alias"]}
+
+
+# -- single atoms and domains ------------------------------------------------------------------
+
+
+def atom_get(store: Store, who: str, call: Call) -> dict[str, Any]:
+    """`GET /memory/atoms/{atom_id}`: the wire item plus the hosted service's detail fields."""
+    atom = require_uuid(call.params["atom_id"], "atom_id")
+    entry = store.get(who, atom)
+    metadata, external_ref = atom_extras(store, [atom]).get(atom, ({}, None))
+    item = dict(entry.data)
+    item.update(
+        id=entry.atom_id,
+        atom_type="episode",
+        last_accessed_at=item["created_at"],
+        access_count=0,
+        importance=0.0,
+        valence=0.0,
+        outcome_count=0,
+        is_protected=False,
+        external_ref=external_ref,
+        metadata=metadata,
+    )
+    item.setdefault("supersedes", [])
+    item.setdefault("superseded_by", None)
+    return item
+
+
+def atom_delete(store: Store, who: str, call: Call) -> dict[str, Any]:
+    """`DELETE /memory/atoms/{atom_id}`: administrative; `{"deleted": 0|1}`."""
+    atom = require_uuid(call.params["atom_id"], "atom_id")
+    return {"deleted": store.delete(who, atom)}
+
+
+def domains(store: Store, who: str, call: Call) -> dict[str, Any]:
+    """`GET /memory/domains`: the caller's own domains."""
+    return {"domains": store.domains(who)}
