@@ -1,0 +1,151 @@
+"""Provides the CLI benchmarks: `recent` cold start against a bare Python start, and `recent --all` against `sqlite3 -json`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_engine import PRINCIPAL, build_store
+
+BIN = Path(sys.executable).parent
+MNEMO = shutil.which("mnemo", path=str(BIN)) or "mnemo"
+SQLITE3 = shutil.which("sqlite3")
+
+
+# The measuring process: it starts the command and reads that child's own rusage with wait4. It is a
+# small fresh process on purpose: a child's max RSS includes the memory of whatever process forked it
+# (Linux keeps the pre-exec high-water mark), so forking from this benchmark, which holds whole
+# stores in memory while it builds them, would inflate the figure. The floor is this launcher's ~10 MB.
+_LAUNCHER = r"""
+import json, os, subprocess, sys, time
+cmd = json.loads(sys.argv[1])
+with open(os.devnull, "wb") as sink:
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - started
+print(json.dumps([elapsed, usage.ru_maxrss, os.waitstatus_to_exitcode(status)]))
+"""
+
+
+def run_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, int]:
+    """Run `cmd` with stdout to /dev/null; returns (wall seconds, the child's own max RSS in KiB, exit code)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, json.dumps(cmd)], env=env, capture_output=True, check=True
+    ).stdout
+    elapsed, rss, code = json.loads(out)
+    return float(elapsed), int(rss), int(code)
+
+
+def _env(store: Path, home: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env.update(MNEMO_HOME=home, MNEMO_STORE=str(store), MNEMO_PRINCIPAL=PRINCIPAL, NO_COLOR="1")
+    return env
+
+
+def cold_start(store: Path, reps: int) -> dict[str, Any]:
+    """`mnemo recent --limit 20 --format ndjson` against `python -c "import sqlite3, json"`, alternated."""
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as home:
+        env = _env(store, home)
+        mnemo = [MNEMO, "recent", "--limit", "20", "--format", "ndjson"]
+        bare = [sys.executable, "-c", "import sqlite3, json"]
+        for _ in range(3):
+            assert run_child(mnemo, env)[2] == 0, "mnemo recent failed"
+            run_child(bare, env)
+        ta, tb, ratios = [], [], []
+        for _ in range(reps):
+            a = run_child(mnemo, env)[0]
+            b = run_child(bare, env)[0]
+            ta.append(a)
+            tb.append(b)
+            ratios.append(a / b)
+    return {
+        "name": "`mnemo recent --limit 20 --format ndjson` cold start",
+        "value": round(statistics.median(ta) * 1000, 1),
+        "unit": "ms",
+        "anchor": round(statistics.median(tb) * 1000, 1),
+        "ratio": round(statistics.median(ratios), 2),
+        "goal": "≤ 4x",
+        "anchor_is": '`python -c "import sqlite3, json"` in the same venv (median of alternated pairs)',
+    }
+
+
+def all_rate(store: Path, n: int, reps: int) -> list[dict[str, Any]]:
+    """`mnemo recent --all --format ndjson` against `sqlite3 -json` dumping the same rows, alternated."""
+    if SQLITE3 is None:
+        return [
+            {
+                "name": "recent --all rate",
+                "value": None,
+                "unit": "entries/s",
+                "anchor": None,
+                "ratio": None,
+                "goal": "≥ 0.5x",
+                "anchor_is": "sqlite3 CLI not installed (scripts/setup-dev.sh)",
+            }
+        ]
+    sql = (
+        "SELECT atom_id, content, domain, created_at, concepts, principal, agent, agent_name, client_env "
+        "FROM atoms WHERE bucket = (SELECT bucket FROM buckets WHERE kind = 'own' AND owner = 'local') "
+        "AND superseded_by IS NULL ORDER BY created_at DESC, atom_id DESC"
+    )
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as home:
+        env = _env(store, home)
+        mnemo = [MNEMO, "recent", "--all", "--format", "ndjson"]
+        dump = [SQLITE3, "-readonly", "-json", str(store), sql]
+        lines = subprocess.run(mnemo, env=env, capture_output=True, check=True).stdout.count(b"\n")
+        assert lines == n, f"mnemo recent --all printed {lines} lines, expected {n}"
+        ta, tb, ra, rb, ratios = [], [], [], [], []
+        for _ in range(reps):
+            a, rss_a, code_a = run_child(mnemo, env)
+            b, rss_b, code_b = run_child(dump, env)
+            assert code_a == 0 and code_b == 0
+            ta.append(a)
+            tb.append(b)
+            ra.append(rss_a)
+            rb.append(rss_b)
+            ratios.append((n / a) / (n / b))
+    rate, anchor = n / statistics.median(ta), n / statistics.median(tb)
+    return [
+        {
+            "name": f"`mnemo recent --all --format ndjson` over {n:,} entries",
+            "value": round(rate),
+            "unit": "entries/s",
+            "anchor": round(anchor),
+            "ratio": round(statistics.median(ratios), 2),
+            "goal": "≥ 0.5x",
+            "anchor_is": "`sqlite3 -json` dumping the same rows in the same order (alternated)",
+        },
+        {
+            "name": f"`mnemo recent --all` peak memory over {n:,} entries",
+            "value": round(max(ra) / 1024, 1),
+            "unit": "MB",
+            "anchor": round(max(rb) / 1024, 1),
+            "ratio": round(max(ra) / max(rb), 2),
+            "goal": "< 100 MB",
+            "anchor_is": "the `sqlite3 -json` dump's max RSS (child rusage via wait4)",
+        },
+    ]
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    """Cold start on the 1,000,000-entry store and the `--all` rate over 800,000 entries (--quick: a tenth)."""
+    big = build_store(100_000 if quick else 1_000_000)
+    n_all = 80_000 if quick else 800_000
+    rows = [cold_start(big, 11 if quick else 31)]
+    rows += all_rate(build_store(n_all), n_all, 3 if quick else 5)
+    return rows
+
+
+if __name__ == "__main__":
+    for row in run("--quick" in sys.argv):
+        print(row)
