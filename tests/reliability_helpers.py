@@ -1,0 +1,368 @@
+"""Provides what the reliability, security, fuzz and load tests share: real processes, a real server, invariants.
+
+Run as a script it is a worker process (`writer`, `consumer`, `superseder`) that the tests start
+and kill; imported it gives the tests the same code plus the checks they assert.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+PYTHON = sys.executable
+MNEMO = shutil.which("mnemo", path=str(Path(sys.executable).parent)) or "mnemo"
+
+
+# -- environments -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a process reads and writes: the embedded store, or a `mnemo serve` endpoint with a key."""
+
+    kind: str  # "embedded" or "remote"
+    store: Path  # the store file (served by the server when remote)
+    endpoint: str | None = None
+    key: str | None = None
+    principal: str = "alice"
+
+    def env(self, home: Path, **extra: str) -> dict[str, str]:
+        """A clean environment for a mnemo process acting as this target's principal."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+        env["MNEMO_HOME"] = str(home)
+        env["NO_COLOR"] = "1"
+        if self.kind == "remote":
+            assert self.endpoint and self.key
+            env["MNEMO_ENDPOINT"] = self.endpoint
+            env["MNEMO_API_KEY"] = self.key
+        else:
+            env["MNEMO_STORE"] = str(self.store)
+            env["MNEMO_PRINCIPAL"] = self.principal
+        env.update(extra)
+        return env
+
+    def args(self) -> list[str]:
+        """The worker command-line arguments that select this target."""
+        out = ["--store", str(self.store), "--principal", self.principal]
+        if self.kind == "remote":
+            assert self.endpoint and self.key
+            out += ["--endpoint", self.endpoint, "--key", self.key]
+        return out
+
+
+def open_target_backend(store: str, principal: str, endpoint: str | None, key: str | None):  # type: ignore[no-untyped-def]
+    """The backend the CLI itself would open for these settings (so both backends go through one path)."""
+    from mnemo_tui.cli.context import open_backend
+    from mnemo_tui.state.config import resolve
+
+    env = {"MNEMO_HOME": os.environ.get("MNEMO_HOME", "/nonexistent")}
+    if endpoint:
+        env["MNEMO_ENDPOINT"] = endpoint
+        env["MNEMO_API_KEY"] = key or ""
+    else:
+        env["MNEMO_STORE"] = store
+        env["MNEMO_PRINCIPAL"] = principal
+    return open_backend(resolve(env=env))
+
+
+def run_cli(
+    env: dict[str, str], *args: str, input: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed `mnemo` with this environment."""
+    return subprocess.run(
+        [MNEMO, *args], input=input, capture_output=True, text=True, env=env, timeout=timeout, check=False
+    )
+
+
+def integrity(path: Path) -> str:
+    """`PRAGMA integrity_check` of a SQLite file ("ok" when sound)."""
+    db = sqlite3.connect(path)
+    try:
+        return str(db.execute("PRAGMA integrity_check").fetchone()[0])
+    finally:
+        db.close()
+
+
+def read_lines(path: Path) -> list[str]:
+    """Complete lines of a file a killed process was writing (a torn last line was never output)."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.split("\n")
+    return [line for line in lines[:-1] if line]  # the part after the last newline is torn or empty
+
+
+def ndjson_ids(path: Path) -> list[str]:
+    """The atom ids of the complete NDJSON lines of a file."""
+    return [json.loads(line)["atom_id"] for line in read_lines(path)]
+
+
+def kill9(proc: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None:
+    """SIGKILL a process we started and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def all_entries(store: Path, scope_bucket_sql: str = "") -> list[tuple[int, str, str | None]]:
+    """(created_at, atom_id, superseded_by) of every entry of a store file, read directly."""
+    db = sqlite3.connect(store)
+    try:
+        return [(r[0], r[1], r[2]) for r in db.execute("SELECT created_at, atom_id, superseded_by FROM atoms")]
+    finally:
+        db.close()
+
+
+# -- a real `mnemo serve` -------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """A `mnemo serve` subprocess on a loopback port, with its log file."""
+
+    store: Path
+    home: Path
+    port: int
+    proc: subprocess.Popen[bytes]
+    log: Path
+    keys: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/v1"
+
+    def target(self, principal: str = "alice") -> Target:
+        return Target("remote", self.store, endpoint=self.base, key=self.keys[principal], principal=principal)
+
+    def log_text(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                kill9(self.proc)
+
+
+def server_available() -> bool:
+    """Whether this checkout has `mnemo serve` (the server of issue 5)."""
+    try:
+        import mnemo_tui.server  # noqa: F401
+    except ImportError:
+        return False
+    proc = subprocess.run([MNEMO, "serve", "--help"], capture_output=True, text=True, check=False, timeout=60)
+    return proc.returncode == 0
+
+
+def make_key(store: Path, principal: str) -> str:
+    """Issue an API key for a principal on a store (the engine call behind `mnemo keys create`)."""
+    from mnemo_tui.engine.rooms import create_key
+    from mnemo_tui.engine.store import Store
+
+    s = Store(store)
+    try:
+        return create_key(s, principal)[1]
+    finally:
+        s.close()
+
+
+def start_server(store: Path, home: Path, principals: tuple[str, ...] = ("alice",), port: int | None = None) -> Server:
+    """Start `mnemo serve` on a free loopback port over `store`, with a key per principal; wait until healthy."""
+    import urllib.request
+
+    keys = {p: make_key(store, p) for p in principals}
+    port = port or free_port()
+    log = home / f"serve-{port}.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env.update({"MNEMO_HOME": str(home), "MNEMO_STORE": str(store), "NO_COLOR": "1"})
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(
+            [MNEMO, "serve", "--host", "127.0.0.1", "--port", str(port)], stdout=fh, stderr=subprocess.STDOUT, env=env
+        )
+    server = Server(store=store, home=home, port=port, proc=proc, log=log, keys=keys)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"mnemo serve exited with {proc.returncode}: {server.log_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(server.base + "/health", timeout=2) as resp:
+                if resp.status == 200:
+                    return server
+        except OSError:
+            time.sleep(0.1)
+    server.stop()
+    raise RuntimeError("mnemo serve did not become healthy in 30 s")
+
+
+@contextlib.contextmanager
+def serving(store: Path, home: Path, principals: tuple[str, ...] = ("alice",)) -> Iterator[Server]:
+    """A running server for the duration of a block."""
+    server = start_server(store, home, principals)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+# -- invariants ---------------------------------------------------------------------------
+
+
+def supersession_consistent(store: Path) -> list[str]:
+    """Every way the store's supersession links disagree (empty when all-or-nothing held)."""
+    db = sqlite3.connect(store)
+    try:
+        rows = {r[0]: (r[1], r[2]) for r in db.execute("SELECT atom_id, supersedes, superseded_by FROM atoms")}
+    finally:
+        db.close()
+    problems = []
+    for atom, (supersedes, superseded_by) in rows.items():
+        for old in json.loads(supersedes or "[]"):
+            if old in rows and rows[old][1] != atom:
+                problems.append(f"{atom} supersedes {old} but {old}.superseded_by = {rows[old][1]}")
+        if superseded_by is not None:
+            if superseded_by not in rows:
+                problems.append(f"{atom} superseded by missing {superseded_by}")
+            elif atom not in json.loads(rows[superseded_by][0] or "[]"):
+                problems.append(f"{atom} superseded by {superseded_by}, which does not list it")
+    return problems
+
+
+# -- worker processes ---------------------------------------------------------------------
+
+
+def _writer(args: argparse.Namespace) -> None:
+    """Write `count` entries alternating between an own domain and a room; log `scope\\tatom_id` per write."""
+    from mnemo_tui.model import WriteRequest
+
+    backend = open_target_backend(args.store, args.principal, args.endpoint, args.key)
+    rng = random.Random(args.seed)
+    with open(args.out, "a", encoding="utf-8") as out:
+        for i in range(args.count):
+            in_room = args.room and i % 2 == 1
+            domain = args.room if in_room else args.domain
+            result = backend.write(WriteRequest(content=f"{args.domain} entry {i}", domain=domain, client_env="test"))
+            out.write(f"{args.room if in_room else ''}\t{result.atom_id}\n")
+            out.flush()
+            if args.pause:
+                time.sleep(rng.uniform(0, args.pause))
+    backend.close()
+
+
+def _consumer(args: argparse.Namespace) -> None:
+    """Run catch-up passes over each scope until the stop file appears, then one last pass each.
+
+    `--via lib` walks with the library (`CatchUp`); `--via cli` runs `mnemo catchup` for each pass.
+    Every delivered id is logged as `scope\\tatom_id`.
+    """
+    scopes = [s or None for s in args.scopes.split(",")]
+    stop = Path(args.stop)
+    out_path = Path(args.out)
+    home = Path(os.environ["MNEMO_HOME"])
+    target = Target(
+        "remote" if args.endpoint else "embedded", Path(args.store), args.endpoint, args.key, args.principal
+    )
+
+    def lib_pass(scope: str | None) -> list[str]:
+        from mnemo_tui.catchup import CatchUp
+        from mnemo_tui.state.statedb import StateDB
+
+        backend = open_target_backend(args.store, args.principal, args.endpoint, args.key)
+        state = StateDB(home / "state.db")
+        got: list[str] = []
+        try:
+            CatchUp(backend, state, consumer=args.consumer, scope=scope, limit=args.limit, overlap=args.overlap).run(
+                lambda entries: got.extend(e.atom_id for e in entries)
+            )
+        finally:
+            state.close()
+            backend.close()
+        return got
+
+    def cli_pass(scope: str | None) -> list[str]:
+        argv = ["catchup", "--consumer", args.consumer, "--limit", str(args.limit), "--format", "ndjson"]
+        if scope:
+            argv += ["--scope", scope]
+        proc = run_cli(target.env(home), *argv)
+        if proc.returncode != 0:
+            raise SystemExit(f"catchup failed ({proc.returncode}): {proc.stderr}")
+        return [json.loads(line)["atom_id"] for line in proc.stdout.splitlines() if line]
+
+    one_pass = cli_pass if args.via == "cli" else lib_pass
+    passes = 0
+    with open(out_path, "a", encoding="utf-8") as out:
+        while True:
+            final = stop.exists()
+            for scope in scopes:
+                for atom in one_pass(scope):
+                    out.write(f"{scope or ''}\t{atom}\n")
+                out.flush()
+            passes += 1
+            if final:
+                break
+    Path(str(out_path) + ".passes").write_text(str(passes))
+
+
+def _superseder(args: argparse.Namespace) -> None:
+    """Forever: write a group of entries, then one entry superseding the whole group (killed from outside)."""
+    from mnemo_tui.model import WriteRequest
+
+    backend = open_target_backend(args.store, args.principal, args.endpoint, args.key)
+    i = 0
+    while True:
+        group = [
+            backend.write(WriteRequest(content=f"draft {i}.{j}", domain="drafts", client_env="test")).atom_id
+            for j in range(args.group)
+        ]
+        backend.write(WriteRequest(content=f"final {i}", domain="drafts", supersedes=tuple(group), client_env="test"))
+        i += 1
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="reliability_helpers")
+    parser.add_argument("role", choices=["writer", "consumer", "superseder"])
+    parser.add_argument("--store", required=True)
+    parser.add_argument("--principal", default="alice")
+    parser.add_argument("--endpoint")
+    parser.add_argument("--key")
+    parser.add_argument("--out", default=os.devnull)
+    parser.add_argument("--domain", default="general")
+    parser.add_argument("--room", default="")
+    parser.add_argument("--count", type=int, default=100)
+    parser.add_argument("--pause", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--consumer", default="default")
+    parser.add_argument("--scopes", default="")
+    parser.add_argument("--stop", default="")
+    parser.add_argument("--via", choices=["lib", "cli"], default="lib")
+    parser.add_argument("--limit", type=int, default=7)
+    parser.add_argument("--overlap", type=int, default=0)
+    parser.add_argument("--group", type=int, default=32)
+    args = parser.parse_args(argv)
+    {"writer": _writer, "consumer": _consumer, "superseder": _superseder}[args.role](args)
+
+
+if __name__ == "__main__":
+    main()

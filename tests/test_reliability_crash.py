@@ -1,0 +1,223 @@
+"""kill -9 at random points: a catch-up walk never loses an entry, and a superseding write is all or nothing."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from reliability_helpers import (
+    HERE,
+    MNEMO,
+    PYTHON,
+    Target,
+    integrity,
+    kill9,
+    ndjson_ids,
+    run_cli,
+    server_available,
+    start_server,
+    supersession_consistent,
+)
+
+from mnemo_tui import timefmt
+from mnemo_tui.engine import cursor as cursors
+from mnemo_tui.engine.store import Store
+from mnemo_tui.model import RecentQuery, WriteRequest
+from mnemo_tui.state.statedb import StateDB
+
+ENTRIES = 1200
+LIMIT = 5
+KILLS = 14
+CONSUMER = "crashy"
+
+
+def _fill(store_path: Path, n: int, start: int = 0) -> None:
+    store = Store(store_path)
+    try:
+        now = timefmt.now_us()
+        rows = [(WriteRequest(content=f"entry {start + i}", domain=f"d{i % 3}"), now - n + i) for i in range(n)]
+        store.bulk_write("alice", rows)
+    finally:
+        store.close()
+
+
+def _visible(store_path: Path) -> list[tuple[int, str]]:
+    """(created_at, atom_id) of every entry of alice's own store the feed shows."""
+    store = Store(store_path)
+    try:
+        page_rows = store.db.execute(
+            "SELECT a.created_at, a.atom_id FROM atoms a JOIN buckets b ON b.bucket = a.bucket "
+            "WHERE b.kind = 'own' AND b.owner = 'alice' AND a.superseded_by IS NULL"
+        ).fetchall()
+    finally:
+        store.close()
+    return [(int(r[0]), str(r[1])) for r in page_rows]
+
+
+def _lines_in(path: Path) -> int:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def _assert_nothing_passed_unseen(target: Target, home: Path, delivered: set[str]) -> None:
+    """Neither the watermark nor the saved checkpoint has moved past an entry the consumer never printed."""
+    entries = _visible(target.store)
+    state = StateDB(home / "state.db")
+    try:
+        identity = str(target.store.resolve()) if target.kind == "embedded" else str(target.endpoint)
+        watermark = state.load(identity, "alice", CONSUMER, None)
+        checkpoint = state.load_checkpoint(identity, "alice", CONSUMER, None)
+    finally:
+        state.close()
+    if watermark is not None and watermark.created_at is not None:
+        unseen = [a for c, a in entries if c <= watermark.created_at and a not in delivered]
+        assert unseen == [], f"the watermark passed {len(unseen)} entries never printed"
+    if checkpoint is not None and checkpoint.newest is not None:
+        store = Store(target.store)
+        try:
+            secret = store.secret
+        finally:
+            store.close()
+        low = checkpoint.since if checkpoint.since is not None else -(2**63)
+        if checkpoint.cursor is None:
+            position = (low, "")
+        elif target.kind == "embedded":
+            bound = cursors.binding("alice", RecentQuery(since=checkpoint.since))
+            position = cursors.decode(secret, bound, checkpoint.cursor)
+        else:  # the server's cursor is its own business; its walk is checked by the final tally
+            return
+        unseen = [a for c, a in entries if low <= c <= checkpoint.newest and (c, a) >= position and a not in delivered]
+        assert unseen == [], f"the checkpoint passed {len(unseen)} entries never printed"
+
+
+def _kill_walks(tmp_path: Path, target: Target, seed: int) -> None:
+    home = tmp_path / "home"
+    env = target.env(home)
+    rng = random.Random(seed)
+    outputs: list[Path] = []
+    kills = 0
+    argv = [MNEMO, "catchup", "--resume", "--consumer", CONSUMER, "--limit", str(LIMIT), "--format", "ndjson"]
+    for round_no in range(KILLS):
+        if round_no % 4 == 3:
+            _fill(target.store, 40, start=10_000 * round_no)  # new entries land at the top between walks
+        out = tmp_path / f"walk{round_no}.ndjson"
+        outputs.append(out)
+        delivered = {a for o in outputs for a in ndjson_ids(o)}
+        remaining = len({a for _, a in _visible(target.store)} - delivered)
+        # A random point of what is left of the walk, counted in printed entries.
+        kill_after = rng.randint(1, max(1, remaining * 2 // 3))
+        with open(out, "wb") as fh:
+            proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.DEVNULL, env=env)
+            deadline = time.monotonic() + 60
+            while proc.poll() is None and _lines_in(out) < kill_after and time.monotonic() < deadline:
+                time.sleep(0.002)
+            if proc.poll() is None:
+                kill9(proc)
+                kills += 1
+        delivered = {a for o in outputs for a in ndjson_ids(o)}
+        _assert_nothing_passed_unseen(target, home, delivered)
+        assert integrity(home / "state.db") == "ok"
+        assert integrity(target.store) == "ok"
+    assert kills >= KILLS // 2, "most walks should have been killed half-way"
+    # --resume finishes the interrupted walk; one more pass finds nothing left.
+    for name in ("resume", "after"):
+        out = tmp_path / f"{name}.ndjson"
+        outputs.append(out)
+        proc = run_cli(env, *argv[1:])
+        assert proc.returncode == 0, proc.stderr
+        out.write_text(proc.stdout)
+    assert ndjson_ids(outputs[-1]) == []
+    printed = Counter(a for o in outputs for a in ndjson_ids(o))
+    wanted = {a for _, a in _visible(target.store)}
+    assert wanted - set(printed) == set(), "entries were lost"
+    assert set(printed) - wanted == set()
+    repeats = sum(n - 1 for n in printed.values())
+    # Only the page in flight when a walk died may be printed again, never more.
+    assert repeats <= kills * LIMIT
+    assert integrity(home / "state.db") == "ok"
+    assert integrity(target.store) == "ok"
+
+
+@pytest.mark.slow
+def test_catchup_killed_at_random_points_of_an_embedded_walk_loses_nothing(tmp_path: Path) -> None:
+    store_path = tmp_path / "store.db"
+    _fill(store_path, ENTRIES)
+    _kill_walks(tmp_path, Target("embedded", store_path), seed=8)
+
+
+@pytest.mark.slow
+def test_catchup_killed_at_random_points_of_a_walk_over_mnemo_serve_loses_nothing(tmp_path: Path) -> None:
+    if not server_available():
+        pytest.skip("mnemo serve is not in this checkout yet")
+    store_path = tmp_path / "store.db"
+    _fill(store_path, ENTRIES)
+    server = start_server(store_path, tmp_path / "home")
+    try:
+        _kill_walks(tmp_path, server.target("alice"), seed=9)
+    finally:
+        server.stop()
+
+
+def _superseder(target: Target, home: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [PYTHON, str(HERE), "superseder", *target.args(), "--group", "32"],
+        env=target.env(home),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _assert_all_or_nothing(store_path: Path) -> int:
+    assert integrity(store_path) == "ok"
+    assert supersession_consistent(store_path) == []
+    store = Store(store_path)
+    try:
+        finals = store.db.execute("SELECT supersedes FROM atoms WHERE content LIKE 'final %'").fetchall()
+        superseded = store.db.execute("SELECT count(*) FROM atoms WHERE superseded_by IS NOT NULL").fetchone()[0]
+    finally:
+        store.close()
+    # Each final entry replaced its whole group of 32, and nothing else was ever marked superseded.
+    assert all(len(json.loads(f[0])) == 32 for f in finals)
+    assert superseded == 32 * len(finals)
+    return len(finals)
+
+
+@pytest.mark.slow
+def test_a_superseding_writer_killed_at_random_points_is_all_or_nothing(tmp_path: Path) -> None:
+    store_path = tmp_path / "store.db"
+    Store(store_path).close()
+    target = Target("embedded", store_path)
+    rng = random.Random(88)
+    finals = 0
+    for _ in range(12):
+        proc = _superseder(target, tmp_path / "home")
+        time.sleep(rng.uniform(0.3, 0.9))  # start-up is ~0.25 s; then groups of 33 writes each
+        kill9(proc)
+        finals = _assert_all_or_nothing(store_path)
+    assert finals > 0, "no superseding write ever completed: the kills came too early to prove anything"
+
+
+@pytest.mark.slow
+def test_mnemo_serve_killed_during_superseding_writes_is_all_or_nothing(tmp_path: Path) -> None:
+    if not server_available():
+        pytest.skip("mnemo serve is not in this checkout yet")
+    store_path = tmp_path / "store.db"
+    Store(store_path).close()
+    rng = random.Random(89)
+    finals = 0
+    for _ in range(6):
+        server = start_server(store_path, tmp_path / "home")
+        writer = _superseder(server.target("alice"), tmp_path / "home")
+        time.sleep(rng.uniform(0.4, 1.2))
+        kill9(server.proc)  # the process that holds the transaction dies, not just the client
+        kill9(writer)
+        finals = _assert_all_or_nothing(store_path)
+    assert finals > 0
