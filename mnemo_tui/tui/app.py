@@ -1,0 +1,110 @@
+"""Provides `MnemoApp`: the Textual app, wired to an injected backend, state database and clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from mnemo_tui import timefmt
+from mnemo_tui.backends import Backend
+from mnemo_tui.model import MAX_LIMIT
+from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.tui.data.live import Probe
+from mnemo_tui.tui.data.serial import SerialBackend
+from mnemo_tui.tui.screens.help import HelpScreen
+from mnemo_tui.tui.screens.main import FeedScreen
+
+# An embedded store is probed (one PRAGMA) twice a second; an endpoint is polled every few seconds.
+EMBEDDED_POLL = 0.5
+REMOTE_POLL = 3.0
+
+
+class MnemoApp(App[None]):
+    """A live catch-up feed over any `Backend`.
+
+    Args:
+        backend: what to read; the embedded store or an endpoint (the app does not close it).
+        state: the state database holding this consumer's watermarks.
+        consumer: whose watermarks the counts and `c` use.
+        scope: the scope to open first (None: the own store).
+        clock: the current time in microseconds (tests fix it).
+        poll_interval: seconds between live checks; None for none (tests poll by hand); 0 for the default.
+        page_size: entries per page read (1–100).
+        keep_pages: pages held besides the first one.
+    """
+
+    CSS_PATH = "mnemo.tcss"
+    TITLE = "mnemo"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help"),
+    ]
+
+    def __init__(
+        self,
+        backend: Backend,
+        state: StateDB,
+        *,
+        consumer: str = "default",
+        scope: str | None = None,
+        clock: Callable[[], int] = timefmt.now_us,
+        poll_interval: float | None = 0,
+        page_size: int = MAX_LIMIT,
+        keep_pages: int = 8,
+    ) -> None:
+        super().__init__()
+        self.serial = SerialBackend(backend)
+        self.backend: Backend = self.serial
+        self.state = state
+        self.consumer = consumer
+        self.first_scope = scope
+        self.clock = clock
+        if poll_interval == 0:
+            poll_interval = REMOTE_POLL if backend.kind == "remote" else EMBEDDED_POLL
+        self.poll_interval = poll_interval
+        self.page_size = page_size
+        self.keep_pages = keep_pages
+
+    @property
+    def probe(self) -> Probe | None:
+        """The backend's cheap change probe, if it has one."""
+        return self.serial.probe
+
+    def get_default_screen(self) -> Screen[None]:
+        return FeedScreen(self.first_scope)
+
+    @property
+    def feed_screen(self) -> FeedScreen:
+        """The main screen (under any dialog)."""
+        for screen in self.screen_stack:
+            if isinstance(screen, FeedScreen):
+                return screen
+        raise LookupError("no feed screen")
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        try:
+            feed = self.feed_screen
+        except LookupError:
+            return
+        yield SystemCommand(
+            "Mark caught up", "Commit this scope's watermark, as `mnemo catchup` does", feed.action_catch_up
+        )
+        yield SystemCommand("Search", "Search the current scope", feed.action_search)
+        yield SystemCommand("Toggle history", "Show or hide superseded revisions", feed.action_history)
+        yield SystemCommand("Refresh", "Re-read scopes, counts and the feed", feed.action_refresh)
+        yield SystemCommand("Help", "The keys", self.action_help)
+        for item in feed.scopes.items.values():
+            where = "own store" if item.scope is None else item.scope
+            yield SystemCommand(
+                f"Open {item.label}", f"Switch the feed to {where}", partial(feed.switch_scope, item.scope)
+            )

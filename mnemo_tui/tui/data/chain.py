@@ -1,0 +1,52 @@
+"""Provides the supersession chain of an entry: the revisions it replaced and the one that replaced it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mnemo_tui.backends import Backend
+from mnemo_tui.errors import MnemoError
+from mnemo_tui.model import Entry
+
+MAX_STEPS = 10
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Older revisions (newest first) and newer ones (oldest first); ids that could not be read."""
+
+    older: tuple[Entry, ...]
+    newer: tuple[Entry, ...]
+    unreadable: tuple[str, ...]
+
+
+def supersession_chain(backend: Backend, entry: Entry, steps: int = MAX_STEPS) -> Chain:
+    """Follow `supersedes` back and `superseded_by` forward, at most `steps` each way."""
+    older: list[Entry] = []
+    newer: list[Entry] = []
+    unreadable: list[str] = []
+    seen = {entry.atom_id}
+    frontier = list(entry.supersedes)
+    while frontier and len(older) < steps:
+        atom = frontier.pop(0)
+        if atom in seen:
+            continue
+        seen.add(atom)
+        try:
+            found = backend.get(atom)
+        except MnemoError:
+            unreadable.append(atom)
+            continue
+        older.append(found)
+        frontier.extend(found.supersedes)
+    current = entry.superseded_by
+    while current and current not in seen and len(newer) < steps:
+        seen.add(current)
+        try:
+            found = backend.get(current)
+        except MnemoError:
+            unreadable.append(current)
+            break
+        newer.append(found)
+        current = found.superseded_by
+    return Chain(tuple(older), tuple(newer), tuple(unreadable))

@@ -1,0 +1,1 @@
+"""Provides the TUI's screens: the feed, search, and help."""

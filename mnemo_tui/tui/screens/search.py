@@ -1,0 +1,113 @@
+"""Provides `SearchScreen`: search the current scope (`/`) and open a hit in the detail pane."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import getters, on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, OptionList
+from textual.widgets.option_list import Option
+
+from mnemo_tui.errors import MnemoError
+from mnemo_tui.model import Entry, SearchHit, SearchQuery, describe_scope
+from mnemo_tui.tui.widgets.feed import absolute
+
+
+class SearchDone(Message):
+    def __init__(self, token: int, hits: list[SearchHit] | None, error: MnemoError | None) -> None:
+        super().__init__()
+        self.token = token
+        self.hits = hits
+        self.error = error
+
+
+class SearchScreen(ModalScreen[Entry | None]):
+    """A query box over the current scope; enter searches, enter on a hit opens it, escape goes back."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss_none", "Back")]
+
+    query_input = getters.query_one("#search-input", Input)
+    results = getters.query_one("#search-results", OptionList)
+    caption = getters.query_one("#search-caption", Label)
+
+    def __init__(self, scope: str | None, include_history: bool) -> None:
+        super().__init__()
+        self.scope = scope
+        self.include_history = include_history
+        self.hits: dict[str, Entry] = {}
+        self._token = 0
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="search-box"):
+            yield Label(f"Search {describe_scope(self.scope)}", id="search-title")
+            yield Input(placeholder="words to look for …", id="search-input", select_on_focus=False)
+            yield Label("Enter to search · ↓ to the results · Esc to go back", id="search-caption")
+            yield OptionList(id="search-results")
+
+    def on_mount(self) -> None:
+        self.query_input.cursor_blink = False
+        self.query_input.focus()
+
+    @on(Input.Submitted)
+    def submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if not text:
+            self.caption.update("Type some words first: the feed itself is the read without a query.")
+            return
+        self._token += 1
+        self.caption.update("Searching …")
+        self.run_search(self._token, text)
+
+    @work(thread=True, exclusive=True)
+    def run_search(self, token: int, text: str) -> None:
+        from mnemo_tui.tui.app import MnemoApp
+
+        app = self.app
+        assert isinstance(app, MnemoApp)
+        query = SearchQuery(query=text, scope=self.scope, include_history=self.include_history, top_k=50)
+        try:
+            self.post_message(SearchDone(token, app.backend.search(query), None))
+        except MnemoError as exc:
+            self.post_message(SearchDone(token, None, exc))
+
+    @on(SearchDone)
+    def done(self, message: SearchDone) -> None:
+        if message.token != self._token:
+            return
+        if message.error is not None or message.hits is None:
+            self.caption.update(f"Search failed: {message.error.message if message.error else '?'}")
+            return
+        self.hits = {hit.entry.atom_id: hit.entry for hit in message.hits}
+        self.results.set_options(
+            Option(
+                Content.assemble(
+                    (absolute(hit.entry.created_at), "$text-muted"),
+                    "  ",
+                    (hit.entry.domain[:14].ljust(14), "$accent"),
+                    "  ",
+                    hit.entry.first_line[:80],
+                ),
+                id=hit.entry.atom_id,
+            )
+            for hit in message.hits
+        )
+        n = len(message.hits)
+        self.caption.update(f"{n} hit{'s' if n != 1 else ''} · Enter opens one · Esc to go back")
+        if n:
+            self.results.highlighted = 0
+            self.results.focus()
+
+    @on(OptionList.OptionSelected, "#search-results")
+    def chosen(self, event: OptionList.OptionSelected) -> None:
+        entry = self.hits.get(event.option.id or "")
+        if entry is not None:
+            self.dismiss(entry)
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,80 @@
+"""Provides the feed's notices: the "N new" marker, the empty report of a scope, and a retryable error."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from mnemo_tui.errors import AuthError, MnemoError, Unavailable
+from mnemo_tui.model import EmptyReport
+
+
+class NewMarker(Static):
+    """`▲ 3 new — press g to show them`, shown instead of moving the list while the reader is away from the top."""
+
+    def show_count(self, count: int, overflow: bool) -> None:
+        """Show the count of held new entries (hidden at zero)."""
+        self.display = count > 0
+        more = "+" if overflow else ""
+        noun = "entry" if count == 1 and not overflow else "entries"
+        self.update(f"▲ {count}{more} new {noun} — press g to show")
+
+
+class ReportView(Vertical):
+    """An empty scope's report; the rooms it did not search can be selected to switch to them."""
+
+    class RoomChosen(Message):
+        """The reader picked an unsearched room."""
+
+        def __init__(self, address: str) -> None:
+            super().__init__()
+            self.address = address
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="report-text")
+        yield OptionList(id="report-rooms")
+
+    def show(self, report: EmptyReport) -> None:
+        """Show a report and its rooms."""
+        lines = report.text.splitlines()
+        # The room lines and the CLI's re-run hint are replaced by the selectable list below.
+        head = [line for line in lines if not line.startswith("  - ") and not line.startswith("Re-run with")]
+        self.query_one("#report-text", Static).update("\n".join(head))
+        rooms = self.query_one("#report-rooms", OptionList)
+        rooms.set_options(
+            Option(Content.assemble((r.name, "bold"), ("  " + r.address, "$text-muted")), id=r.address)
+            for r in report.unsearched_rooms
+        )
+        rooms.display = bool(report.unsearched_rooms)
+        if report.unsearched_rooms:
+            rooms.highlighted = 0
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option.id is not None:
+            self.post_message(self.RoomChosen(event.option.id))
+
+
+def describe_error(error: MnemoError) -> tuple[str, str]:
+    """A title and a hint for an error the reader can act on."""
+    if isinstance(error, Unavailable):
+        return "The backend is unreachable", "Check that the endpoint is up (or your network), then press r to retry."
+    if isinstance(error, AuthError):
+        return "The key was refused", "Run `mnemo login` (or set MNEMO_API_KEY) in a shell, then press r to retry."
+    return f"The backend refused the read ({error.code})", "Press r to retry, or pick another scope."
+
+
+class ErrorView(Static):
+    """A failed read: what happened and how to retry. Nothing is lost; the app stays open."""
+
+    def show_error(self, error: MnemoError) -> None:
+        title, hint = describe_error(error)
+        self.update(
+            Content.assemble(
+                ("⚠ " + title + "\n\n", "bold $error"), (error.message + "\n\n", ""), (hint, "$text-muted")
+            )
+        )
