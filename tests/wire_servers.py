@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -16,12 +17,14 @@ import uvicorn
 class ThreadServer:
     """An ASGI app served by uvicorn on a free 127.0.0.1 port, in a daemon thread."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, port: int = 0) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind(("127.0.0.1", port))
         self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(app, log_config=None, log_level="warning", access_log=False, lifespan="on")
+        config = uvicorn.Config(
+            app, log_config=None, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=1
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
@@ -49,9 +52,9 @@ class ThreadServer:
 
 
 @contextmanager
-def serving(app: Any) -> Iterator[ThreadServer]:
+def serving(app: Any, port: int = 0) -> Iterator[ThreadServer]:
     """Serve any ASGI app for the duration of the block."""
-    server = ThreadServer(app).start()
+    server = ThreadServer(app, port).start()
     try:
         yield server
     finally:
@@ -65,3 +68,40 @@ def served_store(path: Path, *, workers: int = 4) -> Iterator[ThreadServer]:
 
     with serving(create_app(path, workers=workers)) as server:
         yield server
+
+
+class Canned:
+    """An ASGI app that answers each request with the next canned (status, body, headers), recording requests.
+
+    `body` is a value to encode as JSON, or bytes sent as they are.
+    """
+
+    def __init__(self) -> None:
+        self.answers: list[tuple[int, Any, dict[str, str]]] = []
+        self.seen: list[tuple[str, str, bytes]] = []
+
+    def answer(self, status: int, body: Any, headers: dict[str, str] | None = None) -> Canned:
+        self.answers.append((status, body, headers or {}))
+        return self
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        raw = b""
+        while True:
+            message = await receive()
+            raw += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        self.seen.append((scope["method"], scope["path"], raw))
+        status, body, headers = self.answers.pop(0) if self.answers else (500, {"detail": "no answer left"}, {})
+        payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+        head = [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in headers.items())]
+        await send({"type": "http.response.start", "status": status, "headers": head})
+        await send({"type": "http.response.body", "body": payload})
