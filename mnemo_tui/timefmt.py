@@ -10,7 +10,11 @@ from mnemo_tui.errors import ValidationError
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_SPAN = re.compile(r"^(?:(\d+)(w))?(?:(\d+)(d))?(?:(\d+)(h))?(?:(\d+)(m))?(?:(\d+)(s))?$")
+_SPAN = re.compile(r"^(?:\d{1,12}[wdhms])+$")
+_SPAN_PART = re.compile(r"(\d+)([wdhms])")
+# The instants a datetime can show: 0001-01-01 and 9999-12-31 (UTC), in microseconds since the epoch.
+MIN_US = -62_135_596_800_000_000
+MAX_US = 253_402_300_799_999_999
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
@@ -21,7 +25,9 @@ def now_us() -> int:
 
 def to_iso(us: int) -> str:
     """Format microseconds as UTC ISO-8601 with microseconds and `Z` (`2026-11-30T07:00:00.123456Z`)."""
-    return (EPOCH + timedelta(microseconds=us)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    d = EPOCH + timedelta(microseconds=us)
+    # Spelled out rather than strftime, whose %Y drops the leading zeros of years before 1000.
+    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}.{d.microsecond:06d}Z"
 
 
 def from_datetime(value: datetime) -> int:
@@ -43,7 +49,7 @@ def parse_iso(text: str, *, field: str = "time") -> int:
         raw = raw[:-1] + "+00:00"
     try:
         parsed = datetime.fromisoformat(raw)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise ValidationError(f"{field}: {text!r} is not an ISO-8601 instant") from None
     try:
         return from_datetime(parsed)
@@ -52,16 +58,14 @@ def parse_iso(text: str, *, field: str = "time") -> int:
 
 
 def parse_span(text: str) -> int | None:
-    """Microseconds of a relative span like `90s`, `2h`, `1h30m`, `1w`; None if it is not one."""
-    match = _SPAN.match(text.strip().lower())
-    if not match or not text.strip():
+    """Microseconds of a relative span like `90s`, `2h`, `1h30m`, `1w`; None if it is not one.
+
+    Units are `w`, `d`, `h`, `m` (minutes) and `s`, combined in any order (`1h30m`, `30m1h`).
+    """
+    value = text.strip().lower()
+    if not _SPAN.match(value):
         return None
-    groups = match.groups()
-    total = 0
-    for i in range(0, len(groups), 2):
-        if groups[i] is not None:
-            total += int(groups[i]) * _UNITS[groups[i + 1]]
-    return total * 1_000_000
+    return sum(int(n) * _UNITS[unit] for n, unit in _SPAN_PART.findall(value)) * 1_000_000
 
 
 def parse_time(text: str, *, field: str = "--since", end_of_day: bool = False, now: int | None = None) -> int:
@@ -77,7 +81,13 @@ def parse_time(text: str, *, field: str = "--since", end_of_day: bool = False, n
     Raises:
         ValidationError: naming the value when it matches none of the forms.
     """
-    current = now_us() if now is None else now
+    result = _parse_time(text, field, end_of_day, now_us() if now is None else now)
+    if not MIN_US <= result <= MAX_US:
+        raise ValidationError(f"{field}: {text!r} is out of range (years 1 to 9999)")
+    return result
+
+
+def _parse_time(text: str, field: str, end_of_day: bool, current: int) -> int:
     value = text.strip().lower()
     if not value:
         raise ValidationError(f"{field}: empty time value")
@@ -112,7 +122,11 @@ def _day_start(day: date) -> int:
 
 
 def parse_overlap(text: str) -> int:
-    """Parse an `--overlap` span (`2s`, `500ms` is not supported; `0` means none) into microseconds."""
+    """Parse an `--overlap` span (`2s`, `1m`, `1m30s`; `0` means none) into microseconds.
+
+    Raises:
+        ValidationError: naming the value when it is not a span.
+    """
     value = text.strip().lower()
     if value in ("0", "0s"):
         return 0
@@ -123,9 +137,11 @@ def parse_overlap(text: str) -> int:
 
 
 def relative(us: int, now: int | None = None) -> str:
-    """A short human age such as `5s ago`, `3m ago`, `2h ago`, `4d ago`."""
+    """A short human age such as `5s ago`, `3m ago`, `2h ago`, `4d ago` (`just now` within a second)."""
     current = now_us() if now is None else now
-    delta = max(0, (current - us) // 1_000_000)
+    delta = (current - us) // 1_000_000
+    if delta < 1:
+        return "just now" if delta > -5 else "in future"
     if delta < 60:
         return f"{delta}s ago"
     if delta < 3600:
@@ -134,4 +150,6 @@ def relative(us: int, now: int | None = None) -> str:
         return f"{delta // 3600}h ago"
     if delta < 86400 * 60:
         return f"{delta // 86400}d ago"
-    return f"{delta // (86400 * 30)}mo ago"
+    if delta < 86400 * 730:
+        return f"{delta // (86400 * 30)}mo ago"
+    return f"{delta // (86400 * 365)}y ago"

@@ -1,13 +1,139 @@
-"""Provides the `mnemo` console script's entry point: run the Typer app, map errors to exit codes."""
+"""Provides the `mnemo` console script's entry point: a start-up fast path, the Typer app, errors to exit codes."""
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any
+
+# The fast path: `recent` and `catchup` with options it fully understands skip importing Typer
+# (about half of a cold start) and call the very same functions as the Typer commands
+# (mnemo_tui/cli/feed.py). Anything else, --help or a malformed option included, goes to Typer,
+# so usage errors stay Typer's.
+_GLOBAL_VALUES = {"--profile": "profile", "--store": "store", "--endpoint": "endpoint"}
+_RECENT_VALUES = {
+    "--scope": "scope",
+    "-s": "scope",
+    "--since": "since",
+    "--until": "until",
+    "--exclude-author": "exclude_author",
+    "--limit": "limit",
+    "-n": "limit",
+    "--cursor": "cursor",
+    "--format": "fmt",
+    "-f": "fmt",
+}
+_RECENT_FLAGS = {"--all": "all", "--include-history": "include_history"}
+_CATCHUP_VALUES = {
+    "--scope": "scope",
+    "-s": "scope",
+    "--consumer": "consumer",
+    "-c": "consumer",
+    "--since": "since",
+    "--limit": "limit",
+    "-n": "limit",
+    "--overlap": "overlap",
+    "--format": "fmt",
+    "-f": "fmt",
+}
+_CATCHUP_FLAGS = {"--no-commit": "no_commit", "--resume": "resume", "--exit-code": "exit_code"}
+
+
+def _options(
+    args: list[str], values: dict[str, str], flags: dict[str, str], *, stop_at_word: bool
+) -> tuple[dict[str, Any], int] | None:
+    """Parse `--opt value`, `--opt=value` and flags; None at anything else (Typer then decides)."""
+    found: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("-"):
+            if stop_at_word:
+                return found, i
+            return None
+        name, eq, inline = arg.partition("=")
+        if name in flags and not eq:
+            found[flags[name]] = True
+            i += 1
+            continue
+        if name not in values or (eq and not name.startswith("--")):
+            return None
+        if eq:
+            value = inline
+            i += 1
+        else:
+            if i + 1 >= len(args) or args[i + 1].startswith("-"):
+                return None
+            value = args[i + 1]
+            i += 2
+        if values[name] == "limit":
+            if not value.isdigit():
+                return None
+            found["limit"] = int(value)
+        else:
+            found[values[name]] = value
+    return found, i
+
+
+def _fast(args: list[str]) -> int | None:
+    """Run `recent` or `catchup` without Typer when every argument is understood; None otherwise."""
+    debug = False
+    rest = list(args)
+    while rest and rest[0] == "--debug":
+        debug = True
+        rest.pop(0)
+    parsed = _options(rest, _GLOBAL_VALUES, {"--debug": "debug"}, stop_at_word=True)
+    if parsed is None:
+        return None
+    root, used = parsed
+    rest = rest[used:]
+    if not rest or rest[0] not in ("recent", "catchup"):
+        return None
+    command = rest[0]
+    if command == "recent":
+        opts = _options(rest[1:], _RECENT_VALUES, _RECENT_FLAGS, stop_at_word=False)
+    else:
+        opts = _options(rest[1:], _CATCHUP_VALUES, _CATCHUP_FLAGS, stop_at_word=False)
+    if opts is None:
+        return None
+    from mnemo_tui.cli import feed
+    from mnemo_tui.cli.context import Context
+    from mnemo_tui.state.config import resolve, with_debug
+
+    settings = with_debug(
+        resolve(profile=root.get("profile"), store=root.get("store"), endpoint=root.get("endpoint")),
+        debug or bool(root.get("debug")),
+    )
+    context = Context(settings)
+    try:
+        if command == "recent":
+            return feed.recent(context, feed.RecentArgs(**opts[0]))
+        return feed.catchup(context, feed.CatchupArgs(**opts[0]))
+    finally:
+        context.close()
 
 
 def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("MNEMO_DEBUG", "") not in ("", "0")
+
+
+def _typer(args: list[str]) -> int:
+    from typer import Abort, Exit
+    from typer._click.exceptions import ClickException
+
+    from mnemo_tui.cli.app import app
+
+    try:
+        result = app(args=args, prog_name="mnemo", standalone_mode=False)
+    except Exit as exc:
+        return int(exc.exit_code)
+    except ClickException as exc:
+        exc.show()
+        return int(exc.exit_code)
+    except Abort:
+        sys.stderr.write("\nmnemo: interrupted; nothing half-committed\n")
+        return 130
+    return int(result) if isinstance(result, int) else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,22 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     from mnemo_tui.errors import MnemoError
 
     try:
-        from typer import Abort, Exit
-        from typer._click.exceptions import ClickException
-
-        from mnemo_tui.cli.app import app
-
-        try:
-            result = app(args=args, prog_name="mnemo", standalone_mode=False)
-        except Exit as exc:
-            return int(exc.exit_code)
-        except ClickException as exc:
-            exc.show()
-            return int(exc.exit_code)
-        except Abort:
-            sys.stderr.write("\nmnemo: interrupted; nothing half-committed\n")
-            return 130
-        return int(result) if isinstance(result, int) else 0
+        fast = _fast(args)
+        return fast if fast is not None else _typer(args)
     except MnemoError as exc:
         if debug:
             import traceback

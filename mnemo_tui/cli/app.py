@@ -11,7 +11,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import DEFAULT_LIMIT, Entry, RecentQuery, WriteRequest, parse_scope
+from mnemo_tui.model import DEFAULT_LIMIT, WriteRequest, parse_scope
 
 app = typer.Typer(
     name="mnemo",
@@ -22,7 +22,9 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 rooms_app = typer.Typer(help="Shared rooms: list, create, invite, join.", no_args_is_help=True, rich_markup_mode=None)
-vault_app = typer.Typer(help="Secrets: aliases and context only, never a value.", no_args_is_help=True, rich_markup_mode=None)
+vault_app = typer.Typer(
+    help="Secrets: aliases and context only, never a value.", no_args_is_help=True, rich_markup_mode=None
+)
 app.add_typer(rooms_app, name="rooms")
 app.add_typer(vault_app, name="vault")
 
@@ -30,7 +32,9 @@ ScopeOpt = Annotated[
     str | None, typer.Option("--scope", "-s", help="Omit for your own store; a domain; or xroom:<room_id>.")
 ]
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json or ndjson.")]
-SinceOpt = Annotated[str | None, typer.Option("--since", help="Inclusive low bound (ISO-8601, date, 15m, 2h, today...).")]
+SinceOpt = Annotated[
+    str | None, typer.Option("--since", help="Inclusive low bound (ISO-8601, date, 15m, 2h, today...).")
+]
 UntilOpt = Annotated[str | None, typer.Option("--until", help="Inclusive high bound (same grammar as --since).")]
 
 
@@ -44,8 +48,12 @@ def ctx_of(ctx: typer.Context) -> Context:
 def root(
     ctx: typer.Context,
     profile: Annotated[str | None, typer.Option("--profile", help="Profile of config.toml to use.")] = None,
-    store: Annotated[str | None, typer.Option("--store", help="Embedded store file (selects the embedded engine).")] = None,
-    endpoint: Annotated[str | None, typer.Option("--endpoint", help="REST base URL (selects the remote backend).")] = None,
+    store: Annotated[
+        str | None, typer.Option("--store", help="Embedded store file (selects the embedded engine).")
+    ] = None,
+    endpoint: Annotated[
+        str | None, typer.Option("--endpoint", help="REST base URL (selects the remote backend).")
+    ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,
 ) -> None:
     """Catch up on agent memory."""
@@ -58,11 +66,9 @@ def root(
 
 
 def _times(since: str | None, until: str | None) -> tuple[int | None, int | None]:
-    low = timefmt.parse_time(since, field="--since") if since is not None else None
-    high = timefmt.parse_time(until, field="--until", end_of_day=True) if until is not None else None
-    if low is not None and high is not None and high < low:
-        raise ValidationError(f"--until {until!r} is before --since {since!r}")
-    return low, high
+    from mnemo_tui.cli.feed import parse_times
+
+    return parse_times(since, until)
 
 
 def _scope(scope: str | None) -> str | None:
@@ -75,17 +81,32 @@ def _scope(scope: str | None) -> str | None:
 @app.command()
 def write(
     ctx: typer.Context,
-    text: Annotated[str, typer.Argument(help="The entry's content, or - to read it from stdin.")],
-    scope: Annotated[str | None, typer.Option("--scope", "-s", help="Domain (default general) or xroom:<room_id>.")] = None,
+    text: Annotated[
+        str | None, typer.Argument(help="The entry's content, or - (or nothing, in a pipe) to read it from stdin.")
+    ] = None,
+    scope: Annotated[
+        str | None, typer.Option("--scope", "-s", help="Domain (default general) or xroom:<room_id>.")
+    ] = None,
     concept: Annotated[list[str] | None, typer.Option("--concept", "-c", help="A concept (tag); repeatable.")] = None,
-    supersedes: Annotated[list[str] | None, typer.Option("--supersedes", help="An atom id this entry replaces; repeatable.")] = None,
-    ref: Annotated[str | None, typer.Option("--ref", help="External reference: a repeated write returns the first atom.")] = None,
+    supersedes: Annotated[
+        list[str] | None, typer.Option("--supersedes", help="An atom id this entry replaces; repeatable.")
+    ] = None,
+    ref: Annotated[
+        str | None, typer.Option("--ref", help="External reference: a repeated write returns the first atom.")
+    ] = None,
 ) -> None:
     """Store an entry; prints its atom_id."""
     c = ctx_of(ctx)
-    content = sys.stdin.read() if text == "-" else text
-    if text == "-" and content.endswith("\n"):
-        content = content[:-1]
+    if text is None and sys.stdin.isatty():
+        raise ValidationError("write needs the entry's text: `mnemo write TEXT`, or `-` to read it from stdin")
+    if text is None or text == "-":
+        content = sys.stdin.read()
+        if content.endswith("\n"):
+            content = content[:-1]
+    else:
+        content = text
+    if not content.strip():
+        raise ValidationError("the entry's content is empty")
     domain = _scope(scope) or "general"
     result = c.backend.write(
         WriteRequest(
@@ -102,7 +123,7 @@ def write(
     sys.stdout.write(result.atom_id + "\n")
 
 
-# -- recent -------------------------------------------------------------------------------
+# -- recent and catchup (bodies in feed.py, shared with the start-up fast path) -----------
 
 
 @app.command()
@@ -111,222 +132,47 @@ def recent(
     scope: ScopeOpt = None,
     since: SinceOpt = None,
     until: UntilOpt = None,
-    exclude_author: Annotated[str | None, typer.Option("--exclude-author", help="Drop entries by this principal.")] = None,
+    exclude_author: Annotated[
+        str | None, typer.Option("--exclude-author", help="Drop entries by this principal.")
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="Page size, 1-100.")] = DEFAULT_LIMIT,
     cursor: Annotated[str | None, typer.Option("--cursor", help="Continue from a previous page's cursor.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Follow cursors to the end of the feed, streaming.")] = False,
     include_history: Annotated[bool, typer.Option("--include-history", help="Include superseded revisions.")] = False,
     fmt: FormatOpt = "table",
-) -> None:
+) -> int:
     """One page of the feed, newest first (--all: every page)."""
-    c = ctx_of(ctx)
-    output.check_format(fmt)
-    low, high = _times(since, until)
-    query = RecentQuery(
-        scope=_scope(scope),
-        since=low,
-        until=high,
-        exclude_author=exclude_author,
-        limit=limit,
-        cursor=cursor,
-        include_history=include_history,
-    ).validated()
-    backend = c.backend
-    out = sys.stdout
-    if all_:
-        _recent_all(c, query, fmt)
-        return
-    page = backend.recent(query)
-    report = None
-    if not page.items:
-        from mnemo_tui import reports
+    from mnemo_tui.cli import feed
 
-        report = reports.for_recent(backend, query)
-    if fmt == "ndjson":
-        output.ndjson(out, (e.wire for e in page.items))
-        if page.next_cursor:
-            output.hint(f"next_cursor: {page.next_cursor}")
-        if report is not None:
-            sys.stderr.write(report.text + "\n")
-    elif fmt == "json":
-        out.write(
-            '{"items":['
-            + ",".join(e.wire for e in page.items)
-            + f'],"next_cursor":{output.dumps(page.next_cursor)},"scope":{output.dumps(query.scope)},'
-            + f'"empty_report":{output.dumps(report.wire() if report else None)}}}\n'
-        )
-    else:
-        table = output.TableWriter(out)
-        if report is not None:
-            table.report(report)
-        else:
-            table.rows(page.items)
-        if page.next_cursor:
-            output.hint(_continue_hint(query, page.next_cursor))
-
-
-def _continue_hint(query: RecentQuery, next_cursor: str) -> str:
-    args = ["mnemo recent"]
-    if query.scope:
-        args.append(f"--scope {query.scope}")
-    if query.since is not None:
-        args.append(f"--since {timefmt.to_iso(query.since)}")
-    if query.until is not None:
-        args.append(f"--until {timefmt.to_iso(query.until)}")
-    if query.exclude_author:
-        args.append(f"--exclude-author {query.exclude_author}")
-    if query.include_history:
-        args.append("--include-history")
-    if query.limit != DEFAULT_LIMIT:
-        args.append(f"--limit {query.limit}")
-    args.append(f"--cursor {next_cursor}")
-    return "More entries remain. Continue with:\n  " + " ".join(args) + "\n(or add --all to read to the end)"
-
-
-def _recent_all(c: Context, query: RecentQuery, fmt: str) -> None:
-    out = sys.stdout
-    backend = c.backend
-    count = 0
-    if fmt == "table":
-        from mnemo_tui.backends import walk_pages
-
-        table = output.TableWriter(out)
-        for page in walk_pages(backend, query):
-            if page.items:
-                table.rows(page.items)
-                count += len(page.items)
-        if count == 0:
-            from mnemo_tui import reports
-
-            table.report(reports.for_recent(backend, query))
-        return
-    if fmt == "json":
-        out.write('{"items":[')
-    for chunk in backend.stream_wire(query):
-        if fmt == "json":
-            out.write(("," if count else "") + ",".join(chunk))
-        else:
-            out.write("\n".join(chunk) + "\n")
-        count += len(chunk)
-    report = None
-    if count == 0:
-        from mnemo_tui import reports
-
-        report = reports.for_recent(backend, query)
-    if fmt == "json":
-        out.write(
-            f'],"next_cursor":null,"scope":{output.dumps(query.scope)},'
-            f'"empty_report":{output.dumps(report.wire() if report else None)}}}\n'
-        )
-    elif report is not None:
-        sys.stderr.write(report.text + "\n")
-
-
-# -- catchup ------------------------------------------------------------------------------
+    args = feed.RecentArgs(scope, since, until, exclude_author, limit, cursor, all_, include_history, fmt)
+    return feed.recent(ctx_of(ctx), args)
 
 
 @app.command()
 def catchup(
     ctx: typer.Context,
     scope: ScopeOpt = None,
-    consumer: Annotated[str | None, typer.Option("--consumer", help="Reader name; one watermark per scope each.")] = None,
+    consumer: Annotated[
+        str | None, typer.Option("--consumer", "-c", help="Reader name; one watermark per scope each.")
+    ] = None,
     since: Annotated[str | None, typer.Option("--since", help="Low bound of a first pass (no watermark yet).")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="Page size of each request, 1-100.")] = 100,
-    overlap: Annotated[str | None, typer.Option("--overlap", help="Re-read this span below the watermark (default 0 embedded, 2s endpoint).")] = None,
-    no_commit: Annotated[bool, typer.Option("--no-commit", help="Touch neither the watermark nor the checkpoint.")] = False,
+    overlap: Annotated[
+        str | None,
+        typer.Option("--overlap", help="Re-read this span below the watermark (default 0 embedded, 2s endpoint)."),
+    ] = None,
+    no_commit: Annotated[
+        bool, typer.Option("--no-commit", help="Touch neither the watermark nor the checkpoint.")
+    ] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted walk from its checkpoint.")] = False,
     exit_code: Annotated[bool, typer.Option("--exit-code", help="Exit 1 when nothing is new.")] = False,
     fmt: FormatOpt = "table",
 ) -> int:
     """Print only what is new to this consumer, then commit the watermark."""
-    from mnemo_tui.catchup import CatchUp
+    from mnemo_tui.cli import feed
 
-    c = ctx_of(ctx)
-    output.check_format(fmt)
-    from mnemo_tui.model import check_limit
-
-    check_limit(limit)
-    scope_value = _scope(scope)
-    consumer_name = consumer or c.settings.consumer
-    if not consumer_name.strip() or len(consumer_name) > 200:
-        raise ValidationError("--consumer must be 1 to 200 characters")
-    low = timefmt.parse_time(since, field="--since") if since is not None else None
-    backend = c.backend
-    if overlap is None:
-        overlap_us = 2_000_000 if backend.kind == "remote" else 0
-    else:
-        overlap_us = timefmt.parse_overlap(overlap)
-    walk = CatchUp(
-        backend, c.state, consumer=consumer_name, scope=scope_value, limit=limit, overlap=overlap_us, since=low
-    )
-    out = sys.stdout
-    table = output.TableWriter(out) if fmt == "table" else None
-    progress = sys.stderr.isatty()
-    started = [False]
-    counted = [0]
-
-    def emit(entries: list[Entry]) -> None:
-        if fmt == "ndjson":
-            output.ndjson(out, (e.wire for e in entries))
-        elif fmt == "json":
-            out.write(("," if started[0] else "") + ",".join(e.wire for e in entries))
-        else:
-            assert table is not None
-            table.rows(entries)
-        started[0] = True
-        out.flush()
-        counted[0] += len(entries)
-        if progress:
-            sys.stderr.write(f"\r{counted[0]} new so far…")
-            sys.stderr.flush()
-
-    if fmt == "json":
-        out.write(f'{{"scope":{output.dumps(scope_value)},"consumer":{output.dumps(consumer_name)},"items":[')
-    if resume and not walk.has_checkpoint():
-        output.hint("nothing to resume: starting a new pass from the watermark")
-    elif not resume and not no_commit and walk.has_checkpoint():
-        output.hint("an interrupted walk was found; re-reading from the watermark (use --resume to continue it)")
-    try:
-        result = walk.run(emit, commit=not no_commit, resume=resume)
-    except BrokenPipeError:
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
-        sys.stderr.write("mnemo: output closed mid-walk; the watermark was not moved (run again, or --resume)\n")
-        return 130
-    if progress and counted[0]:
-        sys.stderr.write("\r" + " " * 30 + "\r")
-    report = None
-    if result.delivered == 0:
-        from mnemo_tui import reports
-
-        report = reports.for_catchup(backend, scope_value, result.before, low)
-    from mnemo_tui.state.statedb import watermark_wire
-
-    if fmt == "json":
-        out.write(
-            f'],"watermark":{output.dumps({"before": watermark_wire(result.before), "after": watermark_wire(result.after)})},'
-            f'"pages":{result.pages},"repeats_skipped":{result.repeats_skipped},'
-            f'"resumed":{output.dumps(result.resumed)},"empty_report":{output.dumps(report.wire() if report else None)}}}\n'
-        )
-    elif fmt == "ndjson":
-        if report is not None:
-            sys.stderr.write(report.text + "\n")
-    else:
-        assert table is not None
-        if report is not None:
-            table.report(report)
-        else:
-            moved = "watermark not moved (--no-commit)" if no_commit else "watermark moved"
-            if result.after is not None and result.after.created_at is not None and not no_commit:
-                moved = f"watermark now {timefmt.to_iso(result.after.created_at)}"
-            output.hint(
-                f"{result.delivered} new for {consumer_name!r} in {result.pages} page(s); {moved}"
-                + (f"; {result.repeats_skipped} repeat(s) skipped" if result.repeats_skipped else "")
-            )
-    if exit_code and result.delivered == 0:
-        return 1
-    return 0
+    args = feed.CatchupArgs(scope, consumer, since, limit, overlap, no_commit, resume, exit_code, fmt)
+    return feed.catchup(ctx_of(ctx), args)
 
 
 # -- search -------------------------------------------------------------------------------
@@ -335,7 +181,9 @@ def catchup(
 @app.command()
 def search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="What to search for (required: without a query, use `mnemo recent`).")],
+    query: Annotated[
+        str | None, typer.Argument(help="What to search for (required: without a query, use `mnemo recent`).")
+    ] = None,
     scope: ScopeOpt = None,
     order_by: Annotated[str, typer.Option("--order-by", help="relevance or recency.")] = "relevance",
     since: SinceOpt = None,
@@ -349,7 +197,7 @@ def search(
 
     c = ctx_of(ctx)
     output.check_format(fmt)
-    if not query.strip():
+    if query is None or not query.strip():
         raise ValidationError("search needs a query; to list what happened lately, use `mnemo recent`")
     if order_by not in ("relevance", "recency"):
         raise ValidationError(f"--order-by must be relevance or recency, got {order_by!r}")
@@ -448,7 +296,9 @@ def rooms_invite(
     """Create an invite code (owner only); prints the mnvr_ code once."""
     c = ctx_of(ctx)
     output.check_format(fmt, allow_ndjson=False)
-    invite = c.backend.invite(room, scope="read" if read_only else "read_write", expires_days=expires_days, max_uses=max_uses)
+    invite = c.backend.invite(
+        room, scope="read" if read_only else "read_write", expires_days=expires_days, max_uses=max_uses
+    )
     if fmt == "json":
         sys.stdout.write(output.dumps(invite_wire(invite)) + "\n")
     else:

@@ -1,9 +1,366 @@
-"""Provides the watermark, login, logout, status, demo, config commands (issue 4)."""
+"""Provides the watermark, login, logout, status and demo commands (issue 4)."""
 
 from __future__ import annotations
 
+import sys
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+from mnemo_tui.cli import output
+from mnemo_tui.cli.context import Context
+from mnemo_tui.errors import ValidationError
+
+if TYPE_CHECKING:
+    from mnemo_tui.model import Watermark
+    from mnemo_tui.state.config import Settings
+
+ScopeOpt = Annotated[
+    str | None, typer.Option("--scope", "-s", help="Omit for your own store; a domain; or xroom:<room_id>.")
+]
+ConsumerOpt = Annotated[str | None, typer.Option("--consumer", "-c", help="Reader name (default: the configured one).")]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
+
+watermark_app = typer.Typer(
+    help="Inspect and manage watermarks per backend, consumer and scope.", no_args_is_help=True, rich_markup_mode=None
+)
+
+
+def _context(ctx: typer.Context) -> Context:
+    obj = ctx.find_root().obj
+    assert isinstance(obj, Context)
+    return obj
+
+
+def _consumer(c: Context, consumer: str | None) -> str:
+    name = consumer if consumer is not None else c.settings.consumer
+    if not name.strip() or len(name) > 200:
+        raise ValidationError("--consumer must be 1 to 200 characters")
+    return name
+
+
+def _scope(scope: str | None) -> str | None:
+    from mnemo_tui.model import parse_scope
+
+    return parse_scope(scope)
+
+
+def _scope_label(scope: str | None) -> str:
+    return scope if scope is not None else "(own store)"
+
+
+def _write_watermark(w: Watermark | None, fmt: str, *, scope: str | None, consumer: str) -> None:
+    from mnemo_tui import timefmt
+    from mnemo_tui.state.statedb import watermark_wire
+
+    if fmt == "json":
+        sys.stdout.write(output.dumps(watermark_wire(w)) + "\n")
+        return
+    if w is None:
+        sys.stdout.write(
+            f"No watermark for consumer {consumer!r} on {_scope_label(scope)}: "
+            "the next catchup reads the whole scope.\n"
+        )
+        return
+    mark = "none (reads the whole scope)" if w.created_at is None else timefmt.to_iso(w.created_at)
+    output.key_value_table(
+        sys.stdout,
+        [
+            ("scope", _scope_label(w.scope)),
+            ("consumer", w.consumer),
+            ("watermark", mark),
+            ("boundary ids", ", ".join(w.boundary_ids) or "none"),
+            ("updated", f"{timefmt.to_iso(w.updated_at)} ({timefmt.relative(w.updated_at)})"),
+        ],
+    )
+
+
+@watermark_app.command("list")
+def watermark_list(ctx: typer.Context, fmt: FormatOpt = "table") -> None:
+    """Every watermark of this backend and principal."""
+    from mnemo_tui import timefmt
+    from mnemo_tui.state.statedb import watermark_wire
+
+    c = _context(ctx)
+    output.check_format(fmt, allow_ndjson=False)
+    backend = c.backend
+    marks = c.state.list(backend.identity, backend.principal)
+    if fmt == "json":
+        sys.stdout.write(output.dumps([watermark_wire(w) for w in marks]) + "\n")
+        return
+    if not marks:
+        sys.stdout.write(
+            f"No watermarks yet for {backend.principal!r} on {backend.identity}. `mnemo catchup` sets one.\n"
+        )
+        return
+    rows = [
+        [
+            w.consumer,
+            _scope_label(w.scope),
+            "none" if w.created_at is None else timefmt.to_iso(w.created_at),
+            str(len(w.boundary_ids)),
+            timefmt.relative(w.updated_at),
+        ]
+        for w in marks
+    ]
+    output.grid(sys.stdout, ["CONSUMER", "SCOPE", "WATERMARK (UTC)", "BOUNDARY", "UPDATED"], rows)
+
+
+@watermark_app.command("show")
+def watermark_show(
+    ctx: typer.Context, scope: ScopeOpt = None, consumer: ConsumerOpt = None, fmt: FormatOpt = "table"
+) -> None:
+    """One consumer's watermark for one scope (JSON null when it has none)."""
+    c = _context(ctx)
+    output.check_format(fmt, allow_ndjson=False)
+    scope_value, name = _scope(scope), _consumer(c, consumer)
+    backend = c.backend
+    mark = c.state.load(backend.identity, backend.principal, name, scope_value)
+    _write_watermark(mark, fmt, scope=scope_value, consumer=name)
+
+
+@watermark_app.command("set")
+def watermark_set(
+    ctx: typer.Context,
+    time: Annotated[str, typer.Argument(help="The new watermark (ISO-8601, a date, 2h, today...).")],
+    scope: ScopeOpt = None,
+    consumer: ConsumerOpt = None,
+    fmt: FormatOpt = "table",
+) -> None:
+    """Set a watermark by hand (boundary ids emptied): the next pass reads from that instant, inclusive."""
+    from mnemo_tui import timefmt
+
+    c = _context(ctx)
+    output.check_format(fmt, allow_ndjson=False)
+    scope_value, name = _scope(scope), _consumer(c, consumer)
+    instant = timefmt.parse_time(time, field="watermark set")
+    backend = c.backend
+    mark = c.state.commit(backend.identity, backend.principal, name, scope_value, instant, ())
+    _write_watermark(mark, fmt, scope=scope_value, consumer=name)
+
+
+@watermark_app.command("reset")
+def watermark_reset(ctx: typer.Context, scope: ScopeOpt = None, consumer: ConsumerOpt = None) -> None:
+    """Forget a watermark: the next pass reads the whole scope."""
+    c = _context(ctx)
+    scope_value, name = _scope(scope), _consumer(c, consumer)
+    backend = c.backend
+    existed = c.state.reset(backend.identity, backend.principal, name, scope_value)
+    where = _scope_label(scope_value)
+    if existed:
+        output.hint(f"Watermark of consumer {name!r} on {where} removed; the next catchup reads the whole scope.")
+    else:
+        output.hint(f"Consumer {name!r} had no watermark on {where}; nothing changed.")
+
+
+# -- credentials --------------------------------------------------------------------------
+
+
+def _endpoint_settings(c: Context, endpoint: str | None) -> Settings:
+    from dataclasses import replace
+
+    from mnemo_tui.state.config import check_endpoint
+
+    if endpoint:
+        return replace(c.settings, endpoint=check_endpoint(endpoint), store_path=None)
+    if not c.settings.endpoint:
+        raise ValidationError(
+            "no endpoint is selected: give --endpoint URL (e.g. http://127.0.0.1:8765/api/v1) "
+            "or set MNEMO_ENDPOINT; the embedded store needs no login"
+        )
+    return c.settings
+
+
+def _read_key() -> str:
+    if sys.stdin.isatty():
+        import getpass
+
+        key = getpass.getpass("API key (hidden): ")
+    else:
+        key = sys.stdin.readline()
+    return key.strip()
+
+
+def _check_key(settings: Settings, key: str) -> bool:
+    """Ask the endpoint whether it takes the key (GET /memory/rooms); False when no remote backend exists."""
+    from dataclasses import replace
+
+    try:
+        from mnemo_tui.cli.context import open_backend
+
+        backend = open_backend(replace(settings, api_key=key))
+    except ImportError:
+        return False
+    try:
+        backend.rooms()
+    finally:
+        backend.close()
+    return True
+
+
+def login(
+    ctx: typer.Context,
+    endpoint: Annotated[
+        str | None, typer.Option("--endpoint", help="REST base URL; recorded in the profile of config.toml.")
+    ] = None,
+    insecure_storage: Annotated[
+        bool, typer.Option("--insecure-storage", help="Keep the key in a 0600 file instead of the OS keyring.")
+    ] = False,
+) -> None:
+    """Keep an API key for an endpoint in the OS keyring (key by hidden prompt or stdin)."""
+    from mnemo_tui.errors import AuthError
+    from mnemo_tui.state import credentials
+
+    c = _context(ctx)
+    settings = _endpoint_settings(c, endpoint)
+    if not insecure_storage and not credentials.keyring_available():
+        # Say so before asking for the key: there is nowhere to keep it.
+        raise credentials.no_keyring_error()
+    key = _read_key()
+    if not key:
+        raise AuthError("no key given (type it at the prompt, or pipe it on stdin)")
+    if not _check_key(settings, key):
+        output.hint("note: this build has no remote backend, so the key was not checked against the endpoint")
+    where, path = credentials.store_key(settings, key, insecure_storage=insecure_storage)
+    assert settings.endpoint is not None
+    if where == "file":
+        output.hint(
+            f"Key for {settings.endpoint} written to {path} (mode 0600, NOT encrypted): "
+            "anyone who can read that file can use it. `mnemo logout` removes it."
+        )
+    else:
+        output.hint(f"Key for {settings.endpoint} stored in the OS keyring (service 'mnemo').")
+    if endpoint:
+        _record_endpoint(c.settings, settings.endpoint)
+    if c.settings.api_key:
+        output.hint("note: MNEMO_API_KEY is set and wins over the stored key while it stays set")
+
+
+def _record_endpoint(settings: Settings, endpoint: str) -> None:
+    from mnemo_tui.state.config import read_config, save_profile
+
+    profile = settings.profile or "default"
+    section = read_config(settings.config_path).get("profiles", {}).get(profile, {})
+    if section.get("endpoint") == endpoint:
+        return
+    if section.get("store"):
+        output.hint(
+            f"note: profile {profile!r} selects a store, so the endpoint was not recorded; "
+            f"use --profile NAME with a new name to keep one for it"
+        )
+        return
+    save_profile(settings.config_path, profile, {"endpoint": endpoint}, make_default=settings.profile is None)
+    output.hint(f"Endpoint recorded in profile {profile!r} of {settings.config_path}.")
+
+
+def logout(
+    ctx: typer.Context,
+    endpoint: Annotated[str | None, typer.Option("--endpoint", help="REST base URL whose key to forget.")] = None,
+) -> None:
+    """Forget the endpoint's key (keyring and file)."""
+    from mnemo_tui.state import credentials
+
+    c = _context(ctx)
+    settings = _endpoint_settings(c, endpoint)
+    removed = credentials.forget_key(settings)
+    if removed:
+        output.hint(f"Key for {settings.endpoint} removed from the {' and the '.join(removed)}.")
+    else:
+        output.hint(f"No key was stored for {settings.endpoint}; nothing changed.")
+    if c.settings.api_key:
+        output.hint("note: MNEMO_API_KEY is still set in this environment")
+
+
+def status(ctx: typer.Context, fmt: FormatOpt = "table") -> None:
+    """Which backend is selected, as whom, where the key and the state live (never the key)."""
+    from mnemo_tui.state import credentials
+
+    c = _context(ctx)
+    output.check_format(fmt, allow_ndjson=False)
+    s = c.settings
+    data: dict[str, object] = {"backend": s.backend_kind}
+    if s.endpoint:
+        data["endpoint"] = s.endpoint
+        source = credentials.key_source(s)
+        data["principal"] = _remote_principal(c) if source != "none" else None
+    else:
+        data["store"] = str(s.store_path)
+        data["principal"] = s.principal
+        source = "none"
+    data["consumer"] = s.consumer
+    data["key_source"] = source
+    data["state"] = str(s.state_path)
+    if fmt == "json":
+        sys.stdout.write(output.dumps(data) + "\n")
+        return
+    rows = [
+        (k.replace("_", " "), "(unknown until the endpoint answers)" if v is None else str(v)) for k, v in data.items()
+    ]
+    rows.append(("profile", s.profile or "(none)"))
+    rows.append(("config", str(s.config_path) + ("" if s.config_path.exists() else " (not created yet)")))
+    output.key_value_table(sys.stdout, rows)
+    if s.endpoint and source == "none":
+        output.hint(f"No key for {s.endpoint}: run `mnemo login` or set MNEMO_API_KEY.")
+
+
+def _remote_principal(c: Context) -> str | None:
+    from mnemo_tui.errors import MnemoError
+
+    try:
+        return str(c.backend.principal)
+    except (MnemoError, ImportError):
+        return None
+
+
+# -- demo ---------------------------------------------------------------------------------
+
+
+def demo(
+    ctx: typer.Context,
+    entries: Annotated[int, typer.Option("--entries", "-n", help="How many entries in all (10 to 1,000,000).")] = 2000,
+    seed: Annotated[int | None, typer.Option("--seed", help="Repeatable content.")] = None,
+) -> None:
+    """Fill the embedded store with realistic sample entries, two rooms and a secret."""
+    from mnemo_tui import demo as demo_data
+    from mnemo_tui.engine.store import Store
+
+    c = _context(ctx)
+    c.embedded_only("demo")
+    if not demo_data.MIN_ENTRIES <= entries <= demo_data.MAX_ENTRIES:
+        raise ValidationError(
+            f"--entries must be between {demo_data.MIN_ENTRIES} and {demo_data.MAX_ENTRIES:,}, got {entries}"
+        )
+    assert c.settings.store_path is not None
+    progress = output.Progress("entries written")
+    store = Store(c.settings.store_path)
+    try:
+        summary = demo_data.fill(store, c.settings.principal, entries, seed=seed, progress=progress.update)
+    finally:
+        progress.done()
+        store.close()
+    lines = [
+        f"Wrote {entries:,} demo entries to {summary.store} in {summary.seconds:.1f}s:",
+        f"  your own store ({summary.principal!r}): {summary.own_entries:,} entries in "
+        f"{len(summary.domains)} domains ({', '.join(summary.domains)}), {summary.superseded} superseded",
+    ]
+    for room, count, authors in summary.rooms:
+        lines.append(f"  room {room.name!r} {room.address}: {count:,} entries by {authors} authors")
+    lines.append(f"  vault: secret {summary.secret!r} (value never shown)" if summary.secret else "  vault: unchanged")
+    first_room = summary.rooms[0][0].address if summary.rooms else "xroom:…"
+    lines += [
+        "Try:",
+        "  mnemo recent                      # the newest page of your own store",
+        f"  mnemo recent --scope {first_room}",
+        "  mnemo catchup                     # everything new to you, then a watermark",
+        "  mnemo tui",
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the app."""
+    app.add_typer(watermark_app, name="watermark")
+    app.command()(login)
+    app.command()(logout)
+    app.command()(status)
+    app.command()(demo)

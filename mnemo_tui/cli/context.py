@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from mnemo_tui.backends import Backend
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.state.config import Settings
-from mnemo_tui.state.statedb import StateDB
+
+if TYPE_CHECKING:
+    # Imported where used: `mnemo recent` opens no state database.
+    from mnemo_tui.backends import Backend
+    from mnemo_tui.state.statedb import StateDB
 
 
 def open_backend(settings: Settings) -> Backend:
@@ -39,6 +43,8 @@ class Context:
     @property
     def state(self) -> StateDB:
         if self._state is None:
+            from mnemo_tui.state.statedb import StateDB
+
             self._state = StateDB(self.settings.state_path)
         return self._state
 

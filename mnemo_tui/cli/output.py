@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from collections.abc import Iterable
 from typing import IO, Any
@@ -14,9 +13,15 @@ from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import EmptyReport, Entry
 
 FORMATS = ("table", "json", "ndjson")
+PIPE_WIDTH = 120
 
 
 def check_format(value: str, *, allow_ndjson: bool = True) -> str:
+    """Validate `--format`; `ndjson` only where the output is a list of entries.
+
+    Raises:
+        ValidationError: any other value.
+    """
     allowed = FORMATS if allow_ndjson else ("table", "json")
     if value not in allowed:
         raise ValidationError(f"--format must be one of {', '.join(allowed)}, got {value!r}")
@@ -24,6 +29,7 @@ def check_format(value: str, *, allow_ndjson: bool = True) -> str:
 
 
 def dumps(value: Any) -> str:
+    """Compact JSON, UTF-8 kept as is (the spelling of every JSON output)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -34,52 +40,123 @@ def ndjson(out: IO[str], wires: Iterable[str]) -> None:
         out.write(text + "\n")
 
 
-def color_enabled(stream: IO[str]) -> bool:
-    if os.environ.get("NO_COLOR"):
+def shell_quote(text: str) -> str:
+    """Quote a value for a shell command line a person can paste (only when it needs it)."""
+    import shlex
+
+    return shlex.quote(text)
+
+
+def is_tty(stream: IO[str]) -> bool:
+    """Whether a stream is a terminal (False for anything that cannot say)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
         return False
-    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def color_enabled(stream: IO[str]) -> bool:
+    """Colour only on a terminal, never with `NO_COLOR` set (any value) or `TERM=dumb`."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return is_tty(stream)
+
+
+def width_of(stream: IO[str]) -> int:
+    """The width to lay a table out in: the terminal's, else `COLUMNS`, else a generous default."""
+    if is_tty(stream):
+        import shutil
+
+        return max(40, shutil.get_terminal_size((PIPE_WIDTH, 24)).columns)
+    columns = os.environ.get("COLUMNS", "")
+    return max(40, int(columns)) if columns.isdigit() else PIPE_WIDTH
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null after the reader went away, so Python does not complain at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+class Progress:
+    """A count on stderr while a long walk runs, only when stderr is a terminal (never in a pipe or a log)."""
+
+    def __init__(self, noun: str, stream: IO[str] | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.noun = noun
+        self.enabled = is_tty(self.stream)
+        self.shown = False
+        self._last = 0
+
+    def update(self, count: int) -> None:
+        """Show the running count (at most every 1,000 items after the first page)."""
+        if not self.enabled or (self.shown and count - self._last < 1000):
+            return
+        self._last = count
+        self.shown = True
+        self.stream.write(f"\r{count:,} {self.noun} so far…")
+        self.stream.flush()
+
+    def done(self) -> None:
+        """Erase the count line."""
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
 
 
 class TableWriter:
-    """Writes entries as aligned lines, page by page, so a long walk streams instead of buffering."""
+    """Writes entries as aligned lines, page by page, so a long walk streams instead of buffering.
+
+    Each line: age (relative), creation time (absolute, UTC), author, domain, the first line of
+    the content, and the start of the atom id. Columns give way to the content on a narrow
+    terminal; colour follows `NO_COLOR` and the terminal.
+    """
 
     def __init__(self, out: IO[str] | None = None, now: int | None = None) -> None:
         self.out = out or sys.stdout
         self.color = color_enabled(self.out)
-        self.width = shutil.get_terminal_size((100, 24)).columns if self.color else 100
+        self.width = width_of(self.out)
         self.now = timefmt.now_us() if now is None else now
         self.header_done = False
         self.count = 0
+        self.wide = self.width >= 100
 
     def _style(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
 
     def header(self) -> None:
+        """Write the column header once."""
         if not self.header_done:
-            line = f"{'AGE':>8}  {'CREATED (UTC)':<19}  {'AUTHOR':<16}  {'DOMAIN':<14}  CONTENT"
+            created = f"{'CREATED (UTC)':<19}  " if self.wide else ""
+            line = f"{'AGE':<9}  {created}{'AUTHOR':<18}  {'DOMAIN':<16}  CONTENT"
             self.out.write(self._style(line, "1") + "\n")
             self.header_done = True
 
     def rows(self, entries: list[Entry]) -> None:
+        """Write one line per entry."""
         self.header()
+        fixed = 9 + 2 + 18 + 2 + 16 + 2 + (21 if self.wide else 0)
+        room = max(12, self.width - fixed - 10)
+        lines = []
         for entry in entries:
             self.count += 1
             age = timefmt.relative(entry.created_at, self.now)
-            created = timefmt.to_iso(entry.created_at)[:19].replace("T", " ")
-            author = _clip(entry.author, 16)
-            domain = _clip(entry.domain, 14)
-            fixed = 8 + 2 + 19 + 2 + 16 + 2 + 14 + 2
-            room = max(10, self.width - fixed - 10)
-            first = _clip(entry.first_line, room)
-            extra = ""
-            if entry.superseded_by:
-                extra = self._style(" (superseded)", "2")
-            self.out.write(
-                f"{self._style(f'{age:>8}', '36')}  {created:<19}  {self._style(f'{author:<16}', '33')}  "
-                f"{domain:<14}  {first}{extra}  {self._style(entry.atom_id[:8], '2')}\n"
+            created = (timefmt.to_iso(entry.created_at)[:19].replace("T", " ") + "  ") if self.wide else ""
+            extra = " (superseded)" if entry.superseded_by else ""
+            first = _clip(entry.first_line or "(blank)", room - len(extra))
+            lines.append(
+                f"{self._style(f'{age:<9}', '36')}  {created}{self._style(f'{_clip(entry.author, 18):<18}', '33')}  "
+                f"{_clip(entry.domain, 16):<16}  {first}{self._style(extra, '2')}"
+                f"{' ' * max(1, room - len(first) - len(extra) + 2)}{self._style(entry.atom_id[:8], '2')}\n"
             )
+        self.out.write("".join(lines))
 
     def report(self, report: EmptyReport) -> None:
+        """Write an empty report (the result of an empty answer in table mode)."""
         self.out.write(report.text + "\n")
 
 
@@ -91,12 +168,16 @@ def _clip(text: str, width: int) -> str:
 def hint(message: str) -> None:
     """A message for the person at the terminal: stderr, never stdout."""
     sys.stderr.write(message + "\n")
+    sys.stderr.flush()
 
 
 def key_value_table(out: IO[str], rows: list[tuple[str, str]]) -> None:
+    """Aligned `key  value` lines (status, one watermark)."""
     width = max((len(k) for k, _ in rows), default=0)
+    color = color_enabled(out)
     for key, value in rows:
-        out.write(f"{key.ljust(width)}  {value}\n")
+        label = key.ljust(width)
+        out.write((f"\x1b[1m{label}\x1b[0m" if color else label) + f"  {value}\n")
 
 
 def grid(out: IO[str], headers: list[str], rows: list[list[str]]) -> None:

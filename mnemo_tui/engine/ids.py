@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-import secrets
 import time
-import uuid
+
+# secrets and uuid are imported where used: `mnemo recent` never needs them, and they cost its cold start.
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
 def ulid() -> str:
     """A new ULID: 48 bits of milliseconds and 80 random bits, Crockford base32."""
+    import secrets
+
     value = (time.time_ns() // 1_000_000) << 80 | secrets.randbits(80)
     chars = []
     for _ in range(26):
@@ -22,16 +24,22 @@ def ulid() -> str:
 
 def atom_id() -> str:
     """A new random atom id (UUID4)."""
+    import uuid
+
     return str(uuid.uuid4())
 
 
 def invite_code() -> str:
     """A new invite code, `mnvr_` + 32 url-safe characters; only its hash is stored."""
+    import secrets
+
     return "mnvr_" + secrets.token_urlsafe(24)
 
 
 def api_key() -> str:
     """A new API key in the service's shape: `mk_live_` + 32 lower-case hex characters."""
+    import secrets
+
     return "mk_live_" + secrets.token_hex(16)
 
 

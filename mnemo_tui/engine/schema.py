@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 import sqlite3
 from collections.abc import Callable
 
@@ -23,6 +22,8 @@ def migration(number: int, name: str) -> Callable[[Migration], Migration]:
 
 @migration(1, "initial")
 def m001_initial(db: sqlite3.Connection) -> None:
+    import secrets  # only a new store needs it; opening an existing one stays cheap
+
     db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL) STRICT")
     db.execute("INSERT INTO meta(key, value) VALUES ('cursor_secret', ?)", (secrets.token_bytes(32),))
     db.execute("INSERT INTO meta(key, value) VALUES ('store_id', ?)", (secrets.token_hex(8).encode(),))

@@ -58,6 +58,9 @@ def _dirs(home: Path | None) -> tuple[Path, Path, Path]:
     )
 
 
+_TEXT_KEYS = ("store", "endpoint", "state", "principal", "agent", "consumer")
+
+
 def read_config(path: Path) -> dict[str, Any]:
     """The parsed `config.toml`, or {} when there is none.
 
@@ -81,7 +84,32 @@ def read_config(path: Path) -> dict[str, Any]:
     profiles = data.get("profiles", {})
     if not isinstance(profiles, dict) or not all(isinstance(v, dict) for v in profiles.values()):
         raise LocalStateError(f"config file {path}: [profiles.NAME] must be tables; fix it or move it aside")
+    for where, table in [("", data), *((f"[profiles.{n}] ", t) for n, t in profiles.items())]:
+        for key in _TEXT_KEYS:
+            if key in table and not isinstance(table[key], str):
+                raise LocalStateError(f"config file {path}: {where}{key} must be a string; fix it or move it aside")
+    if "default_profile" in data and not isinstance(data["default_profile"], str):
+        raise LocalStateError(f"config file {path}: default_profile must be a string; fix it or move it aside")
     return data
+
+
+def _path_value(value: str, base: Path) -> Path:
+    # A relative path in config.toml is relative to the file's folder, not to wherever mnemo runs.
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else base / path
+
+
+def check_endpoint(url: str) -> str:
+    """A REST base URL without its trailing slash.
+
+    Raises:
+        ValidationError: anything but an http(s) URL with a host.
+    """
+    value = url.strip().rstrip("/")
+    scheme, sep, rest = value.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest or rest.startswith("/"):
+        raise ValidationError(f"endpoint {url!r} is not an http(s) URL (e.g. http://127.0.0.1:8765/api/v1)")
+    return value
 
 
 def resolve(
@@ -93,9 +121,13 @@ def resolve(
 ) -> Settings:
     """Resolve the settings by the precedence of PRODUCT.md: flags, environment, profile, defaults.
 
+    Within `config.toml`, a profile's keys win over the file's top-level keys, which act as
+    defaults for every profile. `MNEMO_HOME` moves config, state and the default store together.
+
     Raises:
-        ValidationError: an unknown profile, or both a store and an endpoint at the same level.
-        LocalStateError: an unreadable `config.toml`.
+        ValidationError: an unknown profile named by a flag or `MNEMO_PROFILE`, a bad endpoint URL,
+            or both a store and an endpoint at the same level.
+        LocalStateError: an unreadable `config.toml`, or a `default_profile` it does not define.
     """
     environ = os.environ if env is None else env
     home_value = environ.get("MNEMO_HOME")
@@ -103,18 +135,24 @@ def resolve(
     config_dir, state_dir, data_dir = _dirs(home)
     config_path = config_dir / "config.toml"
     config = read_config(config_path)
-    profile_name = profile or environ.get("MNEMO_PROFILE") or config.get("default_profile")
+    profiles: dict[str, Any] = config.get("profiles", {})
+    profile_name = profile or environ.get("MNEMO_PROFILE") or None
     section: dict[str, Any] = {}
     if profile_name:
-        profiles = config.get("profiles", {})
         if profile_name not in profiles:
             known = ", ".join(sorted(profiles)) or "none"
             raise ValidationError(f"unknown profile {profile_name!r} in {config_path} (known: {known})")
         section = profiles[profile_name]
+    elif config.get("default_profile"):
+        profile_name = str(config["default_profile"])
+        if profile_name not in profiles:
+            raise LocalStateError(
+                f"config file {config_path}: default_profile {profile_name!r} is not a [profiles.{profile_name}] "
+                "table; add it or remove default_profile"
+            )
+        section = profiles[profile_name]
 
-    def pick(flag: str | None, var: str, key: str) -> str | None:
-        if flag:
-            return flag
+    def pick(var: str, key: str) -> str | None:
         if environ.get(var):
             return environ[var]
         value = section.get(key, config.get(key))
@@ -123,29 +161,41 @@ def resolve(
     # The backend: a store or an endpoint, whichever the highest level names.
     store_value: str | None = None
     endpoint_value: str | None = None
-    for level_store, level_endpoint in (
-        (store, endpoint),
-        (environ.get("MNEMO_STORE"), environ.get("MNEMO_ENDPOINT")),
-        (section.get("store"), section.get("endpoint")),
+    from_file = False
+    for level, (level_store, level_endpoint) in enumerate(
+        (
+            (store, endpoint),
+            (environ.get("MNEMO_STORE"), environ.get("MNEMO_ENDPOINT")),
+            (section.get("store"), section.get("endpoint")),
+            (config.get("store"), config.get("endpoint")),
+        )
     ):
         if level_store and level_endpoint:
-            raise ValidationError("both a store and an endpoint are selected at the same level; choose one")
+            where = ("flags", "environment", f"profile {profile_name!r}", "config file")[level]
+            raise ValidationError(f"both a store and an endpoint are selected by the {where}; choose one")
         if level_store or level_endpoint:
             store_value, endpoint_value = level_store, level_endpoint
+            from_file = level >= 2
             break
-    store_path = Path(str(store_value)).expanduser() if store_value else None
+    store_path: Path | None = None
+    if store_value:
+        store_path = _path_value(str(store_value), config_dir) if from_file else Path(str(store_value)).expanduser()
     if endpoint_value is None and store_path is None:
         store_path = data_dir / "store.db"
-    state_value = environ.get("MNEMO_STATE") or section.get("state")
-    state_path = Path(str(state_value)).expanduser() if state_value else state_dir / "state.db"
+    if environ.get("MNEMO_STATE"):
+        state_path = Path(environ["MNEMO_STATE"]).expanduser()
+    elif section.get("state") or config.get("state"):
+        state_path = _path_value(str(section.get("state") or config.get("state")), config_dir)
+    else:
+        state_path = state_dir / "state.db"
     return Settings(
         config_path=config_path,
         state_path=state_path,
         store_path=store_path,
-        endpoint=str(endpoint_value).rstrip("/") if endpoint_value else None,
-        principal=pick(None, "MNEMO_PRINCIPAL", "principal") or "local",
-        agent=pick(None, "MNEMO_AGENT", "agent"),
-        consumer=pick(None, "MNEMO_CONSUMER", "consumer") or "default",
+        endpoint=check_endpoint(str(endpoint_value)) if endpoint_value else None,
+        principal=pick("MNEMO_PRINCIPAL", "principal") or "local",
+        agent=pick("MNEMO_AGENT", "agent"),
+        consumer=pick("MNEMO_CONSUMER", "consumer") or "default",
         profile=profile_name,
         api_key=environ.get("MNEMO_API_KEY") or None,
         home=home,
@@ -153,5 +203,58 @@ def resolve(
     )
 
 
+def save_profile(config_path: Path, profile: str, values: dict[str, str | None], *, make_default: bool = False) -> None:
+    """Set (or, with None, remove) keys of one profile in `config.toml`, keeping the file's comments.
+
+    The file is rewritten atomically (a temporary file renamed over it) and created 0600 when new.
+
+    Args:
+        config_path: the `config.toml` file (it need not exist).
+        profile: the `[profiles.NAME]` table to change (created when missing).
+        values: the keys to set, or to remove when None.
+        make_default: also set `default_profile` when the file names none.
+
+    Raises:
+        LocalStateError: the file cannot be read, parsed or written.
+    """
+    import tomlkit
+
+    read_config(config_path)  # the same errors as any other read, before anything is changed
+    try:
+        text = config_path.read_text("utf-8") if config_path.exists() else ""
+        doc = tomlkit.parse(text)
+    except (OSError, ValueError) as exc:
+        raise LocalStateError(f"config file {config_path} cannot be read ({exc}); fix it or move it aside") from None
+    if make_default and "default_profile" not in doc:
+        doc.add("default_profile", profile)  # tomlkit places a top-level key before the tables
+    if "profiles" not in doc:
+        doc.add("profiles", tomlkit.table(is_super_table=True))
+    profiles_item: Any = doc["profiles"]
+    if profile not in profiles_item:
+        profiles_item.add(profile, tomlkit.table())
+    section: Any = profiles_item[profile]
+    for key, value in values.items():
+        if value is None:
+            if key in section:
+                del section[key]
+        else:
+            section[key] = value
+    _write_atomic(config_path, tomlkit.dumps(doc))
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise LocalStateError(f"config file {path} cannot be written ({exc.strerror}); check its folder") from None
+
+
 def with_debug(settings: Settings, debug: bool) -> Settings:
+    """The settings with `--debug` folded in."""
     return replace(settings, debug=settings.debug or debug)

@@ -1,0 +1,283 @@
+"""Provides the bodies of `recent` and `catchup`, free of Typer so the start-up fast path can call them too."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mnemo_tui import timefmt
+from mnemo_tui.cli import output
+from mnemo_tui.cli.context import Context
+from mnemo_tui.errors import ValidationError
+from mnemo_tui.model import DEFAULT_LIMIT, Entry, RecentQuery, parse_scope
+
+if TYPE_CHECKING:
+    from mnemo_tui.catchup import CatchupResult
+
+CATCHUP_LIMIT = 100
+
+
+def parse_times(since: str | None, until: str | None) -> tuple[int | None, int | None]:
+    """`--since` and `--until` in microseconds; a date-only `--until` is its day's last microsecond.
+
+    Raises:
+        ValidationError: a value outside the time grammar, or `--until` before `--since`.
+    """
+    now = timefmt.now_us()
+    low = timefmt.parse_time(since, field="--since", now=now) if since is not None else None
+    high = timefmt.parse_time(until, field="--until", end_of_day=True, now=now) if until is not None else None
+    if low is not None and high is not None and high < low:
+        raise ValidationError(f"--until {until!r} is before --since {since!r}")
+    return low, high
+
+
+@dataclass(frozen=True)
+class RecentArgs:
+    """The options of `mnemo recent`, as given."""
+
+    scope: str | None = None
+    since: str | None = None
+    until: str | None = None
+    exclude_author: str | None = None
+    limit: int = DEFAULT_LIMIT
+    cursor: str | None = None
+    all: bool = False
+    include_history: bool = False
+    fmt: str = "table"
+
+
+@dataclass(frozen=True)
+class CatchupArgs:
+    """The options of `mnemo catchup`, as given."""
+
+    scope: str | None = None
+    consumer: str | None = None
+    since: str | None = None
+    limit: int = CATCHUP_LIMIT
+    overlap: str | None = None
+    no_commit: bool = False
+    resume: bool = False
+    exit_code: bool = False
+    fmt: str = "table"
+
+
+def recent(c: Context, args: RecentArgs) -> int:
+    """Run `mnemo recent`: one page (or, with `--all`, every page), in the chosen format.
+
+    Returns:
+        The exit code (0).
+    """
+    fmt = output.check_format(args.fmt)
+    if args.exclude_author is not None and not args.exclude_author.strip():
+        raise ValidationError("--exclude-author must not be blank")
+    low, high = parse_times(args.since, args.until)
+    query = RecentQuery(
+        scope=parse_scope(args.scope),
+        since=low,
+        until=high,
+        exclude_author=args.exclude_author,
+        limit=args.limit,
+        cursor=args.cursor,
+        include_history=args.include_history,
+    ).validated()
+    if args.all:
+        _recent_all(c, query, fmt)
+        return 0
+    backend = c.backend
+    out = sys.stdout
+    page = backend.recent(query)
+    report = None
+    if not page.items:
+        from mnemo_tui import reports
+
+        report = reports.for_recent(backend, query)
+    if fmt == "ndjson":
+        output.ndjson(out, (e.wire for e in page.items))
+        out.flush()
+        if page.next_cursor:
+            output.hint(f"next_cursor: {page.next_cursor}")
+        if report is not None:
+            output.hint(report.text)
+    elif fmt == "json":
+        out.write(
+            '{"items":['
+            + ",".join(e.wire for e in page.items)
+            + f'],"next_cursor":{output.dumps(page.next_cursor)},"scope":{output.dumps(query.scope)},'
+            + f'"empty_report":{output.dumps(report.wire() if report else None)}}}\n'
+        )
+    else:
+        table = output.TableWriter(out)
+        if report is not None:
+            table.report(report)
+        else:
+            table.rows(page.items)
+            out.flush()
+        if page.next_cursor:
+            output.hint(continue_hint(query, page.next_cursor))
+    return 0
+
+
+def continue_hint(query: RecentQuery, next_cursor: str) -> str:
+    """The command that reads the next page: the same scope and filters (times made absolute) and the cursor."""
+    args = ["mnemo recent"]
+    if query.scope:
+        args.append(f"--scope {output.shell_quote(query.scope)}")
+    if query.since is not None:
+        args.append(f"--since {timefmt.to_iso(query.since)}")
+    if query.until is not None:
+        args.append(f"--until {timefmt.to_iso(query.until)}")
+    if query.exclude_author:
+        args.append(f"--exclude-author {output.shell_quote(query.exclude_author)}")
+    if query.include_history:
+        args.append("--include-history")
+    if query.limit != DEFAULT_LIMIT:
+        args.append(f"--limit {query.limit}")
+    args.append(f"--cursor {next_cursor}")
+    return "More entries remain. Continue with:\n  " + " ".join(args) + "\n(or add --all to read to the end)"
+
+
+def _recent_all(c: Context, query: RecentQuery, fmt: str) -> None:
+    out = sys.stdout
+    backend = c.backend
+    progress = output.Progress("entries")
+    count = 0
+    if fmt == "table":
+        from mnemo_tui.backends import walk_pages
+
+        table = output.TableWriter(out)
+        for page in walk_pages(backend, query):
+            if page.items:
+                table.rows(page.items)
+                out.flush()
+                count += len(page.items)
+                progress.update(count)
+        progress.done()
+        if count == 0:
+            from mnemo_tui import reports
+
+            table.report(reports.for_recent(backend, query))
+        return
+    write = out.write
+    if fmt == "json":
+        write('{"items":[')
+        for chunk in backend.stream_wire(query):
+            write(("," if count else "") + ",".join(chunk))
+            count += len(chunk)
+            progress.update(count)
+    else:
+        for chunk in backend.stream_wire(query):
+            write("\n".join(chunk))
+            write("\n")
+            count += len(chunk)
+            progress.update(count)
+    progress.done()
+    report = None
+    if count == 0:
+        from mnemo_tui import reports
+
+        report = reports.for_recent(backend, query)
+    if fmt == "json":
+        write(
+            f'],"next_cursor":null,"scope":{output.dumps(query.scope)},'
+            f'"empty_report":{output.dumps(report.wire() if report else None)}}}\n'
+        )
+    elif report is not None:
+        out.flush()
+        output.hint(report.text)
+
+
+def catchup(c: Context, args: CatchupArgs) -> int:
+    """Run `mnemo catchup`: print what is new to this consumer, then commit its watermark.
+
+    Returns:
+        The exit code: 0, or 1 with `--exit-code` when nothing was new.
+    """
+    from mnemo_tui.catchup import CatchUp
+    from mnemo_tui.model import check_limit
+
+    fmt = output.check_format(args.fmt)
+    check_limit(args.limit)
+    scope_value = parse_scope(args.scope)
+    consumer_name = args.consumer if args.consumer is not None else c.settings.consumer
+    if not consumer_name.strip() or len(consumer_name) > 200:
+        raise ValidationError("--consumer must be 1 to 200 characters")
+    low = timefmt.parse_time(args.since, field="--since") if args.since is not None else None
+    overlap_us = timefmt.parse_overlap(args.overlap) if args.overlap is not None else None
+    backend = c.backend
+    if overlap_us is None:
+        overlap_us = 2_000_000 if backend.kind == "remote" else 0
+    walk = CatchUp(
+        backend, c.state, consumer=consumer_name, scope=scope_value, limit=args.limit, overlap=overlap_us, since=low
+    )
+    out = sys.stdout
+    table = output.TableWriter(out) if fmt == "table" else None
+    progress = output.Progress("new")
+    counted = [0]
+
+    def emit(entries: list[Entry]) -> None:
+        if fmt == "ndjson":
+            output.ndjson(out, (e.wire for e in entries))
+        elif fmt == "json":
+            out.write(("," if counted[0] else "") + ",".join(e.wire for e in entries))
+        else:
+            assert table is not None
+            table.rows(entries)
+        # The checkpoint saved after this returns must only cover output that really left.
+        out.flush()
+        counted[0] += len(entries)
+        progress.update(counted[0])
+
+    if fmt == "json":
+        out.write(f'{{"scope":{output.dumps(scope_value)},"consumer":{output.dumps(consumer_name)},"items":[')
+    if args.resume and not walk.has_checkpoint():
+        output.hint("nothing to resume: starting a new pass from the watermark")
+    elif not args.resume and not args.no_commit and walk.has_checkpoint():
+        output.hint("an interrupted walk was found; re-reading from the watermark (use --resume to continue it)")
+    try:
+        result = walk.run(emit, commit=not args.no_commit, resume=args.resume)
+    except BrokenPipeError:
+        output.silence_stdout()
+        progress.done()
+        output.hint("mnemo: output closed mid-walk; the watermark was not moved (run again, or --resume)")
+        return 130
+    progress.done()
+    report = None
+    if result.delivered == 0:
+        from mnemo_tui import reports
+
+        report = reports.for_catchup(backend, scope_value, result.before, low)
+    from mnemo_tui.state.statedb import watermark_wire
+
+    if fmt == "json":
+        marks = {"before": watermark_wire(result.before), "after": watermark_wire(result.after)}
+        out.write(
+            f'],"watermark":{output.dumps(marks)},"pages":{result.pages},"repeats_skipped":{result.repeats_skipped},'
+            f'"resumed":{output.dumps(result.resumed)},"empty_report":{output.dumps(report.wire() if report else None)}}}\n'
+        )
+    elif fmt == "ndjson":
+        if report is not None:
+            output.hint(report.text)
+    else:
+        assert table is not None
+        if report is not None:
+            table.report(report)
+        else:
+            out.flush()
+            output.hint(_catchup_summary(result, consumer_name))
+    if args.exit_code and result.delivered == 0:
+        return 1
+    return 0
+
+
+def _catchup_summary(result: CatchupResult, consumer: str) -> str:
+    delivered, pages, repeats = result.delivered, result.pages, result.repeats_skipped
+    if not result.committed:
+        moved = "watermark not moved (--no-commit)"
+    elif result.after is not None and result.after.created_at is not None:
+        moved = f"watermark now {timefmt.to_iso(result.after.created_at)}"
+    else:
+        moved = "watermark moved"
+    noun = "entry" if delivered == 1 else "entries"
+    text = f"{delivered} new {noun} for consumer {consumer!r} in {pages} page(s); {moved}"
+    return text + (f"; {repeats} repeat(s) skipped" if repeats else "")

@@ -1,0 +1,179 @@
+"""Provides API keys per endpoint: `MNEMO_API_KEY`, the OS keyring (service `mnemo`), or an announced 0600 file."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from mnemo_tui.errors import AuthError, LocalStateError
+from mnemo_tui.state.config import Settings
+
+SERVICE = "mnemo"
+FILE_NAME = "credentials.json"
+KeySource = Literal["env", "keyring", "file", "none"]
+
+
+def credentials_file(settings: Settings) -> Path:
+    """The plain-file fallback (`--insecure-storage`): beside `config.toml`, mode 0600."""
+    return settings.config_path.parent / FILE_NAME
+
+
+def _keyring() -> Any | None:
+    """The usable keyring backend, or None when there is none (`fail`, `null`, or an empty chain).
+
+    keyring is imported here, lazily: only commands that need a key pay for it.
+    """
+    try:
+        import keyring
+        from keyring.backends import chainer, fail, null
+    except Exception:  # noqa: BLE001 - a broken keyring install means no keyring, not a crash
+        return None
+    try:
+        backend = keyring.get_keyring()
+    except Exception:  # noqa: BLE001 - e.g. PYTHON_KEYRING_BACKEND naming a class that does not load
+        return None
+    if isinstance(backend, (fail.Keyring, null.Keyring)):
+        return None
+    if isinstance(backend, chainer.ChainerBackend) and not backend.backends:
+        return None
+    return backend
+
+
+def keyring_available() -> bool:
+    """Whether a usable OS keyring backend exists."""
+    return _keyring() is not None
+
+
+def _read_file(path: Path) -> dict[str, str]:
+    try:
+        raw = path.read_text("utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise LocalStateError(f"credentials file {path} cannot be read ({exc.strerror}); fix its permissions") from None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise LocalStateError(
+            f"credentials file {path} is damaged; delete it and run `mnemo login --insecure-storage` again"
+        )
+    return data
+
+
+def _write_file(path: Path, data: dict[str, str]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, sort_keys=True)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise LocalStateError(f"credentials file {path} cannot be written ({exc.strerror})") from None
+
+
+def lookup_key(settings: Settings) -> tuple[str | None, KeySource]:
+    """The API key for the selected endpoint and where it came from.
+
+    Order: `MNEMO_API_KEY` (settings.api_key), the OS keyring, the `--insecure-storage` file.
+
+    Returns:
+        (key, source) with source one of `env`, `keyring`, `file`, `none` (then key is None).
+
+    Raises:
+        LocalStateError: a credentials file that exists but cannot be read.
+    """
+    if settings.api_key:
+        return settings.api_key, "env"
+    endpoint = settings.endpoint
+    if not endpoint:
+        return None, "none"
+    backend = _keyring()
+    if backend is not None:
+        try:
+            key = backend.get_password(SERVICE, endpoint)
+        except Exception:  # noqa: BLE001 - a locked or failing keyring reads as no key there
+            key = None
+        if key:
+            return str(key), "keyring"
+    key = _read_file(credentials_file(settings)).get(endpoint)
+    if key:
+        return key, "file"
+    return None, "none"
+
+
+def key_source(settings: Settings) -> KeySource:
+    """Only where the key would come from (for `status`); never the key."""
+    return lookup_key(settings)[1]
+
+
+def no_keyring_error() -> AuthError:
+    """The refusal when there is nowhere to keep a key (exit 3), naming both ways out."""
+    return AuthError(
+        "no OS keyring is available to keep the key. Set MNEMO_API_KEY in the environment instead, "
+        "or re-run with --insecure-storage to keep it in a 0600 file"
+    )
+
+
+def store_key(settings: Settings, key: str, *, insecure_storage: bool = False) -> tuple[KeySource, Path | None]:
+    """Keep a key for the selected endpoint: the OS keyring, or the 0600 file when asked explicitly.
+
+    Returns:
+        (where, path): `keyring` and None, or `file` and the file's path (the caller announces it).
+
+    Raises:
+        AuthError: no usable keyring and no `--insecure-storage` (exit 3), naming both ways out.
+        LocalStateError: the file cannot be written.
+    """
+    endpoint = settings.endpoint
+    assert endpoint is not None
+    if insecure_storage:
+        path = credentials_file(settings)
+        data = _read_file(path)
+        data[endpoint] = key
+        _write_file(path, data)
+        return "file", path
+    backend = _keyring()
+    if backend is None:
+        raise no_keyring_error()
+    try:
+        backend.set_password(SERVICE, endpoint, key)
+    except Exception as exc:  # noqa: BLE001 - the keyring's own errors are many and backend-specific
+        raise AuthError(
+            f"the OS keyring refused the key ({type(exc).__name__}); set MNEMO_API_KEY instead, "
+            "or re-run with --insecure-storage"
+        ) from None
+    return "keyring", None
+
+
+def forget_key(settings: Settings) -> list[str]:
+    """Remove the endpoint's key from the keyring and the file; returns where one was removed."""
+    endpoint = settings.endpoint
+    assert endpoint is not None
+    removed: list[str] = []
+    backend = _keyring()
+    if backend is not None:
+        try:
+            if backend.get_password(SERVICE, endpoint):
+                backend.delete_password(SERVICE, endpoint)
+                removed.append("keyring")
+        except Exception:  # noqa: BLE001 - nothing to delete, or a keyring that cannot; the file still goes
+            pass
+    path = credentials_file(settings)
+    data = _read_file(path)
+    if endpoint in data:
+        del data[endpoint]
+        if data:
+            _write_file(path, data)
+        else:
+            try:
+                path.unlink()
+            except OSError as exc:
+                raise LocalStateError(f"credentials file {path} cannot be removed ({exc.strerror})") from None
+        removed.append("file")
+    return removed
