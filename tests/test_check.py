@@ -180,3 +180,30 @@ def test_cli_check_refuses_bad_arguments_with_exit_two(
     assert result.code == 2
     assert needle in result.stderr and "Traceback" not in result.stderr
     assert result.stdout == ""
+
+
+def test_cli_check_and_verify_against_a_served_endpoint(cli: Callable[..., Any], tmp_path: Path) -> None:
+    from wire_servers import served_store
+
+    from mnemo_tui.engine.rooms import create_key
+    from mnemo_tui.engine.store import Store
+
+    path = tmp_path / "served.db"
+    admin = Store(path)
+    _key_id, key = create_key(admin, "ci-bot")
+    try:
+        with served_store(path) as server:
+            env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key}
+            result = cli("check", "--format", "json", env=env)
+            assert result.code == 0, result.stdout + result.stderr
+            assert json.loads(result.stdout)["passed"] is True
+            assert key not in result.stdout + result.stderr
+            probes = cli("recent", "--scope", "mnemo-check", "--all", "--format", "ndjson", env=env)
+            assert len(probes.stdout.splitlines()) == 8
+            checked = cli(
+                "verify", "--expect", "-", "--scope", "mnemo-check", "--format", "json", input=probes.stdout, env=env
+            )
+            assert checked.code == 0, checked.stderr
+            assert json.loads(checked.stdout)["seen"] == 8
+    finally:
+        admin.close()
