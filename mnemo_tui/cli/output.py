@@ -123,7 +123,12 @@ class TableWriter:
         self.now = timefmt.now_us() if now is None else now
         self.header_done = False
         self.count = 0
+        # Columns give way, widest first, so the content keeps room on a narrow terminal.
         self.wide = self.width >= 100
+        self.author_w, self.domain_w = (18, 16) if self.width >= 80 else (12, 10)
+        self.show_id = self.width >= 70
+        fixed = 11 + (21 if self.wide else 0) + self.author_w + 2 + self.domain_w + 2 + (10 if self.show_id else 0)
+        self.content_w = max(10, self.width - fixed)
 
     def _style(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
@@ -132,27 +137,29 @@ class TableWriter:
         """Write the column header once."""
         if not self.header_done:
             created = f"{'CREATED (UTC)':<19}  " if self.wide else ""
-            line = f"{'AGE':<9}  {created}{'AUTHOR':<18}  {'DOMAIN':<16}  CONTENT"
+            line = f"{'AGE':<9}  {created}{'AUTHOR':<{self.author_w}}  {'DOMAIN':<{self.domain_w}}  CONTENT"
             self.out.write(self._style(line, "1") + "\n")
             self.header_done = True
 
     def rows(self, entries: list[Entry]) -> None:
         """Write one line per entry."""
         self.header()
-        fixed = 9 + 2 + 18 + 2 + 16 + 2 + (21 if self.wide else 0)
-        room = max(12, self.width - fixed - 10)
+        room = self.content_w
         lines = []
         for entry in entries:
             self.count += 1
             age = timefmt.relative(entry.created_at, self.now)
             created = (timefmt.to_iso(entry.created_at)[:19].replace("T", " ") + "  ") if self.wide else ""
             extra = " (superseded)" if entry.superseded_by else ""
-            first = _clip(entry.first_line or "(blank)", room - len(extra))
-            lines.append(
-                f"{self._style(f'{age:<9}', '36')}  {created}{self._style(f'{_clip(entry.author, 18):<18}', '33')}  "
-                f"{_clip(entry.domain, 16):<16}  {first}{self._style(extra, '2')}"
-                f"{' ' * max(1, room - len(first) - len(extra) + 2)}{self._style(entry.atom_id[:8], '2')}\n"
+            first = _clip(entry.first_line or "(blank)", max(1, room - len(extra)))
+            author = f"{_clip(entry.author, self.author_w):<{self.author_w}}"
+            line = (
+                f"{self._style(f'{age:<9}', '36')}  {created}{self._style(author, '33')}  "
+                f"{_clip(entry.domain, self.domain_w):<{self.domain_w}}  {first}{self._style(extra, '2')}"
             )
+            if self.show_id:
+                line += " " * max(2, room - len(first) - len(extra) + 2) + self._style(entry.atom_id[:8], "2")
+            lines.append(line + "\n")
         self.out.write("".join(lines))
 
     def report(self, report: EmptyReport) -> None:

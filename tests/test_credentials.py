@@ -1,0 +1,125 @@
+"""Tests of API key storage: `MNEMO_API_KEY`, the OS keyring (a real in-memory backend), the announced 0600 file."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import keyring
+import pytest
+from keyring.backends import fail, null
+from keyring_helpers import MemoryKeyring
+
+from mnemo_tui.errors import AuthError, LocalStateError
+from mnemo_tui.state import credentials
+from mnemo_tui.state.config import Settings, resolve
+
+ENDPOINT = "http://127.0.0.1:8765/api/v1"
+KEY = "mk_live_0123456789abcdef0123456789abcdef"
+
+
+@pytest.fixture
+def settings(isolated_home: Path) -> Settings:
+    return resolve(endpoint=ENDPOINT)
+
+
+@pytest.fixture
+def memory_keyring() -> Iterator[MemoryKeyring]:
+    previous = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    yield backend
+    keyring.set_keyring(previous)
+
+
+@pytest.fixture(params=[fail.Keyring, null.Keyring])
+def no_keyring(request: pytest.FixtureRequest) -> Iterator[None]:
+    previous = keyring.get_keyring()
+    keyring.set_keyring(request.param())
+    yield
+    keyring.set_keyring(previous)
+
+
+def test_a_key_goes_to_the_keyring_under_service_mnemo_per_endpoint(
+    settings: Settings, memory_keyring: MemoryKeyring
+) -> None:
+    assert credentials.store_key(settings, KEY) == ("keyring", None)
+    assert memory_keyring.secrets == {("mnemo", ENDPOINT): KEY}
+    assert credentials.lookup_key(settings) == (KEY, "keyring")
+    other = replace(settings, endpoint="http://127.0.0.1:9999/api/v1")
+    assert credentials.lookup_key(other) == (None, "none")
+    assert not credentials.credentials_file(settings).exists()
+
+
+def test_mnemo_api_key_wins_over_the_keyring(settings: Settings, memory_keyring: MemoryKeyring) -> None:
+    credentials.store_key(settings, KEY)
+    assert credentials.lookup_key(replace(settings, api_key="mk_live_from_env")) == ("mk_live_from_env", "env")
+    assert credentials.key_source(replace(settings, api_key="mk_live_from_env")) == "env"
+
+
+def test_fail_and_null_backends_count_as_no_keyring(settings: Settings, no_keyring: None) -> None:
+    assert not credentials.keyring_available()
+    with pytest.raises(AuthError) as info:
+        credentials.store_key(settings, KEY)
+    assert "MNEMO_API_KEY" in info.value.message and "--insecure-storage" in info.value.message
+    assert info.value.exit_code == 3
+    assert KEY not in info.value.message
+    assert credentials.lookup_key(settings) == (None, "none")
+
+
+def test_insecure_storage_writes_a_0600_file_and_is_read_back(settings: Settings, no_keyring: None) -> None:
+    where, path = credentials.store_key(settings, KEY, insecure_storage=True)
+    assert where == "file" and path == credentials.credentials_file(settings)
+    assert path is not None and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert path.parent == settings.config_path.parent
+    assert credentials.lookup_key(settings) == (KEY, "file")
+    assert credentials.forget_key(settings) == ["file"]
+    assert not path.exists()
+    assert credentials.lookup_key(settings) == (None, "none")
+
+
+def test_the_file_keeps_one_key_per_endpoint(settings: Settings, no_keyring: None) -> None:
+    other = replace(settings, endpoint="https://core.example.com/api/v1")
+    credentials.store_key(settings, KEY, insecure_storage=True)
+    credentials.store_key(other, "mk_live_other", insecure_storage=True)
+    assert credentials.lookup_key(other) == ("mk_live_other", "file")
+    credentials.forget_key(other)
+    assert credentials.lookup_key(settings) == (KEY, "file")
+    assert credentials.lookup_key(other) == (None, "none")
+
+
+def test_forget_removes_the_keyring_entry(settings: Settings, memory_keyring: MemoryKeyring) -> None:
+    credentials.store_key(settings, KEY)
+    assert credentials.forget_key(settings) == ["keyring"]
+    assert memory_keyring.secrets == {}
+    assert credentials.forget_key(settings) == []
+
+
+def test_a_damaged_credentials_file_is_named_with_the_way_out(settings: Settings, no_keyring: None) -> None:
+    path = credentials.credentials_file(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{not json")
+    with pytest.raises(LocalStateError) as info:
+        credentials.lookup_key(settings)
+    assert str(path) in info.value.message and "delete it" in info.value.message
+    assert info.value.exit_code == 6
+
+
+def test_no_endpoint_means_no_key(isolated_home: Path, memory_keyring: MemoryKeyring) -> None:
+    assert credentials.lookup_key(resolve()) == (None, "none")
+
+
+def test_a_keyring_that_fails_on_read_reads_as_no_key(settings: Settings) -> None:
+    class Broken(MemoryKeyring):
+        def get_password(self, service: str, username: str) -> str | None:
+            raise RuntimeError("locked")
+
+    previous = keyring.get_keyring()
+    keyring.set_keyring(Broken())
+    try:
+        assert credentials.lookup_key(settings) == (None, "none")
+    finally:
+        keyring.set_keyring(previous)
