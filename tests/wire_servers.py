@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +106,56 @@ class Canned:
         head = [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in headers.items())]
         await send({"type": "http.response.start", "status": status, "headers": head})
         await send({"type": "http.response.body", "body": payload})
+
+
+def from_schema(schema: dict[str, Any], components: dict[str, Any]) -> Any:
+    """A Hypothesis strategy for values a JSON schema allows (the subset the hosted OpenAPI uses).
+
+    Optional properties are present or absent at random; open objects may carry extra fields.
+    """
+    from hypothesis import strategies as st
+
+    def build(s: dict[str, Any]) -> Any:
+        if "$ref" in s:
+            return st.deferred(lambda: build(components[s["$ref"].rsplit("/", 1)[-1]]))
+        if "anyOf" in s:
+            return st.one_of([build(option) for option in s["anyOf"]])
+        if "enum" in s:
+            return st.sampled_from(s["enum"])
+        kind = s.get("type")
+        if kind == "null":
+            return st.none()
+        if kind == "boolean":
+            return st.booleans()
+        if kind == "integer":
+            return st.integers(int(s.get("minimum", -(2**31))), int(s.get("maximum", 2**31)))
+        if kind == "number":
+            return st.floats(s.get("minimum", -1e6), s.get("maximum", 1e6), allow_nan=False, allow_infinity=False)
+        if kind == "string":
+            fmt = s.get("format")
+            if fmt == "uuid":
+                return st.uuids().map(str)
+            if fmt == "date-time":
+                return st.datetimes(timezones=st.just(UTC)).map(lambda d: d.isoformat().replace("+00:00", "Z"))
+            low, high = int(s.get("minLength", 0)), min(int(s.get("maxLength", 40)), 40)
+            if "pattern" in s:
+                return st.from_regex(s["pattern"], fullmatch=True).filter(lambda t: low <= len(t) <= high)
+            return st.text(min_size=low, max_size=max(low, high))
+        if kind == "array":
+            low = int(s.get("minItems", 0))
+            return st.lists(
+                build(s.get("items", {})), min_size=low, max_size=max(low, min(int(s.get("maxItems", 3)), 3))
+            )
+        if kind == "object" or "properties" in s:
+            props: dict[str, Any] = s.get("properties", {})
+            required = set(s.get("required", ()))
+            fixed = st.fixed_dictionaries(
+                {k: build(v) for k, v in props.items() if k in required},
+                optional={k: build(v) for k, v in props.items() if k not in required},
+            )
+            if s.get("additionalProperties") is False or props:
+                return fixed
+            return st.dictionaries(st.text(max_size=8), st.integers() | st.text(max_size=8), max_size=3)
+        return st.none() | st.integers() | st.text(max_size=10)
+
+    return build(schema)

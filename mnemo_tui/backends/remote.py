@@ -86,10 +86,14 @@ def _iso(us: int | None) -> str | None:
     return None if us is None else timefmt.to_iso(min(max(us, _MIN_US), _MAX_US))
 
 
-def _time_of(value: Any) -> int:
+def _time_of(value: Any) -> int | None:
+    """Microseconds of a wire time, or None when it is absent or not an ISO-8601 instant."""
     if isinstance(value, str) and value:
-        return timefmt.parse_iso(value, field="created_at")
-    return 0
+        try:
+            return timefmt.parse_iso(value, field="created_at")
+        except ValidationError:
+            return None
+    return None
 
 
 def entry_of(item: Any) -> Entry:
@@ -103,12 +107,13 @@ def entry_of(item: Any) -> Entry:
     atom = item.get("atom_id") or item.get("id")
     if not isinstance(atom, str) or not atom:
         raise Unavailable("the endpoint answered with an item without an atom_id")
-    created = _time_of(item.get("created_at"))
+    raw_time = item.get("created_at")
+    created = _time_of(raw_time)
     wire: dict[str, Any] = {
         "atom_id": atom,
         "content": str(item.get("content") or ""),
         "domain": str(item.get("domain") or ""),
-        "created_at": timefmt.to_iso(created) if item.get("created_at") else None,
+        "created_at": timefmt.to_iso(created) if created is not None else raw_time,
         "concepts": [str(c) for c in item.get("concepts") or []],
     }
     provenance = item.get("provenance")
@@ -120,7 +125,7 @@ def entry_of(item: Any) -> Entry:
     superseded_by = item.get("superseded_by")
     if isinstance(superseded_by, str) and superseded_by:
         wire["superseded_by"] = superseded_by
-    return Entry(atom_id=atom, created_at=created, wire=_dumps(wire))
+    return Entry(atom_id=atom, created_at=created or 0, wire=_dumps(wire))
 
 
 def _number(value: Any) -> float:
@@ -148,7 +153,7 @@ def error_of(response: httpx.Response) -> MnemoError:
     retryable: bool | None = None
     if isinstance(body, dict):
         code = body.get("code")
-        if isinstance(code, str) and code in BY_CODE and status != 422:
+        if status not in _BY_STATUS and isinstance(code, str) and code in BY_CODE:
             cls = BY_CODE[code]
         detail = body.get("detail")
         if isinstance(body.get("message"), str) and body["message"]:
@@ -469,7 +474,7 @@ class RemoteBackend:
             room_id=address[len(ROOM_PREFIX) :] if address.startswith(ROOM_PREFIX) else room_id,
             invite_id=_text(answer, "invite_id"),
             scope=_text(answer, "scope", scope),
-            expires_at=_time_of(expires),
+            expires_at=_time_of(expires) or 0,
             max_uses=max_uses,
         )
 
@@ -491,7 +496,7 @@ class RemoteBackend:
             SecretInfo(
                 alias=_text(s, "alias"),
                 context=_text(s, "context"),
-                created_at=_time_of(s.get("created_at")),
+                created_at=_time_of(s.get("created_at")) or 0,
                 concepts=tuple(str(c) for c in s.get("concepts") or []),
             )
             for s in (listed if isinstance(listed, list) else [])

@@ -54,7 +54,7 @@ async def read_body(request: Request) -> bytes:
 def _translate(exc: BaseException) -> MnemoError:
     if isinstance(exc, MnemoError):
         return exc
-    if isinstance(exc, sqlite3.OperationalError):
+    if isinstance(exc, sqlite3.OperationalError) and any(w in str(exc) for w in ("locked", "busy", "disk I/O")):
         log.warning("database busy or unavailable: %s", exc)
         return Unavailable("the store is busy; retry shortly")
     log.error("internal error", exc_info=exc)

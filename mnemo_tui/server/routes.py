@@ -78,7 +78,8 @@ def _read(store: Store, who: str, b: dict[str, Any]) -> dict[str, Any]:
     hits = store.search(
         who,
         SearchQuery(
-            query=b["query"],
+            # FTS5 cannot hold a NUL inside a phrase ("unterminated string"); no text needs one.
+            query=b["query"].replace("\x00", " "),
             scope=b.get("domain"),
             order_by="recency" if b["order_by"] == "recency" else "relevance",
             since=since,

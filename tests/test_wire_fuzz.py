@@ -1,0 +1,104 @@
+"""Generated requests for every operation of the server's own `/openapi.json`: never a 500, always an envelope."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from wire_servers import from_schema
+
+from mnemo_tui.engine import rooms
+from mnemo_tui.engine.store import Store
+from mnemo_tui.model import WriteRequest
+from mnemo_tui.server.app import create_app
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
+
+ENVELOPE = {"code", "message", "requestId", "retryable", "details"}
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+class Served:
+    def __init__(self, client: TestClient, key: str, doc: dict[str, Any]) -> None:
+        self.client = client
+        self.key = key
+        self.doc = doc
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    path = Path(tmp_path_factory.mktemp("fuzz")) / "served.db"
+    store = Store(path)
+    key = rooms.create_key(store, "alice")[1]
+    for i in range(5):
+        store.write("alice", WriteRequest(content=f"note {i} about deploys", domain="ops" if i % 2 else "general"))
+    rooms.create_room(store, "alice", "design")
+    with TestClient(create_app(path, workers=2), raise_server_exceptions=False) as client:
+        yield Served(client, key, client.get("/openapi.json").json())
+    store.close()
+
+
+def operations() -> list[tuple[str, str]]:
+    from mnemo_tui.server.validate import document
+
+    return [(path, method) for path, ops in document()["paths"].items() for method in ops]
+
+
+def check_answer(served: Served, path: str, method: str, response: Any) -> None:
+    assert response.status_code < 500, (path, method, response.status_code, response.text)
+    body = response.json()
+    if response.status_code >= 400:
+        assert isinstance(body, dict) and set(body) >= ENVELOPE, body
+        return
+    declared = served.doc["paths"][path][method]["responses"]["200"]["content"]["application/json"]["schema"]
+    validator = Draft202012Validator({**declared, "components": served.doc["components"]})
+    assert not [e.message for e in validator.iter_errors(body)], (path, method, body)
+
+
+@pytest.mark.parametrize(("path", "method"), operations())
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_generated_requests_never_get_a_500_and_always_an_envelope(
+    served: Served, path: str, method: str, data: st.DataObject
+) -> None:
+    op = served.doc["paths"][path][method]
+    params = {
+        p["name"]: data.draw(
+            st.uuids().map(str)
+            | st.text(
+                st.characters(min_codepoint=33, max_codepoint=0x2FFF, blacklist_categories=("Cc", "Cs")),
+                min_size=1,
+                max_size=30,
+            ).filter(lambda t: "/" not in t and "?" not in t and "#" not in t)
+        )
+        for p in op.get("parameters", [])
+        if p["in"] == "path"
+    }
+    url = path.format(**params)
+    headers = {"X-Api-Key": served.key}
+    body_schema = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+    if body_schema is None:
+        response = served.client.request(method.upper(), url, headers=headers)
+    else:
+        body = data.draw(from_schema(body_schema, served.doc["components"]["schemas"]) | JSON_VALUES)
+        response = served.client.request(method.upper(), url, json=body, headers=headers)
+    check_answer(served, path, method, response)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=st.binary(max_size=200), path=st.sampled_from([p for p, m in operations() if m == "post"]))
+def test_arbitrary_bytes_are_refused_with_an_envelope(served: Served, raw: bytes, path: str) -> None:
+    response = served.client.post(path, content=raw, headers={"X-Api-Key": served.key})
+    check_answer(served, path, "post", response)
