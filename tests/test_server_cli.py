@@ -1,0 +1,129 @@
+"""`mnemo serve` as a process (loopback, clean shutdown, an access log without keys) and `mnemo keys`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import MNEMO
+
+READY = re.compile(r"ready at (http://\S+/api/v1)")
+
+
+@dataclass
+class ServeProcess:
+    proc: subprocess.Popen[str]
+    url: str
+    lines: list[str] = field(default_factory=list)
+
+    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str]:
+        self.proc.send_signal(sig)
+        code = self.proc.wait(timeout=20)
+        return code, "".join(self.lines)
+
+
+def start_serve(home: Path, *args: str) -> ServeProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env["MNEMO_HOME"] = str(home)
+    proc = subprocess.Popen(
+        [MNEMO, "serve", "--port", "0", *args], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
+    )
+    assert proc.stderr is not None
+    lines: list[str] = []
+    found = threading.Event()
+    url: list[str] = []
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            match = READY.search(line)
+            if match and not found.is_set():
+                url.append(match.group(1))
+                found.set()
+        found.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    if not found.wait(timeout=30) or not url:
+        proc.kill()
+        raise AssertionError("mnemo serve did not start: " + "".join(lines))
+    served = ServeProcess(proc, url[0], lines)
+    for _ in range(200):  # the socket is bound before the ready line; wait until it answers
+        try:
+            if httpx.get(served.url + "/health", timeout=2).status_code == 200:
+                return served
+        except httpx.TransportError:
+            threading.Event().wait(0.05)
+    proc.kill()
+    raise AssertionError("mnemo serve never answered /health")
+
+
+@pytest.fixture
+def serve(isolated_home: Path) -> Iterator[ServeProcess]:
+    served = start_serve(isolated_home)
+    yield served
+    if served.proc.poll() is None:
+        served.proc.kill()
+        served.proc.wait(timeout=10)
+
+
+def test_serve_binds_loopback_and_stops_cleanly_on_sigterm(serve: ServeProcess) -> None:
+    assert serve.url.startswith("http://127.0.0.1:")
+    code, log = serve.stop(signal.SIGTERM)
+    assert code == 0
+    assert "mnemo serve: stopped" in log and "Traceback" not in log
+
+
+def test_serve_stops_cleanly_on_sigint(serve: ServeProcess) -> None:
+    code, log = serve.stop(signal.SIGINT)
+    assert code == 0
+    assert "mnemo serve: stopped" in log and "Traceback" not in log
+
+
+def test_the_access_log_never_contains_a_key(cli: Any, serve: ServeProcess) -> None:
+    created = cli("keys", "create", "alice")
+    assert created.code == 0
+    key = created.stdout.strip()
+    assert re.fullmatch(r"mk_live_[0-9a-f]{32}", key)
+    with httpx.Client(base_url=serve.url) as client:
+        assert client.post("/memory/write", json={"content": "x"}, headers={"X-Api-Key": key}).status_code == 200
+        assert client.post("/memory/recent", json={}, headers={"Authorization": f"Bearer {key}"}).status_code == 200
+        assert client.get(f"/memory/{key}", headers={"X-Api-Key": key}).status_code == 404
+        assert client.post("/memory/recent", json={}, headers={"X-Api-Key": key + "0"}).status_code == 401
+    code, log = serve.stop()
+    assert code == 0
+    assert "/api/v1/memory/write" in log and "principal=alice" in log
+    assert key not in log and key[8:] not in log
+
+
+def test_keys_create_list_revoke(cli: Any, serve: ServeProcess) -> None:
+    key = cli("keys", "create", "bot-1").stdout.strip()
+    listed = json.loads(cli("keys", "list", "--format", "json").stdout)
+    assert [(k["principal"], k["revoked"]) for k in listed] == [("bot-1", False)]
+    assert key not in json.dumps(listed) and key not in cli("keys", "list").stdout
+    headers = {"X-Api-Key": key}
+    assert httpx.post(serve.url + "/memory/recent", json={}, headers=headers).status_code == 200
+    assert cli("keys", "revoke", listed[0]["key_id"]).code == 0
+    refused = httpx.post(serve.url + "/memory/recent", json={}, headers=headers)
+    assert refused.status_code == 401 and refused.json()["details"] == {"reason": "revoked_key"}
+    assert json.loads(cli("keys", "list", "--format", "json").stdout)[0]["revoked"] is True
+    missing = cli("keys", "revoke", "key_nope")
+    assert missing.code == 2 and "Traceback" not in missing.stderr
+
+
+def test_serve_refuses_an_endpoint_and_a_busy_port(cli: Any, serve: ServeProcess) -> None:
+    refused = cli("serve", env={"MNEMO_ENDPOINT": serve.url})
+    assert refused.code == 2 and "embedded store only" in refused.stderr
+    port = serve.url.split(":")[2].split("/")[0]
+    busy = cli("serve", "--port", port)
+    assert busy.code == 2 and "cannot listen" in busy.stderr and "Traceback" not in busy.stderr
