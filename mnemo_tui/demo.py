@@ -244,15 +244,17 @@ def fill(
         templates = _ROOM_TEMPLATES[name]
         # Authors write in bursts (a bot reports several things at once), interleaved in time.
         batch: list[tuple[str, WriteRequest, int]] = []
+        longest = max(2, min(40, count // 8))  # several authors even in a small demo
+        turn = 0
         position = 0
         while position < len(times):
-            author = rng.choice(authors)
-            burst = times[position : position + rng.randint(5, 40)]
+            author = authors[turn % len(authors)]
+            turn += rng.randint(1, len(authors) - 1)  # the next burst is someone else's
+            agent = ROOM_AGENTS.get(author, "assistant")
+            burst = times[position : position + rng.randint(1, longest)]
             for created in burst:
                 content = rng.choice(templates).format_map(rng.choice(pool))
-                request = WriteRequest(
-                    content, room.address, (name,), agent=author, agent_name=author, client_env="demo"
-                )
+                request = WriteRequest(content, room.address, (name,), agent=agent, agent_name=agent, client_env="demo")
                 batch.append((author, request, created))
             position += len(burst)
         for start in range(0, len(batch), 20_000):

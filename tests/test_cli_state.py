@@ -1,0 +1,282 @@
+"""End-to-end tests of `watermark`, `status`, `login`/`logout` (real keyring backends, a real `mnemo serve`) and `demo`."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from keyring_helpers import subprocess_env
+
+from mnemo_tui.engine import rooms
+from mnemo_tui.engine.store import Store
+from mnemo_tui.model import WriteRequest
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """A real `mnemo serve` app on a loopback port over a store with one entry; yields (url, key)."""
+    from wire_servers import served_store
+
+    path = tmp_path / "served.db"
+    admin = Store(path)
+    _key_id, key = rooms.create_key(admin, "alice")
+    admin.write("alice", WriteRequest("served entry", "general"))
+    with served_store(path, workers=2) as server:
+        yield server.url, key
+    admin.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# -- watermark ------------------------------------------------------------------------------
+
+
+def test_watermark_show_set_list_reset(cli, isolated_home: Path) -> None:
+    assert cli("watermark", "show", "-f", "json").stdout == "null\n"
+    table = cli("watermark", "show", "--consumer", "bot")
+    assert "No watermark for consumer 'bot'" in table.stdout
+    r = cli("watermark", "set", "2026-11-30T07:00:00Z", "--scope", "ci", "--consumer", "bot", "-f", "json")
+    assert r.code == 0
+    mark = json.loads(r.stdout)
+    assert set(mark) == {"scope", "consumer", "created_at", "boundary_ids", "updated_at"}
+    assert mark["scope"] == "ci" and mark["consumer"] == "bot" and mark["boundary_ids"] == []
+    assert mark["created_at"] == "2026-11-30T07:00:00.000000Z" and mark["updated_at"].endswith("Z")
+    shown = json.loads(cli("watermark", "show", "--scope", "ci", "--consumer", "bot", "-f", "json").stdout)
+    assert shown == mark
+    assert "2026-11-30T07:00:00.000000Z" in cli("watermark", "show", "-s", "ci", "-c", "bot").stdout
+    cli("watermark", "set", "2026-11-29", "--consumer", "other")
+    listed = json.loads(cli("watermark", "list", "-f", "json").stdout)
+    assert [(w["consumer"], w["scope"]) for w in listed] == [("bot", "ci"), ("other", None)]
+    assert listed[1]["created_at"] == "2026-11-29T00:00:00.000000Z"
+    table = cli("watermark", "list").stdout
+    assert table.splitlines()[0].split()[:3] == ["CONSUMER", "SCOPE", "WATERMARK"]
+    assert "(own store)" in table
+    reset = cli("watermark", "reset", "--scope", "ci", "--consumer", "bot")
+    assert reset.code == 0 and reset.stdout == "" and "removed" in reset.stderr
+    assert cli("watermark", "show", "-s", "ci", "-c", "bot", "-f", "json").stdout == "null\n"
+    assert "nothing changed" in cli("watermark", "reset", "-s", "ci", "-c", "bot").stderr
+
+
+def test_watermark_set_moves_what_catchup_reads(cli, isolated_home: Path) -> None:
+    store = Store(isolated_home / "store.db")
+    store.write("local", WriteRequest("old"))
+    store.close()
+    cli("watermark", "set", "now")
+    doc = json.loads(cli("catchup", "-f", "json").stdout)
+    assert doc["items"] == [] and doc["empty_report"]["kind"] == "nothing_new"
+    cli("watermark", "reset")
+    assert [i["content"] for i in json.loads(cli("catchup", "-f", "json").stdout)["items"]] == ["old"]
+
+
+def test_watermarks_are_per_store(cli, tmp_path: Path) -> None:
+    cli("--store", str(tmp_path / "a.db"), "watermark", "set", "today")
+    assert len(json.loads(cli("--store", str(tmp_path / "a.db"), "watermark", "list", "-f", "json").stdout)) == 1
+    assert json.loads(cli("--store", str(tmp_path / "b.db"), "watermark", "list", "-f", "json").stdout) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("watermark", "set", "whenever"),
+        ("watermark", "set"),
+        ("watermark", "set", "today", "--scope", "xroom:nope"),
+        ("watermark", "show", "--format", "ndjson"),
+        ("watermark", "show", "--consumer", ""),
+        ("watermark", "list", "--format", "xml"),
+        ("watermark", "reset", "--scope", ""),
+        ("watermark", "frobnicate"),
+        ("demo", "--entries", "5"),
+        ("demo", "--entries", "lots"),
+        ("status", "--format", "ndjson"),
+        ("login",),
+        ("logout",),
+        ("login", "--endpoint", "ftp://example.com"),
+        ("--profile", "nope", "status"),
+    ],
+)
+def test_bad_input_on_state_commands_is_exit_2(cli, args: tuple[str, ...]) -> None:
+    r = cli(*args, input="")
+    assert r.code == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and r.stderr.strip()
+
+
+# -- status ---------------------------------------------------------------------------------
+
+
+def test_status_of_the_embedded_default(cli, isolated_home: Path) -> None:
+    doc = json.loads(cli("status", "--format", "json").stdout)
+    assert doc == {
+        "backend": "embedded",
+        "store": str(isolated_home / "store.db"),
+        "principal": "local",
+        "consumer": "default",
+        "key_source": "none",
+        "state": str(isolated_home / "state.db"),
+    }
+    table = cli("status", env={"MNEMO_PRINCIPAL": "alice", "MNEMO_CONSUMER": "bot"}).stdout
+    assert "backend" in table and "embedded" in table and "alice" in table and "bot" in table
+
+
+def test_status_of_an_endpoint_names_the_key_source_never_the_key(cli, tmp_path: Path) -> None:
+    key = "mk_live_" + "ab" * 16
+    env = {"MNEMO_ENDPOINT": "http://127.0.0.1:9/api/v1", "MNEMO_API_KEY": key, "MNEMO_STATE": str(tmp_path / "s.db")}
+    r = cli("status", "-f", "json", env=env)
+    doc = json.loads(r.stdout)
+    assert set(doc) == {"backend", "endpoint", "principal", "consumer", "key_source", "state"}
+    assert doc["backend"] == "remote" and doc["endpoint"] == "http://127.0.0.1:9/api/v1"
+    assert doc["key_source"] == "env" and doc["state"] == str(tmp_path / "s.db")
+    table = cli("status", env=env)
+    for out in (r.stdout, r.stderr, table.stdout, table.stderr):
+        assert key not in out
+    none = cli("status", "-f", "json", env={**subprocess_env(None), "MNEMO_ENDPOINT": "http://127.0.0.1:9/api/v1"})
+    assert json.loads(none.stdout)["key_source"] == "none" and json.loads(none.stdout)["principal"] is None
+
+
+# -- login and logout -----------------------------------------------------------------------
+
+
+def test_login_keeps_the_key_in_the_keyring_and_records_the_endpoint(
+    cli, isolated_home: Path, tmp_path: Path, served: tuple[str, str]
+) -> None:
+    url, key = served
+    env = subprocess_env(tmp_path / "keyring.json")
+    r = cli("login", "--endpoint", url, input=key + "\n", env=env)
+    assert r.code == 0, r.stderr
+    assert r.stdout == "" and key not in r.stderr and "OS keyring" in r.stderr
+    assert json.loads((tmp_path / "keyring.json").read_text()) == {f"mnemo\x1f{url}": key}
+    config = tomllib.loads((isolated_home / "config.toml").read_text())
+    assert config == {"default_profile": "default", "profiles": {"default": {"endpoint": url}}}
+    # The profile now selects the endpoint and the keyring supplies the key.
+    status = json.loads(cli("status", "-f", "json", env=env).stdout)
+    assert status["backend"] == "remote" and status["endpoint"] == url and status["key_source"] == "keyring"
+    assert status["principal"].startswith("key:")
+    recent = cli("recent", "-f", "ndjson", env=env)
+    assert recent.code == 0 and json.loads(recent.stdout)["content"] == "served entry"
+    # A local store is still one flag away.
+    assert json.loads(cli("--store", str(tmp_path / "l.db"), "status", "-f", "json", env=env).stdout)["backend"] == (
+        "embedded"
+    )
+    out = cli("logout", env=env)
+    assert out.code == 0 and "removed" in out.stderr
+    assert json.loads((tmp_path / "keyring.json").read_text()) == {}
+    assert json.loads(cli("status", "-f", "json", env=env).stdout)["key_source"] == "none"
+    refused = cli("recent", env=env)
+    assert refused.code == 3 and "mnemo login" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_login_with_a_refused_key_stores_nothing(cli, tmp_path: Path, served: tuple[str, str]) -> None:
+    url, _key = served
+    env = subprocess_env(tmp_path / "keyring.json")
+    r = cli("login", "--endpoint", url, input="mk_live_" + "0" * 32 + "\n", env=env)
+    assert r.code == 3 and "Traceback" not in r.stderr and "mk_live_000" not in r.stderr
+    assert not (tmp_path / "keyring.json").exists()
+
+
+def test_login_with_an_empty_key_is_exit_3(cli, tmp_path: Path) -> None:
+    env = subprocess_env(tmp_path / "keyring.json")
+    r = cli("login", "--endpoint", "http://127.0.0.1:9/api/v1", input="\n", env=env)
+    assert r.code == 3 and "no key" in r.stderr
+
+
+def test_login_to_an_unreachable_endpoint_is_exit_5(cli, tmp_path: Path) -> None:
+    env = subprocess_env(tmp_path / "keyring.json")
+    url = f"http://127.0.0.1:{free_port()}/api/v1"
+    r = cli("login", "--endpoint", url, input="mk_live_" + "1" * 32 + "\n", env=env)
+    assert r.code == 5 and "Traceback" not in r.stderr
+    assert not (tmp_path / "keyring.json").exists()
+
+
+def test_login_without_a_keyring_names_both_ways_out(cli, isolated_home: Path, served: tuple[str, str]) -> None:
+    url, key = served
+    r = cli("login", "--endpoint", url, input=key + "\n", env=subprocess_env(None))
+    assert r.code == 3
+    assert "MNEMO_API_KEY" in r.stderr and "--insecure-storage" in r.stderr and "Traceback" not in r.stderr
+    assert key not in r.stderr + r.stdout
+    assert not (isolated_home / "credentials.json").exists() and not (isolated_home / "config.toml").exists()
+
+
+def test_insecure_storage_writes_an_announced_0600_file(cli, isolated_home: Path, served: tuple[str, str]) -> None:
+    url, key = served
+    env = subprocess_env(None)
+    r = cli("login", "--endpoint", url, "--insecure-storage", input=key + "\n", env=env)
+    assert r.code == 0, r.stderr
+    path = isolated_home / "credentials.json"
+    assert str(path) in r.stderr and "0600" in r.stderr and key not in r.stderr
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert json.loads(cli("status", "-f", "json", env=env).stdout)["key_source"] == "file"
+    assert cli("recent", "-f", "ndjson", env=env).code == 0
+    assert cli("logout", env=env).code == 0 and not path.exists()
+
+
+def test_mnemo_api_key_wins_and_needs_no_login(cli, served: tuple[str, str]) -> None:
+    url, key = served
+    env = {**subprocess_env(None), "MNEMO_ENDPOINT": url, "MNEMO_API_KEY": key}
+    assert json.loads(cli("status", "-f", "json", env=env).stdout)["key_source"] == "env"
+    assert json.loads(cli("recent", "-f", "json", env=env).stdout)["items"][0]["content"] == "served entry"
+
+
+def test_commands_against_an_endpoint(cli, tmp_path: Path, served: tuple[str, str]) -> None:
+    url, key = served
+    env = {"MNEMO_ENDPOINT": url, "MNEMO_API_KEY": key, "MNEMO_STATE": str(tmp_path / "state.db")}
+    atom = cli("write", "from the cli", "--scope", "notes", env=env)
+    assert atom.code == 0, atom.stderr
+    doc = json.loads(cli("catchup", "-f", "json", env=env).stdout)
+    assert [i["content"] for i in doc["items"]] == ["from the cli", "served entry"]
+    assert doc["watermark"]["after"]["boundary_ids"][0] == atom.stdout.strip()
+    assert json.loads(cli("catchup", "-f", "json", env=env).stdout)["items"] == []
+    marks = json.loads(cli("watermark", "list", "-f", "json", env=env).stdout)
+    assert len(marks) == 1 and marks[0]["consumer"] == "default"
+    assert cli("search", "cli", "-f", "ndjson", env=env).stdout.count("\n") == 1
+    address = cli("rooms", "create", "team", env=env).stdout.strip()
+    assert address.startswith("xroom:room_")
+    assert json.loads(cli("rooms", "list", "-f", "json", env=env).stdout)[0]["address"] == address
+    refused = cli("demo", env=env)
+    assert refused.code == 2 and "embedded store only" in refused.stderr
+
+
+# -- demo -----------------------------------------------------------------------------------
+
+
+def test_demo_fills_every_screen(cli, isolated_home: Path) -> None:
+    r = cli("demo", "--entries", "300", "--seed", "7")
+    assert r.code == 0, r.stderr
+    assert "Wrote 300 demo entries" in r.stdout and "xroom:room_" in r.stdout and "staging-deploy-token" in r.stdout
+    own = [json.loads(x) for x in cli("recent", "--all", "-f", "ndjson").stdout.splitlines()]
+    assert len(own) == 240  # 80% in the own store, the superseded three replaced by their revisions
+    assert len({i["domain"] for i in own}) >= 5
+    assert len({i["provenance"]["agent"] for i in own}) >= 4
+    history = cli("recent", "--all", "-f", "ndjson", "--include-history").stdout.splitlines()
+    assert len(history) == 243
+    room_list = json.loads(cli("rooms", "list", "-f", "json").stdout)
+    assert [(r["name"], r["role"]) for r in room_list] == [("build-fleet", "owner"), ("design-review", "owner")]
+    for room in room_list:
+        items = [
+            json.loads(x) for x in cli("recent", "--all", "-f", "ndjson", "-s", room["address"]).stdout.split("\n")[:-1]
+        ]
+        assert len(items) == 30
+        assert len({i["provenance"]["principal"] for i in items}) >= 2
+    vault = json.loads(cli("vault", "list", "-f", "json").stdout)
+    assert [s["alias"] for s in vault["secrets"]] == ["staging-deploy-token"]
+    sealed = Store(isolated_home / "store.db").db.execute("SELECT sealed FROM vault").fetchone()[0]
+    everything = cli("recent", "--all", "-f", "json", "--include-history").stdout + cli("search", "demo").stdout
+    assert sealed not in everything and "staging-deploy-token" not in everything
+    assert len(json.loads(cli("search", "flaky", "-f", "json").stdout)["items"]) > 0
+
+
+def test_demo_twice_adds_to_the_same_rooms(cli) -> None:
+    assert cli("demo", "--entries", "20").code == 0
+    again = cli("demo", "--entries", "20")
+    assert again.code == 0 and "vault: unchanged" in again.stdout
+    assert len(json.loads(cli("rooms", "list", "-f", "json").stdout)) == 2
