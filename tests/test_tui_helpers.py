@@ -17,7 +17,7 @@ from mnemo_tui.timefmt import parse_iso
 NOW = parse_iso("2026-11-30T09:00:00Z")
 MINUTE = 60_000_000
 ROOM_OPS = "room_01JDK0PS0000000000000000A1"
-ROOM_DESIGN = "room_01JDK0DES1GN00000000000B2"
+ROOM_DESIGN = "room_01JDK0DES9GN000000000000B2"
 
 
 def clock() -> int:

@@ -233,6 +233,8 @@ class FeedScreen(Screen[None]):
             return
         self.report_view.show(message.report)
         self.switcher.current = "report"
+        if message.report.unsearched_rooms and self.feed.has_focus:
+            self.report_view.query_one("#report-rooms").focus()
 
     @on(msg.ActivityLoaded)
     def activity_loaded(self, message: msg.ActivityLoaded) -> None:
@@ -300,6 +302,7 @@ class FeedScreen(Screen[None]):
         self.marker.display = False
         if self.switcher.current == "report":
             self.switcher.current = "feed"
+            self.feed.focus()
         self.feed.rows_changed()
         self.feed.post_message(FeedView.Highlighted(self.feed.current, self.feed.cursor))
         self._update_status()
@@ -398,7 +401,6 @@ class FeedScreen(Screen[None]):
 
     def action_history(self) -> None:
         self.include_history = not self.include_history
-        self.app.notify("Superseded revisions " + ("shown" if self.include_history else "hidden"), timeout=2)
         self.open_scope(self.scope)
 
     def action_refresh(self) -> None:

@@ -91,7 +91,7 @@ class SearchScreen(ModalScreen[Entry | None]):
                     "  ",
                     (hit.entry.domain[:14].ljust(14), "$accent"),
                     "  ",
-                    hit.entry.first_line[:80],
+                    hit.entry.first_line[: max(self.results.size.width - 40, 20)],
                 ),
                 id=hit.entry.atom_id,
             )

@@ -16,7 +16,7 @@ from mnemo_tui.tui.widgets.feed import absolute
 
 
 def _revision(entry: Entry, now: int) -> str:
-    return f"{absolute(entry.created_at)} ({timefmt.relative(entry.created_at, now)})  {entry.first_line[:60]}"
+    return f"{absolute(entry.created_at)} ({timefmt.relative(entry.created_at, now)})  {entry.first_line[:44]}"
 
 
 class DetailPane(VerticalScroll, can_focus=True):
@@ -73,23 +73,24 @@ class DetailPane(VerticalScroll, can_focus=True):
             ("External", "yes" if prov.get("is_external") else "no"),
             ("Concepts", ", ".join(entry.concepts) or "—"),
         ]
-        parts: list[tuple[str, str] | str] = []
-        for name, value in rows:
-            parts += [(f"{name:<10}", "bold $text-muted"), value, "\n"]
-        parts.append(("Revisions ", "bold $text-muted"))
+        lines = [_line(name, "bold $text-muted", value) for name, value in rows]
         now = self.clock()
         if not entry.supersedes and not entry.superseded_by:
-            parts.append("this is the only revision")
+            lines.append(_line("Revisions", "bold $text-muted", "this is the only revision"))
         elif chain is None:
-            parts.append(("reading …", "$text-muted"))
+            lines.append(_line("Revisions", "bold $text-muted", "reading …"))
         else:
-            lines: list[tuple[str, str] | str] = []
-            for newer in reversed(chain.newer):
-                lines += [("\n  newer  ", "$success"), _revision(newer, now)]
-            lines += [("\n  this   ", "bold"), _revision(entry, now)]
-            for older in chain.older:
-                lines += [("\n  older  ", "$warning"), _revision(older, now)]
+            lines.append(_line("Revisions", "bold $text-muted", ""))
+            lines += [_line("  newer", "$text-success", _revision(e, now)) for e in reversed(chain.newer)]
+            lines.append(_line("  this", "bold", _revision(entry, now)))
+            lines += [_line("  older", "$text-warning", _revision(e, now)) for e in chain.older]
             if chain.unreadable:
-                lines += [("\n  ", ""), (f"{len(chain.unreadable)} revision(s) could not be read", "$error")]
-            parts += lines
-        return Content.assemble(*parts)
+                lines.append(_line("", "", f"{len(chain.unreadable)} revision(s) could not be read"))
+        return Content("\n").join(lines)
+
+
+def _line(label: str, style: str, value: str) -> Content:
+    """`label` padded to a column, styled, then the value as plain text."""
+    return Content.from_markup(
+        f"[{style}]$label[/]$value" if style else "$label$value", label=f"{label:<11}", value=value
+    )

@@ -213,8 +213,13 @@ class FeedView(ScrollView, can_focus=True):
         if width >= 80:
             cols.append((absolute(entry.created_at) + "  ", self.get_component_rich_style("feed--time")))
         if width >= 60:
-            cols.append((set_cell_size(entry.author, 14) + "  ", self.get_component_rich_style("feed--author")))
-            cols.append((set_cell_size(entry.domain, 12) + "  ", self.get_component_rich_style("feed--domain")))
+            wide = width >= 95
+            author, domain = (
+                set_cell_size(entry.author, 18 if wide else 14),
+                set_cell_size(entry.domain, 14 if wide else 12),
+            )
+            cols.append((author + "  ", self.get_component_rich_style("feed--author")))
+            cols.append((domain + "  ", self.get_component_rich_style("feed--domain")))
         used = sum(len(text) for text, _ in cols)
         cols.append(
             (set_cell_size(entry.first_line, max(width - used, 0)), self.get_component_rich_style("feed--text"))

@@ -45,13 +45,20 @@ class ReportView(Vertical):
         head = [line for line in lines if not line.startswith("  - ") and not line.startswith("Re-run with")]
         self.query_one("#report-text", Static).update("\n".join(head))
         rooms = self.query_one("#report-rooms", OptionList)
+        width = max((len(r.name) for r in report.unsearched_rooms), default=0)
         rooms.set_options(
-            Option(Content.assemble((r.name, "bold"), ("  " + r.address, "$text-muted")), id=r.address)
+            Option(
+                Content.from_markup(
+                    "[b]$name[/b]  [$text-muted]$address[/]", name=r.name.ljust(width), address=r.address
+                ),
+                id=r.address,
+            )
             for r in report.unsearched_rooms
         )
         rooms.display = bool(report.unsearched_rooms)
         if report.unsearched_rooms:
             rooms.highlighted = 0
+            self.query_one("#report-text", Static).update("\n".join([*head, "", "Select a room to read it:"]))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
