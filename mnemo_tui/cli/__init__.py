@@ -10,6 +10,7 @@ from typing import Any
 # (about half of a cold start) and call the very same functions as the Typer commands
 # (mnemo_tui/cli/feed.py). Anything else, --help or a malformed option included, goes to Typer,
 # so usage errors stay Typer's.
+INTERRUPTED = "\nmnemo: interrupted; nothing half-committed\n"
 _GLOBAL_VALUES = {"--profile": "profile", "--store": "store", "--endpoint": "endpoint"}
 _RECENT_VALUES = {
     "--scope": "scope",
@@ -118,20 +119,40 @@ def _debug_requested(argv: list[str]) -> bool:
 
 
 def _typer(args: list[str]) -> int:
+    import signal
+
     from typer import Abort, Exit
     from typer._click.exceptions import ClickException
+    from typer._click.utils import PacifyFlushWrapper
 
     from mnemo_tui.cli.app import app
 
+    # Typer turns Ctrl-C into a bare exit code 130; remember it was one, to say what it means.
+    interrupted: list[bool] = []
+
+    def on_sigint(signum: int, frame: object) -> None:
+        interrupted.append(True)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
     try:
         result = app(args=args, prog_name="mnemo", standalone_mode=False)
     except Exit as exc:
-        return int(exc.exit_code)
+        result = int(exc.exit_code)
     except ClickException as exc:
         exc.show()
         return int(exc.exit_code)
     except Abort:
-        sys.stderr.write("\nmnemo: interrupted; nothing half-committed\n")
+        interrupted.append(True)
+        result = 130
+    except SystemExit as exc:
+        if isinstance(sys.stdout, PacifyFlushWrapper):  # Typer's answer to a closed pipe: stop quietly
+            raise BrokenPipeError from exc
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if interrupted:
+        sys.stderr.write(INTERRUPTED)
         return 130
     return int(result) if isinstance(result, int) else 0
 
@@ -153,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"mnemo: {exc.message}\n")
         return exc.exit_code
     except KeyboardInterrupt:
-        sys.stderr.write("\nmnemo: interrupted; nothing half-committed\n")
+        sys.stderr.write(INTERRUPTED)
         return 130
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining at exit.

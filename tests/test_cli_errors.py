@@ -1,0 +1,181 @@
+"""End-to-end tests of exit codes: rooms and vault input, unreadable config and state (6), Ctrl-C (130), --debug."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import MNEMO
+
+from mnemo_tui.engine.store import Store
+from mnemo_tui.model import WriteRequest
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_rooms_outputs_are_exactly_as_documented(cli) -> None:
+    created = cli("rooms", "create", "ops")
+    assert created.code == 0 and created.stdout.startswith("xroom:room_") and created.stdout.count("\n") == 1
+    doc = json.loads(cli("rooms", "create", "dev", "--description", "d", "-f", "json").stdout)
+    assert set(doc) == {"room_id", "address", "name", "next_steps"} and doc["address"] == "xroom:" + doc["room_id"]
+    code = cli("rooms", "invite", "ops", "--read-only", "--max-uses", "2", "--expires-days", "3")
+    assert code.code == 0 and code.stdout.startswith("mnvr_") and code.stdout.count("\n") == 1
+    invite = json.loads(cli("rooms", "invite", created.stdout.strip(), "-f", "json").stdout)
+    assert {"code", "room_address", "invite_id", "scope", "expires_at", "join_url", "share_message"} <= set(invite)
+    assert invite["scope"] == "read_write" and invite["room_address"] == created.stdout.strip()
+    joined = cli("rooms", "join", code.stdout.strip(), env={"MNEMO_PRINCIPAL": "bob"})
+    assert joined.code == 0 and joined.stdout == created.stdout
+    again = json.loads(cli("rooms", "join", code.stdout.strip(), "-f", "json", env={"MNEMO_PRINCIPAL": "bob"}).stdout)
+    assert again["already_member"] is True and again["scope"] == "read"
+    listed = json.loads(cli("rooms", "list", "-f", "json", env={"MNEMO_PRINCIPAL": "bob"}).stdout)
+    assert listed == [
+        {
+            "room_id": created.stdout.strip().removeprefix("xroom:"),
+            "name": "ops",
+            "address": created.stdout.strip(),
+            "role": "member",
+            "scope": "read",
+            "archived": False,
+        }
+    ]
+    ro = cli("write", "hi", "--scope", created.stdout.strip(), env={"MNEMO_PRINCIPAL": "bob"})
+    assert ro.code == 4 and "read-only" in ro.stderr
+    table = cli("rooms", "list").stdout
+    assert table.splitlines()[0].split() == ["NAME", "ADDRESS", "ROLE", "ACCESS"] and "ops" in table
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("rooms", "create", ""), 2),
+        (("rooms", "create", "x" * 101), 2),
+        (("rooms", "invite", "no-such-room"), 4),
+        (("rooms", "invite", "xroom:room_01ARZ3NDEKTSV4RRFFQ69G5FAV"), 4),
+        (("rooms", "join", "mnvr_unknown"), 2),
+        (("rooms", "join", "garbage"), 2),
+        (("rooms", "list", "-f", "ndjson"), 2),
+        (("rooms",), 2),
+        (("vault", "add", "bad alias", "--context", "c"), 2),
+        (("vault", "add", "ok"), 2),
+        (("vault", "list", "-f", "ndjson"), 2),
+        (("nonsense",), 2),
+        (("recent", "--scope"), 2),
+    ],
+)
+def test_bad_input_on_rooms_and_vault(cli, args: tuple[str, ...], code: int) -> None:
+    r = cli(*args, input="value\n")
+    assert r.code == code, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and r.stderr.strip()
+
+
+def test_room_conflicts_are_exit_2(cli) -> None:
+    cli("rooms", "create", "ops")
+    taken = cli("rooms", "create", "ops")
+    assert taken.code == 2 and "already have a room" in taken.stderr
+    code = cli("rooms", "invite", "ops").stdout.strip()
+    assert cli("rooms", "join", code, env={"MNEMO_PRINCIPAL": "bob"}).code == 0
+    used = cli("rooms", "join", code, env={"MNEMO_PRINCIPAL": "carol"})
+    assert used.code == 2 and "used up" in used.stderr
+    for bad in (("--max-uses", "0"), ("--expires-days", "91"), ("--max-uses", "x")):
+        assert cli("rooms", "invite", "ops", *bad).code == 2
+    not_owner = cli("rooms", "invite", "ops", env={"MNEMO_PRINCIPAL": "bob"})
+    assert not_owner.code == 4
+
+
+def test_vault_never_shows_a_value(cli) -> None:
+    added = cli("vault", "add", "deploy.key", "--context", "for deploys", input="s3cr3t-value\n")
+    assert added.code == 0 and added.stdout == "deploy.key\n"
+    empty = cli("vault", "add", "other", "--context", "c", input="")
+    assert empty.code == 2 and "empty" in empty.stderr
+    dup = cli("vault", "add", "deploy.key", "--context", "c", input="v\n")
+    assert dup.code == 2
+    doc = json.loads(cli("vault", "list", "-f", "json").stdout)
+    assert [set(s) for s in doc["secrets"]] == [{"alias", "context", "created_at", "concepts"}]
+    outputs = [cli("vault", "list").stdout, json.dumps(doc), cli("recent", "--all", "-f", "json").stdout]
+    for out in outputs:
+        assert "s3cr3t" not in out
+    assert "deploy.key" in outputs[0] and "for deploys" in outputs[0]
+
+
+def test_an_unreadable_config_file_is_exit_6_naming_it(cli, isolated_home: Path) -> None:
+    (isolated_home / "config.toml").write_text("profiles = [broken\n")
+    for args in (("recent",), ("recent", "--format", "json"), ("status",), ("catchup",), ("write", "x")):
+        r = cli(*args)
+        assert r.code == 6, (args, r.stderr)
+        assert str(isolated_home / "config.toml") in r.stderr and "move it aside" in r.stderr
+        assert "Traceback" not in r.stderr and r.stdout == ""
+
+
+def test_an_unreadable_state_database_is_exit_6_naming_it(cli, isolated_home: Path) -> None:
+    (isolated_home / "state.db").write_bytes(b"this is not a database" * 100)
+    for args in (("catchup",), ("watermark", "list"), ("watermark", "set", "now")):
+        r = cli(*args)
+        assert r.code == 6, (args, r.stderr)
+        assert str(isolated_home / "state.db") in r.stderr and "Traceback" not in r.stderr
+    assert cli("recent").code == 0  # reading the feed needs no state
+    moved = cli("catchup", env={"MNEMO_STATE": str(isolated_home / "fresh-state.db")})
+    assert moved.code == 0
+
+
+def test_debug_adds_the_traceback(cli) -> None:
+    plain = cli("recent", "--since", "bogus")
+    assert plain.code == 2 and "Traceback" not in plain.stderr
+    assert "Traceback" in cli("--debug", "recent", "--since", "bogus").stderr
+    assert "Traceback" in cli("recent", "--since", "bogus", env={"MNEMO_DEBUG": "1"}).stderr
+    assert "Traceback" in cli("--debug", "search", "").stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("catchup", "--format", "ndjson", "--limit", "1"),  # the fast path
+        ("catchup", "-fndjson", "-n1"),  # Typer's path
+    ],
+)
+def test_ctrl_c_mid_walk_is_130_and_commits_nothing(cli, isolated_home: Path, args: tuple[str, ...]) -> None:
+    store = Store(isolated_home / "store.db")
+    store.bulk_write("local", [(WriteRequest(f"entry {i}"), i + 1) for i in range(3000)])
+    store.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env.update({"MNEMO_HOME": str(isolated_home), "NO_COLOR": "1"})
+    proc = subprocess.Popen([MNEMO, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = [proc.stdout.readline() for _ in range(5)]
+    assert [json.loads(line)["content"] for line in first] == [f"entry {2999 - i}" for i in range(5)]
+    proc.send_signal(signal.SIGINT)
+    _rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert b"interrupted" in err and b"Traceback" not in err
+    assert cli("watermark", "show", "-f", "json").stdout == "null\n"
+    # The interrupted walk can be finished: --resume continues from the last flushed page.
+    resumed = json.loads(cli("catchup", "--resume", "-f", "json").stdout)
+    assert resumed["resumed"] is True and resumed["watermark"]["after"]["boundary_ids"]
+    assert len(resumed["items"]) < 3000
+
+
+def test_a_closed_pipe_stops_quietly(isolated_home: Path) -> None:
+    store = Store(isolated_home / "store.db")
+    store.bulk_write("local", [(WriteRequest(f"entry {i}"), i + 1) for i in range(5000)])
+    store.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env["MNEMO_HOME"] = str(isolated_home)
+    for command in ("recent --all --format ndjson", "catchup --format ndjson"):
+        proc = subprocess.run(
+            f"{MNEMO} {command} | head -n 2",
+            shell=True,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        assert len(proc.stdout.splitlines()) == 2
+        assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+    marks = subprocess.run(
+        [MNEMO, "watermark", "list", "-f", "json"], capture_output=True, text=True, env=env, check=True
+    )
+    assert json.loads(marks.stdout) == []  # the cut-short catchup committed nothing
