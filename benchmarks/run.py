@@ -86,7 +86,9 @@ def _fmt(value: Any) -> str:
     if value is None:
         return "—"
     if isinstance(value, float):
-        return f"{value:,.2f}" if value < 100 else f"{value:,.0f}"
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        return f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)

@@ -207,3 +207,19 @@ def test_cli_check_and_verify_against_a_served_endpoint(cli: Callable[..., Any],
             assert json.loads(checked.stdout)["seen"] == 8
     finally:
         admin.close()
+
+
+def test_cli_check_against_an_unusable_endpoint_exits_with_that_errors_code(
+    cli: Callable[..., Any], tmp_path: Path
+) -> None:
+    from wire_servers import served_store
+
+    path = tmp_path / "served.db"
+    with served_store(path) as server:
+        refused = cli("check", env={"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": "mk_live_" + "0" * 32})
+    assert refused.code == 3, refused.stderr
+    assert refused.stdout == "" and len(refused.stderr.strip().splitlines()) <= 2
+    # Nothing listens on port 1: the client retries, then gives up with exit 5 rather than four FAILs.
+    gone = cli("check", env={"MNEMO_ENDPOINT": "http://127.0.0.1:1/api/v1", "MNEMO_API_KEY": "mk_live_" + "0" * 32})
+    assert gone.code == 5, gone.stderr
+    assert gone.stdout == "" and "Traceback" not in gone.stderr

@@ -12,7 +12,7 @@ from typing import Any
 from mnemo_tui import reports, timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.catchup import CatchUp, CatchupResult
-from mnemo_tui.errors import Conflict, MnemoError, ValidationError
+from mnemo_tui.errors import AuthError, Conflict, LocalStateError, MnemoError, RateLimited, Unavailable, ValidationError
 from mnemo_tui.model import Entry, RecentQuery, Room, SearchQuery, WriteRequest, parse_scope, room_of
 from mnemo_tui.proof.recorder import Recorder, RunawayWalk, ServedPage
 from mnemo_tui.state.statedb import StateDB
@@ -24,6 +24,9 @@ SEED_PROBES = 7
 WALK_LIMIT = 3
 # Seven probes at three a page need three pages; the slack covers other writers landing meanwhile.
 MAX_PAGES = 60
+# Errors that say nothing about the feed contract: the backend cannot be reached or used at all.
+# They end the run with their own exit code (3, 5, 6) instead of turning into failed checks.
+FATAL = (AuthError, Unavailable, RateLimited, LocalStateError)
 CHECK_NAMES = ("walk-to-end", "write-while-walking", "empty-scope-names-rooms", "search-needs-query")
 
 
@@ -99,6 +102,8 @@ def run_checks(
 
     Raises:
         ValidationError: a blank or malformed scope.
+        AuthError, Unavailable, RateLimited, LocalStateError: the backend cannot be used at all;
+            that is not a verdict on the feed, so no check is reported.
     """
     if parse_scope(scope) is None:
         raise ValidationError("check needs a scope for its probe entries (default mnemo-check)")
@@ -121,6 +126,8 @@ def _walk_checks(backend: Backend, scope: str, overlap: int, run_id: str) -> tup
             backend.write(_probe(scope, f"probe {i + 1}/{SEED_PROBES}", run_id)).atom_id for i in range(SEED_PROBES)
         ]
         low = backend.get(seeded[0]).created_at
+    except FATAL:
+        raise
     except MnemoError as exc:
         why = f"could not write the probe entries to {scope}: {exc.message}"
         return CheckResult(walk_name, False, why), CheckResult(probe_name, False, why)
@@ -136,6 +143,8 @@ def _walk_checks(backend: Backend, scope: str, overlap: int, run_id: str) -> tup
             first = Recorder(backend, max_pages=MAX_PAGES, before_page=write_after_first_page)
             try:
                 result_a, _ = _pass(first, state, scope, overlap, low)
+            except FATAL:
+                raise
             except (MnemoError, RunawayWalk) as exc:
                 why = f"the walk failed: {_message(exc)}"
                 return CheckResult(walk_name, False, why), CheckResult(probe_name, False, why)
@@ -143,6 +152,8 @@ def _walk_checks(backend: Backend, scope: str, overlap: int, run_id: str) -> tup
             second = Recorder(backend, max_pages=MAX_PAGES)
             try:
                 result_b, delivered_b = _pass(second, state, scope, overlap, low)
+            except FATAL:
+                raise
             except (MnemoError, RunawayWalk) as exc:
                 return walk, CheckResult(probe_name, False, f"the next pass from the watermark failed: {_message(exc)}")
             probe = _judge_probe(first.pages, mid_walk, result_a, result_b, delivered_b)
@@ -236,6 +247,8 @@ def _empty_scope_check(backend: Backend, probe_room: bool) -> CheckResult:
         report = reports.for_recent(backend, query)
     except _Defect as exc:
         return CheckResult(name, False, str(exc))
+    except FATAL:
+        raise
     except MnemoError as exc:
         return CheckResult(name, False, f"the unscoped read failed: {exc.message}")
     problems = []
@@ -278,6 +291,8 @@ def _rooms_to_name(backend: Backend, probe_room: bool) -> tuple[list[Room], str]
             f"the reader owns a room named {PROBE_ROOM!r} (creating it again was refused as taken), "
             "but the room listing does not name it"
         ) from None
+    except FATAL:
+        raise
     except MnemoError as exc:
         return listed, f" (the probe room could not be created: {exc.message})"
     return [*listed, room], f", including the probe room {room.address} (created now)"
@@ -312,6 +327,8 @@ def _search_check(backend: Backend, scope: str) -> CheckResult:
         except ValidationError as exc:
             refusals.append(exc.message)
             continue
+        except FATAL:
+            raise
         except MnemoError as exc:
             return CheckResult(name, False, f"a search with query {text!r} failed ({exc.code}) instead of a refusal")
         return CheckResult(
