@@ -309,7 +309,7 @@ def _empty_unscoped_read(backend: Backend) -> tuple[RecentQuery, str]:
         else:
             newest = top.items[0].created_at
             query = RecentQuery(since=newest + 1, limit=1)
-            label = f"{timefmt.to_iso(newest + 1)}, just after the newest entry"
+            label = f"{timefmt.to_iso(newest + 1)} (just after the newest entry)"
         if not backend.recent(query).items:
             return query, label
     return query, "busy"
