@@ -67,6 +67,7 @@ class FeedScreen(Screen[None]):
         self._inflight: set[int] = set()
         self._live_busy = False
         self._live_error: str | None = None
+        self._scopes_requested = False
 
     @property
     def mnemo(self) -> MnemoApp:
@@ -97,7 +98,6 @@ class FeedScreen(Screen[None]):
         self.detail.display = False
         self.call_after_refresh(self.feed.focus)
         self.open_scope(self.scope)
-        self.load_scopes()
         interval = self.mnemo.poll_interval
         if interval:
             self.set_interval(interval, self.check_live)
@@ -187,11 +187,18 @@ class FeedScreen(Screen[None]):
 
     # -- handlers: update widgets only ----------------------------------------------------
 
+    def _after_first_read(self) -> None:
+        # The sidebar is read once the feed has painted (or failed), so it never delays the first paint.
+        if not self._scopes_requested:
+            self._scopes_requested = True
+            self.load_scopes()
+
     @on(msg.PageLoaded)
     def page_loaded(self, message: msg.PageLoaded) -> None:
         if message.generation != self.generation:
             return
         self._inflight.discard(message.index)
+        self.call_after_refresh(self._after_first_read)
         if message.index == 0 and not self.window.started:
             self.tracker.token = message.token
             self.tracker.observe(message.page.items)
@@ -221,6 +228,7 @@ class FeedScreen(Screen[None]):
         if message.generation != self.generation:
             return
         self._inflight.discard(message.index)
+        self._after_first_read()
         self.app.notify(message.error.message, title="Read failed", severity="error")
         if not self.window.started:
             self.error_view.show_error(message.error)
@@ -404,6 +412,7 @@ class FeedScreen(Screen[None]):
         self.open_scope(self.scope)
 
     def action_refresh(self) -> None:
+        self._scopes_requested = True
         self.load_scopes()
         self.open_scope(self.scope)
 

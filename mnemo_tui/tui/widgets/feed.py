@@ -84,6 +84,7 @@ class FeedView(ScrollView, can_focus=True):
         self.clock = clock
         self.watermark: Watermark | None = None
         self.loading = True
+        self._styles: dict[str, Style] = {}
 
     # -- data ---------------------------------------------------------------------------
 
@@ -101,7 +102,7 @@ class FeedView(ScrollView, can_focus=True):
             self.cursor = self.cursor + shift
         self.virtual_size = Size(0, self.window.row_count + 1)
         self.refresh()
-        self.call_after_refresh(self.check_needs)
+        self.check_needs()
 
     @property
     def at_top(self) -> bool:
@@ -134,13 +135,13 @@ class FeedView(ScrollView, can_focus=True):
         self.refresh()
         self.post_message(self.Highlighted(self.window.entry(new), new))
         self.post_message(self.Moved())
-        self.call_after_refresh(self.check_needs)
+        self.check_needs()
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
         if round(old_value) != round(new_value):
             self.post_message(self.Moved())
-            self.call_after_refresh(self.check_needs)
+            self.check_needs()
 
     def _scroll_cursor_into_view(self) -> None:
         top, bottom = self.visible_rows()
@@ -181,48 +182,57 @@ class FeedView(ScrollView, can_focus=True):
 
     # -- rendering ----------------------------------------------------------------------
 
+    def notify_style_update(self) -> None:
+        self._styles.clear()
+        super().notify_style_update()
+
+    def _style(self, name: str) -> Style:
+        """The widget's base style plus a component's, computed once per style change (not per line)."""
+        style = self._styles.get(name)
+        if style is None:
+            base = self.rich_style
+            style = base if name == "base" else base + self.get_component_rich_style(name)
+            self._styles[name] = style
+        return style
+
     def render_line(self, y: int) -> Strip:
         row = round(self.scroll_y) + y
         width = self.scrollable_content_region.width
-        base = self.rich_style
         count = self.window.row_count
         if row < count:
             entry = self.window.entry(row)
             if entry is None:
-                style = base + self.get_component_rich_style("feed--pending")
-                return Strip([Segment(set_cell_size("   … loading", width), style)], width)
+                return Strip([Segment(set_cell_size("   … loading", width), self._style("feed--pending"))], width)
             return self._entry_line(entry, row == self.cursor, width)
         if row == count:
             if self.window.at_end:
                 text = "── end of the feed ──" if count else ""
             else:
                 text = "── loading older entries … ──" if (self.loading or not self.window.at_end) else ""
-            style = base + self.get_component_rich_style("feed--end")
-            return Strip([Segment(set_cell_size(text.center(width), width), style)], width)
-        return Strip.blank(width, base)
+            return Strip([Segment(set_cell_size(text.center(width), width), self._style("feed--end"))], width)
+        return Strip.blank(width, self._style("base"))
 
     def _entry_line(self, entry: Entry, is_cursor: bool, width: int) -> Strip:
         now = self.clock()
-        base = self.rich_style
-        cursor_style = self.get_component_rich_style("feed--cursor") if is_cursor else Style()
         fresh = is_new(entry.created_at, entry.atom_id, self.watermark)
         cols: list[tuple[str, Style]] = [
-            (" ● " if fresh else "   ", self.get_component_rich_style("feed--new")),
-            (timefmt.relative(entry.created_at, now).rjust(8) + "  ", self.get_component_rich_style("feed--time")),
+            (" ● " if fresh else "   ", self._style("feed--new")),
+            (timefmt.relative(entry.created_at, now).rjust(8) + "  ", self._style("feed--time")),
         ]
         if width >= 80:
-            cols.append((absolute(entry.created_at) + "  ", self.get_component_rich_style("feed--time")))
+            cols.append((absolute(entry.created_at) + "  ", self._style("feed--time")))
         if width >= 60:
             wide = width >= 95
             author, domain = (
                 set_cell_size(entry.author, 18 if wide else 14),
                 set_cell_size(entry.domain, 14 if wide else 12),
             )
-            cols.append((author + "  ", self.get_component_rich_style("feed--author")))
-            cols.append((domain + "  ", self.get_component_rich_style("feed--domain")))
+            cols.append((author + "  ", self._style("feed--author")))
+            cols.append((domain + "  ", self._style("feed--domain")))
         used = sum(len(text) for text, _ in cols)
-        cols.append(
-            (set_cell_size(entry.first_line, max(width - used, 0)), self.get_component_rich_style("feed--text"))
-        )
-        segments = [Segment(text, base + style + cursor_style) for text, style in cols]
+        cols.append((set_cell_size(entry.first_line, max(width - used, 0)), self._style("feed--text")))
+        if is_cursor:
+            cursor = self._style("feed--cursor")
+            cols = [(text, style + cursor) for text, style in cols]
+        segments = [Segment(text, style) for text, style in cols]
         return Strip(segments, width).crop(0, width)
