@@ -6,7 +6,6 @@ import json
 import os
 import sqlite3
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -527,6 +526,8 @@ def _check_write(req: WriteRequest) -> None:
         raise ValidationError(f"supersedes takes at most {MAX_SUPERSEDES} ids")
     if len(set(req.supersedes)) != len(req.supersedes):
         raise ValidationError("supersedes ids must be distinct")
+    if req.supersedes:
+        import uuid  # only a superseding write needs it; `mnemo recent` never pays for the import
     for old in req.supersedes:
         try:
             uuid.UUID(old)
