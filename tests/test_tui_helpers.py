@@ -118,6 +118,11 @@ def rows(app: object) -> list[Entry | None]:
     return [window.entry(i) for i in range(window.row_count)]
 
 
+def ids(entries: list[Entry | None]) -> list[str]:
+    """The atom ids of rows (`<not held>` for a row whose page is not held)."""
+    return [e.atom_id if e is not None else "<not held>" for e in entries]
+
+
 async def settle(pilot: Pilot[None], rounds: int = 4) -> None:
     """Let workers finish and their messages be handled (workers started by handlers too)."""
     for _ in range(rounds):

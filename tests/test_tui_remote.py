@@ -1,0 +1,148 @@
+"""The TUI over an endpoint: the same app on a RemoteBackend against a real `mnemo serve` on loopback."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_tui_helpers import clock, ids, req, rows, settle
+from wire_servers import ThreadServer, served_store, serving
+
+from mnemo_tui.backends import walk_pages
+from mnemo_tui.backends.local import LocalBackend
+from mnemo_tui.backends.remote import RemoteBackend
+from mnemo_tui.catchup import CatchUp
+from mnemo_tui.engine.rooms import create_key
+from mnemo_tui.engine.store import Store
+from mnemo_tui.model import RecentQuery
+from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.tui import MnemoApp
+
+pytestmark = pytest.mark.anyio
+SIZE = (120, 36)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[ThreadServer, LocalBackend, str]]:
+    path = tmp_path / "served.db"
+    store = Store(path)
+    key = create_key(store, "alice")[1]
+    with served_store(path) as server:
+        yield server, LocalBackend(path, "alice", store=store), key
+    store.close()
+
+
+def remote(url: str, key: str) -> RemoteBackend:
+    return RemoteBackend(url, key, retries=1, sleep=lambda seconds: None)
+
+
+def walk(backend: RemoteBackend, limit: int) -> list[str]:
+    return [e.atom_id for page in walk_pages(backend, RecentQuery(limit=limit)) for e in page.items]
+
+
+async def test_scrolling_an_endpoint_equals_its_cursor_walk_and_live_entries_arrive(
+    served: tuple[ThreadServer, LocalBackend, str], state: StateDB
+) -> None:
+    server, local, key = served
+    for i in range(70):
+        local.write(req(f"remote entry {i:03d}"))
+    backend = remote(server.url, key)
+    app = MnemoApp(backend, state, clock=clock, poll_interval=None, page_size=20)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            screen = app.feed_screen
+            for _ in range(20):
+                if screen.window.at_end:
+                    break
+                await pilot.press("G")
+                await settle(pilot, 2)
+            assert screen.window.at_end
+            assert ids(rows(app)) == walk(backend, 20)
+            await pilot.press("g")
+            written = local.write(req("written while the app runs"))
+            screen.check_live()  # an endpoint has no probe: it is polled from the newest instant shown
+            await settle(pilot)
+            assert rows(app)[0].atom_id == written.atom_id  # type: ignore[union-attr]
+            assert len(set(ids(rows(app)))) == len(rows(app)) == 71
+            screen.check_live()
+            await settle(pilot)
+            assert len(rows(app)) == 71
+    finally:
+        backend.close()
+
+
+async def test_mark_caught_up_on_an_endpoint_commits_what_catchup_commits(
+    served: tuple[ThreadServer, LocalBackend, str], state: StateDB
+) -> None:
+    server, local, key = served
+    for i in range(30):
+        local.write(req(f"entry {i}"))
+    backend = remote(server.url, key)
+    app = MnemoApp(backend, state, consumer="tui", clock=clock, poll_interval=None)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            assert app.feed_screen.scopes.counts["own"] == "30"
+            await pilot.press("c")
+            await settle(pilot)
+            assert app.feed_screen.scopes.counts["own"] == ""
+        CatchUp(backend, state, consumer="cli", overlap=2_000_000).run(lambda entries: None)
+    finally:
+        backend.close()
+    tui = state.load(server.url, backend.principal, "tui", None)
+    cli = state.load(server.url, backend.principal, "cli", None)
+    assert tui is not None and cli is not None
+    assert (tui.created_at, tui.boundary_ids) == (cli.created_at, cli.boundary_ids)
+
+
+async def test_a_refused_key_is_shown_and_the_app_stays_open(
+    served: tuple[ThreadServer, LocalBackend, str], state: StateDB
+) -> None:
+    server, _local, _key = served
+    backend = remote(server.url, "mk_live_" + "0" * 32)
+    app = MnemoApp(backend, state, clock=clock, poll_interval=None)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            screen = app.feed_screen
+            assert screen.switcher.current == "error"
+            assert "The key was refused" in str(screen.error_view.render())
+            assert app.is_running
+    finally:
+        backend.close()
+
+
+async def test_an_endpoint_that_comes_up_later_is_read_on_retry(tmp_path: Path, state: StateDB) -> None:
+    path = tmp_path / "late.db"
+    store = Store(path)
+    key = create_key(store, "alice")[1]
+    LocalBackend(path, "alice", store=store).write(req("there all along"))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    backend = remote(f"http://127.0.0.1:{port}/api/v1", key)
+    app = MnemoApp(backend, state, clock=clock, poll_interval=None)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            screen = app.feed_screen
+            assert screen.switcher.current == "error"
+            assert "unreachable" in str(screen.error_view.render())
+            from mnemo_tui.server.app import create_app
+
+            with serving(create_app(path, workers=2), port):
+                await pilot.press("r")
+                await settle(pilot)
+                assert screen.switcher.current == "feed"
+                assert [e.content for e in rows(app)] == ["there all along"]  # type: ignore[union-attr]
+    finally:
+        backend.close()
+        store.close()
