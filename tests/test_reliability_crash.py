@@ -67,16 +67,25 @@ def _lines_in(path: Path) -> int:
         return 0
 
 
-def _assert_nothing_passed_unseen(target: Target, home: Path, delivered: set[str]) -> None:
+def _assert_nothing_passed_unseen(
+    target: Target, home: Path, delivered: set[str], *, must_have_watermark: bool = False
+) -> None:
     """Neither the watermark nor the saved checkpoint has moved past an entry the consumer never printed."""
     entries = _visible(target.store)
     state = StateDB(home / "state.db")
     try:
-        identity = str(target.store.resolve()) if target.kind == "embedded" else str(target.endpoint)
-        watermark = state.load(identity, "alice", CONSUMER, None)
-        checkpoint = state.load_checkpoint(identity, "alice", CONSUMER, None)
+        if target.kind == "embedded":
+            identity, principal = str(target.store.resolve()), "alice"
+        else:
+            from mnemo_tui.backends.remote import key_principal
+
+            assert target.endpoint and target.key
+            identity, principal = target.endpoint.rstrip("/"), key_principal(target.key)
+        watermark = state.load(identity, principal, CONSUMER, None)
+        checkpoint = state.load_checkpoint(identity, principal, CONSUMER, None)
     finally:
         state.close()
+    assert watermark is not None or not must_have_watermark, "the finished walk committed no watermark"
     if watermark is not None and watermark.created_at is not None:
         unseen = [a for c, a in entries if c <= watermark.created_at and a not in delivered]
         assert unseen == [], f"the watermark passed {len(unseen)} entries never printed"
@@ -135,6 +144,8 @@ def _kill_walks(tmp_path: Path, target: Target, seed: int) -> None:
         assert proc.returncode == 0, proc.stderr
         out.write_text(proc.stdout)
     assert ndjson_ids(outputs[-1]) == []
+    delivered_all = {a for o in outputs for a in ndjson_ids(o)}
+    _assert_nothing_passed_unseen(target, home, delivered_all, must_have_watermark=True)
     printed = Counter(a for o in outputs for a in ndjson_ids(o))
     wanted = {a for _, a in _visible(target.store)}
     assert wanted - set(printed) == set(), "entries were lost"
