@@ -33,6 +33,7 @@ SUITES = {
     "cli": "bench_cli",
     "remote": "bench_remote",
     "tui": "bench_tui",
+    "load": "bench_load",
 }
 _GOAL = re.compile(r"^\s*(≤|<=|<|≥|>=|>)\s*([0-9.]+)\s*(x|×)?", re.IGNORECASE)
 

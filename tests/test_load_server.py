@@ -1,0 +1,30 @@
+"""Sixteen concurrent clients mixing writes and walks against `mnemo serve`: no error, no lost or repeated entry."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from reliability_helpers import server_available
+
+pytestmark = pytest.mark.skipif(not server_available(), reason="mnemo serve is not in this checkout yet")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+
+
+@pytest.mark.slow
+def test_sixteen_clients_at_once_get_no_error_and_lose_or_repeat_nothing() -> None:
+    """The correctness half of benchmarks/bench_load.py, bounded to a few seconds (its timings are not asserted)."""
+    import bench_load
+
+    alone, loaded = bench_load.measure(quick=True, clients=16, seconds=2.0)
+    for run in (alone, loaded):
+        assert run["errors"] == 0, run["error_samples"]
+        assert (run["lost"], run["repeated"], run["repeats_in_walks"]) == (0, 0, 0)
+    assert loaded["writes"] > 0 and loaded["pages"] > 0, "the clients did not overlap anything"
+    assert loaded["server_tracebacks"] == 0
+    assert loaded["keys_in_log"] == 0
+    rows = bench_load.rows_of(alone, loaded)
+    assert {"name", "value", "unit", "anchor", "ratio", "goal"} <= set(rows[0])
+    assert [r["value"] for r in rows if "errors" in r["name"] or "lost" in r["name"]] == [0, 0]
