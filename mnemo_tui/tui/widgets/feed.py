@@ -9,6 +9,7 @@ from rich.cells import set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -85,6 +86,8 @@ class FeedView(ScrollView, can_focus=True):
         self.watermark: Watermark | None = None
         self.loading = True
         self._styles: dict[str, Style] = {}
+        # Rendered rows by what they show; a repaint of an unchanged screen builds no strips.
+        self._lines: LRUCache[tuple[str, bool, int, str, bool], Strip] = LRUCache(256)
 
     # -- data ---------------------------------------------------------------------------
 
@@ -184,6 +187,7 @@ class FeedView(ScrollView, can_focus=True):
 
     def notify_style_update(self) -> None:
         self._styles.clear()
+        self._lines.clear()
         super().notify_style_update()
 
     def _style(self, name: str) -> Style:
@@ -213,11 +217,15 @@ class FeedView(ScrollView, can_focus=True):
         return Strip.blank(width, self._style("base"))
 
     def _entry_line(self, entry: Entry, is_cursor: bool, width: int) -> Strip:
-        now = self.clock()
+        age = timefmt.relative(entry.created_at, self.clock())
         fresh = is_new(entry.created_at, entry.atom_id, self.watermark)
+        key = (entry.atom_id, is_cursor, width, age, fresh)
+        cached = self._lines.get(key)
+        if cached is not None:
+            return cached
         cols: list[tuple[str, Style]] = [
             (" ● " if fresh else "   ", self._style("feed--new")),
-            (timefmt.relative(entry.created_at, now).rjust(8) + "  ", self._style("feed--time")),
+            (age.rjust(8) + "  ", self._style("feed--time")),
         ]
         if width >= 80:
             cols.append((absolute(entry.created_at) + "  ", self._style("feed--time")))
@@ -234,5 +242,6 @@ class FeedView(ScrollView, can_focus=True):
         if is_cursor:
             cursor = self._style("feed--cursor")
             cols = [(text, style + cursor) for text, style in cols]
-        segments = [Segment(text, style) for text, style in cols]
-        return Strip(segments, width).crop(0, width)
+        strip = Strip([Segment(text, style) for text, style in cols], width).crop(0, width)
+        self._lines[key] = strip
+        return strip
