@@ -179,7 +179,7 @@ async def test_an_entry_written_while_the_app_runs_appears_on_top(
         screen = app.feed_screen
         other = LocalBackend(store.path, "local")  # another connection, as another process would write
         try:
-            written = other.write(req("written while the app runs"))
+            written = other.write(req("written while the app runs", "incoming"))
         finally:
             other.close()
         screen.check_live()
@@ -187,6 +187,8 @@ async def test_an_entry_written_while_the_app_runs_appears_on_top(
         assert rows(app)[0].atom_id == written.atom_id  # type: ignore[union-attr]
         assert len(rows(app)) == 11
         assert not screen.marker.display
+        # A domain that did not exist at start joins the sidebar, with its count.
+        assert screen.scopes.counts.get("s:incoming") == "1"
         # Nothing changed since: the probe says so and no read is made; no repeat appears.
         screen.check_live()
         await settle(pilot)

@@ -68,6 +68,7 @@ class FeedScreen(Screen[None]):
         self._live_busy = False
         self._live_error: str | None = None
         self._scopes_requested = False
+        self._first_oldest: int | None = None
 
     @property
     def mnemo(self) -> MnemoApp:
@@ -221,6 +222,7 @@ class FeedScreen(Screen[None]):
             self.feed.post_message(FeedView.Highlighted(self.feed.current, self.feed.cursor))
         newest = items[0].created_at if items else None
         oldest = items[-1].created_at if items else None
+        self._first_oldest = oldest
         self.load_activity(self.generation, self.scope, newest, oldest)
 
     @on(msg.PageFailed)
@@ -290,7 +292,13 @@ class FeedScreen(Screen[None]):
             self.merge_pending()
         else:
             self.marker.show_count(len(self.pending), self.pending_overflow)
-        self.load_counts()
+        known = {item.scope for item in self.scopes.items.values()}
+        if any(entry.domain not in known for entry in batch.entries):
+            self.load_scopes()  # a new domain (or room) appeared: its line and count join the sidebar
+        else:
+            self.load_counts()
+        newest = self.window.newest()
+        self.load_activity(self.generation, self.scope, newest.created_at if newest else None, self._first_oldest)
 
     @on(msg.LiveFailed)
     def live_failed(self, message: msg.LiveFailed) -> None:
