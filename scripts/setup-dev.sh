@@ -9,6 +9,8 @@ VENV=${VENV:-.venv}
 need=()
 command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v jq >/dev/null 2>&1 || need+=(jq)  # the README's usage examples pipe NDJSON into jq
+command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
 [ -e /usr/share/fonts/truetype/firacode ] || [ -e /usr/share/fonts/opentype/firacode ] || need+=(fonts-firacode)
 if [ ${#need[@]} -gt 0 ]; then
