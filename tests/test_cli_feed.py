@@ -307,3 +307,72 @@ def test_a_room_one_is_not_in_is_exit_4(cli, isolated_home: Path) -> None:
     for args in (("recent", "--scope", room.address), ("write", "x", "--scope", room.address)):
         r = cli(*args)
         assert r.code == 4 and "not a member" in r.stderr and "Traceback" not in r.stderr
+
+
+def run_with_ptys(
+    home: Path, args: list[str], *, stdout_tty: bool, stderr_tty: bool, env: dict[str, str]
+) -> tuple[str, str]:
+    """Run mnemo with stdout and/or stderr on a pseudo-terminal; returns what each received."""
+    import os
+    import pty
+    import subprocess
+
+    from conftest import MNEMO
+
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") and k not in ("NO_COLOR", "COLUMNS")}
+    full_env.update({"MNEMO_HOME": str(home), **env})
+    fds: dict[str, tuple[int, int]] = {}
+    for name, wanted in (("out", stdout_tty), ("err", stderr_tty)):
+        if wanted:
+            fds[name] = pty.openpty()
+    proc = subprocess.Popen(
+        [MNEMO, *args],
+        stdout=fds["out"][1] if "out" in fds else subprocess.PIPE,
+        stderr=fds["err"][1] if "err" in fds else subprocess.PIPE,
+        env=full_env,
+    )
+    for _master, slave in fds.values():
+        os.close(slave)
+    got: dict[str, bytes] = {"out": b"", "err": b""}
+    if proc.stdout is not None:
+        got["out"] = proc.stdout.read()
+    if proc.stderr is not None:
+        got["err"] = proc.stderr.read()
+    for name, (master, _slave) in fds.items():
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed its end
+                break
+            if not chunk:
+                break
+            got[name] += chunk
+        os.close(master)
+    assert proc.wait(timeout=60) == 0
+    return got["out"].decode(), got["err"].decode()
+
+
+def test_progress_appears_on_a_terminal_stderr_only(isolated_home: Path) -> None:
+    store = Store(isolated_home / "store.db")
+    store.bulk_write("local", [(WriteRequest(f"entry {i}"), i + 1) for i in range(2500)])
+    store.close()
+    _out, err = run_with_ptys(
+        isolated_home, ["recent", "--all", "--format", "ndjson"], stdout_tty=False, stderr_tty=True, env={}
+    )
+    assert "entries so far" in err
+    _out, err = run_with_ptys(isolated_home, ["catchup", "-f", "ndjson"], stdout_tty=False, stderr_tty=True, env={})
+    assert "new so far" in err
+    _out, err = run_with_ptys(
+        isolated_home, ["recent", "--all", "--format", "ndjson"], stdout_tty=False, stderr_tty=False, env={}
+    )
+    assert err == ""
+
+
+def test_colour_on_a_terminal_unless_no_color(isolated_home: Path) -> None:
+    store = Store(isolated_home / "store.db")
+    store.write("local", WriteRequest("coloured entry"))
+    store.close()
+    out, _err = run_with_ptys(isolated_home, ["recent"], stdout_tty=True, stderr_tty=False, env={})
+    assert "\x1b[" in out and "coloured entry" in out
+    plain, _err = run_with_ptys(isolated_home, ["recent"], stdout_tty=True, stderr_tty=False, env={"NO_COLOR": "1"})
+    assert "\x1b[" not in plain and "coloured entry" in plain
