@@ -16,21 +16,37 @@ from mnemo_tui.model import WriteRequest
 
 pytestmark = pytest.mark.timeout(120)
 
+SCHEMAS = Path("/work/shared/reference/hosted-openapi.json")
+
+
+def check_schema(value: object, name: str) -> None:
+    """Validate a CLI JSON output against the hosted service's schema of the same wire shape."""
+    if not SCHEMAS.exists():  # pragma: no cover - the reference lives beside the repository in development
+        return
+    import jsonschema
+
+    document = json.loads(SCHEMAS.read_text())
+    schema = {**document["components"]["schemas"][name], "components": document["components"]}
+    jsonschema.validate(value, schema)
+
 
 def test_rooms_outputs_are_exactly_as_documented(cli) -> None:
     created = cli("rooms", "create", "ops")
     assert created.code == 0 and created.stdout.startswith("xroom:room_") and created.stdout.count("\n") == 1
     doc = json.loads(cli("rooms", "create", "dev", "--description", "d", "-f", "json").stdout)
     assert set(doc) == {"room_id", "address", "name", "next_steps"} and doc["address"] == "xroom:" + doc["room_id"]
+    check_schema(doc, "RoomCreatedSchema")
     code = cli("rooms", "invite", "ops", "--read-only", "--max-uses", "2", "--expires-days", "3")
     assert code.code == 0 and code.stdout.startswith("mnvr_") and code.stdout.count("\n") == 1
     invite = json.loads(cli("rooms", "invite", created.stdout.strip(), "-f", "json").stdout)
     assert {"code", "room_address", "invite_id", "scope", "expires_at", "join_url", "share_message"} <= set(invite)
     assert invite["scope"] == "read_write" and invite["room_address"] == created.stdout.strip()
+    check_schema(invite, "InviteCreatedSchema")
     joined = cli("rooms", "join", code.stdout.strip(), env={"MNEMO_PRINCIPAL": "bob"})
     assert joined.code == 0 and joined.stdout == created.stdout
     again = json.loads(cli("rooms", "join", code.stdout.strip(), "-f", "json", env={"MNEMO_PRINCIPAL": "bob"}).stdout)
     assert again["already_member"] is True and again["scope"] == "read"
+    check_schema(again, "JoinedRoomSchema")
     listed = json.loads(cli("rooms", "list", "-f", "json", env={"MNEMO_PRINCIPAL": "bob"}).stdout)
     assert listed == [
         {
@@ -42,6 +58,7 @@ def test_rooms_outputs_are_exactly_as_documented(cli) -> None:
             "archived": False,
         }
     ]
+    check_schema(listed[0], "RoomListItemSchema")
     ro = cli("write", "hi", "--scope", created.stdout.strip(), env={"MNEMO_PRINCIPAL": "bob"})
     assert ro.code == 4 and "read-only" in ro.stderr
     table = cli("rooms", "list").stdout
@@ -95,6 +112,7 @@ def test_vault_never_shows_a_value(cli) -> None:
     assert dup.code == 2
     doc = json.loads(cli("vault", "list", "-f", "json").stdout)
     assert [set(s) for s in doc["secrets"]] == [{"alias", "context", "created_at", "concepts"}]
+    check_schema(doc, "ListSecretsResponse")
     outputs = [cli("vault", "list").stdout, json.dumps(doc), cli("recent", "--all", "-f", "json").stdout]
     for out in outputs:
         assert "s3cr3t" not in out

@@ -315,8 +315,8 @@ def invite_wire(invite: object) -> dict[str, object]:
         "invite_id": invite.invite_id,
         "scope": invite.scope,
         "expires_at": timefmt.to_iso(invite.expires_at),
-        "join_url": None,
-        "share_message": f"Join with: mnemo rooms join {invite.code}",
+        "join_url": "",  # no landing page of our own; the schema wants a string (as `mnemo serve` answers)
+        "share_message": f"Join the room {invite.room_address} with: mnemo rooms join {invite.code}",
     }
 
 
