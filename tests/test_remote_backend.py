@@ -249,3 +249,19 @@ def test_an_unreachable_endpoint_exits_5(cli: Any) -> None:
         port = sock.getsockname()[1]
     result = cli("recent", env={"MNEMO_ENDPOINT": f"http://127.0.0.1:{port}/api/v1", "MNEMO_API_KEY": KEY})
     assert result.code == 5 and "cannot reach" in result.stderr
+
+
+def test_a_page_declared_canonical_keeps_each_items_text_but_never_a_line_break() -> None:
+    from mnemo_tui.backends.remote_wire import page_of, wires_of
+
+    item = {**ITEM, "created_at": "2026-01-01T00:00:00.000001Z", "concepts": []}
+    compact = json.dumps(item, separators=(",", ":"))
+    page = '{"items":[' + compact + "," + compact + '],"next_cursor":"c"}'
+    assert wires_of(page, canonical=True) == ([compact, compact], "c")
+    assert [e.wire for e in page_of(page, canonical=True).items] == [compact, compact]
+    pretty = json.dumps({"items": [item], "next_cursor": None}, indent=2)
+    for wires in (wires_of(pretty, canonical=True)[0], [e.wire for e in page_of(pretty, canonical=True).items]):
+        assert wires == [compact]
+    odd = {**item, "created_at": "2026-01-01T01:00:00.000001+01:00", "extra": 1}
+    entry = page_of(json.dumps({"items": [odd]}), canonical=True).items[0]
+    assert entry.wire == compact and entry.created_at == page_of(page).items[0].created_at

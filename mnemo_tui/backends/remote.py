@@ -9,13 +9,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import httpx
 
-from mnemo_tui import __version__, timefmt
+from mnemo_tui import __version__
+from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, time_of, wire_time, wires_of
 from mnemo_tui.errors import (
     BY_CODE,
     AuthError,
@@ -75,57 +75,6 @@ def _dumps(value: Any) -> str:
 def key_principal(key: str) -> str:
     """The watermark principal of a key: `key:` + 12 hex chars of its SHA-256 (the key itself is never stored)."""
     return "key:" + hashlib.sha256(key.encode()).hexdigest()[:12]
-
-
-_MIN_US = timefmt.from_datetime(datetime(1, 1, 1, tzinfo=UTC))
-_MAX_US = timefmt.from_datetime(datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC))
-
-
-def _iso(us: int | None) -> str | None:
-    """A time for the wire; instants beyond what ISO-8601 can spell are clamped (no entry lies there)."""
-    return None if us is None else timefmt.to_iso(min(max(us, _MIN_US), _MAX_US))
-
-
-def _time_of(value: Any) -> int | None:
-    """Microseconds of a wire time, or None when it is absent or not an ISO-8601 instant."""
-    if isinstance(value, str) and value:
-        try:
-            return timefmt.parse_iso(value, field="created_at")
-        except ValidationError:
-            return None
-    return None
-
-
-def entry_of(item: Any) -> Entry:
-    """An `Entry` from any item the service returns (RecentItem, MemoryItem, AtomDetail).
-
-    The wire text is the RecentItem of WIRE.md in its canonical field order, with times in the
-    microsecond `Z` form; fields outside RecentItem are dropped, optional ones may be absent.
-    """
-    if not isinstance(item, dict):
-        raise Unavailable("the endpoint answered with an item that is not an object")
-    atom = item.get("atom_id") or item.get("id")
-    if not isinstance(atom, str) or not atom:
-        raise Unavailable("the endpoint answered with an item without an atom_id")
-    raw_time = item.get("created_at")
-    created = _time_of(raw_time)
-    wire: dict[str, Any] = {
-        "atom_id": atom,
-        "content": str(item.get("content") or ""),
-        "domain": str(item.get("domain") or ""),
-        "created_at": timefmt.to_iso(created) if created is not None else raw_time,
-        "concepts": [str(c) for c in item.get("concepts") or []],
-    }
-    provenance = item.get("provenance")
-    if isinstance(provenance, dict):
-        wire["provenance"] = provenance
-    supersedes = item.get("supersedes")
-    if isinstance(supersedes, list) and supersedes:
-        wire["supersedes"] = supersedes
-    superseded_by = item.get("superseded_by")
-    if isinstance(superseded_by, str) and superseded_by:
-        wire["superseded_by"] = superseded_by
-    return Entry(atom_id=atom, created_at=created or 0, wire=_dumps(wire))
 
 
 def _number(value: Any) -> float:
@@ -262,6 +211,14 @@ class RemoteBackend:
         return float(min(self.max_wait, self.backoff * (2**attempt) * (0.5 + random.random() / 2)))
 
     def _call(self, method: str, path: str, body: Any = None, *, idempotent: bool = True) -> Any:
+        """One call's parsed JSON answer (see `_send`)."""
+        response = self._send(method, path, body, idempotent=idempotent)
+        try:
+            return json.loads(response.content)
+        except ValueError:
+            raise Unavailable(f"{self.identity} answered {method} {path} with a body that is not JSON") from None
+
+    def _send(self, method: str, path: str, body: Any = None, *, idempotent: bool = True) -> httpx.Response:
         """One call, retried with backoff on 429, 503, `retryable: true` and connection failures.
 
         A write without `external_ref` is retried only when the endpoint cannot have processed it
@@ -285,12 +242,7 @@ class RemoteBackend:
             except httpx.InvalidURL as exc:
                 raise ValidationError(f"endpoint {self.identity!r} is not a usable URL ({exc})") from None
             if response.status_code < 300:
-                try:
-                    return response.json()
-                except ValueError:
-                    raise Unavailable(
-                        f"{self.identity} answered {method} {path} with a body that is not JSON"
-                    ) from None
+                return response
             problem = error_of(response)
             transient = problem.retryable or response.status_code in _TRANSIENT_STATUS
             allowed = idempotent or response.status_code in _NOT_PROCESSED_STATUS
@@ -309,8 +261,8 @@ class RemoteBackend:
     def _recent_body(self, q: RecentQuery) -> dict[str, Any]:
         return {
             "domain": q.scope,
-            "since": _iso(q.since),
-            "until": _iso(q.until),
+            "since": wire_time(q.since),
+            "until": wire_time(q.until),
             "exclude_author": q.exclude_author,
             "limit": q.limit,
             "cursor": q.cursor,
@@ -319,25 +271,22 @@ class RemoteBackend:
 
     def recent(self, query: RecentQuery) -> Page:
         """One page of the feed; a `next_cursor` absent or `""` ends the walk."""
-        body = self._call("POST", "/memory/recent", self._recent_body(query.validated()))
-        if not isinstance(body, dict) or not isinstance(body.get("items"), list):
-            raise Unavailable(f"{self.identity} answered /memory/recent without an items list")
-        cursor = body.get("next_cursor")
-        return Page(
-            items=[entry_of(item) for item in body["items"]],
-            next_cursor=cursor if isinstance(cursor, str) and cursor else None,
-        )
+        response = self._send("POST", "/memory/recent", self._recent_body(query.validated()))
+        canonical = response.headers.get(CANONICAL_HEADER) == "canonical"
+        return page_of(response.content.decode("utf-8", errors="replace"), canonical)
 
     def stream_wire(self, query: RecentQuery) -> Iterator[list[str]]:
         """Every remaining entry, page by page (limit 100), following cursors to the end."""
         current = replace(query.validated(), limit=MAX_LIMIT)
         while True:
-            page = self.recent(current)
-            if page.items:
-                yield [e.wire for e in page.items]
-            if page.next_cursor is None:
+            response = self._send("POST", "/memory/recent", self._recent_body(current))
+            canonical = response.headers.get(CANONICAL_HEADER) == "canonical"
+            wires, cursor = wires_of(response.content.decode("utf-8", errors="replace"), canonical)
+            if wires:
+                yield wires
+            if cursor is None:
                 return
-            current = replace(current, cursor=page.next_cursor)
+            current = replace(current, cursor=cursor)
 
     # -- writes and search --------------------------------------------------------------------
 
@@ -376,8 +325,8 @@ class RemoteBackend:
             "query": query.query,
             "domain": query.scope,
             "order_by": query.order_by,
-            "since": _iso(query.since),
-            "until": _iso(query.until),
+            "since": wire_time(query.since),
+            "until": wire_time(query.until),
             "exclude_author": query.exclude_author,
             "include_history": query.include_history,
             "top_k": query.top_k,
@@ -474,7 +423,7 @@ class RemoteBackend:
             room_id=address[len(ROOM_PREFIX) :] if address.startswith(ROOM_PREFIX) else room_id,
             invite_id=_text(answer, "invite_id"),
             scope=_text(answer, "scope", scope),
-            expires_at=_time_of(expires) or 0,
+            expires_at=time_of(expires) or 0,
             max_uses=max_uses,
         )
 
@@ -496,7 +445,7 @@ class RemoteBackend:
             SecretInfo(
                 alias=_text(s, "alias"),
                 context=_text(s, "context"),
-                created_at=_time_of(s.get("created_at")) or 0,
+                created_at=time_of(s.get("created_at")) or 0,
                 concepts=tuple(str(c) for c in s.get("concepts") or []),
             )
             for s in (listed if isinstance(listed, list) else [])

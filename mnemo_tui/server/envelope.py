@@ -20,9 +20,14 @@ def dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+CANONICAL = {"X-Mnemo-Wire": "canonical"}
+
+
 def ok(body: bytes | Any) -> Response:
-    """A 200 answer; `body` is JSON bytes already, or a value to encode."""
-    return Response(body if isinstance(body, bytes) else dumps(body), media_type=JSON)
+    """A 200 answer; `body` is JSON bytes already (feed pages: stored RecentItems, said so), or a value to encode."""
+    if isinstance(body, bytes):
+        return Response(body, media_type=JSON, headers=CANONICAL)
+    return Response(dumps(body), media_type=JSON)
 
 
 def request_id(request: Request) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine import rooms
-from mnemo_tui.engine.extras import atom_extras
+from mnemo_tui.engine.extras import atom_extras, recent_wire
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, WriteRequest
@@ -62,9 +62,8 @@ def recent(store: Store, who: str, call: Call) -> bytes:
         cursor=b.get("cursor"),
         include_history=bool(b["include_history"]),
     )
-    page = store.recent(who, query)
-    items = ",".join(e.wire for e in page.items).encode()
-    return b'{"items":[' + items + b'],"next_cursor":' + _cursor_json(page.next_cursor) + b"}"
+    wires, cursor = recent_wire(store, who, query)
+    return b'{"items":[' + ",".join(wires).encode() + b'],"next_cursor":' + _cursor_json(cursor) + b"}"
 
 
 # -- search ---------------------------------------------------------------------------------

@@ -1,0 +1,315 @@
+"""Provides the remote benchmark: a 100,000-entry walk over loopback against a bare ASGI app, and page latency.
+
+Both servers run as their own process under the same stack (uvicorn with its `standard` extra):
+`mnemo serve` exactly as a user starts it (access log on, to a file), and a bare ASGI callable that
+runs the engine's keyset SQL on one `sqlite3` connection and joins the stored wire items. Walks
+alternate between the two so load from other processes hits both.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_engine import PRINCIPAL, build_store  # noqa: E402
+
+from mnemo_tui.backends.local import LocalBackend  # noqa: E402
+from mnemo_tui.backends.remote import RemoteBackend  # noqa: E402
+from mnemo_tui.engine.rooms import create_key  # noqa: E402
+from mnemo_tui.engine.store import Store  # noqa: E402
+from mnemo_tui.model import RecentQuery  # noqa: E402
+
+MNEMO = shutil.which("mnemo", path=str(Path(sys.executable).parent)) or "mnemo"
+LIMIT = 100
+WALKERS = 8
+
+# The anchor: the engine's feed statement, one connection, no auth, no cursor signing, no thread hop.
+_BARE = r"""
+import json, sqlite3, sys
+import uvicorn
+
+db = sqlite3.connect(sys.argv[1], check_same_thread=False)
+bucket = db.execute("SELECT bucket FROM buckets WHERE kind = 'own' AND owner = ?", (sys.argv[3],)).fetchone()[0]
+TOP = ("SELECT created_at, atom_id, wire FROM atoms WHERE bucket = ? AND superseded_by IS NULL "
+       "ORDER BY created_at DESC, atom_id DESC LIMIT ?")
+AFTER = ("SELECT created_at, atom_id, wire FROM atoms WHERE bucket = ? AND (created_at, atom_id) < (?, ?) "
+         "AND superseded_by IS NULL ORDER BY created_at DESC, atom_id DESC LIMIT ?")
+
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    raw = b""
+    while True:
+        message = await receive()
+        raw += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    body = json.loads(raw) if raw else {}
+    limit = body.get("limit", 20)
+    cursor = body.get("cursor")
+    if cursor:
+        at, atom = cursor.split("_", 1)
+        rows = db.execute(AFTER, (bucket, int(at), atom, limit + 1)).fetchall()
+    else:
+        rows = db.execute(TOP, (bucket, limit + 1)).fetchall()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    nxt = f'"{rows[-1][0]}_{rows[-1][1]}"' if more else "null"
+    out = ('{"items":[' + ",".join(r[2] for r in rows) + '],"next_cursor":' + nxt + "}").encode()
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": out})
+
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning", access_log=False)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
+    import httpx
+
+    for _ in range(400):
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            httpx.post(url + "/memory/recent", json={"limit": 1}, timeout=2)
+            return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise RuntimeError("server did not start")
+
+
+def start_serve(store: Path, home: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`mnemo serve` on a free loopback port, as a user starts it; its log goes to a file."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env.update(MNEMO_HOME=str(home), MNEMO_STORE=str(store))
+    log = (home / "serve.log").open("wb")
+    proc = subprocess.Popen([MNEMO, "serve", "--port", "0"], stdout=subprocess.DEVNULL, stderr=log, env=env)
+    for _ in range(400):
+        text = (home / "serve.log").read_text(errors="replace")
+        found = re.search(r"ready at (http://\S+/api/v1)", text)
+        if found:
+            _wait_ready(found.group(1), proc)
+            return proc, found.group(1)
+        if proc.poll() is not None:
+            raise RuntimeError("mnemo serve exited: " + text)
+        time.sleep(0.05)
+    raise RuntimeError("mnemo serve did not print its address")
+
+
+def start_bare(store: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The bare ASGI app under uvicorn on a free loopback port."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _BARE, str(store), str(port), PRINCIPAL],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/api/v1"
+    _wait_ready(url, proc)
+    return proc, url
+
+
+class _Walker:
+    """One walk to the end of the feed, advanced a page at a time so walks can be interleaved."""
+
+    def __init__(self, name: str, step: Any) -> None:
+        self.name = name
+        self.step = step  # (cursor) -> (items seen, next cursor)
+        self.cursor: str | None = None
+        self.done = False
+        self.seen = 0
+        self.seconds = 0.0
+
+    def advance(self) -> None:
+        started = time.perf_counter()
+        count, self.cursor = self.step(self.cursor)
+        self.seconds += time.perf_counter() - started
+        self.seen += count
+        self.done = self.cursor is None
+
+
+def _minimal(client: Any) -> Any:
+    def step(cursor: str | None) -> tuple[int, str | None]:
+        body = json.loads(client.post("/memory/recent", json={"limit": LIMIT, "cursor": cursor}).content)
+        return len(body["items"]), body["next_cursor"]
+
+    return step
+
+
+def _backend(backend: Any) -> Any:
+    def step(cursor: str | None) -> tuple[int, str | None]:
+        page = backend.recent(RecentQuery(limit=LIMIT, cursor=cursor))
+        return len(page.items), page.next_cursor
+
+    return step
+
+
+def _stream(backend: Any) -> Any:
+    chunks = backend.stream_wire(RecentQuery(limit=LIMIT))
+
+    def step(cursor: str | None) -> tuple[int, str | None]:
+        chunk = next(chunks, None)
+        return (0, None) if chunk is None else (len(chunk), "more")
+
+    return step
+
+
+def interleaved(serve_url: str, bare_url: str, key: str, store: Path, n: int) -> dict[str, float]:
+    """Seconds of four walks of the same `n` entries, advanced in turn page by page, so noise hits all four.
+
+    `remote`: RemoteBackend.stream_wire (what `recent --all` does) -> mnemo serve; `pages`: RemoteBackend.recent
+    page by page (what `catchup` does); `bare`: a minimal httpx client -> the bare app;
+    `minimal`: the same minimal client -> mnemo serve; `local`: LocalBackend on the store.
+    """
+    import httpx
+
+    remote = RemoteBackend(serve_url, key)
+    paged = RemoteBackend(serve_url, key)
+    local = LocalBackend(store, PRINCIPAL)
+    with httpx.Client(base_url=bare_url) as bare, httpx.Client(base_url=serve_url, headers={"X-Api-Key": key}) as mini:
+        walkers = [
+            _Walker("remote", _stream(remote)),
+            _Walker("pages", _backend(paged)),
+            _Walker("bare", _minimal(bare)),
+            _Walker("minimal", _minimal(mini)),
+            _Walker("local", _backend(local)),
+        ]
+        while not all(w.done for w in walkers):
+            for walker in walkers:
+                if not walker.done:
+                    walker.advance()
+    remote.close()
+    paged.close()
+    local.close()
+    for walker in walkers:
+        if walker.seen != n:
+            raise AssertionError(f"the {walker.name} walk saw {walker.seen} of {n} entries")
+    return {w.name: w.seconds for w in walkers}
+
+
+def page_latencies(args: tuple[str, str | None, int]) -> list[float]:
+    """One walker (its own process): milliseconds of each page of `pages` pages."""
+    import httpx
+
+    url, key, pages = args
+    headers = {"X-Api-Key": key} if key else {}
+    out: list[float] = []
+    with httpx.Client(base_url=url, headers=headers) as client:
+        cursor = None
+        for _ in range(pages):
+            t0 = time.perf_counter()
+            body = json.loads(client.post("/memory/recent", json={"limit": LIMIT, "cursor": cursor}).content)
+            out.append((time.perf_counter() - t0) * 1000)
+            cursor = body["next_cursor"]  # at the end (None) the walker starts over from the top
+    return out
+
+
+def concurrent(url: str, key: str | None, pages: int) -> tuple[float, float]:
+    """p50 and p99 page latency (ms) of eight walkers at once, each in its own process."""
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(WALKERS) as pool:
+        pool.map(page_latencies, [(url, key, 3)] * WALKERS)  # warm the walkers up
+        samples = [ms for walker in pool.map(page_latencies, [(url, key, pages)] * WALKERS) for ms in walker]
+    samples.sort()
+    return statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.99))]
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    """The remote walk against the bare app and the local walk; latency under eight concurrent walkers."""
+    n = 100_000
+    reps = 2 if quick else 5
+    pages = 100 if quick else 400
+    store = build_store(n)
+    admin = Store(store)
+    key = create_key(admin, PRINCIPAL)[1]
+    admin.close()
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-remote-") as tmp:
+        serve, serve_url = start_serve(store, Path(tmp))
+        bare, bare_url = start_bare(store)
+        try:
+            interleaved(serve_url, bare_url, key, store, n)  # warm-up: page caches, connections
+            runs = [interleaved(serve_url, bare_url, key, store, n) for _ in range(reps)]
+            p50, p99 = concurrent(serve_url, key, pages)
+            bare_p50, bare_p99 = concurrent(bare_url, None, pages)
+        finally:
+            for proc in (serve, bare):
+                proc.terminate()
+                proc.wait(timeout=30)
+    rate, pages_rate, bare_rate, minimal_rate, local_rate = (
+        n / statistics.median(r[name] for r in runs) for name in ("remote", "pages", "bare", "minimal", "local")
+    )
+    bare_is = "a bare ASGI app (the same keyset SQL, one connection) under uvicorn, minimal httpx client"
+    return [
+        _row(
+            f"remote walk of {n:,} entries at limit {LIMIT} (RemoteBackend.stream_wire → mnemo serve, as recent --all)",
+            rate,
+            bare_rate,
+            "≥ 0.8x",
+            bare_is,
+        ),
+        _row(
+            "the same walk page by page (RemoteBackend.recent, as catchup)",
+            pages_rate,
+            bare_rate,
+            "≥ 0.8x",
+            bare_is,
+        ),
+        _row(
+            "the same walk, minimal client → mnemo serve (server cost alone)",
+            minimal_rate,
+            bare_rate,
+            "≥ 0.8x",
+            bare_is,
+        ),
+        _row(f"local walk of {n:,} entries at limit {LIMIT} (LocalBackend)", local_rate, rate, "—", "the remote walk"),
+        _ms(f"page latency p50, {WALKERS} concurrent walkers (mnemo serve)", p50, bare_p50),
+        _ms(f"page latency p99, {WALKERS} concurrent walkers (mnemo serve)", p99, bare_p99),
+    ]
+
+
+def _row(name: str, value: float, anchor: float, goal: str, anchor_is: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": round(value),
+        "unit": "entries/s",
+        "anchor": round(anchor),
+        "ratio": round(value / anchor, 2) if anchor else None,
+        "goal": goal,
+        "anchor_is": anchor_is,
+    }
+
+
+def _ms(name: str, value: float, anchor: float) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": round(value, 2),
+        "unit": "ms/page",
+        "anchor": round(anchor, 2),
+        "ratio": round(value / anchor, 2) if anchor else None,
+        "goal": "—",
+        "anchor_is": "the bare app under the same eight walkers",
+    }
+
+
+if __name__ == "__main__":
+    for row in run("--quick" in sys.argv):
+        print(row)

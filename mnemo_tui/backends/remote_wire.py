@@ -1,0 +1,247 @@
+"""Provides how the remote backend reads wire bodies: items into `Entry` values, pages with each item's own text."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, date, datetime
+from functools import lru_cache
+from typing import Any
+
+from mnemo_tui import timefmt
+from mnemo_tui.errors import Unavailable, ValidationError
+from mnemo_tui.model import Entry, Page
+
+_DECODER = json.JSONDecoder()
+_EPOCH_DAY = date(1970, 1, 1).toordinal()
+_WS = re.compile(r"[ \t\n\r]*")
+_BLANK = frozenset(" \t\n\r")
+_CANONICAL_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_MIN_US = timefmt.from_datetime(datetime(1, 1, 1, tzinfo=UTC))
+_MAX_US = timefmt.from_datetime(datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC))
+
+
+def wire_time(us: int | None) -> str | None:
+    """A time for the wire; instants beyond what ISO-8601 can spell are clamped (no entry lies there)."""
+    return None if us is None else timefmt.to_iso(min(max(us, _MIN_US), _MAX_US))
+
+
+def time_of(value: Any) -> int | None:
+    """Microseconds of a wire time, or None when it is absent or not an ISO-8601 instant."""
+    if isinstance(value, str) and value:
+        try:
+            return timefmt.parse_iso(value, field="created_at")
+        except ValidationError:
+            return None
+    return None
+
+
+def entry_of(item: Any, text: str | None = None) -> Entry:
+    """An `Entry` from any item the service returns (RecentItem, MemoryItem, AtomDetail).
+
+    The wire text is the RecentItem of WIRE.md in its canonical field order, with times in the
+    microsecond `Z` form; fields outside RecentItem are dropped, optional ones may be absent.
+    """
+    if not isinstance(item, dict):
+        raise Unavailable("the endpoint answered with an item that is not an object")
+    if text is not None and _canonical(item, text):
+        # Already the RecentItem as `mnemo serve` stores it: keep its own text, skip re-encoding.
+        return Entry(atom_id=item["atom_id"], created_at=_canonical_us(item["created_at"]), wire=text)
+    atom = item.get("atom_id") or item.get("id")
+    if not isinstance(atom, str) or not atom:
+        raise Unavailable("the endpoint answered with an item without an atom_id")
+    raw_time = item.get("created_at")
+    created = time_of(raw_time)
+    wire: dict[str, Any] = {
+        "atom_id": atom,
+        "content": str(item.get("content") or ""),
+        "domain": str(item.get("domain") or ""),
+        "created_at": timefmt.to_iso(created) if created is not None else raw_time,
+        "concepts": [str(c) for c in item.get("concepts") or []],
+    }
+    provenance = item.get("provenance")
+    if isinstance(provenance, dict):
+        wire["provenance"] = provenance
+    supersedes = item.get("supersedes")
+    if isinstance(supersedes, list) and supersedes:
+        wire["supersedes"] = supersedes
+    superseded_by = item.get("superseded_by")
+    if isinstance(superseded_by, str) and superseded_by:
+        wire["superseded_by"] = superseded_by
+    return Entry(atom_id=atom, created_at=created or 0, wire=_dumps(wire))
+
+
+@lru_cache(maxsize=4096)
+def _day_us(day: str) -> int:
+    return (date.fromisoformat(day).toordinal() - _EPOCH_DAY) * 86_400_000_000
+
+
+def _canonical_us(text: str) -> int:
+    """Microseconds of a time already in the canonical `YYYY-MM-DDTHH:MM:SS.ffffffZ` form."""
+    return (
+        _day_us(text[:10])
+        + int(text[11:13]) * 3_600_000_000
+        + int(text[14:16]) * 60_000_000
+        + int(text[17:19]) * 1_000_000
+        + int(text[20:26])
+    )
+
+
+def _key_orders() -> frozenset[tuple[str, ...]]:
+    base = ("atom_id", "content", "domain", "created_at", "concepts")
+    optional = ("provenance", "supersedes", "superseded_by")
+    orders = set()
+    for mask in range(8):
+        orders.add(base + tuple(name for bit, name in enumerate(optional) if mask >> bit & 1))
+    return frozenset(orders)
+
+
+_KEY_ORDERS = _key_orders()
+
+
+def _canonical(item: dict[str, Any], text: str) -> bool:
+    """Whether an item's own text is already a canonical RecentItem (fields in order, times in `Z` form)."""
+    if tuple(item) not in _KEY_ORDERS or "\n" in text or "\r" in text:
+        return False
+    created = item["created_at"]
+    if not isinstance(created, str) or _CANONICAL_TIME.match(created) is None:
+        return False
+    if not isinstance(item["atom_id"], str) or not item["atom_id"]:
+        return False
+    if "provenance" in item and not isinstance(item["provenance"], dict):
+        return False
+    if "supersedes" in item and not (isinstance(item["supersedes"], list) and item["supersedes"]):
+        return False
+    return "superseded_by" not in item or (isinstance(item["superseded_by"], str) and bool(item["superseded_by"]))
+
+
+def _skip(text: str, index: int) -> int:
+    found = _WS.match(text, index)
+    return found.end() if found else index
+
+
+def object_with_spans(text: str, field: str) -> tuple[dict[str, Any], list[str]]:
+    """Parse a JSON object, keeping the exact text of each element of its array `field`.
+
+    Raises:
+        ValueError: the text is not one JSON object.
+    """
+    try:
+        return _object_with_spans(text, field)
+    except (IndexError, json.JSONDecodeError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _object_with_spans(text: str, field: str) -> tuple[dict[str, Any], list[str]]:
+    out: dict[str, Any] = {}
+    spans: list[str] = []
+    i = _skip(text, 0)
+    if text[i] != "{":
+        raise ValueError("not an object")
+    i = _skip(text, i + 1)
+    if text[i] == "}":
+        i += 1
+    else:
+        while True:
+            key, i = _DECODER.raw_decode(text, i)
+            if not isinstance(key, str):
+                raise ValueError("object key is not a string")
+            i = _skip(text, i)
+            if text[i] != ":":
+                raise ValueError("expected ':'")
+            i = _skip(text, i + 1)
+            if key == field and text[i] == "[":
+                items: list[Any] = []
+                spans = []
+                i = _skip(text, i + 1)
+                if text[i] == "]":
+                    i += 1
+                else:
+                    decode = _DECODER.raw_decode
+                    while True:
+                        start = i
+                        value, i = decode(text, i)
+                        items.append(value)
+                        spans.append(text[start:i])
+                        mark = text[i]
+                        if mark in _BLANK:
+                            i = _skip(text, i)
+                            mark = text[i]
+                        i += 1
+                        if mark == "]":
+                            break
+                        if mark != ",":
+                            raise ValueError("expected ',' or ']'")
+                        if text[i] in _BLANK:
+                            i = _skip(text, i)
+                out[key] = items
+            else:
+                out[key], i = _DECODER.raw_decode(text, i)
+            i = _skip(text, i)
+            mark, i = text[i], i + 1
+            if mark == "}":
+                break
+            if mark != ",":
+                raise ValueError("expected ',' or '}'")
+            i = _skip(text, i)
+    if _skip(text, i) != len(text):
+        raise ValueError("extra data after the object")
+    return out, spans
+
+
+CANONICAL_HEADER = "x-mnemo-wire"
+
+
+def wires_of(text: str, canonical: bool = False) -> tuple[list[str], str | None]:
+    """The wire texts of a `RecentResponse` and its cursor, without building `Entry` values (for streaming).
+
+    `canonical`: the server declared (`X-Mnemo-Wire: canonical`, as `mnemo serve` does) that its
+    items are stored RecentItems; a page without a line break then keeps every item's own text.
+
+    Raises:
+        Unavailable: the text is not a page.
+    """
+    items, spans, cursor = _page_parts(text)
+    if canonical and "\n" not in text and "\r" not in text and all(isinstance(i, dict) for i in items):
+        return spans, cursor
+    wires = []
+    for item, span in zip(items, spans, strict=True):
+        wires.append(span if isinstance(item, dict) and _canonical(item, span) else entry_of(item).wire)
+    return wires, cursor
+
+
+def _page_parts(text: str) -> tuple[list[Any], list[str], str | None]:
+    try:
+        body, spans = object_with_spans(text, "items")
+    except ValueError:
+        raise Unavailable("the endpoint answered /memory/recent with a body that is not JSON") from None
+    items = body.get("items")
+    if not isinstance(items, list):
+        raise Unavailable("the endpoint answered /memory/recent without an items list")
+    cursor = body.get("next_cursor")
+    return items, spans, cursor if isinstance(cursor, str) and cursor else None
+
+
+def page_of(text: str, canonical: bool = False) -> Page:
+    """A feed page from the text of a `RecentResponse`; a `next_cursor` absent or `""` ends the walk.
+
+    Raises:
+        Unavailable: the text is not a page.
+    """
+    items, spans, cursor = _page_parts(text)
+    if canonical and "\n" not in text and "\r" not in text:
+        entries = []
+        for item, span in zip(items, spans, strict=True):
+            created = item.get("created_at") if isinstance(item, dict) else None
+            if isinstance(created, str) and _CANONICAL_TIME.match(created) and isinstance(item["atom_id"], str):
+                entries.append(Entry(atom_id=item["atom_id"], created_at=_canonical_us(created), wire=span))
+            else:
+                entries.append(entry_of(item, span))
+        return Page(items=entries, next_cursor=cursor)
+    return Page(items=[entry_of(item, span) for item, span in zip(items, spans, strict=True)], next_cursor=cursor)

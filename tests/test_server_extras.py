@@ -1,0 +1,54 @@
+"""The engine reads the server uses (`engine.extras`) agree with `Store` exactly."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnemo_tui.engine import rooms
+from mnemo_tui.engine.extras import atom_extras, recent_wire
+from mnemo_tui.engine.store import Store
+from mnemo_tui.errors import Forbidden, ValidationError
+from mnemo_tui.model import RecentQuery, WriteRequest
+
+
+def test_recent_wire_is_store_recent_as_text(store: Store) -> None:
+    ids = [
+        store.write("alice", WriteRequest(content=f"e{i}", domain="ops" if i % 3 else "general")).atom_id
+        for i in range(23)
+    ]
+    store.write("alice", WriteRequest(content="replaces e1", supersedes=(ids[1],)))
+    store.write("bob", WriteRequest(content="bob's"))
+    room = rooms.create_room(store, "alice", "design")
+    store.write("alice", WriteRequest(content="in room", domain=room.address))
+    queries = [
+        RecentQuery(limit=5),
+        RecentQuery(limit=100),
+        RecentQuery(scope="ops", limit=4),
+        RecentQuery(include_history=True, limit=7),
+        RecentQuery(exclude_author="bob", limit=3, since=1),
+        RecentQuery(scope=room.address, limit=1),
+    ]
+    for query in queries:
+        current = query
+        while True:
+            page = store.recent("alice", current)
+            wires, cursor = recent_wire(store, "alice", current)
+            assert wires == [e.wire for e in page.items]
+            assert cursor == page.next_cursor
+            if cursor is None:
+                break
+            current = RecentQuery(**{**current.__dict__, "cursor": cursor})
+
+
+def test_recent_wire_refuses_what_store_recent_refuses(store: Store) -> None:
+    with pytest.raises(Forbidden):
+        recent_wire(store, "alice", RecentQuery(scope="xroom:room_01ARZ3NDEKTSV4RRFFQ69G5FAV"))
+    with pytest.raises(ValidationError):
+        recent_wire(store, "alice", RecentQuery(cursor="AAAA"))
+
+
+def test_atom_extras_returns_metadata_and_external_ref(store: Store) -> None:
+    a = store.write("alice", WriteRequest(content="x", metadata={"k": [1, 2]}, external_ref="ref-1")).atom_id
+    b = store.write("alice", WriteRequest(content="y")).atom_id
+    assert atom_extras(store, [a, b]) == {a: ({"k": [1, 2]}, "ref-1"), b: ({}, None)}
+    assert atom_extras(store, []) == {}
