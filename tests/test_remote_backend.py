@@ -265,3 +265,26 @@ def test_a_page_declared_canonical_keeps_each_items_text_but_never_a_line_break(
     odd = {**item, "created_at": "2026-01-01T01:00:00.000001+01:00", "extra": 1}
     entry = page_of(json.dumps({"items": [odd]}), canonical=True).items[0]
     assert entry.wire == compact and entry.created_at == page_of(page).items[0].created_at
+
+
+def test_login_status_watermarks_and_demo_over_an_endpoint(cli: Any, served: tuple[ThreadServer, Store, str]) -> None:
+    server, store, key = served
+    LocalBackend(store.path, "alice", store=store).write(WriteRequest(content="hello"))
+    no_keyring = {"MNEMO_ENDPOINT": server.url, "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
+    refused = cli("login", "--insecure-storage", env=no_keyring, input="mk_live_" + "9" * 32 + "\n")
+    assert refused.code == 3
+    stored = cli("login", "--insecure-storage", env=no_keyring, input=key + "\n")
+    assert stored.code == 0, stored.stderr
+    assert key not in stored.stdout + stored.stderr
+    # The key now comes from the credentials file: no MNEMO_API_KEY needed.
+    caught = cli("catchup", "--format", "json", env=no_keyring)
+    assert caught.code == 0, caught.stderr
+    assert [i["content"] for i in json.loads(caught.stdout)["items"]] == ["hello"]
+    status = cli("status", "--format", "json", env=no_keyring)
+    assert status.code == 0, status.stderr
+    data = json.loads(status.stdout)
+    assert data["key_source"] == "file" and data["principal"] == key_principal(key) and key not in status.stdout
+    marks = cli("watermark", "list", "--format", "json", env=no_keyring)
+    assert marks.code == 0 and len(json.loads(marks.stdout)) == 1
+    demo = cli("demo", env=no_keyring)
+    assert demo.code == 2 and "Traceback" not in demo.stderr

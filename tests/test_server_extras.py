@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from pathlib import Path
+
 import pytest
 
 from mnemo_tui.engine import rooms
@@ -52,3 +56,26 @@ def test_atom_extras_returns_metadata_and_external_ref(store: Store) -> None:
     b = store.write("alice", WriteRequest(content="y")).atom_id
     assert atom_extras(store, [a, b]) == {a: ({"k": [1, 2]}, "ref-1"), b: ({}, None)}
     assert atom_extras(store, []) == {}
+
+
+def test_database_work_runs_in_worker_threads_each_with_its_own_connection(tmp_path: Path) -> None:
+    from mnemo_tui.server.pool import StorePool
+
+    pool = StorePool(tmp_path / "pool.db", workers=4)
+    # Four calls that each wait for the other three inside their database thread: if they shared
+    # one connection (or ran on the event loop) they could never all be inside at once.
+    barrier = threading.Barrier(4, timeout=20)
+    loop_thread: list[int] = []
+
+    def inside(store: Store) -> tuple[int, int]:
+        barrier.wait()
+        return threading.get_ident(), id(store.db)
+
+    async def main() -> list[tuple[int, int]]:
+        loop_thread.append(threading.get_ident())
+        return list(await asyncio.gather(*(pool.run(inside) for _ in range(4))))
+
+    seen = asyncio.run(main())
+    pool.close()
+    assert len({thread for thread, _ in seen}) == 4 and loop_thread[0] not in {thread for thread, _ in seen}
+    assert len({conn for _, conn in seen}) == 4
