@@ -280,3 +280,49 @@ def test_demo_twice_adds_to_the_same_rooms(cli) -> None:
     again = cli("demo", "--entries", "20")
     assert again.code == 0 and "vault: unchanged" in again.stdout
     assert len(json.loads(cli("rooms", "list", "-f", "json").stdout)) == 2
+
+
+def test_listings_answer_the_same_through_an_endpoint_as_on_the_embedded_store(cli, tmp_path: Path) -> None:
+    from wire_servers import served_store
+
+    path = tmp_path / "shared.db"
+    assert cli("--store", str(path), "demo", "--entries", "60", "--seed", "3").code == 0
+    admin = Store(path)
+    _key_id, key = rooms.create_key(admin, "local")
+    admin.close()
+    local = {"MNEMO_STORE": str(path), "MNEMO_STATE": str(tmp_path / "local-state.db")}
+    with served_store(path, workers=2) as server:
+        remote = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key, "MNEMO_STATE": str(tmp_path / "r-state.db")}
+        room = json.loads(cli("rooms", "list", "-f", "json", env=local).stdout)[0]["address"]
+        for args in (
+            ("recent", "--all", "-f", "ndjson"),
+            ("recent", "--all", "-f", "ndjson", "--include-history", "--scope", "planning"),
+            ("recent", "-n", "5", "-f", "ndjson", "--scope", room, "--exclude-author", "local"),
+            ("search", "flaky build", "-f", "ndjson", "--order-by", "recency"),
+            ("rooms", "list", "-f", "json"),
+            ("vault", "list", "-f", "json"),
+        ):
+            a, b = cli(*args, env=local), cli(*args, env=remote)
+            assert a.code == b.code == 0, (args, a.stderr, b.stderr)
+            assert a.stdout == b.stdout, args
+            assert a.stdout.strip()
+        a = json.loads(cli("catchup", "-f", "json", "--scope", room, env=local).stdout)
+        b = json.loads(cli("catchup", "-f", "json", "--scope", room, env=remote).stdout)
+        assert a["items"] == b["items"] and len(a["items"]) == 6
+        assert a["watermark"]["after"]["created_at"] == b["watermark"]["after"]["created_at"]
+
+
+def test_login_records_the_endpoint_in_the_named_profile_keeping_comments(
+    cli, isolated_home: Path, tmp_path: Path, served: tuple[str, str]
+) -> None:
+    url, key = served
+    (isolated_home / "config.toml").write_text('# mine\nconsumer = "me"\n\n[profiles.work]\n# team server\n')
+    env = subprocess_env(tmp_path / "keyring.json")
+    r = cli("--profile", "work", "login", "--endpoint", url, input=key + "\n", env=env)
+    assert r.code == 0, r.stderr
+    text = (isolated_home / "config.toml").read_text()
+    assert "# mine" in text and "# team server" in text
+    assert tomllib.loads(text) == {"consumer": "me", "profiles": {"work": {"endpoint": url}}}
+    status = json.loads(cli("--profile", "work", "status", "-f", "json", env=env).stdout)
+    assert status["endpoint"] == url and status["key_source"] == "keyring" and status["consumer"] == "me"
+    assert json.loads(cli("status", "-f", "json", env=env).stdout)["backend"] == "embedded"
