@@ -39,6 +39,7 @@ UntilOpt = Annotated[str | None, typer.Option("--until", help="Inclusive high bo
 
 
 def ctx_of(ctx: typer.Context) -> Context:
+    """The invocation's `Context`, set up by the root callback."""
     obj = ctx.find_root().obj
     assert isinstance(obj, Context)
     return obj
