@@ -124,13 +124,16 @@ def _kill_walks(tmp_path: Path, target: Target, seed: int) -> None:
         # A random point of what is left of the walk, counted in printed entries.
         kill_after = rng.randint(1, max(1, remaining * 2 // 3))
         with open(out, "wb") as fh:
-            proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.DEVNULL, env=env)
+            err = open(out.with_suffix(".err"), "wb")  # noqa: SIM115 - closed below, after the kill
+            proc = subprocess.Popen(argv, stdout=fh, stderr=err, env=env)
             deadline = time.monotonic() + 60
             while proc.poll() is None and _lines_in(out) < kill_after and time.monotonic() < deadline:
                 time.sleep(0.002)
             if proc.poll() is None:
                 kill9(proc)
                 kills += 1
+            err.close()
+            assert proc.returncode in (0, -9), out.with_suffix(".err").read_text()
         delivered = {a for o in outputs for a in ndjson_ids(o)}
         _assert_nothing_passed_unseen(target, home, delivered)
         assert integrity(home / "state.db") == "ok"

@@ -167,3 +167,74 @@ def test_every_truncation_of_config_toml_is_refused_with_its_name_or_read_as_wri
     for cut in (text.index(b"[profiles.work") + 5, text.index(b"store =") + 12):
         config.write_bytes(text[:cut])
         _assert_refused(env, config, "catchup")
+
+
+def test_a_truncated_store_is_exit_6_never_a_fresh_empty_store(tmp_path: Path) -> None:
+    target, env, _ = _home_with_a_watermark(tmp_path)
+    good = target.store.read_bytes()
+    for cut in (0, 1, 100, 511):
+        target.store.write_bytes(good[:cut])
+        for leftover in (target.store.with_name("store.db-wal"), target.store.with_name("store.db-shm")):
+            leftover.unlink(missing_ok=True)
+        _assert_refused(env, target.store, "recent", "--format", "json")
+        _assert_refused(env, target.store, "write", "into the void")
+
+
+def test_stores_and_state_databases_created_at_once_by_many_processes_are_one_file_each(tmp_path: Path) -> None:
+    """Creation is all or nothing: racing first opens never leave an empty file or replace another's."""
+    import subprocess
+
+    from reliability_helpers import MNEMO
+
+    env = Target("embedded", tmp_path / "fresh" / "store.db").env(tmp_path / "home")
+    procs = [
+        subprocess.Popen(
+            [MNEMO, "catchup", "--format", "json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for _ in range(6)
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    assert integrity(tmp_path / "fresh" / "store.db") == "ok"
+    assert integrity(tmp_path / "home" / "state.db") == "ok"
+    leftovers = [p.name for p in (tmp_path / "fresh").iterdir()] + [p.name for p in (tmp_path / "home").iterdir()]
+    assert not [name for name in leftovers if name.endswith(".tmp")]
+    assert oct((tmp_path / "fresh" / "store.db").stat().st_mode & 0o777) == "0o600"
+    assert oct((tmp_path / "home" / "state.db").stat().st_mode & 0o777) == "0o600"
+
+
+def test_opening_a_second_connection_never_blinds_the_first_to_other_processes(tmp_path: Path) -> None:
+    """Opening a store or state file again in-process must not drop this process's SQLite locks.
+
+    (Closing any descriptor of a database file drops every POSIX lock the process holds on it; a
+    writer in another process then thinks it is the last one, checkpoints and deletes the WAL, and
+    the connections still open here read a stale snapshot forever.)
+    """
+    import subprocess
+
+    from reliability_helpers import PYTHON
+
+    from mnemo_tui.state.statedb import StateDB
+
+    path = tmp_path / "store.db"
+    reader = Store(path)
+    reader.write("alice", WriteRequest(content="first"))
+    state = StateDB(tmp_path / "state.db")
+    for _ in range(3):
+        Store(path).close()  # e.g. a server opening one connection per worker thread
+        StateDB(tmp_path / "state.db").close()
+    script = (
+        "import sys\nfrom mnemo_tui.engine.store import Store\nfrom mnemo_tui.model import WriteRequest\n"
+        "from mnemo_tui.state.statedb import StateDB\n"
+        "s = Store(sys.argv[1])\ns.write('alice', WriteRequest(content='second'))\n"
+        "s.bulk_write('alice', [(WriteRequest(content=f'bulk {i}'), 0) for i in range(40)])\ns.close()\n"
+        "st = StateDB(sys.argv[2])\nst.commit('b', 'p', 'c', None, 1, ('x',))\nst.close()\n"
+    )
+    for _ in range(2):
+        subprocess.run([PYTHON, "-c", script, str(path), str(tmp_path / "state.db")], check=True)
+    count = reader.db.execute("SELECT count(*) FROM atoms").fetchone()[0]
+    assert count == 1 + 2 * 41, "this process's open connection no longer sees the other process's writes"
+    assert state.load("b", "p", "c", None) is not None
+    reader.close()
+    state.close()

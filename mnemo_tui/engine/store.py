@@ -57,14 +57,12 @@ def connect(path: Path) -> sqlite3.Connection:
     path = Path(path)
     try:
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
-        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        db.execute("PRAGMA journal_mode = WAL")
-        db.execute("PRAGMA synchronous = NORMAL")
-        db.execute("PRAGMA foreign_keys = ON")
-        version = migrate(db)
+            _create(path)
+        elif not _has_header(path):
+            # mnemo never leaves a store file without its header (see _create): this one was truncated
+            # or overwritten, and SQLite would silently take it for a new, empty store.
+            raise sqlite3.DatabaseError("no SQLite header: the file was truncated or overwritten")
+        db, version = _open(path)
     except sqlite3.DatabaseError as exc:
         raise LocalStateError(
             f"store {path} is unreadable ({exc}); move it aside to start a new store, "
@@ -75,6 +73,47 @@ def connect(path: Path) -> sqlite3.Connection:
     if version > LATEST:
         raise LocalStateError(f"store {path} was written by a newer mnemo (schema {version}); upgrade mnemo")
     return db
+
+
+def _open(path: Path) -> tuple[sqlite3.Connection, int]:
+    db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("PRAGMA foreign_keys = ON")
+        return db, migrate(db)
+    except BaseException:
+        db.close()
+        raise
+
+
+def _has_header(path: Path) -> bool:
+    """Whether a file is at least one (smallest) SQLite page long; SQLite itself refuses a longer file of garbage.
+
+    Only `stat`, never `open`: closing any descriptor of a database file drops every POSIX lock this
+    process holds on it, which would let another process delete the WAL under our open connections.
+    """
+    return path.stat().st_size >= 512
+
+
+def _create(path: Path) -> None:
+    """Create a store whole: migrated in a 0600 temporary file, then linked in place (never replacing one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    try:
+        _open(tmp)[0].close()
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process created it meanwhile: use theirs
+        except OSError:
+            if not path.exists():  # a file system without hard links: rename, the next best thing
+                os.replace(tmp, path)
+    finally:
+        for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
+            leftover.unlink(missing_ok=True)
 
 
 class Store:

@@ -74,10 +74,12 @@ def _open(path: Path) -> sqlite3.Connection:
 
 
 def _has_header(path: Path) -> bool:
-    """Whether a file starts like a SQLite database of at least one (smallest) page."""
-    with open(path, "rb") as fh:
-        head = fh.read(512)
-    return len(head) == 512 and head.startswith(b"SQLite format 3\x00")
+    """Whether a file is at least one (smallest) SQLite page long; SQLite itself refuses a longer file of garbage.
+
+    Only `stat`, never `open`: closing any descriptor of a database file drops every POSIX lock this
+    process holds on it, which would let another process delete the WAL under our open connections.
+    """
+    return path.stat().st_size >= 512
 
 
 def _create(path: Path) -> None:
@@ -95,6 +97,9 @@ def _create(path: Path) -> None:
             os.link(tmp, path)
         except FileExistsError:
             pass  # another process created it meanwhile: use theirs
+        except OSError:
+            if not path.exists():  # a file system without hard links: rename, the next best thing
+                os.replace(tmp, path)
     finally:
         for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
             leftover.unlink(missing_ok=True)
