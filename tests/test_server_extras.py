@@ -79,3 +79,23 @@ def test_database_work_runs_in_worker_threads_each_with_its_own_connection(tmp_p
     pool.close()
     assert len({thread for thread, _ in seen}) == 4 and loop_thread[0] not in {thread for thread, _ in seen}
     assert len({conn for _, conn in seen}) == 4
+
+
+def _modules_after(statement: str) -> set[str]:
+    import subprocess
+    import sys
+
+    code = f"import sys; {statement}; print('\\n'.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return set(out.split())
+
+
+def test_the_server_imports_neither_the_cli_nor_the_tui() -> None:
+    loaded = _modules_after("import mnemo_tui.server.app, mnemo_tui.server.run")
+    assert not {m for m in loaded if m.startswith(("mnemo_tui.cli", "mnemo_tui.tui", "typer", "textual", "httpx"))}
+
+
+def test_the_remote_backend_imports_no_server_and_no_ui() -> None:
+    loaded = _modules_after("import mnemo_tui.backends.remote")
+    assert "httpx" in loaded
+    assert not {m for m in loaded if m.startswith(("starlette", "uvicorn", "textual", "typer", "mnemo_tui.server"))}
