@@ -186,10 +186,11 @@ def test_unknown_routes_and_methods_get_the_envelope(wire: Wire) -> None:
     assert_envelope(wire.client.put("/api/v1/memory/recent"), 405, "METHOD_NOT_ALLOWED")
 
 
-def test_malformed_json_is_a_400_envelope(wire: Wire) -> None:
-    response = wire.post(
-        "/memory/recent", key=wire.key("a"), content=b"{bad", headers={"Content-Type": "application/json"}
-    )
+@pytest.mark.parametrize(
+    "raw", [b"{bad", b"\xff\xfe", b'{"content":"x","metadata":{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}}"]
+)
+def test_malformed_or_absurdly_nested_json_is_a_400_envelope(wire: Wire, raw: bytes) -> None:
+    response = wire.post("/memory/write", key=wire.key("a"), content=raw, headers={"Content-Type": "application/json"})
     assert_envelope(response, 400, "VALIDATION_ERROR")
 
 

@@ -215,7 +215,7 @@ class RemoteBackend:
         response = self._send(method, path, body, idempotent=idempotent)
         try:
             return json.loads(response.content)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise Unavailable(f"{self.identity} answered {method} {path} with a body that is not JSON") from None
 
     def _send(self, method: str, path: str, body: Any = None, *, idempotent: bool = True) -> httpx.Response:

@@ -134,7 +134,7 @@ def object_with_spans(text: str, field: str) -> tuple[dict[str, Any], list[str]]
     """
     try:
         return _object_with_spans(text, field)
-    except (IndexError, json.JSONDecodeError) as exc:
+    except (IndexError, RecursionError, json.JSONDecodeError) as exc:
         raise ValueError(str(exc)) from None
 
 

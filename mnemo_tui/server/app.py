@@ -13,7 +13,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -54,6 +54,8 @@ async def read_body(request: Request) -> bytes:
 def _translate(exc: BaseException) -> MnemoError:
     if isinstance(exc, MnemoError):
         return exc
+    if isinstance(exc, ClientDisconnect):
+        return Refused(400, "VALIDATION_ERROR", "the request body was cut off")
     if isinstance(exc, sqlite3.OperationalError) and any(w in str(exc) for w in ("locked", "busy", "disk I/O")):
         log.warning("database busy or unavailable: %s", exc)
         return Unavailable("the store is busy; retry shortly")

@@ -37,6 +37,8 @@ class Call:
             return json.loads(self.raw)
         except (ValueError, UnicodeDecodeError):
             raise ValidationError("request body is not valid JSON") from None
+        except RecursionError:
+            raise ValidationError("request body is nested too deeply") from None
 
 
 def _time(value: str | None) -> int | None:
