@@ -97,11 +97,24 @@ class FeedScreen(Screen[None]):
     def on_mount(self) -> None:
         self.marker.display = False
         self.detail.display = False
-        self.call_after_refresh(self.feed.focus)
+        self.detail.place = self.feed.place
+        self.call_after_refresh(self._initial_focus)
         self.open_scope(self.scope)
         interval = self.mnemo.poll_interval
         if interval:
             self.set_interval(interval, self.check_live)
+
+    def _initial_focus(self) -> None:
+        # The report may already be up (an empty scope): then its rooms take the focus, not the hidden feed.
+        if self.switcher.current == "report":
+            self._focus_report()
+        else:
+            self.feed.focus()
+
+    def _focus_report(self) -> None:
+        # An empty scope: its unsearched rooms if it lists any, else the sidebar to pick another scope.
+        rooms = self.report_view.query_one("#report-rooms")
+        (rooms if rooms.display else self.scopes).focus()
 
     # -- opening a scope ----------------------------------------------------------------
 
@@ -243,8 +256,8 @@ class FeedScreen(Screen[None]):
             return
         self.report_view.show(message.report)
         self.switcher.current = "report"
-        if message.report.unsearched_rooms and self.feed.has_focus:
-            self.report_view.query_one("#report-rooms").focus()
+        if not self.scopes.has_focus:
+            self._focus_report()
 
     @on(msg.ActivityLoaded)
     def activity_loaded(self, message: msg.ActivityLoaded) -> None:
@@ -261,6 +274,8 @@ class FeedScreen(Screen[None]):
     @on(msg.ScopesLoaded)
     def scopes_loaded(self, message: msg.ScopesLoaded) -> None:
         self.scopes.show_scopes(message.items, self.scope)
+        self.feed.set_room_names({i.scope: i.label for i in message.items if i.kind == "room" and i.scope})
+        self._update_title()
         for item in message.items:
             self.scopes.set_count(item.scope, "…")
         self.load_counts()
@@ -432,6 +447,8 @@ class FeedScreen(Screen[None]):
 
     def _update_title(self) -> None:
         name = "Own store" if self.scope is None else self.scope
+        if self.scope in self.feed.room_names:
+            name = f"Room {self.feed.room_names[self.scope]}  ·  {self.scope}"
         history = "  ·  with history" if self.include_history else ""
         self.title_bar.update(f"{name}{history}")
 

@@ -26,6 +26,7 @@ class DetailPane(VerticalScroll, can_focus=True):
         super().__init__(id=id)
         self.clock = clock
         self.entry: Entry | None = None
+        self.place: Callable[[str], str] = lambda domain: domain
 
     def compose(self) -> ComposeResult:
         yield Static("", id="detail-head")
@@ -51,7 +52,7 @@ class DetailPane(VerticalScroll, can_focus=True):
                 time=absolute(entry.created_at),
                 age=timefmt.relative(entry.created_at, now),
                 author=entry.author,
-                domain=entry.domain,
+                domain=self.place(entry.domain),
             )
         )
         body.update(entry.content)

@@ -85,6 +85,7 @@ class FeedView(ScrollView, can_focus=True):
         self.clock = clock
         self.watermark: Watermark | None = None
         self.loading = True
+        self.room_names: dict[str, str] = {}
         self._styles: dict[str, Style] = {}
         # Rendered rows by what they show; a repaint of an unchanged screen builds no strips.
         self._lines: LRUCache[tuple[str, bool, int, str, bool], Strip] = LRUCache(256)
@@ -120,6 +121,17 @@ class FeedView(ScrollView, can_focus=True):
         """First and last row index on screen."""
         top = round(self.scroll_y)
         return top, top + max(self.scrollable_content_region.height, 1) - 1
+
+    def set_room_names(self, names: dict[str, str]) -> None:
+        """Show room entries under their rooms' names (the rendered rows are redrawn)."""
+        self.room_names = names
+        self._lines.clear()
+        self.refresh()
+
+    def place(self, domain: str) -> str:
+        """A domain as shown: a room's name (with a `#`) rather than its address."""
+        name = self.room_names.get(domain)
+        return f"#{name}" if name else domain
 
     def check_needs(self) -> None:
         """Ask for the pages the viewport needs: evicted ones on screen, or the next one near the end."""
@@ -233,7 +245,7 @@ class FeedView(ScrollView, can_focus=True):
             wide = width >= 95
             author, domain = (
                 set_cell_size(entry.author, 18 if wide else 14),
-                set_cell_size(entry.domain, 14 if wide else 12),
+                set_cell_size(self.place(entry.domain), 14 if wide else 12),
             )
             cols.append((author + "  ", self._style("feed--author")))
             cols.append((domain + "  ", self._style("feed--domain")))
