@@ -392,6 +392,28 @@ async def test_search_opens_a_hit_in_the_detail_pane(store: Store, local: LocalB
         assert "bm25" in screen.detail.entry.content
 
 
+async def test_the_command_palette_switches_scope(store: Store, local: LocalBackend, state: StateDB) -> None:
+    sample_store(store, rooms=False)
+    app = make_app(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Open research")
+        from textual.command import CommandList
+
+        for _ in range(100):  # bounded: the palette searches its commands in the background
+            await pilot.pause(0.02)
+            found = app.screen.query(CommandList)
+            if found and found.first().option_count and found.first().highlighted is not None:
+                break
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.feed_screen
+        assert screen.scope == "research"
+        assert {e.domain for e in rows(app)} == {"research"}  # type: ignore[union-attr]
+
+
 async def test_help_and_quit(store: Store, local: LocalBackend, state: StateDB) -> None:
     app = make_app(local, state)
     async with app.run_test(size=SIZE) as pilot:

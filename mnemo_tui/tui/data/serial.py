@@ -59,8 +59,14 @@ class SerialBackend:
 
     def stream_wire(self, query: RecentQuery) -> Iterator[list[str]]:
         with self._lock:
-            chunks = list(self.inner.stream_wire(query))
-        return iter(chunks)
+            chunks = self.inner.stream_wire(query)
+        while True:
+            # One chunk per lock: a long stream interleaves with other calls and is never held whole.
+            with self._lock:
+                chunk = next(chunks, None)
+            if chunk is None:
+                return
+            yield chunk
 
     def write(self, request: WriteRequest) -> WriteResult:
         with self._lock:
