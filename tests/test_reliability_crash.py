@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import sqlite3
 import subprocess
 import time
 from collections import Counter
@@ -189,6 +190,22 @@ def _superseder(target: Target, home: Path) -> subprocess.Popen[bytes]:
     )
 
 
+def _atoms(store_path: Path) -> int:
+    db = sqlite3.connect(store_path)
+    try:
+        return int(db.execute("SELECT count(*) FROM atoms").fetchone()[0])
+    finally:
+        db.close()
+
+
+def _wait_for_writes(store_path: Path, more: int, proc: subprocess.Popen[bytes]) -> None:
+    """Wait until `more` entries have landed since now (a random point of the writer's loop), or 60 s."""
+    target = _atoms(store_path) + more
+    deadline = time.monotonic() + 60
+    while _atoms(store_path) < target and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
 def _assert_all_or_nothing(store_path: Path) -> int:
     assert integrity(store_path) == "ok"
     assert supersession_consistent(store_path) == []
@@ -213,7 +230,7 @@ def test_a_superseding_writer_killed_at_random_points_is_all_or_nothing(tmp_path
     finals = 0
     for _ in range(12):
         proc = _superseder(target, tmp_path / "home")
-        time.sleep(rng.uniform(0.3, 0.9))  # start-up is ~0.25 s; then groups of 33 writes each
+        _wait_for_writes(store_path, rng.randint(5, 100), proc)  # groups of 32 drafts + 1 superseding write
         kill9(proc)
         finals = _assert_all_or_nothing(store_path)
     assert finals > 0, "no superseding write ever completed: the kills came too early to prove anything"
@@ -230,7 +247,7 @@ def test_mnemo_serve_killed_during_superseding_writes_is_all_or_nothing(tmp_path
     for _ in range(6):
         server = start_server(store_path, tmp_path / "home")
         writer = _superseder(server.target("alice"), tmp_path / "home")
-        time.sleep(rng.uniform(0.4, 1.2))
+        _wait_for_writes(store_path, rng.randint(5, 100), writer)
         kill9(server.proc)  # the process that holds the transaction dies, not just the client
         kill9(writer)
         finals = _assert_all_or_nothing(store_path)
