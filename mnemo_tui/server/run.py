@@ -27,11 +27,16 @@ def is_loopback(host: str) -> bool:
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening-ready socket on host:port (port 0 picks a free one)."""
+    """A listening socket on host:port (port 0 picks a free one).
+
+    It listens before uvicorn starts, so a client that connects as soon as the `ready` line is
+    printed waits in the backlog instead of being refused.
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
+    sock.listen(2048)
     return sock
 
 
