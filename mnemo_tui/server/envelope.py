@@ -51,6 +51,6 @@ class Refused(MnemoError):
 def error(exc: MnemoError, rid: str | None) -> Response:
     """The flat envelope (`code`, `message`, `requestId`, `retryable`, `details`) with the error's status."""
     headers = {"X-Request-Id": rid} if rid else {}
-    if isinstance(exc, RateLimited):
+    if exc.retryable or isinstance(exc, RateLimited):
         headers["Retry-After"] = "1"
     return Response(dumps(exc.envelope(rid)), status_code=exc.status, media_type=JSON, headers=headers)
