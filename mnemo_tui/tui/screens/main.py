@@ -12,7 +12,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Label, OptionList, Static
 
 from mnemo_tui import timefmt
-from mnemo_tui.model import Entry, RecentQuery, describe_scope
+from mnemo_tui.model import Entry, RecentQuery, describe_scope, room_of
 from mnemo_tui.tui import messages as msg
 from mnemo_tui.tui import reads
 from mnemo_tui.tui.data.live import LiveTracker
@@ -446,9 +446,14 @@ class FeedScreen(Screen[None]):
     # -- text ---------------------------------------------------------------------------
 
     def _update_title(self) -> None:
-        name = "Own store" if self.scope is None else self.scope
-        if self.scope in self.feed.room_names:
+        if self.scope is None:
+            name = "Own store"
+        elif room_of(self.scope) is None:
+            name = f"Domain {self.scope}"
+        elif self.scope in self.feed.room_names:
             name = f"Room {self.feed.room_names[self.scope]}  ·  {self.scope}"
+        else:
+            name = f"Room {self.scope}"
         history = "  ·  with history" if self.include_history else ""
         self.title_bar.update(f"{name}{history}")
 

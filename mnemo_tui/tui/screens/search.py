@@ -16,7 +16,7 @@ from textual.widgets.option_list import Option
 
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.model import Entry, SearchHit, SearchQuery, describe_scope
-from mnemo_tui.tui.widgets.feed import absolute
+from mnemo_tui.tui.widgets.feed import absolute, headline
 
 
 class SearchDone(Message):
@@ -91,7 +91,7 @@ class SearchScreen(ModalScreen[Entry | None]):
                     "  ",
                     (hit.entry.domain[:14].ljust(14), "$accent"),
                     "  ",
-                    hit.entry.first_line[: max(self.results.size.width - 40, 20)],
+                    headline(hit.entry)[: max(self.results.size.width - 40, 20)],
                 ),
                 id=hit.entry.atom_id,
             )

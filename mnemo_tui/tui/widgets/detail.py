@@ -12,11 +12,11 @@ from textual.widgets import Markdown, Static
 from mnemo_tui import timefmt
 from mnemo_tui.model import Entry
 from mnemo_tui.tui.data.chain import Chain
-from mnemo_tui.tui.widgets.feed import absolute
+from mnemo_tui.tui.widgets.feed import absolute, headline
 
 
 def _revision(entry: Entry, now: int) -> str:
-    return f"{absolute(entry.created_at)} ({timefmt.relative(entry.created_at, now)})  {entry.first_line[:44]}"
+    return f"{absolute(entry.created_at)} ({timefmt.relative(entry.created_at, now)})  {headline(entry)[:44]}"
 
 
 class DetailPane(VerticalScroll, can_focus=True):

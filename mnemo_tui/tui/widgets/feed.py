@@ -25,6 +25,12 @@ from mnemo_tui.tui.data.window import FeedWindow
 PREFETCH_ROWS = 40
 
 
+def headline(entry: Entry) -> str:
+    """The entry's first line as a feed shows it: a Markdown heading's `#` marks dropped."""
+    line = entry.first_line
+    return line.lstrip("#").strip() or line if line.startswith("#") else line
+
+
 def absolute(us: int) -> str:
     """`2026-11-30 07:45` (UTC)."""
     return timefmt.to_iso(us)[:16].replace("T", " ")
@@ -250,7 +256,7 @@ class FeedView(ScrollView, can_focus=True):
             cols.append((author + "  ", self._style("feed--author")))
             cols.append((domain + "  ", self._style("feed--domain")))
         used = sum(len(text) for text, _ in cols)
-        cols.append((set_cell_size(entry.first_line, max(width - used, 0)), self._style("feed--text")))
+        cols.append((set_cell_size(headline(entry), max(width - used, 0)), self._style("feed--text")))
         if is_cursor:
             cursor = self._style("feed--cursor")
             cols = [(text, style + cursor) for text, style in cols]
