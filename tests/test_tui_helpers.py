@@ -135,7 +135,7 @@ class FlakyBackend:
 
     kind = "embedded"
 
-    def __init__(self, inner: LocalBackend, failure: MnemoError | None = None) -> None:
+    def __init__(self, inner: LocalBackend, failure: Exception | None = None) -> None:
         self.inner = inner
         self.identity = inner.identity
         self.failure = failure

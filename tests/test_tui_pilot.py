@@ -283,6 +283,24 @@ async def test_errors_show_and_recover_on_retry(
         assert screen.scopes.items
 
 
+async def test_an_unexpected_failure_in_a_read_is_shown_not_fatal(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 3)
+    flaky = FlakyBackend(local, RuntimeError("boom"))
+    app = make_app(as_backend(flaky), state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        assert app.is_running
+        assert screen.switcher.current == "error"
+        assert "internal error: RuntimeError: boom" in str(screen.error_view.render())
+        flaky.failure = None
+        await pilot.press("r")
+        await settle(pilot)
+        assert ids(rows(app)) == walk_ids(local)
+
+
 async def test_a_live_failure_pauses_and_resumes(store: Store, local: LocalBackend, state: StateDB) -> None:
     fill(store, 5)
     flaky = FlakyBackend(local)

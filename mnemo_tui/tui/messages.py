@@ -105,3 +105,11 @@ class CatchUpFailed(Message):
         super().__init__()
         self.scope = scope
         self.error = error
+
+
+class Problem(Message):
+    """A background read failed outside the feed (the sidebar, a watermark, a chain): shown as a notification."""
+
+    def __init__(self, error: MnemoError) -> None:
+        super().__init__()
+        self.error = error

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Label, OptionList, Static
 
 from mnemo_tui import timefmt
+from mnemo_tui.errors import MnemoError
 from mnemo_tui.model import Entry, RecentQuery, describe_scope, room_of
 from mnemo_tui.tui import messages as msg
 from mnemo_tui.tui import reads
@@ -69,6 +72,7 @@ class FeedScreen(Screen[None]):
         self._live_error: str | None = None
         self._scopes_requested = False
         self._first_oldest: int | None = None
+        self._catching_up = False
 
     @property
     def mnemo(self) -> MnemoApp:
@@ -149,48 +153,76 @@ class FeedScreen(Screen[None]):
 
     # -- workers: all I/O happens here, off the event loop --------------------------------
 
+    def _deliver(self, read: Callable[[], Message | None], fail: Callable[[MnemoError], Message] | None = None) -> None:
+        """Run one read (in a worker thread) and post its message; a failure becomes a message too, never a crash."""
+        try:
+            result = read()
+        except MnemoError as exc:
+            result = fail(exc) if fail is not None else msg.Problem(exc)
+        except Exception as exc:  # noqa: BLE001 - a bug in a read must not take the reader's terminal down
+            error = MnemoError(f"internal error: {type(exc).__name__}: {exc}")
+            result = fail(error) if fail is not None else msg.Problem(error)
+        if result is not None:
+            self.post_message(result)
+
     @work(thread=True, group="feed")
     def load_page(self, generation: int, index: int, query: RecentQuery) -> None:
-        self.post_message(reads.read_page(self.mnemo.backend, generation, index, query, self.mnemo.probe))
+        app = self.mnemo
+        self._deliver(
+            lambda: reads.read_page(app.backend, generation, index, query, app.probe),
+            lambda error: msg.PageFailed(generation, index, error),
+        )
 
     @work(thread=True, group="feed")
     def load_report(self, generation: int, query: RecentQuery) -> None:
-        result = reads.read_report(self.mnemo.backend, generation, query)
-        if result is not None:
-            self.post_message(result)
+        self._deliver(
+            lambda: reads.read_report(self.mnemo.backend, generation, query),
+            lambda error: msg.PageFailed(generation, 0, error),
+        )
 
     @work(thread=True, group="activity", exclusive=True)
     def load_activity(self, generation: int, scope: str | None, newest: int | None, oldest: int | None) -> None:
-        result = reads.read_activity(self.mnemo.backend, generation, scope, self.mnemo.clock(), newest, oldest)
-        if result is not None:
-            self.post_message(result)
+        app = self.mnemo
+        self._deliver(lambda: reads.read_activity(app.backend, generation, scope, app.clock(), newest, oldest))
 
     @work(thread=True, group="state")
     def load_watermark(self, generation: int, scope: str | None) -> None:
         app = self.mnemo
-        self.post_message(reads.read_watermark(app.backend, app.state.path, generation, app.consumer, scope))
+        self._deliver(lambda: reads.read_watermark(app.backend, app.state.path, generation, app.consumer, scope))
 
     @work(thread=True, group="scopes")
     def load_scopes(self) -> None:
-        self.post_message(reads.read_scopes(self.mnemo.backend))
+        self._deliver(lambda: reads.read_scopes(self.mnemo.backend))
 
     @work(thread=True, group="counts", exclusive=True)
     def load_counts(self) -> None:
         app = self.mnemo
-        reads.count_all(app.backend, app.state.path, app.consumer, list(self.scopes.items.values()), self.post_message)
+        items = list(self.scopes.items.values())
+
+        def count() -> None:
+            reads.count_all(app.backend, app.state.path, app.consumer, items, self.post_message)
+
+        self._deliver(count)
 
     @work(thread=True, group="live")
     def poll(self, generation: int, tracker: LiveTracker, scope: str | None, history: bool) -> None:
-        self.post_message(reads.poll_live(self.mnemo.backend, generation, tracker, self.mnemo.probe, scope, history))
+        app = self.mnemo
+        self._deliver(
+            lambda: reads.poll_live(app.backend, generation, tracker, app.probe, scope, history),
+            lambda error: msg.LiveFailed(generation, error),
+        )
 
     @work(thread=True, group="detail", exclusive=True)
     def load_chain(self, entry: Entry) -> None:
-        self.post_message(reads.read_chain(self.mnemo.backend, entry))
+        self._deliver(lambda: reads.read_chain(self.mnemo.backend, entry))
 
-    @work(thread=True, group="catchup", exclusive=True)
+    @work(thread=True, group="catchup")
     def run_catch_up(self, scope: str | None) -> None:
         app = self.mnemo
-        self.post_message(reads.catch_up(app.backend, app.state.path, app.consumer, scope))
+        self._deliver(
+            lambda: reads.catch_up(app.backend, app.state.path, app.consumer, scope),
+            lambda error: msg.CatchUpFailed(scope, error),
+        )
 
     def check_live(self) -> None:
         """Look for new entries (one poll at a time; none before the first page has arrived)."""
@@ -280,6 +312,10 @@ class FeedScreen(Screen[None]):
             self.scopes.set_count(item.scope, "…")
         self.load_counts()
 
+    @on(msg.Problem)
+    def problem(self, message: msg.Problem) -> None:
+        self.app.notify(message.error.message, title="A background read failed", severity="error")
+
     @on(msg.ScopesFailed)
     def scopes_failed(self, message: msg.ScopesFailed) -> None:
         self.app.notify(message.error.message, title="Could not list scopes", severity="error")
@@ -344,6 +380,7 @@ class FeedScreen(Screen[None]):
 
     @on(msg.CaughtUp)
     def caught_up(self, message: msg.CaughtUp) -> None:
+        self._catching_up = False
         result = message.result
         after = result.after
         mark = timefmt.to_iso(after.created_at) if after and after.created_at is not None else "none"
@@ -356,6 +393,7 @@ class FeedScreen(Screen[None]):
 
     @on(msg.CatchUpFailed)
     def catch_up_failed(self, message: msg.CatchUpFailed) -> None:
+        self._catching_up = False
         self.app.notify(message.error.message, title="Could not mark caught up", severity="error")
 
     @on(FeedView.NeedRows)
@@ -427,6 +465,10 @@ class FeedScreen(Screen[None]):
         self.app.push_screen(SearchScreen(self.scope, self.include_history), opened)
 
     def action_catch_up(self) -> None:
+        if self._catching_up:
+            self.app.notify("Already marking caught up …", timeout=2)
+            return
+        self._catching_up = True
         self.app.notify(f"Marking {describe_scope(self.scope)} caught up …", timeout=2)
         self.run_catch_up(self.scope)
 
