@@ -312,6 +312,7 @@ def _consumer(args: argparse.Namespace) -> None:
 
     one_pass = cli_pass if args.via == "cli" else lib_pass
     passes = 0
+    Path(str(out_path) + ".ready").touch()  # the test starts the writers only once every consumer is here
     with open(out_path, "a", encoding="utf-8") as out:
         while True:
             final = stop.exists()

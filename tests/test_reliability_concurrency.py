@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -29,14 +30,6 @@ def _run_fleet(tmp_path: Path, target: Target, room: str, overlap_us: int) -> No
     home = tmp_path / "home"
     stop = tmp_path / "stop"
     env = target.env(home)
-    writers = [
-        subprocess.Popen(
-            [PYTHON, str(HERE), "writer", *target.args(), "--domain", f"d{i}", "--room", room,
-             "--count", str(PER_WRITER), "--pause", "0.02", "--seed", str(i), "--out", str(tmp_path / f"w{i}.log")],
-            env=env,
-        )
-        for i in range(WRITERS)
-    ]  # fmt: skip
     consumers = [
         subprocess.Popen(
             [PYTHON, str(HERE), "consumer", *target.args(), "--consumer", name, "--via", via, "--scopes", f",{room}",
@@ -45,7 +38,20 @@ def _run_fleet(tmp_path: Path, target: Target, room: str, overlap_us: int) -> No
         )
         for name, via, limit in (("lib-reader", "lib", 7), ("cli-reader", "cli", 5))
     ]  # fmt: skip
+    writers: list[subprocess.Popen[bytes]] = []
     try:
+        deadline = time.monotonic() + 60
+        while not all((tmp_path / f"{n}.log.ready").exists() for n in ("lib-reader", "cli-reader")):
+            assert time.monotonic() < deadline and all(c.poll() is None for c in consumers), "a consumer did not start"
+            time.sleep(0.01)
+        writers += [
+            subprocess.Popen(
+                [PYTHON, str(HERE), "writer", *target.args(), "--domain", f"d{i}", "--room", room,
+                 "--count", str(PER_WRITER), "--pause", "0.02", "--seed", str(i), "--out", str(tmp_path / f"w{i}.log")],
+                env=env,
+            )
+            for i in range(WRITERS)
+        ]  # fmt: skip
         for w in writers:
             assert w.wait(timeout=120) == 0
         stop.touch()
