@@ -331,6 +331,25 @@ def _superseder(args: argparse.Namespace) -> None:
     from mnemo_tui.model import WriteRequest
 
     backend = open_target_backend(args.store, args.principal, args.endpoint, args.key)
+    if args.freeze_in_tx:
+        # Embedded only: once the superseding write of group N is inside its transaction (the new
+        # entry inserted, the old ones not yet marked), say so and stop there, to be killed.
+        freeze = Path(args.freeze_in_tx)
+        seen = {"superseding": 0, "updates": 0}
+
+        def trace(sql: str) -> None:
+            if sql.startswith("BEGIN"):
+                seen["updates"] = 0
+            elif sql.startswith("UPDATE atoms SET superseded_by"):
+                if seen["updates"] == 0:
+                    seen["superseding"] += 1
+                seen["updates"] += 1
+                # Freeze before the (freeze_after + 1)th old entry is marked: `freeze_after` already are.
+                if seen["superseding"] == args.freeze_at and seen["updates"] == args.freeze_after + 1:
+                    freeze.touch()
+                    time.sleep(3600)
+
+        backend.store.db.set_trace_callback(trace)
     i = 0
     while True:
         group = [
@@ -361,6 +380,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=7)
     parser.add_argument("--overlap", type=int, default=0)
     parser.add_argument("--group", type=int, default=32)
+    parser.add_argument("--freeze-in-tx", default="", help="superseder: a file to touch when frozen mid-transaction")
+    parser.add_argument("--freeze-at", type=int, default=1, help="superseder: freeze inside the Nth superseding write")
+    parser.add_argument("--freeze-after", type=int, default=0, help="superseder: ... once this many olds are marked")
     args = parser.parse_args(argv)
     {"writer": _writer, "consumer": _consumer, "superseder": _superseder}[args.role](args)
 

@@ -252,3 +252,36 @@ def test_mnemo_serve_killed_during_superseding_writes_is_all_or_nothing(tmp_path
         kill9(writer)
         finals = _assert_all_or_nothing(store_path)
     assert finals > 0
+
+
+@pytest.mark.slow
+def test_a_writer_killed_inside_its_superseding_transaction_leaves_no_trace_of_it(tmp_path: Path) -> None:
+    """Deterministic: the writer freezes inside the transaction (new entry in, some olds marked), then dies."""
+    store_path = tmp_path / "store.db"
+    Store(store_path).close()
+    target = Target("embedded", store_path)
+    rng = random.Random(808)
+    for round_no in range(5):
+        freeze = tmp_path / f"frozen{round_no}"
+        before = _assert_all_or_nothing(store_path)
+        proc = subprocess.Popen(
+            [PYTHON, str(HERE), "superseder", *target.args(), "--group", "32", "--freeze-in-tx", str(freeze),
+             "--freeze-at", str(rng.randint(1, 3)), "--freeze-after", str(rng.randint(0, 31))],
+            env=target.env(tmp_path / "home"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not freeze.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert freeze.exists(), "the writer never reached its superseding transaction"
+        kill9(proc)
+        after = _assert_all_or_nothing(store_path)
+        # The frozen group's final entry is gone with its half-made links; the groups before it stand.
+        store = Store(store_path)
+        try:
+            orphans = store.db.execute(
+                "SELECT count(*) FROM atoms WHERE content LIKE 'draft %' AND superseded_by IS NULL"
+            ).fetchone()[0]
+        finally:
+            store.close()
+        assert after >= before
+        assert orphans >= 32 * (round_no + 1), "each frozen group's 32 drafts stay live and unmarked"
