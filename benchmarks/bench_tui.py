@@ -51,6 +51,18 @@ def add_page(self, index, page):
     return _add(self, index, page)
 
 FeedScreen.request_page, FeedWindow.add_page = request_page, add_page
+
+# First paint: the first time the screen is drawn showing the scope's content (its newest rows,
+# or for an empty scope its report), not merely the app's frame.
+marks = {}
+_draw = FeedScreen._compositor_refresh
+
+def draw(self):
+    _draw(self)
+    if "painted" not in marks and (self.window.row_count > 0 or self.switcher.current == "report"):
+        marks["painted"] = (time.perf_counter(), time.process_time())
+
+FeedScreen._compositor_refresh = draw
 store, state_path, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 backend = LocalBackend(store, "local")
 app = MnemoApp(backend, StateDB(state_path), poll_interval=None)
@@ -60,11 +72,12 @@ async def main():
     t0, c0 = time.perf_counter(), time.process_time()
     async with app.run_test(size=(120, 36)) as pilot:
         screen = app.feed_screen
-        while not screen.window.started:
+        for _ in range(100000):
+            if "painted" in marks:
+                break
             await asyncio.sleep(0.0005)
-        await pilot.pause()
-        out["first_paint_ms"] = (time.perf_counter() - t0) * 1000
-        out["first_paint_cpu_ms"] = (time.process_time() - c0) * 1000
+        out["first_paint_ms"] = (marks["painted"][0] - t0) * 1000
+        out["first_paint_cpu_ms"] = (marks["painted"][1] - c0) * 1000
         for _ in range(6):
             await app.workers.wait_for_complete()
             await pilot.pause()
@@ -114,16 +127,21 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     from mnemo_tui.model import RecentQuery
 
     n = 100_000 if quick else 1_000_000
-    rounds = 5 if quick else 7
+    rounds = 5 if quick else 11
     big = build_store(n)
     with tempfile.TemporaryDirectory() as tmp:
         empty = Path(tmp) / "empty.db"
         Store(empty).close()
         paint_big, paint_empty, mem_big, mem_empty = [], [], [], []
+        cpu_big, cpu_empty = [], []
         for _ in range(rounds):
-            for path, paint, mem in ((big, paint_big, mem_big), (empty, paint_empty, mem_empty)):
+            for path, paint, cpu, mem in (
+                (big, paint_big, cpu_big, mem_big),
+                (empty, paint_empty, cpu_empty, mem_empty),
+            ):
                 figures = probe(path)
                 paint.append(figures["first_paint_ms"])
+                cpu.append(figures["first_paint_cpu_ms"])
                 mem.append(figures["rss_settled_kib"])
     pages = 20 if quick else 60
     scrolled = probe(big, "scroll", pages)
@@ -144,7 +162,22 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     first_big, first_empty = min(paint_big), min(paint_empty)
     rss_big, rss_empty = statistics.median(mem_big) / 1024, statistics.median(mem_empty) / 1024
     return [
-        _row(f"TUI first paint, {size}", first_big, "ms", first_empty, "≤ 1.2x", "first paint on an empty store"),
+        _row(
+            f"TUI first paint (wall, fastest of {rounds}), {size}",
+            first_big,
+            "ms",
+            first_empty,
+            "≤ 1.2x",
+            "first paint on an empty store",
+        ),
+        _row(
+            f"TUI first paint (CPU time, median of {rounds}), {size}",
+            statistics.median(cpu_big),
+            "ms",
+            statistics.median(cpu_empty),
+            "≤ 1.2x",
+            "the same on an empty store",
+        ),
         _row(
             f"TUI memory (RSS) after start, {size}", rss_big, "MiB", rss_empty, "≤ 1.2x", "the same on an empty store"
         ),
