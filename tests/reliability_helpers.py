@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import random
@@ -167,6 +168,7 @@ class Server:
                 kill9(self.proc)
 
 
+@functools.lru_cache(maxsize=1)
 def server_available() -> bool:
     """Whether this checkout has `mnemo serve` (the server of issue 5)."""
     try:

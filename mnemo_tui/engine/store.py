@@ -58,10 +58,10 @@ def connect(path: Path) -> sqlite3.Connection:
     try:
         if not path.exists():
             _create(path)
-        elif not _has_header(path):
-            # mnemo never leaves a store file without its header (see _create): this one was truncated
-            # or overwritten, and SQLite would silently take it for a new, empty store.
-            raise sqlite3.DatabaseError("no SQLite header: the file was truncated or overwritten")
+        elif not _long_enough(path):
+            # mnemo never leaves a store file shorter than a page (see _create): this one was truncated,
+            # and SQLite would silently take it for a new, empty store.
+            raise sqlite3.DatabaseError("shorter than one SQLite page: the file was truncated")
         db, version = _open(path)
     except sqlite3.DatabaseError as exc:
         raise LocalStateError(
@@ -88,7 +88,7 @@ def _open(path: Path) -> tuple[sqlite3.Connection, int]:
         raise
 
 
-def _has_header(path: Path) -> bool:
+def _long_enough(path: Path) -> bool:
     """Whether a file is at least one (smallest) SQLite page long; SQLite itself refuses a longer file of garbage.
 
     Only `stat`, never `open`: closing any descriptor of a database file drops every POSIX lock this

@@ -73,7 +73,7 @@ def _open(path: Path) -> sqlite3.Connection:
     return db
 
 
-def _has_header(path: Path) -> bool:
+def _long_enough(path: Path) -> bool:
     """Whether a file is at least one (smallest) SQLite page long; SQLite itself refuses a longer file of garbage.
 
     Only `stat`, never `open`: closing any descriptor of a database file drops every POSIX lock this
@@ -161,11 +161,10 @@ class StateDB:
         try:
             if not self.path.exists():
                 _create(self.path)
-            elif not _has_header(self.path):
-                # mnemo never leaves a file without its header (see _create): this one was truncated or
-                # overwritten. SQLite would take a short file for a new, empty database and silently
-                # start over with no watermarks.
-                raise sqlite3.DatabaseError("no SQLite header: the file was truncated or overwritten")
+            elif not _long_enough(self.path):
+                # mnemo never leaves a file shorter than a page (see _create): this one was truncated.
+                # SQLite would take it for a new, empty database and silently start over with no watermarks.
+                raise sqlite3.DatabaseError("shorter than one SQLite page: the file was truncated")
             self.db = _open(self.path)
         except (sqlite3.DatabaseError, OSError) as exc:
             raise LocalStateError(
