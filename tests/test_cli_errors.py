@@ -125,6 +125,9 @@ def test_an_unreadable_config_file_is_exit_6_naming_it(cli, isolated_home: Path)
         assert r.code == 6, (args, r.stderr)
         assert str(isolated_home / "config.toml") in r.stderr and "move it aside" in r.stderr
         assert "Traceback" not in r.stderr and r.stdout == ""
+    for args in (("--help",), ("recent", "--help"), ("watermark", "set", "--help")):
+        helped = cli(*args)
+        assert helped.code == 0 and "Usage: mnemo" in helped.stdout
 
 
 def test_an_unreadable_state_database_is_exit_6_naming_it(cli, isolated_home: Path) -> None:

@@ -39,10 +39,28 @@ UntilOpt = Annotated[str | None, typer.Option("--until", help="Inclusive high bo
 
 
 def ctx_of(ctx: typer.Context) -> Context:
-    """The invocation's `Context`, set up by the root callback."""
-    obj = ctx.find_root().obj
+    """The invocation's `Context`, resolved from the root options on first use.
+
+    Resolving lazily keeps `mnemo COMMAND --help` working when config.toml is broken.
+    """
+    root_ctx = ctx.find_root()
+    obj = root_ctx.obj
+    if isinstance(obj, _RootOptions):
+        from mnemo_tui.state.config import resolve, with_debug
+
+        settings = with_debug(resolve(profile=obj.profile, store=obj.store, endpoint=obj.endpoint), obj.debug)
+        obj = Context(settings)
+        root_ctx.obj = obj
+        root_ctx.call_on_close(obj.close)
     assert isinstance(obj, Context)
     return obj
+
+
+class _RootOptions:
+    """The root options, kept until a command needs the settings they select."""
+
+    def __init__(self, profile: str | None, store: str | None, endpoint: str | None, debug: bool) -> None:
+        self.profile, self.store, self.endpoint, self.debug = profile, store, endpoint, debug
 
 
 @app.callback()
@@ -58,12 +76,7 @@ def root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,
 ) -> None:
     """Catch up on agent memory."""
-    from mnemo_tui.state.config import resolve, with_debug
-
-    settings = with_debug(resolve(profile=profile, store=store, endpoint=endpoint), debug)
-    context = Context(settings)
-    ctx.obj = context
-    ctx.call_on_close(context.close)
+    ctx.obj = _RootOptions(profile, store, endpoint, debug)
 
 
 def _times(since: str | None, until: str | None) -> tuple[int | None, int | None]:

@@ -27,9 +27,9 @@ watermark_app = typer.Typer(
 
 
 def _context(ctx: typer.Context) -> Context:
-    obj = ctx.find_root().obj
-    assert isinstance(obj, Context)
-    return obj
+    from mnemo_tui.cli.app import ctx_of
+
+    return ctx_of(ctx)
 
 
 def _consumer(c: Context, consumer: str | None) -> str:
