@@ -16,7 +16,10 @@ from reliability_helpers import Server, server_available, start_server
 
 httpx = pytest.importorskip("httpx")
 
-pytestmark = pytest.mark.skipif(not server_available(), reason="mnemo serve is not in this checkout yet")
+pytestmark = [
+    pytest.mark.slow,  # a real `mnemo serve` subprocess
+    pytest.mark.skipif(not server_available(), reason="mnemo serve is not in this checkout yet"),
+]
 
 ENVELOPE = {"code", "message", "requestId", "retryable", "details"}
 ROOM_ID = "room_01HZZZZZZZZZZZZZZZZZZZZZZZ"

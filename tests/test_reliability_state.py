@@ -180,6 +180,7 @@ def test_a_truncated_store_is_exit_6_never_a_fresh_empty_store(tmp_path: Path) -
         _assert_refused(env, target.store, "write", "into the void")
 
 
+@pytest.mark.slow
 def test_stores_and_state_databases_created_at_once_by_many_processes_are_one_file_each(tmp_path: Path) -> None:
     """Creation is all or nothing: racing first opens never leave an empty file or replace another's."""
     import subprocess

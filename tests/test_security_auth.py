@@ -13,7 +13,10 @@ from reliability_helpers import MNEMO, Server, make_key, server_available, start
 
 httpx = pytest.importorskip("httpx")
 
-pytestmark = pytest.mark.skipif(not server_available(), reason="mnemo serve is not in this checkout yet")
+pytestmark = [
+    pytest.mark.slow,  # a real `mnemo serve` subprocess
+    pytest.mark.skipif(not server_available(), reason="mnemo serve is not in this checkout yet"),
+]
 
 UNKNOWN_ROOM = "room_01HZZZZZZZZZZZZZZZZZZZZZZZ"
 

@@ -17,7 +17,10 @@ from reliability_helpers import Server, make_key, run_cli, server_available, sta
 
 httpx = pytest.importorskip("httpx")
 
-pytestmark = pytest.mark.skipif(not server_available(), reason="mnemo serve is not in this checkout yet")
+pytestmark = [
+    pytest.mark.slow,  # a real `mnemo serve` subprocess
+    pytest.mark.skipif(not server_available(), reason="mnemo serve is not in this checkout yet"),
+]
 
 
 @pytest.fixture(scope="module")
