@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import DEFAULT_LIMIT, Entry, RecentQuery, parse_scope
+from mnemo_tui.model import DEFAULT_LIMIT, MAX_LIMIT, Entry, RecentQuery, parse_scope
 
 if TYPE_CHECKING:
     from mnemo_tui.catchup import CatchupResult
@@ -146,7 +146,8 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str) -> None:
         from mnemo_tui.backends import walk_pages
 
         table = output.TableWriter(out)
-        for page in walk_pages(backend, query):
+        # Every item is printed whatever the page size, so walk in the largest pages there are.
+        for page in walk_pages(backend, replace(query, limit=MAX_LIMIT)):
             if page.items:
                 table.rows(page.items)
                 out.flush()
