@@ -64,11 +64,54 @@ def serving(app: Any, port: int = 0) -> Iterator[ThreadServer]:
 
 @contextmanager
 def served_store(path: Path, *, workers: int = 4) -> Iterator[ThreadServer]:
-    """Serve the embedded store at `path` exactly as `mnemo serve` does."""
+    """Serve the embedded store at `path` with the app `mnemo serve` runs, for the duration of the block.
+
+    One uvicorn server per test process is started on first use and kept: each block mounts a
+    fresh app (its own thread pool and connections) on it and closes that app's pool at the end,
+    which spares every test a server start and stop.
+    """
     from mnemo_tui.server.app import create_app
 
-    with serving(create_app(path, workers=workers)) as server:
+    app = create_app(path, workers=workers)
+    server = _shared()
+    _MOUNT.app = app
+    try:
         yield server
+    finally:
+        _MOUNT.app = None
+        app.state.pool.close()
+
+
+class _Mount:
+    """The shared server's app: whatever app the current test mounted (404 when none is)."""
+
+    def __init__(self) -> None:
+        self.app: Any = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        app = self.app
+        if app is None:
+            await send({"type": "http.response.start", "status": 404, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await app(scope, receive, send)
+
+
+_MOUNT = _Mount()
+_SHARED: list[ThreadServer] = []
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared() -> ThreadServer:
+    with _SHARED_LOCK:
+        if not _SHARED:
+            _SHARED.append(ThreadServer(_MOUNT).start())
+        return _SHARED[0]
 
 
 class Canned:
