@@ -17,6 +17,7 @@ from test_tui_helpers import (
     as_backend,
     clock,
     fill,
+    ids,
     req,
     rows,
     sample_store,
@@ -45,10 +46,6 @@ def make_app(backend: object, state: StateDB, **kwargs: object) -> MnemoApp:
     options: dict[str, object] = {"clock": clock, "poll_interval": None}
     options.update(kwargs)
     return MnemoApp(backend, state, **options)  # type: ignore[arg-type]
-
-
-def ids(entries: list[object]) -> list[str]:
-    return [getattr(e, "atom_id", "<not held>") for e in entries]
 
 
 def walk_ids(backend: LocalBackend, scope: str | None = None, limit: int = 100) -> list[str]:
