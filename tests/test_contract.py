@@ -467,3 +467,9 @@ def test_cannot_get_an_entry_of_another_store(make_backend: Factory) -> None:
         bob.get(a)
     assert bob.delete(a) == 0
     assert alice.get(a).atom_id == a
+
+
+def test_search_with_a_nul_character_works(make_backend: Factory) -> None:
+    backend = make_backend("alice")
+    target = backend.write(WriteRequest(content="nul byte in the query")).atom_id
+    assert [h.entry.atom_id for h in backend.search(SearchQuery(query="nul\x00byte"))] == [target]

@@ -520,7 +520,8 @@ def fts_query(text: str) -> str:
     if len(text) > 5000:
         raise ValidationError("query is at most 5000 characters")
     phrases = []
-    for word in text.split():
+    # FTS5 ends a string at NUL ("unterminated string"): a NUL separates words instead.
+    for word in text.replace("\x00", " ").split():
         if any(ch.isalnum() for ch in word):
             phrases.append('"' + word.replace('"', '""') + '"')
     return " OR ".join(phrases)
