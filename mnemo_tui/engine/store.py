@@ -282,26 +282,29 @@ class Store:
 
     # -- the feed -------------------------------------------------------------------------
 
-    def _feed_sql(self, principal: str, q: RecentQuery, position: tuple[int, str] | None) -> tuple[str, list[Any]]:
-        room_id = room_of(q.scope)
-        params: list[Any] = []
+    def _scoped(self, principal: str, scope: str | None, select: str, source: str) -> tuple[str, list[Any]]:
+        """`SELECT ... FROM source ... WHERE <the scope>`: one own domain, all of them, or a room.
+
+        A room is read through `members`: the statement returns no rows to a non-member.
+        """
+        room_id = room_of(scope)
         if room_id is not None:
-            # Membership is part of the statement that reads the room: a non-member gets no rows.
             sql = (
-                f"SELECT {_FEED_COLUMNS} FROM members m JOIN rooms r ON r.room_id = m.room_id "
-                "JOIN atoms a ON a.bucket = r.bucket WHERE m.room_id = ? AND m.principal = ?"
+                f"SELECT {select} FROM {source} JOIN rooms r ON r.bucket = a.bucket "
+                "JOIN members m ON m.room_id = r.room_id WHERE r.room_id = ? AND m.principal = ?"
             )
-            params += [room_id, principal]
-        else:
-            bucket = self._own_bucket(principal, create=False)
-            sql = f"SELECT {_FEED_COLUMNS} FROM atoms a WHERE a.bucket = ?"
-            params.append(-1 if bucket is None else bucket)
-            if q.scope is not None:
-                sql += " AND a.domain = ?"
-                params.append(q.scope)
-        if position is not None:
-            sql += " AND (a.created_at, a.atom_id) < (?, ?)"
-            params += list(position)
+            return sql, [room_id, principal]
+        bucket = self._own_bucket(principal, create=False)
+        sql = f"SELECT {select} FROM {source} WHERE a.bucket = ?"
+        params: list[Any] = [-1 if bucket is None else bucket]
+        if scope is not None:
+            sql += " AND a.domain = ?"
+            params.append(scope)
+        return sql, params
+
+    def _filtered(self, q: RecentQuery | SearchQuery) -> tuple[str, list[Any]]:
+        """The time, author and supersession conditions shared by the feed and search."""
+        sql, params = "", list[Any]()
         if q.since is not None:
             sql += " AND a.created_at >= ?"
             params.append(q.since)
@@ -311,10 +314,18 @@ class Store:
         if q.exclude_author is not None:
             sql += " AND a.principal != ?"
             params.append(q.exclude_author)
-        if self.filter_superseded and not q.include_history and room_id is None:
+        # Room entries cannot be superseded, so the filter is inert there.
+        if self.filter_superseded and not q.include_history and room_of(q.scope) is None:
             sql += " AND a.superseded_by IS NULL"
-        sql += " ORDER BY a.created_at DESC, a.atom_id DESC"
         return sql, params
+
+    def _feed_sql(self, principal: str, q: RecentQuery, position: tuple[int, str] | None) -> tuple[str, list[Any]]:
+        sql, params = self._scoped(principal, q.scope, _FEED_COLUMNS, "atoms a")
+        if position is not None:
+            sql += " AND (a.created_at, a.atom_id) < (?, ?)"
+            params += list(position)
+        more, extra = self._filtered(q)
+        return sql + more + " ORDER BY a.created_at DESC, a.atom_id DESC", params + extra
 
     def _position(self, principal: str, q: RecentQuery) -> tuple[int, str] | None:
         if q.cursor is None:
@@ -460,37 +471,18 @@ class Store:
         if q.since is not None and q.until is not None and q.until < q.since:
             raise ValidationError("until is before since")
         room_id = room_of(q.scope)
-        params: list[Any] = [match]
-        if room_id is not None:
-            sql = (
-                "SELECT a.created_at, a.atom_id, a.wire, a.superseded_by, bm25(atoms_fts) AS score "
-                "FROM atoms_fts JOIN atoms a ON a.seq = atoms_fts.rowid "
-                "JOIN rooms r ON r.bucket = a.bucket JOIN members m ON m.room_id = r.room_id "
-                "WHERE atoms_fts MATCH ? AND r.room_id = ? AND m.principal = ?"
+        with self._lock:
+            sql, params = self._scoped(
+                principal,
+                q.scope,
+                f"{_FEED_COLUMNS}, bm25(atoms_fts) AS score",
+                "atoms_fts JOIN atoms a ON a.seq = atoms_fts.rowid",
             )
-            params += [room_id, principal]
-        else:
-            with self._lock:
-                bucket = self._own_bucket(principal, create=False)
-            sql = (
-                "SELECT a.created_at, a.atom_id, a.wire, a.superseded_by, bm25(atoms_fts) AS score "
-                "FROM atoms_fts JOIN atoms a ON a.seq = atoms_fts.rowid WHERE atoms_fts MATCH ? AND a.bucket = ?"
-            )
-            params.append(-1 if bucket is None else bucket)
-            if q.scope is not None:
-                sql += " AND a.domain = ?"
-                params.append(q.scope)
-        if q.since is not None:
-            sql += " AND a.created_at >= ?"
-            params.append(q.since)
-        if q.until is not None:
-            sql += " AND a.created_at <= ?"
-            params.append(q.until)
-        if q.exclude_author is not None:
-            sql += " AND a.principal != ?"
-            params.append(q.exclude_author)
-        if self.filter_superseded and not q.include_history and room_id is None:
-            sql += " AND a.superseded_by IS NULL"
+        sql += " AND atoms_fts MATCH ?"
+        params.append(match)
+        more, extra = self._filtered(q)
+        sql += more
+        params += extra
         order = "score ASC, a.created_at DESC" if q.order_by == "relevance" else "a.created_at DESC, a.atom_id DESC"
         sql += f" ORDER BY {order} LIMIT ?"
         params.append(q.top_k)
