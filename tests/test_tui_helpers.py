@@ -124,10 +124,17 @@ def ids(entries: list[Entry | None]) -> list[str]:
 
 
 async def settle(pilot: Pilot[None], rounds: int = 4) -> None:
-    """Let workers finish and their messages be handled (workers started by handlers too)."""
-    for _ in range(rounds):
+    """Let workers finish and their messages be handled, including workers started by those handlers.
+
+    At least `rounds` rounds, then on until two rounds in a row end with no worker left (bounded).
+    """
+    quiet = 0
+    for done in range(60):
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
+        quiet = quiet + 1 if len(pilot.app.workers) == 0 else 0
+        if done + 1 >= rounds and quiet >= 2:
+            return
 
 
 class FlakyBackend:
