@@ -391,6 +391,23 @@ async def test_history_toggle_detail_and_supersession_chain(store: Store, local:
         assert not screen.detail.display
 
 
+async def test_opening_the_detail_keeps_the_row_being_read_in_view(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 60)
+    app = make_app(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        await pilot.press(*["j"] * 30)
+        await pilot.press("enter")
+        await settle(pilot)
+        first, last = screen.feed.visible_rows()
+        assert screen.detail.display
+        assert first <= screen.feed.cursor <= last
+        assert screen.detail.entry == rows(app)[30]
+
+
 async def test_search_opens_a_hit_in_the_detail_pane(store: Store, local: LocalBackend, state: StateDB) -> None:
     sample_store(store, rooms=False)
     app = make_app(local, state)

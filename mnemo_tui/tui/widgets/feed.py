@@ -164,6 +164,11 @@ class FeedView(ScrollView, can_focus=True):
             self.post_message(self.Moved())
             self.check_needs()
 
+    def on_resize(self) -> None:
+        # The detail pane opening (or the terminal shrinking) must not hide the row being read.
+        self.call_after_refresh(self._scroll_cursor_into_view)
+        self.call_after_refresh(self.check_needs)
+
     def _scroll_cursor_into_view(self) -> None:
         top, bottom = self.visible_rows()
         if self.cursor < top:
