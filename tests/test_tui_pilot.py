@@ -446,6 +446,24 @@ async def test_the_command_palette_switches_scope(store: Store, local: LocalBack
         assert {e.domain for e in rows(app)} == {"research"}  # type: ignore[union-attr]
 
 
+async def test_keys_typed_into_the_search_box_are_text_not_commands(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 5)
+    app = make_app(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"qghjkcr?")
+        await settle(pilot)
+        from textual.widgets import Input
+
+        assert app.is_running
+        assert app.screen.query_one("#search-input", Input).value == "qghjkcr?"
+        assert app.feed_screen.feed.watermark is None  # `c` did not mark anything caught up
+        await pilot.press("escape")
+        assert app.screen is app.feed_screen
+
+
 async def test_help_and_quit(store: Store, local: LocalBackend, state: StateDB) -> None:
     app = make_app(local, state)
     async with app.run_test(size=SIZE) as pilot:
