@@ -132,7 +132,7 @@ class DemoSummary:
     principal: str
     own_entries: int
     domains: tuple[str, ...]
-    rooms: tuple[tuple[Room, int, int], ...]
+    rooms: tuple[tuple[Room, int, int], ...]  # each room, the entries written to it, how many principals wrote them
     superseded: int
     secret: str | None
     seconds: float
@@ -260,7 +260,7 @@ def fill(
         for start in range(0, len(batch), 20_000):
             done += bulk_insert(store, batch[start : start + 20_000])
             report(done)
-        room_results.append((room, count, len(authors)))
+        room_results.append((room, count, len({author for author, _, _ in batch})))
 
     superseded = _supersede(store, principal, rng)
     secret = _secret(store, principal)

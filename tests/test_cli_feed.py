@@ -193,7 +193,7 @@ def test_search_shapes_and_refusals(cli, isolated_home: Path) -> None:
         assert r.code == 2 and "mnemo recent" in r.stderr and "Traceback" not in r.stderr
     assert cli("search", "x", "--order-by", "newest").code == 2
     none = cli("search", "zebra")
-    assert none.code == 0 and "matches 'zebra'" in none.stdout
+    assert none.code == 0 and "matches the query 'zebra'" in none.stdout
 
 
 def test_catchup_prints_only_what_is_new_then_commits(cli, isolated_home: Path) -> None:

@@ -140,7 +140,7 @@ def _typer(args: list[str]) -> int:
     except Exit as exc:
         result = int(exc.exit_code)
     except ClickException as exc:
-        exc.show()
+        _show_click_error(exc)
         return int(exc.exit_code)
     except Abort:
         interrupted.append(True)
@@ -155,6 +155,20 @@ def _typer(args: list[str]) -> int:
         sys.stderr.write(INTERRUPTED)
         return 130
     return int(result) if isinstance(result, int) else 0
+
+
+def _show_click_error(exc: Exception) -> None:
+    """A usage error in two lines (CLI.md: errors are one or two lines): the problem, then where help is.
+
+    `mnemo` or `mnemo rooms` alone still print their whole help.
+    """
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+
+    if isinstance(exc, UsageError) and not isinstance(exc, NoArgsIsHelpError):
+        command = exc.ctx.command_path if exc.ctx is not None else "mnemo"
+        sys.stderr.write(f"mnemo: {exc.format_message()}\nTry '{command} --help' for help.\n")
+    elif isinstance(exc, ClickException):
+        exc.show()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,13 +29,19 @@ app.add_typer(rooms_app, name="rooms")
 app.add_typer(vault_app, name="vault")
 
 ScopeOpt = Annotated[
-    str | None, typer.Option("--scope", "-s", help="Omit for your own store; a domain; or xroom:<room_id>.")
+    str | None,
+    typer.Option("--scope", "-s", metavar="SCOPE", help="Omit for your own store; a domain; or xroom:<room_id>."),
 ]
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table, json or ndjson.")]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="table, json or ndjson.")]
+# Commands whose output is not a list of entries have no ndjson (CLI.md): their help says so.
+TableJsonOpt = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")]
 SinceOpt = Annotated[
-    str | None, typer.Option("--since", help="Inclusive low bound (ISO-8601, date, 15m, 2h, today...).")
+    str | None,
+    typer.Option("--since", metavar="TIME", help="Inclusive low bound (ISO-8601, date, 15m, 2h, today...)."),
 ]
-UntilOpt = Annotated[str | None, typer.Option("--until", help="Inclusive high bound (same grammar as --since).")]
+UntilOpt = Annotated[
+    str | None, typer.Option("--until", metavar="TIME", help="Inclusive high bound (same grammar as --since).")
+]
 
 
 def ctx_of(ctx: typer.Context) -> Context:
@@ -66,12 +72,14 @@ class _RootOptions:
 @app.callback()
 def root(
     ctx: typer.Context,
-    profile: Annotated[str | None, typer.Option("--profile", help="Profile of config.toml to use.")] = None,
+    profile: Annotated[
+        str | None, typer.Option("--profile", metavar="NAME", help="Profile of config.toml to use.")
+    ] = None,
     store: Annotated[
-        str | None, typer.Option("--store", help="Embedded store file (selects the embedded engine).")
+        str | None, typer.Option("--store", metavar="PATH", help="Embedded store file (selects the embedded engine).")
     ] = None,
     endpoint: Annotated[
-        str | None, typer.Option("--endpoint", help="REST base URL (selects the remote backend).")
+        str | None, typer.Option("--endpoint", metavar="URL", help="REST base URL (selects the remote backend).")
     ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,
 ) -> None:
@@ -96,17 +104,22 @@ def _scope(scope: str | None) -> str | None:
 def write(
     ctx: typer.Context,
     text: Annotated[
-        str | None, typer.Argument(help="The entry's content, or - (or nothing, in a pipe) to read it from stdin.")
+        str | None,
+        typer.Argument(metavar="TEXT", help="The entry's content, or - (or nothing, in a pipe) to read it from stdin."),
     ] = None,
     scope: Annotated[
-        str | None, typer.Option("--scope", "-s", help="Domain (default general) or xroom:<room_id>.")
+        str | None, typer.Option("--scope", "-s", metavar="SCOPE", help="Domain (default general) or xroom:<room_id>.")
     ] = None,
-    concept: Annotated[list[str] | None, typer.Option("--concept", "-c", help="A concept (tag); repeatable.")] = None,
+    concept: Annotated[
+        list[str] | None, typer.Option("--concept", "-c", metavar="CONCEPT", help="A concept (tag); repeatable.")
+    ] = None,
     supersedes: Annotated[
-        list[str] | None, typer.Option("--supersedes", help="An atom id this entry replaces; repeatable.")
+        list[str] | None,
+        typer.Option("--supersedes", metavar="ATOM_ID", help="An atom id this entry replaces; repeatable."),
     ] = None,
     ref: Annotated[
-        str | None, typer.Option("--ref", help="External reference: a repeated write returns the first atom.")
+        str | None,
+        typer.Option("--ref", metavar="REF", help="External reference: a repeated write returns the first atom."),
     ] = None,
 ) -> None:
     """Store an entry; prints its atom_id."""
@@ -147,10 +160,12 @@ def recent(
     since: SinceOpt = None,
     until: UntilOpt = None,
     exclude_author: Annotated[
-        str | None, typer.Option("--exclude-author", help="Drop entries by this principal.")
+        str | None, typer.Option("--exclude-author", metavar="PRINCIPAL", help="Drop entries by this principal.")
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="Page size, 1-100.")] = DEFAULT_LIMIT,
-    cursor: Annotated[str | None, typer.Option("--cursor", help="Continue from a previous page's cursor.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="Page size, 1-100.")] = DEFAULT_LIMIT,
+    cursor: Annotated[
+        str | None, typer.Option("--cursor", metavar="CURSOR", help="Continue from a previous page's cursor.")
+    ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Follow cursors to the end of the feed, streaming.")] = False,
     include_history: Annotated[bool, typer.Option("--include-history", help="Include superseded revisions.")] = False,
     fmt: FormatOpt = "table",
@@ -167,13 +182,20 @@ def catchup(
     ctx: typer.Context,
     scope: ScopeOpt = None,
     consumer: Annotated[
-        str | None, typer.Option("--consumer", "-c", help="Reader name; one watermark per scope each.")
+        str | None, typer.Option("--consumer", "-c", metavar="NAME", help="Reader name; one watermark per scope each.")
     ] = None,
-    since: Annotated[str | None, typer.Option("--since", help="Low bound of a first pass (no watermark yet).")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="Page size of each request, 1-100.")] = 100,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since", metavar="TIME", help="Read nothing older than this (with a watermark: the later of the two)."
+        ),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="Page size of each request, 1-100.")] = 100,
     overlap: Annotated[
         str | None,
-        typer.Option("--overlap", help="Re-read this span below the watermark (default 0 embedded, 2s endpoint)."),
+        typer.Option(
+            "--overlap", metavar="SPAN", help="Re-read this span below the watermark (default 0 embedded, 2s endpoint)."
+        ),
     ] = None,
     no_commit: Annotated[
         bool, typer.Option("--no-commit", help="Touch neither the watermark nor the checkpoint.")
@@ -196,13 +218,14 @@ def catchup(
 def search(
     ctx: typer.Context,
     query: Annotated[
-        str | None, typer.Argument(help="What to search for (required: without a query, use `mnemo recent`).")
+        str | None,
+        typer.Argument(metavar="QUERY", help="What to search for (required: without a query, use `mnemo recent`)."),
     ] = None,
     scope: ScopeOpt = None,
-    order_by: Annotated[str, typer.Option("--order-by", help="relevance or recency.")] = "relevance",
+    order_by: Annotated[str, typer.Option("--order-by", metavar="ORDER", help="relevance or recency.")] = "relevance",
     since: SinceOpt = None,
     until: UntilOpt = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="How many results, 1-500.")] = 10,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="How many results, 1-500.")] = 10,
     include_history: Annotated[bool, typer.Option("--include-history", help="Include superseded revisions.")] = False,
     fmt: FormatOpt = "table",
 ) -> None:
@@ -215,6 +238,9 @@ def search(
         raise ValidationError("search needs a query; to list what happened lately, use `mnemo recent`")
     if order_by not in ("relevance", "recency"):
         raise ValidationError(f"--order-by must be relevance or recency, got {order_by!r}")
+    from mnemo_tui.cli.feed import check_limit_flag
+
+    check_limit_flag(limit, 500)
     low, high = _times(since, until)
     scope_value = _scope(scope)
     hits = c.backend.search(
@@ -232,28 +258,38 @@ def search(
     out = sys.stdout
     if fmt == "ndjson":
         output.ndjson(out, wires)
+        if not hits:
+            out.flush()
+            output.hint(_search_empty_text(c, query, scope_value, since, until))
     elif fmt == "json":
         out.write(
             '{"items":[' + ",".join(wires) + f'],"query":{output.dumps(query)},"scope":{output.dumps(scope_value)}}}\n'
         )
     else:
         if not hits:
-            out.write(f"No entry in {_scope_words(scope_value)} matches {query!r}.\n")
+            out.write(_search_empty_text(c, query, scope_value, since, until) + "\n")
             return
         output.TableWriter(out).rows([h.entry for h in hits])
 
 
-def _scope_words(scope: str | None) -> str:
-    from mnemo_tui.model import describe_scope
+def _search_empty_text(c: Context, query: str, scope: str | None, since: str | None, until: str | None) -> str:
+    """What an empty search covered: the scope and query, and (unscoped) the rooms it did not search."""
+    from mnemo_tui import reports
+    from mnemo_tui.model import RecentQuery
 
-    return describe_scope(scope)
+    filters = f"the query {query!r}" + "".join(
+        f" {flag} {value}" for flag, value in (("since", since), ("until", until)) if value is not None
+    )
+    if c.backend.recent(RecentQuery(scope=scope, limit=1, include_history=True)).items:
+        return reports.build(c.backend, "no_match", scope, filters=filters).text
+    return reports.build(c.backend, "empty_scope", scope).text
 
 
 # -- rooms --------------------------------------------------------------------------------
 
 
 @rooms_app.command("list")
-def rooms_list(ctx: typer.Context, fmt: FormatOpt = "table") -> None:
+def rooms_list(ctx: typer.Context, fmt: TableJsonOpt = "table") -> None:
     """The rooms you belong to."""
     c = ctx_of(ctx)
     output.check_format(fmt, allow_ndjson=False)
@@ -274,9 +310,11 @@ def rooms_list(ctx: typer.Context, fmt: FormatOpt = "table") -> None:
 @rooms_app.command("create")
 def rooms_create(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The room's name (unique among your rooms).")],
-    description: Annotated[str | None, typer.Option("--description", help="What the room is for.")] = None,
-    fmt: FormatOpt = "table",
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The room's name (unique among your rooms).")],
+    description: Annotated[
+        str | None, typer.Option("--description", metavar="TEXT", help="What the room is for.")
+    ] = None,
+    fmt: TableJsonOpt = "table",
 ) -> None:
     """Create a room; prints its xroom: address."""
     c = ctx_of(ctx)
@@ -301,15 +339,23 @@ def rooms_create(
 @rooms_app.command("invite")
 def rooms_invite(
     ctx: typer.Context,
-    room: Annotated[str, typer.Argument(help="Room address, id or name.")],
+    room: Annotated[str, typer.Argument(metavar="ROOM", help="Room address, id or name.")],
     read_only: Annotated[bool, typer.Option("--read-only", help="Invitees may read but not write.")] = False,
-    max_uses: Annotated[int, typer.Option("--max-uses", help="How many joins the code allows, 1-1000.")] = 1,
-    expires_days: Annotated[int, typer.Option("--expires-days", help="Days the code stays valid, 1-90.")] = 7,
-    fmt: FormatOpt = "table",
+    max_uses: Annotated[
+        int, typer.Option("--max-uses", metavar="N", help="How many joins the code allows, 1-1000.")
+    ] = 1,
+    expires_days: Annotated[
+        int, typer.Option("--expires-days", metavar="N", help="Days the code stays valid, 1-90.")
+    ] = 7,
+    fmt: TableJsonOpt = "table",
 ) -> None:
     """Create an invite code (owner only); prints the mnvr_ code once."""
     c = ctx_of(ctx)
     output.check_format(fmt, allow_ndjson=False)
+    if not 1 <= max_uses <= 1000:
+        raise ValidationError(f"--max-uses must be between 1 and 1000, got {max_uses}")
+    if not 1 <= expires_days <= 90:
+        raise ValidationError(f"--expires-days must be between 1 and 90, got {expires_days}")
     invite = c.backend.invite(
         room, scope="read" if read_only else "read_write", expires_days=expires_days, max_uses=max_uses
     )
@@ -337,8 +383,8 @@ def invite_wire(invite: object) -> dict[str, object]:
 @rooms_app.command("join")
 def rooms_join(
     ctx: typer.Context,
-    code: Annotated[str, typer.Argument(help="The mnvr_ invite code.")],
-    fmt: FormatOpt = "table",
+    code: Annotated[str, typer.Argument(metavar="CODE", help="The mnvr_ invite code.")],
+    fmt: TableJsonOpt = "table",
 ) -> None:
     """Join a room by invite code; prints its address."""
     c = ctx_of(ctx)
@@ -366,7 +412,7 @@ def rooms_join(
 
 
 @vault_app.command("list")
-def vault_list(ctx: typer.Context, fmt: FormatOpt = "table") -> None:
+def vault_list(ctx: typer.Context, fmt: TableJsonOpt = "table") -> None:
     """Your secrets' aliases and context (never a value)."""
     c = ctx_of(ctx)
     output.check_format(fmt, allow_ndjson=False)
@@ -402,8 +448,10 @@ def vault_list(ctx: typer.Context, fmt: FormatOpt = "table") -> None:
 @vault_app.command("add")
 def vault_add(
     ctx: typer.Context,
-    alias: Annotated[str, typer.Argument(help="Name of the secret: letters, digits, . _ -")],
-    context: Annotated[str, typer.Option("--context", help="What the secret is for (shown in listings).")],
+    alias: Annotated[str, typer.Argument(metavar="ALIAS", help="Name of the secret: letters, digits, . _ -")],
+    context: Annotated[
+        str, typer.Option("--context", metavar="TEXT", help="What the secret is for (shown in listings).")
+    ],
 ) -> None:
     """Store a secret: the value comes from stdin or a hidden prompt, never an argument."""
     import base64

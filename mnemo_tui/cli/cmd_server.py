@@ -30,8 +30,10 @@ def _store(ctx: typer.Context, command: str) -> Store:
 
 def serve(
     ctx: typer.Context,
-    host: Annotated[str, typer.Option("--host", help="Address to bind; loopback unless told otherwise.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="TCP port (0 picks a free one).")] = 8765,
+    host: Annotated[
+        str, typer.Option("--host", metavar="HOST", help="Address to bind; loopback unless told otherwise.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="TCP port (0 picks a free one).")] = 8765,
 ) -> int:
     """Serve the embedded store over REST (WIRE.md) until Ctrl-C or SIGTERM."""
     from mnemo_tui.cli.app import ctx_of
@@ -56,7 +58,9 @@ def serve(
 
 def keys_create(
     ctx: typer.Context,
-    principal: Annotated[str, typer.Argument(help="Who the key acts as (provenance.principal of its writes).")],
+    principal: Annotated[
+        str, typer.Argument(metavar="PRINCIPAL", help="Who the key acts as (provenance.principal of its writes).")
+    ],
 ) -> None:
     """Issue a key for a principal; prints the mk_live_ key once (only its hash is kept)."""
     from mnemo_tui.engine import rooms
@@ -67,7 +71,7 @@ def keys_create(
 
 def keys_list(
     ctx: typer.Context,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = "table",
 ) -> None:
     """Every key's id, principal, creation time and state; never a key."""
     from mnemo_tui.cli import output
@@ -98,12 +102,14 @@ def keys_list(
 
 def keys_revoke(
     ctx: typer.Context,
-    key_id: Annotated[str, typer.Argument(help="The key's id (from `mnemo keys list`).")],
+    key_id: Annotated[str, typer.Argument(metavar="KEY_ID", help="The key's id (from `mnemo keys list`).")],
 ) -> None:
     """Revoke a key: requests with it are refused from now on."""
+    from mnemo_tui.cli import output
     from mnemo_tui.engine import rooms
 
     rooms.revoke_key(_store(ctx, "keys revoke"), key_id)
+    output.hint(f"Key {key_id} revoked: requests with it are refused from now on.")
 
 
 def register(app: typer.Typer) -> None:

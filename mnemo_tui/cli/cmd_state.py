@@ -16,10 +16,13 @@ if TYPE_CHECKING:
     from mnemo_tui.state.config import Settings
 
 ScopeOpt = Annotated[
-    str | None, typer.Option("--scope", "-s", help="Omit for your own store; a domain; or xroom:<room_id>.")
+    str | None,
+    typer.Option("--scope", "-s", metavar="SCOPE", help="Omit for your own store; a domain; or xroom:<room_id>."),
 ]
-ConsumerOpt = Annotated[str | None, typer.Option("--consumer", "-c", help="Reader name (default: the configured one).")]
-FormatOpt = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
+ConsumerOpt = Annotated[
+    str | None, typer.Option("--consumer", "-c", metavar="NAME", help="Reader name (default: the configured one).")
+]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")]
 
 watermark_app = typer.Typer(
     help="Inspect and manage watermarks per backend, consumer and scope.", no_args_is_help=True, rich_markup_mode=None
@@ -49,6 +52,10 @@ def _scope_label(scope: str | None) -> str:
     return scope if scope is not None else "(own store)"
 
 
+def _scope_phrase(scope: str | None) -> str:
+    return f"scope {scope}" if scope is not None else "your own store"
+
+
 def _write_watermark(w: Watermark | None, fmt: str, *, scope: str | None, consumer: str) -> None:
     from mnemo_tui import timefmt
     from mnemo_tui.state.statedb import watermark_wire
@@ -58,7 +65,7 @@ def _write_watermark(w: Watermark | None, fmt: str, *, scope: str | None, consum
         return
     if w is None:
         sys.stdout.write(
-            f"No watermark for consumer {consumer!r} on {_scope_label(scope)}: "
+            f"No watermark for consumer {consumer!r} on {_scope_phrase(scope)}: "
             "the next catchup reads the whole scope.\n"
         )
         return
@@ -122,7 +129,7 @@ def watermark_show(
 @watermark_app.command("set")
 def watermark_set(
     ctx: typer.Context,
-    time: Annotated[str, typer.Argument(help="The new watermark (ISO-8601, a date, 2h, today...).")],
+    time: Annotated[str, typer.Argument(metavar="TIME", help="The new watermark (ISO-8601, a date, 2h, today...).")],
     scope: ScopeOpt = None,
     consumer: ConsumerOpt = None,
     fmt: FormatOpt = "table",
@@ -146,7 +153,7 @@ def watermark_reset(ctx: typer.Context, scope: ScopeOpt = None, consumer: Consum
     scope_value, name = _scope(scope), _consumer(c, consumer)
     backend = c.backend
     existed = c.state.reset(backend.identity, backend.principal, name, scope_value)
-    where = _scope_label(scope_value)
+    where = _scope_phrase(scope_value)
     if existed:
         output.hint(f"Watermark of consumer {name!r} on {where} removed; the next catchup reads the whole scope.")
     else:
@@ -201,7 +208,8 @@ def _check_key(settings: Settings, key: str) -> bool:
 def login(
     ctx: typer.Context,
     endpoint: Annotated[
-        str | None, typer.Option("--endpoint", help="REST base URL; recorded in the profile of config.toml.")
+        str | None,
+        typer.Option("--endpoint", metavar="URL", help="REST base URL; recorded in the profile of config.toml."),
     ] = None,
     insecure_storage: Annotated[
         bool, typer.Option("--insecure-storage", help="Keep the key in a 0600 file instead of the OS keyring.")
@@ -255,7 +263,9 @@ def _record_endpoint(settings: Settings, endpoint: str) -> None:
 
 def logout(
     ctx: typer.Context,
-    endpoint: Annotated[str | None, typer.Option("--endpoint", help="REST base URL whose key to forget.")] = None,
+    endpoint: Annotated[
+        str | None, typer.Option("--endpoint", metavar="URL", help="REST base URL whose key to forget.")
+    ] = None,
 ) -> None:
     """Forget the endpoint's key (keyring and file)."""
     from mnemo_tui.state import credentials
@@ -317,8 +327,10 @@ def _remote_principal(c: Context) -> str | None:
 
 def demo(
     ctx: typer.Context,
-    entries: Annotated[int, typer.Option("--entries", "-n", help="How many entries in all (10 to 1,000,000).")] = 2000,
-    seed: Annotated[int | None, typer.Option("--seed", help="Repeatable content.")] = None,
+    entries: Annotated[
+        int, typer.Option("--entries", "-n", metavar="N", help="How many entries in all (10 to 1,000,000).")
+    ] = 2000,
+    seed: Annotated[int | None, typer.Option("--seed", metavar="N", help="Repeatable content.")] = None,
 ) -> None:
     """Fill the embedded store with realistic sample entries, two rooms and a secret."""
     from mnemo_tui import demo as demo_data
@@ -339,12 +351,16 @@ def demo(
         progress.done()
         store.close()
     lines = [
-        f"Wrote {entries:,} demo entries to {summary.store} in {summary.seconds:.1f}s:",
+        f"Wrote {entries:,} demo entries and {summary.superseded} "
+        f"{'revision' if summary.superseded == 1 else 'revisions'} to {summary.store} in {summary.seconds:.1f}s:",
         f"  your own store ({summary.principal!r}): {summary.own_entries:,} entries in "
         f"{len(summary.domains)} domains ({', '.join(summary.domains)}), {summary.superseded} superseded",
     ]
     for room, count, authors in summary.rooms:
-        lines.append(f"  room {room.name!r} {room.address}: {count:,} entries by {authors} authors")
+        lines.append(
+            f"  room {room.name!r} {room.address}: {count:,} {'entry' if count == 1 else 'entries'} "
+            f"by {authors} {'author' if authors == 1 else 'authors'}"
+        )
     lines.append(f"  vault: secret {summary.secret!r} (value never shown)" if summary.secret else "  vault: unchanged")
     first_room = summary.rooms[0][0].address if summary.rooms else "xroom:…"
     lines += [

@@ -32,6 +32,16 @@ def parse_times(since: str | None, until: str | None) -> tuple[int | None, int |
     return low, high
 
 
+def check_limit_flag(limit: int, high: int = MAX_LIMIT) -> None:
+    """`--limit` within 1..high, the error naming the flag the user typed.
+
+    Raises:
+        ValidationError: out of range.
+    """
+    if not 1 <= limit <= high:
+        raise ValidationError(f"--limit must be between 1 and {high}, got {limit}")
+
+
 @dataclass(frozen=True)
 class RecentArgs:
     """The options of `mnemo recent`, as given."""
@@ -69,6 +79,7 @@ def recent(c: Context, args: RecentArgs) -> int:
         The exit code (0).
     """
     fmt = output.check_format(args.fmt)
+    check_limit_flag(args.limit)
     if args.exclude_author is not None and not args.exclude_author.strip():
         raise ValidationError("--exclude-author must not be blank")
     low, high = parse_times(args.since, args.until)
@@ -195,10 +206,9 @@ def catchup(c: Context, args: CatchupArgs) -> int:
         The exit code: 0, or 1 with `--exit-code` when nothing was new.
     """
     from mnemo_tui.catchup import CatchUp
-    from mnemo_tui.model import check_limit
 
     fmt = output.check_format(args.fmt)
-    check_limit(args.limit)
+    check_limit_flag(args.limit)
     scope_value = parse_scope(args.scope)
     consumer_name = args.consumer if args.consumer is not None else c.settings.consumer
     if not consumer_name.strip() or len(consumer_name) > 200:

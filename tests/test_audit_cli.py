@@ -1,0 +1,178 @@
+"""Pins the fixes of the CLI conformance audit (docs/audit.md): each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOM_RE = r"xroom:room_[0-9A-Z]{26}"
+
+
+@pytest.fixture
+def demo(cli: Any) -> Any:
+    """A small seeded demo store: own domains, two rooms, a secret."""
+    r = cli("demo", "--entries", "40", "--seed", "7")
+    assert r.code == 0, r.stderr
+    return cli
+
+
+# -- errors are one or two lines (CLI.md, Exit codes) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "needle", "help_of"),
+    [
+        (["recent", "--bogus"], "No such option: --bogus", "mnemo recent"),
+        (["nosuchcommand"], "No such command 'nosuchcommand'", "mnemo"),
+        (["recent", "--limit", "abc"], "'abc' is not a valid int", "mnemo recent"),
+        (["vault", "add", "k1"], "Missing option '--context'", "mnemo vault add"),
+        (["rooms", "invite", "r", "--max-uses", "x"], "--max-uses", "mnemo rooms invite"),
+    ],
+)
+def test_usage_errors_are_two_lines(cli: Any, args: list[str], needle: str, help_of: str) -> None:
+    r = cli(*args)
+    assert r.code == 2 and r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 2, r.stderr
+    assert lines[0].startswith("mnemo: ") and needle in lines[0]
+    assert lines[1] == f"Try '{help_of} --help' for help."
+    assert "Traceback" not in r.stderr
+
+
+def test_a_group_alone_still_prints_its_whole_help(cli: Any) -> None:
+    r = cli("rooms")
+    assert r.code == 2 and "Commands:" in r.stderr and "invite" in r.stderr
+
+
+# -- errors name the flag the user typed --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["recent", "--limit", "101"], "mnemo: --limit must be between 1 and 100, got 101"),
+        (["catchup", "-n", "0"], "mnemo: --limit must be between 1 and 100, got 0"),
+        (["search", "x", "--limit", "501"], "mnemo: --limit must be between 1 and 500, got 501"),
+    ],
+)
+def test_limit_errors_name_the_flag(cli: Any, args: list[str], message: str) -> None:
+    r = cli(*args)
+    assert r.code == 2 and r.stderr.strip() == message
+
+
+def test_invite_errors_name_the_flags(demo: Any) -> None:
+    r = demo("rooms", "invite", "build-fleet", "--max-uses", "0")
+    assert r.code == 2 and r.stderr.strip() == "mnemo: --max-uses must be between 1 and 1000, got 0"
+    r = demo("rooms", "invite", "build-fleet", "--expires-days", "91")
+    assert r.code == 2 and r.stderr.strip() == "mnemo: --expires-days must be between 1 and 90, got 91"
+
+
+# -- help is accurate ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command", [["rooms", "list"], ["rooms", "create"], ["rooms", "invite"], ["rooms", "join"], ["vault", "list"]]
+)
+def test_help_offers_only_the_formats_the_command_takes(cli: Any, command: list[str]) -> None:
+    helped = cli(*command, "--help")
+    assert helped.code == 0 and "table or json." in helped.stdout and "ndjson" not in helped.stdout
+    refused = cli(*command, *(["x"] if command[1] in ("create", "invite", "join") else []), "--format", "ndjson")
+    assert refused.code == 2 and "table, json" in refused.stderr
+
+
+def test_help_names_values_by_what_they_are(cli: Any) -> None:
+    r = cli("recent", "--help")
+    assert r.code == 0 and "<str>" not in r.stdout and "<int>" not in r.stdout
+    assert "--scope SCOPE" in r.stdout and "--since TIME" in r.stdout and "--limit N" in r.stdout
+    assert "Usage: mnemo rooms invite [OPTIONS] {ROOM}" in cli("rooms", "invite", "--help").stdout
+
+
+# -- an empty search says what it covered ---------------------------------------------------
+
+
+def _rooms(cli: Any) -> list[dict[str, Any]]:
+    rooms = json.loads(cli("rooms", "list", "--format", "json").stdout)
+    assert isinstance(rooms, list)
+    return rooms
+
+
+def test_empty_unscoped_search_names_the_unsearched_rooms(demo: Any) -> None:
+    rooms = _rooms(demo)
+    assert len(rooms) == 2
+    table = demo("search", "zzqqxxnothing")
+    assert table.code == 0 and table.stderr == ""
+    assert "matches the query 'zzqqxxnothing'" in table.stdout
+    for room in rooms:
+        assert room["address"] in table.stdout and room["name"] in table.stdout
+    assert table.stdout.rstrip().endswith("Re-run with --scope xroom:… to read it.")
+    # NDJSON: stdout stays empty, the same report goes to stderr (CLI.md common rules).
+    nd = demo("search", "zzqqxxnothing", "--format", "ndjson")
+    assert nd.code == 0 and nd.stdout == "" and nd.stderr.strip() == table.stdout.strip()
+    # JSON keeps its fixed shape.
+    js = demo("search", "zzqqxxnothing", "--format", "json")
+    assert json.loads(js.stdout) == {"items": [], "query": "zzqqxxnothing", "scope": None} and js.stderr == ""
+
+
+def test_empty_search_of_an_empty_scope_says_the_scope_is_empty(demo: Any) -> None:
+    r = demo("search", "anything", "--scope", "no-such-domain")
+    assert r.code == 0 and r.stdout.strip() == "Domain 'no-such-domain' of your own store holds no entries yet."
+
+
+# -- messages a person reads ---------------------------------------------------------------
+
+
+def test_keys_revoke_confirms_on_stderr(cli: Any) -> None:
+    assert cli("keys", "create", "alice").code == 0
+    key_id = json.loads(cli("keys", "list", "--format", "json").stdout)[0]["key_id"]
+    r = cli("keys", "revoke", key_id)
+    assert r.code == 0 and r.stdout == "" and f"Key {key_id} revoked" in r.stderr
+
+
+def test_watermark_messages_say_your_own_store(cli: Any) -> None:
+    r = cli("watermark", "show")
+    assert r.code == 0 and "on your own store:" in r.stdout and "(own store)" not in r.stdout
+    r = cli("watermark", "reset")
+    assert r.code == 0 and r.stdout == "" and "on your own store;" in r.stderr
+
+
+def test_demo_summary_counts_what_it_wrote(cli: Any) -> None:
+    r = cli("demo", "--entries", "10", "--seed", "1")
+    assert r.code == 0
+    assert "Wrote 10 demo entries and 1 revision" in r.stdout or "Wrote 10 demo entries and 3 revisions" in r.stdout
+    # Each room line counts the principals that really wrote there: never more than its entries.
+    import re
+
+    rooms = re.findall(r"room '[^']+' " + ROOM_RE + r": (\d+) entr(?:y|ies) by (\d+) authors?", r.stdout)
+    assert len(rooms) == 2
+    for entries, authors in rooms:
+        assert 1 <= int(authors) <= int(entries)
+
+
+# -- the same against `mnemo serve` ----------------------------------------------------------
+
+
+@pytest.fixture
+def remote(cli: Any, isolated_home: Path) -> Iterator[Any]:
+    """`cli` pointed at the demo store served by the app `mnemo serve` runs, with a key of `local`."""
+    from wire_servers import served_store
+
+    assert cli("demo", "--entries", "40", "--seed", "7").code == 0
+    key = cli("keys", "create", "local").stdout.strip()
+    with served_store(isolated_home / "store.db") as server:
+        env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key}
+
+        def run(*args: str, **kw: Any) -> Any:
+            return cli(*args, env={**env, **kw.pop("env", {})}, **kw)
+
+        yield run
+
+
+def test_remote_empty_search_names_rooms_and_flags(remote: Any) -> None:
+    r = remote("search", "zzqqxxnothing", "--format", "ndjson")
+    assert r.code == 0 and r.stdout == "" and "Re-run with --scope" in r.stderr
+    r = remote("rooms", "invite", "build-fleet", "--max-uses", "1001")
+    assert r.code == 2 and r.stderr.strip() == "mnemo: --max-uses must be between 1 and 1000, got 1001"
