@@ -87,7 +87,7 @@ def test_no_response_of_any_endpoint_holds_a_vault_value(server: Server, value: 
     for resp in answers:
         assert resp.status_code < 500
         assert sealed not in resp.text, resp.request.url
-        if len(value) >= 12 and value.isascii():
+        if value.isascii() and len(set(value)) >= 6:  # a plaintext distinct enough not to occur by chance
             assert plain not in resp.text
     assert sealed not in server.log_text()
 
