@@ -176,3 +176,30 @@ def test_remote_empty_search_names_rooms_and_flags(remote: Any) -> None:
     assert r.code == 0 and r.stdout == "" and "Re-run with --scope" in r.stderr
     r = remote("rooms", "invite", "build-fleet", "--max-uses", "1001")
     assert r.code == 2 and r.stderr.strip() == "mnemo: --max-uses must be between 1 and 1000, got 1001"
+
+
+def test_remote_status_table_says_the_principal_is_a_key_fingerprint(remote: Any) -> None:
+    table = remote("status")
+    assert table.code == 0 and "this key's fingerprint; the endpoint does not name it" in table.stdout
+    data = json.loads(remote("status", "--format", "json").stdout)
+    assert data["principal"].startswith("key:") and len(data["principal"]) == 16  # JSON unchanged
+
+
+# -- tables fit the width -------------------------------------------------------------------
+
+
+def test_vault_list_clips_a_long_context_to_the_width(cli: Any) -> None:
+    context = "a very long context sentence " * 10
+    assert cli("vault", "add", "long.ctx", "--context", context, input="value\n").code == 0
+    r = cli("vault", "list", env={"COLUMNS": "80"})
+    assert r.code == 0
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["ALIAS", "CREATED", "(UTC)", "CONTEXT"]
+    assert all(len(line) <= 80 for line in lines) and lines[1].endswith("…")
+    # JSON keeps the whole context.
+    assert json.loads(cli("vault", "list", "--format", "json").stdout)["secrets"][0]["context"] == context
+
+
+def test_write_ref_error_names_the_flag(cli: Any) -> None:
+    r = cli("write", "x", "--ref", "r" * 256)
+    assert r.code == 2 and r.stderr.strip() == "mnemo: --ref must be 1 to 255 characters, got 256"

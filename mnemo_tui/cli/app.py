@@ -135,6 +135,8 @@ def write(
     if not content.strip():
         raise ValidationError("the entry's content is empty")
     domain = _scope(scope) or "general"
+    if ref is not None and not 1 <= len(ref) <= 255:
+        raise ValidationError(f"--ref must be 1 to 255 characters, got {len(ref)}")
     result = c.backend.write(
         WriteRequest(
             content=content,
@@ -304,6 +306,7 @@ def rooms_list(ctx: typer.Context, fmt: TableJsonOpt = "table") -> None:
         sys.stdout,
         ["NAME", "ADDRESS", "ROLE", "ACCESS"],
         [[r.name, r.address, r.role, r.scope + (" (archived)" if r.archived else "")] for r in rooms],
+        flex=0,
     )
 
 
@@ -440,8 +443,9 @@ def vault_list(ctx: typer.Context, fmt: TableJsonOpt = "table") -> None:
         return
     output.grid(
         sys.stdout,
-        ["ALIAS", "CONTEXT", "CREATED (UTC)"],
-        [[s.alias, s.context, timefmt.to_iso(s.created_at)[:19].replace("T", " ")] for s in secrets],
+        ["ALIAS", "CREATED (UTC)", "CONTEXT"],
+        [[s.alias, timefmt.to_iso(s.created_at)[:19].replace("T", " "), s.context] for s in secrets],
+        flex=2,
     )
 
 

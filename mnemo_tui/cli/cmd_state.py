@@ -306,6 +306,9 @@ def status(ctx: typer.Context, fmt: FormatOpt = "table") -> None:
     rows = [
         (k.replace("_", " "), "(unknown until the endpoint answers)" if v is None else str(v)) for k, v in data.items()
     ]
+    if s.endpoint and isinstance(data["principal"], str) and data["principal"].startswith("key:"):
+        # The wire has no "who am I": the client knows its key's fingerprint, which keys the watermarks.
+        rows[2] = ("principal", f"{data['principal']} (this key's fingerprint; the endpoint does not name it)")
     rows.append(("profile", s.profile or "(none)"))
     rows.append(("config", str(s.config_path) + ("" if s.config_path.exists() else " (not created yet)")))
     output.key_value_table(sys.stdout, rows)

@@ -187,11 +187,24 @@ def key_value_table(out: IO[str], rows: list[tuple[str, str]]) -> None:
         out.write((f"\x1b[1m{label}\x1b[0m" if color else label) + f"  {value}\n")
 
 
-def grid(out: IO[str], headers: list[str], rows: list[list[str]]) -> None:
-    """A plain aligned grid (lists of rooms, secrets, keys, watermarks)."""
+def grid(out: IO[str], headers: list[str], rows: list[list[str]], *, flex: int | None = None) -> None:
+    """A plain aligned grid (lists of rooms, secrets, keys, watermarks).
+
+    Args:
+        out: where to write.
+        headers: the column titles.
+        rows: the cells, one list per row.
+        flex: the index of a free-text column clipped (with `…`) so each line fits the width.
+    """
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    if flex is not None:
+        others = sum(w for i, w in enumerate(widths) if i != flex) + 2 * (len(widths) - 1)
+        room = max(len(headers[flex]), 10, width_of(out) - others)
+        if widths[flex] > room:
+            widths[flex] = room
+            rows = [[_clip(c, room) if i == flex else c for i, c in enumerate(row)] for row in rows]
     color = color_enabled(out)
     head = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()
     out.write((f"\x1b[1m{head}\x1b[0m" if color else head) + "\n")
