@@ -21,9 +21,11 @@ from mnemo_tui.cli import main
 LONG_RUNNING = {("serve",), ("tui",), ("login",)}
 FORMATS = ("table", "json", "ndjson")
 
+# A value distinct enough (6+ different characters) that it cannot occur in an output by chance,
+# the way a run of 16 dashes or box-drawing characters would in a table.
 secret_values = st.text(
     alphabet=st.characters(min_codepoint=33, max_codepoint=0x2FFF, exclude_categories=("Cs",)), min_size=16, max_size=80
-)
+).filter(lambda v: len(set(v)) >= 6)
 
 
 def _leaf_commands() -> list[tuple[str, ...]]:
