@@ -203,3 +203,21 @@ def test_vault_list_clips_a_long_context_to_the_width(cli: Any) -> None:
 def test_write_ref_error_names_the_flag(cli: Any) -> None:
     r = cli("write", "x", "--ref", "r" * 256)
     assert r.code == 2 and r.stderr.strip() == "mnemo: --ref must be 1 to 255 characters, got 256"
+
+
+# -- --debug anywhere -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args", [["recent", "--limit", "0", "--debug"], ["rooms", "invite", "nosuch", "--debug"]])
+def test_debug_after_the_command_adds_the_traceback(cli: Any, args: list[str]) -> None:
+    r = cli(*args)
+    assert r.code in (2, 4) and "No such option" not in r.stderr
+    assert "Traceback (most recent call last)" in r.stderr and r.stderr.rstrip().splitlines()[-1].startswith("mnemo: ")
+    plain = cli(*[a for a in args if a != "--debug"])
+    assert plain.code == r.code and "Traceback" not in plain.stderr and len(plain.stderr.splitlines()) == 1
+
+
+def test_debug_after_a_double_dash_is_content(cli: Any) -> None:
+    r = cli("write", "--", "--debug")
+    assert r.code == 0
+    assert json.loads(cli("recent", "--format", "json").stdout)["items"][0]["content"] == "--debug"

@@ -171,9 +171,18 @@ def _show_click_error(exc: Exception) -> None:
         exc.show()
 
 
+def _hoist_debug(args: list[str]) -> list[str]:
+    """Accept `--debug` anywhere before a `--`: `mnemo recent --scope x --debug` re-runs a failure with its traceback."""
+    end = args.index("--") if "--" in args else len(args)
+    head = [a for a in args[:end] if a != "--debug"]
+    if len(head) == end:
+        return args
+    return ["--debug", *head, *args[end:]]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run mnemo; returns the process exit code (CLI.md)."""
-    args = sys.argv[1:] if argv is None else argv
+    args = _hoist_debug(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(args)
     from mnemo_tui.errors import MnemoError
 
