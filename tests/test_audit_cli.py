@@ -221,3 +221,16 @@ def test_debug_after_a_double_dash_is_content(cli: Any) -> None:
     r = cli("write", "--", "--debug")
     assert r.code == 0
     assert json.loads(cli("recent", "--format", "json").stdout)["items"][0]["content"] == "--debug"
+
+
+def test_an_endpoint_without_its_api_prefix_is_named_as_the_problem(cli: Any, isolated_home: Path) -> None:
+    from wire_servers import served_store
+
+    key = cli("keys", "create", "local").stdout.strip()
+    with served_store(isolated_home / "store.db") as server:
+        r = cli("recent", env={"MNEMO_ENDPOINT": server.base, "MNEMO_API_KEY": key})
+        assert r.code == 2 and len(r.stderr.splitlines()) == 1
+        assert "has no POST /memory/recent (HTTP 404)" in r.stderr and "/api/v1" in r.stderr
+        # A 404 that is an answer stays one: an unknown invite code.
+        r = cli("rooms", "join", "mnvr_nope", env={"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key})
+        assert r.code == 2 and r.stderr.strip() == "mnemo: unknown invite code"

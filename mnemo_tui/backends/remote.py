@@ -128,6 +128,10 @@ def error_of(response: httpx.Response) -> MnemoError:
     return exc
 
 
+# The only calls whose 404 is an answer (an unknown atom or invite code) rather than a wrong base URL.
+_MAY_BE_404 = ("/memory/atoms/", "/memory/rooms/join")
+
+
 def _retry_after(response: httpx.Response) -> float | None:
     value = response.headers.get("retry-after")
     if not value:
@@ -243,6 +247,13 @@ class RemoteBackend:
                 raise ValidationError(f"endpoint {self.identity!r} is not a usable URL ({exc})") from None
             if response.status_code < 300:
                 return response
+            if response.status_code == 404 and not path.startswith(_MAY_BE_404):
+                # WIRE.md: a 404 is only an unknown atom or invite code, never a feed or a list; so
+                # the base URL is wrong (most often its /api/v1 is missing).
+                raise NotFound(
+                    f"{self.identity} has no {method} {path} (HTTP 404): check the endpoint, a base URL that "
+                    "ends in /api/v1 (e.g. http://127.0.0.1:8765/api/v1)"
+                )
             problem = error_of(response)
             transient = problem.retryable or response.status_code in _TRANSIENT_STATUS
             allowed = idempotent or response.status_code in _NOT_PROCESSED_STATUS
