@@ -234,3 +234,17 @@ def test_an_endpoint_without_its_api_prefix_is_named_as_the_problem(cli: Any, is
         # A 404 that is an answer stays one: an unknown invite code.
         r = cli("rooms", "join", "mnvr_nope", env={"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key})
         assert r.code == 2 and r.stderr.strip() == "mnemo: unknown invite code"
+
+
+def test_serve_warns_when_no_key_can_reach_it(cli: Any, isolated_home: Path) -> None:
+    import signal
+
+    from test_server_cli import start_serve
+
+    served = start_serve(isolated_home)
+    code, log = served.stop(signal.SIGTERM)
+    assert code == 0 and "no active API key yet" in log and "mnemo keys create PRINCIPAL" in log
+    assert cli("keys", "create", "alice").code == 0
+    served = start_serve(isolated_home)
+    code, log = served.stop(signal.SIGTERM)
+    assert code == 0 and "no active API key" not in log and "ready at" in log

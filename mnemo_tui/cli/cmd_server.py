@@ -50,6 +50,13 @@ def serve(
             f"`mnemo serve` needs the server extra ({exc.name} is missing): pip install 'mnemo-tui[server]'"
         ) from None
     assert c.settings.store_path is not None
+    from mnemo_tui.engine import rooms
+
+    if not any(not k["revoked"] for k in rooms.list_keys(_store(ctx, "serve"))):
+        sys.stderr.write(
+            "mnemo serve: no active API key yet, so every call but /health will be refused (401); "
+            "issue one with `mnemo keys create PRINCIPAL`\n"
+        )
     try:
         return run_server(c.settings.store_path, host, port)
     except OSError as exc:
