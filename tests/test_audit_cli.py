@@ -248,3 +248,39 @@ def test_serve_warns_when_no_key_can_reach_it(cli: Any, isolated_home: Path) -> 
     served = start_serve(isolated_home)
     code, log = served.stop(signal.SIGTERM)
     assert code == 0 and "no active API key" not in log and "ready at" in log
+
+
+# -- a room's name given as a scope; a malformed room address ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["recent", "--scope", "build-fleet"],
+        ["recent", "--scope", "build-fleet", "--format", "ndjson"],
+        ["recent", "--scope", "build-fleet", "--all", "--format", "json"],
+        ["catchup", "--scope", "build-fleet", "--format", "ndjson"],
+        ["search", "x", "--scope", "build-fleet"],
+    ],
+)
+def test_an_empty_domain_named_like_a_room_points_to_the_room(demo: Any, args: list[str]) -> None:
+    address = next(r["address"] for r in _rooms(demo) if r["name"] == "build-fleet")
+    r = demo(*args)
+    assert r.code == 0
+    hint = f"(You belong to a room named 'build-fleet': read it with --scope {address})"
+    assert r.stderr.rstrip().splitlines()[-1] == hint
+    assert hint not in r.stdout
+    assert "Domain 'build-fleet' of your own store holds no entries yet." in r.stdout + r.stderr
+
+
+def test_no_room_hint_for_a_domain_no_room_is_named_after(demo: Any) -> None:
+    r = demo("recent", "--scope", "not-a-room")
+    assert r.code == 0 and r.stderr == ""
+
+
+def test_rooms_invite_with_a_malformed_address_is_a_usage_error(demo: Any) -> None:
+    for room in ("xroom:", "xroom:bad"):
+        r = demo("rooms", "invite", room)
+        assert r.code == 2 and "a room address is xroom:room_" in r.stderr
+    r = demo("rooms", "invite", "no-such-room-name")
+    assert r.code == 4  # a well-formed name one is not in stays a 4, like an unknown room

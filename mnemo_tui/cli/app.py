@@ -11,7 +11,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import DEFAULT_LIMIT, WriteRequest, parse_scope
+from mnemo_tui.model import DEFAULT_LIMIT, EmptyReport, WriteRequest, parse_scope
 
 app = typer.Typer(
     name="mnemo",
@@ -232,6 +232,7 @@ def search(
     fmt: FormatOpt = "table",
 ) -> None:
     """Search entries (needs a query; `mnemo recent` is the read without one)."""
+    from mnemo_tui.cli.feed import room_name_hint
     from mnemo_tui.model import SearchQuery
 
     c = ctx_of(ctx)
@@ -262,19 +263,23 @@ def search(
         output.ndjson(out, wires)
         if not hits:
             out.flush()
-            output.hint(_search_empty_text(c, query, scope_value, since, until))
+            empty = _search_empty(c, query, scope_value, since, until)
+            output.hint(empty.text)
+            room_name_hint(c.backend, empty)
     elif fmt == "json":
         out.write(
             '{"items":[' + ",".join(wires) + f'],"query":{output.dumps(query)},"scope":{output.dumps(scope_value)}}}\n'
         )
     else:
         if not hits:
-            out.write(_search_empty_text(c, query, scope_value, since, until) + "\n")
+            empty = _search_empty(c, query, scope_value, since, until)
+            out.write(empty.text + "\n")
+            room_name_hint(c.backend, empty)
             return
         output.TableWriter(out).rows([h.entry for h in hits])
 
 
-def _search_empty_text(c: Context, query: str, scope: str | None, since: str | None, until: str | None) -> str:
+def _search_empty(c: Context, query: str, scope: str | None, since: str | None, until: str | None) -> EmptyReport:
     """What an empty search covered: the scope and query, and (unscoped) the rooms it did not search."""
     from mnemo_tui import reports
     from mnemo_tui.model import RecentQuery
@@ -283,8 +288,8 @@ def _search_empty_text(c: Context, query: str, scope: str | None, since: str | N
         f" {flag} {value}" for flag, value in (("since", since), ("until", until)) if value is not None
     )
     if c.backend.recent(RecentQuery(scope=scope, limit=1, include_history=True)).items:
-        return reports.build(c.backend, "no_match", scope, filters=filters).text
-    return reports.build(c.backend, "empty_scope", scope).text
+        return reports.build(c.backend, "no_match", scope, filters=filters)
+    return reports.build(c.backend, "empty_scope", scope)
 
 
 # -- rooms --------------------------------------------------------------------------------
@@ -355,6 +360,8 @@ def rooms_invite(
     """Create an invite code (owner only); prints the mnvr_ code once."""
     c = ctx_of(ctx)
     output.check_format(fmt, allow_ndjson=False)
+    if room.startswith("xroom:"):
+        _scope(room)  # a malformed address is a usage error (2), as for every scope
     if not 1 <= max_uses <= 1000:
         raise ValidationError(f"--max-uses must be between 1 and 1000, got {max_uses}")
     if not 1 <= expires_days <= 90:

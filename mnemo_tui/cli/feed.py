@@ -13,7 +13,9 @@ from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import DEFAULT_LIMIT, MAX_LIMIT, Entry, RecentQuery, parse_scope
 
 if TYPE_CHECKING:
+    from mnemo_tui.backends import Backend
     from mnemo_tui.catchup import CatchupResult
+    from mnemo_tui.model import EmptyReport
 
 CATCHUP_LIMIT = 100
 
@@ -126,7 +128,20 @@ def recent(c: Context, args: RecentArgs) -> int:
             out.flush()
         if page.next_cursor:
             output.hint(continue_hint(query, page.next_cursor))
+    if report is not None:
+        room_name_hint(backend, report)
     return 0
+
+
+def room_name_hint(backend: Backend, report: EmptyReport) -> None:
+    """When an empty own domain bears the name of a room the reader belongs to, say how to read the room."""
+    scope = report.scope
+    if report.kind != "empty_scope" or scope is None or scope.startswith("xroom:"):
+        return
+    for room in backend.rooms():
+        if room.name == scope:
+            output.hint(f"(You belong to a room named {scope!r}: read it with --scope {room.address})")
+            return
 
 
 def continue_hint(query: RecentQuery, next_cursor: str) -> str:
@@ -168,7 +183,9 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str) -> None:
         if count == 0:
             from mnemo_tui import reports
 
-            table.report(reports.for_recent(backend, query))
+            empty = reports.for_recent(backend, query)
+            table.report(empty)
+            room_name_hint(backend, empty)
         return
     write = out.write
     if fmt == "json":
@@ -197,6 +214,8 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str) -> None:
     elif report is not None:
         out.flush()
         output.hint(report.text)
+    if report is not None:
+        room_name_hint(backend, report)
 
 
 def catchup(c: Context, args: CatchupArgs) -> int:
@@ -276,6 +295,8 @@ def catchup(c: Context, args: CatchupArgs) -> int:
         else:
             out.flush()
             output.hint(_catchup_summary(result, consumer_name))
+    if report is not None:
+        room_name_hint(backend, report)
     if args.exit_code and result.delivered == 0:
         return 1
     return 0
