@@ -284,3 +284,13 @@ def test_rooms_invite_with_a_malformed_address_is_a_usage_error(demo: Any) -> No
         assert r.code == 2 and "a room address is xroom:room_" in r.stderr
     r = demo("rooms", "invite", "no-such-room-name")
     assert r.code == 4  # a well-formed name one is not in stays a 4, like an unknown room
+
+
+def test_blank_environment_values_count_as_unset(cli: Any) -> None:
+    env = {"MNEMO_PRINCIPAL": "  ", "MNEMO_CONSUMER": " ", "MNEMO_AGENT": " "}
+    status = json.loads(cli("status", "--format", "json", env=env).stdout)
+    assert status["principal"] == "local" and status["consumer"] == "default"
+    assert cli("write", "blank env", env=env).code == 0
+    item = json.loads(cli("recent", "--format", "json").stdout)["items"][0]
+    assert item["content"] == "blank env" and item["provenance"]["principal"] == "local"
+    assert item["provenance"].get("agent") is None

@@ -153,10 +153,11 @@ def resolve(
         section = profiles[profile_name]
 
     def pick(var: str, key: str) -> str | None:
-        if environ.get(var):
+        # A blank value (empty or only spaces) counts as unset, in the environment as in the file.
+        if environ.get(var, "").strip():
             return environ[var]
         value = section.get(key, config.get(key))
-        return str(value) if value is not None else None
+        return str(value) if value is not None and str(value).strip() else None
 
     # The backend: a store or an endpoint, whichever the highest level names.
     store_value: str | None = None
