@@ -294,3 +294,11 @@ def test_blank_environment_values_count_as_unset(cli: Any) -> None:
     item = json.loads(cli("recent", "--format", "json").stdout)["items"][0]
     assert item["content"] == "blank env" and item["provenance"]["principal"] == "local"
     assert item["provenance"].get("agent") is None
+
+
+def test_watermark_set_in_the_future_warns_on_stderr(cli: Any) -> None:
+    r = cli("watermark", "set", "2999-01-01", "--format", "json")
+    assert r.code == 0 and json.loads(r.stdout)["created_at"] == "2999-01-01T00:00:00.000000Z"
+    assert "is in the future" in r.stderr and "mnemo watermark reset" in r.stderr
+    r = cli("watermark", "set", "2h")
+    assert r.code == 0 and r.stderr == ""

@@ -144,6 +144,11 @@ def watermark_set(
     backend = c.backend
     mark = c.state.commit(backend.identity, backend.principal, name, scope_value, instant, ())
     _write_watermark(mark, fmt, scope=scope_value, consumer=name)
+    if instant > timefmt.now_us():
+        output.hint(
+            f"note: {timefmt.to_iso(instant)} is in the future: catchup will show nothing written before it "
+            "(`mnemo watermark reset` undoes this)"
+        )
 
 
 @watermark_app.command("reset")
