@@ -302,3 +302,33 @@ def test_watermark_set_in_the_future_warns_on_stderr(cli: Any) -> None:
     assert "is in the future" in r.stderr and "mnemo watermark reset" in r.stderr
     r = cli("watermark", "set", "2h")
     assert r.code == 0 and r.stderr == ""
+
+
+# -- bytes that are not UTF-8: bad input (2), never an internal error ---------------------------
+
+
+def _raw(args: list[bytes], stdin: bytes, home: Path) -> tuple[int, str]:
+    import os
+    import subprocess
+
+    from conftest import MNEMO
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env.update({"MNEMO_HOME": str(home), "NO_COLOR": "1"})
+    proc = subprocess.run([MNEMO.encode(), *args], input=stdin, capture_output=True, env=env, timeout=60, check=False)
+    return proc.returncode, proc.stderr.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "message"),
+    [
+        ([b"write", b"\xff\xfe bad"], b"", "mnemo: argument 2 ('"),
+        ([b"recent", b"--scope", b"\xff"], b"", "mnemo: argument 3 ('"),
+        ([b"write"], b"\xff\xfe bad", "mnemo: the input is not valid UTF-8 text"),
+        ([b"vault", b"add", b"k", b"--context", b"c"], b"\xff\xfe", "mnemo: the input is not valid UTF-8 text"),
+    ],
+)
+def test_invalid_utf8_is_a_usage_error(isolated_home: Path, args: list[bytes], stdin: bytes, message: str) -> None:
+    code, err = _raw(args, stdin, isolated_home)
+    assert code == 2 and err.startswith(message) and len(err.splitlines()) == 1
+    assert "internal error" not in err and "Traceback" not in err

@@ -180,6 +180,18 @@ def _hoist_debug(args: list[str]) -> list[str]:
     return ["--debug", *head, *args[end:]]
 
 
+def _check_utf8(args: list[str]) -> None:
+    """Refuse an argument that is not valid UTF-8 (exit 2) before it reaches a store or a terminal."""
+    from mnemo_tui.errors import ValidationError
+
+    for number, arg in enumerate(args, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "replace").decode("utf-8")
+            raise ValidationError(f"argument {number} ({shown!r}) is not valid UTF-8 text") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run mnemo; returns the process exit code (CLI.md)."""
     args = _hoist_debug(sys.argv[1:] if argv is None else argv)
@@ -187,8 +199,19 @@ def main(argv: list[str] | None = None) -> int:
     from mnemo_tui.errors import MnemoError
 
     try:
+        _check_utf8(args)
         fast = _fast(args)
         return fast if fast is not None else _typer(args)
+    except UnicodeEncodeError as exc:
+        if "surrogates" not in str(exc):
+            raise
+        # Bytes that are not UTF-8 arrived on stdin (Python keeps them as lone surrogates): bad input, not a bug.
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        sys.stderr.write("mnemo: the input is not valid UTF-8 text (stdin or a file read as text)\n")
+        return 2
     except MnemoError as exc:
         if debug:
             import traceback
