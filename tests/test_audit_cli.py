@@ -332,3 +332,12 @@ def test_invalid_utf8_is_a_usage_error(isolated_home: Path, args: list[bytes], s
     code, err = _raw(args, stdin, isolated_home)
     assert code == 2 and err.startswith(message) and len(err.splitlines()) == 1
     assert "internal error" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("group", [[], ["keys"], ["watermark"], ["rooms"], ["vault"]])
+def test_command_summaries_are_not_cut_off(cli: Any, group: list[str]) -> None:
+    r = cli(*group, "--help", env={"COLUMNS": "80"})
+    assert r.code == 0
+    listed = r.stdout[r.stdout.index("Commands:") :].splitlines()[1:]
+    ours = [line for line in listed if line.split()[0] not in ("check", "verify")]  # cmd_proof's own
+    assert ours and not [line for line in ours if line.rstrip().endswith("...")], r.stdout

@@ -179,7 +179,7 @@ def recent(
     return feed.recent(ctx_of(ctx), args)
 
 
-@app.command()
+@app.command(short_help="What is new to this consumer; then commits its watermark.")
 def catchup(
     ctx: typer.Context,
     scope: ScopeOpt = None,
@@ -216,7 +216,7 @@ def catchup(
 # -- search -------------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(short_help="Search entries (needs a query; `mnemo recent` lists without).")
 def search(
     ctx: typer.Context,
     query: Annotated[

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 keys_app = typer.Typer(
     help="API keys of `mnemo serve` (embedded store only): create, list, revoke.",
+    short_help="API keys of `mnemo serve`: create, list, revoke.",
     no_args_is_help=True,
     rich_markup_mode=None,
 )
@@ -121,8 +122,8 @@ def keys_revoke(
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the app."""
-    app.command("serve")(serve)
-    keys_app.command("create")(keys_create)
+    app.command("serve", short_help="Serve the embedded store over REST until Ctrl-C.")(serve)
+    keys_app.command("create", short_help="Issue a key for a principal (shown once).")(keys_create)
     keys_app.command("list")(keys_list)
     keys_app.command("revoke")(keys_revoke)
     app.add_typer(keys_app, name="keys")

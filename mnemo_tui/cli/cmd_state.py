@@ -113,7 +113,7 @@ def watermark_list(ctx: typer.Context, fmt: FormatOpt = "table") -> None:
     output.grid(sys.stdout, ["CONSUMER", "SCOPE", "WATERMARK (UTC)", "BOUNDARY", "UPDATED"], rows)
 
 
-@watermark_app.command("show")
+@watermark_app.command("show", short_help="One consumer's watermark for one scope.")
 def watermark_show(
     ctx: typer.Context, scope: ScopeOpt = None, consumer: ConsumerOpt = None, fmt: FormatOpt = "table"
 ) -> None:
@@ -126,7 +126,7 @@ def watermark_show(
     _write_watermark(mark, fmt, scope=scope_value, consumer=name)
 
 
-@watermark_app.command("set")
+@watermark_app.command("set", short_help="Set a watermark by hand (boundary ids emptied).")
 def watermark_set(
     ctx: typer.Context,
     time: Annotated[str, typer.Argument(metavar="TIME", help="The new watermark (ISO-8601, a date, 2h, today...).")],
@@ -384,7 +384,7 @@ def demo(
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the app."""
     app.add_typer(watermark_app, name="watermark")
-    app.command()(login)
+    app.command(short_help="Keep an endpoint's API key in the OS keyring.")(login)
     app.command()(logout)
-    app.command()(status)
-    app.command()(demo)
+    app.command(short_help="Which backend, as whom, where the key and state live.")(status)
+    app.command(short_help="Fill the embedded store with sample entries, rooms, a secret.")(demo)
