@@ -69,6 +69,8 @@ def _every_read(c: Any, room: str, atom: str, alias: str) -> list[Any]:
 @given(value=st.binary(min_size=12, max_size=200), alias=st.from_regex(r"\A[A-Za-z0-9._-]{1,30}\Z"))
 def test_no_response_of_any_endpoint_holds_a_vault_value(server: Server, value: bytes, alias: str) -> None:
     alias = f"{alias}-{secrets.token_hex(3)}"
+    # A random prefix makes the value impossible to meet by chance in an answer (`],"next_curs` was).
+    value = secrets.token_hex(6).encode() + value
     sealed = base64.b64encode(value).decode()
     with httpx.Client(base_url=server.base, headers={"X-Api-Key": server.keys["alice"]}, timeout=30) as c:
         room = c.post("/memory/rooms", json={"name": "r-" + alias}).json()["room_id"]
@@ -87,7 +89,7 @@ def test_no_response_of_any_endpoint_holds_a_vault_value(server: Server, value: 
     for resp in answers:
         assert resp.status_code < 500
         assert sealed not in resp.text, resp.request.url
-        if value.isascii() and len(set(value)) >= 6:  # a plaintext distinct enough not to occur by chance
+        if value.isascii():
             assert plain not in resp.text
     assert sealed not in server.log_text()
 
