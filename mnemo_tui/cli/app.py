@@ -456,7 +456,7 @@ def vault_list(ctx: typer.Context, fmt: TableJsonOpt = "table") -> None:
     )
 
 
-@vault_app.command("add")
+@vault_app.command("add", short_help="Store a secret (value from stdin or a hidden prompt).")
 def vault_add(
     ctx: typer.Context,
     alias: Annotated[str, typer.Argument(metavar="ALIAS", help="Name of the secret: letters, digits, . _ -")],
