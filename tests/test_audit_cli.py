@@ -341,3 +341,23 @@ def test_command_summaries_are_not_cut_off(cli: Any, group: list[str]) -> None:
     listed = r.stdout[r.stdout.index("Commands:") :].splitlines()[1:]
     ours = [line for line in listed if line.split()[0] not in ("check", "verify")]  # cmd_proof's own
     assert ours and not [line for line in ours if line.rstrip().endswith("...")], r.stdout
+
+
+def test_vault_context_takes_what_the_hosted_schema_allows(cli: Any) -> None:
+    # CreateSecretRequest.context: maxLength 10000 (the engine refused anything over 2000).
+    assert cli("vault", "add", "long.ok", "--context", "c" * 10_000, input="v\n").code == 0
+    listed = json.loads(cli("vault", "list", "--format", "json").stdout)["secrets"]
+    assert [len(s["context"]) for s in listed if s["alias"] == "long.ok"] == [10_000]
+    r = cli("vault", "add", "long.no", "--context", "c" * 10_001, input="v\n")
+    assert r.code == 2 and r.stderr.strip() == "mnemo: --context is at most 10000 characters, got 10001"
+
+
+def test_server_vault_context_takes_what_the_hosted_schema_allows(cli: Any, isolated_home: Path) -> None:
+    import httpx
+    from wire_servers import served_store
+
+    key = cli("keys", "create", "local").stdout.strip()
+    with served_store(isolated_home / "store.db") as server:
+        body = {"alias": "ctx5000", "context": "c" * 5000, "sealed_secret_b64": "eA=="}
+        r = httpx.post(server.url + "/vault/secrets", json=body, headers={"X-Api-Key": key})
+        assert r.status_code == 200 and r.json()["alias"] == "ctx5000"

@@ -472,6 +472,8 @@ def vault_add(
 
     if not ALIAS_SHAPE.match(alias):
         raise ValidationError(f"alias {alias!r} must match ^[A-Za-z0-9._-]+$")
+    if len(context) > 10_000:
+        raise ValidationError(f"--context is at most 10000 characters, got {len(context)}")
     if sys.stdin.isatty():
         import getpass
 

@@ -196,8 +196,8 @@ def vault_add(
         raise ValidationError("alias must match ^[A-Za-z0-9._-]+$ (at most 200 characters)")
     if not sealed_b64:
         raise ValidationError("the secret's value is empty")
-    if len(context) > 2000:
-        raise ValidationError("context is at most 2000 characters")
+    if len(context) > 10_000:  # the hosted service's CreateSecretRequest.context maxLength
+        raise ValidationError("context is at most 10000 characters")
 
     def run() -> str:
         if store.db.execute("SELECT 1 FROM vault WHERE principal = ? AND alias = ?", (principal, alias)).fetchone():
