@@ -361,3 +361,12 @@ def test_server_vault_context_takes_what_the_hosted_schema_allows(cli: Any, isol
         body = {"alias": "ctx5000", "context": "c" * 5000, "sealed_secret_b64": "eA=="}
         r = httpx.post(server.url + "/vault/secrets", json=body, headers={"X-Api-Key": key})
         assert r.status_code == 200 and r.json()["alias"] == "ctx5000"
+
+
+def test_write_repeat_limits_name_the_flags(cli: Any) -> None:
+    concepts = [a for i in range(257) for a in ("--concept", f"c{i}")]
+    r = cli("write", "x", *concepts)
+    assert r.code == 2 and r.stderr.strip() == "mnemo: --concept repeats at most 256 times, got 257"
+    olds = [a for i in range(33) for a in ("--supersedes", f"00000000-0000-0000-0000-{i:012d}")]
+    r = cli("write", "x", *olds)
+    assert r.code == 2 and r.stderr.strip() == "mnemo: --supersedes repeats at most 32 times, got 33"

@@ -135,6 +135,10 @@ def write(
     if not content.strip():
         raise ValidationError("the entry's content is empty")
     domain = _scope(scope) or "general"
+    if len(concept or ()) > 256:
+        raise ValidationError(f"--concept repeats at most 256 times, got {len(concept or ())}")
+    if len(supersedes or ()) > 32:
+        raise ValidationError(f"--supersedes repeats at most 32 times, got {len(supersedes or ())}")
     if ref is not None and not 1 <= len(ref) <= 255:
         raise ValidationError(f"--ref must be 1 to 255 characters, got {len(ref)}")
     result = c.backend.write(
