@@ -370,3 +370,12 @@ def test_write_repeat_limits_name_the_flags(cli: Any) -> None:
     olds = [a for i in range(33) for a in ("--supersedes", f"00000000-0000-0000-0000-{i:012d}")]
     r = cli("write", "x", *olds)
     assert r.code == 2 and r.stderr.strip() == "mnemo: --supersedes repeats at most 32 times, got 33"
+
+
+def test_recent_table_gives_the_content_the_room_short_columns_leave(cli: Any) -> None:
+    text = "The quick brown fox jumps over the dog."  # 39 characters
+    assert cli("write", text, "--scope", "ci").code == 0
+    r = cli("recent", env={"COLUMNS": "80"})
+    header, row = r.stdout.splitlines()
+    assert header.split() == ["AGE", "AUTHOR", "DOMAIN", "CONTENT"]
+    assert text in row and len(row) <= 80  # was clipped to 21 characters behind 18- and 16-wide columns

@@ -127,8 +127,18 @@ class TableWriter:
         self.wide = self.width >= 100
         self.author_w, self.domain_w = (18, 16) if self.width >= 80 else (12, 10)
         self.show_id = self.width >= 70
+        self._layout()
+
+    def _layout(self) -> None:
         fixed = 11 + (21 if self.wide else 0) + self.author_w + 2 + self.domain_w + 2 + (10 if self.show_id else 0)
         self.content_w = max(10, self.width - fixed)
+
+    def _fit(self, entries: list[Entry]) -> None:
+        """Narrow the author and domain columns to what the first page needs, so the content gets the room."""
+        if entries:
+            self.author_w = min(self.author_w, max(len("AUTHOR"), *(len(e.author) for e in entries)))
+            self.domain_w = min(self.domain_w, max(len("DOMAIN"), *(len(e.domain) for e in entries)))
+            self._layout()
 
     def _style(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
@@ -142,7 +152,9 @@ class TableWriter:
             self.header_done = True
 
     def rows(self, entries: list[Entry]) -> None:
-        """Write one line per entry."""
+        """Write one line per entry (the first call also sizes the columns and writes the header)."""
+        if not self.header_done:
+            self._fit(entries)
         self.header()
         room = self.content_w
         lines = []
