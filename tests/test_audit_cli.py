@@ -379,3 +379,15 @@ def test_recent_table_gives_the_content_the_room_short_columns_leave(cli: Any) -
     header, row = r.stdout.splitlines()
     assert header.split() == ["AGE", "AUTHOR", "DOMAIN", "CONTENT"]
     assert text in row and len(row) <= 80  # was clipped to 21 characters behind 18- and 16-wide columns
+
+
+def test_a_store_or_state_under_a_file_says_how_to_recover(cli: Any, isolated_home: Path) -> None:
+    blocker = isolated_home / "a-file"
+    blocker.write_text("not a folder")
+    r = cli("recent", env={"MNEMO_STORE": str(blocker / "store.db")})
+    assert r.code == 6 and len(r.stderr.splitlines()) == 1
+    assert str(blocker / "store.db") in r.stderr and "point MNEMO_STORE (or --store) elsewhere" in r.stderr
+    r = cli("catchup", env={"MNEMO_STATE": str(blocker / "state.db")})
+    assert r.code == 6 and len(r.stderr.splitlines()) == 1
+    assert "cannot be opened" in r.stderr and "point MNEMO_STATE elsewhere" in r.stderr
+    assert "Your watermarks are in it" not in r.stderr  # there is no file to move aside

@@ -69,7 +69,10 @@ def connect(path: Path) -> sqlite3.Connection:
             "or point MNEMO_STORE at a good one"
         ) from None
     except OSError as exc:
-        raise LocalStateError(f"store {path} cannot be opened ({exc.strerror})") from None
+        raise LocalStateError(
+            f"store {path} cannot be opened ({exc.strerror}); check that its folder exists and is writable, "
+            "or point MNEMO_STORE (or --store) elsewhere"
+        ) from None
     if version > LATEST:
         raise LocalStateError(f"store {path} was written by a newer mnemo (schema {version}); upgrade mnemo")
     return db

@@ -166,7 +166,13 @@ class StateDB:
                 # SQLite would take it for a new, empty database and silently start over with no watermarks.
                 raise sqlite3.DatabaseError("shorter than one SQLite page: the file was truncated")
             self.db = _open(self.path)
-        except (sqlite3.DatabaseError, OSError) as exc:
+        except OSError as exc:
+            # No file to blame: the folder is missing or not writable.
+            raise LocalStateError(
+                f"state database {self.path} cannot be opened ({exc.strerror or exc}); check that its folder "
+                "exists and is writable, or point MNEMO_STATE elsewhere"
+            ) from None
+        except sqlite3.DatabaseError as exc:
             raise LocalStateError(
                 f"state database {self.path} is unreadable ({exc}). Your watermarks are in it: move it aside "
                 "(the next pass then re-reads every scope from the start) or point MNEMO_STATE at a good copy"
