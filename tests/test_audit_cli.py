@@ -391,3 +391,15 @@ def test_a_store_or_state_under_a_file_says_how_to_recover(cli: Any, isolated_ho
     assert r.code == 6 and len(r.stderr.splitlines()) == 1
     assert "cannot be opened" in r.stderr and "point MNEMO_STATE elsewhere" in r.stderr
     assert "Your watermarks are in it" not in r.stderr  # there is no file to move aside
+
+
+@pytest.mark.parametrize("command", [["recent"], ["catchup"], ["search", "the"]])
+def test_a_room_table_has_no_domain_column_repeating_its_address(demo: Any, command: list[str]) -> None:
+    address = _rooms(demo)[0]["address"]
+    r = demo(*command, "--scope", address, env={"COLUMNS": "120"})
+    assert r.code == 0
+    header, *rows = r.stdout.splitlines()
+    assert rows and header.split() == ["AGE", "CREATED", "(UTC)", "AUTHOR", "CONTENT"]
+    assert not [row for row in rows if "xroom:" in row]
+    own = demo("recent", env={"COLUMNS": "120"})
+    assert "DOMAIN" in own.stdout.splitlines()[0]

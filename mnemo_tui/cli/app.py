@@ -280,7 +280,7 @@ def search(
             out.write(empty.text + "\n")
             room_name_hint(c.backend, empty)
             return
-        output.TableWriter(out).rows([h.entry for h in hits])
+        output.TableWriter(out, scope=scope_value).rows([h.entry for h in hits])
 
 
 def _search_empty(c: Context, query: str, scope: str | None, since: str | None, until: str | None) -> EmptyReport:

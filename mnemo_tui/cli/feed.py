@@ -120,7 +120,7 @@ def recent(c: Context, args: RecentArgs) -> int:
             + f'"empty_report":{output.dumps(report.wire() if report else None)}}}\n'
         )
     else:
-        table = output.TableWriter(out)
+        table = output.TableWriter(out, scope=query.scope)
         if report is not None:
             table.report(report)
         else:
@@ -171,7 +171,7 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str) -> None:
     if fmt == "table":
         from mnemo_tui.backends import walk_pages
 
-        table = output.TableWriter(out)
+        table = output.TableWriter(out, scope=query.scope)
         # Every item is printed whatever the page size, so walk in the largest pages there are.
         for page in walk_pages(backend, replace(query, limit=MAX_LIMIT)):
             if page.items:
@@ -241,7 +241,7 @@ def catchup(c: Context, args: CatchupArgs) -> int:
         backend, c.state, consumer=consumer_name, scope=scope_value, limit=args.limit, overlap=overlap_us, since=low
     )
     out = sys.stdout
-    table = output.TableWriter(out) if fmt == "table" else None
+    table = output.TableWriter(out, scope=scope_value) if fmt == "table" else None
     progress = output.Progress("new")
     counted = [0]
 

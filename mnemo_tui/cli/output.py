@@ -113,10 +113,11 @@ class TableWriter:
 
     Each line: age (relative), creation time (absolute, UTC), author, domain, the first line of
     the content, and the start of the atom id. Columns give way to the content on a narrow
-    terminal; colour follows `NO_COLOR` and the terminal.
+    terminal; colour follows `NO_COLOR` and the terminal. A room's feed has no domain column: every
+    entry's domain is the room's address, which the scope already says.
     """
 
-    def __init__(self, out: IO[str] | None = None, now: int | None = None) -> None:
+    def __init__(self, out: IO[str] | None = None, now: int | None = None, scope: str | None = None) -> None:
         self.out = out or sys.stdout
         self.color = color_enabled(self.out)
         self.width = width_of(self.out)
@@ -127,10 +128,12 @@ class TableWriter:
         self.wide = self.width >= 100
         self.author_w, self.domain_w = (18, 16) if self.width >= 80 else (12, 10)
         self.show_id = self.width >= 70
+        self.show_domain = not (scope or "").startswith("xroom:")
         self._layout()
 
     def _layout(self) -> None:
-        fixed = 11 + (21 if self.wide else 0) + self.author_w + 2 + self.domain_w + 2 + (10 if self.show_id else 0)
+        domain = self.domain_w + 2 if self.show_domain else 0
+        fixed = 11 + (21 if self.wide else 0) + self.author_w + 2 + domain + (10 if self.show_id else 0)
         self.content_w = max(10, self.width - fixed)
 
     def _fit(self, entries: list[Entry]) -> None:
@@ -147,7 +150,8 @@ class TableWriter:
         """Write the column header once."""
         if not self.header_done:
             created = f"{'CREATED (UTC)':<19}  " if self.wide else ""
-            line = f"{'AGE':<9}  {created}{'AUTHOR':<{self.author_w}}  {'DOMAIN':<{self.domain_w}}  CONTENT"
+            domain = f"{'DOMAIN':<{self.domain_w}}  " if self.show_domain else ""
+            line = f"{'AGE':<9}  {created}{'AUTHOR':<{self.author_w}}  {domain}CONTENT"
             self.out.write(self._style(line, "1") + "\n")
             self.header_done = True
 
@@ -165,9 +169,10 @@ class TableWriter:
             extra = " (superseded)" if entry.superseded_by else ""
             first = _clip(entry.first_line or "(blank)", max(1, room - len(extra)))
             author = f"{_clip(entry.author, self.author_w):<{self.author_w}}"
+            domain = f"{_clip(entry.domain, self.domain_w):<{self.domain_w}}  " if self.show_domain else ""
             line = (
                 f"{self._style(f'{age:<9}', '36')}  {created}{self._style(author, '33')}  "
-                f"{_clip(entry.domain, self.domain_w):<{self.domain_w}}  {first}{self._style(extra, '2')}"
+                f"{domain}{first}{self._style(extra, '2')}"
             )
             if self.show_id:
                 line += " " * max(2, room - len(first) - len(extra) + 2) + self._style(entry.atom_id[:8], "2")
