@@ -170,7 +170,12 @@ def recent(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="Page size, 1-100.")] = DEFAULT_LIMIT,
     cursor: Annotated[
-        str | None, typer.Option("--cursor", metavar="CURSOR", help="Continue from a previous page's cursor.")
+        str | None,
+        typer.Option(
+            "--cursor",
+            metavar="CURSOR",
+            help="Continue from a previous page's cursor (with the same scope and filters).",
+        ),
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Follow cursors to the end of the feed, streaming.")] = False,
     include_history: Annotated[bool, typer.Option("--include-history", help="Include superseded revisions.")] = False,
