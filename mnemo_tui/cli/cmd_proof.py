@@ -19,7 +19,10 @@ def check(
     scope: Annotated[
         str,
         typer.Option(
-            "--scope", "-s", help="Where the probe entries go and the walks run: a domain or xroom:<room_id>."
+            "--scope",
+            "-s",
+            metavar="SCOPE",
+            help="Where the probe entries go and the walks run: a domain or xroom:<room_id>.",
         ),
     ] = "mnemo-check",
     probe_room: Annotated[
@@ -28,9 +31,9 @@ def check(
             "--probe-room/--no-probe-room", help="Create (once) a room named mnemo-check that check 3 must name."
         ),
     ] = True,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = "table",
 ) -> int:
-    """The four checks of the source document against the selected backend; exit 1 if any failed."""
+    """The four checks of the source document; exit 1 on a failure."""
     from mnemo_tui.cli import output
     from mnemo_tui.cli.app import ctx_of
     from mnemo_tui.proof import run_checks
@@ -55,15 +58,21 @@ def check(
 def verify(
     ctx: typer.Context,
     expect: Annotated[
-        str, typer.Option("--expect", help="File of expected ids (one a line, or NDJSON with atom_id); - for stdin.")
+        str,
+        typer.Option(
+            "--expect", metavar="FILE", help="File of expected ids (one a line, or NDJSON with atom_id); - for stdin."
+        ),
     ],
     scope: Annotated[
-        str | None, typer.Option("--scope", "-s", help="Omit for your own store; a domain; or xroom:<room_id>.")
+        str | None,
+        typer.Option("--scope", "-s", metavar="SCOPE", help="Omit for your own store; a domain; or xroom:<room_id>."),
     ] = None,
-    since: Annotated[str | None, typer.Option("--since", help="Walk only entries at or after this time.")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table or json.")] = "table",
+    since: Annotated[
+        str | None, typer.Option("--since", metavar="TIME", help="Walk only entries at or after this time.")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = "table",
 ) -> int:
-    """Walk the scope and assert every expected id appears exactly once and no id repeats; exit 1 if not."""
+    """Every expected id once in the walk, none twice; exit 1 if not."""
     from mnemo_tui import timefmt
     from mnemo_tui.cli import output
     from mnemo_tui.cli.app import ctx_of

@@ -14,10 +14,12 @@ def register(app: typer.Typer) -> None:
     def tui(
         ctx: typer.Context,
         scope: Annotated[
-            str | None, typer.Option("--scope", "-s", help="Scope to open first: omit for your own store.")
+            str | None,
+            typer.Option("--scope", "-s", metavar="SCOPE", help="Scope to open first: omit for your own store."),
         ] = None,
         consumer: Annotated[
-            str | None, typer.Option("--consumer", help="Whose watermarks the counts and 'mark caught up' use.")
+            str | None,
+            typer.Option("--consumer", metavar="NAME", help="Whose watermarks the counts and 'mark caught up' use."),
         ] = None,
     ) -> None:
         """The terminal UI: a live catch-up feed of your store and rooms."""
