@@ -6,80 +6,25 @@ defect a real server could have; everything else passes through.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 from mnemo_tui.backends import Backend, walk_pages
+from mnemo_tui.backends.delegate import DelegatingBackend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import (
     Entry,
-    Invite,
-    Joined,
     Page,
     RecentQuery,
     Room,
     SearchHit,
     SearchQuery,
-    SecretInfo,
     WriteRequest,
-    WriteResult,
 )
 
 
-class Wrapper:
+class Wrapper(DelegatingBackend):
     """Passes every call of the protocol through to a real backend."""
-
-    def __init__(self, inner: Backend) -> None:
-        self.inner = inner
-        self.kind = inner.kind
-        self.identity = inner.identity
-
-    @property
-    def principal(self) -> str:
-        return self.inner.principal
-
-    def recent(self, query: RecentQuery) -> Page:
-        return self.inner.recent(query)
-
-    def stream_wire(self, query: RecentQuery) -> Iterator[list[str]]:
-        return self.inner.stream_wire(query)
-
-    def write(self, request: WriteRequest) -> WriteResult:
-        return self.inner.write(request)
-
-    def search(self, query: SearchQuery) -> list[SearchHit]:
-        return self.inner.search(query)
-
-    def get(self, atom_id: str) -> Entry:
-        return self.inner.get(atom_id)
-
-    def delete(self, atom_id: str) -> int:
-        return self.inner.delete(atom_id)
-
-    def domains(self) -> list[str]:
-        return self.inner.domains()
-
-    def rooms(self) -> list[Room]:
-        return self.inner.rooms()
-
-    def create_room(self, name: str, description: str | None = None) -> Room:
-        return self.inner.create_room(name, description)
-
-    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> Invite:
-        return self.inner.invite(room, scope=scope, expires_days=expires_days, max_uses=max_uses)
-
-    def join(self, code: str) -> Joined:
-        return self.inner.join(code)
-
-    def vault_list(self) -> list[SecretInfo]:
-        return self.inner.vault_list()
-
-    def vault_add(self, alias: str, context: str, sealed_b64: str) -> str:
-        return self.inner.vault_add(alias, context, sealed_b64)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 class RepeatsAcrossPages(Wrapper):

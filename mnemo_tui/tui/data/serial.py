@@ -6,22 +6,11 @@ import threading
 from collections.abc import Callable, Iterator
 
 from mnemo_tui.backends import Backend
-from mnemo_tui.model import (
-    Entry,
-    Invite,
-    Joined,
-    Page,
-    RecentQuery,
-    Room,
-    SearchHit,
-    SearchQuery,
-    SecretInfo,
-    WriteRequest,
-    WriteResult,
-)
+from mnemo_tui.backends.delegate import DelegatingBackend
+from mnemo_tui.model import RecentQuery
 
 
-class SerialBackend:
+class SerialBackend(DelegatingBackend):
     """The TUI's workers run on several threads; backends are synchronous and need not be thread-safe.
 
     Each call holds the lock for that call only, so a long catch-up walk interleaves with the
@@ -29,15 +18,11 @@ class SerialBackend:
     """
 
     def __init__(self, inner: Backend) -> None:
-        self.inner = inner
-        self.kind = inner.kind
-        self.identity = inner.identity
+        super().__init__(inner)
         self._lock = threading.RLock()
 
-    @property
-    def principal(self) -> str:
-        with self._lock:
-            return self.inner.principal
+    def _guard(self) -> threading.RLock:
+        return self._lock
 
     @property
     def probe(self) -> Callable[[], tuple[int, int]] | None:
@@ -53,10 +38,6 @@ class SerialBackend:
 
         return locked
 
-    def recent(self, query: RecentQuery) -> Page:
-        with self._lock:
-            return self.inner.recent(query)
-
     def stream_wire(self, query: RecentQuery) -> Iterator[list[str]]:
         with self._lock:
             chunks = self.inner.stream_wire(query)
@@ -67,51 +48,3 @@ class SerialBackend:
             if chunk is None:
                 return
             yield chunk
-
-    def write(self, request: WriteRequest) -> WriteResult:
-        with self._lock:
-            return self.inner.write(request)
-
-    def search(self, query: SearchQuery) -> list[SearchHit]:
-        with self._lock:
-            return self.inner.search(query)
-
-    def get(self, atom_id: str) -> Entry:
-        with self._lock:
-            return self.inner.get(atom_id)
-
-    def delete(self, atom_id: str) -> int:
-        with self._lock:
-            return self.inner.delete(atom_id)
-
-    def domains(self) -> list[str]:
-        with self._lock:
-            return self.inner.domains()
-
-    def rooms(self) -> list[Room]:
-        with self._lock:
-            return self.inner.rooms()
-
-    def create_room(self, name: str, description: str | None = None) -> Room:
-        with self._lock:
-            return self.inner.create_room(name, description)
-
-    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> Invite:
-        with self._lock:
-            return self.inner.invite(room, scope=scope, expires_days=expires_days, max_uses=max_uses)
-
-    def join(self, code: str) -> Joined:
-        with self._lock:
-            return self.inner.join(code)
-
-    def vault_list(self) -> list[SecretInfo]:
-        with self._lock:
-            return self.inner.vault_list()
-
-    def vault_add(self, alias: str, context: str, sealed_b64: str) -> str:
-        with self._lock:
-            return self.inner.vault_add(alias, context, sealed_b64)
-
-    def close(self) -> None:
-        with self._lock:
-            self.inner.close()

@@ -1,0 +1,98 @@
+"""Provides `DelegatingBackend`: a `Backend` that passes every call to another, for wrappers to build on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
+
+from mnemo_tui.backends import Backend
+from mnemo_tui.model import (
+    Entry,
+    Invite,
+    Joined,
+    Page,
+    RecentQuery,
+    Room,
+    SearchHit,
+    SearchQuery,
+    SecretInfo,
+    WriteRequest,
+    WriteResult,
+)
+
+
+class DelegatingBackend:
+    """Every operation of the protocol, passed through to `inner` inside `_guard()`.
+
+    Subclasses override the operations they change (a recorder, a lock, a deliberate defect in a
+    test) and, to wrap every call at once, `_guard`.
+    """
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self.kind = inner.kind
+        self.identity = inner.identity
+
+    def _guard(self) -> AbstractContextManager[object]:
+        return nullcontext()
+
+    @property
+    def principal(self) -> str:
+        with self._guard():
+            return self.inner.principal
+
+    def recent(self, query: RecentQuery) -> Page:
+        with self._guard():
+            return self.inner.recent(query)
+
+    def stream_wire(self, query: RecentQuery) -> Iterator[list[str]]:
+        with self._guard():
+            return self.inner.stream_wire(query)
+
+    def write(self, request: WriteRequest) -> WriteResult:
+        with self._guard():
+            return self.inner.write(request)
+
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        with self._guard():
+            return self.inner.search(query)
+
+    def get(self, atom_id: str) -> Entry:
+        with self._guard():
+            return self.inner.get(atom_id)
+
+    def delete(self, atom_id: str) -> int:
+        with self._guard():
+            return self.inner.delete(atom_id)
+
+    def domains(self) -> list[str]:
+        with self._guard():
+            return self.inner.domains()
+
+    def rooms(self) -> list[Room]:
+        with self._guard():
+            return self.inner.rooms()
+
+    def create_room(self, name: str, description: str | None = None) -> Room:
+        with self._guard():
+            return self.inner.create_room(name, description)
+
+    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> Invite:
+        with self._guard():
+            return self.inner.invite(room, scope=scope, expires_days=expires_days, max_uses=max_uses)
+
+    def join(self, code: str) -> Joined:
+        with self._guard():
+            return self.inner.join(code)
+
+    def vault_list(self) -> list[SecretInfo]:
+        with self._guard():
+            return self.inner.vault_list()
+
+    def vault_add(self, alias: str, context: str, sealed_b64: str) -> str:
+        with self._guard():
+            return self.inner.vault_add(alias, context, sealed_b64)
+
+    def close(self) -> None:
+        with self._guard():
+            self.inner.close()
