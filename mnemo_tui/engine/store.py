@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from mnemo_tui.model import (
     parse_scope,
     room_of,
 )
+from mnemo_tui.sqlitefile import create_whole, long_enough
 
 BUSY_TIMEOUT_MS = 30_000
 _FEED_COLUMNS = "a.created_at, a.atom_id, a.wire, a.superseded_by"
@@ -57,9 +57,9 @@ def connect(path: Path) -> sqlite3.Connection:
     path = Path(path)
     try:
         if not path.exists():
-            _create(path)
-        elif not _long_enough(path):
-            # mnemo never leaves a store file shorter than a page (see _create): this one was truncated,
+            create_whole(path, lambda tmp: _open(tmp)[0].close())
+        elif not long_enough(path):
+            # mnemo never leaves a store file shorter than a page (see create_whole): this one was truncated,
             # and SQLite would silently take it for a new, empty store.
             raise sqlite3.DatabaseError("shorter than one SQLite page: the file was truncated")
         db, version = _open(path)
@@ -89,34 +89,6 @@ def _open(path: Path) -> tuple[sqlite3.Connection, int]:
     except BaseException:
         db.close()
         raise
-
-
-def _long_enough(path: Path) -> bool:
-    """Whether a file is at least one (smallest) SQLite page long; SQLite itself refuses a longer file of garbage.
-
-    Only `stat`, never `open`: closing any descriptor of a database file drops every POSIX lock this
-    process holds on it, which would let another process delete the WAL under our open connections.
-    """
-    return path.stat().st_size >= 512
-
-
-def _create(path: Path) -> None:
-    """Create a store whole: migrated in a 0600 temporary file, then linked in place (never replacing one)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    try:
-        _open(tmp)[0].close()
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass  # another process created it meanwhile: use theirs
-        except OSError:
-            if not path.exists():  # a file system without hard links: rename, the next best thing
-                os.replace(tmp, path)
-    finally:
-        for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
-            leftover.unlink(missing_ok=True)
 
 
 class Store:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import secrets
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +10,7 @@ from pathlib import Path
 from mnemo_tui import timefmt
 from mnemo_tui.errors import LocalStateError
 from mnemo_tui.model import Watermark
+from mnemo_tui.sqlitefile import create_whole, long_enough
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS watermarks (
@@ -73,38 +72,6 @@ def _open(path: Path) -> sqlite3.Connection:
     return db
 
 
-def _long_enough(path: Path) -> bool:
-    """Whether a file is at least one (smallest) SQLite page long; SQLite itself refuses a longer file of garbage.
-
-    Only `stat`, never `open`: closing any descriptor of a database file drops every POSIX lock this
-    process holds on it, which would let another process delete the WAL under our open connections.
-    """
-    return path.stat().st_size >= 512
-
-
-def _create(path: Path) -> None:
-    """Create a state database whole: built in a 0600 temporary file, then linked in place.
-
-    The file at `path` thus never exists without its schema, so an empty file there can only be a
-    truncated one. `link` (unlike `rename`) refuses to replace a file another process created first.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    try:
-        _open(tmp).close()
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass  # another process created it meanwhile: use theirs
-        except OSError:
-            if not path.exists():  # a file system without hard links: rename, the next best thing
-                os.replace(tmp, path)
-    finally:
-        for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
-            leftover.unlink(missing_ok=True)
-
-
 @dataclass(frozen=True)
 class Checkpoint:
     """An interrupted walk's progress, saved after each page's output was flushed."""
@@ -160,9 +127,9 @@ class StateDB:
         self.path = Path(path)
         try:
             if not self.path.exists():
-                _create(self.path)
-            elif not _long_enough(self.path):
-                # mnemo never leaves a file shorter than a page (see _create): this one was truncated.
+                create_whole(self.path, lambda tmp: _open(tmp).close())
+            elif not long_enough(self.path):
+                # mnemo never leaves a file shorter than a page (see create_whole): this one was truncated.
                 # SQLite would take it for a new, empty database and silently start over with no watermarks.
                 raise sqlite3.DatabaseError("shorter than one SQLite page: the file was truncated")
             self.db = _open(self.path)

@@ -1,0 +1,42 @@
+"""Provides SQLite files that are created whole, so a short file can only be a damaged one."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+SMALLEST_PAGE = 512
+
+
+def long_enough(path: Path) -> bool:
+    """Whether a file is at least one (smallest) SQLite page long; SQLite itself refuses a longer file of garbage.
+
+    Only `stat`, never `open`: closing any descriptor of a database file drops every POSIX lock this
+    process holds on it, which would let another process delete the WAL under our open connections.
+    """
+    return path.stat().st_size >= SMALLEST_PAGE
+
+
+def create_whole(path: Path, build: Callable[[Path], None]) -> None:
+    """Create a database whole: `build` fills a 0600 temporary file, which is then linked in place.
+
+    The file at `path` thus never exists without its schema, so a file shorter than a page there
+    can only be a truncated one (SQLite would silently take it for a new, empty database). `link`
+    (unlike `rename`) refuses to replace a file another process created first.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    try:
+        build(tmp)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process created it meanwhile: use theirs
+        except OSError:
+            if not path.exists():  # a file system without hard links: rename, the next best thing
+                os.replace(tmp, path)
+    finally:
+        for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
+            leftover.unlink(missing_ok=True)
