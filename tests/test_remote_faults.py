@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from wire_servers import ThreadServer, serving
+from wire_servers import ThreadServer, read_body, serving
 
 from mnemo_tui import timefmt
 from mnemo_tui.backends import walk_pages
@@ -37,12 +37,7 @@ class Faults:
         if scope["type"] != "http" or not scope["path"].endswith("/memory/recent"):
             await self.app(scope, receive, send)
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await read_body(receive)
         self.recent_bodies.append(json.loads(raw))
         n = len(self.recent_bodies)
         if n == self.die_on:
@@ -177,12 +172,7 @@ class LateClock:
                 await send({"type": "lifespan.startup.complete"})
             await send({"type": "lifespan.shutdown.complete"})
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await read_body(receive)
         answer: Any
         if scope["path"].endswith("/memory/rooms"):
             answer = []

@@ -15,6 +15,16 @@ from typing import Any
 import uvicorn
 
 
+async def read_body(receive: Any) -> bytes:
+    """The whole body of an ASGI request."""
+    raw = b""
+    while True:
+        message = await receive()
+        raw += message.get("body", b"")
+        if not message.get("more_body"):
+            return raw
+
+
 class ThreadServer:
     """An ASGI app served by uvicorn on a free 127.0.0.1 port, in a daemon thread."""
 
@@ -137,12 +147,7 @@ class Canned:
                 elif message["type"] == "lifespan.shutdown":
                     await send({"type": "lifespan.shutdown.complete"})
                     return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await read_body(receive)
         self.seen.append((scope["method"], scope["path"], raw))
         status, body, headers = self.answers.pop(0) if self.answers else (500, {"detail": "no answer left"}, {})
         payload = body if isinstance(body, bytes) else json.dumps(body).encode()
