@@ -60,17 +60,16 @@ class Setup:
 def _seed(store: Path, per_principal: int) -> tuple[dict[str, str], str]:
     """Keys for the principals, a shared room, and `per_principal` entries each in own store and room."""
     from mnemo_tui import timefmt
-    from mnemo_tui.engine import rooms
     from mnemo_tui.engine.store import Store
     from mnemo_tui.model import WriteRequest
 
     s = Store(store)
     try:
-        keys = {p: rooms.create_key(s, p)[1] for p in PRINCIPALS}
-        room = rooms.create_room(s, PRINCIPALS[0], "load").room_id
-        code = rooms.create_invite(s, PRINCIPALS[0], room, max_uses=10).code
+        keys = {p: s.create_key(p)[1] for p in PRINCIPALS}
+        room = s.create_room(PRINCIPALS[0], "load").room_id
+        code = s.create_invite(PRINCIPALS[0], room, max_uses=10).code
         for p in PRINCIPALS[1:]:
-            rooms.join(s, p, code)
+            s.join(p, code)
         now = timefmt.now_us() - 3_600_000_000
         for n, p in enumerate(PRINCIPALS):
             rows = [
@@ -81,7 +80,7 @@ def _seed(store: Path, per_principal: int) -> tuple[dict[str, str], str]:
                 (WriteRequest(content=f"room seed {p} {i}", domain="xroom:" + room), now + n * per_principal + i)
                 for i in range(per_principal // 4)
             ]
-            s.bulk_write(p, rows)
+            s.bulk_insert([(p, r, t) for r, t in rows])
     finally:
         s.close()
     return keys, "xroom:" + room

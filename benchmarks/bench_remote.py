@@ -29,7 +29,6 @@ from bench_engine import PRINCIPAL, build_store  # noqa: E402
 
 from mnemo_tui.backends.local import LocalBackend  # noqa: E402
 from mnemo_tui.backends.remote import RemoteBackend  # noqa: E402
-from mnemo_tui.engine.rooms import create_key  # noqa: E402
 from mnemo_tui.engine.store import Store  # noqa: E402
 from mnemo_tui.model import RecentQuery  # noqa: E402
 
@@ -184,7 +183,7 @@ def interleaved(serve_url: str, bare_url: str, key: str, store: Path, n: int) ->
 
     remote = RemoteBackend(serve_url, key)
     paged = RemoteBackend(serve_url, key)
-    local = LocalBackend(store, PRINCIPAL)
+    local = LocalBackend.open(store, PRINCIPAL)
     with httpx.Client(base_url=bare_url) as bare, httpx.Client(base_url=serve_url, headers={"X-Api-Key": key}) as mini:
         walkers = [
             _Walker("remote", _stream(remote)),
@@ -240,7 +239,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     pages = 100 if quick else 400
     store = build_store(n)
     admin = Store(store)
-    key = create_key(admin, PRINCIPAL)[1]
+    key = admin.create_key(PRINCIPAL)[1]
     admin.close()
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-remote-") as tmp:
         serve, serve_url = start_serve(store, Path(tmp))

@@ -64,7 +64,7 @@ def draw(self):
 
 FeedScreen._compositor_refresh = draw
 store, state_path, mode = sys.argv[1], sys.argv[2], sys.argv[3]
-backend = LocalBackend(store, "local")
+backend = LocalBackend.open(store, "local")
 app = MnemoApp(backend, StateDB(state_path), poll_interval=None)
 out = {}
 
@@ -146,7 +146,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     pages = 20 if quick else 60
     scrolled = probe(big, "scroll", pages)
     page_ms = statistics.median(scrolled["page_ms"]) if scrolled["page_ms"] else float("nan")
-    backend = LocalBackend(big, "local")
+    backend = LocalBackend.open(big, "local")
     raw = []
     cursor = None
     import time

@@ -1,4 +1,4 @@
-"""Provides the catch-up walk: read from the watermark to the end of the feed, then commit the new watermark."""
+"""Provides the catch-up pass: the walk from a consumer's watermark to the end of the feed, then its commit."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mnemo_tui.backends import Backend
-from mnemo_tui.model import Entry, RecentQuery, Watermark
-from mnemo_tui.state.statedb import Checkpoint, StateDB
+from mnemo_tui.model import Entry, RecentQuery, WalkProgress, Watermark
+from mnemo_tui.state.statedb import Checkpoint, StateDB, StateKey
+from mnemo_tui.walk import Mark, Walk, default_overlap, start_of
 
 Emit = Callable[[list[Entry]], None]
 DEFAULT_LIMIT = 100
@@ -28,18 +29,6 @@ class CatchupResult:
     since: int | None
 
 
-@dataclass
-class _Progress:
-    since: int | None
-    cursor: str | None
-    newest: int | None
-    newest_ids: list[str]
-    skip: frozenset[str]
-    pages: int = 0
-    delivered: int = 0
-    repeats_skipped: int = 0
-
-
 class CatchUp:
     """One consumer's catch-up on one scope of one backend.
 
@@ -49,7 +38,7 @@ class CatchUp:
         consumer: the reader's name; each consumer keeps its own watermark per scope.
         scope: None (own store), a domain, or an `xroom:` address.
         limit: page size of each request (a ceiling).
-        overlap: microseconds re-read below the watermark (0 on the embedded store).
+        overlap: microseconds re-read below the watermark (default: the walk's, by backend kind).
         since: the low bound of a first pass, when the consumer has no watermark yet.
     """
 
@@ -61,7 +50,7 @@ class CatchUp:
         consumer: str = "default",
         scope: str | None = None,
         limit: int = DEFAULT_LIMIT,
-        overlap: int = 0,
+        overlap: int | None = None,
         since: int | None = None,
     ) -> None:
         self.backend = backend
@@ -69,25 +58,20 @@ class CatchUp:
         self.consumer = consumer
         self.scope = scope
         self.limit = limit
-        self.overlap = overlap
+        self.overlap = default_overlap(backend) if overlap is None else overlap
         self.since = since
-        self._key = (backend.identity, backend.principal, consumer, scope)
+        self.key = StateKey(backend.identity, backend.principal, consumer, scope)
 
     def watermark(self) -> Watermark | None:
         """This consumer's current watermark for this scope."""
-        return self.state.load(*self._key)
+        return self.state.load(self.key)
 
     def has_checkpoint(self) -> bool:
-        return self.state.load_checkpoint(*self._key) is not None
+        return self.state.load_checkpoint(self.key) is not None
 
-    def _start(self, before: Watermark | None) -> _Progress:
-        low = self.since
-        skip: frozenset[str] = frozenset()
-        if before is not None and before.created_at is not None:
-            from_mark = before.created_at - self.overlap
-            low = from_mark if low is None else max(low, from_mark)
-            skip = frozenset(before.boundary_ids)
-        return _Progress(since=low, cursor=None, newest=None, newest_ids=[], skip=skip)
+    def _walk(self, since: int | None, held: frozenset[str], progress: WalkProgress | None) -> Walk:
+        query = RecentQuery(scope=self.scope, since=since, limit=self.limit)
+        return Walk(self.backend, query, held=held, overlap=self.overlap, progress=progress)
 
     def run(self, emit: Emit, *, commit: bool = True, resume: bool = False) -> CatchupResult:
         """Walk to the end of the feed, emitting what is new; commit only once the walk has ended.
@@ -97,88 +81,40 @@ class CatchUp:
         """
         before = self.watermark()
         walk_id = secrets.token_hex(8)
-        progress: _Progress | None = None
-        resumed = False
-        if resume:
-            cp = self.state.load_checkpoint(*self._key)
-            if cp is not None:
-                resumed = True
-                walk_id = cp.walk_id
-                progress = _Progress(
-                    since=cp.since,
-                    cursor=cp.cursor,
-                    newest=cp.newest,
-                    newest_ids=list(cp.newest_ids),
-                    skip=frozenset(cp.skip),
-                    pages=cp.pages,
-                    delivered=cp.delivered,
-                    repeats_skipped=cp.repeats_skipped,
-                )
-                if cp.done:
-                    return self._finish(progress, before, commit, resumed)
-        if progress is None:
-            progress = self._start(before)
-        while True:
-            page = self.backend.recent(
-                RecentQuery(scope=self.scope, since=progress.since, limit=self.limit, cursor=progress.cursor)
-            )
-            progress.pages += 1
-            fresh: list[Entry] = []
-            for entry in page.items:
-                if entry.atom_id in progress.skip:
-                    progress.repeats_skipped += 1
-                else:
-                    fresh.append(entry)
-                self._track(progress, entry)
+        walk: Walk | None = None
+        cp = self.state.load_checkpoint(self.key) if resume else None
+        if cp is not None:
+            walk_id = cp.walk_id
+            walk = self._walk(cp.since, frozenset(cp.skip), cp.progress)
+        else:
+            start = start_of(Mark.of(before), self.overlap, self.since)
+            walk = self._walk(start.since, start.held, None)
+        for fresh in walk.pages():
             if fresh:
                 emit(fresh)
-                progress.delivered += len(fresh)
-            progress.cursor = page.next_cursor
             if commit:
-                self.state.save_checkpoint(*self._key, self._checkpoint(walk_id, progress))
-            if page.next_cursor is None:
-                break
-        return self._finish(progress, before, commit, resumed)
+                checkpoint = Checkpoint(walk_id, walk.query.since, tuple(sorted(walk.held)), walk.progress)
+                self.state.save_checkpoint(self.key, checkpoint)
+        return self._finish(walk, before, commit, resumed=cp is not None)
 
-    def _track(self, progress: _Progress, entry: Entry) -> None:
-        # Newest first: the first entry fixes the newest instant; the ids within the overlap
-        # window below it (at least those at the instant itself) become the boundary ids.
-        if progress.newest is None:
-            progress.newest = entry.created_at
-        if entry.created_at >= progress.newest - self.overlap:
-            progress.newest_ids.append(entry.atom_id)
-
-    def _checkpoint(self, walk_id: str, p: _Progress) -> Checkpoint:
-        return Checkpoint(
-            walk_id=walk_id,
-            since=p.since,
-            cursor=p.cursor,
-            done=p.cursor is None,
-            newest=p.newest,
-            newest_ids=tuple(p.newest_ids),
-            skip=tuple(sorted(p.skip)),
-            pages=p.pages,
-            delivered=p.delivered,
-            repeats_skipped=p.repeats_skipped,
-        )
-
-    def _finish(self, p: _Progress, before: Watermark | None, commit: bool, resumed: bool) -> CatchupResult:
+    def _finish(self, walk: Walk, before: Watermark | None, commit: bool, resumed: bool) -> CatchupResult:
+        progress = walk.progress
         after = before
         committed = False
         if commit:
-            if p.delivered > 0 and p.newest is not None:
-                after = self.state.commit(*self._key, p.newest, tuple(dict.fromkeys(p.newest_ids)))
+            if progress.delivered > 0 and progress.newest is not None:
+                after = self.state.commit(self.key, progress.newest, progress.newest_ids)
                 committed = True
             else:
                 # An empty pass keeps the old watermark; only the finished walk's checkpoint goes.
-                self.state.drop_checkpoint(*self._key)
+                self.state.drop_checkpoint(self.key)
         return CatchupResult(
-            delivered=p.delivered,
-            pages=p.pages,
-            repeats_skipped=p.repeats_skipped,
+            delivered=progress.delivered,
+            pages=progress.pages,
+            repeats_skipped=progress.repeats,
             resumed=resumed,
             before=before,
             after=after,
             committed=committed,
-            since=p.since,
+            since=walk.query.since,
         )

@@ -8,9 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mnemo_tui import timefmt
-from mnemo_tui.engine import rooms as room_ops
-from mnemo_tui.engine.bulk import bulk_insert
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import Conflict, ValidationError
 from mnemo_tui.model import Room, WriteRequest
 
@@ -165,11 +163,11 @@ def _times(rng: random.Random, count: int, low: int, high: int) -> list[int]:
     return sorted(rng.randint(low, high) for _ in range(count))
 
 
-def _room(store: Store, principal: str, name: str, description: str) -> Room:
-    for room in room_ops.list_rooms(store, principal):
+def _room(store: Engine, principal: str, name: str, description: str) -> Room:
+    for room in store.list_rooms(principal):
         if room.name == name and room.role == "owner":
             return room
-    return room_ops.create_room(store, principal, name, description)
+    return store.create_room(principal, name, description)
 
 
 def _own_rows(rng: random.Random, times: list[int], pool: list[dict[str, object]]) -> list[tuple[WriteRequest, int]]:
@@ -186,7 +184,7 @@ def _own_rows(rng: random.Random, times: list[int], pool: list[dict[str, object]
 
 
 def fill(
-    store: Store,
+    store: Engine,
     principal: str,
     entries: int,
     *,
@@ -229,7 +227,7 @@ def fill(
     for start in range(0, len(own_times), 20_000):
         rows = _own_rows(rng, own_times[start : start + 20_000], pool)
         domains.update(req.domain for req, _ in rows)
-        done += bulk_insert(store, [(principal, req, created) for req, created in rows])
+        done += store.bulk_insert([(principal, req, created) for req, created in rows])
         report(done)
 
     room_results: list[tuple[Room, int, int]] = []
@@ -237,8 +235,8 @@ def fill(
         room = _room(store, principal, name, description)
         authors = (principal, *ROOM_AUTHORS[name])
         for author in authors[1:]:
-            invite = room_ops.create_invite(store, principal, room.room_id, scope="read_write", max_uses=1)
-            room_ops.join(store, author, invite.code)
+            invite = store.create_invite(principal, room.room_id, scope="read_write", max_uses=1)
+            store.join(author, invite.code)
         count = in_rooms // 2 + (in_rooms % 2 if index == 0 else 0)
         times = _times(rng, count, low, high)
         templates = _ROOM_TEMPLATES[name]
@@ -258,14 +256,14 @@ def fill(
                 batch.append((author, request, created))
             position += len(burst)
         for start in range(0, len(batch), 20_000):
-            done += bulk_insert(store, batch[start : start + 20_000])
+            done += store.bulk_insert(batch[start : start + 20_000])
             report(done)
         room_results.append((room, count, len({author for author, _, _ in batch})))
 
     superseded = _supersede(store, principal, rng)
     secret = _secret(store, principal)
     return DemoSummary(
-        store=str(store.path),
+        store=store.identity,
         principal=principal,
         own_entries=own + superseded,
         domains=tuple(sorted(domains)),
@@ -276,7 +274,7 @@ def fill(
     )
 
 
-def _supersede(store: Store, principal: str, rng: random.Random) -> int:
+def _supersede(store: Engine, principal: str, rng: random.Random) -> int:
     from mnemo_tui.model import RecentQuery
 
     page = store.recent(principal, RecentQuery(scope="planning", limit=3))
@@ -295,12 +293,10 @@ def _supersede(store: Store, principal: str, rng: random.Random) -> int:
     return len(page.items)
 
 
-def _secret(store: Store, principal: str) -> str | None:
+def _secret(store: Engine, principal: str) -> str | None:
     sealed = base64.b64encode(b"demo-" + random.randbytes(12).hex().encode()).decode()
     try:
-        room_ops.vault_add(
-            store, principal, SECRET_ALIAS, "Token the deploy bot uses for the staging cluster", sealed, ("ops",)
-        )
+        store.vault_add(principal, SECRET_ALIAS, "Token the deploy bot uses for the staging cluster", sealed, ("ops",))
     except Conflict:
         return None
     return SECRET_ALIAS

@@ -118,6 +118,19 @@ class CheckFailed(MnemoError):
     exit_code = 1
 
 
+class BrokenFeed(CheckFailed):
+    """The feed broke its contract in the middle of a walk: a cursor that does not advance.
+
+    A check has failed, and no walk may go on: the same error, and exit code 5, in every use
+    (`catchup`, `recent --all`, `verify`, `check`, the TUI), so `catchup --exit-code` never
+    reads a looping backend as "nothing new".
+    """
+
+    code = "BROKEN_FEED"
+    status = 502
+    exit_code = 5
+
+
 BY_CODE: dict[str, type[MnemoError]] = {
     cls.code: cls
     for cls in (

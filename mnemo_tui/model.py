@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from mnemo_tui.errors import ValidationError
+from mnemo_tui.errors import Forbidden, ValidationError
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 20
@@ -19,6 +20,7 @@ MAX_CONCEPTS = 256
 MAX_SUPERSEDES = 32
 MAX_EXTERNAL_REF = 255
 MAX_CURSOR = 512
+MAX_SECRET_CONTEXT = 10_000  # the hosted service's CreateSecretRequest.context maxLength
 ROOM_PREFIX = "xroom:"
 ROOM_ID = re.compile(r"^room_[0-9A-HJKMNP-TV-Z]{26}$")
 CURSOR_SHAPE = re.compile(r"^[A-Za-z0-9_=-]{1,512}$")
@@ -137,6 +139,14 @@ class Page:
 
 
 @dataclass(frozen=True)
+class WirePage:
+    """A feed page as the entries' wire texts (what the server sends), and the next cursor."""
+
+    items: list[str]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
 class RecentQuery:
     """The arguments of one feed read (WIRE.md `POST /memory/recent`)."""
 
@@ -230,6 +240,24 @@ class Room:
         }
 
 
+def room_id_of(ref: str, rooms: Callable[[], list[Room]]) -> str:
+    """A room id from an address, an id, or the name of one of the reader's `rooms` (listed only then).
+
+    Raises:
+        Forbidden: no room of that name among them (an unknown room reads like a foreign one).
+        ValidationError: several of them bear that name.
+    """
+    room_id = ref[len(ROOM_PREFIX) :] if ref.startswith(ROOM_PREFIX) else ref
+    if ROOM_ID.match(room_id):
+        return room_id
+    matches = [r for r in rooms() if r.name == ref]
+    if len(matches) == 1:
+        return matches[0].room_id
+    if len(matches) > 1:
+        raise ValidationError(f"several of your rooms are named {ref!r}; use the xroom: address")
+    raise Forbidden(f"you are not a member of a room {ref!r} (or it does not exist)")
+
+
 @dataclass(frozen=True)
 class Invite:
     """A created invite (wire `InviteCreated`); the code is shown once."""
@@ -271,6 +299,16 @@ class SecretInfo:
 
 
 @dataclass(frozen=True)
+class KeyInfo:
+    """An API key as listings show it: never the key."""
+
+    key_id: str
+    principal: str
+    created_at: int
+    revoked: bool
+
+
+@dataclass(frozen=True)
 class Watermark:
     """The newest instant a finished walk saw, and the ids delivered at/near it (the boundary ids)."""
 
@@ -279,6 +317,26 @@ class Watermark:
     created_at: int | None
     boundary_ids: tuple[str, ...]
     updated_at: int
+
+
+@dataclass(frozen=True)
+class WalkProgress:
+    """How far a walk of the feed has come: what a checkpoint saves and a resumed walk continues from.
+
+    Attributes:
+        cursor: the cursor of the next page (None before the first page, and at the end).
+        done: the walk has read a page without a cursor.
+        newest: the newest instant seen; `newest_ids` the ids seen within the overlap below it.
+        pages: requests made; `delivered` fresh entries yielded; `repeats` held entries dropped.
+    """
+
+    cursor: str | None = None
+    done: bool = False
+    newest: int | None = None
+    newest_ids: tuple[str, ...] = ()
+    pages: int = 0
+    delivered: int = 0
+    repeats: int = 0
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,8 @@ def demo_store(path: Path, now: int) -> LocalBackend:
             for i in range(300)
             for d, a, t in [texts[i % 3]]
         ]
-        store.bulk_write("local", rows)
-    return LocalBackend(path, "local", store=store)
+        store.bulk_insert([("local", r, t) for r, t in rows])
+    return LocalBackend(store, "local")
 
 
 class Unreachable:
@@ -119,7 +119,7 @@ async def main(out: Path) -> list[Path]:
 
     async def marker(pilot: Pilot[None]) -> None:
         await pilot.press("j", "j", "j")
-        other = LocalBackend(work / "demo.db", "local")
+        other = LocalBackend.open(work / "demo.db", "local")
         for i in range(4):
             other.write(WriteRequest(content=f"Fresh note {i + 1} while you were reading", agent="claude-code"))
         other.close()
@@ -146,7 +146,7 @@ async def main(out: Path) -> list[Path]:
         await shoot(app(), "search", out, search),
         await shoot(app(), "help", out, help_),
     ]
-    empty = LocalBackend(work / "empty.db", "local")
+    empty = LocalBackend.open(work / "empty.db", "local")
     empty.create_room("ops")
     empty.create_room("design-review")
     shots.append(await shoot(MnemoApp(empty, state, clock=timefmt.now_us, poll_interval=None), "empty-report", out))

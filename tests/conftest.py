@@ -65,7 +65,7 @@ def state(tmp_path: Path) -> Iterator[StateDB]:
 @pytest.fixture
 def local(store: Store) -> LocalBackend:
     """A backend over the temporary store, acting as principal `local`."""
-    return LocalBackend(store.path, "local", store=store)
+    return LocalBackend(store, "local")
 
 
 @pytest.fixture(params=["local", "remote"])
@@ -80,7 +80,7 @@ def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cal
     if kind == "local":
 
         def factory(principal: str = "local") -> Backend:
-            backend = LocalBackend(path, principal)
+            backend = LocalBackend.open(path, principal)
             opened.append(backend)
             return backend
 
@@ -90,13 +90,12 @@ def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cal
         from wire_servers import served_store
 
         from mnemo_tui.backends.remote import RemoteBackend
-        from mnemo_tui.engine.rooms import create_key
 
         admin = Store(path)
         with served_store(path) as server:
 
             def remote_factory(principal: str = "local") -> Backend:
-                _key_id, key = create_key(admin, principal)
+                _key_id, key = admin.create_key(principal)
                 backend = RemoteBackend(server.url, key)
                 opened.append(backend)
                 return backend

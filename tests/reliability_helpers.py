@@ -181,12 +181,11 @@ def server_available() -> bool:
 
 def make_key(store: Path, principal: str) -> str:
     """Issue an API key for a principal on a store (the engine call behind `mnemo keys create`)."""
-    from mnemo_tui.engine.rooms import create_key
     from mnemo_tui.engine.store import Store
 
     s = Store(store)
     try:
-        return create_key(s, principal)[1]
+        return s.create_key(principal)[1]
     finally:
         s.close()
 
@@ -351,7 +350,7 @@ def _superseder(args: argparse.Namespace) -> None:
                     freeze.touch()
                     time.sleep(3600)
 
-        backend.store.db.set_trace_callback(trace)
+        backend.engine.db.set_trace_callback(trace)
     i = 0
     while True:
         group = [

@@ -185,12 +185,11 @@ def test_cli_check_refuses_bad_arguments_with_exit_two(
 def test_cli_check_and_verify_against_a_served_endpoint(cli: Callable[..., Any], tmp_path: Path) -> None:
     from wire_servers import served_store
 
-    from mnemo_tui.engine.rooms import create_key
     from mnemo_tui.engine.store import Store
 
     path = tmp_path / "served.db"
     admin = Store(path)
-    _key_id, key = create_key(admin, "ci-bot")
+    _key_id, key = admin.create_key("ci-bot")
     try:
         with served_store(path) as server:
             env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key}

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mnemo_tui.backends import Backend, walk_pages
+from walk_helpers import pages_of, walk_entries
+
+from mnemo_tui.backends import Backend
 from mnemo_tui.backends.delegate import DelegatingBackend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.errors import ValidationError
@@ -64,7 +66,7 @@ class OffsetPaging(Wrapper):
             limit=100,
             include_history=query.include_history,
         )
-        everything = [e for page in walk_pages(self.inner, base) for e in page.items]
+        everything = walk_entries(self.inner, base)
         items = everything[offset : offset + query.limit]
         more = len(everything) > offset + query.limit
         return Page(items=items, next_cursor=f"o{offset + query.limit}" if more else None)
@@ -88,13 +90,14 @@ class AnswersEmptySearch(Wrapper):
 
 
 def seeded(path: Path, n: int = 7) -> tuple[LocalBackend, list[str]]:
-    backend = LocalBackend(path, "alice")
+    backend = LocalBackend.open(path, "alice")
     ids = [backend.write(WriteRequest(content=f"entry {i}", domain="d")).atom_id for i in range(n)]
     return backend, ids
 
 
 def walked(backend: Backend, limit: int = 3) -> list[str]:
-    return [e.atom_id for page in walk_pages(backend, RecentQuery(scope="d", limit=limit)) for e in page.items]
+    """Every id the backend served in a walk, repeats included."""
+    return [e.atom_id for page in pages_of(backend, RecentQuery(scope="d", limit=limit)) for e in page.items]
 
 
 def test_repeating_wrapper_really_repeats_an_entry_across_pages(tmp_path: Path) -> None:

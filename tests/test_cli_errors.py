@@ -158,7 +158,7 @@ def test_debug_adds_the_traceback(cli) -> None:
 )
 def test_ctrl_c_mid_walk_is_130_and_commits_nothing(cli, isolated_home: Path, args: tuple[str, ...]) -> None:
     store = Store(isolated_home / "store.db")
-    store.bulk_write("local", [(WriteRequest(f"entry {i}"), i + 1) for i in range(3000)])
+    store.bulk_insert([("local", WriteRequest(f"entry {i}"), i + 1) for i in range(3000)])
     store.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
     env.update({"MNEMO_HOME": str(isolated_home), "NO_COLOR": "1"})
@@ -179,7 +179,7 @@ def test_ctrl_c_mid_walk_is_130_and_commits_nothing(cli, isolated_home: Path, ar
 
 def test_a_closed_pipe_stops_quietly(isolated_home: Path) -> None:
     store = Store(isolated_home / "store.db")
-    store.bulk_write("local", [(WriteRequest(f"entry {i}"), i + 1) for i in range(5000)])
+    store.bulk_insert([("local", WriteRequest(f"entry {i}"), i + 1) for i in range(5000)])
     store.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
     env["MNEMO_HOME"] = str(isolated_home)

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from mnemo_tui import timefmt
-from mnemo_tui.engine import rooms
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import WriteRequest
 
@@ -103,7 +102,7 @@ def test_recent_table_respects_the_width(cli, isolated_home: Path) -> None:
 
 def test_an_empty_unscoped_read_names_the_unsearched_rooms(cli, isolated_home: Path) -> None:
     store = Store(isolated_home / "store.db")
-    room = rooms.create_room(store, "local", "ops-room")
+    room = store.create_room("local", "ops-room")
     store.close()
     r = cli("recent")
     assert r.code == 0
@@ -302,7 +301,7 @@ def test_bad_input_is_one_message_and_exit_2(cli, args: tuple[str, ...]) -> None
 
 def test_a_room_one_is_not_in_is_exit_4(cli, isolated_home: Path) -> None:
     store = Store(isolated_home / "store.db")
-    room = rooms.create_room(store, "alice", "private")
+    room = store.create_room("alice", "private")
     store.close()
     for args in (("recent", "--scope", room.address), ("write", "x", "--scope", room.address)):
         r = cli(*args)
@@ -354,7 +353,7 @@ def run_with_ptys(
 
 def test_progress_appears_on_a_terminal_stderr_only(isolated_home: Path) -> None:
     store = Store(isolated_home / "store.db")
-    store.bulk_write("local", [(WriteRequest(f"entry {i}"), i + 1) for i in range(2500)])
+    store.bulk_insert([("local", WriteRequest(f"entry {i}"), i + 1) for i in range(2500)])
     store.close()
     _out, err = run_with_ptys(
         isolated_home, ["recent", "--all", "--format", "ndjson"], stdout_tty=False, stderr_tty=True, env={}

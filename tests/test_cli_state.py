@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from keyring_helpers import subprocess_env
 
-from mnemo_tui.engine import rooms
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import WriteRequest
 
@@ -27,7 +26,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
     path = tmp_path / "served.db"
     admin = Store(path)
-    _key_id, key = rooms.create_key(admin, "alice")
+    _key_id, key = admin.create_key("alice")
     admin.write("alice", WriteRequest("served entry", "general"))
     with served_store(path, workers=2) as server:
         yield server.url, key
@@ -288,7 +287,7 @@ def test_listings_answer_the_same_through_an_endpoint_as_on_the_embedded_store(c
     path = tmp_path / "shared.db"
     assert cli("--store", str(path), "demo", "--entries", "60", "--seed", "3").code == 0
     admin = Store(path)
-    _key_id, key = rooms.create_key(admin, "local")
+    _key_id, key = admin.create_key("local")
     admin.close()
     local = {"MNEMO_STORE": str(path), "MNEMO_STATE": str(tmp_path / "local-state.db")}
     with served_store(path, workers=2) as server:

@@ -17,7 +17,7 @@ PER_WRITER = 150
 
 
 def writer(path: str, index: int, start: mp.synchronize.Event) -> None:
-    backend = LocalBackend(path, "local")
+    backend = LocalBackend.open(path, "local")
     start.wait(30)
     for i in range(PER_WRITER):
         backend.write(WriteRequest(content=f"writer {index} entry {i}", domain=f"w{index}"))
@@ -26,7 +26,7 @@ def writer(path: str, index: int, start: mp.synchronize.Event) -> None:
 
 def walker(path: str, state_path: str, start: mp.synchronize.Event, stop: mp.synchronize.Event, out: str) -> None:
     """Catch-up passes until told to stop, then one last pass; writes what it received, one id a line."""
-    backend = LocalBackend(path, "local")
+    backend = LocalBackend.open(path, "local")
     state = StateDB(state_path)
     received: list[str] = []
     times: list[int] = []
@@ -49,7 +49,7 @@ def walker(path: str, state_path: str, start: mp.synchronize.Event, stop: mp.syn
 @pytest.mark.slow
 def test_three_writer_processes_and_a_walking_process(tmp_path: Path) -> None:
     path = str(tmp_path / "store.db")
-    LocalBackend(path, "local").close()  # create and migrate once
+    LocalBackend.open(path, "local").close()  # create and migrate once
     ctx = mp.get_context("spawn")
     start, stop = ctx.Event(), ctx.Event()
     out = tmp_path / "received.txt"
@@ -65,7 +65,7 @@ def test_three_writer_processes_and_a_walking_process(tmp_path: Path) -> None:
     reader.join(120)
     assert reader.exitcode == 0
     received = out.read_text().split("\n")
-    backend = LocalBackend(path, "local")
+    backend = LocalBackend.open(path, "local")
     all_ids: list[str] = []
     page = backend.recent(RecentQuery(limit=100))
     all_ids += [e.atom_id for e in page.items]
@@ -81,7 +81,7 @@ def test_three_writer_processes_and_a_walking_process(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_created_at_is_strictly_increasing_across_processes(tmp_path: Path) -> None:
     path = str(tmp_path / "store.db")
-    LocalBackend(path, "local").close()
+    LocalBackend.open(path, "local").close()
     ctx = mp.get_context("spawn")
     start = ctx.Event()
     writers = [ctx.Process(target=writer, args=(path, i, start)) for i in range(WRITERS)]
@@ -91,8 +91,8 @@ def test_created_at_is_strictly_increasing_across_processes(tmp_path: Path) -> N
     for p in writers:
         p.join(120)
         assert p.exitcode == 0
-    backend = LocalBackend(path, "local")
-    rows = backend.store.db.execute("SELECT created_at, seq FROM atoms ORDER BY seq").fetchall()
+    backend = LocalBackend.open(path, "local")
+    rows = backend.engine.db.execute("SELECT created_at, seq FROM atoms ORDER BY seq").fetchall()
     backend.close()
     # Commit order (seq) and time order agree: no entry was ever committed behind a later one.
     times = [r[0] for r in rows]

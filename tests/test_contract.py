@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from walk_helpers import pages_of, walk_ids
 
-from mnemo_tui.backends import Backend, walk_pages
+from mnemo_tui.backends import Backend
 from mnemo_tui.errors import Conflict, Forbidden, NotFound, ValidationError
 from mnemo_tui.model import RecentQuery, SearchQuery, WriteRequest
 
@@ -15,10 +16,6 @@ Factory = Callable[..., Backend]
 
 def write_many(backend: Backend, n: int, domain: str = "general", prefix: str = "entry") -> list[str]:
     return [backend.write(WriteRequest(content=f"{prefix} {i}", domain=domain)).atom_id for i in range(n)]
-
-
-def walk_ids(backend: Backend, query: RecentQuery) -> list[str]:
-    return [e.atom_id for page in walk_pages(backend, query) for e in page.items]
 
 
 def test_empty_feed_is_an_empty_page_without_cursor(make_backend: Factory) -> None:
@@ -30,7 +27,7 @@ def test_empty_feed_is_an_empty_page_without_cursor(make_backend: Factory) -> No
 def test_pages_are_newest_first_exactly_limit_long_and_end_without_cursor(make_backend: Factory) -> None:
     backend = make_backend("alice")
     ids = write_many(backend, 25)
-    pages = list(walk_pages(backend, RecentQuery(limit=10)))
+    pages = pages_of(backend, RecentQuery(limit=10))
     assert [len(p.items) for p in pages] == [10, 10, 5]
     assert [p.next_cursor is None for p in pages] == [False, False, True]
     walked = [e.atom_id for p in pages for e in p.items]
@@ -42,7 +39,7 @@ def test_pages_are_newest_first_exactly_limit_long_and_end_without_cursor(make_b
 def test_a_walk_that_ends_on_a_full_page_has_no_trailing_empty_page(make_backend: Factory) -> None:
     backend = make_backend("alice")
     write_many(backend, 6)
-    pages = list(walk_pages(backend, RecentQuery(limit=3)))
+    pages = pages_of(backend, RecentQuery(limit=3))
     assert [len(p.items) for p in pages] == [3, 3]
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from reliability_helpers import HERE, PYTHON, Target, integrity, read_lines, server_available, serving
 
-from mnemo_tui.engine.rooms import create_room
 from mnemo_tui.engine.store import Store
 
 WRITERS = 4
@@ -20,7 +19,7 @@ PER_WRITER = 60  # half in the writer's own domain, half in the shared room
 def _room(store_path: Path) -> str:
     store = Store(store_path)
     try:
-        return create_room(store, "alice", "shared").address
+        return store.create_room("alice", "shared").address
     finally:
         store.close()
 

@@ -29,7 +29,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import RecentQuery, WriteRequest
-from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.state.statedb import StateDB, StateKey
 
 ENTRIES = 1200
 LIMIT = 5
@@ -42,7 +42,7 @@ def _fill(store_path: Path, n: int, start: int = 0) -> None:
     try:
         now = timefmt.now_us()
         rows = [(WriteRequest(content=f"entry {start + i}", domain=f"d{i % 3}"), now - n + i) for i in range(n)]
-        store.bulk_write("alice", rows)
+        store.bulk_insert([("alice", r, t) for r, t in rows])
     finally:
         store.close()
 
@@ -82,27 +82,32 @@ def _assert_nothing_passed_unseen(
 
             assert target.endpoint and target.key
             identity, principal = target.endpoint.rstrip("/"), key_principal(target.key)
-        watermark = state.load(identity, principal, CONSUMER, None)
-        checkpoint = state.load_checkpoint(identity, principal, CONSUMER, None)
+        key = StateKey(identity, principal, CONSUMER, None)
+        watermark = state.load(key)
+        checkpoint = state.load_checkpoint(key)
     finally:
         state.close()
     assert watermark is not None or not must_have_watermark, "the finished walk committed no watermark"
     if watermark is not None and watermark.created_at is not None:
         unseen = [a for c, a in entries if c <= watermark.created_at and a not in delivered]
         assert unseen == [], f"the watermark passed {len(unseen)} entries never printed"
-    if checkpoint is not None and checkpoint.newest is not None:
+    if checkpoint is not None and checkpoint.progress.newest is not None:
         store = Store(target.store)
         try:
             secret = store.secret
         finally:
             store.close()
         low = checkpoint.since if checkpoint.since is not None else -(2**63)
-        if checkpoint.cursor is None:
+        if checkpoint.progress.cursor is None:
             position = (low, "")
         else:  # `mnemo serve` issues the engine's own cursors, bound to the key's principal there
             bound = cursors.binding("alice", RecentQuery(since=checkpoint.since))
-            position = cursors.decode(secret, bound, checkpoint.cursor)
-        unseen = [a for c, a in entries if low <= c <= checkpoint.newest and (c, a) >= position and a not in delivered]
+            position = cursors.decode(secret, bound, checkpoint.progress.cursor)
+        unseen = [
+            a
+            for c, a in entries
+            if low <= c <= checkpoint.progress.newest and (c, a) >= position and a not in delivered
+        ]
         assert unseen == [], f"the checkpoint passed {len(unseen)} entries never printed"
 
 

@@ -216,7 +216,7 @@ def test_opening_a_second_connection_never_blinds_the_first_to_other_processes(t
 
     from reliability_helpers import PYTHON
 
-    from mnemo_tui.state.statedb import StateDB
+    from mnemo_tui.state.statedb import StateDB, StateKey
 
     path = tmp_path / "store.db"
     reader = Store(path)
@@ -227,15 +227,15 @@ def test_opening_a_second_connection_never_blinds_the_first_to_other_processes(t
         StateDB(tmp_path / "state.db").close()
     script = (
         "import sys\nfrom mnemo_tui.engine.store import Store\nfrom mnemo_tui.model import WriteRequest\n"
-        "from mnemo_tui.state.statedb import StateDB\n"
+        "from mnemo_tui.state.statedb import StateDB, StateKey\n"
         "s = Store(sys.argv[1])\ns.write('alice', WriteRequest(content='second'))\n"
-        "s.bulk_write('alice', [(WriteRequest(content=f'bulk {i}'), 0) for i in range(40)])\ns.close()\n"
-        "st = StateDB(sys.argv[2])\nst.commit('b', 'p', 'c', None, 1, ('x',))\nst.close()\n"
+        "s.bulk_insert([('alice', WriteRequest(content=f'bulk {i}'), 0) for i in range(40)])\ns.close()\n"
+        "st = StateDB(sys.argv[2])\nst.commit(StateKey('b', 'p', 'c', None), 1, ('x',))\nst.close()\n"
     )
     for _ in range(2):
         subprocess.run([PYTHON, "-c", script, str(path), str(tmp_path / "state.db")], check=True)
     count = reader.db.execute("SELECT count(*) FROM atoms").fetchone()[0]
     assert count == 1 + 2 * 41, "this process's open connection no longer sees the other process's writes"
-    assert state.load("b", "p", "c", None) is not None
+    assert state.load(StateKey("b", "p", "c", None)) is not None
     reader.close()
     state.close()

@@ -18,10 +18,10 @@ from wire_servers import Canned, ThreadServer, served_store, serving
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend, key_principal
-from mnemo_tui.engine.rooms import create_key
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import AuthError, Unavailable, ValidationError
 from mnemo_tui.model import RecentQuery, WriteRequest
+from mnemo_tui.walk import stream_wire
 
 KEY = "mk_live_" + "3" * 32
 ITEM = {
@@ -68,7 +68,7 @@ def test_a_missing_or_empty_next_cursor_ends_the_walk(canned: tuple[Canned, Thre
     app, server = canned
     app.answer(200, {"items": [ITEM], "next_cursor": "c1"}).answer(200, {"items": [], **end})
     backend = backend_on(server)
-    chunks = list(backend.stream_wire(RecentQuery()))
+    chunks = list(stream_wire(backend, RecentQuery()))
     assert [len(c) for c in chunks] == [1]
     sent = [json.loads(raw) for _m, _p, raw in app.seen]
     assert [s["cursor"] for s in sent] == [None, "c1"]
@@ -144,7 +144,7 @@ def test_an_unreachable_endpoint_is_unavailable_after_retries() -> None:
 def served(tmp_path: Path) -> Iterator[tuple[ThreadServer, Store, str]]:
     path = tmp_path / "served.db"
     store = Store(path)
-    key = create_key(store, "alice")[1]
+    key = store.create_key("alice")[1]
     with served_store(path) as server:
         yield server, store, key
     store.close()
@@ -154,7 +154,7 @@ def test_a_walk_uses_one_keep_alive_connection_and_the_access_log_holds_no_key(
     served: tuple[ThreadServer, Store, str],
 ) -> None:
     server, store, key = served
-    local = LocalBackend(store.path, "alice", store=store)
+    local = LocalBackend(store, "alice")
     for i in range(250):
         local.write(WriteRequest(content=f"entry {i}"))
     lines: list[logging.LogRecord] = []
@@ -165,7 +165,7 @@ def test_a_walk_uses_one_keep_alive_connection_and_the_access_log_holds_no_key(
     logger.setLevel(logging.INFO)
     try:
         backend = RemoteBackend(server.url, key)
-        chunks = list(backend.stream_wire(RecentQuery(limit=7)))
+        chunks = list(stream_wire(backend, RecentQuery(limit=7)))
         backend.close()
     finally:
         logger.removeHandler(handler)
@@ -193,7 +193,7 @@ def test_a_refused_key_exits_3(cli: Any, served: tuple[ThreadServer, Store, str]
 
 def test_every_cli_command_works_over_an_endpoint(cli: Any, served: tuple[ThreadServer, Store, str]) -> None:
     server, store, key = served
-    bob_key = create_key(store, "bob")[1]
+    bob_key = store.create_key("bob")[1]
     alice = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key}
     bob = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": bob_key}
 
@@ -252,16 +252,14 @@ def test_an_unreachable_endpoint_exits_5(cli: Any) -> None:
 
 
 def test_a_page_declared_canonical_keeps_each_items_text_but_never_a_line_break() -> None:
-    from mnemo_tui.backends.remote_wire import page_of, wires_of
+    from mnemo_tui.backends.remote_wire import page_of
 
     item = {**ITEM, "created_at": "2026-01-01T00:00:00.000001Z", "concepts": []}
     compact = json.dumps(item, separators=(",", ":"))
     page = '{"items":[' + compact + "," + compact + '],"next_cursor":"c"}'
-    assert wires_of(page, canonical=True) == ([compact, compact], "c")
     assert [e.wire for e in page_of(page, canonical=True).items] == [compact, compact]
     pretty = json.dumps({"items": [item], "next_cursor": None}, indent=2)
-    for wires in (wires_of(pretty, canonical=True)[0], [e.wire for e in page_of(pretty, canonical=True).items]):
-        assert wires == [compact]
+    assert [e.wire for e in page_of(pretty, canonical=True).items] == [compact]
     odd = {**item, "created_at": "2026-01-01T01:00:00.000001+01:00", "extra": 1}
     entry = page_of(json.dumps({"items": [odd]}), canonical=True).items[0]
     assert entry.wire == compact and entry.created_at == page_of(page).items[0].created_at
@@ -269,7 +267,7 @@ def test_a_page_declared_canonical_keeps_each_items_text_but_never_a_line_break(
 
 def test_login_status_watermarks_and_demo_over_an_endpoint(cli: Any, served: tuple[ThreadServer, Store, str]) -> None:
     server, store, key = served
-    LocalBackend(store.path, "alice", store=store).write(WriteRequest(content="hello"))
+    LocalBackend(store, "alice").write(WriteRequest(content="hello"))
     no_keyring = {"MNEMO_ENDPOINT": server.url, "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
     refused = cli("login", "--insecure-storage", env=no_keyring, input="mk_live_" + "9" * 32 + "\n")
     assert refused.code == 3

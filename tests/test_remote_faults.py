@@ -8,17 +8,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from walk_helpers import walk_ids
 from wire_servers import ThreadServer, read_body, serving
 
 from mnemo_tui import timefmt
-from mnemo_tui.backends import walk_pages
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend, key_principal
-from mnemo_tui.engine.rooms import create_key
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import RecentQuery, WriteRequest
 from mnemo_tui.server.app import create_app
-from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.state.statedb import StateDB, StateKey
 
 Receive = Callable[[], Any]
 
@@ -63,8 +62,8 @@ class Faults:
 
 def seeded(path: Path, n: int, principal: str = "alice") -> tuple[Store, str, list[str]]:
     store = Store(path)
-    _key_id, key = create_key(store, principal)
-    local = LocalBackend(path, principal, store=store)
+    _key_id, key = store.create_key(principal)
+    local = LocalBackend(store, principal)
     ids = [local.write(WriteRequest(content=f"entry {i}")).atom_id for i in range(n)]
     return store, key, list(reversed(ids))
 
@@ -83,7 +82,7 @@ def test_503_then_429_then_200_mid_walk_retries_the_same_cursor_without_skip_or_
     sleeps: list[float] = []
     with serving(faults) as server:
         backend = RemoteBackend(server.url, key, sleep=sleeps.append)
-        seen = [e.atom_id for page in walk_pages(backend, RecentQuery(limit=10)) for e in page.items]
+        seen = walk_ids(backend, RecentQuery(limit=10))
         backend.close()
     store.close()
     assert seen == newest_first
@@ -121,10 +120,10 @@ def test_the_server_dying_mid_walk_exits_5_and_leaves_the_watermark(
         assert first.code == 0, first.stderr
         assert [i["atom_id"] for i in json.loads(first.stdout)["items"]] == first_ids
         state = StateDB(isolated_home / "state.db")
-        before = state.load(server.url, key_principal(key), "default", None)
+        before = state.load(StateKey(server.url, key_principal(key), "default", None))
         state.close()
         assert before is not None and first_ids[0] in before.boundary_ids
-        local = LocalBackend(path, "alice", store=store)
+        local = LocalBackend(store, "alice")
         later = list(reversed([local.write(WriteRequest(content=f"later {i}")).atom_id for i in range(30)]))
         faults.die_on = len(faults.recent_bodies) + 2  # the second page of the next walk never comes
         broken = cli("catchup", "--limit", "10", "--format", "ndjson", env=env)
@@ -132,7 +131,7 @@ def test_the_server_dying_mid_walk_exits_5_and_leaves_the_watermark(
     assert "cannot reach" in broken.stderr and key not in broken.stderr
     assert len(broken.stdout.splitlines()) == 10  # the first page was printed, then the server died
     state = StateDB(isolated_home / "state.db")
-    mark = state.load(server.url, key_principal(key), "default", None)
+    mark = state.load(StateKey(server.url, key_principal(key), "default", None))
     state.close()
     assert mark == before
     # Back up on the same address: the next pass re-reads from the old watermark and loses nothing.

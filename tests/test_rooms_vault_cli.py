@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.engine import rooms
 from mnemo_tui.errors import Conflict
 from tests.conftest import CliResult
 
@@ -78,12 +77,12 @@ def test_unscoped_empty_answer_names_the_rooms_in_every_format(cli: Cli) -> None
 
 
 def test_expired_invite_is_refused(tmp_path: Path) -> None:
-    backend = LocalBackend(tmp_path / "s.db", "alice")
+    backend = LocalBackend.open(tmp_path / "s.db", "alice")
     room = backend.create_room("ops")
     invite = backend.invite(room.address)
-    backend.store.db.execute("UPDATE invites SET expires_at = 0")
+    backend.engine.db.execute("UPDATE invites SET expires_at = 0")
     with pytest.raises(Conflict):
-        rooms.join(backend.store, "bob", invite.code)
+        backend.engine.join("bob", invite.code)
     backend.close()
 
 

@@ -35,13 +35,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 def _revoked_key(server: Server) -> str:
     """A key of alice's that has been revoked (the engine calls behind `mnemo keys create` and `revoke`)."""
-    from mnemo_tui.engine.rooms import list_keys, revoke_key
     from mnemo_tui.engine.store import Store
 
     key = make_key(server.store, "alice")
     store = Store(server.store)
     try:
-        revoke_key(store, str(list_keys(store)[-1]["key_id"]))
+        store.revoke_key(store.list_keys()[-1].key_id)
     finally:
         store.close()
     return key

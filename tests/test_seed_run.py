@@ -14,7 +14,7 @@ import pytest
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.model import WriteRequest
-from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.state.statedb import StateDB, StateKey
 from tests.conftest import MNEMO, CliResult
 
 Cli = Callable[..., CliResult]
@@ -124,10 +124,10 @@ def test_empty_reports_say_what_they_covered(cli: Cli) -> None:
 
 
 def make_store(home: Path, n: int) -> list[str]:
-    backend = LocalBackend(home / "store.db", "local")
+    backend = LocalBackend.open(home / "store.db", "local")
     rows = [(WriteRequest(content=f"bulk entry {i}\nsecond line", domain=f"d{i % 3}"), i) for i in range(n)]
-    backend.store.bulk_write("local", rows)
-    ids = [r[0] for r in backend.store.db.execute("SELECT atom_id FROM atoms ORDER BY created_at DESC").fetchall()]
+    backend.engine.bulk_insert([("local", r, t) for r, t in rows])
+    ids = [r[0] for r in backend.engine.db.execute("SELECT atom_id FROM atoms ORDER BY created_at DESC").fetchall()]
     backend.close()
     return ids
 
@@ -153,7 +153,7 @@ def test_catchup_killed_mid_walk_then_resumed_outputs_everything(isolated_home: 
     assert 0 < len(printed) < len(ids)
     state = StateDB(isolated_home / "state.db")
     store_path = str((isolated_home / "store.db").resolve())
-    assert state.load(store_path, "local", "default", None) is None  # the watermark did not move
+    assert state.load(StateKey(store_path, "local", "default", None)) is None  # the watermark did not move
     state.close()
     resumed = subprocess.run(
         [MNEMO, "catchup", "--limit", "10", "--format", "ndjson", "--resume"],
@@ -169,7 +169,7 @@ def test_catchup_killed_mid_walk_then_resumed_outputs_everything(isolated_home: 
     assert set(printed) | set(rest) == set(ids)
     assert len(printed) + len(rest) - len(ids) <= 10
     state = StateDB(isolated_home / "state.db")
-    mark = state.load(store_path, "local", "default", None)
+    mark = state.load(StateKey(store_path, "local", "default", None))
     assert mark is not None and mark.boundary_ids == (ids[0],)
     assert state.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     state.close()

@@ -1,4 +1,4 @@
-"""The engine reads the server uses (`engine.extras`) agree with `Store` exactly."""
+"""The engine reads the server uses (`recent_wire`, `atom_extras`) agree with `Store.recent` exactly."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from mnemo_tui.engine import rooms
-from mnemo_tui.engine.extras import atom_extras, recent_wire
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import Forbidden, ValidationError
 from mnemo_tui.model import RecentQuery, WriteRequest
@@ -22,7 +20,7 @@ def test_recent_wire_is_store_recent_as_text(store: Store) -> None:
     ]
     store.write("alice", WriteRequest(content="replaces e1", supersedes=(ids[1],)))
     store.write("bob", WriteRequest(content="bob's"))
-    room = rooms.create_room(store, "alice", "design")
+    room = store.create_room("alice", "design")
     store.write("alice", WriteRequest(content="in room", domain=room.address))
     queries = [
         RecentQuery(limit=5),
@@ -36,7 +34,8 @@ def test_recent_wire_is_store_recent_as_text(store: Store) -> None:
         current = query
         while True:
             page = store.recent("alice", current)
-            wires, cursor = recent_wire(store, "alice", current)
+            wire_page = store.recent_wire("alice", current)
+            wires, cursor = wire_page.items, wire_page.next_cursor
             assert wires == [e.wire for e in page.items]
             assert cursor == page.next_cursor
             if cursor is None:
@@ -46,22 +45,22 @@ def test_recent_wire_is_store_recent_as_text(store: Store) -> None:
 
 def test_recent_wire_refuses_what_store_recent_refuses(store: Store) -> None:
     with pytest.raises(Forbidden):
-        recent_wire(store, "alice", RecentQuery(scope="xroom:room_01ARZ3NDEKTSV4RRFFQ69G5FAV"))
+        store.recent_wire("alice", RecentQuery(scope="xroom:room_01ARZ3NDEKTSV4RRFFQ69G5FAV"))
     with pytest.raises(ValidationError):
-        recent_wire(store, "alice", RecentQuery(cursor="AAAA"))
+        store.recent_wire("alice", RecentQuery(cursor="AAAA"))
 
 
 def test_atom_extras_returns_metadata_and_external_ref(store: Store) -> None:
     a = store.write("alice", WriteRequest(content="x", metadata={"k": [1, 2]}, external_ref="ref-1")).atom_id
     b = store.write("alice", WriteRequest(content="y")).atom_id
-    assert atom_extras(store, [a, b]) == {a: ({"k": [1, 2]}, "ref-1"), b: ({}, None)}
-    assert atom_extras(store, []) == {}
+    assert store.atom_extras([a, b]) == {a: ({"k": [1, 2]}, "ref-1"), b: ({}, None)}
+    assert store.atom_extras([]) == {}
 
 
 def test_database_work_runs_in_worker_threads_each_with_its_own_connection(tmp_path: Path) -> None:
-    from mnemo_tui.server.pool import StorePool
+    from mnemo_tui.server.pool import EnginePool
 
-    pool = StorePool(tmp_path / "pool.db", workers=4)
+    pool = EnginePool(lambda: Store(tmp_path / "pool.db"), workers=4)
     # Four calls that each wait for the other three inside their database thread: if they shared
     # one connection (or ran on the event loop) they could never all be inside at once.
     barrier = threading.Barrier(4, timeout=20)

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from wire_servers import served_store
 
-from mnemo_tui.engine.rooms import create_key
 from mnemo_tui.engine.store import Store
 
 
@@ -30,7 +29,7 @@ def _answer(sock: socket.socket) -> tuple[int, dict[str, object]]:
 def test_an_oversized_body_is_refused_before_it_is_sent_whole(tmp_path: Path) -> None:
     path = tmp_path / "served.db"
     store = Store(path)
-    key = create_key(store, "alice")[1]
+    key = store.create_key("alice")[1]
     with served_store(path) as server, socket.create_connection(("127.0.0.1", server.port), timeout=20) as sock:
         # Announce 64 MiB, send 13 bytes of it, and wait: only an early refusal can answer this.
         sock.sendall(

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from textual.pilot import Pilot
 
 from mnemo_tui.backends import Backend
+from mnemo_tui.backends.delegate import DelegatingBackend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import AuthError, MnemoError, Unavailable
-from mnemo_tui.model import Entry, Page, RecentQuery, Room, SearchHit, SearchQuery, WriteRequest, WriteResult
+from mnemo_tui.model import Entry, WriteRequest
 from mnemo_tui.timefmt import parse_iso
 
 NOW = parse_iso("2026-11-30T09:00:00Z")
@@ -26,20 +27,8 @@ def clock() -> int:
 
 
 def add_room(store: Store, name: str, room_id: str, principal: str = "local") -> str:
-    """A room with a fixed id (rooms.create_room draws a random ULID, which snapshots cannot show)."""
-    with store._lock:
-        store.db.execute("BEGIN IMMEDIATE")
-        bucket = store.db.execute("INSERT INTO buckets(kind, owner) VALUES ('room', ?)", (room_id,)).lastrowid
-        store.db.execute(
-            "INSERT INTO rooms(room_id, bucket, name, description, owner, created_at) VALUES (?,?,?,?,?,?)",
-            (room_id, bucket, name, None, principal, NOW - 90 * 24 * 60 * MINUTE),
-        )
-        store.db.execute(
-            "INSERT INTO members(room_id, principal, role, scope, joined_at) VALUES (?,?,'owner','read_write',?)",
-            (room_id, principal, NOW - 90 * 24 * 60 * MINUTE),
-        )
-        store.db.execute("COMMIT")
-    return "xroom:" + room_id
+    """A room with a fixed id (a new room draws a random ULID, which snapshots cannot show)."""
+    return store.create_room(principal, name, room_id=room_id).address
 
 
 def req(
@@ -52,7 +41,7 @@ def req(
 
 def fill(store: Store, count: int, *, domain: str = "general", start: int = NOW - 10_000 * MINUTE) -> None:
     """`count` numbered entries one minute apart, the newest last."""
-    store.bulk_write("local", [(req(f"entry {i:05d}", domain), start + i * MINUTE) for i in range(count)])
+    store.bulk_insert([("local", req(f"entry {i:05d}", domain), start + i * MINUTE) for i in range(count)])
 
 
 SAMPLE = [
@@ -78,9 +67,9 @@ def sample_store(store: Store, *, rooms: bool = True) -> None:
         (req(text, domain, agent, concepts), NOW - (len(SAMPLE) - i) * 37 * MINUTE)
         for i, (domain, agent, text, concepts) in enumerate(SAMPLE)
     ]
-    store.bulk_write("local", rows)
+    store.bulk_insert([("local", r, t) for r, t in rows])
     first = req("Plan: ship the TUI with a fixed page size of 50", "general", "claude-code", ("plan",))
-    store.bulk_write("local", [(first, NOW - 400 * MINUTE)])
+    store.bulk_insert([("local", first, NOW - 400 * MINUTE)])
     old_id = store.db.execute("SELECT atom_id FROM atoms WHERE content LIKE 'Plan: ship%'").fetchone()[0]
     second = WriteRequest(
         content="Plan: ship the TUI with pages of 100 and a window of 8",
@@ -91,21 +80,16 @@ def sample_store(store: Store, *, rooms: bool = True) -> None:
         client_env="mcp",
         supersedes=(old_id,),
     )
-    store.bulk_write("local", [(second, NOW - 20 * MINUTE)])
-    new_id = store.db.execute(
-        "SELECT atom_id FROM atoms WHERE content LIKE 'Plan: ship the TUI with pages%'"
-    ).fetchone()[0]
-    with store._lock:
-        store.db.execute("UPDATE atoms SET superseded_by = ? WHERE atom_id = ?", (new_id, old_id))
+    store.bulk_insert([("local", second, NOW - 20 * MINUTE)])
+    # The superseding bulk row marks its predecessor as superseded, as a write does.
     if rooms:
+        add_room(store, "design", ROOM_DESIGN)  # joined first: the sidebar lists it first
         ops = add_room(store, "ops", ROOM_OPS)
-        add_room(store, "design", ROOM_DESIGN)
-        store.bulk_write(
-            "local",
+        store.bulk_insert(
             [
-                (req("Deploy window moved to Thursday 14:00 UTC", ops, "ops-bot"), NOW - 90 * MINUTE),
-                (req("Pager rotation: alice this week", ops, "ops-bot"), NOW - 30 * MINUTE),
-            ],
+                ("local", req("Deploy window moved to Thursday 14:00 UTC", ops, "ops-bot"), NOW - 90 * MINUTE),
+                ("local", req("Pager rotation: alice this week", ops, "ops-bot"), NOW - 30 * MINUTE),
+            ]
         )
 
 
@@ -137,14 +121,11 @@ async def settle(pilot: Pilot[None], rounds: int = 4) -> None:
             return
 
 
-class FlakyBackend:
-    """A real LocalBackend behind a switch: while `failure` is set, every read raises it."""
-
-    kind = "embedded"
+class FlakyBackend(DelegatingBackend):
+    """A real LocalBackend behind a switch: while `failure` is set, every call but `principal` raises it."""
 
     def __init__(self, inner: LocalBackend, failure: Exception | None = None) -> None:
-        self.inner = inner
-        self.identity = inner.identity
+        super().__init__(inner)
         self.failure = failure
 
     @staticmethod
@@ -155,52 +136,18 @@ class FlakyBackend:
     def refused() -> MnemoError:
         return AuthError("the endpoint refused the API key (401)")
 
-    def _check(self) -> None:
+    def _guard(self) -> AbstractContextManager[object]:
         if self.failure is not None:
             raise self.failure
+        return nullcontext()
 
     @property
     def principal(self) -> str:
         return self.inner.principal
 
-    def recent(self, query: RecentQuery) -> Page:
-        self._check()
-        return self.inner.recent(query)
-
-    def stream_wire(self, query: RecentQuery) -> Iterator[list[str]]:
-        self._check()
-        return self.inner.stream_wire(query)
-
-    def write(self, request: WriteRequest) -> WriteResult:
-        self._check()
-        return self.inner.write(request)
-
-    def search(self, query: SearchQuery) -> list[SearchHit]:
-        self._check()
-        return self.inner.search(query)
-
-    def get(self, atom_id: str) -> Entry:
-        self._check()
-        return self.inner.get(atom_id)
-
-    def delete(self, atom_id: str) -> int:
-        self._check()
-        return self.inner.delete(atom_id)
-
-    def domains(self) -> list[str]:
-        self._check()
-        return self.inner.domains()
-
-    def rooms(self) -> list[Room]:
-        self._check()
-        return self.inner.rooms()
-
-    def __getattr__(self, name: str) -> object:
-        # create_room, invite, join, vault_*: not used by the TUI; delegate unchanged. No change
-        # probe: like an endpoint, this backend is polled.
-        if name == "change_token":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
+    def change_token(self) -> None:
+        """No change probe: like an endpoint, this backend is polled."""
+        return None
 
     def close(self) -> None:
         self.inner.close()

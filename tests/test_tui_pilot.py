@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import walk_helpers
 from conftest import CliResult
 from test_tui_helpers import (
     MINUTE,
@@ -24,12 +25,11 @@ from test_tui_helpers import (
     settle,
 )
 
-from mnemo_tui.backends import walk_pages
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.catchup import CatchUp
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import RecentQuery
-from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import MnemoApp
 from mnemo_tui.tui.widgets.notices import NewMarker
 
@@ -49,7 +49,7 @@ def make_app(backend: object, state: StateDB, **kwargs: object) -> MnemoApp:
 
 
 def walk_ids(backend: LocalBackend, scope: str | None = None, limit: int = 100) -> list[str]:
-    return [e.atom_id for page in walk_pages(backend, RecentQuery(scope=scope, limit=limit)) for e in page.items]
+    return walk_helpers.walk_ids(backend, RecentQuery(scope=scope, limit=limit))
 
 
 async def test_opens_on_the_newest_entries_of_the_own_store(store: Store, local: LocalBackend, state: StateDB) -> None:
@@ -137,9 +137,9 @@ async def test_mark_caught_up_moves_the_watermark_exactly_as_catchup(
         await settle(pilot)
         assert screen.scopes.counts["own"] == ""
         assert screen.feed.watermark is not None
-    tui_mark = state.load(local.identity, "local", "tui", None)
+    tui_mark = state.load(StateKey(local.identity, "local", "tui", None))
     CatchUp(local, state, consumer="cli", scope=None).run(lambda entries: None)
-    cli_mark = state.load(local.identity, "local", "cli", None)
+    cli_mark = state.load(StateKey(local.identity, "local", "cli", None))
     assert tui_mark is not None and cli_mark is not None
     assert (tui_mark.created_at, tui_mark.boundary_ids) == (cli_mark.created_at, cli_mark.boundary_ids)
     assert tui_mark.created_at == store.db.execute("SELECT max(created_at) FROM atoms").fetchone()[0]
@@ -158,12 +158,12 @@ async def test_mark_caught_up_matches_the_mnemo_catchup_command(
         await settle(pilot)
         await pilot.press("c")
         await settle(pilot)
-    tui_mark = state.load(local.identity, "local", "tui", "build")
-    cli_mark = state.load(local.identity, "local", "cli", "build")
+    tui_mark = state.load(StateKey(local.identity, "local", "tui", "build"))
+    cli_mark = state.load(StateKey(local.identity, "local", "cli", "build"))
     assert tui_mark is not None and cli_mark is not None
     assert (tui_mark.created_at, tui_mark.boundary_ids) == (cli_mark.created_at, cli_mark.boundary_ids)
     # The own store's watermark is untouched by a walk of one domain.
-    assert state.load(local.identity, "local", "tui", None) is None
+    assert state.load(StateKey(local.identity, "local", "tui", None)) is None
 
 
 async def test_an_entry_written_while_the_app_runs_appears_on_top(
@@ -174,7 +174,7 @@ async def test_an_entry_written_while_the_app_runs_appears_on_top(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = app.feed_screen
-        other = LocalBackend(store.path, "local")  # another connection, as another process would write
+        other = LocalBackend.open(store.path, "local")  # another connection, as another process would write
         try:
             written = other.write(req("written while the app runs", "incoming"))
         finally:
@@ -240,7 +240,7 @@ async def test_an_empty_scope_shows_its_report_and_a_room_in_it_switches_scope(
     store: Store, local: LocalBackend, state: StateDB
 ) -> None:
     ops = add_room(store, "ops", ROOM_OPS)
-    store.bulk_write("local", [(req("room entry", ops, "ops-bot"), NOW - MINUTE)])
+    store.bulk_insert([("local", req("room entry", ops, "ops-bot"), NOW - MINUTE)])
     app = make_app(local, state)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

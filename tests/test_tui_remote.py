@@ -8,16 +8,15 @@ from pathlib import Path
 
 import pytest
 from test_tui_helpers import clock, ids, req, rows, settle
+from walk_helpers import walk_ids
 from wire_servers import ThreadServer, served_store, serving
 
-from mnemo_tui.backends import walk_pages
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.catchup import CatchUp
-from mnemo_tui.engine.rooms import create_key
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import RecentQuery
-from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import MnemoApp
 
 pytestmark = pytest.mark.anyio
@@ -33,9 +32,9 @@ def anyio_backend() -> str:
 def served(tmp_path: Path) -> Iterator[tuple[ThreadServer, LocalBackend, str]]:
     path = tmp_path / "served.db"
     store = Store(path)
-    key = create_key(store, "alice")[1]
+    key = store.create_key("alice")[1]
     with served_store(path) as server:
-        yield server, LocalBackend(path, "alice", store=store), key
+        yield server, LocalBackend(store, "alice"), key
     store.close()
 
 
@@ -44,7 +43,7 @@ def remote(url: str, key: str) -> RemoteBackend:
 
 
 def walk(backend: RemoteBackend, limit: int) -> list[str]:
-    return [e.atom_id for page in walk_pages(backend, RecentQuery(limit=limit)) for e in page.items]
+    return walk_ids(backend, RecentQuery(limit=limit))
 
 
 async def test_scrolling_an_endpoint_equals_its_cursor_walk_and_live_entries_arrive(
@@ -97,8 +96,8 @@ async def test_mark_caught_up_on_an_endpoint_commits_what_catchup_commits(
         CatchUp(backend, state, consumer="cli", overlap=2_000_000).run(lambda entries: None)
     finally:
         backend.close()
-    tui = state.load(server.url, backend.principal, "tui", None)
-    cli = state.load(server.url, backend.principal, "cli", None)
+    tui = state.load(StateKey(server.url, backend.principal, "tui", None))
+    cli = state.load(StateKey(server.url, backend.principal, "cli", None))
     assert tui is not None and cli is not None
     assert (tui.created_at, tui.boundary_ids) == (cli.created_at, cli.boundary_ids)
 
@@ -123,8 +122,8 @@ async def test_a_refused_key_is_shown_and_the_app_stays_open(
 async def test_an_endpoint_that_comes_up_later_is_read_on_retry(tmp_path: Path, state: StateDB) -> None:
     path = tmp_path / "late.db"
     store = Store(path)
-    key = create_key(store, "alice")[1]
-    LocalBackend(path, "alice", store=store).write(req("there all along"))
+    key = store.create_key("alice")[1]
+    LocalBackend(store, "alice").write(req("there all along"))
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

@@ -73,14 +73,14 @@ class TestFeed:
         self, snap_compare: Compare, store: Store, sample: LocalBackend, state: StateDB
     ) -> None:
         async def write(pilot: Pilot[None]) -> None:
-            store.bulk_write("local", [(req(f"fresh {i}"), NOW - (5 - i) * MINUTE) for i in range(3)])
+            store.bulk_insert([("local", req(f"fresh {i}"), NOW - (5 - i) * MINUTE) for i in range(3)])
             assert isinstance(pilot.app, MnemoApp)
             pilot.app.feed_screen.check_live()
 
         assert snap_compare(app_on(sample, state), terminal_size=SIZE, run_before=then("j", "j", extra=write))
 
     def test_end_of_a_long_feed(self, snap_compare: Compare, store: Store, local: LocalBackend, state: StateDB) -> None:
-        store.bulk_write("local", [(req(f"note {i:03d}", "notes"), NOW - (200 - i) * 7 * MINUTE) for i in range(120)])
+        store.bulk_insert([("local", req(f"note {i:03d}", "notes"), NOW - (200 - i) * 7 * MINUTE) for i in range(120)])
         app = app_on(local, state, page_size=25)
         assert snap_compare(app, terminal_size=SIZE, run_before=then(*["pagedown"] * 6, "G"))
 

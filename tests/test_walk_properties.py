@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.catchup import CatchUp
-from mnemo_tui.engine import rooms
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import Entry, RecentQuery, WriteRequest
 from mnemo_tui.state.statedb import StateDB
@@ -41,11 +40,11 @@ class World:
 
     def __init__(self, root: Path) -> None:
         self.store = Store(root / "store.db")
-        self.alice = LocalBackend(self.store.path, "alice", store=self.store)
-        self.bob = LocalBackend(self.store.path, "bob", store=self.store)
-        room = rooms.create_room(self.store, "alice", "shared")
-        code = rooms.create_invite(self.store, "alice", room.room_id).code
-        rooms.join(self.store, "bob", code)
+        self.alice = LocalBackend(self.store, "alice")
+        self.bob = LocalBackend(self.store, "bob")
+        room = self.store.create_room("alice", "shared")
+        code = self.store.create_invite("alice", room.room_id).code
+        self.store.join("bob", code)
         self.room = room.address
         self.atoms: list[Atom] = []  # oldest first
 

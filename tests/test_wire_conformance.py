@@ -17,7 +17,6 @@ from jsonschema import Draft202012Validator
 from wire_servers import Canned, from_schema, serving
 
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.engine import rooms
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import (
     AuthError,
@@ -77,7 +76,7 @@ def recorded(tmp_path: Path) -> Iterator[list[tuple[str, str, int, Any]]]:
     """Drive every endpoint of WIRE.md through success and failure, recording (method, path template, status, body)."""
     path = tmp_path / "served.db"
     store = Store(path)
-    alice, bob = rooms.create_key(store, "alice")[1], rooms.create_key(store, "bob")[1]
+    alice, bob = store.create_key("alice")[1], store.create_key("bob")[1]
     seen: list[tuple[str, str, int, Any]] = []
     with TestClient(create_app(path, workers=2), raise_server_exceptions=False) as client:
 

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from wire_servers import from_schema
 
-from mnemo_tui.engine import rooms
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import WriteRequest
 from mnemo_tui.server.app import create_app
@@ -41,10 +40,10 @@ class Served:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     path = Path(tmp_path_factory.mktemp("fuzz")) / "served.db"
     store = Store(path)
-    key = rooms.create_key(store, "alice")[1]
+    key = store.create_key("alice")[1]
     for i in range(5):
         store.write("alice", WriteRequest(content=f"note {i} about deploys", domain="ops" if i % 2 else "general"))
-    rooms.create_room(store, "alice", "design")
+    store.create_room("alice", "design")
     with TestClient(create_app(path, workers=2), raise_server_exceptions=False) as client:
         yield Served(client, key, client.get("/openapi.json").json())
     store.close()

@@ -13,7 +13,6 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's note about httpx2: the test client works as it is
     from starlette.testclient import TestClient
 
-from mnemo_tui.engine import rooms
 from mnemo_tui.engine.store import Store
 from mnemo_tui.server.app import create_app
 
@@ -29,7 +28,7 @@ class Wire:
         self.store = store
 
     def key(self, principal: str) -> str:
-        return rooms.create_key(self.store, principal)[1]
+        return self.store.create_key(principal)[1]
 
     def post(self, path: str, body: Any = None, key: str | None = None, **kw: Any) -> Any:
         headers = dict(kw.pop("headers", {}))
@@ -114,9 +113,9 @@ def test_refused_keys_answer_401_with_their_reason(wire: Wire, headers: dict[str
 
 
 def test_a_revoked_key_is_refused(wire: Wire) -> None:
-    key_id, key = rooms.create_key(wire.store, "alice")
+    key_id, key = wire.store.create_key("alice")
     assert wire.post("/memory/recent", {}, key).status_code == 200
-    rooms.revoke_key(wire.store, key_id)
+    wire.store.revoke_key(key_id)
     body = assert_envelope(wire.post("/memory/recent", {}, key), 401, "UNAUTHORIZED")
     assert body["details"] == {"reason": "revoked_key"}
 

@@ -5,23 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
-from mnemo_tui.model import (
-    Entry,
-    Invite,
-    Joined,
-    Page,
-    RecentQuery,
-    Room,
-    SearchHit,
-    SearchQuery,
-    SecretInfo,
-    WriteRequest,
-    WriteResult,
-)
+from mnemo_tui import model as m
 
 
 class Backend(Protocol):
     """The operations of mnemo over one store, on behalf of one principal.
+
+    Implementations subclass it, so the optional abilities below keep their defaults where a
+    backend has nothing better (an endpoint has no cheap change probe and no snapshot stream).
 
     Attributes:
         kind: `embedded` or `remote`.
@@ -35,53 +26,42 @@ class Backend(Protocol):
     @property
     def principal(self) -> str: ...
 
-    def recent(self, query: RecentQuery) -> Page:
+    def recent(self, query: m.RecentQuery) -> m.Page:
         """One page of the feed (WIRE.md `POST /memory/recent`)."""
         ...
 
-    def stream_wire(self, query: RecentQuery) -> Iterator[list[str]]:
-        """Every remaining entry of a walk as wire JSON strings, in chunks, newest first."""
-        ...
+    def write(self, request: m.WriteRequest) -> m.WriteResult: ...
 
-    def write(self, request: WriteRequest) -> WriteResult: ...
+    def search(self, query: m.SearchQuery) -> list[m.SearchHit]: ...
 
-    def search(self, query: SearchQuery) -> list[SearchHit]: ...
-
-    def get(self, atom_id: str) -> Entry: ...
+    def get(self, atom_id: str) -> m.Entry: ...
 
     def delete(self, atom_id: str) -> int: ...
 
     def domains(self) -> list[str]: ...
 
-    def rooms(self) -> list[Room]: ...
+    def rooms(self) -> list[m.Room]: ...
 
-    def create_room(self, name: str, description: str | None = None) -> Room: ...
+    def create_room(self, name: str, description: str | None = None) -> m.Room: ...
 
-    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> Invite: ...
+    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> m.Invite: ...
 
-    def join(self, code: str) -> Joined: ...
+    def join(self, code: str) -> m.Joined: ...
 
-    def vault_list(self) -> list[SecretInfo]: ...
+    def vault_list(self) -> list[m.SecretInfo]: ...
 
     def vault_add(self, alias: str, context: str, sealed_b64: str) -> str: ...
 
     def close(self) -> None: ...
 
+    # -- optional abilities, with the default of a backend that has none -------------------
 
-def walk_pages(backend: Backend, query: RecentQuery) -> Iterator[Page]:
-    """Follow cursors from `query` to the end of the feed, one page at a time."""
-    current = query
-    while True:
-        page = backend.recent(current)
-        yield page
-        if page.next_cursor is None:
-            return
-        current = RecentQuery(
-            scope=query.scope,
-            since=query.since,
-            until=query.until,
-            exclude_author=query.exclude_author,
-            limit=query.limit,
-            cursor=page.next_cursor,
-            include_history=query.include_history,
-        )
+    def snapshot_wire(self, query: m.RecentQuery) -> Iterator[list[str]] | None:
+        """Every remaining entry of a walk from one snapshot, as wire texts in chunks; None when the
+        backend cannot read one (the catch-up layer's walk then follows the cursors)."""
+        return None
+
+    def change_token(self) -> tuple[int, int] | None:
+        """A cheap token that changes whenever the store may have changed; None when there is no such probe
+        (watchers then poll)."""
+        return None

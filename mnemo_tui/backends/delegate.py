@@ -5,23 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 
+from mnemo_tui import model as m
 from mnemo_tui.backends import Backend
-from mnemo_tui.model import (
-    Entry,
-    Invite,
-    Joined,
-    Page,
-    RecentQuery,
-    Room,
-    SearchHit,
-    SearchQuery,
-    SecretInfo,
-    WriteRequest,
-    WriteResult,
-)
 
 
-class DelegatingBackend:
+class DelegatingBackend(Backend):
     """Every operation of the protocol, passed through to `inner` inside `_guard()`.
 
     Subclasses override the operations they change (a recorder, a lock, a deliberate defect in a
@@ -41,23 +29,27 @@ class DelegatingBackend:
         with self._guard():
             return self.inner.principal
 
-    def recent(self, query: RecentQuery) -> Page:
+    def recent(self, query: m.RecentQuery) -> m.Page:
         with self._guard():
             return self.inner.recent(query)
 
-    def stream_wire(self, query: RecentQuery) -> Iterator[list[str]]:
+    def snapshot_wire(self, query: m.RecentQuery) -> Iterator[list[str]] | None:
         with self._guard():
-            return self.inner.stream_wire(query)
+            return self.inner.snapshot_wire(query)
 
-    def write(self, request: WriteRequest) -> WriteResult:
+    def change_token(self) -> tuple[int, int] | None:
+        with self._guard():
+            return self.inner.change_token()
+
+    def write(self, request: m.WriteRequest) -> m.WriteResult:
         with self._guard():
             return self.inner.write(request)
 
-    def search(self, query: SearchQuery) -> list[SearchHit]:
+    def search(self, query: m.SearchQuery) -> list[m.SearchHit]:
         with self._guard():
             return self.inner.search(query)
 
-    def get(self, atom_id: str) -> Entry:
+    def get(self, atom_id: str) -> m.Entry:
         with self._guard():
             return self.inner.get(atom_id)
 
@@ -69,23 +61,23 @@ class DelegatingBackend:
         with self._guard():
             return self.inner.domains()
 
-    def rooms(self) -> list[Room]:
+    def rooms(self) -> list[m.Room]:
         with self._guard():
             return self.inner.rooms()
 
-    def create_room(self, name: str, description: str | None = None) -> Room:
+    def create_room(self, name: str, description: str | None = None) -> m.Room:
         with self._guard():
             return self.inner.create_room(name, description)
 
-    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> Invite:
+    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> m.Invite:
         with self._guard():
             return self.inner.invite(room, scope=scope, expires_days=expires_days, max_uses=max_uses)
 
-    def join(self, code: str) -> Joined:
+    def join(self, code: str) -> m.Joined:
         with self._guard():
             return self.inner.join(code)
 
-    def vault_list(self) -> list[SecretInfo]:
+    def vault_list(self) -> list[m.SecretInfo]:
         with self._guard():
             return self.inner.vault_list()
 

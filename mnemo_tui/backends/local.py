@@ -1,86 +1,84 @@
-"""Provides `LocalBackend`: the `Backend` protocol over the embedded SQLite store."""
+"""Provides `LocalBackend`: the `Backend` protocol over an engine (the embedded store, or any `Engine`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
-from mnemo_tui.engine import rooms as room_ops
+from mnemo_tui import model as m
+from mnemo_tui.backends import Backend
+from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import (
-    Entry,
-    Invite,
-    Joined,
-    Page,
-    RecentQuery,
-    Room,
-    SearchHit,
-    SearchQuery,
-    SecretInfo,
-    WriteRequest,
-    WriteResult,
-)
 
 
-class LocalBackend:
-    """The embedded store, read and written as one principal."""
+class LocalBackend(Backend):
+    """An engine in this process, read and written as one principal.
+
+    Args:
+        engine: the engine (the caller keeps no other use for it: `close` closes it).
+        principal: who reads and writes.
+    """
 
     kind = "embedded"
 
-    def __init__(self, path: Path | str, principal: str = "local", *, store: Store | None = None) -> None:
-        self.store = store if store is not None else Store(path)
-        self.identity = str(self.store.path)
+    def __init__(self, engine: Engine, principal: str = "local") -> None:
+        self.engine = engine
+        self.identity = engine.identity
         self._principal = principal
+
+    @classmethod
+    def open(cls, path: Path | str, principal: str = "local") -> LocalBackend:
+        """The embedded store file at `path` (created when missing)."""
+        return cls(Store(path), principal)
 
     @property
     def principal(self) -> str:
         return self._principal
 
-    def recent(self, query: RecentQuery) -> Page:
-        return self.store.recent(self._principal, query)
+    def recent(self, query: m.RecentQuery) -> m.Page:
+        return self.engine.recent(self._principal, query)
 
-    def stream_wire(self, query: RecentQuery) -> Iterator[list[str]]:
-        return self.store.stream_wire(self._principal, query)
+    def snapshot_wire(self, query: m.RecentQuery) -> Iterator[list[str]]:
+        return self.engine.stream_wire(self._principal, query)
 
-    def write(self, request: WriteRequest) -> WriteResult:
-        return self.store.write(self._principal, request)
+    def write(self, request: m.WriteRequest) -> m.WriteResult:
+        return self.engine.write(self._principal, request)
 
-    def search(self, query: SearchQuery) -> list[SearchHit]:
-        return self.store.search(self._principal, query)
+    def search(self, query: m.SearchQuery) -> list[m.SearchHit]:
+        return self.engine.search(self._principal, query)
 
-    def get(self, atom_id: str) -> Entry:
-        return self.store.get(self._principal, atom_id)
+    def get(self, atom_id: str) -> m.Entry:
+        return self.engine.get(self._principal, atom_id)
 
     def delete(self, atom_id: str) -> int:
-        return self.store.delete(self._principal, atom_id)
+        return self.engine.delete(self._principal, atom_id)
 
     def change_token(self) -> tuple[int, int]:
-        """A token that changes when the store may have changed (see `Store.change_token`)."""
-        return self.store.change_token()
+        return self.engine.change_token()
 
     def domains(self) -> list[str]:
-        return self.store.domains(self._principal)
+        return self.engine.domains(self._principal)
 
-    def rooms(self) -> list[Room]:
-        return room_ops.list_rooms(self.store, self._principal)
+    def rooms(self) -> list[m.Room]:
+        return self.engine.list_rooms(self._principal)
 
-    def create_room(self, name: str, description: str | None = None) -> Room:
-        return room_ops.create_room(self.store, self._principal, name, description)
+    def create_room(self, name: str, description: str | None = None) -> m.Room:
+        return self.engine.create_room(self._principal, name, description)
 
-    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> Invite:
-        room_id = room_ops.resolve_room(self.store, self._principal, room)
-        return room_ops.create_invite(
-            self.store, self._principal, room_id, scope=scope, expires_days=expires_days, max_uses=max_uses
+    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> m.Invite:
+        room_id = self.engine.resolve_room(self._principal, room)
+        return self.engine.create_invite(
+            self._principal, room_id, scope=scope, expires_days=expires_days, max_uses=max_uses
         )
 
-    def join(self, code: str) -> Joined:
-        return room_ops.join(self.store, self._principal, code)
+    def join(self, code: str) -> m.Joined:
+        return self.engine.join(self._principal, code)
 
-    def vault_list(self) -> list[SecretInfo]:
-        return room_ops.vault_list(self.store, self._principal)
+    def vault_list(self) -> list[m.SecretInfo]:
+        return self.engine.vault_list(self._principal)
 
     def vault_add(self, alias: str, context: str, sealed_b64: str) -> str:
-        return room_ops.vault_add(self.store, self._principal, alias, context, sealed_b64)
+        return self.engine.vault_add(self._principal, alias, context, sealed_b64)
 
     def close(self) -> None:
-        self.store.close()
+        self.engine.close()

@@ -7,15 +7,15 @@ import json
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Callable
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
 import httpx
 
 from mnemo_tui import __version__
-from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, time_of, wire_time, wires_of
+from mnemo_tui.backends import Backend
+from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, time_of, wire_time
 from mnemo_tui.errors import (
     BY_CODE,
     AuthError,
@@ -29,8 +29,6 @@ from mnemo_tui.errors import (
     ValidationError,
 )
 from mnemo_tui.model import (
-    MAX_LIMIT,
-    ROOM_ID,
     ROOM_PREFIX,
     Entry,
     Invite,
@@ -43,10 +41,10 @@ from mnemo_tui.model import (
     SecretInfo,
     WriteRequest,
     WriteResult,
+    room_id_of,
 )
-
-if TYPE_CHECKING:
-    from mnemo_tui.state.config import Settings
+from mnemo_tui.state.config import Settings
+from mnemo_tui.state.credentials import lookup_key
 
 TIMEOUT = httpx.Timeout(connect=5.0, read=30.0, write=30.0, pool=5.0)
 RETRIES = 4
@@ -146,7 +144,7 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
-class RemoteBackend:
+class RemoteBackend(Backend):
     """A REST endpoint, read and written with one API key over one keep-alive HTTP client.
 
     Attributes:
@@ -195,7 +193,7 @@ class RemoteBackend:
             AuthError: no key for the endpoint.
         """
         assert settings.endpoint is not None
-        key = lookup_api_key(settings)
+        key, _source = lookup_key(settings)
         if not key:
             raise AuthError(
                 f"no API key for {settings.endpoint}: set MNEMO_API_KEY, or run `mnemo login` to keep one in the OS keyring"
@@ -285,19 +283,6 @@ class RemoteBackend:
         response = self._send("POST", "/memory/recent", self._recent_body(query.validated()))
         canonical = response.headers.get(CANONICAL_HEADER) == "canonical"
         return page_of(response.content.decode("utf-8", errors="replace"), canonical)
-
-    def stream_wire(self, query: RecentQuery) -> Iterator[list[str]]:
-        """Every remaining entry, page by page (limit 100), following cursors to the end."""
-        current = replace(query.validated(), limit=MAX_LIMIT)
-        while True:
-            response = self._send("POST", "/memory/recent", self._recent_body(current))
-            canonical = response.headers.get(CANONICAL_HEADER) == "canonical"
-            wires, cursor = wires_of(response.content.decode("utf-8", errors="replace"), canonical)
-            if wires:
-                yield wires
-            if cursor is None:
-                return
-            current = replace(current, cursor=cursor)
 
     # -- writes and search --------------------------------------------------------------------
 
@@ -412,19 +397,8 @@ class RemoteBackend:
             room_id=_text(answer, "room_id"), name=_text(answer, "name", name), role="owner", scope="read_write"
         )
 
-    def _room_id(self, ref: str) -> str:
-        room_id = ref[len(ROOM_PREFIX) :] if ref.startswith(ROOM_PREFIX) else ref
-        if ROOM_ID.match(room_id):
-            return room_id
-        matches = [r for r in self.rooms() if r.name == ref]
-        if len(matches) == 1:
-            return matches[0].room_id
-        if len(matches) > 1:
-            raise ValidationError(f"several of your rooms are named {ref!r}; use the xroom: address")
-        raise Forbidden(f"you are not a member of a room {ref!r} (or it does not exist)")
-
     def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> Invite:
-        room_id = self._room_id(room)
+        room_id = room_id_of(room, self.rooms)
         body = {"scope": scope, "expires_in_days": expires_days, "max_uses": max_uses}
         answer = self._call("POST", f"/memory/rooms/{room_id}/invites", body, idempotent=False)
         address = _text(answer, "room_address", ROOM_PREFIX + room_id)
@@ -467,16 +441,3 @@ class RemoteBackend:
         body = {"alias": alias, "context": context, "sealed_secret_b64": sealed_b64}
         answer = self._call("POST", "/vault/secrets", body, idempotent=False)
         return _text(answer, "atom_id")
-
-
-def lookup_api_key(settings: Settings) -> str | None:
-    """The key for the selected endpoint: `state.credentials.lookup_key` (env, keyring, file) when present.
-
-    Hook: without the credentials module, only MNEMO_API_KEY (settings.api_key) is consulted.
-    """
-    try:
-        from mnemo_tui.state.credentials import lookup_key
-    except ImportError:
-        return settings.api_key
-    key, _source = lookup_key(settings)
-    return key

@@ -195,25 +195,8 @@ def _object_with_spans(text: str, field: str) -> tuple[dict[str, Any], list[str]
     return out, spans
 
 
+# `mnemo serve` says so of a page whose items are its stored RecentItems (see `page_of`).
 CANONICAL_HEADER = "x-mnemo-wire"
-
-
-def wires_of(text: str, canonical: bool = False) -> tuple[list[str], str | None]:
-    """The wire texts of a `RecentResponse` and its cursor, without building `Entry` values (for streaming).
-
-    `canonical`: the server declared (`X-Mnemo-Wire: canonical`, as `mnemo serve` does) that its
-    items are stored RecentItems; a page without a line break then keeps every item's own text.
-
-    Raises:
-        Unavailable: the text is not a page.
-    """
-    items, spans, cursor = _page_parts(text)
-    if canonical and "\n" not in text and "\r" not in text and all(isinstance(i, dict) for i in items):
-        return spans, cursor
-    wires = []
-    for item, span in zip(items, spans, strict=True):
-        wires.append(span if isinstance(item, dict) and _canonical(item, span) else entry_of(item).wire)
-    return wires, cursor
 
 
 def _page_parts(text: str) -> tuple[list[Any], list[str], str | None]:

@@ -6,44 +6,18 @@ import os
 import sys
 from typing import Any
 
+from mnemo_tui.cli.options import Args, CatchupArgs, RecentArgs, RootArgs
+
 # The fast path: `recent` and `catchup` with options it fully understands skip importing Typer
-# (about half of a cold start) and call the very same functions as the Typer commands
-# (mnemo_tui/cli/feed.py). Anything else, --help or a malformed option included, goes to Typer,
-# so usage errors stay Typer's.
+# (about half of a cold start) and call the very same functions as the Typer commands, with the
+# options both read from one declaration (mnemo_tui/cli/options.py). Anything else, --help or a
+# malformed option included, goes to Typer, so usage errors stay Typer's.
 INTERRUPTED = "\nmnemo: interrupted; nothing half-committed\n"
-_GLOBAL_VALUES = {"--profile": "profile", "--store": "store", "--endpoint": "endpoint"}
-_RECENT_VALUES = {
-    "--scope": "scope",
-    "-s": "scope",
-    "--since": "since",
-    "--until": "until",
-    "--exclude-author": "exclude_author",
-    "--limit": "limit",
-    "-n": "limit",
-    "--cursor": "cursor",
-    "--format": "fmt",
-    "-f": "fmt",
-}
-_RECENT_FLAGS = {"--all": "all", "--include-history": "include_history"}
-_CATCHUP_VALUES = {
-    "--scope": "scope",
-    "-s": "scope",
-    "--consumer": "consumer",
-    "-c": "consumer",
-    "--since": "since",
-    "--limit": "limit",
-    "-n": "limit",
-    "--overlap": "overlap",
-    "--format": "fmt",
-    "-f": "fmt",
-}
-_CATCHUP_FLAGS = {"--no-commit": "no_commit", "--resume": "resume", "--exit-code": "exit_code"}
 
 
-def _options(
-    args: list[str], values: dict[str, str], flags: dict[str, str], *, stop_at_word: bool
-) -> tuple[dict[str, Any], int] | None:
-    """Parse `--opt value`, `--opt=value` and flags; None at anything else (Typer then decides)."""
+def _options(args: list[str], declared: type[Args], *, stop_at_word: bool) -> tuple[dict[str, Any], int] | None:
+    """Parse `--opt value`, `--opt=value` and flags of `declared`; None at anything else (Typer then decides)."""
+    by_flag = {name: opt for opt in declared.options() for name in opt.flags}
     found: dict[str, Any] = {}
     i = 0
     while i < len(args):
@@ -53,11 +27,16 @@ def _options(
                 return found, i
             return None
         name, eq, inline = arg.partition("=")
-        if name in flags and not eq:
-            found[flags[name]] = True
+        opt = by_flag.get(name)
+        if opt is None or opt.kind not in ("text", "int", "flag"):
+            return None
+        if opt.kind == "flag":
+            if eq:
+                return None
+            found[opt.name] = True
             i += 1
             continue
-        if name not in values or (eq and not name.startswith("--")):
+        if eq and not name.startswith("--"):
             return None
         if eq:
             value = inline
@@ -67,12 +46,12 @@ def _options(
                 return None
             value = args[i + 1]
             i += 2
-        if values[name] == "limit":
+        if opt.kind == "int":
             if not value.isdigit():
                 return None
-            found["limit"] = int(value)
+            found[opt.name] = int(value)
         else:
-            found[values[name]] = value
+            found[opt.name] = value
     return found, i
 
 
@@ -83,33 +62,26 @@ def _fast(args: list[str]) -> int | None:
     while rest and rest[0] == "--debug":
         debug = True
         rest.pop(0)
-    parsed = _options(rest, _GLOBAL_VALUES, {"--debug": "debug"}, stop_at_word=True)
+    parsed = _options(rest, RootArgs, stop_at_word=True)
     if parsed is None:
         return None
     root, used = parsed
     rest = rest[used:]
     if not rest or rest[0] not in ("recent", "catchup"):
         return None
-    command = rest[0]
-    if command == "recent":
-        opts = _options(rest[1:], _RECENT_VALUES, _RECENT_FLAGS, stop_at_word=False)
-    else:
-        opts = _options(rest[1:], _CATCHUP_VALUES, _CATCHUP_FLAGS, stop_at_word=False)
+    declared = RecentArgs if rest[0] == "recent" else CatchupArgs
+    opts = _options(rest[1:], declared, stop_at_word=False)
     if opts is None:
         return None
     from mnemo_tui.cli import feed
     from mnemo_tui.cli.context import Context
-    from mnemo_tui.state.config import resolve, with_debug
 
-    settings = with_debug(
-        resolve(profile=root.get("profile"), store=root.get("store"), endpoint=root.get("endpoint")),
-        debug or bool(root.get("debug")),
-    )
-    context = Context(settings)
+    root["debug"] = debug or bool(root.get("debug"))
+    context = Context.of(RootArgs(**root))
     try:
-        if command == "recent":
-            return feed.recent(context, feed.RecentArgs(**opts[0]))
-        return feed.catchup(context, feed.CatchupArgs(**opts[0]))
+        if declared is RecentArgs:
+            return feed.recent(context, RecentArgs(**opts[0]))
+        return feed.catchup(context, CatchupArgs(**opts[0]))
     finally:
         context.close()
 

@@ -3,46 +3,39 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
 
-import typer
-
-
-def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app."""
-    app.command("check")(check)
-    app.command("verify")(verify)
+from mnemo_tui import timefmt
+from mnemo_tui.cli import output
+from mnemo_tui.cli.context import Context
+from mnemo_tui.cli.options import Args, flag, given, required, scope_opt, table_format_opt, text
+from mnemo_tui.model import describe_scope, parse_scope
 
 
-def check(
-    ctx: typer.Context,
-    scope: Annotated[
-        str,
-        typer.Option(
-            "--scope",
-            "-s",
-            metavar="SCOPE",
-            help="Where the probe entries go and the walks run: a domain or xroom:<room_id>.",
-        ),
-    ] = "mnemo-check",
-    probe_room: Annotated[
-        bool,
-        typer.Option(
-            "--probe-room/--no-probe-room", help="Create (once) a room named mnemo-check that check 3 must name."
-        ),
-    ] = True,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = "table",
-) -> int:
+class CheckArgs(Args):
     """The four checks of the source document; exit 1 on a failure."""
-    from mnemo_tui.cli import output
-    from mnemo_tui.cli.app import ctx_of
+
+    scope = given(
+        "--scope",
+        "-s",
+        metavar="SCOPE",
+        help="Where the probe entries go and the walks run: a domain or xroom:<room_id>.",
+        default="mnemo-check",
+    )
+    probe_room = flag(
+        "--probe-room/--no-probe-room",
+        help="Create (once) a room named mnemo-check that check 3 must name.",
+        default=True,
+    )
+    fmt = table_format_opt()
+
+
+def check(c: Context, args: CheckArgs) -> int:
     from mnemo_tui.proof import run_checks
 
-    c = ctx_of(ctx)
-    output.check_format(fmt, allow_ndjson=False)
-    report = run_checks(c.backend, scope=scope, probe_room=probe_room)
+    output.check_format(args.fmt, allow_ndjson=False)
+    report = run_checks(c.backend, scope=args.scope, probe_room=args.probe_room)
     out = sys.stdout
-    if fmt == "json":
+    if args.fmt == "json":
         out.write(output.dumps(report.wire()) + "\n")
     else:
         out.write(f"mnemo check: {report.target}; {report.probes_note}\n")
@@ -55,43 +48,30 @@ def check(
     return 0 if report.passed else 1
 
 
-def verify(
-    ctx: typer.Context,
-    expect: Annotated[
-        str,
-        typer.Option(
-            "--expect", metavar="FILE", help="File of expected ids (one a line, or NDJSON with atom_id); - for stdin."
-        ),
-    ],
-    scope: Annotated[
-        str | None,
-        typer.Option("--scope", "-s", metavar="SCOPE", help="Omit for your own store; a domain; or xroom:<room_id>."),
-    ] = None,
-    since: Annotated[
-        str | None, typer.Option("--since", metavar="TIME", help="Walk only entries at or after this time.")
-    ] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")] = "table",
-) -> int:
+class VerifyArgs(Args):
     """Every expected id once in the walk, none twice; exit 1 if not."""
-    from mnemo_tui import timefmt
-    from mnemo_tui.cli import output
-    from mnemo_tui.cli.app import ctx_of
-    from mnemo_tui.model import parse_scope
+
+    expect = required(
+        "--expect", metavar="FILE", help="File of expected ids (one a line, or NDJSON with atom_id); - for stdin."
+    )
+    scope = scope_opt()
+    since = text("--since", metavar="TIME", help="Walk only entries at or after this time.")
+    fmt = table_format_opt()
+
+
+def verify(c: Context, args: VerifyArgs) -> int:
     from mnemo_tui.proof import read_expected
     from mnemo_tui.proof import verify as run_verify
 
-    c = ctx_of(ctx)
-    output.check_format(fmt, allow_ndjson=False)
-    scope_value = parse_scope(scope)
-    low = timefmt.parse_time(since, field="--since") if since is not None else None
-    expected = read_expected(expect)
+    output.check_format(args.fmt, allow_ndjson=False)
+    scope_value = parse_scope(args.scope)
+    low = timefmt.parse_time(args.since, field="--since") if args.since is not None else None
+    expected = read_expected(args.expect)
     result = run_verify(c.backend, expected, scope=scope_value, since=low)
     out = sys.stdout
-    if fmt == "json":
+    if args.fmt == "json":
         out.write(output.dumps(result.wire()) + "\n")
     else:
-        from mnemo_tui.model import describe_scope
-
         where = describe_scope(scope_value) + (f" since {timefmt.to_iso(low)}" if low is not None else "")
         verdict = "PASS" if result.passed else "FAIL"
         out.write(

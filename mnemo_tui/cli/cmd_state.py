@@ -1,38 +1,29 @@
-"""Provides the watermark, login, logout, status and demo commands (issue 4)."""
+"""Provides the watermark, login, logout, status and demo commands."""
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated
-
-import typer
+from typing import TYPE_CHECKING
 
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
+from mnemo_tui.cli.options import (
+    Args,
+    consumer_opt,
+    flag,
+    maybe_number,
+    number,
+    required_argument,
+    scope_opt,
+    table_format_opt,
+    text,
+)
 from mnemo_tui.errors import ValidationError
+from mnemo_tui.state.statedb import StateKey
 
 if TYPE_CHECKING:
     from mnemo_tui.model import Watermark
     from mnemo_tui.state.config import Settings
-
-ScopeOpt = Annotated[
-    str | None,
-    typer.Option("--scope", "-s", metavar="SCOPE", help="Omit for your own store; a domain; or xroom:<room_id>."),
-]
-ConsumerOpt = Annotated[
-    str | None, typer.Option("--consumer", "-c", metavar="NAME", help="Reader name (default: the configured one).")
-]
-FormatOpt = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")]
-
-watermark_app = typer.Typer(
-    help="Inspect and manage watermarks per backend, consumer and scope.", no_args_is_help=True, rich_markup_mode=None
-)
-
-
-def _context(ctx: typer.Context) -> Context:
-    from mnemo_tui.cli.app import ctx_of
-
-    return ctx_of(ctx)
 
 
 def _consumer(c: Context, consumer: str | None) -> str:
@@ -82,17 +73,20 @@ def _write_watermark(w: Watermark | None, fmt: str, *, scope: str | None, consum
     )
 
 
-@watermark_app.command("list")
-def watermark_list(ctx: typer.Context, fmt: FormatOpt = "table") -> None:
+class WatermarkListArgs(Args):
     """Every watermark of this backend and principal."""
+
+    fmt = table_format_opt()
+
+
+def watermark_list(c: Context, args: WatermarkListArgs) -> None:
     from mnemo_tui import timefmt
     from mnemo_tui.state.statedb import watermark_wire
 
-    c = _context(ctx)
-    output.check_format(fmt, allow_ndjson=False)
+    output.check_format(args.fmt, allow_ndjson=False)
     backend = c.backend
     marks = c.state.list(backend.identity, backend.principal)
-    if fmt == "json":
+    if args.fmt == "json":
         sys.stdout.write(output.dumps([watermark_wire(w) for w in marks]) + "\n")
         return
     if not marks:
@@ -113,37 +107,40 @@ def watermark_list(ctx: typer.Context, fmt: FormatOpt = "table") -> None:
     output.grid(sys.stdout, ["CONSUMER", "SCOPE", "WATERMARK (UTC)", "BOUNDARY", "UPDATED"], rows)
 
 
-@watermark_app.command("show", short_help="One consumer's watermark for one scope.")
-def watermark_show(
-    ctx: typer.Context, scope: ScopeOpt = None, consumer: ConsumerOpt = None, fmt: FormatOpt = "table"
-) -> None:
+class WatermarkShowArgs(Args):
     """One consumer's watermark for one scope (JSON null when it has none)."""
-    c = _context(ctx)
-    output.check_format(fmt, allow_ndjson=False)
-    scope_value, name = _scope(scope), _consumer(c, consumer)
-    backend = c.backend
-    mark = c.state.load(backend.identity, backend.principal, name, scope_value)
-    _write_watermark(mark, fmt, scope=scope_value, consumer=name)
+
+    summary = "One consumer's watermark for one scope."
+    scope = scope_opt()
+    consumer = consumer_opt("Reader name (default: the configured one).", "-c")
+    fmt = table_format_opt()
 
 
-@watermark_app.command("set", short_help="Set a watermark by hand (boundary ids emptied).")
-def watermark_set(
-    ctx: typer.Context,
-    time: Annotated[str, typer.Argument(metavar="TIME", help="The new watermark (ISO-8601, a date, 2h, today...).")],
-    scope: ScopeOpt = None,
-    consumer: ConsumerOpt = None,
-    fmt: FormatOpt = "table",
-) -> None:
+def watermark_show(c: Context, args: WatermarkShowArgs) -> None:
+    output.check_format(args.fmt, allow_ndjson=False)
+    scope_value, name = _scope(args.scope), _consumer(c, args.consumer)
+    mark = c.state.load(StateKey.of(c.backend, name, scope_value))
+    _write_watermark(mark, args.fmt, scope=scope_value, consumer=name)
+
+
+class WatermarkSetArgs(Args):
     """Set a watermark by hand (boundary ids emptied): the next pass reads from that instant, inclusive."""
+
+    summary = "Set a watermark by hand (boundary ids emptied)."
+    time = required_argument("TIME", "The new watermark (ISO-8601, a date, 2h, today...).")
+    scope = scope_opt()
+    consumer = consumer_opt("Reader name (default: the configured one).", "-c")
+    fmt = table_format_opt()
+
+
+def watermark_set(c: Context, args: WatermarkSetArgs) -> None:
     from mnemo_tui import timefmt
 
-    c = _context(ctx)
-    output.check_format(fmt, allow_ndjson=False)
-    scope_value, name = _scope(scope), _consumer(c, consumer)
-    instant = timefmt.parse_time(time, field="watermark set")
-    backend = c.backend
-    mark = c.state.commit(backend.identity, backend.principal, name, scope_value, instant, ())
-    _write_watermark(mark, fmt, scope=scope_value, consumer=name)
+    output.check_format(args.fmt, allow_ndjson=False)
+    scope_value, name = _scope(args.scope), _consumer(c, args.consumer)
+    instant = timefmt.parse_time(args.time, field="watermark set")
+    mark = c.state.commit(StateKey.of(c.backend, name, scope_value), instant, ())
+    _write_watermark(mark, args.fmt, scope=scope_value, consumer=name)
     if instant > timefmt.now_us():
         output.hint(
             f"note: {timefmt.to_iso(instant)} is in the future: catchup will show nothing written before it "
@@ -151,13 +148,16 @@ def watermark_set(
         )
 
 
-@watermark_app.command("reset")
-def watermark_reset(ctx: typer.Context, scope: ScopeOpt = None, consumer: ConsumerOpt = None) -> None:
+class WatermarkResetArgs(Args):
     """Forget a watermark: the next pass reads the whole scope."""
-    c = _context(ctx)
-    scope_value, name = _scope(scope), _consumer(c, consumer)
-    backend = c.backend
-    existed = c.state.reset(backend.identity, backend.principal, name, scope_value)
+
+    scope = scope_opt()
+    consumer = consumer_opt("Reader name (default: the configured one).", "-c")
+
+
+def watermark_reset(c: Context, args: WatermarkResetArgs) -> None:
+    scope_value, name = _scope(args.scope), _consumer(c, args.consumer)
+    existed = c.state.reset(StateKey.of(c.backend, name, scope_value))
     where = _scope_phrase(scope_value)
     if existed:
         output.hint(f"Watermark of consumer {name!r} on {where} removed; the next catchup reads the whole scope.")
@@ -210,21 +210,19 @@ def _check_key(settings: Settings, key: str) -> bool:
     return True
 
 
-def login(
-    ctx: typer.Context,
-    endpoint: Annotated[
-        str | None,
-        typer.Option("--endpoint", metavar="URL", help="REST base URL; recorded in the profile of config.toml."),
-    ] = None,
-    insecure_storage: Annotated[
-        bool, typer.Option("--insecure-storage", help="Keep the key in a 0600 file instead of the OS keyring.")
-    ] = False,
-) -> None:
+class LoginArgs(Args):
     """Keep an API key for an endpoint in the OS keyring (key by hidden prompt or stdin)."""
+
+    summary = "Keep an endpoint's API key in the OS keyring."
+    endpoint = text("--endpoint", metavar="URL", help="REST base URL; recorded in the profile of config.toml.")
+    insecure_storage = flag("--insecure-storage", help="Keep the key in a 0600 file instead of the OS keyring.")
+
+
+def login(c: Context, args: LoginArgs) -> None:
     from mnemo_tui.errors import AuthError
     from mnemo_tui.state import credentials
 
-    c = _context(ctx)
+    endpoint, insecure_storage = args.endpoint, args.insecure_storage
     settings = _endpoint_settings(c, endpoint)
     if not insecure_storage and not credentials.keyring_available():
         # Say so before asking for the key: there is nowhere to keep it.
@@ -266,17 +264,16 @@ def _record_endpoint(settings: Settings, endpoint: str) -> None:
     output.hint(f"Endpoint recorded in profile {profile!r} of {settings.config_path}.")
 
 
-def logout(
-    ctx: typer.Context,
-    endpoint: Annotated[
-        str | None, typer.Option("--endpoint", metavar="URL", help="REST base URL whose key to forget.")
-    ] = None,
-) -> None:
+class LogoutArgs(Args):
     """Forget the endpoint's key (keyring and file)."""
+
+    endpoint = text("--endpoint", metavar="URL", help="REST base URL whose key to forget.")
+
+
+def logout(c: Context, args: LogoutArgs) -> None:
     from mnemo_tui.state import credentials
 
-    c = _context(ctx)
-    settings = _endpoint_settings(c, endpoint)
+    settings = _endpoint_settings(c, args.endpoint)
     removed = credentials.forget_key(settings)
     if removed:
         output.hint(f"Key for {settings.endpoint} removed from the {' and the '.join(removed)}.")
@@ -286,12 +283,17 @@ def logout(
         output.hint("note: MNEMO_API_KEY is still set in this environment")
 
 
-def status(ctx: typer.Context, fmt: FormatOpt = "table") -> None:
+class StatusArgs(Args):
     """Which backend is selected, as whom, where the key and the state live (never the key)."""
+
+    summary = "Which backend, as whom, where the key and state live."
+    fmt = table_format_opt()
+
+
+def status(c: Context, args: StatusArgs) -> None:
     from mnemo_tui.state import credentials
 
-    c = _context(ctx)
-    output.check_format(fmt, allow_ndjson=False)
+    fmt = output.check_format(args.fmt, allow_ndjson=False)
     s = c.settings
     data: dict[str, object] = {"backend": s.backend_kind}
     if s.endpoint:
@@ -333,19 +335,20 @@ def _remote_principal(c: Context) -> str | None:
 # -- demo ---------------------------------------------------------------------------------
 
 
-def demo(
-    ctx: typer.Context,
-    entries: Annotated[
-        int, typer.Option("--entries", "-n", metavar="N", help="How many entries in all (10 to 1,000,000).")
-    ] = 2000,
-    seed: Annotated[int | None, typer.Option("--seed", metavar="N", help="Repeatable content.")] = None,
-) -> None:
+class DemoArgs(Args):
     """Fill the embedded store with realistic sample entries, two rooms and a secret."""
+
+    summary = "Fill the embedded store with sample entries, rooms, a secret."
+    entries = number("--entries", "-n", metavar="N", help="How many entries in all (10 to 1,000,000).", default=2000)
+    seed = maybe_number("--seed", metavar="N", help="Repeatable content.")
+
+
+def demo(c: Context, args: DemoArgs) -> None:
     from mnemo_tui import demo as demo_data
     from mnemo_tui.engine.store import Store
 
-    c = _context(ctx)
     c.embedded_only("demo")
+    entries, seed = args.entries, args.seed
     if not demo_data.MIN_ENTRIES <= entries <= demo_data.MAX_ENTRIES:
         raise ValidationError(
             f"--entries must be between {demo_data.MIN_ENTRIES} and {demo_data.MAX_ENTRIES:,}, got {entries}"
@@ -379,12 +382,3 @@ def demo(
         "  mnemo tui",
     ]
     sys.stdout.write("\n".join(lines) + "\n")
-
-
-def register(app: typer.Typer) -> None:
-    """Add this module's commands to the app."""
-    app.add_typer(watermark_app, name="watermark")
-    app.command(short_help="Keep an endpoint's API key in the OS keyring.")(login)
-    app.command()(logout)
-    app.command(short_help="Which backend, as whom, where the key and state live.")(status)
-    app.command(short_help="Fill the embedded store with sample entries, rooms, a secret.")(demo)

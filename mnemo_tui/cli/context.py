@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mnemo_tui.cli.options import RootArgs
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.state.config import Settings
+from mnemo_tui.state.config import Settings, resolve, with_debug
 
 if TYPE_CHECKING:
-    # Imported where used: `mnemo recent` opens no state database.
+    # Imported where used: `mnemo recent` opens no state database, and the embedded store needs no httpx.
     from mnemo_tui.backends import Backend
     from mnemo_tui.state.statedb import StateDB
 
@@ -23,7 +24,7 @@ def open_backend(settings: Settings) -> Backend:
     from mnemo_tui.backends.local import LocalBackend
 
     assert settings.store_path is not None
-    return LocalBackend(settings.store_path, settings.principal)
+    return LocalBackend.open(settings.store_path, settings.principal)
 
 
 @dataclass
@@ -33,6 +34,12 @@ class Context:
     settings: Settings
     _backend: Backend | None = field(default=None, init=False)
     _state: StateDB | None = field(default=None, init=False)
+
+    @staticmethod
+    def of(root: RootArgs) -> Context:
+        """The context the root options select (flags, then environment, then config.toml)."""
+        settings = resolve(profile=root.profile, store=root.store, endpoint=root.endpoint)
+        return Context(with_debug(settings, root.debug))
 
     @property
     def backend(self) -> Backend:

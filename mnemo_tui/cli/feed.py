@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
+from mnemo_tui.cli.options import CatchupArgs, RecentArgs
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import DEFAULT_LIMIT, MAX_LIMIT, Entry, RecentQuery, parse_scope
+from mnemo_tui.walk import Walk, stream_wire
 
 if TYPE_CHECKING:
     from mnemo_tui.backends import Backend
     from mnemo_tui.catchup import CatchupResult
     from mnemo_tui.model import EmptyReport
-
-CATCHUP_LIMIT = 100
 
 
 def parse_times(since: str | None, until: str | None) -> tuple[int | None, int | None]:
@@ -42,36 +42,6 @@ def check_limit_flag(limit: int, high: int = MAX_LIMIT) -> None:
     """
     if not 1 <= limit <= high:
         raise ValidationError(f"--limit must be between 1 and {high}, got {limit}")
-
-
-@dataclass(frozen=True)
-class RecentArgs:
-    """The options of `mnemo recent`, as given."""
-
-    scope: str | None = None
-    since: str | None = None
-    until: str | None = None
-    exclude_author: str | None = None
-    limit: int = DEFAULT_LIMIT
-    cursor: str | None = None
-    all: bool = False
-    include_history: bool = False
-    fmt: str = "table"
-
-
-@dataclass(frozen=True)
-class CatchupArgs:
-    """The options of `mnemo catchup`, as given."""
-
-    scope: str | None = None
-    consumer: str | None = None
-    since: str | None = None
-    limit: int = CATCHUP_LIMIT
-    overlap: str | None = None
-    no_commit: bool = False
-    resume: bool = False
-    exit_code: bool = False
-    fmt: str = "table"
 
 
 def recent(c: Context, args: RecentArgs) -> int:
@@ -169,15 +139,13 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str) -> None:
     progress = output.Progress("entries")
     count = 0
     if fmt == "table":
-        from mnemo_tui.backends import walk_pages
-
         table = output.TableWriter(out, scope=query.scope)
         # Every item is printed whatever the page size, so walk in the largest pages there are.
-        for page in walk_pages(backend, replace(query, limit=MAX_LIMIT)):
-            if page.items:
-                table.rows(page.items)
+        for fresh in Walk(backend, replace(query, limit=MAX_LIMIT)).pages():
+            if fresh:
+                table.rows(fresh)
                 out.flush()
-                count += len(page.items)
+                count += len(fresh)
                 progress.update(count)
         progress.done()
         if count == 0:
@@ -190,12 +158,12 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str) -> None:
     write = out.write
     if fmt == "json":
         write('{"items":[')
-        for chunk in backend.stream_wire(query):
+        for chunk in stream_wire(backend, query):
             write(("," if count else "") + ",".join(chunk))
             count += len(chunk)
             progress.update(count)
     else:
-        for chunk in backend.stream_wire(query):
+        for chunk in stream_wire(backend, query):
             write("\n".join(chunk))
             write("\n")
             count += len(chunk)
@@ -235,8 +203,6 @@ def catchup(c: Context, args: CatchupArgs) -> int:
     low = timefmt.parse_time(args.since, field="--since") if args.since is not None else None
     overlap_us = timefmt.parse_overlap(args.overlap) if args.overlap is not None else None
     backend = c.backend
-    if overlap_us is None:
-        overlap_us = 2_000_000 if backend.kind == "remote" else 0
     walk = CatchUp(
         backend, c.state, consumer=consumer_name, scope=scope_value, limit=args.limit, overlap=overlap_us, since=low
     )

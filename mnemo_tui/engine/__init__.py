@@ -1,5 +1,1 @@
-"""Provides the embedded SQLite engine (imports nothing but the standard library and the model)."""
-
-from mnemo_tui.engine.store import Store
-
-__all__ = ["Store"]
+"""Provides the engines: the `Engine` interface, and `Store`, the embedded SQLite engine (standard library only)."""

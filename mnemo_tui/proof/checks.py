@@ -16,6 +16,7 @@ from mnemo_tui.errors import AuthError, Conflict, LocalStateError, MnemoError, R
 from mnemo_tui.model import Entry, RecentQuery, Room, SearchQuery, WriteRequest, parse_scope, room_of
 from mnemo_tui.proof.recorder import Recorder, RunawayWalk, ServedPage
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.walk import default_overlap
 
 PROBE_DOMAIN = "mnemo-check"
 PROBE_ROOM = "mnemo-check"
@@ -95,8 +96,8 @@ def run_checks(
     Args:
         backend: the backend under test (embedded or endpoint).
         scope: where the probe entries are written and walked: a domain (default `mnemo-check`) or a room.
-        overlap: microseconds the watermark pass re-reads below the watermark (default: 2 s on an
-            endpoint, 0 on the embedded store, as `catchup` does).
+        overlap: microseconds the watermark pass re-reads below the watermark (default: the walk's,
+            as `catchup` uses).
         probe_room: ensure the reader belongs to at least one room (a room named `mnemo-check`,
             created once and reused), so the empty-scope check has a room it must name.
 
@@ -108,7 +109,7 @@ def run_checks(
     if parse_scope(scope) is None:
         raise ValidationError("check needs a scope for its probe entries (default mnemo-check)")
     if overlap is None:
-        overlap = 2_000_000 if backend.kind == "remote" else 0
+        overlap = default_overlap(backend)
     run_id = secrets.token_hex(4)
     walk, probe = _walk_checks(backend, scope, overlap, run_id)
     checks = (walk, probe, _empty_scope_check(backend, probe_room), _search_check(backend, scope))

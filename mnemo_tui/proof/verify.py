@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from mnemo_tui.backends import Backend
-from mnemo_tui.errors import CheckFailed, ValidationError
+from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import RecentQuery
+from mnemo_tui.walk import Walk
 
 WALK_LIMIT = 100
 
@@ -98,24 +99,17 @@ def verify(
     """Walk `scope` by cursor to the end and compare what came back with `expected`.
 
     Raises:
-        CheckFailed: the backend handed back a cursor it had already handed out (the walk would loop).
+        BrokenFeed: the backend handed back a cursor that does not advance (the walk would loop).
     """
-    counts: dict[str, int] = {}
-    cursors: set[str] = set()
-    query = RecentQuery(scope=scope, since=since, limit=WALK_LIMIT).validated()
-    pages = 0
-    while True:
-        page = backend.recent(query)
-        pages += 1
-        for entry in page.items:
-            key = entry.atom_id.lower()
-            counts[key] = counts.get(key, 0) + 1
-        if page.next_cursor is None:
-            break
-        if page.next_cursor in cursors:
-            raise CheckFailed(f"the walk looped: page {pages} handed back a cursor already returned")
-        cursors.add(page.next_cursor)
-        query = RecentQuery(scope=scope, since=since, limit=WALK_LIMIT, cursor=page.next_cursor)
-    missing = tuple(i for i in expected if i not in counts)
-    repeated = tuple(i for i, n in counts.items() if n > 1)
-    return VerifyResult(expected=len(expected), seen=len(counts), missing=missing, repeated=repeated, pages=pages)
+    repeated: dict[str, None] = {}
+    walk = Walk(
+        backend,
+        RecentQuery(scope=scope, since=since, limit=WALK_LIMIT),
+        hold_all=True,
+        on_repeat=lambda entry: repeated.setdefault(entry.atom_id.lower()),
+    )
+    seen = {entry.atom_id.lower() for fresh in walk.pages() for entry in fresh}
+    missing = tuple(i for i in expected if i not in seen)
+    return VerifyResult(
+        expected=len(expected), seen=len(seen), missing=missing, repeated=tuple(repeated), pages=walk.progress.pages
+    )

@@ -7,6 +7,7 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,12 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mnemo_tui import __version__
+from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import MnemoError, PayloadTooLarge, Unavailable
 from mnemo_tui.server import auth, routes
 from mnemo_tui.server.envelope import Refused, dumps, error, ok, request_id
-from mnemo_tui.server.pool import DEFAULT_WORKERS, StorePool
+from mnemo_tui.server.pool import DEFAULT_WORKERS, EnginePool, Opener
 from mnemo_tui.server.routes import Call
 from mnemo_tui.server.validate import document
 
@@ -32,7 +34,7 @@ PREFIX = "/api/v1"
 log = logging.getLogger("mnemo.server")
 access = logging.getLogger("mnemo.access")
 
-Work = Callable[[Store, str, Call], Any]
+Work = Callable[[Engine, str, Call], Any]
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -72,12 +74,12 @@ def endpoint(work: Work, *, body: bool = True) -> Handler:
             key = auth.presented_key(request)
             raw = await read_body(request) if body else b""
             call = Call(raw=raw, params=dict(request.path_params))
-            pool: StorePool = request.app.state.pool
+            pool: EnginePool = request.app.state.pool
 
-            def run(store: Store) -> Any:
-                who = auth.principal(store, key)
+            def run(engine: Engine) -> Any:
+                who = engine.principal_for_key(key)
                 request.scope["mnemo.principal"] = who
-                return work(store, who, call)
+                return work(engine, who, call)
 
             return ok(await pool.run(run))
         except Exception as exc:  # noqa: BLE001 - every failure becomes an envelope
@@ -88,9 +90,9 @@ def endpoint(work: Work, *, body: bool = True) -> Handler:
 
 async def health(request: Request) -> Response:
     """`GET /health` (no key): whether the store answers."""
-    pool: StorePool = request.app.state.pool
+    pool: EnginePool = request.app.state.pool
     try:
-        await pool.run(lambda store: store.db.execute("SELECT 1").fetchone())
+        await pool.run(lambda engine: engine.ping())
     except Exception as exc:  # noqa: BLE001
         return error(_translate(exc) if isinstance(exc, MnemoError) else Unavailable("store unavailable"), None)
     return ok({"status": "ok", "database": True, "version": __version__})
@@ -152,9 +154,14 @@ class AccessLog:
                 )
 
 
-def create_app(store_path: Path | str, *, workers: int = DEFAULT_WORKERS) -> Starlette:
-    """The app serving WIRE.md over one embedded store file."""
-    pool = StorePool(store_path, workers=workers)
+def create_app(
+    store_path: Path | str | None = None, *, opener: Opener | None = None, workers: int = DEFAULT_WORKERS
+) -> Starlette:
+    """The app serving WIRE.md over an engine: the embedded store file at `store_path`, or what `opener` opens."""
+    if opener is None:
+        assert store_path is not None
+        opener = partial(Store, Path(store_path))
+    pool = EnginePool(opener, workers=workers)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -189,6 +196,8 @@ def create_app(store_path: Path | str, *, workers: int = DEFAULT_WORKERS) -> Sta
         exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,
     )
+    # A path with a trailing slash is an unknown route (404 with the envelope), never a bare redirect.
+    app.router.redirect_slashes = False
     app.state.pool = pool
     app.state.openapi = dumps(document())
     return app

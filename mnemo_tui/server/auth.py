@@ -6,12 +6,10 @@ import re
 
 from starlette.requests import Request
 
-from mnemo_tui.engine import rooms
-from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import AuthError
 
 # Keys are looked up by their SHA-256 (the store keeps nothing else) and compared with
-# hmac.compare_digest in `rooms.principal_for_key`; this only refuses what cannot be a key.
+# hmac.compare_digest by the engine's `principal_for_key`; this only refuses what cannot be a key.
 _KEY_SHAPE = re.compile(r"^mk_[A-Za-z0-9_]{1,190}$")
 _KEY_TOKEN = re.compile(r"mk_[A-Za-z0-9]+_[A-Za-z0-9]+")
 
@@ -38,11 +36,6 @@ def presented_key(request: Request) -> str:
     if not _KEY_SHAPE.match(key):
         raise AuthError("malformed API key", details={"reason": "malformed_key"})
     return key
-
-
-def principal(store: Store, key: str) -> str:
-    """The principal the key maps to (unknown and revoked keys raise AuthError with their reason)."""
-    return rooms.principal_for_key(store, key)
 
 
 def redact(text: str) -> str:

@@ -8,9 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnemo_tui import timefmt
-from mnemo_tui.engine import rooms
-from mnemo_tui.engine.extras import atom_extras, recent_wire
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, WriteRequest
 from mnemo_tui.server.validate import require, require_uuid
@@ -52,7 +50,7 @@ def _cursor_json(cursor: str | None) -> bytes:
 # -- the feed -------------------------------------------------------------------------------
 
 
-def recent(store: Store, who: str, call: Call) -> bytes:
+def recent(engine: Engine, who: str, call: Call) -> bytes:
     """`POST /memory/recent`: one page of the feed, the stored wire items joined as they are."""
     b = require("RecentRequestSchema", call.body())
     query = RecentQuery(
@@ -64,23 +62,22 @@ def recent(store: Store, who: str, call: Call) -> bytes:
         cursor=b.get("cursor"),
         include_history=bool(b["include_history"]),
     )
-    wires, cursor = recent_wire(store, who, query)
-    return b'{"items":[' + ",".join(wires).encode() + b'],"next_cursor":' + _cursor_json(cursor) + b"}"
+    page = engine.recent_wire(who, query)
+    return b'{"items":[' + ",".join(page.items).encode() + b'],"next_cursor":' + _cursor_json(page.next_cursor) + b"}"
 
 
 # -- search ---------------------------------------------------------------------------------
 
 
-def _read(store: Store, who: str, b: dict[str, Any]) -> dict[str, Any]:
+def _read(engine: Engine, who: str, b: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     since, until = _time(b.get("since")), _time(b.get("until"))
     if since is not None and until is not None and until < since:
         raise ValidationError("until is before since")
-    hits = store.search(
+    hits = engine.search(
         who,
         SearchQuery(
-            # FTS5 cannot hold a NUL inside a phrase ("unterminated string"); no text needs one.
-            query=b["query"].replace("\x00", " "),
+            query=b["query"],
             scope=b.get("domain"),
             order_by="recency" if b["order_by"] == "recency" else "relevance",
             since=since,
@@ -92,7 +89,7 @@ def _read(store: Store, who: str, b: dict[str, Any]) -> dict[str, Any]:
     )
     floor = float(b.get("min_relevance", 0.0))
     hits = [h for h in hits if h.relevance >= floor]
-    extras = atom_extras(store, [h.entry.atom_id for h in hits])
+    extras = engine.atom_extras([h.entry.atom_id for h in hits])
     items = []
     for hit in hits:
         item = dict(hit.entry.data)
@@ -114,9 +111,9 @@ def _read(store: Store, who: str, b: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def read(store: Store, who: str, call: Call) -> dict[str, Any]:
+def read(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/read`: search one scope (rooms after the membership check)."""
-    return _read(store, who, require("ReadRequestSchema", call.body()))
+    return _read(engine, who, require("ReadRequestSchema", call.body()))
 
 
 def _refuse_rooms(domains: list[str | None], endpoint: str) -> None:
@@ -124,15 +121,15 @@ def _refuse_rooms(domains: list[str | None], endpoint: str) -> None:
         raise ValidationError(f"{endpoint} refuses xroom: domains; search a room with /memory/read")
 
 
-def read_batch(store: Store, who: str, call: Call) -> dict[str, Any]:
+def read_batch(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/read-batch`: several searches of one's own store (no rooms)."""
     b = require("ReadBatchRequestSchema", call.body())
     queries = [require("ReadRequestSchema", q) for q in b["queries"]]
     _refuse_rooms([q.get("domain") for q in queries], "read-batch")
-    return {"results": [_read(store, who, q) for q in queries]}
+    return {"results": [_read(engine, who, q) for q in queries]}
 
 
-def query(store: Store, who: str, call: Call) -> dict[str, Any]:
+def query(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/query`: one search over several own domains (no rooms)."""
     b = require("QueryRequestSchema", call.body())
     domains: list[str] = list(b.get("domains") or [])
@@ -144,7 +141,7 @@ def query(store: Store, who: str, call: Call) -> dict[str, Any]:
         "min_relevance": b["min_relevance"],
         "top_k": 500 if domains else b["top_k"],
     }
-    answer = _read(store, who, base)
+    answer = _read(engine, who, base)
     if domains:
         wanted = set(domains)
         answer["items"] = [i for i in answer["items"] if i["domain"] in wanted][: int(b["top_k"])]
@@ -154,11 +151,11 @@ def query(store: Store, who: str, call: Call) -> dict[str, Any]:
 # -- writes ---------------------------------------------------------------------------------
 
 
-def write(store: Store, who: str, call: Call) -> dict[str, Any]:
+def write(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/write`: the principal comes from the key; `author` may name the agent only."""
     b = require("WriteRequestSchema", call.body())
     author: dict[str, Any] = b.get("author") or {}
-    result = store.write(
+    result = engine.write(
         who,
         WriteRequest(
             content=b["content"],
@@ -184,15 +181,15 @@ def write(store: Store, who: str, call: Call) -> dict[str, Any]:
 # -- rooms ----------------------------------------------------------------------------------
 
 
-def rooms_list(store: Store, who: str, call: Call) -> list[dict[str, Any]]:
+def rooms_list(engine: Engine, who: str, call: Call) -> list[dict[str, Any]]:
     """`GET /memory/rooms`: owned rooms, then joined ones."""
-    return [r.wire() for r in rooms.list_rooms(store, who)]
+    return [r.wire() for r in engine.list_rooms(who)]
 
 
-def rooms_create(store: Store, who: str, call: Call) -> dict[str, Any]:
+def rooms_create(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/rooms`."""
     b = require("CreateRoomRequestSchema", call.body())
-    room = rooms.create_room(store, who, b["name"], b.get("description"))
+    room = engine.create_room(who, b["name"], b.get("description"))
     return {
         "room_id": room.room_id,
         "address": room.address,
@@ -204,12 +201,12 @@ def rooms_create(store: Store, who: str, call: Call) -> dict[str, Any]:
     }
 
 
-def rooms_invite(store: Store, who: str, call: Call) -> dict[str, Any]:
+def rooms_invite(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/rooms/{room_id}/invites` (owner only; an unknown room reads like a foreign one)."""
     b = require("CreateInviteRequestSchema", call.body())
     room_id = call.params["room_id"]
-    invite = rooms.create_invite(
-        store, who, room_id, scope=b["scope"], expires_days=int(b["expires_in_days"]), max_uses=int(b["max_uses"])
+    invite = engine.create_invite(
+        who, room_id, scope=b["scope"], expires_days=int(b["expires_in_days"]), max_uses=int(b["max_uses"])
     )
     return {
         "invite_id": invite.invite_id,
@@ -222,10 +219,10 @@ def rooms_invite(store: Store, who: str, call: Call) -> dict[str, Any]:
     }
 
 
-def rooms_join(store: Store, who: str, call: Call) -> dict[str, Any]:
+def rooms_join(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/rooms/join`: joining twice is a no-op success."""
     b = require("JoinRoomRequestSchema", call.body())
-    joined = rooms.join(store, who, b["code"])
+    joined = engine.join(who, b["code"])
     return {
         "room_id": joined.room_id,
         "address": joined.address,
@@ -239,7 +236,7 @@ def rooms_join(store: Store, who: str, call: Call) -> dict[str, Any]:
 # -- vault ----------------------------------------------------------------------------------
 
 
-def vault_list(store: Store, who: str, call: Call) -> dict[str, Any]:
+def vault_list(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`GET /vault/secrets`: aliases, context, time and concepts; never a value."""
     return {
         "secrets": [
@@ -249,26 +246,26 @@ def vault_list(store: Store, who: str, call: Call) -> dict[str, Any]:
                 "created_at": timefmt.to_iso(s.created_at),
                 "concepts": list(s.concepts),
             }
-            for s in rooms.vault_list(store, who)
+            for s in engine.vault_list(who)
         ]
     }
 
 
-def vault_add(store: Store, who: str, call: Call) -> dict[str, Any]:
+def vault_add(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /vault/secrets`: the sealed value is stored and never returned."""
     b = require("CreateSecretRequest", call.body())
-    atom = rooms.vault_add(store, who, b["alias"], b["context"], b["sealed_secret_b64"], tuple(b.get("concepts") or ()))
+    atom = engine.vault_add(who, b["alias"], b["context"], b["sealed_secret_b64"], tuple(b.get("concepts") or ()))
     return {"atom_id": atom, "alias": b["alias"]}
 
 
 # -- single atoms and domains ------------------------------------------------------------------
 
 
-def atom_get(store: Store, who: str, call: Call) -> dict[str, Any]:
+def atom_get(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`GET /memory/atoms/{atom_id}`: the wire item plus the hosted service's detail fields."""
     atom = require_uuid(call.params["atom_id"], "atom_id")
-    entry = store.get(who, atom)
-    metadata, external_ref = atom_extras(store, [atom]).get(atom, ({}, None))
+    entry = engine.get(who, atom)
+    metadata, external_ref = engine.atom_extras([atom]).get(atom, ({}, None))
     item = dict(entry.data)
     item.update(
         id=entry.atom_id,
@@ -287,12 +284,12 @@ def atom_get(store: Store, who: str, call: Call) -> dict[str, Any]:
     return item
 
 
-def atom_delete(store: Store, who: str, call: Call) -> dict[str, Any]:
+def atom_delete(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`DELETE /memory/atoms/{atom_id}`: administrative; `{"deleted": 0|1}`."""
     atom = require_uuid(call.params["atom_id"], "atom_id")
-    return {"deleted": store.delete(who, atom)}
+    return {"deleted": engine.delete(who, atom)}
 
 
-def domains(store: Store, who: str, call: Call) -> dict[str, Any]:
+def domains(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`GET /memory/domains`: the caller's own domains."""
-    return {"domains": store.domains(who)}
+    return {"domains": engine.domains(who)}

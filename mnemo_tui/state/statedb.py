@@ -6,10 +6,11 @@ import json
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from mnemo_tui import timefmt
 from mnemo_tui.errors import LocalStateError
-from mnemo_tui.model import Watermark
+from mnemo_tui.model import WalkProgress, Watermark
 from mnemo_tui.sqlitefile import create_whole, long_enough
 
 _SCHEMA = [
@@ -35,11 +36,6 @@ _SCHEMA = [
     ) STRICT""",
 ]
 _VERSION = 1
-
-
-def _scope_key(scope: str | None) -> str:
-    # The own store is stored as the empty string: no domain or room address can be empty.
-    return scope or ""
 
 
 def _scope_of(key: str) -> str | None:
@@ -72,52 +68,77 @@ def _open(path: Path) -> sqlite3.Connection:
     return db
 
 
+class Reader(Protocol):
+    """What a state key needs of a backend: its identity and its principal."""
+
+    @property
+    def identity(self) -> str: ...
+
+    @property
+    def principal(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class StateKey:
+    """What a watermark and a checkpoint belong to: one consumer's scope, on one backend, as one principal."""
+
+    backend: str
+    principal: str
+    consumer: str
+    scope: str | None
+
+    @staticmethod
+    def of(reader: Reader, consumer: str, scope: str | None) -> StateKey:
+        """The key of a consumer's scope on a backend (as the backend's principal)."""
+        return StateKey(reader.identity, reader.principal, consumer, scope)
+
+    def row(self) -> tuple[str, str, str, str]:
+        """The key's four columns (the own store is stored as the empty string: no scope can be empty)."""
+        return (self.backend, self.principal, self.consumer, self.scope or "")
+
+
+_WHERE = "backend = ? AND principal = ? AND consumer = ? AND scope = ?"
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     """An interrupted walk's progress, saved after each page's output was flushed."""
 
     walk_id: str
     since: int | None
-    cursor: str | None
-    done: bool
-    newest: int | None
-    newest_ids: tuple[str, ...]
     skip: tuple[str, ...]
-    pages: int
-    delivered: int
-    repeats_skipped: int
+    progress: WalkProgress
 
     def to_json(self) -> str:
+        p = self.progress
         return json.dumps(
             {
                 "walk_id": self.walk_id,
                 "since": self.since,
-                "cursor": self.cursor,
-                "done": self.done,
-                "newest": self.newest,
-                "newest_ids": list(self.newest_ids),
+                "cursor": p.cursor,
+                "done": p.done,
+                "newest": p.newest,
+                "newest_ids": list(p.newest_ids),
                 "skip": list(self.skip),
-                "pages": self.pages,
-                "delivered": self.delivered,
-                "repeats_skipped": self.repeats_skipped,
+                "pages": p.pages,
+                "delivered": p.delivered,
+                "repeats_skipped": p.repeats,
             }
         )
 
     @staticmethod
     def from_json(text: str) -> Checkpoint:
         d = json.loads(text)
-        return Checkpoint(
-            walk_id=d["walk_id"],
-            since=d["since"],
+        progress = WalkProgress(
             cursor=d["cursor"],
             done=d["done"],
             newest=d["newest"],
             newest_ids=tuple(d["newest_ids"]),
-            skip=tuple(d["skip"]),
             pages=d["pages"],
             delivered=d["delivered"],
-            repeats_skipped=d["repeats_skipped"],
+            repeats=d["repeats_skipped"],
         )
+        return Checkpoint(walk_id=d["walk_id"], since=d["since"], skip=tuple(d["skip"]), progress=progress)
 
 
 class StateDB:
@@ -153,20 +174,18 @@ class StateDB:
 
     # -- watermarks -----------------------------------------------------------------------
 
-    def load(self, backend: str, principal: str, consumer: str, scope: str | None) -> Watermark | None:
+    def load(self, key: StateKey) -> Watermark | None:
         """The watermark of one consumer for one scope, or None if it has none."""
         try:
             row = self.db.execute(
-                "SELECT created_at, boundary_ids, updated_at FROM watermarks "
-                "WHERE backend = ? AND principal = ? AND consumer = ? AND scope = ?",
-                (backend, principal, consumer, _scope_key(scope)),
+                f"SELECT created_at, boundary_ids, updated_at FROM watermarks WHERE {_WHERE}", key.row()
             ).fetchone()
         except sqlite3.DatabaseError as exc:
             raise self._guard(exc) from None
         if row is None:
             return None
         return Watermark(
-            scope=scope, consumer=consumer, created_at=row[0], boundary_ids=self._ids(row[1]), updated_at=row[2]
+            scope=key.scope, consumer=key.consumer, created_at=row[0], boundary_ids=self._ids(row[1]), updated_at=row[2]
         )
 
     def _ids(self, text: str) -> tuple[str, ...]:
@@ -202,52 +221,33 @@ class StateDB:
             for r in rows
         ]
 
-    def commit(
-        self,
-        backend: str,
-        principal: str,
-        consumer: str,
-        scope: str | None,
-        created_at: int | None,
-        boundary_ids: tuple[str, ...],
-        *,
-        clear_checkpoint: bool = True,
-    ) -> Watermark:
-        """Store a watermark (and drop the walk's checkpoint) in one transaction."""
+    def commit(self, key: StateKey, created_at: int | None, boundary_ids: tuple[str, ...]) -> Watermark:
+        """Store a watermark and drop the walk's checkpoint, in one transaction."""
         now = timefmt.now_us()
-        key = (backend, principal, consumer, _scope_key(scope))
         try:
             self.db.execute("BEGIN IMMEDIATE")
             self.db.execute(
                 "INSERT INTO watermarks(backend, principal, consumer, scope, created_at, boundary_ids, updated_at) "
                 "VALUES (?,?,?,?,?,?,?) ON CONFLICT (backend, principal, consumer, scope) DO UPDATE SET "
                 "created_at = excluded.created_at, boundary_ids = excluded.boundary_ids, updated_at = excluded.updated_at",
-                (*key, created_at, json.dumps(list(boundary_ids)), now),
+                (*key.row(), created_at, json.dumps(list(boundary_ids)), now),
             )
-            if clear_checkpoint:
-                self.db.execute(
-                    "DELETE FROM checkpoints WHERE backend = ? AND principal = ? AND consumer = ? AND scope = ?", key
-                )
+            self.db.execute(f"DELETE FROM checkpoints WHERE {_WHERE}", key.row())
             self.db.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
             raise self._guard(exc) from None
         return Watermark(
-            scope=scope, consumer=consumer, created_at=created_at, boundary_ids=boundary_ids, updated_at=now
+            scope=key.scope, consumer=key.consumer, created_at=created_at, boundary_ids=boundary_ids, updated_at=now
         )
 
-    def reset(self, backend: str, principal: str, consumer: str, scope: str | None) -> bool:
+    def reset(self, key: StateKey) -> bool:
         """Forget a watermark (and any checkpoint); returns whether one existed."""
-        key = (backend, principal, consumer, _scope_key(scope))
         try:
             self.db.execute("BEGIN IMMEDIATE")
-            cur = self.db.execute(
-                "DELETE FROM watermarks WHERE backend = ? AND principal = ? AND consumer = ? AND scope = ?", key
-            )
-            self.db.execute(
-                "DELETE FROM checkpoints WHERE backend = ? AND principal = ? AND consumer = ? AND scope = ?", key
-            )
+            cur = self.db.execute(f"DELETE FROM watermarks WHERE {_WHERE}", key.row())
+            self.db.execute(f"DELETE FROM checkpoints WHERE {_WHERE}", key.row())
             self.db.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             if self.db.in_transaction:
@@ -257,24 +257,21 @@ class StateDB:
 
     # -- checkpoints ----------------------------------------------------------------------
 
-    def save_checkpoint(self, backend: str, principal: str, consumer: str, scope: str | None, cp: Checkpoint) -> None:
+    def save_checkpoint(self, key: StateKey, cp: Checkpoint) -> None:
         """Save a walk's progress (one statement, so atomic)."""
         try:
             self.db.execute(
                 "INSERT INTO checkpoints(backend, principal, consumer, scope, walk_id, state, updated_at) "
                 "VALUES (?,?,?,?,?,?,?) ON CONFLICT (backend, principal, consumer, scope) DO UPDATE SET "
                 "walk_id = excluded.walk_id, state = excluded.state, updated_at = excluded.updated_at",
-                (backend, principal, consumer, _scope_key(scope), cp.walk_id, cp.to_json(), timefmt.now_us()),
+                (*key.row(), cp.walk_id, cp.to_json(), timefmt.now_us()),
             )
         except sqlite3.DatabaseError as exc:
             raise self._guard(exc) from None
 
-    def load_checkpoint(self, backend: str, principal: str, consumer: str, scope: str | None) -> Checkpoint | None:
+    def load_checkpoint(self, key: StateKey) -> Checkpoint | None:
         try:
-            row = self.db.execute(
-                "SELECT state FROM checkpoints WHERE backend = ? AND principal = ? AND consumer = ? AND scope = ?",
-                (backend, principal, consumer, _scope_key(scope)),
-            ).fetchone()
+            row = self.db.execute(f"SELECT state FROM checkpoints WHERE {_WHERE}", key.row()).fetchone()
         except sqlite3.DatabaseError as exc:
             raise self._guard(exc) from None
         if row is None:
@@ -287,12 +284,9 @@ class StateDB:
                 "(it re-reads from the watermark)"
             ) from None
 
-    def drop_checkpoint(self, backend: str, principal: str, consumer: str, scope: str | None) -> None:
+    def drop_checkpoint(self, key: StateKey) -> None:
         try:
-            self.db.execute(
-                "DELETE FROM checkpoints WHERE backend = ? AND principal = ? AND consumer = ? AND scope = ?",
-                (backend, principal, consumer, _scope_key(scope)),
-            )
+            self.db.execute(f"DELETE FROM checkpoints WHERE {_WHERE}", key.row())
         except sqlite3.DatabaseError as exc:
             raise self._guard(exc) from None
 

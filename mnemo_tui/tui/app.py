@@ -14,10 +14,10 @@ from mnemo_tui import timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.model import MAX_LIMIT
 from mnemo_tui.state.statedb import StateDB
-from mnemo_tui.tui.data.live import Probe
 from mnemo_tui.tui.data.serial import SerialBackend
 from mnemo_tui.tui.screens.help import HelpScreen
 from mnemo_tui.tui.screens.main import FeedScreen
+from mnemo_tui.tui.session import Session
 
 # An embedded store is probed (one PRAGMA) twice a second; an endpoint is polled every few seconds.
 EMBEDDED_POLL = 0.5
@@ -58,25 +58,21 @@ class MnemoApp(App[None]):
         keep_pages: int = 8,
     ) -> None:
         super().__init__()
-        self.serial = SerialBackend(backend)
-        self.backend: Backend = self.serial
-        self.state = state
-        self.consumer = consumer
-        self.first_scope = scope
-        self.clock = clock
         if poll_interval == 0:
             poll_interval = REMOTE_POLL if backend.kind == "remote" else EMBEDDED_POLL
-        self.poll_interval = poll_interval
-        self.page_size = page_size
-        self.keep_pages = keep_pages
-
-    @property
-    def probe(self) -> Probe | None:
-        """The backend's cheap change probe, if it has one."""
-        return self.serial.probe
+        self.session = Session(
+            backend=SerialBackend(backend),
+            state_path=state.path,
+            consumer=consumer,
+            clock=clock,
+            poll_interval=poll_interval,
+            page_size=page_size,
+            keep_pages=keep_pages,
+        )
+        self.first_scope = scope
 
     def get_default_screen(self) -> Screen[None]:
-        return FeedScreen(self.first_scope)
+        return FeedScreen(self.session, self.first_scope)
 
     @property
     def feed_screen(self) -> FeedScreen:

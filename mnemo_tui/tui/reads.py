@@ -17,8 +17,7 @@ from mnemo_tui.tui import messages as msg
 from mnemo_tui.tui.data import scopes
 from mnemo_tui.tui.data.chain import supersession_chain
 from mnemo_tui.tui.data.live import LiveTracker, Probe
-
-REMOTE_OVERLAP = 2_000_000
+from mnemo_tui.walk import default_overlap, unread
 
 
 def read_page(
@@ -26,11 +25,11 @@ def read_page(
     generation: int,
     index: int,
     query: RecentQuery,
-    probe: Probe | None,
+    probe: Probe,
 ) -> Message:
     """One page of the walk; the first page takes the change probe's token before it reads."""
     try:
-        token = probe() if probe is not None and index == 0 else None
+        token = probe() if index == 0 else None
         return msg.PageLoaded(generation, index, backend.recent(query), token)
     except MnemoError as exc:
         return msg.PageFailed(generation, index, exc)
@@ -77,7 +76,8 @@ def count_all(
         for item in items:
             try:
                 mark = scopes.load_watermark(state, backend, consumer, item.scope)
-                post(msg.CountLoaded(item.scope, scopes.count_new(backend, mark, item.scope)))
+                new = unread(mark, default_overlap(backend))
+                post(msg.CountLoaded(item.scope, scopes.count_new(backend, new, item.scope)))
             except MnemoError:
                 post(msg.CountLoaded(item.scope, -1))
     finally:
@@ -85,7 +85,7 @@ def count_all(
 
 
 def poll_live(
-    backend: Backend, generation: int, tracker: LiveTracker, probe: Probe | None, scope: str | None, history: bool
+    backend: Backend, generation: int, tracker: LiveTracker, probe: Probe, scope: str | None, history: bool
 ) -> Message:
     """What is new since the newest entry shown (nothing read when the store's probe says unchanged)."""
     try:
@@ -102,11 +102,10 @@ def read_chain(backend: Backend, entry: Entry) -> Message:
 
 def catch_up(backend: Backend, state_path: Path, consumer: str, scope: str | None) -> Message:
     """Mark a scope caught up exactly as `mnemo catchup` does: the same walk and commit, output discarded."""
-    overlap = REMOTE_OVERLAP if backend.kind == "remote" else 0
     state = StateDB(state_path)
     try:
-        walk = CatchUp(backend, state, consumer=consumer, scope=scope, overlap=overlap)
-        return msg.CaughtUp(scope, walk.run(lambda entries: None, commit=True))
+        catchup = CatchUp(backend, state, consumer=consumer, scope=scope)
+        return msg.CaughtUp(scope, catchup.run(lambda entries: None, commit=True))
     except MnemoError as exc:
         return msg.CatchUpFailed(scope, exc)
     finally:

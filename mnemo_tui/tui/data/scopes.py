@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.model import MAX_LIMIT, RecentQuery, Watermark
-from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.walk import Start, Walk
 
 COUNT_CAP = 99
 HOUR = 3_600_000_000
@@ -35,30 +36,18 @@ def list_scopes(backend: Backend) -> list[ScopeItem]:
     return items
 
 
-def is_new(created_at: int, atom_id: str, mark: Watermark | None) -> bool:
-    """Whether an entry is newer than a consumer's watermark (the boundary ids were already delivered)."""
-    if mark is None or mark.created_at is None:
-        return True
-    if created_at > mark.created_at:
-        return True
-    return created_at == mark.created_at and atom_id not in mark.boundary_ids
-
-
-def count_new(backend: Backend, mark: Watermark | None, scope: str | None, cap: int = COUNT_CAP) -> int:
-    """Entries newer than the watermark, walked from it by cursor and counted up to `cap + 1`.
+def count_new(backend: Backend, unread: Start, scope: str | None, cap: int = COUNT_CAP) -> int:
+    """Entries new to the reader (`unread`, from its watermark), walked by cursor and counted up to `cap + 1`.
 
     A scope of a million entries costs one or two pages: the count stops past the cap.
     """
-    since = mark.created_at if mark is not None else None
-    skip = frozenset(mark.boundary_ids) if mark is not None else frozenset()
     count = 0
-    cursor: str | None = None
-    while True:
-        page = backend.recent(RecentQuery(scope=scope, since=since, limit=MAX_LIMIT, cursor=cursor))
-        count += sum(1 for e in page.items if e.atom_id not in skip)
-        if count > cap or page.next_cursor is None:
-            return count
-        cursor = page.next_cursor
+    walk = Walk(backend, RecentQuery(scope=scope, since=unread.since, limit=MAX_LIMIT), held=unread.held)
+    for fresh in walk.pages():
+        count += len(fresh)
+        if count > cap:
+            break
+    return count
 
 
 def format_count(count: int, cap: int = COUNT_CAP) -> str:
@@ -70,7 +59,7 @@ def format_count(count: int, cap: int = COUNT_CAP) -> str:
 
 def load_watermark(state: StateDB, backend: Backend, consumer: str, scope: str | None) -> Watermark | None:
     """This consumer's watermark for a scope on this backend and principal."""
-    return state.load(backend.identity, backend.principal, consumer, scope)
+    return state.load(StateKey.of(backend, consumer, scope))
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.delegate import DelegatingBackend
@@ -24,23 +24,14 @@ class SerialBackend(DelegatingBackend):
     def _guard(self) -> threading.RLock:
         return self._lock
 
-    @property
-    def probe(self) -> Callable[[], tuple[int, int]] | None:
-        """The wrapped backend's cheap change probe (`change_token`), or None when it has none."""
-        inner_probe = getattr(self.inner, "change_token", None)
-        if not callable(inner_probe):
-            return None
-
-        def locked() -> tuple[int, int]:
-            with self._lock:
-                token: tuple[int, int] = inner_probe()
-                return token
-
-        return locked
-
-    def stream_wire(self, query: RecentQuery) -> Iterator[list[str]]:
+    def snapshot_wire(self, query: RecentQuery) -> Iterator[list[str]] | None:
         with self._lock:
-            chunks = self.inner.stream_wire(query)
+            chunks = self.inner.snapshot_wire(query)
+        if chunks is None:
+            return None
+        return self._chunked(chunks)
+
+    def _chunked(self, chunks: Iterator[list[str]]) -> Iterator[list[str]]:
         while True:
             # One chunk per lock: a long stream interleaves with other calls and is never held whole.
             with self._lock:

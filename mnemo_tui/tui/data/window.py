@@ -170,10 +170,3 @@ class FeedWindow:
         if self.slots and self.slots[0].items:
             return self.slots[0].items[0]
         return None
-
-    def loaded_entries(self) -> list[Entry]:
-        """Every held entry in feed order, with None-free pages only (for tests and exports)."""
-        rows = list(self.head)
-        for slot in self.slots:
-            rows.extend(slot.items or [])
-        return rows

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from textual import work
 from textual.message import Message
@@ -15,20 +14,15 @@ from mnemo_tui.tui import messages as msg
 from mnemo_tui.tui import reads
 from mnemo_tui.tui.data.live import LiveTracker
 from mnemo_tui.tui.data.scopes import ScopeItem
-
-if TYPE_CHECKING:
-    from mnemo_tui.tui.app import MnemoApp
+from mnemo_tui.tui.session import Session
 
 
 class FeedReads(Screen[None]):
     """The I/O half of the feed screen: workers off the event loop; the screen's handlers do the rest."""
 
-    @property
-    def mnemo(self) -> MnemoApp:
-        from mnemo_tui.tui.app import MnemoApp
-
-        assert isinstance(self.app, MnemoApp)
-        return self.app
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        self.session = session
 
     def scope_items(self) -> list[ScopeItem]:
         """The scopes the sidebar lists (the screen provides them)."""
@@ -50,59 +44,61 @@ class FeedReads(Screen[None]):
 
     @work(thread=True, group="feed")
     def load_page(self, generation: int, index: int, query: RecentQuery) -> None:
-        app = self.mnemo
+        session = self.session
         self._deliver(
-            lambda: reads.read_page(app.backend, generation, index, query, app.probe),
+            lambda: reads.read_page(session.backend, generation, index, query, session.probe),
             lambda error: msg.PageFailed(generation, index, error),
         )
 
     @work(thread=True, group="feed")
     def load_report(self, generation: int, query: RecentQuery) -> None:
         self._deliver(
-            lambda: reads.read_report(self.mnemo.backend, generation, query),
+            lambda: reads.read_report(self.session.backend, generation, query),
             lambda error: msg.PageFailed(generation, 0, error),
         )
 
     @work(thread=True, group="activity", exclusive=True)
     def load_activity(self, generation: int, scope: str | None, newest: int | None, oldest: int | None) -> None:
-        app = self.mnemo
-        self._deliver(lambda: reads.read_activity(app.backend, generation, scope, app.clock(), newest, oldest))
+        session = self.session
+        self._deliver(lambda: reads.read_activity(session.backend, generation, scope, session.clock(), newest, oldest))
 
     @work(thread=True, group="state")
     def load_watermark(self, generation: int, scope: str | None) -> None:
-        app = self.mnemo
-        self._deliver(lambda: reads.read_watermark(app.backend, app.state.path, generation, app.consumer, scope))
+        session = self.session
+        self._deliver(
+            lambda: reads.read_watermark(session.backend, session.state_path, generation, session.consumer, scope)
+        )
 
     @work(thread=True, group="scopes")
     def load_scopes(self) -> None:
-        self._deliver(lambda: reads.read_scopes(self.mnemo.backend))
+        self._deliver(lambda: reads.read_scopes(self.session.backend))
 
     @work(thread=True, group="counts", exclusive=True)
     def load_counts(self) -> None:
-        app = self.mnemo
+        session = self.session
         items = self.scope_items()
 
         def count() -> None:
-            reads.count_all(app.backend, app.state.path, app.consumer, items, self.post_message)
+            reads.count_all(session.backend, session.state_path, session.consumer, items, self.post_message)
 
         self._deliver(count)
 
     @work(thread=True, group="live")
     def poll(self, generation: int, tracker: LiveTracker, scope: str | None, history: bool) -> None:
-        app = self.mnemo
+        session = self.session
         self._deliver(
-            lambda: reads.poll_live(app.backend, generation, tracker, app.probe, scope, history),
+            lambda: reads.poll_live(session.backend, generation, tracker, session.probe, scope, history),
             lambda error: msg.LiveFailed(generation, error),
         )
 
     @work(thread=True, group="detail", exclusive=True)
     def load_chain(self, entry: Entry) -> None:
-        self._deliver(lambda: reads.read_chain(self.mnemo.backend, entry))
+        self._deliver(lambda: reads.read_chain(self.session.backend, entry))
 
     @work(thread=True, group="catchup")
     def run_catch_up(self, scope: str | None) -> None:
-        app = self.mnemo
+        session = self.session
         self._deliver(
-            lambda: reads.catch_up(app.backend, app.state.path, app.consumer, scope),
+            lambda: reads.catch_up(session.backend, session.state_path, session.consumer, scope),
             lambda error: msg.CatchUpFailed(scope, error),
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual import getters, on
 from textual.app import ComposeResult
@@ -17,13 +17,11 @@ from mnemo_tui.tui.data.live import LiveTracker
 from mnemo_tui.tui.data.scopes import ScopeItem, format_count
 from mnemo_tui.tui.data.window import FeedWindow, PageRequest
 from mnemo_tui.tui.screens.feed_io import FeedReads
+from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.detail import DetailPane
 from mnemo_tui.tui.widgets.feed import FeedView
 from mnemo_tui.tui.widgets.notices import ErrorView, NewMarker, ReportView
 from mnemo_tui.tui.widgets.sidebar import ActivityPanel, ScopeList
-
-if TYPE_CHECKING:
-    pass
 
 PENDING_CAP = 500
 
@@ -54,13 +52,13 @@ class FeedScreen(FeedReads):
     title_bar = getters.query_one("#feed-title", Label)
     status = getters.query_one("#status", Static)
 
-    def __init__(self, scope: str | None) -> None:
-        super().__init__()
+    def __init__(self, session: Session, scope: str | None) -> None:
+        super().__init__(session)
         self.scope = scope
         self.include_history = False
         self.generation = 0
         self.window = FeedWindow()
-        self.tracker = LiveTracker()
+        self.tracker = LiveTracker(self.session.overlap)
         self.pending: list[Entry] = []
         self.pending_overflow = False
         self._inflight: set[int] = set()
@@ -80,10 +78,10 @@ class FeedScreen(FeedReads):
                 yield Label("", id="feed-title")
                 yield NewMarker("", id="new-marker")
                 with ContentSwitcher(initial="feed", id="feed-area"):
-                    yield FeedView(self.window, self.mnemo.clock, id="feed")
+                    yield FeedView(self.window, self.session.clock, id="feed")
                     yield ReportView(id="report")
                     yield ErrorView("", id="error")
-                yield DetailPane(self.mnemo.clock, id="detail")
+                yield DetailPane(self.session.clock, id="detail")
         yield Static("", id="status")
         yield Footer()
 
@@ -93,7 +91,7 @@ class FeedScreen(FeedReads):
         self.detail.place = self.feed.place
         self.call_after_refresh(self._initial_focus)
         self.open_scope(self.scope)
-        interval = self.mnemo.poll_interval
+        interval = self.session.poll_interval
         if interval:
             self.set_interval(interval, self.check_live)
 
@@ -115,11 +113,11 @@ class FeedScreen(FeedReads):
         """Show a scope from its newest entry; anything still in flight for the old one is dropped."""
         self.scope = scope
         self.generation += 1
-        self.window = FeedWindow(keep_pages=self.mnemo.keep_pages)
-        self.tracker = LiveTracker()
+        self.window = FeedWindow(keep_pages=self.session.keep_pages)
+        self.tracker = LiveTracker(self.session.overlap)
         self.pending, self.pending_overflow = [], False
         self._inflight.clear()
-        self.feed.watermark = None
+        self.feed.set_watermark(None, self.session.overlap)
         self.feed.set_window(self.window)
         self.marker.display = False
         self.switcher.current = "feed"
@@ -131,7 +129,7 @@ class FeedScreen(FeedReads):
 
     def _query(self, cursor: str | None = None) -> RecentQuery:
         return RecentQuery(
-            scope=self.scope, limit=self.mnemo.page_size, cursor=cursor, include_history=self.include_history
+            scope=self.scope, limit=self.session.page_size, cursor=cursor, include_history=self.include_history
         )
 
     def request_page(self, request: PageRequest) -> None:
@@ -163,9 +161,9 @@ class FeedScreen(FeedReads):
         self.call_after_refresh(self._after_first_read)
         if message.index == 0 and not self.window.started:
             self.tracker.token = message.token
-            self.tracker.observe(message.page.items)
         if not self.window.add_page(message.index, message.page):
             return
+        self.tracker.observe(message.page.items)
         if message.index == 0:
             self._first_page_shown(message)
         self.feed.loading = False
@@ -215,8 +213,7 @@ class FeedScreen(FeedReads):
     @on(msg.WatermarkLoaded)
     def watermark_loaded(self, message: msg.WatermarkLoaded) -> None:
         if message.generation == self.generation:
-            self.feed.watermark = message.watermark
-            self.feed.refresh()
+            self.feed.set_watermark(message.watermark, self.session.overlap)
             self._update_status()
 
     @on(msg.ScopesLoaded)
@@ -302,8 +299,7 @@ class FeedScreen(FeedReads):
         mark = timefmt.to_iso(after.created_at) if after and after.created_at is not None else "none"
         self.app.notify(f"{result.delivered} new entries read; watermark {mark}", title="Marked caught up")
         if message.scope == self.scope:
-            self.feed.watermark = after
-            self.feed.refresh()
+            self.feed.set_watermark(after, self.session.overlap)
         self.load_counts()
         self._update_status()
 
@@ -378,7 +374,7 @@ class FeedScreen(FeedReads):
             if entry is not None:
                 self.show_entry(entry)
 
-        self.app.push_screen(SearchScreen(self.scope, self.include_history), opened)
+        self.app.push_screen(SearchScreen(self.session, self.scope, self.include_history), opened)
 
     def action_catch_up(self) -> None:
         if self._catching_up:
@@ -417,7 +413,7 @@ class FeedScreen(FeedReads):
 
     def _update_status(self) -> None:
         parts = [f"{self.window.row_count} loaded" + (", end reached" if self.window.at_end else "")]
-        parts.append(f"consumer {self.mnemo.consumer}")
+        parts.append(f"consumer {self.session.consumer}")
         mark = self.feed.watermark
         parts.append("● new: no watermark yet" if mark is None or mark.created_at is None else "● new since watermark")
         if self.include_history:

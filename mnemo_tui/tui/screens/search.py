@@ -16,6 +16,7 @@ from textual.widgets.option_list import Option
 
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.model import Entry, SearchHit, SearchQuery, describe_scope
+from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.feed import absolute, headline
 
 
@@ -36,8 +37,9 @@ class SearchScreen(ModalScreen[Entry | None]):
     results = getters.query_one("#search-results", OptionList)
     caption = getters.query_one("#search-caption", Label)
 
-    def __init__(self, scope: str | None, include_history: bool) -> None:
+    def __init__(self, session: Session, scope: str | None, include_history: bool) -> None:
         super().__init__()
+        self.session = session
         self.scope = scope
         self.include_history = include_history
         self.hits: dict[str, Entry] = {}
@@ -66,13 +68,9 @@ class SearchScreen(ModalScreen[Entry | None]):
 
     @work(thread=True, exclusive=True)
     def run_search(self, token: int, text: str) -> None:
-        from mnemo_tui.tui.app import MnemoApp
-
-        app = self.app
-        assert isinstance(app, MnemoApp)
         query = SearchQuery(query=text, scope=self.scope, include_history=self.include_history, top_k=50)
         try:
-            self.post_message(SearchDone(token, app.backend.search(query), None))
+            self.post_message(SearchDone(token, self.session.backend.search(query), None))
         except MnemoError as exc:
             self.post_message(SearchDone(token, None, exc))
 

@@ -18,8 +18,8 @@ from textual.strip import Strip
 
 from mnemo_tui import timefmt
 from mnemo_tui.model import Entry, Watermark
-from mnemo_tui.tui.data.scopes import is_new
 from mnemo_tui.tui.data.window import FeedWindow
+from mnemo_tui.walk import unread
 
 # Load the next page when the reader is this many rows from the last one known.
 PREFETCH_ROWS = 40
@@ -90,6 +90,7 @@ class FeedView(ScrollView, can_focus=True):
         self.window = window
         self.clock = clock
         self.watermark: Watermark | None = None
+        self.unread = unread(None, 0)
         self.loading = True
         self.room_names: dict[str, str] = {}
         self._styles: dict[str, Style] = {}
@@ -97,6 +98,13 @@ class FeedView(ScrollView, can_focus=True):
         self._lines: LRUCache[tuple[str, bool, int, str, bool], Strip] = LRUCache(256)
 
     # -- data ---------------------------------------------------------------------------
+
+    def set_watermark(self, watermark: Watermark | None, overlap: int) -> None:
+        """Mark as new what is new to the reader with this watermark (the rule of `catchup`)."""
+        self.watermark = watermark
+        self.unread = unread(watermark, overlap)
+        self._lines.clear()
+        self.refresh()
 
     def set_window(self, window: FeedWindow) -> None:
         """Show another window (a new scope or a reload) from the top."""
@@ -241,7 +249,7 @@ class FeedView(ScrollView, can_focus=True):
 
     def _entry_line(self, entry: Entry, is_cursor: bool, width: int) -> Strip:
         age = timefmt.relative(entry.created_at, self.clock())
-        fresh = is_new(entry.created_at, entry.atom_id, self.watermark)
+        fresh = self.unread.is_new(entry.created_at, entry.atom_id)
         key = (entry.atom_id, is_cursor, width, age, fresh)
         cached = self._lines.get(key)
         if cached is not None:

@@ -1,0 +1,141 @@
+"""Provides the write and search commands."""
+
+from __future__ import annotations
+
+import sys
+
+from mnemo_tui.cli import output
+from mnemo_tui.cli.context import Context
+from mnemo_tui.cli.feed import check_limit_flag, parse_times, room_name_hint
+from mnemo_tui.cli.options import (
+    Args,
+    argument,
+    entry_format_opt,
+    given,
+    include_history_opt,
+    limit_opt,
+    scope_opt,
+    since_opt,
+    text,
+    texts,
+    until_opt,
+)
+from mnemo_tui.errors import ValidationError
+from mnemo_tui.model import MAX_CONCEPTS, MAX_EXTERNAL_REF, MAX_SUPERSEDES, EmptyReport, WriteRequest, parse_scope
+
+
+class WriteArgs(Args):
+    """Store an entry; prints its atom_id."""
+
+    content = argument("TEXT", "The entry's content, or - (or nothing, in a pipe) to read it from stdin.")
+    scope = scope_opt("Domain (default general) or xroom:<room_id>.")
+    concept = texts("--concept", "-c", metavar="CONCEPT", help="A concept (tag); repeatable.")
+    supersedes = texts("--supersedes", metavar="ATOM_ID", help="An atom id this entry replaces; repeatable.")
+    ref = text("--ref", metavar="REF", help="External reference: a repeated write returns the first atom.")
+
+
+def write(c: Context, args: WriteArgs) -> None:
+    if args.content is None and sys.stdin.isatty():
+        raise ValidationError("write needs the entry's text: `mnemo write TEXT`, or `-` to read it from stdin")
+    if args.content is None or args.content == "-":
+        content = sys.stdin.read()
+        if content.endswith("\n"):
+            content = content[:-1]
+    else:
+        content = args.content
+    if not content.strip():
+        raise ValidationError("the entry's content is empty")
+    domain = parse_scope(args.scope) or "general"
+    concepts = tuple(args.concept or ())
+    supersedes = tuple(args.supersedes or ())
+    if len(concepts) > MAX_CONCEPTS:
+        raise ValidationError(f"--concept repeats at most {MAX_CONCEPTS} times, got {len(concepts)}")
+    if len(supersedes) > MAX_SUPERSEDES:
+        raise ValidationError(f"--supersedes repeats at most {MAX_SUPERSEDES} times, got {len(supersedes)}")
+    if args.ref is not None and not 1 <= len(args.ref) <= MAX_EXTERNAL_REF:
+        raise ValidationError(f"--ref must be 1 to {MAX_EXTERNAL_REF} characters, got {len(args.ref)}")
+    result = c.backend.write(
+        WriteRequest(
+            content=content,
+            domain=domain,
+            concepts=concepts,
+            external_ref=args.ref,
+            supersedes=supersedes,
+            agent=c.settings.agent,
+            agent_name=c.settings.agent,
+            client_env="cli",
+        )
+    )
+    sys.stdout.write(result.atom_id + "\n")
+
+
+class SearchArgs(Args):
+    """Search entries (needs a query; `mnemo recent` is the read without one)."""
+
+    summary = "Search entries (needs a query; `mnemo recent` lists without)."
+    query = argument("QUERY", "What to search for (required: without a query, use `mnemo recent`).")
+    scope = scope_opt()
+    order_by = given("--order-by", metavar="ORDER", help="relevance or recency.", default="relevance")
+    since = since_opt()
+    until = until_opt()
+    limit = limit_opt(10, "How many results, 1-500.")
+    include_history = include_history_opt()
+    fmt = entry_format_opt()
+
+
+def search(c: Context, args: SearchArgs) -> None:
+    from mnemo_tui.model import SearchQuery
+
+    output.check_format(args.fmt)
+    query = args.query
+    if query is None or not query.strip():
+        raise ValidationError("search needs a query; to list what happened lately, use `mnemo recent`")
+    if args.order_by not in ("relevance", "recency"):
+        raise ValidationError(f"--order-by must be relevance or recency, got {args.order_by!r}")
+    check_limit_flag(args.limit, 500)
+    low, high = parse_times(args.since, args.until)
+    scope_value = parse_scope(args.scope)
+    hits = c.backend.search(
+        SearchQuery(
+            query=query,
+            scope=scope_value,
+            order_by="relevance" if args.order_by == "relevance" else "recency",
+            since=low,
+            until=high,
+            include_history=args.include_history,
+            top_k=args.limit,
+        )
+    )
+    wires = [h.entry.wire[:-1] + f',"relevance":{h.relevance}}}' for h in hits]
+    out = sys.stdout
+    if args.fmt == "ndjson":
+        output.ndjson(out, wires)
+        if not hits:
+            out.flush()
+            empty = _search_empty(c, query, scope_value, args.since, args.until)
+            output.hint(empty.text)
+            room_name_hint(c.backend, empty)
+    elif args.fmt == "json":
+        out.write(
+            '{"items":[' + ",".join(wires) + f'],"query":{output.dumps(query)},"scope":{output.dumps(scope_value)}}}\n'
+        )
+    else:
+        if not hits:
+            empty = _search_empty(c, query, scope_value, args.since, args.until)
+            out.write(empty.text + "\n")
+            room_name_hint(c.backend, empty)
+            return
+        output.TableWriter(out, scope=scope_value).rows([h.entry for h in hits])
+
+
+def _search_empty(c: Context, query: str, scope: str | None, since: str | None, until: str | None) -> EmptyReport:
+    """What an empty search covered: the scope and query, and (unscoped) the rooms it did not search."""
+    from mnemo_tui import reports
+    from mnemo_tui.model import RecentQuery
+
+    filters = f"the query {query!r}" + "".join(
+        f" {flag} {value}" for flag, value in (("since", since), ("until", until)) if value is not None
+    )
+    if c.backend.recent(RecentQuery(scope=scope, limit=1, include_history=True)).items:
+        return reports.build(c.backend, "no_match", scope, filters=filters)
+    return reports.build(c.backend, "empty_scope", scope)

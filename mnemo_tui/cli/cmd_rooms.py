@@ -1,0 +1,190 @@
+"""Provides the rooms and vault commands."""
+
+from __future__ import annotations
+
+import sys
+
+from mnemo_tui import timefmt
+from mnemo_tui.cli import output
+from mnemo_tui.cli.context import Context
+from mnemo_tui.cli.options import Args, flag, number, required, required_argument, table_format_opt, text
+from mnemo_tui.errors import ValidationError
+from mnemo_tui.model import ALIAS_SHAPE, MAX_SECRET_CONTEXT, Invite, parse_scope
+
+
+class RoomsListArgs(Args):
+    """The rooms you belong to."""
+
+    fmt = table_format_opt()
+
+
+def rooms_list(c: Context, args: RoomsListArgs) -> None:
+    output.check_format(args.fmt, allow_ndjson=False)
+    rooms = c.backend.rooms()
+    if args.fmt == "json":
+        sys.stdout.write(output.dumps([r.wire() for r in rooms]) + "\n")
+        return
+    if not rooms:
+        sys.stdout.write("You belong to no rooms yet. Create one with `mnemo rooms create NAME`.\n")
+        return
+    output.grid(
+        sys.stdout,
+        ["NAME", "ADDRESS", "ROLE", "ACCESS"],
+        [[r.name, r.address, r.role, r.scope + (" (archived)" if r.archived else "")] for r in rooms],
+        flex=0,
+    )
+
+
+class RoomsCreateArgs(Args):
+    """Create a room; prints its xroom: address."""
+
+    name = required_argument("NAME", "The room's name (unique among your rooms).")
+    description = text("--description", metavar="TEXT", help="What the room is for.")
+    fmt = table_format_opt()
+
+
+def rooms_create(c: Context, args: RoomsCreateArgs) -> None:
+    output.check_format(args.fmt, allow_ndjson=False)
+    room = c.backend.create_room(args.name, args.description)
+    if args.fmt == "json":
+        created = {
+            "room_id": room.room_id,
+            "address": room.address,
+            "name": room.name,
+            "next_steps": f"Invite members with `mnemo rooms invite {room.address}`.",
+        }
+        sys.stdout.write(output.dumps(created) + "\n")
+    else:
+        sys.stdout.write(room.address + "\n")
+
+
+class RoomsInviteArgs(Args):
+    """Create an invite code (owner only); prints the mnvr_ code once."""
+
+    room = required_argument("ROOM", "Room address, id or name.")
+    read_only = flag("--read-only", help="Invitees may read but not write.")
+    max_uses = number("--max-uses", metavar="N", help="How many joins the code allows, 1-1000.", default=1)
+    expires_days = number("--expires-days", metavar="N", help="Days the code stays valid, 1-90.", default=7)
+    fmt = table_format_opt()
+
+
+def rooms_invite(c: Context, args: RoomsInviteArgs) -> None:
+    output.check_format(args.fmt, allow_ndjson=False)
+    if args.room.startswith("xroom:"):
+        parse_scope(args.room)  # a malformed address is a usage error (2), as for every scope
+    if not 1 <= args.max_uses <= 1000:
+        raise ValidationError(f"--max-uses must be between 1 and 1000, got {args.max_uses}")
+    if not 1 <= args.expires_days <= 90:
+        raise ValidationError(f"--expires-days must be between 1 and 90, got {args.expires_days}")
+    invite = c.backend.invite(
+        args.room,
+        scope="read" if args.read_only else "read_write",
+        expires_days=args.expires_days,
+        max_uses=args.max_uses,
+    )
+    if args.fmt == "json":
+        sys.stdout.write(output.dumps(invite_wire(invite)) + "\n")
+    else:
+        sys.stdout.write(invite.code + "\n")
+
+
+def invite_wire(invite: Invite) -> dict[str, object]:
+    """The wire `InviteCreated` of an invite."""
+    return {
+        "code": invite.code,
+        "room_address": invite.room_address,
+        "invite_id": invite.invite_id,
+        "scope": invite.scope,
+        "expires_at": timefmt.to_iso(invite.expires_at),
+        "join_url": "",  # no landing page of our own; the schema wants a string (as `mnemo serve` answers)
+        "share_message": f"Join the room {invite.room_address} with: mnemo rooms join {invite.code}",
+    }
+
+
+class RoomsJoinArgs(Args):
+    """Join a room by invite code; prints its address."""
+
+    code = required_argument("CODE", "The mnvr_ invite code.")
+    fmt = table_format_opt()
+
+
+def rooms_join(c: Context, args: RoomsJoinArgs) -> None:
+    output.check_format(args.fmt, allow_ndjson=False)
+    joined = c.backend.join(args.code.strip())
+    if args.fmt == "json":
+        answer = {
+            "room_id": joined.room_id,
+            "address": joined.address,
+            "name": joined.name,
+            "scope": joined.scope,
+            "already_member": joined.already_member,
+            "next_steps": f"Read it with `mnemo recent --scope {joined.address}`.",
+        }
+        sys.stdout.write(output.dumps(answer) + "\n")
+    else:
+        sys.stdout.write(joined.address + "\n")
+
+
+# -- the vault ----------------------------------------------------------------------------
+
+
+class VaultListArgs(Args):
+    """Your secrets' aliases and context (never a value)."""
+
+    fmt = table_format_opt()
+
+
+def vault_list(c: Context, args: VaultListArgs) -> None:
+    output.check_format(args.fmt, allow_ndjson=False)
+    secrets = c.backend.vault_list()
+    if args.fmt == "json":
+        listed = [
+            {
+                "alias": s.alias,
+                "context": s.context,
+                "created_at": timefmt.to_iso(s.created_at),
+                "concepts": list(s.concepts),
+            }
+            for s in secrets
+        ]
+        sys.stdout.write(output.dumps({"secrets": listed}) + "\n")
+        return
+    if not secrets:
+        sys.stdout.write("Your vault is empty. Add a secret with `mnemo vault add ALIAS --context TEXT`.\n")
+        return
+    output.grid(
+        sys.stdout,
+        ["ALIAS", "CREATED (UTC)", "CONTEXT"],
+        [[s.alias, timefmt.to_iso(s.created_at)[:19].replace("T", " "), s.context] for s in secrets],
+        flex=2,
+    )
+
+
+class VaultAddArgs(Args):
+    """Store a secret: the value comes from stdin or a hidden prompt, never an argument."""
+
+    summary = "Store a secret (value from stdin or a hidden prompt)."
+    alias = required_argument("ALIAS", "Name of the secret: letters, digits, . _ -")
+    context = required("--context", metavar="TEXT", help="What the secret is for (shown in listings).")
+
+
+def vault_add(c: Context, args: VaultAddArgs) -> None:
+    import base64
+
+    if not ALIAS_SHAPE.match(args.alias):
+        raise ValidationError(f"alias {args.alias!r} must match ^[A-Za-z0-9._-]+$")
+    if len(args.context) > MAX_SECRET_CONTEXT:
+        raise ValidationError(f"--context is at most {MAX_SECRET_CONTEXT} characters, got {len(args.context)}")
+    if sys.stdin.isatty():
+        import getpass
+
+        value = getpass.getpass(f"Value of {args.alias} (hidden): ")
+    else:
+        value = sys.stdin.read()
+        if value.endswith("\n"):
+            value = value[:-1]
+    if not value:
+        raise ValidationError("the secret's value is empty")
+    sealed = base64.b64encode(value.encode()).decode()
+    c.backend.vault_add(args.alias, args.context, sealed)
+    sys.stdout.write(args.alias + "\n")

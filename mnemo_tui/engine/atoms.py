@@ -1,0 +1,161 @@
+"""Provides the embedded store's entries one by one: writes (one insert path for one entry or a million), get, delete."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from mnemo_tui import timefmt
+from mnemo_tui.engine import ids
+from mnemo_tui.engine.database import Clock, Database
+from mnemo_tui.engine.rules import check_write, dumps, wire_item, with_superseded_by
+from mnemo_tui.errors import NotFound, ValidationError
+from mnemo_tui.model import Entry, WriteRequest, WriteResult, room_of
+
+_INSERT = (
+    "INSERT INTO atoms(atom_id, bucket, domain, created_at, content, concepts, metadata, principal, agent,"
+    " agent_name, client_env, external_ref, supersedes, wire) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+# A batch this large is indexed for search in one statement instead of row by row (see _insert_all).
+_BULK_INDEX = 1000
+
+Row = tuple[str, WriteRequest, int]
+
+
+class AtomOps(Database):
+    """Writes, reads and deletes of single entries."""
+
+    def write(self, principal: str, req: WriteRequest) -> WriteResult:
+        """Store one entry; a repeated `external_ref` returns the first atom instead.
+
+        Raises:
+            ValidationError: content, domain, concepts, metadata or supersedes out of bounds.
+            Forbidden: writing to a room one is not a read_write member of.
+            NotFound: a superseded id that is not an entry of one's own store.
+        """
+        return self._insert_rows([(principal, req, timefmt.now_us())])[0]
+
+    def bulk_insert(self, rows: list[Row]) -> int:
+        """Insert many entries in one transaction; each row is (principal, request, wanted created_at).
+
+        The engine's clock still forces times strictly increasing per bucket (`max(wanted, last + 1)`),
+        so the feed's guarantees hold whatever times are wanted. Returns how many entries were created.
+        """
+        return sum(1 for result in self._insert_rows(rows) if result.created)
+
+    def _insert_rows(self, rows: list[Row]) -> list[WriteResult]:
+        """The one insert path: every write, single or bulk, goes through it in one transaction."""
+        checked = [(principal, req, wanted, check_write(req)) for principal, req, wanted in rows]
+        results: list[WriteResult] = []
+        deferred: list[tuple[Any, ...]] = []
+        with self.transaction() as db:
+            clock = Clock(db)
+            buckets: dict[tuple[str, str], int] = {}
+            for principal, req, wanted, metadata in sorted(checked, key=lambda r: r[2]):
+                key = (principal, req.domain if room_of(req.domain) else "")
+                bucket = buckets.get(key)
+                if bucket is None:
+                    bucket = buckets[key] = self.writable_bucket(principal, req.domain)
+                if req.external_ref is not None:
+                    row = db.execute(
+                        "SELECT atom_id, supersedes FROM atoms WHERE bucket = ? AND external_ref = ?",
+                        (bucket, req.external_ref),
+                    ).fetchone()
+                    if row is not None:
+                        results.append(WriteResult(row[0], tuple(json.loads(row[1] or "[]")), created=False))
+                        continue
+                for old in req.supersedes:
+                    found = db.execute(
+                        "SELECT superseded_by FROM atoms WHERE atom_id = ? AND bucket = ?", (old, bucket)
+                    ).fetchone()
+                    if found is None:
+                        raise NotFound(f"cannot supersede {old}: no such entry in your own store")
+                    if found[0] is not None:
+                        raise ValidationError(f"cannot supersede {old}: it is already superseded by {found[0]}")
+                created = clock.next(bucket, wanted)
+                atom = ids.atom_id()
+                params = (
+                    atom,
+                    bucket,
+                    req.domain,
+                    created,
+                    req.content,
+                    dumps(list(req.concepts)),
+                    metadata,
+                    principal,
+                    req.agent,
+                    req.agent_name,
+                    req.client_env,
+                    req.external_ref,
+                    dumps(list(req.supersedes)) if req.supersedes else None,
+                    wire_item(atom, req, created, principal),
+                )
+                if req.external_ref is not None or req.supersedes:
+                    # Later rows of the batch must see this one (a repeated ref, a second supersession).
+                    db.execute(_INSERT, params)
+                    db.executemany(
+                        "UPDATE atoms SET superseded_by = ? WHERE atom_id = ?", [(atom, old) for old in req.supersedes]
+                    )
+                else:
+                    deferred.append(params)
+                results.append(WriteResult(atom, tuple(req.supersedes)))
+            _insert_all(db, deferred)
+            clock.save()
+        return results
+
+    def get(self, principal: str, atom: str) -> Entry:
+        """One entry of one's own store or of a room one belongs to.
+
+        Raises:
+            NotFound: unknown or unreadable atom.
+        """
+        with self.reading() as db:
+            row = db.execute(
+                "SELECT a.created_at, a.atom_id, a.wire, a.superseded_by FROM atoms a "
+                "JOIN buckets b ON b.bucket = a.bucket "
+                "WHERE a.atom_id = ? AND ((b.kind = 'own' AND b.owner = ?) OR (b.kind = 'room' AND EXISTS ("
+                "SELECT 1 FROM members m WHERE m.room_id = b.owner AND m.principal = ?)))",
+                (atom, principal, principal),
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"no entry {atom}")
+        return Entry(atom_id=row[1], created_at=row[0], wire=with_superseded_by(row[2], row[3]))
+
+    def delete(self, principal: str, atom: str) -> int:
+        """Delete one entry of one's own store (administrative); returns how many rows went (0 or 1)."""
+        with self.transaction() as db:
+            bucket = self.own_bucket(principal)
+            # A successor that pointed at nothing any more keeps its `supersedes` list (history).
+            return db.execute("DELETE FROM atoms WHERE atom_id = ? AND bucket = ?", (atom, bucket)).rowcount
+
+    def atom_extras(self, atom_ids: list[str]) -> dict[str, tuple[dict[str, Any], str | None]]:
+        """(metadata, external_ref) of each id; callers pass only ids the principal may already read."""
+        if not atom_ids:
+            return {}
+        marks = ",".join("?" * len(atom_ids))
+        with self.reading() as db:
+            rows = db.execute(
+                f"SELECT atom_id, metadata, external_ref FROM atoms WHERE atom_id IN ({marks})", atom_ids
+            ).fetchall()
+        return {r[0]: (json.loads(r[1]) if r[1] else {}, r[2]) for r in rows}
+
+
+def _insert_all(db: sqlite3.Connection, params: list[tuple[Any, ...]]) -> None:
+    # The FTS5 index fed row by row through its trigger costs several times the insert itself;
+    # for a large batch, index the new rows in one statement instead. DDL is transactional in
+    # SQLite: inside this write transaction no other writer can insert while the trigger is away,
+    # and the trigger comes back verbatim from sqlite_master before the commit.
+    trigger = None
+    if len(params) >= _BULK_INDEX:
+        trigger = db.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'atoms_fts_insert'"
+        ).fetchone()
+    if trigger is None:
+        db.executemany(_INSERT, params)
+        return
+    before = int(db.execute("SELECT coalesce(max(seq), 0) FROM atoms").fetchone()[0])
+    db.execute("DROP TRIGGER atoms_fts_insert")
+    db.executemany(_INSERT, params)
+    db.execute("INSERT INTO atoms_fts(rowid, content) SELECT seq, content FROM atoms WHERE seq > ?", (before,))
+    db.execute(trigger[0])

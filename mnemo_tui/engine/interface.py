@@ -1,0 +1,79 @@
+"""Provides `Engine`: the interface the server and `LocalBackend` depend on, whatever database is behind it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from mnemo_tui.model import (
+    Entry,
+    Invite,
+    Joined,
+    KeyInfo,
+    Page,
+    RecentQuery,
+    Room,
+    SearchHit,
+    SearchQuery,
+    SecretInfo,
+    WirePage,
+    WriteRequest,
+    WriteResult,
+)
+
+
+class Engine(Protocol):
+    """A store of entries, rooms, secrets and keys, read and written on behalf of principals.
+
+    Every operation names its principal; membership is checked inside the statement that reads a
+    room. `created_at` is assigned by the engine, strictly increasing per bucket in commit order,
+    so no entry is ever committed behind a reader's cursor or watermark. The embedded SQLite
+    `Store` is one implementation; each passes the same contract, property and server suites.
+
+    Attributes:
+        kind: the implementation (`sqlite`).
+        identity: what watermarks of this store are keyed by (a resolved path; never a password).
+    """
+
+    kind: str
+    identity: str
+
+    # -- the feed and search -------------------------------------------------------------
+    def recent(self, principal: str, q: RecentQuery) -> Page: ...
+    def recent_wire(self, principal: str, q: RecentQuery) -> WirePage: ...
+    def stream_wire(self, principal: str, q: RecentQuery, chunk: int = 2000) -> Iterator[list[str]]: ...
+    def search(self, principal: str, q: SearchQuery) -> list[SearchHit]: ...
+    def domains(self, principal: str) -> list[str]: ...
+    def change_token(self) -> tuple[int, int]: ...
+
+    # -- single entries ------------------------------------------------------------------
+    def write(self, principal: str, req: WriteRequest) -> WriteResult: ...
+    def bulk_insert(self, rows: list[tuple[str, WriteRequest, int]]) -> int: ...
+    def get(self, principal: str, atom: str) -> Entry: ...
+    def delete(self, principal: str, atom: str) -> int: ...
+    def atom_extras(self, atom_ids: list[str]) -> dict[str, tuple[dict[str, Any], str | None]]: ...
+
+    # -- rooms ----------------------------------------------------------------------------
+    def list_rooms(self, principal: str) -> list[Room]: ...
+    def create_room(
+        self, principal: str, name: str, description: str | None = None, *, room_id: str | None = None
+    ) -> Room: ...
+    def resolve_room(self, principal: str, ref: str) -> str: ...
+    def create_invite(
+        self, principal: str, room_id: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1
+    ) -> Invite: ...
+    def join(self, principal: str, code: str) -> Joined: ...
+
+    # -- the vault and keys ---------------------------------------------------------------
+    def vault_list(self, principal: str) -> list[SecretInfo]: ...
+    def vault_add(
+        self, principal: str, alias: str, context: str, sealed_b64: str, concepts: tuple[str, ...] = ()
+    ) -> str: ...
+    def create_key(self, principal: str) -> tuple[str, str]: ...
+    def list_keys(self) -> list[KeyInfo]: ...
+    def revoke_key(self, key_id: str) -> None: ...
+    def principal_for_key(self, key: str) -> str: ...
+
+    # -- the connection -------------------------------------------------------------------
+    def ping(self) -> None: ...
+    def close(self) -> None: ...

@@ -1,0 +1,121 @@
+"""Provides the engine rules no database decides: a write's bounds, an entry's wire text, a query's words."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mnemo_tui import timefmt
+from mnemo_tui.errors import ValidationError
+from mnemo_tui.model import (
+    MAX_CONCEPTS,
+    MAX_CONTENT,
+    MAX_DOMAIN,
+    MAX_EXTERNAL_REF,
+    MAX_METADATA_BYTES,
+    MAX_SUPERSEDES,
+    WriteRequest,
+    parse_scope,
+    room_of,
+)
+
+MAX_QUERY = 5000
+MAX_TOP_K = 500
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON with UTF-8 kept as is: the spelling of everything the engine stores."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def with_superseded_by(wire: str, superseded_by: str | None) -> str:
+    """The stored wire item, plus `superseded_by` when the entry has been replaced."""
+    if superseded_by is None:
+        return wire
+    return f'{wire[:-1]},"superseded_by":"{superseded_by}"}}'
+
+
+def wire_item(atom: str, req: WriteRequest, created: int, principal: str) -> str:
+    """The entry's wire `RecentItem` as JSON, built once at write time (entries are immutable)."""
+    item: dict[str, Any] = {
+        "atom_id": atom,
+        "content": req.content,
+        "domain": req.domain,
+        "created_at": timefmt.to_iso(created),
+        "concepts": list(req.concepts),
+        "provenance": {
+            "principal": principal,
+            "agent": req.agent,
+            "agent_name": req.agent_name,
+            "client_env": req.client_env,
+            "is_external": False,
+        },
+    }
+    if req.supersedes:
+        item["supersedes"] = list(req.supersedes)
+    return dumps(item)
+
+
+def check_write(req: WriteRequest) -> str | None:
+    """Check a write's bounds; returns its metadata serialized (None when it has none).
+
+    Raises:
+        ValidationError: content, domain, concepts, metadata, external ref or supersedes out of bounds.
+    """
+    if not isinstance(req.content, str) or not 1 <= len(req.content) <= MAX_CONTENT:
+        raise ValidationError(f"content must be 1 to {MAX_CONTENT} characters")
+    if room_of(req.domain) is None:
+        if not req.domain or not req.domain.strip() or len(req.domain) > MAX_DOMAIN:
+            raise ValidationError(f"domain must be 1 to {MAX_DOMAIN} characters")
+    else:
+        parse_scope(req.domain)
+        if req.supersedes:
+            raise ValidationError("room entries cannot supersede (supersedes is refused with an xroom: domain)")
+    if len(req.concepts) > MAX_CONCEPTS:
+        raise ValidationError(f"at most {MAX_CONCEPTS} concepts")
+    if req.external_ref is not None and not 1 <= len(req.external_ref) <= MAX_EXTERNAL_REF:
+        raise ValidationError(f"external_ref must be 1 to {MAX_EXTERNAL_REF} characters")
+    if len(req.supersedes) > MAX_SUPERSEDES:
+        raise ValidationError(f"supersedes takes at most {MAX_SUPERSEDES} ids")
+    if len(set(req.supersedes)) != len(req.supersedes):
+        raise ValidationError("supersedes ids must be distinct")
+    if req.supersedes:
+        import uuid  # only a superseding write needs it; `mnemo recent` never pays for the import
+
+        for old in req.supersedes:
+            try:
+                uuid.UUID(old)
+            except ValueError:
+                raise ValidationError(f"supersedes: {old!r} is not an atom id") from None
+    if req.metadata is None:
+        return None
+    metadata = dumps(req.metadata)
+    if len(metadata.encode()) > MAX_METADATA_BYTES:
+        raise ValidationError(f"metadata is at most {MAX_METADATA_BYTES} bytes serialized")
+    return metadata
+
+
+def query_words(text: str) -> list[str]:
+    """The words of a search query, as every engine matches them: split on white space, each kept verbatim.
+
+    Raises:
+        ValidationError: an empty or blank query (the feed is the read without a query), or one too long.
+    """
+    if not text or not text.strip():
+        raise ValidationError("search needs a query; to list what happened lately, use `mnemo recent`")
+    if len(text) > MAX_QUERY:
+        raise ValidationError(f"query is at most {MAX_QUERY} characters")
+    # A NUL separates words: no text needs one, and FTS5 ends a string at it ("unterminated string").
+    return [word for word in text.replace("\x00", " ").split() if any(ch.isalnum() for ch in word)]
+
+
+def check_search(top_k: int, since: int | None, until: int | None) -> None:
+    """Check a search's bounds.
+
+    Raises:
+        ValidationError: `top_k` outside 1–500, or `until` before `since`.
+    """
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise ValidationError(f"top_k must be between 1 and {MAX_TOP_K}")
+    if since is not None and until is not None and until < since:
+        raise ValidationError("until is before since")

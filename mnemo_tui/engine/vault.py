@@ -1,0 +1,52 @@
+"""Provides the embedded store's vault: secrets under aliases, in a table no feed, search or report names."""
+
+from __future__ import annotations
+
+import json
+
+from mnemo_tui import timefmt
+from mnemo_tui.engine import ids
+from mnemo_tui.engine.database import Database
+from mnemo_tui.errors import Conflict, ValidationError
+from mnemo_tui.model import ALIAS_SHAPE, MAX_SECRET_CONTEXT, SecretInfo
+
+MAX_ALIAS = 200
+
+
+class VaultOps(Database):
+    """The vault keeps each value as the sealed blob the wire carries; listings never show it."""
+
+    def vault_list(self, principal: str) -> list[SecretInfo]:
+        """The principal's secrets: alias, context, time and concepts, never the value."""
+        with self.reading() as db:
+            rows = db.execute(
+                "SELECT alias, context, created_at, concepts FROM vault WHERE principal = ? ORDER BY alias",
+                (principal,),
+            ).fetchall()
+        return [SecretInfo(alias=r[0], context=r[1], created_at=r[2], concepts=tuple(json.loads(r[3]))) for r in rows]
+
+    def vault_add(
+        self, principal: str, alias: str, context: str, sealed_b64: str, concepts: tuple[str, ...] = ()
+    ) -> str:
+        """Store a sealed secret under an alias; returns its atom id.
+
+        Raises:
+            ValidationError: a bad alias, an empty value, a context too long.
+            Conflict: the alias exists already.
+        """
+        if not isinstance(alias, str) or not 1 <= len(alias) <= MAX_ALIAS or not ALIAS_SHAPE.match(alias):
+            raise ValidationError(f"alias must match ^[A-Za-z0-9._-]+$ (at most {MAX_ALIAS} characters)")
+        if not sealed_b64:
+            raise ValidationError("the secret's value is empty")
+        if len(context) > MAX_SECRET_CONTEXT:
+            raise ValidationError(f"context is at most {MAX_SECRET_CONTEXT} characters")
+        with self.transaction() as db:
+            if db.execute("SELECT 1 FROM vault WHERE principal = ? AND alias = ?", (principal, alias)).fetchone():
+                raise Conflict(f"a secret named {alias!r} exists already")
+            atom = ids.atom_id()
+            db.execute(
+                "INSERT INTO vault(atom_id, principal, alias, context, sealed, concepts, created_at)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (atom, principal, alias, context, sealed_b64, json.dumps(list(concepts)), timefmt.now_us()),
+            )
+        return atom

@@ -1,0 +1,42 @@
+"""Provides `Session`: what every screen reads with, handed to each screen by the app (no screen imports the app)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mnemo_tui.backends import Backend
+from mnemo_tui.walk import default_overlap
+
+
+@dataclass(frozen=True)
+class Session:
+    """The collaborators and settings of one run of the app.
+
+    Attributes:
+        backend: what to read (the app's serialising wrapper around the backend it was given).
+        state_path: the state database holding this consumer's watermarks (workers open their own).
+        consumer: whose watermarks the counts and `c` use.
+        clock: the current time in microseconds (tests fix it).
+        poll_interval: seconds between live checks; None for none (tests poll by hand).
+        page_size: entries per page read (1–100).
+        keep_pages: pages held besides the first one.
+    """
+
+    backend: Backend
+    state_path: Path
+    consumer: str
+    clock: Callable[[], int]
+    poll_interval: float | None
+    page_size: int
+    keep_pages: int
+
+    @property
+    def overlap(self) -> int:
+        """The walk's overlap on this backend: what is new, and what a live poll re-reads."""
+        return default_overlap(self.backend)
+
+    def probe(self) -> tuple[int, int] | None:
+        """The backend's cheap change token (None on a backend without one: then poll)."""
+        return self.backend.change_token()

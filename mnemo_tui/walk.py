@@ -1,0 +1,212 @@
+"""Provides the one walk of the feed: follow cursors to the end, drop what is held, know what is new."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+
+from mnemo_tui.backends import Backend
+from mnemo_tui.errors import BrokenFeed
+from mnemo_tui.model import MAX_LIMIT, Entry, RecentQuery, WalkProgress, Watermark
+
+# How far below a watermark a pass re-reads on an endpoint, whose database may let a transaction
+# that took an earlier timestamp commit after a later one (PRODUCT.md). The embedded engine's
+# clock makes such a late commit impossible, so it re-reads nothing.
+REMOTE_OVERLAP = 2_000_000
+# Pages in a row with a cursor but no entry before a walk is declared stuck (a page may be short,
+# even empty, and still carry a cursor; an endless run of them is a feed that never advances).
+MAX_EMPTY_PAGES = 16
+
+
+def default_overlap(backend: Backend) -> int:
+    """The overlap a walk of this backend re-reads below its low bound, in microseconds."""
+    return REMOTE_OVERLAP if backend.kind == "remote" else 0
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Where a reader stands in a scope: the newest instant it holds, and the ids it holds at or just below it."""
+
+    created_at: int | None = None
+    ids: frozenset[str] = frozenset()
+
+    @staticmethod
+    def of(watermark: Watermark | None) -> Mark:
+        """A consumer's watermark as a mark (none: the reader holds nothing)."""
+        if watermark is None:
+            return Mark()
+        return Mark(watermark.created_at, frozenset(watermark.boundary_ids))
+
+
+@dataclass(frozen=True)
+class Start:
+    """What is new to a reader: entries at or after `since` whose ids it does not already hold."""
+
+    since: int | None
+    held: frozenset[str]
+
+    def is_new(self, created_at: int, atom_id: str) -> bool:
+        """Whether one entry is new to the reader (the rule `catchup`, the TUI's counts and marks share)."""
+        return (self.since is None or created_at >= self.since) and atom_id not in self.held
+
+
+def start_of(mark: Mark, overlap: int, since: int | None = None) -> Start:
+    """Where a pass from `mark` reads: `overlap` below the mark's instant, the mark's ids held.
+
+    `since` (a first pass's low bound) narrows the read: with a mark, the later of the two is used.
+    """
+    if mark.created_at is None:
+        return Start(since, frozenset())
+    low = mark.created_at - overlap
+    return Start(low if since is None else max(since, low), mark.ids)
+
+
+def unread(watermark: Watermark | None, overlap: int) -> Start:
+    """What is new to a consumer with this watermark: the one rule of `catchup`, the TUI's counts and marks."""
+    return start_of(Mark.of(watermark), overlap)
+
+
+class Frontier:
+    """The newest instant seen, and the ids seen within `overlap` below it: what a reader holds at the top.
+
+    Entries may be observed in any order; ids whose time is not known (restored from a
+    checkpoint) count as seen at the newest instant.
+    """
+
+    def __init__(self, overlap: int, newest: int | None = None, ids: Iterable[str] = ()) -> None:
+        self.overlap = overlap
+        self.newest = newest
+        self._ids: dict[str, int] = {} if newest is None else dict.fromkeys(ids, newest)
+
+    def observe(self, created_at: int, atom_id: str) -> None:
+        if self.newest is None or created_at > self.newest:
+            self.newest = created_at
+            low = created_at - self.overlap
+            self._ids = {i: t for i, t in self._ids.items() if t >= low}
+        if created_at >= self.newest - self.overlap:
+            self._ids[atom_id] = created_at
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The ids at or within the overlap below the newest instant, in the order they were seen."""
+        return tuple(self._ids)
+
+    def mark(self) -> Mark:
+        return Mark(self.newest, frozenset(self._ids))
+
+
+class Walk:
+    """Every cursor loop of mnemo: one query followed from page to page until no cursor comes back.
+
+    It yields each page's fresh entries (the ids the reader already holds are dropped and counted
+    as repeats), tracks the newest instant and the ids near it (the next watermark's boundary
+    ids), and stops a feed whose cursor does not advance with `BrokenFeed`. Memory stays flat: it
+    remembers the held ids, the previous page's ids (a repeat at a page boundary is dropped too)
+    and the ids near the newest instant, unless `hold_all` asks it to hold every id it yields.
+
+    Args:
+        backend: what to read.
+        query: the scope, filters, low bound and page size (its cursor, if any, is where to begin).
+        held: ids the reader already holds (a watermark's boundary ids).
+        overlap: microseconds below the newest instant whose ids are tracked (see `default_overlap`).
+        hold_all: also drop any id yielded before (a verifier that must see a repeat anywhere).
+        on_repeat: called with every entry dropped.
+        progress: where a resumed walk stands (from a checkpoint).
+        max_pages: stop after this many requests (the walk then is not `done`).
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        query: RecentQuery,
+        *,
+        held: Iterable[str] = (),
+        overlap: int = 0,
+        hold_all: bool = False,
+        on_repeat: Callable[[Entry], None] | None = None,
+        progress: WalkProgress | None = None,
+        max_pages: int | None = None,
+    ) -> None:
+        self.backend = backend
+        self.query = query.validated()
+        self.held = set(held)
+        self.overlap = overlap
+        self.hold_all = hold_all
+        self.on_repeat = on_repeat
+        self.progress = progress if progress is not None else WalkProgress(cursor=query.cursor)
+        self.frontier = Frontier(overlap, self.progress.newest, self.progress.newest_ids)
+        self.max_pages = max_pages
+        self._previous: frozenset[str] = frozenset()
+        self._last: tuple[int, str] | None = None
+        self._empty = 0
+
+    def pages(self) -> Iterator[list[Entry]]:
+        """Each page's fresh entries, newest first (a page may have none), until the end of the feed."""
+        requests = 0
+        while not self.progress.done and (self.max_pages is None or requests < self.max_pages):
+            used = self.progress.cursor
+            page = self.backend.recent(replace(self.query, cursor=used))
+            requests += 1
+            number = self.progress.pages + 1
+            self._advanced(page.items, used, page.next_cursor, number)
+            fresh: list[Entry] = []
+            repeats = 0
+            for entry in page.items:
+                atom = entry.atom_id
+                if atom in self.held or atom in self._previous:
+                    repeats += 1
+                    if self.on_repeat is not None:
+                        self.on_repeat(entry)
+                else:
+                    fresh.append(entry)
+                    if self.hold_all:
+                        self.held.add(atom)
+                self.frontier.observe(entry.created_at, atom)
+            self._previous = frozenset(e.atom_id for e in page.items)
+            p = self.progress
+            self.progress = WalkProgress(
+                cursor=page.next_cursor,
+                done=page.next_cursor is None,
+                newest=self.frontier.newest,
+                newest_ids=self.frontier.ids,
+                pages=number,
+                delivered=p.delivered + len(fresh),
+                repeats=p.repeats + repeats,
+            )
+            yield fresh
+
+    def _advanced(self, items: list[Entry], used: str | None, cursor: str | None, number: int) -> None:
+        """Raise `BrokenFeed` unless the page moved the walk on: its last entry strictly older than the
+        previous page's last (the feed's order, PRODUCT.md), its cursor a new one."""
+        why = None
+        if cursor is not None and cursor == used:
+            why = "the same cursor again"
+        elif items:
+            last = (items[-1].created_at, items[-1].atom_id.lower())
+            if self._last is not None and not last < self._last:
+                why = "a page that is not older than the one before"
+            self._last, self._empty = last, 0
+        elif cursor is not None:
+            self._empty += 1
+            if self._empty > MAX_EMPTY_PAGES:
+                why = f"{self._empty} empty pages in a row"
+        if why is not None:
+            raise BrokenFeed(
+                f"the walk looped: it was still handed a cursor after page {number} that does not advance "
+                f"({why}); the backend breaks the feed contract, and nothing was committed"
+            )
+
+
+def stream_wire(backend: Backend, query: RecentQuery) -> Iterator[list[str]]:
+    """Every remaining entry of a read as wire texts, in chunks, newest first.
+
+    From one snapshot where the backend can read one (the embedded store: one statement), else
+    by the walk, in the largest pages there are.
+    """
+    snapshot = backend.snapshot_wire(query.validated())
+    if snapshot is not None:
+        yield from snapshot
+        return
+    for fresh in Walk(backend, replace(query, limit=MAX_LIMIT)).pages():
+        if fresh:
+            yield [entry.wire for entry in fresh]
