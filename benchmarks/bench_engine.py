@@ -21,7 +21,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from mnemo_tui.engine import cursor as cursors  # noqa: E402
-from mnemo_tui.engine.store import Store, wire_item  # noqa: E402
+from mnemo_tui.engine.rules import wire_item  # noqa: E402
+from mnemo_tui.engine.store import Store  # noqa: E402
 from mnemo_tui.model import RecentQuery, WriteRequest  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / ".data"

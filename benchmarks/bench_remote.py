@@ -31,6 +31,7 @@ from mnemo_tui.backends.local import LocalBackend  # noqa: E402
 from mnemo_tui.backends.remote import RemoteBackend  # noqa: E402
 from mnemo_tui.engine.store import Store  # noqa: E402
 from mnemo_tui.model import RecentQuery  # noqa: E402
+from mnemo_tui.walk import stream_wire  # noqa: E402
 
 MNEMO = shutil.which("mnemo", path=str(Path(sys.executable).parent)) or "mnemo"
 LIMIT = 100
@@ -163,7 +164,7 @@ def _backend(backend: Any) -> Any:
 
 
 def _stream(backend: Any) -> Any:
-    chunks = backend.stream_wire(RecentQuery(limit=LIMIT))
+    chunks = stream_wire(backend, RecentQuery(limit=LIMIT))
 
     def step(cursor: str | None) -> tuple[int, str | None]:
         chunk = next(chunks, None)
@@ -175,7 +176,7 @@ def _stream(backend: Any) -> Any:
 def interleaved(serve_url: str, bare_url: str, key: str, store: Path, n: int) -> dict[str, float]:
     """Seconds of four walks of the same `n` entries, advanced in turn page by page, so noise hits all four.
 
-    `remote`: RemoteBackend.stream_wire (what `recent --all` does) -> mnemo serve; `pages`: RemoteBackend.recent
+    `remote`: walk.stream_wire over RemoteBackend (what `recent --all` does) -> mnemo serve; `pages`: RemoteBackend.recent
     page by page (what `catchup` does); `bare`: a minimal httpx client -> the bare app;
     `minimal`: the same minimal client -> mnemo serve; `local`: LocalBackend on the store.
     """
@@ -259,7 +260,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     bare_is = "a bare ASGI app (the same keyset SQL, one connection) under uvicorn, minimal httpx client"
     return [
         _row(
-            f"remote walk of {n:,} entries at limit {LIMIT} (RemoteBackend.stream_wire → mnemo serve, as recent --all)",
+            f"remote walk of {n:,} entries at limit {LIMIT} (walk.stream_wire over RemoteBackend → mnemo serve, as recent --all)",
             rate,
             bare_rate,
             "≥ 0.8x",

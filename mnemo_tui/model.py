@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+from mnemo_tui import timefmt
 from mnemo_tui.errors import Forbidden, ValidationError
 
 MAX_LIMIT = 100
@@ -239,6 +240,10 @@ class Room:
             "archived": self.archived,
         }
 
+    def created(self, next_steps: str) -> dict[str, Any]:
+        """The wire `RoomCreated` of a room just created."""
+        return {"room_id": self.room_id, "address": self.address, "name": self.name, "next_steps": next_steps}
+
 
 def room_id_of(ref: str, rooms: Callable[[], list[Room]]) -> str:
     """A room id from an address, an id, or the name of one of the reader's `rooms` (listed only then).
@@ -273,6 +278,18 @@ class Invite:
     def room_address(self) -> str:
         return ROOM_PREFIX + self.room_id
 
+    def wire(self) -> dict[str, Any]:
+        """The wire `InviteCreated` (there is no landing page of our own: `join_url` is empty)."""
+        return {
+            "invite_id": self.invite_id,
+            "code": self.code,
+            "room_address": self.room_address,
+            "scope": self.scope,
+            "expires_at": timefmt.to_iso(self.expires_at),
+            "join_url": "",
+            "share_message": f"Join the room {self.room_address} with: mnemo rooms join {self.code}",
+        }
+
 
 @dataclass(frozen=True)
 class Joined:
@@ -287,6 +304,17 @@ class Joined:
     def address(self) -> str:
         return ROOM_PREFIX + self.room_id
 
+    def wire(self, next_steps: str) -> dict[str, Any]:
+        """The wire `JoinedRoom`."""
+        return {
+            "room_id": self.room_id,
+            "address": self.address,
+            "name": self.name,
+            "scope": self.scope,
+            "already_member": self.already_member,
+            "next_steps": next_steps,
+        }
+
 
 @dataclass(frozen=True)
 class SecretInfo:
@@ -297,6 +325,15 @@ class SecretInfo:
     created_at: int
     concepts: tuple[str, ...] = ()
 
+    def wire(self) -> dict[str, Any]:
+        """The wire `SecretListItem`: alias, context, time and concepts (there is no value to show)."""
+        return {
+            "alias": self.alias,
+            "context": self.context,
+            "created_at": timefmt.to_iso(self.created_at),
+            "concepts": list(self.concepts),
+        }
+
 
 @dataclass(frozen=True)
 class KeyInfo:
@@ -306,6 +343,15 @@ class KeyInfo:
     principal: str
     created_at: int
     revoked: bool
+
+    def wire(self) -> dict[str, Any]:
+        """CLI.md's `keys list` item."""
+        return {
+            "key_id": self.key_id,
+            "principal": self.principal,
+            "created_at": timefmt.to_iso(self.created_at),
+            "revoked": self.revoked,
+        }
 
 
 @dataclass(frozen=True)

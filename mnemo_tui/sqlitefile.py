@@ -1,9 +1,11 @@
-"""Provides SQLite files that are created whole, so a short file can only be a damaged one."""
+"""Provides SQLite files that are created whole (so a short file can only be a damaged one), and their transactions."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 SMALLEST_PAGE = 512
@@ -40,3 +42,21 @@ def create_whole(path: Path, build: Callable[[Path], None]) -> None:
     finally:
         for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
             leftover.unlink(missing_ok=True)
+
+
+@contextmanager
+def immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction on an autocommit connection: `BEGIN IMMEDIATE` (the write lock first, so what
+    the block reads is current), committed when the block ends, rolled back when it raises.
+
+    Python's default deferred transactions read outside the write lock and fail with `SQLITE_BUSY`,
+    without waiting, when they upgrade: every write of mnemo's files goes through here instead.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")

@@ -16,6 +16,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 
 from mnemo_tui import timefmt
+from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import Unavailable
@@ -49,7 +50,7 @@ def demo_store(path: Path, now: int) -> LocalBackend:
     return LocalBackend(store, "local")
 
 
-class Unreachable:
+class Unreachable(Backend):
     """A backend whose endpoint is down: every read raises Unavailable."""
 
     kind = "remote"
@@ -75,7 +76,7 @@ class Unreachable:
         self._down()
         raise AssertionError
 
-    def stream_wire(self, query: RecentQuery) -> Iterator[list[str]]:
+    def snapshot_wire(self, query: RecentQuery) -> Iterator[list[str]]:
         self._down()
         raise AssertionError
 

@@ -18,10 +18,14 @@ from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.engine.store import Store
 from mnemo_tui.state.statedb import StateDB
 
+# CI derandomizes: the same examples on every run, so a red CI means a regression, never chance.
 settings.register_profile(
     "ci",
     max_examples=40,
     deadline=None,
+    derandomize=True,
+    database=None,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 settings.register_profile(

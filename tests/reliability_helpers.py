@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import json
 import os
 import random
@@ -166,17 +165,6 @@ class Server:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 kill9(self.proc)
-
-
-@functools.lru_cache(maxsize=1)
-def server_available() -> bool:
-    """Whether this checkout has `mnemo serve` (the server of issue 5)."""
-    try:
-        import mnemo_tui.server  # noqa: F401
-    except ImportError:
-        return False
-    proc = subprocess.run([MNEMO, "serve", "--help"], capture_output=True, text=True, check=False, timeout=60)
-    return proc.returncode == 0
 
 
 def make_key(store: Path, principal: str) -> str:

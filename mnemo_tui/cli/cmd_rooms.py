@@ -9,7 +9,7 @@ from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.options import Args, flag, number, required, required_argument, table_format_opt, text
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import ALIAS_SHAPE, MAX_SECRET_CONTEXT, Invite, parse_scope
+from mnemo_tui.model import ALIAS_SHAPE, MAX_SECRET_CONTEXT, parse_scope
 
 
 class RoomsListArgs(Args):
@@ -21,16 +21,12 @@ class RoomsListArgs(Args):
 def rooms_list(c: Context, args: RoomsListArgs) -> None:
     output.check_format(args.fmt, allow_ndjson=False)
     rooms = c.backend.rooms()
-    if args.fmt == "json":
-        sys.stdout.write(output.dumps([r.wire() for r in rooms]) + "\n")
-        return
-    if not rooms:
-        sys.stdout.write("You belong to no rooms yet. Create one with `mnemo rooms create NAME`.\n")
-        return
-    output.grid(
-        sys.stdout,
-        ["NAME", "ADDRESS", "ROLE", "ACCESS"],
-        [[r.name, r.address, r.role, r.scope + (" (archived)" if r.archived else "")] for r in rooms],
+    output.listing(
+        args.fmt,
+        [r.wire() for r in rooms],
+        empty="You belong to no rooms yet. Create one with `mnemo rooms create NAME`.",
+        headers=["NAME", "ADDRESS", "ROLE", "ACCESS"],
+        rows=[[r.name, r.address, r.role, r.scope + (" (archived)" if r.archived else "")] for r in rooms],
         flex=0,
     )
 
@@ -46,16 +42,9 @@ class RoomsCreateArgs(Args):
 def rooms_create(c: Context, args: RoomsCreateArgs) -> None:
     output.check_format(args.fmt, allow_ndjson=False)
     room = c.backend.create_room(args.name, args.description)
-    if args.fmt == "json":
-        created = {
-            "room_id": room.room_id,
-            "address": room.address,
-            "name": room.name,
-            "next_steps": f"Invite members with `mnemo rooms invite {room.address}`.",
-        }
-        sys.stdout.write(output.dumps(created) + "\n")
-    else:
-        sys.stdout.write(room.address + "\n")
+    output.document_or_line(
+        args.fmt, room.created(f"Invite members with `mnemo rooms invite {room.address}`."), room.address
+    )
 
 
 class RoomsInviteArgs(Args):
@@ -82,23 +71,7 @@ def rooms_invite(c: Context, args: RoomsInviteArgs) -> None:
         expires_days=args.expires_days,
         max_uses=args.max_uses,
     )
-    if args.fmt == "json":
-        sys.stdout.write(output.dumps(invite_wire(invite)) + "\n")
-    else:
-        sys.stdout.write(invite.code + "\n")
-
-
-def invite_wire(invite: Invite) -> dict[str, object]:
-    """The wire `InviteCreated` of an invite."""
-    return {
-        "code": invite.code,
-        "room_address": invite.room_address,
-        "invite_id": invite.invite_id,
-        "scope": invite.scope,
-        "expires_at": timefmt.to_iso(invite.expires_at),
-        "join_url": "",  # no landing page of our own; the schema wants a string (as `mnemo serve` answers)
-        "share_message": f"Join the room {invite.room_address} with: mnemo rooms join {invite.code}",
-    }
+    output.document_or_line(args.fmt, invite.wire(), invite.code)
 
 
 class RoomsJoinArgs(Args):
@@ -111,18 +84,9 @@ class RoomsJoinArgs(Args):
 def rooms_join(c: Context, args: RoomsJoinArgs) -> None:
     output.check_format(args.fmt, allow_ndjson=False)
     joined = c.backend.join(args.code.strip())
-    if args.fmt == "json":
-        answer = {
-            "room_id": joined.room_id,
-            "address": joined.address,
-            "name": joined.name,
-            "scope": joined.scope,
-            "already_member": joined.already_member,
-            "next_steps": f"Read it with `mnemo recent --scope {joined.address}`.",
-        }
-        sys.stdout.write(output.dumps(answer) + "\n")
-    else:
-        sys.stdout.write(joined.address + "\n")
+    output.document_or_line(
+        args.fmt, joined.wire(f"Read it with `mnemo recent --scope {joined.address}`."), joined.address
+    )
 
 
 # -- the vault ----------------------------------------------------------------------------
@@ -137,25 +101,12 @@ class VaultListArgs(Args):
 def vault_list(c: Context, args: VaultListArgs) -> None:
     output.check_format(args.fmt, allow_ndjson=False)
     secrets = c.backend.vault_list()
-    if args.fmt == "json":
-        listed = [
-            {
-                "alias": s.alias,
-                "context": s.context,
-                "created_at": timefmt.to_iso(s.created_at),
-                "concepts": list(s.concepts),
-            }
-            for s in secrets
-        ]
-        sys.stdout.write(output.dumps({"secrets": listed}) + "\n")
-        return
-    if not secrets:
-        sys.stdout.write("Your vault is empty. Add a secret with `mnemo vault add ALIAS --context TEXT`.\n")
-        return
-    output.grid(
-        sys.stdout,
-        ["ALIAS", "CREATED (UTC)", "CONTEXT"],
-        [[s.alias, timefmt.to_iso(s.created_at)[:19].replace("T", " "), s.context] for s in secrets],
+    output.listing(
+        args.fmt,
+        {"secrets": [s.wire() for s in secrets]},
+        empty="Your vault is empty. Add a secret with `mnemo vault add ALIAS --context TEXT`.",
+        headers=["ALIAS", "CREATED (UTC)", "CONTEXT"],
+        rows=[[s.alias, timefmt.to_iso(s.created_at)[:19].replace("T", " "), s.context] for s in secrets],
         flex=2,
     )
 

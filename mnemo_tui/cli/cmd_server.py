@@ -76,25 +76,12 @@ class KeysListArgs(Args):
 def keys_list(c: Context, args: KeysListArgs) -> None:
     output.check_format(args.fmt, allow_ndjson=False)
     keys = _engine(c, "keys list").list_keys()
-    if args.fmt == "json":
-        listed = [
-            {
-                "key_id": k.key_id,
-                "principal": k.principal,
-                "created_at": timefmt.to_iso(k.created_at),
-                "revoked": k.revoked,
-            }
-            for k in keys
-        ]
-        sys.stdout.write(output.dumps(listed) + "\n")
-        return
-    if not keys:
-        sys.stdout.write("No API keys yet. Issue one with `mnemo keys create PRINCIPAL`.\n")
-        return
-    output.grid(
-        sys.stdout,
-        ["KEY ID", "PRINCIPAL", "CREATED (UTC)", "STATE"],
-        [
+    output.listing(
+        args.fmt,
+        [k.wire() for k in keys],
+        empty="No API keys yet. Issue one with `mnemo keys create PRINCIPAL`.",
+        headers=["KEY ID", "PRINCIPAL", "CREATED (UTC)", "STATE"],
+        rows=[
             [
                 k.key_id,
                 k.principal,

@@ -86,33 +86,35 @@ def watermark_list(c: Context, args: WatermarkListArgs) -> None:
     output.check_format(args.fmt, allow_ndjson=False)
     backend = c.backend
     marks = c.state.list(backend.identity, backend.principal)
-    if args.fmt == "json":
-        sys.stdout.write(output.dumps([watermark_wire(w) for w in marks]) + "\n")
-        return
-    if not marks:
-        sys.stdout.write(
-            f"No watermarks yet for {backend.principal!r} on {backend.identity}. `mnemo catchup` sets one.\n"
-        )
-        return
-    rows = [
-        [
-            w.consumer,
-            _scope_label(w.scope),
-            "none" if w.created_at is None else timefmt.to_iso(w.created_at),
-            str(len(w.boundary_ids)),
-            timefmt.relative(w.updated_at),
-        ]
-        for w in marks
-    ]
-    output.grid(sys.stdout, ["CONSUMER", "SCOPE", "WATERMARK (UTC)", "BOUNDARY", "UPDATED"], rows)
+    output.listing(
+        args.fmt,
+        [watermark_wire(w) for w in marks],
+        empty=f"No watermarks yet for {backend.principal!r} on {backend.identity}. `mnemo catchup` sets one.",
+        headers=["CONSUMER", "SCOPE", "WATERMARK (UTC)", "BOUNDARY", "UPDATED"],
+        rows=[
+            [
+                w.consumer,
+                _scope_label(w.scope),
+                "none" if w.created_at is None else timefmt.to_iso(w.created_at),
+                str(len(w.boundary_ids)),
+                timefmt.relative(w.updated_at),
+            ]
+            for w in marks
+        ],
+    )
 
 
-class WatermarkShowArgs(Args):
+class ConsumerScopeArgs(Args):
+    """The options of every command about one consumer's watermark of one scope."""
+
+    scope = scope_opt()
+    consumer = consumer_opt("Reader name (default: the configured one).", "-c")
+
+
+class WatermarkShowArgs(ConsumerScopeArgs):
     """One consumer's watermark for one scope (JSON null when it has none)."""
 
     summary = "One consumer's watermark for one scope."
-    scope = scope_opt()
-    consumer = consumer_opt("Reader name (default: the configured one).", "-c")
     fmt = table_format_opt()
 
 
@@ -123,13 +125,11 @@ def watermark_show(c: Context, args: WatermarkShowArgs) -> None:
     _write_watermark(mark, args.fmt, scope=scope_value, consumer=name)
 
 
-class WatermarkSetArgs(Args):
+class WatermarkSetArgs(ConsumerScopeArgs):
     """Set a watermark by hand (boundary ids emptied): the next pass reads from that instant, inclusive."""
 
     summary = "Set a watermark by hand (boundary ids emptied)."
     time = required_argument("TIME", "The new watermark (ISO-8601, a date, 2h, today...).")
-    scope = scope_opt()
-    consumer = consumer_opt("Reader name (default: the configured one).", "-c")
     fmt = table_format_opt()
 
 
@@ -148,11 +148,8 @@ def watermark_set(c: Context, args: WatermarkSetArgs) -> None:
         )
 
 
-class WatermarkResetArgs(Args):
+class WatermarkResetArgs(ConsumerScopeArgs):
     """Forget a watermark: the next pass reads the whole scope."""
-
-    scope = scope_opt()
-    consumer = consumer_opt("Reader name (default: the configured one).", "-c")
 
 
 def watermark_reset(c: Context, args: WatermarkResetArgs) -> None:
@@ -193,21 +190,17 @@ def _read_key() -> str:
     return key.strip()
 
 
-def _check_key(settings: Settings, key: str) -> bool:
-    """Ask the endpoint whether it takes the key (GET /memory/rooms); False when no remote backend exists."""
+def _check_key(settings: Settings, key: str) -> None:
+    """Ask the endpoint whether it takes the key (GET /memory/rooms): a refused key raises AuthError."""
     from dataclasses import replace
 
-    try:
-        from mnemo_tui.cli.context import open_backend
+    from mnemo_tui.cli.context import open_backend
 
-        backend = open_backend(replace(settings, api_key=key))
-    except ImportError:
-        return False
+    backend = open_backend(replace(settings, api_key=key))
     try:
         backend.rooms()
     finally:
         backend.close()
-    return True
 
 
 class LoginArgs(Args):
@@ -230,8 +223,7 @@ def login(c: Context, args: LoginArgs) -> None:
     key = _read_key()
     if not key:
         raise AuthError("no key given (type it at the prompt, or pipe it on stdin)")
-    if not _check_key(settings, key):
-        output.hint("note: this build has no remote backend, so the key was not checked against the endpoint")
+    _check_key(settings, key)
     where, path = credentials.store_key(settings, key, insecure_storage=insecure_storage)
     assert settings.endpoint is not None
     if where == "file":
@@ -328,7 +320,7 @@ def _remote_principal(c: Context) -> str | None:
 
     try:
         return str(c.backend.principal)
-    except (MnemoError, ImportError):
+    except MnemoError:
         return None
 
 

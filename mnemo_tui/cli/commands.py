@@ -52,7 +52,8 @@ def _signature(args: type[Args], first: inspect.Parameter) -> inspect.Signature:
     params = [first]
     for opt in args.options():
         default = inspect.Parameter.empty if opt.required else opt.default
-        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        # Keyword-only: a required option may follow ones with defaults (Typer passes every value by name).
+        kind = inspect.Parameter.KEYWORD_ONLY
         params.append(inspect.Parameter(opt.name, kind, default=default, annotation=_annotation(opt)))
     return inspect.Signature(params)
 

@@ -33,6 +33,11 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def document_or_line(fmt: str, document: Any, line: str) -> None:
+    """What a command that makes one thing prints: the JSON document, or in a table the one line scripts read."""
+    sys.stdout.write((dumps(document) if fmt == "json" else line) + "\n")
+
+
 def ndjson(out: IO[str], wires: Iterable[str]) -> None:
     """One JSON item per line, written as stored."""
     text = "\n".join(wires)
@@ -202,6 +207,19 @@ def key_value_table(out: IO[str], rows: list[tuple[str, str]]) -> None:
     for key, value in rows:
         label = key.ljust(width)
         out.write((f"\x1b[1m{label}\x1b[0m" if color else label) + f"  {value}\n")
+
+
+def listing(
+    fmt: str, document: Any, *, empty: str, headers: list[str], rows: list[list[str]], flex: int | None = None
+) -> None:
+    """What a command that lists things prints: the JSON document; or the grid, or what to do when it is empty."""
+    out = sys.stdout
+    if fmt == "json":
+        out.write(dumps(document) + "\n")
+    elif not rows:
+        out.write(empty + "\n")
+    else:
+        grid(out, headers, rows, flex=flex)
 
 
 def grid(out: IO[str], headers: list[str], rows: list[list[str]], *, flex: int | None = None) -> None:

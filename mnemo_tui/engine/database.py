@@ -11,7 +11,7 @@ from pathlib import Path
 from mnemo_tui.engine.schema import LATEST, migrate
 from mnemo_tui.errors import Forbidden, LocalStateError
 from mnemo_tui.model import room_of
-from mnemo_tui.sqlitefile import create_whole, long_enough
+from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
 
 BUSY_TIMEOUT_MS = 30_000
 NOT_A_MEMBER = "you are not a member of this room (or it does not exist)"
@@ -83,17 +83,9 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction: `BEGIN IMMEDIATE` (the write lock first, so reads inside it are current),
-        committed when the block ends, rolled back when it raises."""
-        with self.lock:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.db
-            except BaseException:
-                if self.db.in_transaction:
-                    self.db.execute("ROLLBACK")
-                raise
-            self.db.execute("COMMIT")
+        """One write transaction of this store (see `sqlitefile.immediate`), held by this thread meanwhile."""
+        with self.lock, immediate(self.db) as db:
+            yield db
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from mnemo_tui.sqlitefile import immediate
+
 Migration = Callable[[sqlite3.Connection], None]
 MIGRATIONS: list[tuple[int, str, Migration]] = []
 
@@ -141,18 +143,11 @@ def migrate(db: sqlite3.Connection) -> int:
     for number, _name, fn in MIGRATIONS:
         if number <= version:
             continue
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(db):
             # Another process may have migrated while this one waited for the lock.
-            if int(db.execute("PRAGMA user_version").fetchone()[0]) >= number:
-                db.execute("COMMIT")
-                continue
-            fn(db)
-            db.execute(f"PRAGMA user_version = {number}")
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+            if int(db.execute("PRAGMA user_version").fetchone()[0]) < number:
+                fn(db)
+                db.execute(f"PRAGMA user_version = {number}")
         version = number
     return version
 

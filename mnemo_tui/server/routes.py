@@ -190,15 +190,10 @@ def rooms_create(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/rooms`."""
     b = require("CreateRoomRequestSchema", call.body())
     room = engine.create_room(who, b["name"], b.get("description"))
-    return {
-        "room_id": room.room_id,
-        "address": room.address,
-        "name": room.name,
-        "next_steps": (
-            f"Write and read with domain {room.address}. Bring others in with an invite: "
-            f"POST /memory/rooms/{room.room_id}/invites (mnemo rooms invite {room.address})."
-        ),
-    }
+    return room.created(
+        f"Write and read with domain {room.address}. Bring others in with an invite: "
+        f"POST /memory/rooms/{room.room_id}/invites (mnemo rooms invite {room.address})."
+    )
 
 
 def rooms_invite(engine: Engine, who: str, call: Call) -> dict[str, Any]:
@@ -208,29 +203,14 @@ def rooms_invite(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     invite = engine.create_invite(
         who, room_id, scope=b["scope"], expires_days=int(b["expires_in_days"]), max_uses=int(b["max_uses"])
     )
-    return {
-        "invite_id": invite.invite_id,
-        "code": invite.code,
-        "room_address": invite.room_address,
-        "scope": invite.scope,
-        "expires_at": timefmt.to_iso(invite.expires_at),
-        "join_url": "",
-        "share_message": f"Join the room {invite.room_address} with: mnemo rooms join {invite.code}",
-    }
+    return invite.wire()
 
 
 def rooms_join(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/rooms/join`: joining twice is a no-op success."""
     b = require("JoinRoomRequestSchema", call.body())
     joined = engine.join(who, b["code"])
-    return {
-        "room_id": joined.room_id,
-        "address": joined.address,
-        "name": joined.name,
-        "scope": joined.scope,
-        "already_member": joined.already_member,
-        "next_steps": f"Read it with domain {joined.address} (mnemo recent --scope {joined.address}).",
-    }
+    return joined.wire(f"Read it with domain {joined.address} (mnemo recent --scope {joined.address}).")
 
 
 # -- vault ----------------------------------------------------------------------------------
@@ -238,17 +218,7 @@ def rooms_join(engine: Engine, who: str, call: Call) -> dict[str, Any]:
 
 def vault_list(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`GET /vault/secrets`: aliases, context, time and concepts; never a value."""
-    return {
-        "secrets": [
-            {
-                "alias": s.alias,
-                "context": s.context,
-                "created_at": timefmt.to_iso(s.created_at),
-                "concepts": list(s.concepts),
-            }
-            for s in engine.vault_list(who)
-        ]
-    }
+    return {"secrets": [s.wire() for s in engine.vault_list(who)]}
 
 
 def vault_add(engine: Engine, who: str, call: Call) -> dict[str, Any]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -11,7 +13,7 @@ from typing import Protocol
 from mnemo_tui import timefmt
 from mnemo_tui.errors import LocalStateError
 from mnemo_tui.model import WalkProgress, Watermark
-from mnemo_tui.sqlitefile import create_whole, long_enough
+from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS watermarks (
@@ -54,11 +56,10 @@ def _open(path: Path) -> sqlite3.Connection:
                 f"state database {path} was written by a newer mnemo (version {version}); upgrade mnemo"
             )
         if version < _VERSION:
-            db.execute("BEGIN IMMEDIATE")
-            for stmt in _SCHEMA:
-                db.execute(stmt)
-            db.execute(f"PRAGMA user_version = {_VERSION}")
-            db.execute("COMMIT")
+            with immediate(db):
+                for stmt in _SCHEMA:
+                    db.execute(stmt)
+                db.execute(f"PRAGMA user_version = {_VERSION}")
         # Reading both tables proves the file is what it claims to be.
         db.execute("SELECT count(*) FROM watermarks").fetchone()
         db.execute("SELECT count(*) FROM checkpoints").fetchone()
@@ -172,16 +173,29 @@ class StateDB:
     def _guard(self, exc: sqlite3.DatabaseError) -> LocalStateError:
         return LocalStateError(f"state database {self.path} failed ({exc}); move it aside or fix MNEMO_STATE")
 
+    def _execute(self, sql: str, params: tuple[object, ...]) -> sqlite3.Cursor:
+        """One statement (a statement is atomic); a database failure becomes a LocalStateError."""
+        try:
+            return self.db.execute(sql, params)
+        except sqlite3.DatabaseError as exc:
+            raise self._guard(exc) from None
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (`sqlitefile.immediate`); a database failure becomes a LocalStateError."""
+        try:
+            with immediate(self.db) as db:
+                yield db
+        except sqlite3.DatabaseError as exc:
+            raise self._guard(exc) from None
+
     # -- watermarks -----------------------------------------------------------------------
 
     def load(self, key: StateKey) -> Watermark | None:
         """The watermark of one consumer for one scope, or None if it has none."""
-        try:
-            row = self.db.execute(
-                f"SELECT created_at, boundary_ids, updated_at FROM watermarks WHERE {_WHERE}", key.row()
-            ).fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise self._guard(exc) from None
+        row = self._execute(
+            f"SELECT created_at, boundary_ids, updated_at FROM watermarks WHERE {_WHERE}", key.row()
+        ).fetchone()
         if row is None:
             return None
         return Watermark(
@@ -202,14 +216,11 @@ class StateDB:
 
     def list(self, backend: str, principal: str) -> list[Watermark]:
         """Every watermark of this backend and principal."""
-        try:
-            rows = self.db.execute(
-                "SELECT consumer, scope, created_at, boundary_ids, updated_at FROM watermarks "
-                "WHERE backend = ? AND principal = ? ORDER BY consumer, scope",
-                (backend, principal),
-            ).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise self._guard(exc) from None
+        rows = self._execute(
+            "SELECT consumer, scope, created_at, boundary_ids, updated_at FROM watermarks "
+            "WHERE backend = ? AND principal = ? ORDER BY consumer, scope",
+            (backend, principal),
+        ).fetchall()
         return [
             Watermark(
                 scope=_scope_of(r[1]),
@@ -224,56 +235,38 @@ class StateDB:
     def commit(self, key: StateKey, created_at: int | None, boundary_ids: tuple[str, ...]) -> Watermark:
         """Store a watermark and drop the walk's checkpoint, in one transaction."""
         now = timefmt.now_us()
-        try:
-            self.db.execute("BEGIN IMMEDIATE")
-            self.db.execute(
+        with self._transaction() as db:
+            db.execute(
                 "INSERT INTO watermarks(backend, principal, consumer, scope, created_at, boundary_ids, updated_at) "
                 "VALUES (?,?,?,?,?,?,?) ON CONFLICT (backend, principal, consumer, scope) DO UPDATE SET "
                 "created_at = excluded.created_at, boundary_ids = excluded.boundary_ids, updated_at = excluded.updated_at",
                 (*key.row(), created_at, json.dumps(list(boundary_ids)), now),
             )
-            self.db.execute(f"DELETE FROM checkpoints WHERE {_WHERE}", key.row())
-            self.db.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-            raise self._guard(exc) from None
+            db.execute(f"DELETE FROM checkpoints WHERE {_WHERE}", key.row())
         return Watermark(
             scope=key.scope, consumer=key.consumer, created_at=created_at, boundary_ids=boundary_ids, updated_at=now
         )
 
     def reset(self, key: StateKey) -> bool:
         """Forget a watermark (and any checkpoint); returns whether one existed."""
-        try:
-            self.db.execute("BEGIN IMMEDIATE")
-            cur = self.db.execute(f"DELETE FROM watermarks WHERE {_WHERE}", key.row())
-            self.db.execute(f"DELETE FROM checkpoints WHERE {_WHERE}", key.row())
-            self.db.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-            raise self._guard(exc) from None
+        with self._transaction() as db:
+            cur = db.execute(f"DELETE FROM watermarks WHERE {_WHERE}", key.row())
+            db.execute(f"DELETE FROM checkpoints WHERE {_WHERE}", key.row())
         return cur.rowcount > 0
 
     # -- checkpoints ----------------------------------------------------------------------
 
     def save_checkpoint(self, key: StateKey, cp: Checkpoint) -> None:
         """Save a walk's progress (one statement, so atomic)."""
-        try:
-            self.db.execute(
-                "INSERT INTO checkpoints(backend, principal, consumer, scope, walk_id, state, updated_at) "
-                "VALUES (?,?,?,?,?,?,?) ON CONFLICT (backend, principal, consumer, scope) DO UPDATE SET "
-                "walk_id = excluded.walk_id, state = excluded.state, updated_at = excluded.updated_at",
-                (*key.row(), cp.walk_id, cp.to_json(), timefmt.now_us()),
-            )
-        except sqlite3.DatabaseError as exc:
-            raise self._guard(exc) from None
+        self._execute(
+            "INSERT INTO checkpoints(backend, principal, consumer, scope, walk_id, state, updated_at) "
+            "VALUES (?,?,?,?,?,?,?) ON CONFLICT (backend, principal, consumer, scope) DO UPDATE SET "
+            "walk_id = excluded.walk_id, state = excluded.state, updated_at = excluded.updated_at",
+            (*key.row(), cp.walk_id, cp.to_json(), timefmt.now_us()),
+        )
 
     def load_checkpoint(self, key: StateKey) -> Checkpoint | None:
-        try:
-            row = self.db.execute(f"SELECT state FROM checkpoints WHERE {_WHERE}", key.row()).fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise self._guard(exc) from None
+        row = self._execute(f"SELECT state FROM checkpoints WHERE {_WHERE}", key.row()).fetchone()
         if row is None:
             return None
         try:
@@ -285,10 +278,7 @@ class StateDB:
             ) from None
 
     def drop_checkpoint(self, key: StateKey) -> None:
-        try:
-            self.db.execute(f"DELETE FROM checkpoints WHERE {_WHERE}", key.row())
-        except sqlite3.DatabaseError as exc:
-            raise self._guard(exc) from None
+        self._execute(f"DELETE FROM checkpoints WHERE {_WHERE}", key.row())
 
 
 def watermark_wire(w: Watermark | None) -> dict[str, object] | None:

@@ -22,30 +22,30 @@ class Chain:
 
 def supersession_chain(backend: Backend, entry: Entry, steps: int = MAX_STEPS) -> Chain:
     """Follow `supersedes` back and `superseded_by` forward, at most `steps` each way."""
-    older: list[Entry] = []
-    newer: list[Entry] = []
     unreadable: list[str] = []
     seen = {entry.atom_id}
+
+    def read(atom: str) -> Entry | None:
+        seen.add(atom)
+        try:
+            return backend.get(atom)
+        except MnemoError:
+            unreadable.append(atom)
+            return None
+
+    older: list[Entry] = []
     frontier = list(entry.supersedes)
     while frontier and len(older) < steps:
         atom = frontier.pop(0)
-        if atom in seen:
-            continue
-        seen.add(atom)
-        try:
-            found = backend.get(atom)
-        except MnemoError:
-            unreadable.append(atom)
-            continue
-        older.append(found)
-        frontier.extend(found.supersedes)
+        found = read(atom) if atom not in seen else None
+        if found is not None:
+            older.append(found)
+            frontier.extend(found.supersedes)
+    newer: list[Entry] = []
     current = entry.superseded_by
     while current and current not in seen and len(newer) < steps:
-        seen.add(current)
-        try:
-            found = backend.get(current)
-        except MnemoError:
-            unreadable.append(current)
+        found = read(current)
+        if found is None:
             break
         newer.append(found)
         current = found.superseded_by

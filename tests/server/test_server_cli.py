@@ -3,69 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from conftest import MNEMO
-
-READY = re.compile(r"ready at (http://\S+/api/v1)")
-
-
-@dataclass
-class ServeProcess:
-    proc: subprocess.Popen[str]
-    url: str
-    lines: list[str] = field(default_factory=list)
-
-    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str]:
-        self.proc.send_signal(sig)
-        code = self.proc.wait(timeout=20)
-        return code, "".join(self.lines)
-
-
-def start_serve(home: Path, *args: str) -> ServeProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    env["MNEMO_HOME"] = str(home)
-    proc = subprocess.Popen(
-        [MNEMO, "serve", "--port", "0", *args], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
-    )
-    assert proc.stderr is not None
-    lines: list[str] = []
-    found = threading.Event()
-    url: list[str] = []
-
-    def pump() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            match = READY.search(line)
-            if match and not found.is_set():
-                url.append(match.group(1))
-                found.set()
-        found.set()
-
-    threading.Thread(target=pump, daemon=True).start()
-    if not found.wait(timeout=30) or not url:
-        proc.kill()
-        raise AssertionError("mnemo serve did not start: " + "".join(lines))
-    served = ServeProcess(proc, url[0], lines)
-    for _ in range(200):  # the socket is bound before the ready line; wait until it answers
-        try:
-            if httpx.get(served.url + "/health", timeout=2).status_code == 200:
-                return served
-        except httpx.TransportError:
-            threading.Event().wait(0.05)
-    proc.kill()
-    raise AssertionError("mnemo serve never answered /health")
+from serve_process import ServeProcess, start_serve
 
 
 @pytest.fixture

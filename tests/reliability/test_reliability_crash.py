@@ -20,7 +20,6 @@ from reliability_helpers import (
     kill9,
     ndjson_ids,
     run_cli,
-    server_available,
     start_server,
     supersession_consistent,
 )
@@ -173,8 +172,6 @@ def test_catchup_killed_at_random_points_of_an_embedded_walk_loses_nothing(tmp_p
 
 @pytest.mark.slow
 def test_catchup_killed_at_random_points_of_a_walk_over_mnemo_serve_loses_nothing(tmp_path: Path) -> None:
-    if not server_available():
-        pytest.skip("mnemo serve is not in this checkout yet")
     store_path = tmp_path / "store.db"
     _fill(store_path, ENTRIES)
     server = start_server(store_path, tmp_path / "home")
@@ -241,8 +238,6 @@ def test_a_superseding_writer_killed_at_random_points_is_all_or_nothing(tmp_path
 
 @pytest.mark.slow
 def test_mnemo_serve_killed_during_superseding_writes_is_all_or_nothing(tmp_path: Path) -> None:
-    if not server_available():
-        pytest.skip("mnemo serve is not in this checkout yet")
     store_path = tmp_path / "store.db"
     Store(store_path).close()
     rng = random.Random(89)

@@ -37,7 +37,7 @@ with warnings.catch_warnings():
 
 
 def _hosted_path() -> Path | None:
-    here = Path(__file__).resolve().parents[1]
+    here = Path(__file__).resolve().parents[2]
     for candidate in (
         os.environ.get("MNEMO_HOSTED_OPENAPI"),
         here.parent / "shared" / "reference" / "hosted-openapi.json",

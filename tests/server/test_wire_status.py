@@ -186,6 +186,21 @@ def test_unknown_routes_and_methods_get_the_envelope(wire: Wire) -> None:
 
 
 @pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/memory/atoms/0%2F"), ("POST", "/memory/recent/"), ("GET", "/memory/rooms/"), ("GET", "/health/")],
+)
+def test_a_trailing_slash_is_an_unknown_route_never_a_redirect(wire: Wire, method: str, path: str) -> None:
+    # Starlette redirects a path with a trailing slash to the one without by default: a bare 307,
+    # no envelope, and a client that does not follow it sees neither. No redirect under /api/v1.
+    key = wire.key("alice")
+    response = wire.client.request(
+        method, "/api/v1" + path, headers={"X-Api-Key": key}, content=b"{}", follow_redirects=False
+    )
+    assert response.status_code not in (301, 302, 307, 308) and "location" not in response.headers
+    assert_envelope(response, 404, "NOT_FOUND")
+
+
+@pytest.mark.parametrize(
     "raw", [b"{bad", b"\xff\xfe", b'{"content":"x","metadata":{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}}"]
 )
 def test_malformed_or_absurdly_nested_json_is_a_400_envelope(wire: Wire, raw: bytes) -> None:

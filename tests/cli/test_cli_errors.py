@@ -17,7 +17,7 @@ from mnemo_tui.model import WriteRequest
 pytestmark = pytest.mark.timeout(120)
 
 # The server's published description carries the hosted service's schemas for these shapes.
-SCHEMAS = Path(__file__).resolve().parents[1] / "mnemo_tui" / "server" / "openapi.json"
+SCHEMAS = Path(__file__).resolve().parents[2] / "mnemo_tui" / "server" / "openapi.json"
 
 
 def check_schema(value: object, name: str) -> None:

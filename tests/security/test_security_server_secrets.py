@@ -13,13 +13,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reliability_helpers import Server, make_key, run_cli, server_available, start_server
+from reliability_helpers import Server, make_key, run_cli, start_server
 
 httpx = pytest.importorskip("httpx")
 
 pytestmark = [
     pytest.mark.slow,  # a real `mnemo serve` subprocess
-    pytest.mark.skipif(not server_available(), reason="mnemo serve is not in this checkout yet"),
 ]
 
 

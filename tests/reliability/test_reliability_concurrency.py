@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from reliability_helpers import HERE, PYTHON, Target, integrity, read_lines, server_available, serving
+from reliability_helpers import HERE, PYTHON, Target, integrity, read_lines, serving
 
 from mnemo_tui.engine.store import Store
 
@@ -97,8 +97,6 @@ def test_writers_and_consumers_at_once_on_the_embedded_store_lose_and_repeat_not
 
 @pytest.mark.slow
 def test_writers_and_consumers_at_once_over_mnemo_serve_lose_and_repeat_nothing(tmp_path: Path) -> None:
-    if not server_available():
-        pytest.skip("mnemo serve is not in this checkout yet")
     store_path = tmp_path / "store.db"
     room = _room(store_path)
     with serving(store_path, tmp_path / "home") as server:

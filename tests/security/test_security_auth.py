@@ -9,13 +9,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from reliability_helpers import MNEMO, Server, make_key, server_available, start_server
+from reliability_helpers import MNEMO, Server, make_key, start_server
 
 httpx = pytest.importorskip("httpx")
 
 pytestmark = [
     pytest.mark.slow,  # a real `mnemo serve` subprocess
-    pytest.mark.skipif(not server_available(), reason="mnemo serve is not in this checkout yet"),
 ]
 
 UNKNOWN_ROOM = "room_01HZZZZZZZZZZZZZZZZZZZZZZZ"

@@ -239,7 +239,7 @@ def test_an_endpoint_without_its_api_prefix_is_named_as_the_problem(cli: Any, is
 def test_serve_warns_when_no_key_can_reach_it(cli: Any, isolated_home: Path) -> None:
     import signal
 
-    from test_server_cli import start_serve
+    from serve_process import start_serve
 
     served = start_serve(isolated_home)
     code, log = served.stop(signal.SIGTERM)

@@ -12,13 +12,12 @@ from urllib.parse import quote
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reliability_helpers import Server, server_available, start_server
+from reliability_helpers import Server, start_server
 
 httpx = pytest.importorskip("httpx")
 
 pytestmark = [
     pytest.mark.slow,  # a real `mnemo serve` subprocess
-    pytest.mark.skipif(not server_available(), reason="mnemo serve is not in this checkout yet"),
 ]
 
 ENVELOPE = {"code", "message", "requestId", "retryable", "details"}

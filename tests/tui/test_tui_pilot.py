@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import walk_helpers
 from conftest import CliResult
-from test_tui_helpers import (
+from tui_helpers import (
     MINUTE,
     NOW,
     ROOM_OPS,

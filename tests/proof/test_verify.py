@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_check_backends import NeverEnds, RepeatsAcrossPages
+from broken_backends import NeverEnds, RepeatsAcrossPages
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_tui_helpers import clock, ids, req, rows, settle
+from tui_helpers import clock, ids, req, rows, settle
 from walk_helpers import walk_ids
 from wire_servers import ThreadServer, served_store, serving
 

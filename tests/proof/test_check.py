@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_check_backends import AnswersEmptySearch, DropsRooms, NeverEnds, OffsetPaging, RepeatsAcrossPages
+from broken_backends import AnswersEmptySearch, DropsRooms, NeverEnds, OffsetPaging, RepeatsAcrossPages
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from walk_helpers import walk_ids
-from wire_servers import ThreadServer, read_body, serving
+from wire_servers import LateClock, ThreadServer, read_body, serving
 
 from mnemo_tui import timefmt
 from mnemo_tui.backends.local import LocalBackend
@@ -141,53 +141,6 @@ def test_the_server_dying_mid_walk_exits_5_and_leaves_the_watermark(
     store.close()
     assert rerun.code == 0, rerun.stderr
     assert [i["atom_id"] for i in json.loads(rerun.stdout)["items"]] == later
-
-
-class LateClock:
-    """A tiny endpoint whose database lets a transaction that took an earlier time commit after a later one.
-
-    It serves `/memory/recent` (offset cursors, inclusive `since`) and `/memory/rooms` from a list the
-    test appends to with any `created_at` it likes.
-    """
-
-    def __init__(self) -> None:
-        self.entries: list[tuple[int, str]] = []
-
-    def add(self, created_at: int, atom_id: str) -> None:
-        self.entries.append((created_at, atom_id))
-
-    def item(self, created_at: int, atom_id: str) -> dict[str, Any]:
-        return {
-            "atom_id": atom_id,
-            "content": f"entry {atom_id[:8]}",
-            "domain": "general",
-            "created_at": timefmt.to_iso(created_at),
-            "concepts": [],
-        }
-
-    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        raw = await read_body(receive)
-        answer: Any
-        if scope["path"].endswith("/memory/rooms"):
-            answer = []
-        else:
-            body = json.loads(raw)
-            since = timefmt.parse_iso(body["since"]) if body.get("since") else None
-            rows = sorted((e for e in self.entries if since is None or e[0] >= since), reverse=True)
-            start = int(body["cursor"][1:]) if body.get("cursor") else 0
-            limit = body.get("limit", 20)
-            page = rows[start : start + limit]
-            more = start + limit < len(rows)
-            answer = {"items": [self.item(*e) for e in page]}
-            if more:
-                answer["next_cursor"] = f"o{start + limit}"  # absent at the end, as the hosted service may do
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
-        await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
 
 
 def test_a_late_commit_just_below_the_watermark_is_not_lost_with_the_default_overlap(cli: Any) -> None:

@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from test_tui_helpers import MINUTE, NOW, ROOM_OPS, FlakyBackend, add_room, as_backend, clock, req, sample_store, settle
 from textual.pilot import Pilot
+from tui_helpers import MINUTE, NOW, ROOM_OPS, FlakyBackend, add_room, as_backend, clock, req, sample_store, settle
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.engine.store import Store

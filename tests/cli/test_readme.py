@@ -16,7 +16,7 @@ import pytest
 
 from mnemo_tui.state.config import resolve
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```$", re.S | re.M)
 
 pytestmark = [
