@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import Conflict, ValidationError
-from mnemo_tui.model import Room, WriteRequest
+from mnemo_tui.model import RecentQuery, Room, WriteRequest
 
 MIN_ENTRIES = 10
 MAX_ENTRIES = 1_000_000
@@ -275,8 +275,6 @@ def fill(
 
 
 def _supersede(store: Engine, principal: str, rng: random.Random) -> int:
-    from mnemo_tui.model import RecentQuery
-
     page = store.recent(principal, RecentQuery(scope="planning", limit=3))
     for entry in page.items:
         revised = f"{entry.content}\n\n(Revised by planner: owner changed to {rng.choice(_PEOPLE)}.)"

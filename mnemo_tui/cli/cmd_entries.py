@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from mnemo_tui import reports
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.feed import check_limit_flag, parse_times, room_name_hint
@@ -21,7 +22,16 @@ from mnemo_tui.cli.options import (
     until_opt,
 )
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import MAX_CONCEPTS, MAX_EXTERNAL_REF, MAX_SUPERSEDES, EmptyReport, WriteRequest, parse_scope
+from mnemo_tui.model import (
+    MAX_CONCEPTS,
+    MAX_EXTERNAL_REF,
+    MAX_SUPERSEDES,
+    EmptyReport,
+    RecentQuery,
+    SearchQuery,
+    WriteRequest,
+    parse_scope,
+)
 
 
 class WriteArgs(Args):
@@ -84,7 +94,6 @@ class SearchArgs(Args):
 
 
 def search(c: Context, args: SearchArgs) -> None:
-    from mnemo_tui.model import SearchQuery
 
     output.check_format(args.fmt)
     query = args.query
@@ -130,8 +139,6 @@ def search(c: Context, args: SearchArgs) -> None:
 
 def _search_empty(c: Context, query: str, scope: str | None, since: str | None, until: str | None) -> EmptyReport:
     """What an empty search covered: the scope and query, and (unscoped) the rooms it did not search."""
-    from mnemo_tui import reports
-    from mnemo_tui.model import RecentQuery
 
     filters = f"the query {query!r}" + "".join(
         f" {flag} {value}" for flag, value in (("since", since), ("until", until)) if value is not None

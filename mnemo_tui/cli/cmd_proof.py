@@ -9,6 +9,8 @@ from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.options import Args, flag, given, required, scope_opt, table_format_opt, text
 from mnemo_tui.model import describe_scope, parse_scope
+from mnemo_tui.proof import read_expected, run_checks
+from mnemo_tui.proof import verify as run_verify
 
 
 class CheckArgs(Args):
@@ -30,7 +32,6 @@ class CheckArgs(Args):
 
 
 def check(c: Context, args: CheckArgs) -> int:
-    from mnemo_tui.proof import run_checks
 
     output.check_format(args.fmt, allow_ndjson=False)
     report = run_checks(c.backend, scope=args.scope, probe_room=args.probe_room)
@@ -60,8 +61,6 @@ class VerifyArgs(Args):
 
 
 def verify(c: Context, args: VerifyArgs) -> int:
-    from mnemo_tui.proof import read_expected
-    from mnemo_tui.proof import verify as run_verify
 
     output.check_format(args.fmt, allow_ndjson=False)
     scope_value = parse_scope(args.scope)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.options import (
@@ -18,8 +19,10 @@ from mnemo_tui.cli.options import (
     table_format_opt,
     text,
 )
-from mnemo_tui.errors import ValidationError
-from mnemo_tui.state.statedb import StateKey
+from mnemo_tui.errors import AuthError, MnemoError, ValidationError
+from mnemo_tui.model import parse_scope
+from mnemo_tui.state import credentials
+from mnemo_tui.state.statedb import StateKey, watermark_wire
 
 if TYPE_CHECKING:
     from mnemo_tui.model import Watermark
@@ -34,7 +37,6 @@ def _consumer(c: Context, consumer: str | None) -> str:
 
 
 def _scope(scope: str | None) -> str | None:
-    from mnemo_tui.model import parse_scope
 
     return parse_scope(scope)
 
@@ -48,8 +50,6 @@ def _scope_phrase(scope: str | None) -> str:
 
 
 def _write_watermark(w: Watermark | None, fmt: str, *, scope: str | None, consumer: str) -> None:
-    from mnemo_tui import timefmt
-    from mnemo_tui.state.statedb import watermark_wire
 
     if fmt == "json":
         sys.stdout.write(output.dumps(watermark_wire(w)) + "\n")
@@ -80,8 +80,6 @@ class WatermarkListArgs(Args):
 
 
 def watermark_list(c: Context, args: WatermarkListArgs) -> None:
-    from mnemo_tui import timefmt
-    from mnemo_tui.state.statedb import watermark_wire
 
     output.check_format(args.fmt, allow_ndjson=False)
     backend = c.backend
@@ -134,7 +132,6 @@ class WatermarkSetArgs(ConsumerScopeArgs):
 
 
 def watermark_set(c: Context, args: WatermarkSetArgs) -> None:
-    from mnemo_tui import timefmt
 
     output.check_format(args.fmt, allow_ndjson=False)
     scope_value, name = _scope(args.scope), _consumer(c, args.consumer)
@@ -212,8 +209,6 @@ class LoginArgs(Args):
 
 
 def login(c: Context, args: LoginArgs) -> None:
-    from mnemo_tui.errors import AuthError
-    from mnemo_tui.state import credentials
 
     endpoint, insecure_storage = args.endpoint, args.insecure_storage
     settings = _endpoint_settings(c, endpoint)
@@ -263,7 +258,6 @@ class LogoutArgs(Args):
 
 
 def logout(c: Context, args: LogoutArgs) -> None:
-    from mnemo_tui.state import credentials
 
     settings = _endpoint_settings(c, args.endpoint)
     removed = credentials.forget_key(settings)
@@ -283,7 +277,6 @@ class StatusArgs(Args):
 
 
 def status(c: Context, args: StatusArgs) -> None:
-    from mnemo_tui.state import credentials
 
     fmt = output.check_format(args.fmt, allow_ndjson=False)
     s = c.settings
@@ -316,7 +309,6 @@ def status(c: Context, args: StatusArgs) -> None:
 
 
 def _remote_principal(c: Context) -> str | None:
-    from mnemo_tui.errors import MnemoError
 
     try:
         return str(c.backend.principal)

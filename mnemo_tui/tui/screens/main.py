@@ -17,6 +17,7 @@ from mnemo_tui.tui.data.live import LiveTracker
 from mnemo_tui.tui.data.scopes import ScopeItem, format_count
 from mnemo_tui.tui.data.window import FeedWindow, PageRequest
 from mnemo_tui.tui.screens.feed_io import FeedReads
+from mnemo_tui.tui.screens.search import SearchScreen
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.detail import DetailPane
 from mnemo_tui.tui.widgets.feed import FeedView
@@ -368,8 +369,6 @@ class FeedScreen(FeedReads):
         self.feed.focus()
 
     def action_search(self) -> None:
-        from mnemo_tui.tui.screens.search import SearchScreen
-
         def opened(entry: Entry | None) -> None:
             if entry is not None:
                 self.show_entry(entry)
