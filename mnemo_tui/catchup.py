@@ -73,16 +73,39 @@ class CatchUp:
         query = RecentQuery(scope=self.scope, since=since, limit=self.limit)
         return Walk(self.backend, query, held=held, overlap=self.overlap, progress=progress)
 
-    def run(self, emit: Emit, *, commit: bool = True, resume: bool = False) -> CatchupResult:
+    def run(
+        self, emit: Emit, *, commit: bool = True, resume: bool = False, notice: Callable[[str], None] | None = None
+    ) -> CatchupResult:
         """Walk to the end of the feed, emitting what is new; commit only once the walk has ended.
 
         `emit` must have flushed a page's output when it returns: the checkpoint saved after it
-        is what `resume` continues from. An empty pass keeps the old watermark.
+        is what `resume` continues from. An empty pass keeps the old watermark. One pass of a
+        consumer's scope runs at a time (`StateDB.claim_run`); `notice` hears what the pass found
+        of an interrupted one (only once it is the one running, so no live pass reads as interrupted).
+
+        Raises:
+            Conflict: another pass of this consumer's scope is running.
         """
-        before = self.watermark()
         walk_id = secrets.token_hex(8)
+        if commit:
+            self.state.claim_run(self.key, walk_id)
+        try:
+            return self._run(walk_id, emit, commit, resume, notice or (lambda text: None))
+        finally:
+            if commit:
+                self.state.release_run(self.key, walk_id)
+
+    def _run(
+        self, walk_id: str, emit: Emit, commit: bool, resume: bool, notice: Callable[[str], None]
+    ) -> CatchupResult:
+        before = self.watermark()
+        found = self.state.load_checkpoint(self.key) if commit or resume else None
+        if resume and found is None:
+            notice("nothing to resume: starting a new pass from the watermark")
+        elif not resume and commit and found is not None:
+            notice("an interrupted walk was found; re-reading from the watermark (use --resume to continue it)")
         walk: Walk | None = None
-        cp = self.state.load_checkpoint(self.key) if resume else None
+        cp = found if resume else None
         if cp is not None:
             walk_id = cp.walk_id
             walk = self._walk(cp.since, frozenset(cp.skip), cp.progress)

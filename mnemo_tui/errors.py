@@ -102,6 +102,12 @@ class Unavailable(MnemoError):
     retryable = True
 
 
+class Timeout(Unavailable):
+    """A request ran past its deadline and was stopped (the server's bound on what one request may cost)."""
+
+    retryable = False
+
+
 class LocalStateError(MnemoError):
     """A local configuration or state file cannot be read; the message names it and the way out."""
 

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from mnemo_tui.files import EXCLUSIVE, temporary_name
+
 SMALLEST_PAGE = 512
 
 
@@ -28,8 +30,8 @@ def create_whole(path: Path, build: Callable[[Path], None]) -> None:
     (unlike `rename`) refuses to replace a file another process created first.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    tmp = temporary_name(path)
+    os.close(os.open(tmp, EXCLUSIVE, 0o600))
     try:
         build(tmp)
         try:

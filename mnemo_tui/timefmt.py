@@ -57,7 +57,7 @@ def parse_iso(text: str, *, field: str = "time") -> int:
         raise ValidationError(f"{field}: {text!r} is out of range") from None
 
 
-def parse_span(text: str) -> int | None:
+def parse_span(text: str, field: str = "span") -> int | None:
     """Microseconds of a relative span like `90s`, `2h`, `1h30m`, `1w`; None if it is not one.
 
     Units are `w`, `d`, `h`, `m` (minutes) and `s`, combined in any order (`1h30m`, `30m1h`).
@@ -65,7 +65,10 @@ def parse_span(text: str) -> int | None:
     value = text.strip().lower()
     if not _SPAN.match(value):
         return None
-    return sum(int(n) * _UNITS[unit] for n, unit in _SPAN_PART.findall(value)) * 1_000_000
+    span = sum(int(n) * _UNITS[unit] for n, unit in _SPAN_PART.findall(value)) * 1_000_000
+    if span > MAX_US - MIN_US:
+        raise ValidationError(f"{field}: {text!r} is out of range: longer than any span between two instants (years 1 to 9999)")
+    return span
 
 
 def parse_time(text: str, *, field: str = "--since", end_of_day: bool = False, now: int | None = None) -> int:
@@ -98,7 +101,7 @@ def _parse_time(text: str, field: str, end_of_day: bool, current: int) -> int:
         if value == "yesterday":
             day -= timedelta(days=1)
         return _day_start(day)
-    span = parse_span(value)
+    span = parse_span(value, field)
     if span is not None:
         return current - span
     if _DATE_ONLY.match(value):
@@ -130,7 +133,7 @@ def parse_overlap(text: str) -> int:
     value = text.strip().lower()
     if value in ("0", "0s"):
         return 0
-    span = parse_span(value)
+    span = parse_span(value, "--overlap")
     if span is None:
         raise ValidationError(f"--overlap: {text!r} is not a span (use e.g. 2s, 1m, or 0)")
     return span

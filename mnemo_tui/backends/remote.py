@@ -70,6 +70,21 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def check_key(key: str) -> str:
+    """A key as sent: white space around it (a file's newline, a pasted space) stripped.
+
+    Raises:
+        AuthError: a key that cannot be one (empty, spaces inside, anything but printable ASCII): at once,
+            rather than after the retries of a request no server could accept.
+    """
+    key = key.strip()
+    if not key or not key.isascii() or not key.isprintable() or " " in key:
+        raise AuthError(
+            "the API key is malformed: a key is printable ASCII without spaces (check MNEMO_API_KEY or `mnemo login`)"
+        )
+    return key
+
+
 def key_principal(key: str) -> str:
     """The watermark principal of a key: `key:` + 12 hex chars of its SHA-256 (the key itself is never stored)."""
     return "key:" + hashlib.sha256(key.encode()).hexdigest()[:12]
@@ -130,6 +145,16 @@ def error_of(response: httpx.Response) -> MnemoError:
 _MAY_BE_404 = ("/memory/atoms/", "/memory/rooms/join")
 
 
+def _said_retryable(response: httpx.Response) -> bool | None:
+    """The envelope's `retryable`, when the answer says it."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    value = body.get("retryable") if isinstance(body, dict) else None
+    return value if isinstance(value, bool) else None
+
+
 def _retry_after(response: httpx.Response) -> float | None:
     value = response.headers.get("retry-after")
     if not value:
@@ -168,6 +193,7 @@ class RemoteBackend(Backend):
         endpoint = endpoint.rstrip("/")
         if not endpoint.startswith(("http://", "https://")):
             raise ValidationError(f"endpoint {endpoint!r} must be an http:// or https:// URL (e.g. .../api/v1)")
+        api_key = check_key(api_key)
         self.identity = endpoint
         self._principal = key_principal(api_key)
         self.retries = retries
@@ -253,7 +279,9 @@ class RemoteBackend(Backend):
                     "ends in /api/v1 (e.g. http://127.0.0.1:8765/api/v1)"
                 )
             problem = error_of(response)
-            transient = problem.retryable or response.status_code in _TRANSIENT_STATUS
+            said = _said_retryable(response)
+            # The endpoint's own word wins (a 503 that says `retryable: false` is a deadline, not a blip).
+            transient = said if said is not None else (problem.retryable or response.status_code in _TRANSIENT_STATUS)
             allowed = idempotent or response.status_code in _NOT_PROCESSED_STATUS
             if transient and allowed and attempt < self.retries:
                 wait = _retry_after(response)

@@ -164,8 +164,25 @@ def _check_utf8(args: list[str]) -> None:
             raise ValidationError(f"argument {number} ({shown!r}) is not valid UTF-8 text") from None
 
 
+def _prepare_streams() -> None:
+    """Streams the caller closed (`>&-`, `2>&-`) read and write /dev/null, so success stays success and no
+    file opened later can take their descriptor; text the terminal's encoding cannot show degrades to
+    visible escapes (`\\u2705`) instead of failing (machine formats switch to UTF-8: `output.check_format`)."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: this one
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False))  # noqa: SIM115
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run mnemo; returns the process exit code (CLI.md)."""
+    _prepare_streams()
     args = _hoist_debug(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(args)
     from mnemo_tui.errors import MnemoError
@@ -176,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         return fast if fast is not None else _typer(args)
     except UnicodeEncodeError as exc:
         if "surrogates" not in str(exc):
-            raise
+            sys.stderr.write(f"mnemo: text could not be written in this terminal's encoding ({exc.reason})\n")
+            return 5
         # Bytes that are not UTF-8 arrived on stdin (Python keeps them as lone surrogates): bad input, not a bug.
         if debug:
             import traceback

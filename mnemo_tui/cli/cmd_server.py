@@ -9,7 +9,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.options import Args, given, number, required_argument, table_format_opt
-from mnemo_tui.errors import ValidationError
+from mnemo_tui.errors import LocalStateError, ValidationError
 
 if TYPE_CHECKING:
     from mnemo_tui.engine.interface import Engine
@@ -63,8 +63,17 @@ class KeysCreateArgs(Args):
 
 
 def keys_create(c: Context, args: KeysCreateArgs) -> None:
-    _key_id, key = _engine(c, "keys create").create_key(args.principal)
-    sys.stdout.write(key + "\n")
+    engine = _engine(c, "keys create")
+    key_id, key = engine.create_key(args.principal)
+    try:
+        sys.stdout.write(key + "\n")
+        sys.stdout.flush()
+    except OSError as exc:
+        # Nobody saw the key (a full disk, a closed pipe): an active key nobody holds must not stay behind.
+        engine.revoke_key(key_id)
+        raise LocalStateError(
+            f"the key could not be written out ({exc.strerror or exc}), so it was revoked at once; try again"
+        ) from None
 
 
 class KeysListArgs(Args):

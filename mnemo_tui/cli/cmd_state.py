@@ -136,7 +136,7 @@ def watermark_set(c: Context, args: WatermarkSetArgs) -> None:
     output.check_format(args.fmt, allow_ndjson=False)
     scope_value, name = _scope(args.scope), _consumer(c, args.consumer)
     instant = timefmt.parse_time(args.time, field="watermark set")
-    mark = c.state.commit(StateKey.of(c.backend, name, scope_value), instant, ())
+    mark = c.state.commit(StateKey.of(c.backend, name, scope_value), instant, (), force=True)
     _write_watermark(mark, args.fmt, scope=scope_value, consumer=name)
     if instant > timefmt.now_us():
         output.hint(

@@ -211,11 +211,15 @@ def catchup(c: Context, args: CatchupArgs) -> int:
     progress = output.Progress("new")
     counted = [0]
 
+    head = f'{{"scope":{output.dumps(scope_value)},"consumer":{output.dumps(consumer_name)},"items":['
+
     def emit(entries: list[Entry]) -> None:
         if fmt == "ndjson":
             output.ndjson(out, (e.wire for e in entries))
         elif fmt == "json":
-            out.write(("," if counted[0] else "") + ",".join(e.wire for e in entries))
+            # The document opens with its first items: a pass refused before it read (a run of the same
+            # consumer already going) leaves no fragment on stdout.
+            out.write((head if not counted[0] else ",") + ",".join(e.wire for e in entries))
         else:
             assert table is not None
             table.rows(entries)
@@ -224,14 +228,8 @@ def catchup(c: Context, args: CatchupArgs) -> int:
         counted[0] += len(entries)
         progress.update(counted[0])
 
-    if fmt == "json":
-        out.write(f'{{"scope":{output.dumps(scope_value)},"consumer":{output.dumps(consumer_name)},"items":[')
-    if args.resume and not walk.has_checkpoint():
-        output.hint("nothing to resume: starting a new pass from the watermark")
-    elif not args.resume and not args.no_commit and walk.has_checkpoint():
-        output.hint("an interrupted walk was found; re-reading from the watermark (use --resume to continue it)")
     try:
-        result = walk.run(emit, commit=not args.no_commit, resume=args.resume)
+        result = walk.run(emit, commit=not args.no_commit, resume=args.resume, notice=output.hint)
     except BrokenPipeError:
         output.silence_stdout()
         progress.done()
@@ -248,7 +246,8 @@ def catchup(c: Context, args: CatchupArgs) -> int:
     if fmt == "json":
         marks = {"before": watermark_wire(result.before), "after": watermark_wire(result.after)}
         out.write(
-            f'],"watermark":{output.dumps(marks)},"pages":{result.pages},"repeats_skipped":{result.repeats_skipped},'
+            ("" if counted[0] else head)
+            + f'],"watermark":{output.dumps(marks)},"pages":{result.pages},"repeats_skipped":{result.repeats_skipped},'
             f'"resumed":{output.dumps(result.resumed)},"empty_report":{output.dumps(report.wire() if report else None)}}}\n'
         )
     elif fmt == "ndjson":

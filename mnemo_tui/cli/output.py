@@ -25,6 +25,11 @@ def check_format(value: str, *, allow_ndjson: bool = True) -> str:
     allowed = FORMATS if allow_ndjson else ("table", "json")
     if value not in allowed:
         raise ValidationError(f"--format must be one of {', '.join(allowed)}, got {value!r}")
+    if value != "table":
+        # Machine formats are UTF-8 bytes whatever the locale says (a cp1252 console included).
+        reconfigure = getattr(sys.stdout, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(encoding="utf-8", errors="strict")
     return value
 
 

@@ -7,7 +7,7 @@ import sqlite3
 from typing import Any
 
 from mnemo_tui import timefmt
-from mnemo_tui.engine import ids
+from mnemo_tui.engine import fts, ids
 from mnemo_tui.engine.database import Clock, Database
 from mnemo_tui.engine.rules import check_write, dumps, wire_item, with_superseded_by
 from mnemo_tui.errors import NotFound, ValidationError
@@ -17,8 +17,6 @@ _INSERT = (
     "INSERT INTO atoms(atom_id, bucket, domain, created_at, content, concepts, metadata, principal, agent,"
     " agent_name, client_env, external_ref, supersedes, wire) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
-# A batch this large is indexed for search in one statement instead of row by row (see _insert_all).
-_BULK_INDEX = 1000
 
 Row = tuple[str, WriteRequest, int]
 
@@ -50,6 +48,7 @@ class AtomOps(Database):
         results: list[WriteResult] = []
         deferred: list[tuple[Any, ...]] = []
         with self.transaction() as db:
+            before = int(db.execute("SELECT coalesce(max(seq), 0) FROM atoms").fetchone()[0])
             clock = Clock(db)
             buckets: dict[tuple[str, str], int] = {}
             for principal, req, wanted, metadata in sorted(checked, key=lambda r: r[2]):
@@ -101,6 +100,7 @@ class AtomOps(Database):
                     deferred.append(params)
                 results.append(WriteResult(atom, tuple(req.supersedes)))
             _insert_all(db, deferred)
+            fts.add_since(db, before)
             clock.save()
         return results
 
@@ -123,11 +123,22 @@ class AtomOps(Database):
         return Entry(atom_id=row[1], created_at=row[0], wire=with_superseded_by(row[2], row[3]))
 
     def delete(self, principal: str, atom: str) -> int:
-        """Delete one entry of one's own store (administrative); returns how many rows went (0 or 1)."""
+        """Delete one entry of one's own store (administrative); returns how many rows went (0 or 1).
+
+        Deleting a successor makes what it superseded the live tip again: nothing leaves the
+        default feed because of a revision that is gone. A successor whose predecessor is deleted
+        keeps its `supersedes` list (history).
+        """
         with self.transaction() as db:
             bucket = self.own_bucket(principal)
-            # A successor that pointed at nothing any more keeps its `supersedes` list (history).
-            return db.execute("DELETE FROM atoms WHERE atom_id = ? AND bucket = ?", (atom, bucket)).rowcount
+            row = db.execute(
+                "SELECT seq, bucket, content FROM atoms WHERE atom_id = ? AND bucket = ?", (atom, bucket)
+            ).fetchone()
+            if row is None:
+                return 0
+            fts.remove(db, [row])
+            db.execute("UPDATE atoms SET superseded_by = NULL WHERE superseded_by = ? AND bucket = ?", (atom, bucket))
+            return db.execute("DELETE FROM atoms WHERE seq = ?", (row[0],)).rowcount
 
     def atom_extras(self, atom_ids: list[str]) -> dict[str, tuple[dict[str, Any], str | None]]:
         """(metadata, external_ref) of each id; callers pass only ids the principal may already read."""
@@ -142,20 +153,4 @@ class AtomOps(Database):
 
 
 def _insert_all(db: sqlite3.Connection, params: list[tuple[Any, ...]]) -> None:
-    # The FTS5 index fed row by row through its trigger costs several times the insert itself;
-    # for a large batch, index the new rows in one statement instead. DDL is transactional in
-    # SQLite: inside this write transaction no other writer can insert while the trigger is away,
-    # and the trigger comes back verbatim from sqlite_master before the commit.
-    trigger = None
-    if len(params) >= _BULK_INDEX:
-        trigger = db.execute(
-            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'atoms_fts_insert'"
-        ).fetchone()
-    if trigger is None:
-        db.executemany(_INSERT, params)
-        return
-    before = int(db.execute("SELECT coalesce(max(seq), 0) FROM atoms").fetchone()[0])
-    db.execute("DROP TRIGGER atoms_fts_insert")
     db.executemany(_INSERT, params)
-    db.execute("INSERT INTO atoms_fts(rowid, content) SELECT seq, content FROM atoms WHERE seq > ?", (before,))
-    db.execute(trigger[0])

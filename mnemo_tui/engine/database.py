@@ -2,36 +2,51 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from mnemo_tui import timefmt
 from mnemo_tui.engine.schema import LATEST, migrate
-from mnemo_tui.errors import Forbidden, LocalStateError
+from mnemo_tui.errors import Forbidden, LocalStateError, Timeout, Unavailable, ValidationError
 from mnemo_tui.model import room_of
 from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
 
 BUSY_TIMEOUT_MS = 30_000
+# No entry is stamped after 9000-01-01: a writer whose clock runs wild can push its bucket's clock
+# ahead, never to the end of representable time, so `last + 1` always exists and the bucket stays
+# writable for everyone (a millennium of microseconds is room for any number of later writes).
+LATEST_WRITE = 221_845_392_000_000_000
 NOT_A_MEMBER = "you are not a member of this room (or it does not exist)"
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """Open (creating with mode 0600 if needed) and migrate a store file.
+def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
+    """Open (creating with mode 0600 if needed and `create`) and migrate a store file.
 
     Raises:
-        LocalStateError: when the file exists but is not a readable mnemo store.
+        LocalStateError: when the file exists but is not a readable mnemo store, or is missing and
+            may not be created.
     """
     path = Path(path)
     try:
         if not path.exists():
+            if not create:
+                raise LocalStateError(f"store {path} does not exist (any more): nothing is read or written")
             create_whole(path, lambda tmp: _open(tmp)[0].close())
         elif not long_enough(path):
             # mnemo never leaves a store file shorter than a page (see create_whole): this one was truncated,
             # and SQLite would silently take it for a new, empty store.
             raise sqlite3.DatabaseError("shorter than one SQLite page: the file was truncated")
-        db, version = _open(path)
+        try:
+            db, version = _open(path)
+        except sqlite3.OperationalError as exc:
+            if not _read_only(path, exc):
+                raise
+            db, version = _open_read_only(path)
     except sqlite3.DatabaseError as exc:
         raise LocalStateError(
             f"store {path} is unreadable ({exc}); move it aside to start a new store, "
@@ -48,6 +63,37 @@ def connect(path: Path) -> sqlite3.Connection:
     return db
 
 
+def _read_only(path: Path, exc: sqlite3.OperationalError) -> bool:
+    """Whether a store that exists failed to open only because it, or its folder, cannot be written."""
+    readonly = "readonly" in str(exc) or "unable to open" in str(exc)
+    return readonly and path.is_file() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+
+
+def _open_read_only(path: Path) -> tuple[sqlite3.Connection, int]:
+    """A store on a read-only mount (or a file mnemo may not write): readable, every write refused.
+
+    `mode=ro` reads a WAL store whose `-shm` already exists; on a folder where it cannot even be
+    created, `immutable=1` reads the file as it is (nothing can be writing it there).
+    """
+    from urllib.parse import quote
+
+    for flags in ("mode=ro", "mode=ro&immutable=1"):
+        db = sqlite3.connect(
+            f"file:{quote(str(path))}?{flags}", uri=True, isolation_level=None, check_same_thread=False
+        )
+        try:
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            db.execute("SELECT count(*) FROM meta").fetchone()
+        except sqlite3.OperationalError:
+            db.close()
+            continue
+        if version < LATEST:
+            db.close()
+            raise LocalStateError(f"store {path} is read-only and was written by an older mnemo: it needs a migration")
+        return db, version
+    raise sqlite3.OperationalError("unable to open the read-only store")
+
+
 def _open(path: Path) -> tuple[sqlite3.Connection, int]:
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
     try:
@@ -61,6 +107,14 @@ def _open(path: Path) -> tuple[sqlite3.Connection, int]:
         raise
 
 
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
 class Database:
     """One store file and one connection to it; the base every part of the embedded engine builds on.
 
@@ -71,21 +125,80 @@ class Database:
         secret: the store's cursor secret.
     """
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, create: bool = True) -> None:
         self.path = Path(path).resolve()
         self.identity = str(self.path)
-        self.db = connect(self.path)
+        self.db = connect(self.path, create=create)
         self.secret = bytes(self.db.execute("SELECT value FROM meta WHERE key = 'cursor_secret'").fetchone()[0])
         self.lock = threading.RLock()
+        self._file = _file_id(self.path)
+        self._deadline: float | None = None
 
     def close(self) -> None:
         self.db.close()
 
+    def _check_file(self) -> None:
+        """Raise Unavailable when the store's file is gone or replaced under this connection.
+
+        SQLite keeps writing to the unlinked file (then loses it at close): a write must never be
+        acknowledged into a file nobody will see again.
+        """
+        if _file_id(self.path) != self._file:
+            raise Unavailable(
+                f"the store file {self.path} was removed or replaced while it was open; nothing more is "
+                "accepted (restore the file or restart with the right store)"
+            )
+
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One write transaction of this store (see `sqlitefile.immediate`), held by this thread meanwhile."""
-        with self.lock, immediate(self.db) as db:
-            yield db
+        with self.lock:
+            self._check_file()
+            try:
+                with immediate(self.db) as db:
+                    yield db
+            except sqlite3.OperationalError as exc:
+                raise self._write_failure(exc) from exc
+
+    def _write_failure(self, exc: sqlite3.OperationalError) -> Exception:
+        text = str(exc)
+        if "readonly" in text:
+            return LocalStateError(
+                f"store {self.path} is read-only (a read-only mount or file): it can be read, not written"
+            )
+        if "disk is full" in text or "disk I/O" in text:
+            return LocalStateError(
+                f"the disk holding store {self.path} is full (or failing); nothing was written, every file is intact: "
+                "free some space and retry"
+            )
+        return exc
+
+    @contextmanager
+    def time_limit(self, seconds: float | None) -> Iterator[None]:
+        """Stop any statement run inside the block once `seconds` have passed (`Timeout`); None: no limit.
+
+        SQLite calls the progress handler every few thousand steps of a statement, so even a
+        statement that returns nothing for a long time is stopped on time.
+        """
+        if seconds is None:
+            yield
+            return
+        previous = self._deadline
+        self._deadline = time.monotonic() + seconds
+        self.db.set_progress_handler(lambda: int(time.monotonic() > (self._deadline or float("inf"))), 5_000)
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if "interrupted" not in str(exc):
+                raise
+            raise Timeout(
+                f"the request ran past its {seconds:g} s limit and was stopped; ask for less (fewer or rarer words, a smaller top_k)",
+                details={"reason": "deadline", "limit_seconds": seconds},
+            ) from None
+        finally:
+            self._deadline = previous
+            if previous is None:
+                self.db.set_progress_handler(None, 0)
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
@@ -131,6 +244,20 @@ class Database:
             raise Forbidden("your membership of this room is read-only")
         return int(row[0])
 
+    def room_bucket(self, principal: str, room_id: str) -> int:
+        """The bucket of a room the principal is a member of.
+
+        Raises:
+            Forbidden: not a member, or no such room (the same answer).
+        """
+        row = self.db.execute(
+            "SELECT r.bucket FROM rooms r JOIN members m ON m.room_id = r.room_id WHERE r.room_id = ? AND m.principal = ?",
+            (room_id, principal),
+        ).fetchone()
+        if row is None:
+            raise Forbidden(NOT_A_MEMBER)
+        return int(row[0])
+
     def require_member(self, principal: str, room_id: str) -> None:
         """Raises Forbidden unless the principal is a member of the room (an unknown room answers the same)."""
         row = self.db.execute(
@@ -154,7 +281,16 @@ class Clock:
         self.last: dict[int, int] = {}
 
     def next(self, bucket: int, wanted: int) -> int:
-        """The instant for a new entry of `bucket`: `max(wanted, last + 1)`."""
+        """The instant for a new entry of `bucket`: `max(wanted, last + 1)`.
+
+        Raises:
+            ValidationError: the writer's clock reads past `LATEST_WRITE` (see there).
+        """
+        if wanted > LATEST_WRITE:
+            raise ValidationError(
+                f"this machine's clock reads {timefmt.to_iso(min(wanted, timefmt.MAX_US))}: the store takes no entry "
+                "stamped after 9000-01-01; fix the clock and write again"
+            )
         last = self.last.get(bucket)
         if last is None:
             last = int(self.db.execute("SELECT last_created_at FROM buckets WHERE bucket = ?", (bucket,)).fetchone()[0])

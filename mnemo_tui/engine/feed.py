@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from mnemo_tui.engine import cursor as cursors
+from mnemo_tui.engine import fts
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_search, query_words, with_superseded_by
 from mnemo_tui.model import Entry, Page, RecentQuery, SearchHit, SearchQuery, WirePage, room_of
@@ -122,16 +123,20 @@ class FeedOps(Database):
         return [r[0] for r in rows]
 
     def search(self, principal: str, q: SearchQuery) -> list[SearchHit]:
-        """Full-text search (FTS5, bm25) over one scope; user text is quoted into phrases.
+        """Full-text search (FTS5, bm25) over one scope, inside the index of the scope's bucket only.
 
         Raises:
             ValidationError: an empty query or out-of-range fields.
             Forbidden: a room one is not a member of.
         """
-        match = fts_query(q.query)
+        words = query_words(q.query)
         check_search(q.top_k, q.since, q.until)
         room_id = room_of(q.scope)
         with self.reading() as db:
+            bucket = self.room_bucket(principal, room_id) if room_id is not None else self.own_bucket(principal)
+            expression = fts.match(bucket, words) if bucket is not None else ""
+            if not expression:
+                return []
             sql, params = self._scoped(
                 principal,
                 q.scope,
@@ -141,9 +146,7 @@ class FeedOps(Database):
             more, extra = _filtered(q)
             order = "score ASC, a.created_at DESC" if q.order_by == "relevance" else "a.created_at DESC, a.atom_id DESC"
             sql += f" AND atoms_fts MATCH ?{more} ORDER BY {order} LIMIT ?"
-            rows = db.execute(sql, [*params, match, *extra, q.top_k]).fetchall() if match else []
-            if not rows and room_id is not None:
-                self.require_member(principal, room_id)
+            rows = db.execute(sql, [*params, expression, *extra, q.top_k]).fetchall()
         # bm25 is negative, stronger matches lower; relevance is the strength relative to the best hit.
         strongest = max((-float(r[4]) for r in rows), default=0.0) or 1.0
         return [
@@ -171,12 +174,3 @@ def _filtered(q: RecentQuery | SearchQuery) -> tuple[str, list[Any]]:
     if not q.include_history and room_of(q.scope) is None:
         sql += " AND a.superseded_by IS NULL"
     return sql, params
-
-
-def fts_query(text: str) -> str:
-    """Quote user text into an FTS5 expression: each word a phrase (`"` doubled), any of them matching.
-
-    Raises:
-        ValidationError: an empty or blank query, or one too long.
-    """
-    return " OR ".join('"' + word.replace('"', '""') + '"' for word in query_words(text))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from mnemo_tui import model as m
@@ -61,5 +62,9 @@ class Engine(Protocol):
     def principal_for_key(self, key: str) -> str: ...
 
     # -- the connection -------------------------------------------------------------------
+    def time_limit(self, seconds: float | None) -> AbstractContextManager[None]:
+        """Stop every statement run inside the block after `seconds` with `errors.Timeout`."""
+        ...
+
     def ping(self) -> None: ...
     def close(self) -> None: ...

@@ -89,7 +89,10 @@ def check_write(req: WriteRequest) -> str | None:
                 raise ValidationError(f"supersedes: {old!r} is not an atom id") from None
     if req.metadata is None:
         return None
-    metadata = dumps(req.metadata)
+    try:
+        metadata = json.dumps(req.metadata, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        raise ValidationError("metadata holds NaN or Infinity, which JSON cannot carry") from None
     if len(metadata.encode()) > MAX_METADATA_BYTES:
         raise ValidationError(f"metadata is at most {MAX_METADATA_BYTES} bytes serialized")
     return metadata

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from mnemo_tui.engine import fts
 from mnemo_tui.sqlitefile import immediate
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -135,6 +136,18 @@ def m002_search(db: sqlite3.Connection) -> None:
         "CREATE TRIGGER atoms_fts_delete AFTER DELETE ON atoms BEGIN "
         "INSERT INTO atoms_fts(atoms_fts, rowid, content) VALUES ('delete', old.seq, old.content); END"
     )
+
+
+@migration(3, "search index stamped by bucket")
+def m003_bucket_search(db: sqlite3.Connection) -> None:
+    # A match must never leave the caller's store, not even in how long it takes (see engine/fts.py):
+    # the index is rebuilt contentless, each token stamped with its bucket, and kept by the insert
+    # and delete paths instead of triggers.
+    db.execute("DROP TRIGGER IF EXISTS atoms_fts_insert")
+    db.execute("DROP TRIGGER IF EXISTS atoms_fts_delete")
+    db.execute("DROP TABLE IF EXISTS atoms_fts")
+    db.execute("CREATE VIRTUAL TABLE atoms_fts USING fts5(body, content='')")
+    fts.add_since(db, 0)
 
 
 def migrate(db: sqlite3.Connection) -> int:

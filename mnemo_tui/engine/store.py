@@ -19,6 +19,7 @@ class Store(FeedOps, AtomOps, RoomOps, VaultOps, KeyOps):
     kind = "sqlite"
 
     def ping(self) -> None:
-        """Prove the database answers (raises when it does not)."""
+        """Prove the database answers and its file is still the one opened (raises when not)."""
         with self.reading() as db:
-            db.execute("SELECT 1").fetchone()
+            self._check_file()
+            db.execute("SELECT count(*) FROM meta").fetchone()

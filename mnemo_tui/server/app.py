@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 import time
@@ -22,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mnemo_tui import __version__
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.store import Store
-from mnemo_tui.errors import MnemoError, PayloadTooLarge, Unavailable
+from mnemo_tui.errors import LocalStateError, MnemoError, PayloadTooLarge, Unavailable
 from mnemo_tui.server import auth, routes
 from mnemo_tui.server.envelope import Refused, dumps, error, ok, request_id
 from mnemo_tui.server.pool import DEFAULT_WORKERS, EnginePool, Opener
@@ -30,6 +31,11 @@ from mnemo_tui.server.routes import Call
 from mnemo_tui.server.validate import document
 
 MAX_BODY = 1 << 20  # 1 MiB
+# What one request may cost the server at most (docs/security.md).
+BODY_SECONDS = 10.0  # to send its whole body, once the key was checked
+BODIES_IN_FLIGHT = 64 << 20  # bytes of bodies being received at once, over every connection
+REQUEST_SECONDS = 5.0  # in a database thread (every statement stops past it)
+HEALTH_SECONDS = 2.0
 PREFIX = "/api/v1"
 log = logging.getLogger("mnemo.server")
 access = logging.getLogger("mnemo.access")
@@ -38,22 +44,52 @@ Work = Callable[[Engine, str, Call], Any]
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-async def read_body(request: Request) -> bytes:
-    """The request body, refused with 413 before it is read whole when it is over 1 MiB."""
+class BodyBudget:
+    """The bytes of request bodies being received at once, bounded over every connection."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = BODIES_IN_FLIGHT if limit is None else limit
+        self.used = 0
+
+    def take(self, size: int) -> None:
+        if self.used + size > self.limit:
+            raise Unavailable("the server is receiving too many request bodies at once; retry shortly")
+        self.used += size
+
+    def give(self, size: int) -> None:
+        self.used -= size
+
+
+async def read_body(request: Request, budget: BodyBudget | None = None) -> bytes:
+    """The request body, refused with 413 before it is read whole when it is over 1 MiB, with 408 when it
+    takes over `BODY_SECONDS` to arrive, and with 503 when the bodies in flight would pass their budget."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
         raise PayloadTooLarge(f"request body is over {MAX_BODY} bytes", details={"limit": MAX_BODY})
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise PayloadTooLarge(f"request body is over {MAX_BODY} bytes", details={"limit": MAX_BODY})
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(BODY_SECONDS):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > MAX_BODY:
+                    raise PayloadTooLarge(f"request body is over {MAX_BODY} bytes", details={"limit": MAX_BODY})
+                if budget is not None:
+                    budget.take(len(chunk))
+                chunks.append(chunk)
+    except TimeoutError:
+        raise Refused(408, "REQUEST_TIMEOUT", f"the request body did not arrive within {BODY_SECONDS:g} s") from None
+    finally:
+        if budget is not None:
+            budget.give(sum(len(c) for c in chunks))
     return b"".join(chunks)
 
 
 def _translate(exc: BaseException) -> MnemoError:
+    if isinstance(exc, LocalStateError):
+        # The server's own store cannot be written (full disk, read-only mount): not the caller's fault.
+        log.warning("store unavailable: %s", exc.message)
+        return Unavailable(exc.message)
     if isinstance(exc, MnemoError):
         return exc
     if isinstance(exc, ClientDisconnect):
@@ -66,20 +102,25 @@ def _translate(exc: BaseException) -> MnemoError:
 
 
 def endpoint(work: Work, *, body: bool = True) -> Handler:
-    """An authenticated endpoint: key check, body read, then auth + work in one database thread."""
+    """An authenticated endpoint: the key is checked before a byte of the body is read, then the work runs
+    in a database thread as the key's principal."""
 
     async def handle(request: Request) -> Response:
         rid = request_id(request)
         try:
             key = auth.presented_key(request)
-            raw = await read_body(request) if body else b""
-            call = Call(raw=raw, params=dict(request.path_params))
             pool: EnginePool = request.app.state.pool
+            params = dict(request.path_params)
+            if body:
+                who = await pool.run(lambda engine: engine.principal_for_key(key))
+                request.scope["mnemo.principal"] = who
+                call = Call(raw=await read_body(request, request.app.state.bodies), params=params)
+                return ok(await pool.run(lambda engine: work(engine, who, call)))
 
             def run(engine: Engine) -> Any:
                 who = engine.principal_for_key(key)
                 request.scope["mnemo.principal"] = who
-                return work(engine, who, call)
+                return work(engine, who, Call(params=params))
 
             return ok(await pool.run(run))
         except Exception as exc:  # noqa: BLE001 - every failure becomes an envelope
@@ -89,8 +130,8 @@ def endpoint(work: Work, *, body: bool = True) -> Handler:
 
 
 async def health(request: Request) -> Response:
-    """`GET /health` (no key): whether the store answers."""
-    pool: EnginePool = request.app.state.pool
+    """`GET /health` (no key): whether the store answers, on a thread of its own (never behind the pool)."""
+    pool: EnginePool = request.app.state.health
     try:
         await pool.run(lambda engine: engine.ping())
     except Exception as exc:  # noqa: BLE001
@@ -116,6 +157,14 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 async def internal_error(request: Request, exc: Exception) -> Response:
     return error(_translate(exc), request_id(request))
+
+
+def loggable(text: str) -> str:
+    """A field as the access log writes it: every control, quote, backslash and non-ASCII character
+    escaped, so no request can write a line, or a field, of its own (`%0A` in a path arrives as a newline)."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return text
+    return text.encode("unicode_escape").decode("ascii").replace('"', "\\x22")
 
 
 class AccessLog:
@@ -144,24 +193,31 @@ class AccessLog:
                 who = scope.get("mnemo.principal", "-")
                 access.info(
                     '%s:%s "%s %s" %s %.1fms principal=%s',
-                    client[0],
+                    loggable(str(client[0])),
                     client[1],
-                    scope["method"],
-                    auth.redact(scope["path"]),
+                    loggable(scope["method"]),
+                    loggable(auth.redact(scope["path"])),
                     status[0],
                     (time.perf_counter() - started) * 1000,
-                    who,
+                    loggable(str(who)),
                 )
 
 
 def create_app(
-    store_path: Path | str | None = None, *, opener: Opener | None = None, workers: int = DEFAULT_WORKERS
+    store_path: Path | str | None = None,
+    *,
+    opener: Opener | None = None,
+    workers: int = DEFAULT_WORKERS,
+    request_seconds: float = REQUEST_SECONDS,
 ) -> Starlette:
     """The app serving WIRE.md over an engine: the embedded store file at `store_path`, or what `opener` opens."""
     if opener is None:
         assert store_path is not None
-        opener = partial(Store, Path(store_path))
-    pool = EnginePool(opener, workers=workers)
+        path = Path(store_path)
+        Store(path).close()  # created (and migrated) here, once; every later connection needs it to exist
+        opener = partial(Store, path, create=False)
+    pool = EnginePool(opener, workers=workers, limit=request_seconds)
+    health_pool = EnginePool(opener, workers=1, limit=HEALTH_SECONDS)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -169,6 +225,7 @@ def create_app(
             yield
         finally:
             pool.close()
+            health_pool.close()
 
     def at(path: str, work: Work, method: str, *, body: bool | None = None) -> Route:
         return Route(PREFIX + path, endpoint(work, body=method == "POST" if body is None else body), methods=[method])
@@ -199,5 +256,7 @@ def create_app(
     # A path with a trailing slash is an unknown route (404 with the envelope), never a bare redirect.
     app.router.redirect_slashes = False
     app.state.pool = pool
+    app.state.health = health_pool
+    app.state.bodies = BodyBudget()
     app.state.openapi = dumps(document())
     return app

@@ -25,10 +25,12 @@ class EnginePool:
         opener: opens one engine connection (called once up front, so a bad store fails at start-up,
             then once per worker thread).
         workers: how many database threads.
+        limit: seconds any one call may run in its thread (every statement is stopped past it).
     """
 
-    def __init__(self, opener: Opener, workers: int = DEFAULT_WORKERS) -> None:
+    def __init__(self, opener: Opener, workers: int = DEFAULT_WORKERS, *, limit: float | None = None) -> None:
         self._opener = opener
+        self.limit = limit
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mnemo-db")
         self._local = threading.local()
         self._guard = threading.Lock()
@@ -50,7 +52,9 @@ class EnginePool:
         return await loop.run_in_executor(self._executor, self._call, fn)
 
     def _call(self, fn: Callable[[Engine], T]) -> T:
-        return fn(self.engine())
+        engine = self.engine()
+        with engine.time_limit(self.limit):
+            return fn(engine)
 
     def close(self) -> None:
         """Stop the workers and close every connection."""

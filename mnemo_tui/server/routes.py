@@ -11,9 +11,10 @@ from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, WriteRequest
-from mnemo_tui.server.validate import require, require_uuid
+from mnemo_tui.server.validate import BodyInvalid, require, require_uuid
 
 DUPLICATE_REASON = "duplicate external_ref: the first atom was returned"
+MAX_ANSWER = 16 << 20  # bytes one search answer may hold (read, read-batch, query)
 
 
 @dataclass(frozen=True)
@@ -32,11 +33,47 @@ class Call:
         if not self.raw.strip():
             return {}
         try:
-            return json.loads(self.raw)
+            value = json.loads(self.raw, parse_constant=_no_constant)
+        except _NotJson as exc:
+            raise BodyInvalid([{"type": "json_invalid", "loc": ["body"], "msg": str(exc)}]) from None
         except (ValueError, UnicodeDecodeError):
             raise ValidationError("request body is not valid JSON") from None
         except RecursionError:
             raise ValidationError("request body is nested too deeply") from None
+        where = _lone_surrogate(value, ("body",))
+        if where is not None:
+            loc = list(where)
+            raise BodyInvalid([{"type": "string_unicode", "loc": loc, "msg": "Input should be valid Unicode text"}])
+        return value
+
+
+class _NotJson(ValueError):
+    """NaN, Infinity and -Infinity: Python reads them, JSON has no such numbers."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJson(f"{name} is not a JSON number")
+
+
+def _lone_surrogate(value: Any, loc: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
+    """Where a string holds a lone surrogate (a `\\ud800` escape): text that cannot be stored or sent."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return loc
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _lone_surrogate(key, loc) or _lone_surrogate(item, (*loc, key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _lone_surrogate(item, (*loc, index))
+            if found is not None:
+                return found
+    return None
 
 
 def _time(value: str | None) -> int | None:
@@ -69,7 +106,26 @@ def recent(engine: Engine, who: str, call: Call) -> bytes:
 # -- search ---------------------------------------------------------------------------------
 
 
-def _read(engine: Engine, who: str, b: dict[str, Any]) -> dict[str, Any]:
+class AnswerBudget:
+    """What one answer may hold: search answers carry metadata (up to 64 KiB an entry), so a small request
+    could ask for hundreds of megabytes; past `MAX_ANSWER` bytes the request is refused, never built."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = MAX_ANSWER if limit is None else limit
+        self.used = 0
+
+    def take(self, item: dict[str, Any]) -> None:
+        self.used += len(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+        if self.used > self.limit:
+            raise ValidationError(
+                f"the answer would hold more than {self.limit >> 20} MiB; ask for fewer results (top_k) or fewer "
+                "queries at once",
+                details={"limit_bytes": self.limit},
+            )
+
+
+def _read(engine: Engine, who: str, b: dict[str, Any], budget: AnswerBudget | None = None) -> dict[str, Any]:
+    budget = budget or AnswerBudget()
     started = time.perf_counter()
     since, until = _time(b.get("since")), _time(b.get("until"))
     if since is not None and until is not None and until < since:
@@ -101,6 +157,7 @@ def _read(engine: Engine, who: str, b: dict[str, Any]) -> dict[str, Any]:
             source="fts",
             metadata=extras.get(hit.entry.atom_id, ({}, None))[0],
         )
+        budget.take(item)
         items.append(item)
     return {
         "items": items,
@@ -126,7 +183,8 @@ def read_batch(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     b = require("ReadBatchRequestSchema", call.body())
     queries = [require("ReadRequestSchema", q) for q in b["queries"]]
     _refuse_rooms([q.get("domain") for q in queries], "read-batch")
-    return {"results": [_read(engine, who, q) for q in queries]}
+    budget = AnswerBudget()
+    return {"results": [_read(engine, who, q, budget) for q in queries]}
 
 
 def query(engine: Engine, who: str, call: Call) -> dict[str, Any]:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mnemo_tui.errors import LocalStateError, ValidationError
+from mnemo_tui.files import write_atomic
 
 APP = "mnemo"
 
@@ -68,6 +70,15 @@ def read_config(path: Path) -> dict[str, Any]:
         LocalStateError: a file that exists but cannot be read or parsed (named, with the way out).
     """
     try:
+        found = path.stat()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise LocalStateError(f"config file {path} cannot be read ({exc.strerror}); fix its permissions") from None
+    if not stat.S_ISREG(found.st_mode):
+        # A FIFO would block the read forever, a directory cannot be read: refused at once.
+        raise LocalStateError(f"config file {path} is not a regular file; move it aside to use the defaults")
+    try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return {}
@@ -107,8 +118,20 @@ def check_endpoint(url: str) -> str:
     """
     value = url.strip().rstrip("/")
     scheme, sep, rest = value.partition("://")
+    bad = ValidationError(f"endpoint {url!r} is not an http(s) URL (e.g. http://127.0.0.1:8765/api/v1)")
     if not sep or scheme.lower() not in ("http", "https") or not rest or rest.startswith("/"):
-        raise ValidationError(f"endpoint {url!r} is not an http(s) URL (e.g. http://127.0.0.1:8765/api/v1)")
+        raise bad
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        if not parts.hostname:
+            raise bad
+        parts.port  # noqa: B018 - reading it checks it (a port out of range, a bracket left open)
+    except ValueError:
+        raise bad from None
+    if any(ch.isspace() or not ch.isprintable() for ch in value):
+        raise bad
     return value
 
 
@@ -198,7 +221,7 @@ def resolve(
         agent=pick("MNEMO_AGENT", "agent"),
         consumer=pick("MNEMO_CONSUMER", "consumer") or "default",
         profile=profile_name,
-        api_key=environ.get("MNEMO_API_KEY") or None,
+        api_key=environ.get("MNEMO_API_KEY", "").strip() or None,
         home=home,
         debug=environ.get("MNEMO_DEBUG", "") not in ("", "0"),
     )
@@ -245,13 +268,8 @@ def save_profile(config_path: Path, profile: str, values: dict[str, str | None],
 
 def _write_atomic(path: Path, text: str) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
+        write_atomic(path, text, mode)
     except OSError as exc:
         raise LocalStateError(f"config file {path} cannot be written ({exc.strerror}); check its folder") from None
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 from mnemo_tui.errors import AuthError, LocalStateError
+from mnemo_tui.files import write_atomic
 from mnemo_tui.state.config import Settings
 
 SERVICE = "mnemo"
@@ -66,13 +66,7 @@ def _read_file(path: Path) -> dict[str, str]:
 
 def _write_file(path: Path, data: dict[str, str]) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(data, indent=2, sort_keys=True), 0o600)
     except OSError as exc:
         raise LocalStateError(f"credentials file {path} cannot be written ({exc.strerror})") from None
 
@@ -99,11 +93,11 @@ def lookup_key(settings: Settings) -> tuple[str | None, KeySource]:
             key = backend.get_password(SERVICE, endpoint)
         except Exception:  # noqa: BLE001 - a locked or failing keyring reads as no key there
             key = None
-        if key:
-            return str(key), "keyring"
+        if key and str(key).strip():
+            return str(key).strip(), "keyring"
     key = _read_file(credentials_file(settings)).get(endpoint)
-    if key:
-        return key, "file"
+    if key and key.strip():
+        return key.strip(), "file"
     return None, "none"
 
 

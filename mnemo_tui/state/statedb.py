@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from mnemo_tui import timefmt
-from mnemo_tui.errors import LocalStateError
+from mnemo_tui.errors import Conflict, LocalStateError
 from mnemo_tui.model import WalkProgress, Watermark
 from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
 
@@ -36,8 +36,27 @@ _SCHEMA = [
         updated_at INTEGER NOT NULL,
         PRIMARY KEY (backend, principal, consumer, scope)
     ) STRICT""",
+    # The catch-up pass running for a key: one at a time, so no pass commits over another's.
+    """CREATE TABLE IF NOT EXISTS runs (
+        backend TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        consumer TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        host TEXT NOT NULL,
+        pid INTEGER NOT NULL,
+        started_at INTEGER NOT NULL,
+        PRIMARY KEY (backend, principal, consumer, scope)
+    ) STRICT""",
 ]
-_VERSION = 1
+_VERSION = 2
+# A run recorded by another machine (a state database on a shared folder) counts as abandoned after this.
+_FOREIGN_RUN_US = 24 * 3600 * 1_000_000
+
+
+def _not_damage(exc: sqlite3.DatabaseError) -> bool:
+    text = str(exc)
+    return any(word in text for word in ("locked", "busy", "disk is full", "readonly"))
 
 
 def _scope_of(key: str) -> str | None:
@@ -162,6 +181,8 @@ class StateDB:
                 "exists and is writable, or point MNEMO_STATE elsewhere"
             ) from None
         except sqlite3.DatabaseError as exc:
+            if _not_damage(exc):
+                raise self._guard(exc) from None
             raise LocalStateError(
                 f"state database {self.path} is unreadable ({exc}). Your watermarks are in it: move it aside "
                 "(the next pass then re-reads every scope from the start) or point MNEMO_STATE at a good copy"
@@ -171,6 +192,22 @@ class StateDB:
         self.db.close()
 
     def _guard(self, exc: sqlite3.DatabaseError) -> LocalStateError:
+        """A failure of the state database, said as what it is: locked, full and read-only are not damage."""
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            return LocalStateError(
+                f"state database {self.path} is locked by another process (waited 30 s); nothing was changed: "
+                "retry when that process has finished"
+            )
+        if "disk is full" in text:
+            return LocalStateError(
+                f"the disk holding state database {self.path} is full; nothing was changed and every file is intact: "
+                "free some space and retry"
+            )
+        if "readonly" in text:
+            return LocalStateError(
+                f"state database {self.path} is read-only; point MNEMO_STATE at a file this user may write"
+            )
         return LocalStateError(f"state database {self.path} failed ({exc}); move it aside or fix MNEMO_STATE")
 
     def _execute(self, sql: str, params: tuple[object, ...]) -> sqlite3.Cursor:
@@ -232,10 +269,24 @@ class StateDB:
             for r in rows
         ]
 
-    def commit(self, key: StateKey, created_at: int | None, boundary_ids: tuple[str, ...]) -> Watermark:
-        """Store a watermark and drop the walk's checkpoint, in one transaction."""
+    def commit(
+        self, key: StateKey, created_at: int | None, boundary_ids: tuple[str, ...], *, force: bool = False
+    ) -> Watermark:
+        """Store a watermark and drop the walk's checkpoint, in one transaction.
+
+        A watermark only moves forward: a commit older than the stored one keeps the stored one, and
+        one at the same instant adds its ids to the stored ones. `force` (`watermark set`) moves it
+        anywhere.
+        """
         now = timefmt.now_us()
         with self._transaction() as db:
+            row = db.execute(f"SELECT created_at, boundary_ids FROM watermarks WHERE {_WHERE}", key.row()).fetchone()
+            if not force and row is not None and row[0] is not None and created_at is not None:
+                if created_at < row[0]:
+                    db.execute(f"DELETE FROM checkpoints WHERE {_WHERE}", key.row())
+                    created_at, boundary_ids = row[0], self._ids(row[1])
+                elif created_at == row[0]:
+                    boundary_ids = tuple(dict.fromkeys((*self._ids(row[1]), *boundary_ids)))
             db.execute(
                 "INSERT INTO watermarks(backend, principal, consumer, scope, created_at, boundary_ids, updated_at) "
                 "VALUES (?,?,?,?,?,?,?) ON CONFLICT (backend, principal, consumer, scope) DO UPDATE SET "
@@ -253,6 +304,39 @@ class StateDB:
             cur = db.execute(f"DELETE FROM watermarks WHERE {_WHERE}", key.row())
             db.execute(f"DELETE FROM checkpoints WHERE {_WHERE}", key.row())
         return cur.rowcount > 0
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def claim_run(self, key: StateKey, run_id: str) -> None:
+        """Record that a catch-up pass of this key runs now; one at a time.
+
+        A run whose process is gone (killed, crashed) leaves its record behind: it is taken over.
+
+        Raises:
+            Conflict: another pass of the same consumer and scope is running.
+        """
+        import os
+        import socket
+
+        host, pid, now = socket.gethostname(), os.getpid(), timefmt.now_us()
+        with self._transaction() as db:
+            row = db.execute(f"SELECT host, pid, started_at FROM runs WHERE {_WHERE}", key.row()).fetchone()
+            if row is not None and _alive(row[0], row[1], row[2], host, now):
+                where = "" if row[0] == host else f" on {row[0]}"
+                raise Conflict(
+                    f"another catchup of consumer {key.consumer!r} on {key.scope or 'your own store'} is running "
+                    f"(pid {row[1]}{where}, since {timefmt.to_iso(row[2])}); wait for it to finish, or use another "
+                    "--consumer"
+                )
+            db.execute(
+                "INSERT OR REPLACE INTO runs(backend, principal, consumer, scope, run_id, host, pid, started_at) "
+                "VALUES (?,?,?,?,?,?,?,?)",
+                (*key.row(), run_id, host, pid, now),
+            )
+
+    def release_run(self, key: StateKey, run_id: str) -> None:
+        """Forget this run's record (only its own)."""
+        self._execute(f"DELETE FROM runs WHERE {_WHERE} AND run_id = ?", (*key.row(), run_id))
 
     # -- checkpoints ----------------------------------------------------------------------
 
@@ -279,6 +363,21 @@ class StateDB:
 
     def drop_checkpoint(self, key: StateKey) -> None:
         self._execute(f"DELETE FROM checkpoints WHERE {_WHERE}", key.row())
+
+
+def _alive(host: str, pid: int, started_at: int, here: str, now: int) -> bool:
+    """Whether a recorded run may still be running: its process exists (this machine), or it is recent (another)."""
+    if host != here:
+        return now - started_at < _FOREIGN_RUN_US
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process: alive
+    return True
 
 
 def watermark_wire(w: Watermark | None) -> dict[str, object] | None:
