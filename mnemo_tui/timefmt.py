@@ -67,7 +67,9 @@ def parse_span(text: str, field: str = "span") -> int | None:
         return None
     span = sum(int(n) * _UNITS[unit] for n, unit in _SPAN_PART.findall(value)) * 1_000_000
     if span > MAX_US - MIN_US:
-        raise ValidationError(f"{field}: {text!r} is out of range: longer than any span between two instants (years 1 to 9999)")
+        raise ValidationError(
+            f"{field}: {text!r} is out of range: longer than any span between two instants (years 1 to 9999)"
+        )
     return span
 
 
