@@ -188,11 +188,15 @@ def test_stores_and_state_databases_created_at_once_by_many_processes_are_one_fi
     from reliability_helpers import MNEMO
 
     env = Target("embedded", tmp_path / "fresh" / "store.db").env(tmp_path / "home")
+    # Six consumers (one pass of a consumer's scope runs at a time): every process opens both files first.
     procs = [
         subprocess.Popen(
-            [MNEMO, "catchup", "--format", "json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            [MNEMO, "catchup", "--consumer", f"c{i}", "--format", "json"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
-        for _ in range(6)
+        for i in range(6)
     ]
     for proc in procs:
         _, err = proc.communicate(timeout=60)
