@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mnemo_tui"
 
 # Each layer may import its own and those to its left, never one to its right.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("mnemo_tui", "mnemo_tui.model", "mnemo_tui.errors", "mnemo_tui.timefmt", "mnemo_tui.sqlitefile"),
+    ("mnemo_tui", "mnemo_tui.model", "mnemo_tui.errors", "mnemo_tui.timefmt", "mnemo_tui.sqlitefile", "mnemo_tui.text"),
     ("mnemo_tui.engine", "mnemo_tui.state"),
     ("mnemo_tui.backends",),
     ("mnemo_tui.walk", "mnemo_tui.catchup", "mnemo_tui.reports", "mnemo_tui.proof", "mnemo_tui.demo"),
