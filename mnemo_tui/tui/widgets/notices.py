@@ -86,6 +86,6 @@ class ErrorView(Static):
         title, hint = describe_error(error)
         self.update(
             Content.assemble(
-                ("⚠ " + title + "\n\n", "bold $error"), plain(error.message), "\n\n", (hint, "$text-muted")
+                ("⚠ " + text.line(title) + "\n\n", "bold $error"), plain(error.message), "\n\n", (hint, "$text-muted")
             )
         )
