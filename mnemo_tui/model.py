@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from mnemo_tui import timefmt
 from mnemo_tui.errors import Forbidden, ValidationError
+from mnemo_tui.text import block
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 20
@@ -64,13 +65,13 @@ def room_of(scope: str | None) -> str | None:
     return None
 
 
-def describe_scope(scope: str | None) -> str:
-    """A human name for a scope."""
+def describe_scope(scope: str | None, quote: Callable[[str], str] = repr) -> str:
+    """A human name for a scope (`quote=text.quoted` for one a terminal shows: a domain is stored text)."""
     if scope is None:
         return "your own store (all your domains, no rooms)"
     if scope.startswith(ROOM_PREFIX):
         return f"room {scope}"
-    return f"domain {scope!r} of your own store"
+    return f"domain {quote(scope)} of your own store"
 
 
 @dataclass(frozen=True)
@@ -395,12 +396,22 @@ class RoomRef:
 
 @dataclass(frozen=True)
 class EmptyReport:
-    """What an empty answer covered (CLI.md `empty_report`)."""
+    """What an empty answer covered (CLI.md `empty_report`).
+
+    `text` is the wire's, with stored names exact (JSON is for machines); `shown` is the same
+    report for a person's terminal, every stored name in it passed through `mnemo_tui.text`
+    (a room name's newline as `⏎`, so it cannot forge a line of the report).
+    """
 
     kind: EmptyKind
     scope: str | None
     text: str
     unsearched_rooms: tuple[RoomRef, ...] = field(default=())
+    shown: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.shown:
+            object.__setattr__(self, "shown", block(self.text))
 
     def wire(self) -> dict[str, Any]:
         return {

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from mnemo_tui import timefmt
+from collections.abc import Callable
+
+from mnemo_tui import text, timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.model import EmptyKind, EmptyReport, RecentQuery, RoomRef, Watermark, describe_scope
 
@@ -25,31 +27,50 @@ def build(
     filters: str = "",
     subject: str | None = None,
 ) -> EmptyReport:
-    """Build the empty report of one kind for one scope (rooms are named only for an unscoped read)."""
-    where = subject or describe_scope(scope)
+    """Build the empty report of one kind for one scope (rooms are named only for an unscoped read).
+
+    `filters` is mnemo's own text (its values already quoted); the report is written twice from
+    one set of lines: exact for the wire, and with every stored name made safe for a terminal.
+    """
+    rooms = unsearched_rooms(backend) if scope is None else ()
+    exact = _lines(kind, scope, rooms, watermark, filters, subject, repr, lambda name: name)
+    shown = _lines(kind, scope, rooms, watermark, text.block(filters), subject, text.quoted, text.line)
+    return EmptyReport(kind=kind, scope=scope, text=exact, unsearched_rooms=rooms, shown=shown)
+
+
+def _lines(
+    kind: EmptyKind,
+    scope: str | None,
+    rooms: tuple[RoomRef, ...],
+    watermark: Watermark | None,
+    filters: str,
+    subject: str | None,
+    quote: Callable[[str], str],
+    name: Callable[[str], str],
+) -> str:
+    where = name(subject) if subject else describe_scope(scope, quote)
     if kind == "empty_scope":
         first = f"{_capitalised(where)} holds no entries yet."
     elif kind == "nothing_new":
         since = timefmt.to_iso(watermark.created_at) if watermark and watermark.created_at is not None else "?"
-        who = f" (consumer {watermark.consumer!r})" if watermark else ""
+        who = f" (consumer {quote(watermark.consumer)})" if watermark else ""
         first = f"Nothing new in {where} since your watermark {since}{who}."
     elif kind == "no_match":
         first = f"Nothing in {where} matches {filters or 'these filters'}; the scope itself is not empty."
     else:
         first = f"Nothing further in {where} past this cursor: the walk has reached the end of the feed."
     lines = [first]
-    rooms: tuple[RoomRef, ...] = ()
     if scope is None:
-        rooms = unsearched_rooms(backend)
         if rooms:
             noun = "room" if len(rooms) == 1 else f"{len(rooms)} rooms"
             lines.append(f"Shared rooms are separate stores; this read did not search your {noun}:")
-            width = max(len(r.name) for r in rooms)
-            lines += [f"  - {r.name.ljust(width)}  {r.address}" for r in rooms]
+            names = [name(r.name) for r in rooms]
+            width = max(len(n) for n in names)
+            lines += [f"  - {n.ljust(width)}  {r.address}" for n, r in zip(names, rooms, strict=True)]
             lines.append(f"Re-run with --scope {rooms[0].address if len(rooms) == 1 else 'xroom:…'} to read it.")
         else:
             lines.append("You belong to no shared rooms, so no room went unsearched.")
-    return EmptyReport(kind=kind, scope=scope, text="\n".join(lines), unsearched_rooms=rooms)
+    return "\n".join(lines)
 
 
 def describe_filters(query: RecentQuery) -> str:

@@ -186,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _hoist_debug(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(args)
     from mnemo_tui.errors import MnemoError
+    from mnemo_tui.text import line  # an error's message may quote an endpoint or a stored name
 
     try:
         _check_utf8(args)
@@ -207,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
-        sys.stderr.write(f"mnemo: {exc.message}\n")
+        sys.stderr.write(f"mnemo: {line(exc.message)}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write(INTERRUPTED)
@@ -222,7 +223,9 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
-        sys.stderr.write(f"mnemo: internal error: {type(exc).__name__}: {exc} (re-run with --debug for details)\n")
+        sys.stderr.write(
+            f"mnemo: internal error: {type(exc).__name__}: {line(str(exc))} (re-run with --debug for details)\n"
+        )
         return 5
 
 

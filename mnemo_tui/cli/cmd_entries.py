@@ -122,7 +122,7 @@ def search(c: Context, args: SearchArgs) -> None:
         if not hits:
             out.flush()
             empty = _search_empty(c, query, scope_value, args.since, args.until)
-            output.hint(empty.text)
+            output.hint(empty.shown)
             room_name_hint(c.backend, empty)
     elif args.fmt == "json":
         out.write(
@@ -131,7 +131,7 @@ def search(c: Context, args: SearchArgs) -> None:
     else:
         if not hits:
             empty = _search_empty(c, query, scope_value, args.since, args.until)
-            out.write(empty.text + "\n")
+            out.write(empty.shown + "\n")
             room_name_hint(c.backend, empty)
             return
         output.TableWriter(out, scope=scope_value).rows([h.entry for h in hits])

@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
+import sys
+from typing import TYPE_CHECKING
+
+from mnemo_tui import text
 from mnemo_tui.cli.context import Context
-from mnemo_tui.cli.options import Args, scope_opt, text
-from mnemo_tui.errors import ValidationError
+from mnemo_tui.cli.options import Args, scope_opt
+from mnemo_tui.cli.options import text as text_opt
+from mnemo_tui.errors import MnemoError, ValidationError
 from mnemo_tui.model import parse_scope
+
+if TYPE_CHECKING:
+    from mnemo_tui.tui import MnemoApp
 
 
 class TuiArgs(Args):
     """The terminal UI: a live catch-up feed of your store and rooms."""
 
     scope = scope_opt("Scope to open first: omit for your own store.")
-    consumer = text("--consumer", metavar="NAME", help="Whose watermarks the counts and 'mark caught up' use.")
+    consumer = text_opt("--consumer", metavar="NAME", help="Whose watermarks the counts and 'mark caught up' use.")
+
+
+class TuiFailed(MnemoError):
+    """The terminal UI stopped on an unexpected exception (exit 5; the traceback only with --debug)."""
+
+    code = "INTERNAL"
+    exit_code = 5
 
 
 def tui(c: Context, args: TuiArgs) -> None:
@@ -24,4 +39,23 @@ def tui(c: Context, args: TuiArgs) -> None:
     state = c.state
     from mnemo_tui.tui import MnemoApp  # the one command that starts the TUI imports it
 
-    MnemoApp(backend, state, consumer=consumer_name, scope=scope_value).run()
+    run_app(MnemoApp(backend, state, consumer=consumer_name, scope=scope_value), debug=c.settings.debug)
+
+
+def run_app(app: MnemoApp, *, debug: bool, headless: bool = False) -> None:
+    """Run the app; an exception inside it is exit 5 with one line, never exit 0 or a traceback with locals.
+
+    Raises:
+        TuiFailed: the app stopped on an exception (or with a non-zero return code).
+    """
+    app.run(headless=headless)
+    failure = app.failure
+    if failure is None and not app.return_code:
+        return
+    if debug and failure is not None:
+        import traceback
+
+        # A plain traceback (no local variables), its text made safe: messages may quote stored text.
+        sys.stderr.write(text.block("".join(traceback.format_exception(failure))))
+    kind = type(failure).__name__ if failure is not None else f"exit code {app.return_code}"
+    raise TuiFailed(f"the terminal UI stopped on an internal error ({kind}); re-run with --debug for details")

@@ -6,7 +6,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from mnemo_tui import timefmt
+from mnemo_tui import text, timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.options import CatchupArgs, RecentArgs
@@ -79,9 +79,9 @@ def recent(c: Context, args: RecentArgs) -> int:
         output.ndjson(out, (e.wire for e in page.items))
         out.flush()
         if page.next_cursor:
-            output.hint(f"next_cursor: {page.next_cursor}")
+            output.hint(f"next_cursor: {text.line(page.next_cursor)}")
         if report is not None:
-            output.hint(report.text)
+            output.hint(report.shown)
     elif fmt == "json":
         out.write(
             '{"items":['
@@ -110,7 +110,7 @@ def room_name_hint(backend: Backend, report: EmptyReport) -> None:
         return
     for room in backend.rooms():
         if room.name == scope:
-            output.hint(f"(You belong to a room named {scope!r}: read it with --scope {room.address})")
+            output.hint(f"(You belong to a room named {text.quoted(scope)}: read it with --scope {room.address})")
             return
 
 
@@ -129,8 +129,10 @@ def continue_hint(query: RecentQuery, next_cursor: str) -> str:
         args.append("--include-history")
     if query.limit != DEFAULT_LIMIT:
         args.append(f"--limit {query.limit}")
-    args.append(f"--cursor {next_cursor}")
-    return "More entries remain. Continue with:\n  " + " ".join(args) + "\n(or add --all to read to the end)"
+    args.append(f"--cursor {output.shell_quote(next_cursor)}")
+    # The cursor comes from the endpoint and the scope may name a stored domain: one safe line.
+    command = text.line(" ".join(args))
+    return "More entries remain. Continue with:\n  " + command + "\n(or add --all to read to the end)"
 
 
 def _recent_all(c: Context, query: RecentQuery, fmt: str) -> None:
@@ -181,7 +183,7 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str) -> None:
         )
     elif report is not None:
         out.flush()
-        output.hint(report.text)
+        output.hint(report.shown)
     if report is not None:
         room_name_hint(backend, report)
 
@@ -252,7 +254,7 @@ def catchup(c: Context, args: CatchupArgs) -> int:
         )
     elif fmt == "ndjson":
         if report is not None:
-            output.hint(report.text)
+            output.hint(report.shown)
     else:
         assert table is not None
         if report is not None:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable
 from typing import IO, Any
 
-from mnemo_tui import timefmt
+from mnemo_tui import text, timefmt
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import EmptyReport, Entry
 
@@ -149,8 +149,8 @@ class TableWriter:
     def _fit(self, entries: list[Entry]) -> None:
         """Narrow the author and domain columns to what the first page needs, so the content gets the room."""
         if entries:
-            self.author_w = min(self.author_w, max(len("AUTHOR"), *(len(e.author) for e in entries)))
-            self.domain_w = min(self.domain_w, max(len("DOMAIN"), *(len(e.domain) for e in entries)))
+            self.author_w = min(self.author_w, max(len("AUTHOR"), *(len(text.line(e.author)) for e in entries)))
+            self.domain_w = min(self.domain_w, max(len("DOMAIN"), *(len(text.line(e.domain)) for e in entries)))
             self._layout()
 
     def _style(self, text: str, code: str) -> str:
@@ -190,23 +190,33 @@ class TableWriter:
         self.out.write("".join(lines))
 
     def report(self, report: EmptyReport) -> None:
-        """Write an empty report (the result of an empty answer in table mode)."""
-        self.out.write(report.text + "\n")
+        """Write an empty report (the result of an empty answer in table mode): its shown text."""
+        self.out.write(report.shown + "\n")
 
 
-def _clip(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+def _clip(value: str, width: int) -> str:
+    """One cell of stored text: made safe for the terminal (mnemo_tui/text.py), spaces collapsed, clipped with `…`."""
+    return _clip_shown(text.line(value), width)
+
+
+def _clip_shown(shown: str, width: int) -> str:
+    shown = " ".join(shown.split())
+    return shown if len(shown) <= width else shown[: max(1, width - 1)] + "…"
 
 
 def hint(message: str) -> None:
-    """A message for the person at the terminal: stderr, never stdout."""
+    """A message for the person at the terminal: stderr, never stdout.
+
+    The message is mnemo's own text; any stored or endpoint text in it was passed through
+    `mnemo_tui.text` where it was interpolated (the sanitizer is not idempotent: never twice).
+    """
     sys.stderr.write(message + "\n")
     sys.stderr.flush()
 
 
 def key_value_table(out: IO[str], rows: list[tuple[str, str]]) -> None:
-    """Aligned `key  value` lines (status, one watermark)."""
+    """Aligned `key  value` lines (status, one watermark); each value shown as one safe line."""
+    rows = [(key, text.line(value)) for key, value in rows]
     width = max((len(k) for k, _ in rows), default=0)
     color = color_enabled(out)
     for key, value in rows:
@@ -235,7 +245,10 @@ def grid(out: IO[str], headers: list[str], rows: list[list[str]], *, flex: int |
         headers: the column titles.
         rows: the cells, one list per row.
         flex: the index of a free-text column clipped (with `…`) so each line fits the width.
+
+    Every cell is shown as one safe line (mnemo_tui/text.py): the cells hold stored text.
     """
+    rows = [[text.line(c) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
@@ -244,7 +257,7 @@ def grid(out: IO[str], headers: list[str], rows: list[list[str]], *, flex: int |
         room = max(len(headers[flex]), 10, width_of(out) - others)
         if widths[flex] > room:
             widths[flex] = room
-            rows = [[_clip(c, room) if i == flex else c for i, c in enumerate(row)] for row in rows]
+            rows = [[_clip_shown(c, room) if i == flex else c for i, c in enumerate(row)] for row in rows]
     color = color_enabled(out)
     head = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()
     out.write((f"\x1b[1m{head}\x1b[0m" if color else head) + "\n")

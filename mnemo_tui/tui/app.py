@@ -15,6 +15,7 @@ from mnemo_tui.backends import Backend
 from mnemo_tui.model import MAX_LIMIT
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui.data.serial import SerialBackend
+from mnemo_tui.tui.plain import palette
 from mnemo_tui.tui.screens.help import HelpScreen
 from mnemo_tui.tui.screens.main import FeedScreen
 from mnemo_tui.tui.session import Session
@@ -70,6 +71,22 @@ class MnemoApp(App[None]):
             keep_pages=keep_pages,
         )
         self.first_scope = scope
+        self.failure: BaseException | None = None
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An unhandled exception: keep it for `mnemo tui` to report, and exit without Textual's traceback.
+
+        Textual's own (`_fatal_error`) prints a pretty traceback with local variables, which may
+        hold entry text or keys, and lets the process exit 0. Here the app only records the error
+        and closes; cli/cmd_tui.py turns it into exit 5 with one line (the traceback with --debug).
+        """
+        self._return_code = 1
+        if self.failure is None:
+            self.failure = error
+        if self._exception is None:  # what a pilot test re-raises
+            self._exception = error
+            self._exception_event.set()
+        self._close_messages_no_wait()
 
     def get_default_screen(self) -> Screen[None]:
         return FeedScreen(self.session, self.first_scope)
@@ -100,7 +117,7 @@ class MnemoApp(App[None]):
         yield SystemCommand("Refresh", "Re-read scopes, counts and the feed", feed.action_refresh)
         yield SystemCommand("Help", "The keys", self.action_help)
         for item in feed.scopes.items.values():
-            where = "own store" if item.scope is None else item.scope
+            where = "own store" if item.scope is None else palette(item.scope)
             yield SystemCommand(
-                f"Open {item.label}", f"Switch the feed to {where}", partial(feed.switch_scope, item.scope)
+                f"Open {palette(item.label)}", f"Switch the feed to {where}", partial(feed.switch_scope, item.scope)
             )

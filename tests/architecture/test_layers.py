@@ -20,6 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "mnemo_tui.timefmt",
         "mnemo_tui.sqlitefile",
         "mnemo_tui.files",
+        "mnemo_tui.text",
     ),
     ("mnemo_tui.engine", "mnemo_tui.state"),
     ("mnemo_tui.backends",),

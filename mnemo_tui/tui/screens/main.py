@@ -10,12 +10,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import ContentSwitcher, Footer, Label, OptionList, Static
 
-from mnemo_tui import timefmt
+from mnemo_tui import text, timefmt
 from mnemo_tui.model import Entry, RecentQuery, describe_scope, room_of
 from mnemo_tui.tui import messages as msg
 from mnemo_tui.tui.data.live import LiveTracker
 from mnemo_tui.tui.data.scopes import ScopeItem, format_count
 from mnemo_tui.tui.data.window import FeedWindow, PageRequest
+from mnemo_tui.tui.plain import plain
 from mnemo_tui.tui.screens.feed_io import FeedReads
 from mnemo_tui.tui.screens.search import SearchScreen
 from mnemo_tui.tui.session import Session
@@ -191,7 +192,7 @@ class FeedScreen(FeedReads):
             return
         self._inflight.discard(message.index)
         self._after_first_read()
-        self.app.notify(message.error.message, title="Read failed", severity="error")
+        self.app.notify(text.line(message.error.message), title="Read failed", severity="error", markup=False)
         if not self.window.started:
             self.error_view.show_error(message.error)
             self.switcher.current = "error"
@@ -228,11 +229,13 @@ class FeedScreen(FeedReads):
 
     @on(msg.Problem)
     def problem(self, message: msg.Problem) -> None:
-        self.app.notify(message.error.message, title="A background read failed", severity="error")
+        self.app.notify(
+            text.line(message.error.message), title="A background read failed", severity="error", markup=False
+        )
 
     @on(msg.ScopesFailed)
     def scopes_failed(self, message: msg.ScopesFailed) -> None:
-        self.app.notify(message.error.message, title="Could not list scopes", severity="error")
+        self.app.notify(text.line(message.error.message), title="Could not list scopes", severity="error", markup=False)
 
     @on(msg.CountLoaded)
     def count_loaded(self, message: msg.CountLoaded) -> None:
@@ -307,7 +310,9 @@ class FeedScreen(FeedReads):
     @on(msg.CatchUpFailed)
     def catch_up_failed(self, message: msg.CatchUpFailed) -> None:
         self._catching_up = False
-        self.app.notify(message.error.message, title="Could not mark caught up", severity="error")
+        self.app.notify(
+            text.line(message.error.message), title="Could not mark caught up", severity="error", markup=False
+        )
 
     @on(FeedView.NeedRows)
     def need_rows(self, message: FeedView.NeedRows) -> None:
@@ -380,7 +385,7 @@ class FeedScreen(FeedReads):
             self.app.notify("Already marking caught up …", timeout=2)
             return
         self._catching_up = True
-        self.app.notify(f"Marking {describe_scope(self.scope)} caught up …", timeout=2)
+        self.app.notify(f"Marking {describe_scope(self.scope, text.quoted)} caught up …", timeout=2, markup=False)
         self.run_catch_up(self.scope)
 
     def action_history(self) -> None:
@@ -408,7 +413,7 @@ class FeedScreen(FeedReads):
         else:
             name = f"Room {self.scope}"
         history = "  ·  with history" if self.include_history else ""
-        self.title_bar.update(f"{name}{history}")
+        self.title_bar.update(plain(f"{name}{history}"))
 
     def _update_status(self) -> None:
         parts = [f"{self.window.row_count} loaded" + (", end reached" if self.window.at_end else "")]
@@ -418,7 +423,7 @@ class FeedScreen(FeedReads):
         if self.include_history:
             parts.append("history shown")
         parts.append(f"live paused: {self._live_error}" if self._live_error else "live")
-        self.status.update("  ·  ".join(parts))
+        self.status.update(plain("  ·  ".join(parts)))
 
     def scope_items(self) -> list[ScopeItem]:
         return list(self.scopes.items.values())

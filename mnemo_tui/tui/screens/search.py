@@ -14,8 +14,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
+from mnemo_tui import text
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.model import Entry, SearchHit, SearchQuery, describe_scope
+from mnemo_tui.tui.plain import plain
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.feed import absolute, headline
 
@@ -47,7 +49,7 @@ class SearchScreen(ModalScreen[Entry | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="search-box"):
-            yield Label(f"Search {describe_scope(self.scope)}", id="search-title")
+            yield Label(plain(f"Search {describe_scope(self.scope, text.quoted)}"), id="search-title")
             yield Input(placeholder="words to look for …", id="search-input", select_on_focus=False)
             yield Label("Enter to search · ↓ to the results · Esc to go back", id="search-caption")
             yield OptionList(id="search-results")
@@ -79,7 +81,7 @@ class SearchScreen(ModalScreen[Entry | None]):
         if message.token != self._token:
             return
         if message.error is not None or message.hits is None:
-            self.caption.update(f"Search failed: {message.error.message if message.error else '?'}")
+            self.caption.update(plain(f"Search failed: {message.error.message if message.error else '?'}"))
             return
         self.hits = {hit.entry.atom_id: hit.entry for hit in message.hits}
         self.results.set_options(
@@ -87,9 +89,9 @@ class SearchScreen(ModalScreen[Entry | None]):
                 Content.assemble(
                     (absolute(hit.entry.created_at), "$text-muted"),
                     "  ",
-                    (hit.entry.domain[:14].ljust(14), "$accent"),
+                    (text.line(hit.entry.domain)[:14].ljust(14), "$accent"),
                     "  ",
-                    headline(hit.entry)[: max(self.results.size.width - 40, 20)],
+                    text.line(headline(hit.entry))[: max(self.results.size.width - 40, 20)],
                 ),
                 id=hit.entry.atom_id,
             )

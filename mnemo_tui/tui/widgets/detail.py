@@ -9,14 +9,16 @@ from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Markdown, Static
 
-from mnemo_tui import timefmt
+from mnemo_tui import text, timefmt
 from mnemo_tui.model import Entry
 from mnemo_tui.tui.data.chain import Chain
 from mnemo_tui.tui.widgets.feed import absolute, headline
 
 
 def _revision(entry: Entry, now: int) -> str:
-    return f"{absolute(entry.created_at)} ({timefmt.relative(entry.created_at, now)})  {headline(entry)[:44]}"
+    return (
+        f"{absolute(entry.created_at)} ({timefmt.relative(entry.created_at, now)})  {text.line(headline(entry))[:44]}"
+    )
 
 
 class DetailPane(VerticalScroll, can_focus=True):
@@ -51,11 +53,11 @@ class DetailPane(VerticalScroll, can_focus=True):
                 "[$text-success]$domain[/]",
                 time=absolute(entry.created_at),
                 age=timefmt.relative(entry.created_at, now),
-                author=entry.author,
-                domain=self.place(entry.domain),
+                author=text.line(entry.author),
+                domain=text.line(self.place(entry.domain)),
             )
         )
-        body.update(entry.content)
+        body.update(text.block(entry.content))  # Markdown and newlines, never a terminal escape
         meta.update(self._meta(entry, None))
         self.scroll_home(animate=False)
 
@@ -91,7 +93,7 @@ class DetailPane(VerticalScroll, can_focus=True):
 
 
 def _line(label: str, style: str, value: str) -> Content:
-    """`label` padded to a column, styled, then the value as plain text."""
+    """`label` padded to a column, styled, then the value (stored text) as one safe plain line."""
     return Content.from_markup(
-        f"[{style}]$label[/]$value" if style else "$label$value", label=f"{label:<11}", value=value
+        f"[{style}]$label[/]$value" if style else "$label$value", label=f"{label:<11}", value=text.line(value)
     )

@@ -16,7 +16,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from mnemo_tui import timefmt
+from mnemo_tui import text, timefmt
 from mnemo_tui.model import Entry, Watermark
 from mnemo_tui.tui.data.window import FeedWindow
 from mnemo_tui.walk import unread
@@ -263,13 +263,13 @@ class FeedView(ScrollView, can_focus=True):
         if width >= 60:
             wide = width >= 95
             author, domain = (
-                set_cell_size(entry.author, 18 if wide else 14),
-                set_cell_size(self.place(entry.domain), 14 if wide else 12),
+                set_cell_size(text.line(entry.author), 18 if wide else 14),
+                set_cell_size(text.line(self.place(entry.domain)), 14 if wide else 12),
             )
             cols.append((author + "  ", self._style("feed--author")))
             cols.append((domain + "  ", self._style("feed--domain")))
         used = sum(len(text) for text, _ in cols)
-        cols.append((set_cell_size(headline(entry), max(width - used, 0)), self._style("feed--text")))
+        cols.append((set_cell_size(text.line(headline(entry)), max(width - used, 0)), self._style("feed--text")))
         if is_cursor:
             cursor = self._style("feed--cursor")
             cols = [(text, style + cursor) for text, style in cols]

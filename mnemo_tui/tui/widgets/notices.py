@@ -9,8 +9,10 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from mnemo_tui import text
 from mnemo_tui.errors import AuthError, MnemoError, Unavailable
 from mnemo_tui.model import EmptyReport
+from mnemo_tui.tui.plain import plain, plain_block
 
 
 class NewMarker(Static):
@@ -40,16 +42,16 @@ class ReportView(Vertical):
 
     def show(self, report: EmptyReport) -> None:
         """Show a report and its rooms."""
-        lines = report.text.splitlines()
+        lines = report.shown.splitlines()  # room names in it are one line each: none forges a line
         # The room lines and the CLI's re-run hint are replaced by the selectable list below.
         head = [line for line in lines if not line.startswith("  - ") and not line.startswith("Re-run with")]
-        self.query_one("#report-text", Static).update("\n".join(head))
+        self.query_one("#report-text", Static).update(plain_block("\n".join(head)))
         rooms = self.query_one("#report-rooms", OptionList)
-        width = max((len(r.name) for r in report.unsearched_rooms), default=0)
+        width = max((len(text.line(r.name)) for r in report.unsearched_rooms), default=0)
         rooms.set_options(
             Option(
                 Content.from_markup(
-                    "[b]$name[/b]  [$text-muted]$address[/]", name=r.name.ljust(width), address=r.address
+                    "[b]$name[/b]  [$text-muted]$address[/]", name=text.line(r.name).ljust(width), address=r.address
                 ),
                 id=r.address,
             )
@@ -58,7 +60,9 @@ class ReportView(Vertical):
         rooms.display = bool(report.unsearched_rooms)
         if report.unsearched_rooms:
             rooms.highlighted = 0
-            self.query_one("#report-text", Static).update("\n".join([*head, "", "Select a room to read it:"]))
+            self.query_one("#report-text", Static).update(
+                plain_block("\n".join([*head, "", "Select a room to read it:"]))
+            )
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
@@ -82,6 +86,6 @@ class ErrorView(Static):
         title, hint = describe_error(error)
         self.update(
             Content.assemble(
-                ("⚠ " + title + "\n\n", "bold $error"), (error.message + "\n\n", ""), (hint, "$text-muted")
+                ("⚠ " + text.line(title) + "\n\n", "bold $error"), plain(error.message), "\n\n", (hint, "$text-muted")
             )
         )

@@ -11,6 +11,7 @@ from textual.content import Content
 from textual.widgets import Label, OptionList, Sparkline
 from textual.widgets.option_list import Option
 
+from mnemo_tui import text
 from mnemo_tui.tui.data.scopes import Activity, ScopeItem
 
 NAME_WIDTH = 20
@@ -69,7 +70,7 @@ class ScopeList(OptionList):
     def _prompt(self, item: ScopeItem) -> Content:
         marker = "▶ " if item.key == self.current else "  "
         indent = "  " if item.kind == "domain" else ""
-        name = (indent + item.label)[:NAME_WIDTH]
+        name = (indent + text.line(item.label))[:NAME_WIDTH]
         count = self.counts.get(item.key, "")
         return Content.assemble(
             (marker, "bold $accent"),

@@ -1,0 +1,106 @@
+"""The one sanitizer of stored text for a terminal (mnemo_tui/text.py): nothing dangerous out, nothing lost."""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mnemo_tui import text
+from mnemo_tui.text import BIDI_CONTROLS, NEWLINE_MARK
+
+# Every C0 and C1 control, DEL, the escape sequences of terminal attacks, every bidi control.
+CONTROLS = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))]
+SEQUENCES = [
+    "\x1b]0;PWNED\x07",  # OSC 0: the window title
+    "\x1b]52;c;cHduZWQ=\x07",  # OSC 52: the clipboard
+    "\x1b[2K",  # CSI 2K: erase the line
+    "\x1b[31m",  # SGR: colour the rest
+    "\x1b]8;;http://evil\x1b\\",  # OSC 8 hyperlink, ST-terminated
+    "\x9b31m",  # CSI as one C1 character
+    "\\x1b",  # an escape typed as text
+    "\\",
+    "x",
+    NEWLINE_MARK,
+    *CONTROLS,
+    *sorted(BIDI_CONTROLS),
+]
+HOSTILE = st.lists(
+    st.one_of(st.text(st.characters(exclude_categories=()), max_size=8), st.sampled_from(SEQUENCES)), max_size=12
+).map("".join)
+
+
+def named(value: str, *, one_line: bool) -> str:
+    """The input with the characters the sanitizer names replaced by their marks (the lossy part, by design)."""
+    out = []
+    for char in value:
+        if char == "\n" and one_line:
+            out.append(NEWLINE_MARK)
+        elif char in BIDI_CONTROLS or 0xD800 <= ord(char) <= 0xDFFF:
+            out.append(f"<U+{ord(char):04X}>")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def decode(shown: str) -> str:
+    """Read the escapes back: `\\\\` is a backslash, `\\xHH` a control, any other backslash itself."""
+    out, i = [], 0
+    while i < len(shown):
+        if shown.startswith("\\\\", i):
+            out.append("\\")
+            i += 2
+        elif shown.startswith("\\x", i):
+            out.append(chr(int(shown[i + 2 : i + 4], 16)))
+            i += 4
+        else:
+            out.append(shown[i])
+            i += 1
+    return "".join(out)
+
+
+def unsafe(char: str, *, keep: str = "") -> bool:
+    return char not in keep and (unicodedata.category(char) in ("Cc", "Cs") or char in BIDI_CONTROLS)
+
+
+@given(HOSTILE)
+def test_one_line_holds_no_control_and_reads_back(value: str) -> None:
+    shown = text.line(value)
+    assert not [c for c in shown if unsafe(c)]
+    # Injective up to the named characters: the escapes read back to the very input.
+    assert decode(shown) == named(value, one_line=True)
+
+
+@given(HOSTILE)
+def test_a_block_keeps_newlines_and_tabs_only(value: str) -> None:
+    shown = text.block(value)
+    assert not [c for c in shown if unsafe(c, keep="\n\t")]
+    assert shown.count("\n") == value.count("\n")
+    assert decode(shown) == named(value, one_line=False)
+
+
+@given(st.text(st.characters(exclude_categories=("Cc", "Cs"), exclude_characters="\\" + "".join(BIDI_CONTROLS))))
+def test_text_with_nothing_to_show_differently_is_unchanged(value: str) -> None:
+    assert text.line(value) is value
+    assert text.block(value) is value
+
+
+def test_the_forms_a_person_reads() -> None:
+    assert text.line("note\x1b]0;PWNED\x07 end") == "note\\x1b]0;PWNED\\x07 end"
+    assert text.line("a\nb\tc\x08") == "a⏎b\\x09c\\x08"
+    assert text.block("a\nb\tc\x08") == "a\nb\tc\\x08"
+    assert text.line("abc\u202edef") == "abc<U+202E>def"
+    # A typed `\x1b` and a real ESC stay apart; a path keeps its single backslashes.
+    assert text.line("\\x1b") == "\\\\x1b" != text.line("\x1b")
+    assert text.line("C:\\Users\\xavier") == "C:\\Users\\\\xavier"
+    assert text.quoted("a\nb") == "'a⏎b'"
+
+
+def test_a_row_with_nothing_to_escape_costs_one_search() -> None:
+    rows = [f"an ordinary entry number {i} with some words in it" for i in range(100_000)]
+    start = time.perf_counter()
+    for row in rows:
+        text.line(row)
+    assert time.perf_counter() - start < 1.0
