@@ -120,16 +120,16 @@ def vault_add(c: Context, args: VaultAddArgs) -> None:
     _check_alias(args.alias)
     if len(args.context) > MAX_SECRET_CONTEXT:
         raise ValidationError(f"--context is at most {MAX_SECRET_CONTEXT} characters, got {len(args.context)}")
-    # The key is settled before the value is asked for: without a keyring, say so first.
-    if args.to is not None:
-        public = sealing.public_of(args.to)
-    else:
-        pair = _stored_pair(c, args.insecure_storage)
-        if pair is None:
+    # Where the key is kept is settled before the value is asked for: without a keyring, say so first.
+    public = sealing.public_of(args.to) if args.to is not None else None
+    pair = _stored_pair(c, args.insecure_storage) if public is None else None
+    value = _read_value(args.alias)
+    if public is None:
+        if pair is None:  # the first secret of this backend: its pair is made now
             pair = sealing.generate()
             _keep(c, pair, args.insecure_storage, "Created")
         public = pair.public
-    sealed = sealing.seal(public, _read_value(args.alias))
+    sealed = sealing.seal(public, value)
     c.backend.vault_add(args.alias, args.context, sealed)
     sys.stdout.write(args.alias + "\n")
 
