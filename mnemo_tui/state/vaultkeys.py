@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 from typing import Literal
 
-from mnemo_tui.errors import AuthError, LocalStateError
+from mnemo_tui.errors import AuthError, LocalStateError, ValidationError
 from mnemo_tui.state import credentials
 from mnemo_tui.state.config import Settings
 
@@ -54,12 +54,13 @@ def write_new_private(path: Path, text: str) -> None:
     """Create `path` holding `text`, mode 0600; refuses a path that exists (a link included).
 
     Raises:
-        LocalStateError: the file exists or cannot be written.
+        ValidationError: the path exists (exit 2).
+        LocalStateError: the file cannot be written.
     """
     try:
         fd = os.open(path, _NEW_PRIVATE, 0o600)
     except FileExistsError:
-        raise LocalStateError(f"{path} exists already; name a new file") from None
+        raise ValidationError(f"{path} exists already; name a new file") from None
     except OSError as exc:
         raise LocalStateError(f"{path} cannot be created ({exc.strerror})") from None
     try:
