@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -292,7 +291,11 @@ def _supersede(store: Engine, principal: str, rng: random.Random) -> int:
 
 
 def _secret(store: Engine, principal: str) -> str | None:
-    sealed = base64.b64encode(b"demo-" + random.randbytes(12).hex().encode()).decode()
+    """One sample secret, sealed to a throwaway key pair: nobody can unseal it, and no stored pair is touched."""
+    from mnemo_tui.state import sealing
+
+    throwaway = sealing.generate().public
+    sealed = sealing.seal(throwaway, b"demo-" + random.randbytes(12).hex().encode())
     try:
         store.vault_add(principal, SECRET_ALIAS, "Token the deploy bot uses for the staging cluster", sealed, ("ops",))
     except Conflict:

@@ -124,10 +124,16 @@ class CliResult:
 
 @pytest.fixture
 def cli(isolated_home: Path) -> Callable[..., CliResult]:
-    """Run the installed `mnemo` console script in a subprocess, with this test's MNEMO_HOME."""
+    """Run the installed `mnemo` console script in a subprocess, with this test's MNEMO_HOME.
+
+    Its keyring is a real one of this test's own (a file in MNEMO_HOME), never the developer's;
+    `env=subprocess_env(None)` takes it away.
+    """
+    from keyring_helpers import subprocess_env
 
     def run(*args: str, input: str | None = None, env: dict[str, str] | None = None, timeout: float = 60) -> CliResult:
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+        full_env.update(subprocess_env(isolated_home / "test-keyring.json"))
         full_env["MNEMO_HOME"] = str(isolated_home)
         full_env["NO_COLOR"] = "1"
         full_env.update(env or {})

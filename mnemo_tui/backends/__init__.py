@@ -52,6 +52,10 @@ class Backend(Protocol):
 
     def vault_add(self, alias: str, context: str, sealed_b64: str) -> str: ...
 
+    def vault_sealed(self, alias: str) -> str:
+        """The sealed value stored under `alias` (WIRE.md `GET /vault/secrets/by-alias/{alias}`); unsealing is the client's."""
+        ...
+
     def close(self) -> None: ...
 
     # -- optional abilities, with the default of a backend that has none -------------------

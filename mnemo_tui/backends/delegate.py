@@ -85,6 +85,10 @@ class DelegatingBackend(Backend):
         with self._guard():
             return self.inner.vault_add(alias, context, sealed_b64)
 
+    def vault_sealed(self, alias: str) -> str:
+        with self._guard():
+            return self.inner.vault_sealed(alias)
+
     def close(self) -> None:
         with self._guard():
             self.inner.close()

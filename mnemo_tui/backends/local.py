@@ -80,5 +80,8 @@ class LocalBackend(Backend):
     def vault_add(self, alias: str, context: str, sealed_b64: str) -> str:
         return self.engine.vault_add(self._principal, alias, context, sealed_b64)
 
+    def vault_sealed(self, alias: str) -> str:
+        return self.engine.vault_sealed(self._principal, alias)
+
     def close(self) -> None:
         self.engine.close()

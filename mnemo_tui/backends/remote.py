@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal, cast
+from urllib.parse import quote
 
 import httpx
 
@@ -141,8 +142,8 @@ def error_of(response: httpx.Response) -> MnemoError:
     return exc
 
 
-# The only calls whose 404 is an answer (an unknown atom or invite code) rather than a wrong base URL.
-_MAY_BE_404 = ("/memory/atoms/", "/memory/rooms/join")
+# The only calls whose 404 is an answer (an unknown atom, invite code or secret alias) rather than a wrong base URL.
+_MAY_BE_404 = ("/memory/atoms/", "/memory/rooms/join", "/vault/secrets/by-alias/")
 
 
 def _said_retryable(response: httpx.Response) -> bool | None:
@@ -469,3 +470,10 @@ class RemoteBackend(Backend):
         body = {"alias": alias, "context": context, "sealed_secret_b64": sealed_b64}
         answer = self._call("POST", "/vault/secrets", body, idempotent=False)
         return _text(answer, "atom_id")
+
+    def vault_sealed(self, alias: str) -> str:
+        answer = self._call("GET", "/vault/secrets/by-alias/" + quote(alias, safe=""))
+        sealed = answer.get("sealed_secret_b64") if isinstance(answer, dict) else None
+        if not isinstance(sealed, str):
+            raise Unavailable(f"{self.identity} answered /vault/secrets/by-alias without a sealed_secret_b64")
+        return sealed

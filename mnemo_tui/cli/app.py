@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mnemo_tui.cli import cmd_entries, cmd_proof, cmd_rooms, cmd_server, cmd_state, cmd_tui, feed
+from mnemo_tui.cli import cmd_entries, cmd_proof, cmd_rooms, cmd_server, cmd_state, cmd_tui, cmd_vault, feed
 from mnemo_tui.cli.commands import add, group, root_app
 from mnemo_tui.cli.options import CatchupArgs, RecentArgs
 
@@ -19,9 +19,19 @@ add(rooms, "create", cmd_rooms.RoomsCreateArgs, cmd_rooms.rooms_create)
 add(rooms, "invite", cmd_rooms.RoomsInviteArgs, cmd_rooms.rooms_invite)
 add(rooms, "join", cmd_rooms.RoomsJoinArgs, cmd_rooms.rooms_join)
 
-vault = group(app, "vault", "Secrets: aliases and context only, never a value.")
-add(vault, "list", cmd_rooms.VaultListArgs, cmd_rooms.vault_list)
-add(vault, "add", cmd_rooms.VaultAddArgs, cmd_rooms.vault_add)
+vault = group(
+    app,
+    "vault",
+    "Secrets, sealed and unsealed on this machine to a key pair in the OS keyring; the backend holds sealed values.",
+    summary="Secrets, sealed on this machine: list, add, get, key pairs.",
+)
+add(vault, "list", cmd_vault.VaultListArgs, cmd_vault.vault_list)
+add(vault, "add", cmd_vault.VaultAddArgs, cmd_vault.vault_add)
+add(vault, "get", cmd_vault.VaultGetArgs, cmd_vault.vault_get)
+add(vault, "keygen", cmd_vault.VaultKeygenArgs, cmd_vault.vault_keygen)
+add(vault, "export-public", cmd_vault.VaultExportPublicArgs, cmd_vault.vault_export_public)
+add(vault, "export-key", cmd_vault.VaultExportKeyArgs, cmd_vault.vault_export_key)
+add(vault, "import-key", cmd_vault.VaultImportKeyArgs, cmd_vault.vault_import_key)
 
 watermark = group(app, "watermark", "Inspect and manage watermarks per backend, consumer and scope.")
 add(watermark, "list", cmd_state.WatermarkListArgs, cmd_state.watermark_list)

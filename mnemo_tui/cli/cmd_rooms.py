@@ -1,15 +1,12 @@
-"""Provides the rooms and vault commands."""
+"""Provides the rooms commands."""
 
 from __future__ import annotations
 
-import sys
-
-from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
-from mnemo_tui.cli.options import Args, flag, number, required, required_argument, table_format_opt, text
+from mnemo_tui.cli.options import Args, flag, number, required_argument, table_format_opt, text
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import ALIAS_SHAPE, MAX_SECRET_CONTEXT, parse_scope
+from mnemo_tui.model import parse_scope
 
 
 class RoomsListArgs(Args):
@@ -87,55 +84,3 @@ def rooms_join(c: Context, args: RoomsJoinArgs) -> None:
     output.document_or_line(
         args.fmt, joined.wire(f"Read it with `mnemo recent --scope {joined.address}`."), joined.address
     )
-
-
-# -- the vault ----------------------------------------------------------------------------
-
-
-class VaultListArgs(Args):
-    """Your secrets' aliases and context (never a value)."""
-
-    fmt = table_format_opt()
-
-
-def vault_list(c: Context, args: VaultListArgs) -> None:
-    output.check_format(args.fmt, allow_ndjson=False)
-    secrets = c.backend.vault_list()
-    output.listing(
-        args.fmt,
-        {"secrets": [s.wire() for s in secrets]},
-        empty="Your vault is empty. Add a secret with `mnemo vault add ALIAS --context TEXT`.",
-        headers=["ALIAS", "CREATED (UTC)", "CONTEXT"],
-        rows=[[s.alias, timefmt.to_iso(s.created_at)[:19].replace("T", " "), s.context] for s in secrets],
-        flex=2,
-    )
-
-
-class VaultAddArgs(Args):
-    """Store a secret: the value comes from stdin or a hidden prompt, never an argument."""
-
-    summary = "Store a secret (value from stdin or a hidden prompt)."
-    alias = required_argument("ALIAS", "Name of the secret: letters, digits, . _ -")
-    context = required("--context", metavar="TEXT", help="What the secret is for (shown in listings).")
-
-
-def vault_add(c: Context, args: VaultAddArgs) -> None:
-    import base64
-
-    if not ALIAS_SHAPE.match(args.alias):
-        raise ValidationError(f"alias {args.alias!r} must match ^[A-Za-z0-9._-]+$")
-    if len(args.context) > MAX_SECRET_CONTEXT:
-        raise ValidationError(f"--context is at most {MAX_SECRET_CONTEXT} characters, got {len(args.context)}")
-    if sys.stdin.isatty():
-        import getpass
-
-        value = getpass.getpass(f"Value of {args.alias} (hidden): ")
-    else:
-        value = sys.stdin.read()
-        if value.endswith("\n"):
-            value = value[:-1]
-    if not value:
-        raise ValidationError("the secret's value is empty")
-    sealed = base64.b64encode(value.encode()).decode()
-    c.backend.vault_add(args.alias, args.context, sealed)
-    sys.stdout.write(args.alias + "\n")

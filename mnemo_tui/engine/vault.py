@@ -7,7 +7,7 @@ import json
 from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.database import Database
-from mnemo_tui.errors import Conflict, ValidationError
+from mnemo_tui.errors import Conflict, NotFound, ValidationError
 from mnemo_tui.model import ALIAS_SHAPE, MAX_SECRET_CONTEXT, SecretInfo
 
 MAX_ALIAS = 200
@@ -50,3 +50,17 @@ class VaultOps(Database):
                 (atom, principal, alias, context, sealed_b64, json.dumps(list(concepts)), timefmt.now_us()),
             )
         return atom
+
+    def vault_sealed(self, principal: str, alias: str) -> str:
+        """The sealed value of the principal's secret under `alias` (the use path; never with its context).
+
+        Raises:
+            NotFound: the principal has no secret of that name.
+        """
+        with self.reading() as db:
+            row = db.execute(
+                "SELECT sealed FROM vault WHERE principal = ? AND alias = ?", (principal, alias)
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"no secret named {alias!r} in your vault (`mnemo vault list` shows them)")
+        return str(row[0])

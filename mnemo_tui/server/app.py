@@ -245,6 +245,7 @@ def create_app(
             at("/memory/rooms/{room_id}/invites", routes.rooms_invite, "POST"),
             at("/vault/secrets", routes.vault_list, "GET"),
             at("/vault/secrets", routes.vault_add, "POST"),
+            at("/vault/secrets/by-alias/{alias}", routes.vault_sealed, "GET"),
             at("/memory/atoms/{atom_id}", routes.atom_get, "GET"),
             at("/memory/atoms/{atom_id}", routes.atom_delete, "DELETE"),
             at("/memory/domains", routes.domains, "GET"),

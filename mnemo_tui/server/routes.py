@@ -286,6 +286,12 @@ def vault_add(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     return {"atom_id": atom, "alias": b["alias"]}
 
 
+def vault_sealed(engine: Engine, who: str, call: Call) -> dict[str, Any]:
+    """`GET /vault/secrets/by-alias/{alias}`: only the sealed value (never the context); the client unseals it."""
+    alias = call.params["alias"]
+    return {"alias": alias, "sealed_secret_b64": engine.vault_sealed(who, alias)}
+
+
 # -- single atoms and domains ------------------------------------------------------------------
 
 

@@ -41,6 +41,11 @@ def _keyring() -> Any | None:
     return backend
 
 
+def keyring_backend() -> Any | None:
+    """The usable keyring backend (for the vault's key pairs, kept under the same service), or None."""
+    return _keyring()
+
+
 def keyring_available() -> bool:
     """Whether a usable OS keyring backend exists."""
     return _keyring() is not None

@@ -13,7 +13,7 @@ import mnemo_tui.cli as cli_main
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import WriteRequest
 
-HEAVY = ("textual", "httpx", "keyring", "starlette", "uvicorn", "pydantic", "typer", "rich")
+HEAVY = ("textual", "httpx", "keyring", "starlette", "uvicorn", "pydantic", "typer", "rich", "nacl")
 
 PROBE = """
 import io, json, sys
@@ -82,6 +82,15 @@ def test_other_commands_go_through_typer(filled: Path) -> None:
     result = probe(filled, "search", "entry", "--format", "ndjson")
     assert result["code"] == 0 and "typer" in heavy_in(result["modules"])
     assert "textual" not in heavy_in(result["modules"])
+    assert "nacl" not in heavy_in(result["modules"])  # the crypto library is the vault commands' own
+
+
+def test_only_the_commands_that_seal_or_unseal_import_the_crypto_library(filled: Path) -> None:
+    listed = probe(filled, "vault", "list", "--format", "json")
+    assert listed["code"] == 0 and "nacl" not in heavy_in(listed["modules"])
+    assert "mnemo_tui.state.sealing" not in listed["modules"]  # type: ignore[operator]
+    demo = probe(filled, "demo", "--entries", "10")
+    assert demo["code"] == 0 and "nacl" in heavy_in(demo["modules"])
 
 
 @pytest.mark.parametrize(

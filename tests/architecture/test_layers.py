@@ -45,6 +45,7 @@ OWNED = {
     "starlette": ("mnemo_tui.server",),
     "uvicorn": ("mnemo_tui.server",),
     "keyring": ("mnemo_tui.state.credentials",),
+    "nacl": ("mnemo_tui.state.sealing",),  # imported by the vault commands and demo only (test_imports)
     "psycopg": ("mnemo_tui.engine",),
     "psycopg_pool": ("mnemo_tui.engine",),
 }

@@ -312,9 +312,10 @@ def _raw(args: list[bytes], stdin: bytes, home: Path) -> tuple[int, str]:
     import subprocess
 
     from conftest import MNEMO
+    from keyring_helpers import subprocess_env
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    env.update({"MNEMO_HOME": str(home), "NO_COLOR": "1"})
+    env.update({"MNEMO_HOME": str(home), "NO_COLOR": "1", **subprocess_env(home / "test-keyring.json")})
     proc = subprocess.run([MNEMO.encode(), *args], input=stdin, capture_output=True, env=env, timeout=60, check=False)
     return proc.returncode, proc.stderr.decode("utf-8", "replace")
 

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from keyring_helpers import MemoryKeyring, subprocess_env
 from reliability_helpers import Target, make_key, run_cli
 
 from mnemo_tui.cli import main
+from mnemo_tui.engine.store import Store
 
 # Commands that run until stopped or need a terminal: covered elsewhere (the server's own tests below).
 LONG_RUNNING = {("serve",), ("tui",), ("login",)}
@@ -57,16 +59,21 @@ class Session:
     """A fresh MNEMO_HOME with entries, a room with a second member, a key and one secret; runs `mnemo` in-process."""
 
     def __init__(self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+        import keyring
+
         self.capsys = capsys
         self.monkeypatch = monkeypatch
         self.home = home
         self.outputs: list[tuple[tuple[str, ...], int, str, str]] = []
+        self.keyring = MemoryKeyring()  # a real keyring backend of the test's own: the vault's pairs go there
+        monkeypatch.setattr(keyring.core, "_keyring_backend", self.keyring)
         monkeypatch.setenv("MNEMO_HOME", str(home))
         monkeypatch.setenv("MNEMO_PRINCIPAL", "alice")
 
-    def run(self, *argv: str, stdin: str = "", principal: str = "alice") -> tuple[int, str, str]:
+    def run(self, *argv: str, stdin: str = "", principal: str = "alice", tty: bool = False) -> tuple[int, str, str]:
         self.monkeypatch.setenv("MNEMO_PRINCIPAL", principal)
         self.monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        self.monkeypatch.setattr("mnemo_tui.cli.output.is_tty", lambda stream: tty)
         code = main(list(argv))
         out, err = self.capsys.readouterr()
         self.outputs.append((argv, code, out, err))
@@ -89,6 +96,18 @@ def _exercise(s: Session, room: str, alias: str, value: str) -> None:
     """Store one secret, then run every command that shows data, in every format it has."""
     assert s.run("vault", "add", alias, "--context", f"context of {alias}", stdin=value + "\n")[0] == 0
     assert s.run("--debug", "vault", "add", alias, "--context", "again", stdin=value)[0] == 2  # taken; no value
+    # `get` on a terminal without --reveal unseals but prints nothing, and says how.
+    code, out, err = s.run("vault", "get", alias, tty=True)
+    assert code == 0 and out == "" and "--reveal" in err
+    assert s.run("--debug", "vault", "get", alias, "--insecure-storage")[0] == 3  # no pair in the file
+    assert s.run("--debug", "vault", "get", alias, principal="bob")[0] == 2  # not bob's secret
+    assert s.run("--debug", "vault", "get", "no-such-" + alias)[0] == 2
+    assert s.run("--debug", "vault", "keygen")[0] == 2  # the pair exists: refused, nothing printed but a line
+    s.run("vault", "export-public")
+    # Piped (or --reveal), `get` prints the value: the one output that must, checked and set aside.
+    assert s.run("vault", "get", alias)[1:] == (value + "\n", "")
+    assert s.run("vault", "get", alias, "--reveal", tty=True)[1] == value + "\n"
+    del s.outputs[-2:]
     s.run("write", f"{alias} was rotated", "--concept", alias)
     for fmt in FORMATS:
         for scope in ((), ("--scope", room)):
@@ -117,7 +136,8 @@ def _exercise(s: Session, room: str, alias: str, value: str) -> None:
 
 COVERED = {
     ("write",), ("recent",), ("catchup",), ("search",), ("rooms", "create"), ("rooms", "invite"),
-    ("rooms", "join"), ("rooms", "list"), ("vault", "add"), ("vault", "list"),
+    ("rooms", "join"), ("rooms", "list"), ("vault", "add"), ("vault", "list"), ("vault", "get"),
+    ("vault", "keygen"), ("vault", "export-public"),
     ("keys", "list"), ("watermark", "list"), ("watermark", "show"), ("status",), ("verify",),
 }  # fmt: skip
 
@@ -142,15 +162,34 @@ def _exercise_the_rest(s: Session, room: str) -> None:
             s.run(*path)
 
 
-def _assert_no_leak(s: Session, value: str, key: str) -> None:
-    sealed = base64.b64encode(value.encode()).decode()
+def _private_keys(s: Session) -> list[str]:
+    """The private key texts of every vault pair the session's keyring holds (as kept: `mnemo-key-v1:...`)."""
+    return [text for (_service, user), text in s.keyring.secrets.items() if user.startswith("vault-key:")]
+
+
+def _assert_no_leak(s: Session, value: str, key: str, alias: str | None = None) -> None:
+    in_files = [(value, "vault value"), (base64.b64encode(value.encode()).decode(), "value in base64")]
+    in_files += [(private.split(":", 1)[1], "vault private key") for private in _private_keys(s)]
+    needles = list(in_files)
+    if alias is not None:  # the sealed value is in the store file, by design, and in no output
+        store = Store(s.home / "store.db")
+        try:
+            needles.append((store.vault_sealed("alice", alias), "sealed vault value"))
+        finally:
+            store.close()
     for argv, code, out, err in s.outputs:
         assert "Traceback" not in err or "--debug" in argv, (argv, err)
-        for needle, what in ((value, "vault value"), (sealed, "sealed vault value")):
+        for needle, what in needles:
             if needle in out or needle in err:
                 raise Leak(f"`mnemo {' '.join(argv)}` (exit {code}) shows the {what}")
         if key in out or key in err:
             raise Leak(f"`mnemo {' '.join(argv)}` shows an API key")
+    # Nor does any file mnemo keeps (the store and its journal, the state database, config) hold one.
+    for path in sorted(p for p in s.home.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        for needle, what in in_files:
+            if needle.encode() in data:
+                raise Leak(f"{path.name} holds the {what}")
 
 
 @pytest.fixture
@@ -177,15 +216,16 @@ def test_no_command_in_any_format_ever_shows_a_vault_value_or_a_key(
         s.outputs.clear()
         _exercise(s, room, alias, value)
         assert len(s.outputs) > 30
-        _assert_no_leak(s, value, key)
+        _assert_no_leak(s, value, key, alias)
 
     one_secret()
     # Then every other command once, against every value stored so far.
     s.outputs.clear()
     value = "the-last-secret-" + os.urandom(8).hex()
-    _exercise(s, room, "last-" + os.urandom(4).hex(), value)
+    alias = "last-" + os.urandom(4).hex()
+    _exercise(s, room, alias, value)
     _exercise_the_rest(s, room)
-    _assert_no_leak(s, value, key)
+    _assert_no_leak(s, value, key, alias)
 
 
 def test_the_leak_check_itself_catches_a_leak(
@@ -203,20 +243,30 @@ def test_the_leak_check_itself_catches_a_leak(
 def test_the_installed_cli_keeps_a_piped_value_out_of_every_output(tmp_path: Path) -> None:
     """The same promise through the real console script and real pipes, plus the store's other files."""
     value = "p@ss-" + os.urandom(12).hex()
-    env = Target("embedded", tmp_path / "store.db").env(tmp_path / "home")
+    keyring_file = tmp_path / "keyring.json"
+    env = Target("embedded", tmp_path / "store.db").env(tmp_path / "home", **subprocess_env(keyring_file))
     runs = [
         run_cli(env, "vault", "add", "db-password", "--context", "prod db", input=value + "\n"),
         run_cli(env, "--debug", "vault", "add", "db-password", "--context", "prod db", input=value),
+        run_cli(env, "--debug", "vault", "get", "nope"),
+        run_cli(env, "--debug", "vault", "get", "db-password", "--insecure-storage"),
+        run_cli({**env, **subprocess_env(None)}, "--debug", "vault", "get", "db-password"),
         run_cli(env, "vault", "list", "--format", "json"),
         run_cli(env, "vault", "list"),
         run_cli(env, "recent", "--all", "--format", "ndjson"),
         run_cli(env, "catchup", "--format", "json"),
     ]
     assert runs[0].returncode == 0 and runs[0].stdout == "db-password\n"
-    assert runs[1].returncode == 2
+    assert [p.returncode for p in runs[1:5]] == [2, 2, 3, 3]
+    private = json.loads(keyring_file.read_text())
     for proc in runs:
         assert value not in proc.stdout + proc.stderr
-    assert "db-password" in runs[2].stdout
+        assert not any(text.split(":", 1)[1] in proc.stdout + proc.stderr for text in private.values())
+    got = run_cli(env, "vault", "get", "db-password")
+    assert got.returncode == 0 and got.stdout == value + "\n"
+    for path in tmp_path.glob("store.db*"):
+        assert value.encode() not in path.read_bytes()
+    assert "db-password" in runs[5].stdout
     found = run_cli(env, "search", value, "--format", "json")
     assert found.returncode == 0
     assert all(value not in json.dumps(item) for item in json.loads(found.stdout)["items"])

@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from keyring_helpers import subprocess_env
 from reliability_helpers import Server, make_key, run_cli, start_server
+
+from mnemo_tui.state import sealing
 
 httpx = pytest.importorskip("httpx")
 
@@ -69,7 +72,7 @@ def test_no_response_of_any_endpoint_holds_a_vault_value(server: Server, value: 
     alias = f"{alias}-{secrets.token_hex(3)}"
     # A random prefix makes the value impossible to meet by chance in an answer (`],"next_curs` was).
     value = secrets.token_hex(6).encode() + value
-    sealed = base64.b64encode(value).decode()
+    sealed = sealing.seal(sealing.generate().public, value)  # as `mnemo vault add` sends it
     with httpx.Client(base_url=server.base, headers={"X-Api-Key": server.keys["alice"]}, timeout=30) as c:
         room = c.post("/memory/rooms", json={"name": "r-" + alias}).json()["room_id"]
         atom = c.post("/memory/write", json={"content": f"{alias} rotated", "concepts": [alias]}).json()["atom_id"]
@@ -81,15 +84,25 @@ def test_no_response_of_any_endpoint_holds_a_vault_value(server: Server, value: 
         # The secret's own atom id is not an entry either: nothing reads it back.
         answers.append(c.get(f"/memory/atoms/{stored.json()['atom_id']}"))
         assert answers[-1].status_code == 404
+        # Only the use path hands the sealed value back, to its owner, and nothing else with it.
+        use = c.get(f"/vault/secrets/by-alias/{alias}")
+        assert use.status_code == 200 and use.json() == {"alias": alias, "sealed_secret_b64": sealed}
     with httpx.Client(base_url=server.base, headers={"X-Api-Key": server.keys["bob"]}, timeout=30) as c:
         answers += _every_read(c, room, atom, alias)
+        answers.append(c.get(f"/vault/secrets/by-alias/{alias}"))  # bob's own (added above), never alice's
     plain = value.decode("latin-1")
-    for resp in answers:
+    for resp in [*answers, use]:
         assert resp.status_code < 500
-        assert sealed not in resp.text, resp.request.url
+        assert base64.b64encode(value).decode() not in resp.text
         if value.isascii():
             assert plain not in resp.text
-    assert sealed not in server.log_text()
+    for resp in answers:
+        assert sealed not in resp.text, resp.request.url
+    log = server.log_text()
+    assert sealed not in log and base64.b64encode(value).decode() not in log
+    assert not value.isascii() or plain not in log
+    for path in server.store.parent.glob(server.store.name + "*"):
+        assert value not in path.read_bytes()
 
 
 def test_no_key_reaches_the_access_log_wherever_it_is_put(server: Server) -> None:
@@ -146,8 +159,14 @@ def test_the_remote_cli_in_every_format_keeps_the_value_and_key_out(server: Serv
     home.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
     env.update({"MNEMO_HOME": str(home), "NO_COLOR": "1", "MNEMO_ENDPOINT": server.base, "MNEMO_API_KEY": key})
+    env.update(subprocess_env(tmp_path / "keyring.json"))
     runs = [run_cli(env, "vault", "add", "bob-token", "--context", "ci token", input=value + "\n")]
     assert runs[0].returncode == 0, runs[0].stderr
+    got = run_cli(env, "vault", "get", "bob-token")  # fetched sealed over the wire, unsealed here
+    assert got.returncode == 0 and got.stdout == value + "\n", got.stderr
+    for argv in (("vault", "get", "bob-token", "--insecure-storage"), ("vault", "get", "nope")):
+        failed = run_cli(dict(env, MNEMO_DEBUG="1"), *argv)
+        assert failed.returncode in (2, 3) and value not in failed.stdout + failed.stderr
     runs.append(run_cli(env, "write", "bob rotated bob-token"))
     for fmt in ("table", "json", "ndjson"):
         runs.append(run_cli(env, "recent", "--all", "--format", fmt))
@@ -163,3 +182,6 @@ def test_the_remote_cli_in_every_format_keeps_the_value_and_key_out(server: Serv
         assert base64.b64encode(value.encode()).decode() not in blob
     status = json.loads(runs[-1].stdout)
     assert status["key_source"] == "env" and key not in json.dumps(status)
+    assert value not in server.log_text()
+    for path in server.store.parent.glob(server.store.name + "*"):
+        assert value.encode() not in path.read_bytes()

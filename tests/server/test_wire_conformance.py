@@ -116,6 +116,9 @@ def recorded(tmp_path: Path) -> Iterator[list[tuple[str, str, int, Any]]]:
         call("get", "/memory/rooms", bob)
         call("post", "/vault/secrets", alice, {"alias": "db", "context": "staging", "sealed_secret_b64": "c2VjcmV0"})
         call("get", "/vault/secrets", alice)
+        call("get", "/vault/secrets/by-alias/{alias}", alice, alias="db")
+        call("get", "/vault/secrets/by-alias/{alias}", bob, alias="db")  # another principal's: 404
+        call("get", "/vault/secrets/by-alias/{alias}", alice, alias="nope")
         call("get", "/memory/atoms/{atom_id}", alice, atom_id=new["atom_id"])
         call("get", "/memory/atoms/{atom_id}", alice, atom_id=old["atom_id"])
         call("get", "/memory/atoms/{atom_id}", bob, atom_id=new["atom_id"])
@@ -140,7 +143,7 @@ def test_every_answer_of_mnemo_serve_validates_against_the_hosted_schemas(
         statuses.add(status)
     assert {200, 400, 401, 403, 404, 409, 422} <= statuses
     covered = {(m, t) for m, t, s, _ in recorded if s == 200}
-    assert len(covered) == 15  # every endpoint of WIRE.md answered successfully at least once
+    assert len(covered) == 16  # every endpoint of WIRE.md answered successfully at least once
 
 
 def test_our_openapi_keeps_the_hosted_schemas_verbatim() -> None:
@@ -218,6 +221,7 @@ def test_search_answers_of_any_allowed_shape_parse(canned: tuple[Canned, RemoteB
     joined=generated("JoinedRoomSchema"),
     secrets=generated("ListSecretsResponse"),
     added=generated("CreateSecretResponse"),
+    sealed=generated("SealedSecretResponse"),
     detail=generated("AtomDetailSchema"),
 )
 def test_room_vault_and_atom_answers_of_any_allowed_shape_parse(
@@ -227,6 +231,7 @@ def test_room_vault_and_atom_answers_of_any_allowed_shape_parse(
     joined: Any,
     secrets: Any,
     added: Any,
+    sealed: Any,
     detail: Any,
 ) -> None:
     app, backend = canned
@@ -240,6 +245,8 @@ def test_room_vault_and_atom_answers_of_any_allowed_shape_parse(
     assert [s.alias for s in backend.vault_list()] == [s["alias"] for s in secrets["secrets"]]
     app.answer(200, added)
     assert backend.vault_add("a", "c", "dmFsdWU=") == added["atom_id"]
+    app.answer(200, sealed)
+    assert backend.vault_sealed("a") == sealed["sealed_secret_b64"]
     app.answer(200, detail)
     assert backend.get("00000000-0000-4000-8000-000000000000").atom_id == detail["id"]
 
