@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import Literal
 
 from mnemo_tui.errors import AuthError, LocalStateError, ValidationError
+from mnemo_tui.files import EXCLUSIVE, write_atomic
 from mnemo_tui.state import credentials
 from mnemo_tui.state.config import Settings
 
 FILE_NAME = "vault-keys.json"
 Where = Literal["keyring", "file"]
-_NEW_PRIVATE = os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_WRONLY
 
 
 def backend_identity(settings: Settings) -> str:
@@ -58,7 +57,7 @@ def write_new_private(path: Path, text: str) -> None:
         LocalStateError: the file cannot be written.
     """
     try:
-        fd = os.open(path, _NEW_PRIVATE, 0o600)
+        fd = os.open(path, EXCLUSIVE, 0o600)
     except FileExistsError:
         raise ValidationError(f"{path} exists already; name a new file") from None
     except OSError as exc:
@@ -93,15 +92,8 @@ def _read_file(path: Path) -> dict[str, str]:
 
 def _write_file(path: Path, data: dict[str, str]) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(data, indent=2, sort_keys=True), 0o600)
     except OSError as exc:
-        raise LocalStateError(f"{path.parent} cannot be created ({exc.strerror})") from None
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    write_new_private(tmp, json.dumps(data, indent=2, sort_keys=True))
-    try:
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise LocalStateError(f"vault key file {path} cannot be written ({exc.strerror})") from None
 
 
