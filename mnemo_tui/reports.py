@@ -66,8 +66,9 @@ def _lines(
             lines.append(f"Shared rooms are separate stores; this read did not search your {noun}:")
             names = [name(r.name) for r in rooms]
             width = max(len(n) for n in names)
-            lines += [f"  - {n.ljust(width)}  {r.address}" for n, r in zip(names, rooms, strict=True)]
-            lines.append(f"Re-run with --scope {rooms[0].address if len(rooms) == 1 else 'xroom:…'} to read it.")
+            # An address comes from the endpoint too: shown through the same sanitizer as a name.
+            lines += [f"  - {n.ljust(width)}  {name(r.address)}" for n, r in zip(names, rooms, strict=True)]
+            lines.append(f"Re-run with --scope {name(rooms[0].address) if len(rooms) == 1 else 'xroom:…'} to read it.")
         else:
             lines.append("You belong to no shared rooms, so no room went unsearched.")
     return "\n".join(lines)

@@ -15,7 +15,7 @@ from mnemo_tui.model import MAX_LIMIT, Entry, RecentQuery, WalkProgress, Waterma
 REMOTE_OVERLAP = 2_000_000
 # Pages in a row with a cursor but no entry before a walk is declared stuck (a page may be short,
 # even empty, and still carry a cursor; an endless run of them is a feed that never advances).
-MAX_EMPTY_PAGES = 16
+MAX_EMPTY_PAGES = 1000
 
 
 def default_overlap(backend: Backend) -> int:

@@ -47,7 +47,7 @@ def _options(args: list[str], declared: type[Args], *, stop_at_word: bool) -> tu
             value = args[i + 1]
             i += 2
         if opt.kind == "int":
-            if not value.isdigit():
+            if not (value.isascii() and value.isdigit()):  # `²` is a digit to Python, not to int()
                 return None
             found[opt.name] = int(value)
         else:

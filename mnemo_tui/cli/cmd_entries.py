@@ -32,6 +32,7 @@ from mnemo_tui.model import (
     WriteRequest,
     parse_scope,
 )
+from mnemo_tui.text import line as safe
 
 
 class WriteArgs(Args):
@@ -76,7 +77,7 @@ def write(c: Context, args: WriteArgs) -> None:
             client_env="cli",
         )
     )
-    sys.stdout.write(result.atom_id + "\n")
+    sys.stdout.write(safe(result.atom_id) + "\n")  # an endpoint answered it
 
 
 class SearchArgs(Args):

@@ -11,6 +11,7 @@ from mnemo_tui.cli.options import Args, flag, given, required, scope_opt, table_
 from mnemo_tui.model import describe_scope, parse_scope
 from mnemo_tui.proof import read_expected, run_checks
 from mnemo_tui.proof import verify as run_verify
+from mnemo_tui.text import line as safe
 
 
 class CheckArgs(Args):
@@ -39,11 +40,11 @@ def check(c: Context, args: CheckArgs) -> int:
     if args.fmt == "json":
         out.write(output.dumps(report.wire()) + "\n")
     else:
-        out.write(f"mnemo check: {report.target}; {report.probes_note}\n")
+        out.write(f"mnemo check: {safe(report.target)}; {safe(report.probes_note)}\n")
         width = max(len(r.name) for r in report.checks)
         for number, result in enumerate(report.checks, start=1):
             mark = "PASS" if result.passed else "FAIL"
-            out.write(f"{mark}  {number}. {result.name.ljust(width)}  {result.detail}\n")
+            out.write(f"{mark}  {number}. {result.name.ljust(width)}  {safe(result.detail)}\n")
         passed = sum(r.passed for r in report.checks)
         out.write(f"{passed}/{len(report.checks)} checks passed.\n")
     return 0 if report.passed else 1
@@ -78,7 +79,7 @@ def verify(c: Context, args: VerifyArgs) -> int:
             f"{result.expected} expected, {len(result.missing)} missing, {len(result.repeated)} repeated\n"
         )
         for atom_id in result.missing:
-            out.write(f"missing   {atom_id}\n")
+            out.write(f"missing   {safe(atom_id)}\n")
         for atom_id in result.repeated:
-            out.write(f"repeated  {atom_id}\n")
+            out.write(f"repeated  {safe(atom_id)}\n")
     return 0 if result.passed else 1

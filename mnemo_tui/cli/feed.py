@@ -110,7 +110,9 @@ def room_name_hint(backend: Backend, report: EmptyReport) -> None:
         return
     for room in backend.rooms():
         if room.name == scope:
-            output.hint(f"(You belong to a room named {text.quoted(scope)}: read it with --scope {room.address})")
+            output.hint(
+                f"(You belong to a room named {text.quoted(scope)}: read it with --scope {text.line(room.address)})"
+            )
             return
 
 

@@ -39,8 +39,9 @@ def dumps(value: Any) -> str:
 
 
 def document_or_line(fmt: str, document: Any, line: str) -> None:
-    """What a command that makes one thing prints: the JSON document, or in a table the one line scripts read."""
-    sys.stdout.write((dumps(document) if fmt == "json" else line) + "\n")
+    """What a command that makes one thing prints: the JSON document, or in a table the one line scripts read
+    (an id or a code an endpoint sent: shown through the sanitizer, as every text a person reads)."""
+    sys.stdout.write((dumps(document) if fmt == "json" else text.line(line)) + "\n")
 
 
 def ndjson(out: IO[str], wires: Iterable[str]) -> None:

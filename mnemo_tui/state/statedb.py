@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,12 +48,16 @@ _SCHEMA = [
         host TEXT NOT NULL,
         pid INTEGER NOT NULL,
         started_at INTEGER NOT NULL,
+        beat_at INTEGER NOT NULL,
         PRIMARY KEY (backend, principal, consumer, scope)
     ) STRICT""",
 ]
 _VERSION = 2
-# A run recorded by another machine (a state database on a shared folder) counts as abandoned after this.
-_FOREIGN_RUN_US = 24 * 3600 * 1_000_000
+# A run's record is its lease: every checkpoint renews it. A run of another machine (a state database
+# on a shared volume, a container that came back under a new name) is abandoned once its lease is this
+# old; one of this machine, once its process is gone, or (a pid reused) once its lease is an hour old.
+_FOREIGN_LEASE_US = 5 * 60 * 1_000_000
+_LOCAL_LEASE_US = 3600 * 1_000_000
 
 
 def _not_damage(exc: sqlite3.DatabaseError) -> bool:
@@ -303,6 +309,7 @@ class StateDB:
         with self._transaction() as db:
             cur = db.execute(f"DELETE FROM watermarks WHERE {_WHERE}", key.row())
             db.execute(f"DELETE FROM checkpoints WHERE {_WHERE}", key.row())
+            db.execute(f"DELETE FROM runs WHERE {_WHERE}", key.row())
         return cur.rowcount > 0
 
     # -- runs -------------------------------------------------------------------------------
@@ -313,15 +320,13 @@ class StateDB:
         A run whose process is gone (killed, crashed) leaves its record behind: it is taken over.
 
         Raises:
-            Conflict: another pass of the same consumer and scope is running.
+            Conflict: another pass of the same consumer and scope is running (`watermark reset` clears a
+                record that should not be there).
         """
-        import os
-        import socket
-
         host, pid, now = socket.gethostname(), os.getpid(), timefmt.now_us()
         with self._transaction() as db:
-            row = db.execute(f"SELECT host, pid, started_at FROM runs WHERE {_WHERE}", key.row()).fetchone()
-            if row is not None and _alive(row[0], row[1], row[2], host, now):
+            row = db.execute(f"SELECT host, pid, started_at, beat_at FROM runs WHERE {_WHERE}", key.row()).fetchone()
+            if row is not None and _alive(row[0], row[1], row[3], host, now):
                 where = "" if row[0] == host else f" on {row[0]}"
                 raise Conflict(
                     f"another catchup of consumer {key.consumer!r} on {key.scope or 'your own store'} is running "
@@ -329,9 +334,9 @@ class StateDB:
                     "--consumer"
                 )
             db.execute(
-                "INSERT OR REPLACE INTO runs(backend, principal, consumer, scope, run_id, host, pid, started_at) "
-                "VALUES (?,?,?,?,?,?,?,?)",
-                (*key.row(), run_id, host, pid, now),
+                "INSERT OR REPLACE INTO runs(backend, principal, consumer, scope, run_id, host, pid, started_at, beat_at) "
+                "VALUES (?,?,?,?,?,?,?,?,?)",
+                (*key.row(), run_id, host, pid, now, now),
             )
 
     def release_run(self, key: StateKey, run_id: str) -> None:
@@ -347,6 +352,10 @@ class StateDB:
             "VALUES (?,?,?,?,?,?,?) ON CONFLICT (backend, principal, consumer, scope) DO UPDATE SET "
             "walk_id = excluded.walk_id, state = excluded.state, updated_at = excluded.updated_at",
             (*key.row(), cp.walk_id, cp.to_json(), timefmt.now_us()),
+        )
+        # The run's lease renewed with its progress (its walk id is its run id).
+        self._execute(
+            f"UPDATE runs SET beat_at = ? WHERE {_WHERE} AND run_id = ?", (timefmt.now_us(), *key.row(), cp.walk_id)
         )
 
     def load_checkpoint(self, key: StateKey) -> Checkpoint | None:
@@ -365,11 +374,12 @@ class StateDB:
         self._execute(f"DELETE FROM checkpoints WHERE {_WHERE}", key.row())
 
 
-def _alive(host: str, pid: int, started_at: int, here: str, now: int) -> bool:
-    """Whether a recorded run may still be running: its process exists (this machine), or it is recent (another)."""
+def _alive(host: str, pid: int, beat_at: int, here: str, now: int) -> bool:
+    """Whether a recorded run may still be running: its lease is fresh, and on this machine its process exists."""
     if host != here:
-        return now - started_at < _FOREIGN_RUN_US
-    import os
+        return now - beat_at < _FOREIGN_LEASE_US
+    if now - beat_at >= _LOCAL_LEASE_US:
+        return False
 
     try:
         os.kill(pid, 0)

@@ -286,16 +286,50 @@ def test_a_second_pass_of_the_same_consumer_and_scope_is_refused_while_the_first
     assert CatchUp(local, state).run(lambda e: None).delivered == 0  # the first one's claim was released
 
 
+def _recorded_run(state: StateDB, key: StateKey, host: str, pid: int, beat_at: int) -> None:
+    state.db.execute(
+        "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?)", (*key.row(), "old-run", host, pid, beat_at, beat_at)
+    )
+
+
 def test_a_pass_whose_process_died_is_taken_over(local: LocalBackend, state: StateDB) -> None:
     key = StateKey(local.identity, local.principal, "default", None)
-    dead = subprocess.run(["true"], check=True)  # a pid that has exited
-    assert dead.returncode == 0
-    state.db.execute(
-        "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?)",
-        (*key.row(), "old-run", socket.gethostname(), 2**22 + 12345, 0),
-    )
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid that has exited (and been reaped)
+    _recorded_run(state, key, socket.gethostname(), gone.pid, int(time.time() * 1e6))
     local.write(WriteRequest(content="after a crash"))
     assert CatchUp(local, state).run(lambda e: None).delivered == 1
+
+
+def test_a_run_of_another_machine_holds_only_while_its_lease_is_fresh(local: LocalBackend, state: StateDB) -> None:
+    key = StateKey(local.identity, local.principal, "default", None)
+    now = int(time.time() * 1e6)
+    _recorded_run(state, key, "another-container", 1, now)
+    with pytest.raises(Conflict, match="on another-container"):
+        CatchUp(local, state).run(lambda e: None)
+    state.db.execute("UPDATE runs SET beat_at = ?", (now - 10 * 60 * 1_000_000,))  # ten minutes without a checkpoint
+    assert CatchUp(local, state).run(lambda e: None).delivered == 0
+
+
+def test_watermark_reset_clears_a_run_record_that_should_not_be_there(local: LocalBackend, state: StateDB) -> None:
+    key = StateKey(local.identity, local.principal, "default", None)
+    _recorded_run(state, key, "another-container", 1, int(time.time() * 1e6))
+    state.reset(key)
+    assert CatchUp(local, state).run(lambda e: None).pages == 1
+
+
+def test_every_checkpoint_renews_the_run_lease(local: LocalBackend, state: StateDB) -> None:
+    for i in range(5):
+        local.write(WriteRequest(content=f"entry {i}"))
+    beats: list[int] = []
+    key = StateKey(local.identity, local.principal, "default", None)
+
+    def emit(entries: list[Any]) -> None:
+        beats.append(state.db.execute("SELECT beat_at FROM runs WHERE consumer = 'default'").fetchone()[0])
+
+    CatchUp(local, state, limit=2).run(emit)
+    assert len(beats) == 3 and beats == sorted(beats) and beats[0] < beats[-1]
+    assert state.db.execute("SELECT count(*) FROM runs WHERE consumer = ?", (key.consumer,)).fetchone()[0] == 0
 
 
 def test_a_writer_clock_at_the_end_of_time_can_never_make_a_store_unwritable(store: Store) -> None:
@@ -494,3 +528,26 @@ def test_the_server_answers_503_not_500_when_its_own_store_fails(tmp_path: Path)
 
     translated = _translate(LocalStateError("the disk holding store x is full"))
     assert isinstance(translated, Unavailable) and translated.status == 503
+
+
+def test_ids_and_codes_an_endpoint_sends_reach_the_terminal_sanitized(isolated_home: Path) -> None:
+    hostile = "id\x1b]0;PWNED\x07"
+    canned = Canned()
+    canned.answer(200, {"stored": True, "atom_id": hostile, "importance": 0.0, "reason": "", "superseded": []})
+    room = {"room_id": "room_X\x1b]52;c;ZXZpbA==\x07", "name": "r", "address": "xroom:room_X\x1b[2K", "role": "owner"}
+    canned.answer(200, {"items": [], "next_cursor": None})
+    canned.answer(200, [{**room, "scope": "read_write", "archived": False}])
+    with serving(canned) as server:
+        env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": KEY_SHAPED}
+        wrote = _run(isolated_home, "write", "hi", env=env)
+        listed = _run(isolated_home, "recent", env=env)
+    for result in (wrote, listed):
+        assert b"\x1b" not in result.stdout + result.stderr and b"\x07" not in result.stdout + result.stderr
+    assert wrote.stdout.strip() == b"id\\x1b]0;PWNED\\x07"
+    assert b"xroom:room_X\\x1b]52;c;ZXZpbA==\\x07" in listed.stdout
+
+
+def test_a_limit_spelled_in_other_digits_is_a_usage_error_on_the_fast_path(isolated_home: Path) -> None:
+    for command in ("recent", "catchup"):
+        result = _run(isolated_home, command, "--limit", "\u00b2")
+        assert result.returncode == 2 and b"internal error" not in result.stderr

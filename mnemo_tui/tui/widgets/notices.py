@@ -51,7 +51,9 @@ class ReportView(Vertical):
         rooms.set_options(
             Option(
                 Content.from_markup(
-                    "[b]$name[/b]  [$text-muted]$address[/]", name=text.line(r.name).ljust(width), address=r.address
+                    "[b]$name[/b]  [$text-muted]$address[/]",
+                    name=text.line(r.name).ljust(width),
+                    address=text.line(r.address),
                 ),
                 id=r.address,
             )
