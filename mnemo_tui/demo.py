@@ -295,7 +295,7 @@ def _secret(store: Engine, principal: str) -> str | None:
     from mnemo_tui.state import sealing
 
     throwaway = sealing.generate().public
-    sealed = sealing.seal(throwaway, b"demo-" + random.randbytes(12).hex().encode())
+    sealed = sealing.seal(throwaway, b"demo-" + random.randbytes(12).hex().encode(), SECRET_ALIAS)
     try:
         store.vault_add(principal, SECRET_ALIAS, "Token the deploy bot uses for the staging cluster", sealed, ("ops",))
     except Conflict:

@@ -129,7 +129,7 @@ def vault_add(c: Context, args: VaultAddArgs) -> None:
             pair = sealing.generate()
             _keep(c, pair, args.insecure_storage, "Created")
         public = pair.public
-    sealed = sealing.seal(public, value)
+    sealed = sealing.seal(public, value, args.alias)
     c.backend.vault_add(args.alias, args.context, sealed)
     sys.stdout.write(args.alias + "\n")
 

@@ -2,7 +2,7 @@
 
 A sealed value, as stored and carried (`sealed_secret_b64`), is the base64 of
 
-    MAGIC (b"\\xffMNS1") | key id (8 bytes) | SealedBox ciphertext (ephemeral public key, MAC, value)
+    MAGIC (b"\\xffMNS2") | key id (8 bytes) | SealedBox ciphertext (ephemeral public key, MAC, value)
 
 `0xFF` never begins UTF-8 text, so a value mnemo 0.1 stored (the base64 of the plain text) is
 told apart exactly. The key id (BLAKE2b-64 of the public key) names the pair a value was sealed
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from mnemo_tui.errors import AuthError, ValidationError
 
-MAGIC = b"\xffMNS1"
+MAGIC = b"\xffMNS2"
 KEY_ID_BYTES = 8
 PUBLIC_PREFIX = "mnemo-pub-v1:"
 PRIVATE_PREFIX = "mnemo-key-v1:"
@@ -95,11 +95,15 @@ def public_of(public_text: str) -> bytes:
     return _decode(public_text, PUBLIC_PREFIX, "a vault public key")
 
 
-def seal(public: bytes, value: bytes) -> str:
-    """`value` sealed to `public`, as the `sealed_secret_b64` the store and the wire carry."""
+def seal(public: bytes, value: bytes, alias: str) -> str:
+    """`value` sealed to `public` under `alias`, as the `sealed_secret_b64` the store and the wire carry.
+
+    The alias is sealed with the value, so a store whose values were swapped between aliases (by
+    whoever holds the store) is caught when one is opened.
+    """
     from nacl.public import PublicKey, SealedBox
 
-    box = SealedBox(PublicKey(public)).encrypt(value)
+    box = SealedBox(PublicKey(public)).encrypt(alias.encode() + b"\0" + value)
     return base64.b64encode(MAGIC + bytes.fromhex(key_id(public)) + box).decode()
 
 
@@ -142,8 +146,15 @@ def unseal(pair: KeyPair, alias: str, sealed_b64: str) -> bytes:
 
     box = base64.b64decode(sealed_b64)[len(MAGIC) + KEY_ID_BYTES :]
     try:
-        return SealedBox(PrivateKey(pair.private)).decrypt(box)
+        opened = SealedBox(PrivateKey(pair.private)).decrypt(box)
     except CryptoError:
         raise AuthError(
             f"secret {alias!r} does not open with key pair {pair.key_id}: it was altered or sealed to another pair"
         ) from None
+    sealed_alias, _, value = opened.partition(b"\0")
+    if sealed_alias != alias.encode():
+        raise AuthError(
+            f"secret {alias!r} holds a value sealed under another alias: the store's values were moved; "
+            "do not trust it, add it again"
+        )
+    return value

@@ -72,7 +72,7 @@ def test_no_response_of_any_endpoint_holds_a_vault_value(server: Server, value: 
     alias = f"{alias}-{secrets.token_hex(3)}"
     # A random prefix makes the value impossible to meet by chance in an answer (`],"next_curs` was).
     value = secrets.token_hex(6).encode() + value
-    sealed = sealing.seal(sealing.generate().public, value)  # as `mnemo vault add` sends it
+    sealed = sealing.seal(sealing.generate().public, value, alias)  # as `mnemo vault add` sends it
     with httpx.Client(base_url=server.base, headers={"X-Api-Key": server.keys["alice"]}, timeout=30) as c:
         room = c.post("/memory/rooms", json={"name": "r-" + alias}).json()["room_id"]
         atom = c.post("/memory/write", json={"content": f"{alias} rotated", "concepts": [alias]}).json()["atom_id"]

@@ -22,12 +22,19 @@ PAIR = sealing.generate()
 
 @given(value=st.binary(min_size=1, max_size=300))
 def test_a_sealed_value_opens_with_its_pair_only(value: bytes) -> None:
-    sealed = sealing.seal(PAIR.public, value)
+    sealed = sealing.seal(PAIR.public, value, "a")
     assert sealing.unseal(PAIR, "a", sealed) == value
     assert sealing.sealed_key_id("a", sealed) == PAIR.key_id
     assert len(value) < 8 or value not in base64.b64decode(sealed)  # a byte or two may meet by chance
     with pytest.raises(AuthError, match="another key pair"):
         sealing.unseal(sealing.generate(), "a", sealed)
+
+
+def test_a_value_moved_to_another_alias_is_refused() -> None:
+    # Whoever holds the store can swap two sealed values between aliases: the alias sealed inside says so.
+    staging = sealing.seal(PAIR.public, b"staging-token", "staging")
+    with pytest.raises(AuthError, match="sealed under another alias"):
+        sealing.unseal(PAIR, "prod", staging)
 
 
 @given(text=st.text(min_size=1, max_size=100))
