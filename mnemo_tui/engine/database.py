@@ -222,6 +222,21 @@ class Database:
         cur = self.db.execute("INSERT INTO buckets(kind, owner) VALUES (?, ?)", (kind, owner))
         return int(cur.lastrowid or 0)
 
+    def membership(self, principal: str, room_id: str) -> tuple[int, str]:
+        """The bucket of a room the principal is a member of, and the membership's scope.
+
+        Raises:
+            Forbidden: not a member, or no such room (the same answer).
+        """
+        row = self.db.execute(
+            "SELECT r.bucket, m.scope FROM members m JOIN rooms r ON r.room_id = m.room_id "
+            "WHERE m.room_id = ? AND m.principal = ?",
+            (room_id, principal),
+        ).fetchone()
+        if row is None:
+            raise Forbidden(NOT_A_MEMBER)
+        return int(row[0]), str(row[1])
+
     def writable_bucket(self, principal: str, domain: str) -> int:
         """The bucket a write to `domain` goes to (inside the write transaction).
 
@@ -233,38 +248,18 @@ class Database:
             bucket = self.own_bucket(principal, create=True)
             assert bucket is not None
             return bucket
-        row = self.db.execute(
-            "SELECT r.bucket, m.scope FROM members m JOIN rooms r ON r.room_id = m.room_id "
-            "WHERE m.room_id = ? AND m.principal = ?",
-            (room_id, principal),
-        ).fetchone()
-        if row is None:
-            raise Forbidden(NOT_A_MEMBER)
-        if row[1] != "read_write":
+        bucket, scope = self.membership(principal, room_id)
+        if scope != "read_write":
             raise Forbidden("your membership of this room is read-only")
-        return int(row[0])
+        return bucket
 
     def room_bucket(self, principal: str, room_id: str) -> int:
-        """The bucket of a room the principal is a member of.
-
-        Raises:
-            Forbidden: not a member, or no such room (the same answer).
-        """
-        row = self.db.execute(
-            "SELECT r.bucket FROM rooms r JOIN members m ON m.room_id = r.room_id WHERE r.room_id = ? AND m.principal = ?",
-            (room_id, principal),
-        ).fetchone()
-        if row is None:
-            raise Forbidden(NOT_A_MEMBER)
-        return int(row[0])
+        """The bucket of a room the principal is a member of (Forbidden otherwise)."""
+        return self.membership(principal, room_id)[0]
 
     def require_member(self, principal: str, room_id: str) -> None:
         """Raises Forbidden unless the principal is a member of the room (an unknown room answers the same)."""
-        row = self.db.execute(
-            "SELECT 1 FROM members WHERE room_id = ? AND principal = ?", (room_id, principal)
-        ).fetchone()
-        if row is None:
-            raise Forbidden(NOT_A_MEMBER)
+        self.membership(principal, room_id)
 
 
 class Clock:
