@@ -295,7 +295,8 @@ class LiveTracker:
         low = base.since if since is None else since if base.since is None else max(base.since, since)
         query = replace(base, since=low, cursor=None, limit=MAX_LIMIT)
         # Nothing shown yet: one page is the feed's new top; the rest is reached by scrolling.
-        pages = max_pages if self.frontier.newest is not None else 1
+        # (`max_pages=None`: every new page, whether or not anything was shown.)
+        pages = max_pages if self.frontier.newest is not None or max_pages is None else 1
         walk = Walk(backend, query, held=start.held, overlap=self.overlap, max_pages=pages)
         fresh = [
             entry
