@@ -20,6 +20,15 @@ _INSERT = (
 
 Row = tuple[str, WriteRequest, int]
 
+# One range over the unique index of atom_id, restricted to one's own bucket and one's rooms.
+BY_PREFIX = (
+    "SELECT a.created_at, a.atom_id, a.wire, a.superseded_by FROM atoms a "
+    "CROSS JOIN buckets b ON b.bucket = a.bucket "  # CROSS: atoms outer, read by its atom_id range
+    "WHERE a.atom_id >= ? AND a.atom_id < ? AND ((b.kind = 'own' AND b.owner = ?) OR (b.kind = 'room' "
+    "AND EXISTS (SELECT 1 FROM members m WHERE m.room_id = b.owner AND m.principal = ?))) "
+    "ORDER BY a.atom_id LIMIT ?"
+)
+
 
 class AtomOps(Database):
     """Writes, reads and deletes of single entries."""
@@ -133,11 +142,7 @@ class AtomOps(Database):
         high = prefix[:-1] + chr(ord(prefix[-1]) + 1)
         with self.reading() as db:
             rows = db.execute(
-                "SELECT a.created_at, a.atom_id, a.wire, a.superseded_by FROM atoms a "
-                "JOIN buckets b ON b.bucket = a.bucket "
-                "WHERE a.atom_id >= ? AND a.atom_id < ? AND ((b.kind = 'own' AND b.owner = ?) OR (b.kind = 'room' "
-                "AND EXISTS (SELECT 1 FROM members m WHERE m.room_id = b.owner AND m.principal = ?))) "
-                "ORDER BY a.atom_id LIMIT ?",
+                BY_PREFIX,
                 (prefix, high, principal, principal, limit),
             ).fetchall()
         return [Entry(atom_id=r[1], created_at=r[0], wire=with_superseded_by(r[2], r[3])) for r in rows]
