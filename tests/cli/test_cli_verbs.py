@@ -117,24 +117,26 @@ def test_show_prints_every_field_in_every_format(cli, isolated_home: Path) -> No
     assert "chain (2 revisions" in table and second.stdout.strip() in table and "line three" in table
 
 
-def test_delete_refuses_room_entries_secrets_and_no_tty_without_yes(cli, isolated_home: Path) -> None:
+@pytest.mark.parametrize("remote", [False, True], ids=["embedded", "serve"])
+def test_delete_refuses_room_entries_secrets_and_no_tty_without_yes(cli, isolated_home: Path, remote: bool) -> None:
     with opened(isolated_home) as store:
         room = store.create_room("local", "team")
         shared = store.write("local", WriteRequest("shared", f"xroom:{room.room_id}")).atom_id
         secret = store.vault_add("local", "token", "ctx", "c2VhbGVk")
         old = store.write("local", WriteRequest("old text", "general")).atom_id
         new = store.write("local", WriteRequest("new text", "general", supersedes=(old,))).atom_id
-    refused = cli("delete", new[:8])
-    assert refused.code == 2 and "--yes" in refused.stderr
-    room_entry = cli("delete", "--yes", shared[:8])
-    assert room_entry.code == 4 and "room" in room_entry.stderr
-    vault = cli("delete", "--yes", secret)
-    assert vault.code == 4 and "secret" in vault.stderr
-    assert cli("delete", "--yes", "123456").code == 2
-    done = cli("delete", "--yes", new[:8])
-    assert done.code == 0 and new in done.stdout
-    listed = json.loads(cli("recent", "-f", "json").stdout)
-    # The predecessor is the live tip again.
+    with endpoint(isolated_home) if remote else nullctx() as env:
+        refused = cli("delete", new[:8], env=env)
+        assert refused.code == 2 and "--yes" in refused.stderr
+        room_entry = cli("delete", "--yes", new[:8], shared[:8], env=env)
+        assert room_entry.code == 4 and "room" in room_entry.stderr
+        vault = cli("delete", "--yes", secret, env=env)
+        assert vault.code == 4 and "secret" in vault.stderr
+        assert cli("delete", "--yes", "123456", env=env).code == 2
+        done = cli("delete", "--yes", new[:8], env=env)
+        assert done.code == 0 and new in done.stdout
+        listed = json.loads(cli("recent", "-f", "json", env=env).stdout)
+    # Nothing went with a refused batch; the predecessor is the live tip again.
     assert [i["atom_id"] for i in listed["items"]] == [old]
     assert "superseded_by" not in listed["items"][0]
 
