@@ -215,3 +215,25 @@ def wait_for(condition, proc: subprocess.Popen[str], rounds: int = 1200) -> None
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         time.sleep(0.05)
     raise AssertionError("the follower did not print what it should have")
+
+
+@pytest.mark.parametrize("answer", ["y", "n"])
+def test_delete_asks_on_a_terminal(isolated_home: Path, answer: str) -> None:
+    import pty
+
+    with opened(isolated_home) as store:
+        atom = store.write("local", WriteRequest("to go", "general")).atom_id
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env.update(MNEMO_HOME=str(isolated_home), NO_COLOR="1")
+    proc = subprocess.Popen(
+        [MNEMO, "delete", atom[:8]], stdin=slave, stderr=slave, stdout=subprocess.PIPE, text=True, env=env
+    )
+    os.close(slave)
+    os.write(master, (answer + "\n").encode())
+    out, _ = proc.communicate(timeout=60)
+    os.close(master)
+    assert proc.returncode == 0
+    with opened(isolated_home) as store:
+        left = [e.atom_id for e in store.by_prefix("local", atom[:8])]
+    assert (atom in out, left) == ((True, []) if answer == "y" else (False, [atom]))
