@@ -172,7 +172,9 @@ class RootArgs(Args):
 
 
 class RecentArgs(Args):
-    """One page of the feed, newest first (--all: every page)."""
+    """One page of the feed, newest first (--all: every page; --follow: then each new one, live)."""
+
+    summary = "The newest page of the feed (--all: every page; -F: live)."
 
     scope = scope_opt()
     since = since_opt()
