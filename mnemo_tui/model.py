@@ -133,6 +133,15 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class Detail:
+    """One entry whole (`mnemo show`): its wire item plus what the feed does not carry."""
+
+    entry: Entry
+    metadata: dict[str, Any] = field(default_factory=dict)
+    external_ref: str | None = None
+
+
+@dataclass(frozen=True)
 class Page:
     """One page of the feed: the entries, newest first, and the cursor for the next one (None at the end)."""
 

@@ -210,3 +210,98 @@ def stream_wire(backend: Backend, query: RecentQuery) -> Iterator[list[str]]:
     for fresh in Walk(backend, replace(query, limit=MAX_LIMIT)).pages():
         if fresh:
             yield [entry.wire for entry in fresh]
+
+
+# -- live tracking: what is newer than the newest entry shown (the TUI's live feed, `recent --follow`) --
+
+LIVE_PAGES = 5
+
+Probe = Callable[[], tuple[int, int] | None]
+
+
+@dataclass(frozen=True)
+class LiveBatch:
+    """New entries found by one poll (newest first); `overflow` when there were too many to hold."""
+
+    entries: list[Entry]
+    overflow: bool
+
+
+class LiveTracker:
+    """The newest instant shown and the ids shown at (or, on an endpoint, within the overlap below) it.
+
+    A poll reads from there, inclusive, and drops what is shown: an entry is never shown twice,
+    and a late commit inside the overlap is not missed. Nothing at or below the oldest entry
+    shown (the floor) counts as new: reading on by cursor reaches it.
+
+    Args:
+        overlap: the walk's overlap for this backend (see `walk.default_overlap`).
+    """
+
+    def __init__(self, overlap: int = 0) -> None:
+        self.overlap = overlap
+        self.frontier = Frontier(overlap)
+        self.floor: tuple[int, str] | None = None
+        self.token: tuple[int, int] | None = None
+
+    @property
+    def newest(self) -> int | None:
+        """The newest instant shown."""
+        return self.frontier.newest
+
+    @property
+    def ids_at_newest(self) -> set[str]:
+        """The ids shown at the newest instant (and, with an overlap, within it below)."""
+        return set(self.frontier.ids)
+
+    def observe(self, entries: list[Entry]) -> None:
+        """Note entries as shown (any order): every page the feed holds, and every live batch."""
+        for entry in entries:
+            self.frontier.observe(entry.created_at, entry.atom_id)
+            position = (entry.created_at, entry.atom_id)
+            if self.floor is None or position < self.floor:
+                self.floor = position
+
+    def changed(self, probe: Probe) -> bool:
+        """Whether a poll is worth making: always when the backend has no cheap probe (an endpoint)."""
+        token = probe()
+        if token is None:
+            return True
+        if token == self.token:
+            return False
+        self.token = token
+        return True
+
+    def poll(
+        self,
+        backend: Backend,
+        scope: str | None = None,
+        include_history: bool = False,
+        *,
+        base: RecentQuery | None = None,
+        max_pages: int | None = LIVE_PAGES,
+    ) -> LiveBatch:
+        """Read what is newer than the newest shown (the walk from the shown frontier, ids shown dropped).
+
+        Before anything was shown, the first page of the scope is what is new. `base` carries the
+        scope and filters instead (`recent --follow`: its `--since` and `--exclude-author`);
+        `max_pages=None` reads every new page (nothing may overflow).
+        """
+        start = start_of(self.frontier.mark(), self.overlap)
+        floor = self.floor
+        since = start.since if floor is None or start.since is None else max(start.since, floor[0])
+        if base is None:
+            base = RecentQuery(scope=scope, include_history=include_history)
+        low = base.since if since is None else since if base.since is None else max(base.since, since)
+        query = replace(base, since=low, cursor=None, limit=MAX_LIMIT)
+        # Nothing shown yet: one page is the feed's new top; the rest is reached by scrolling.
+        # (`max_pages=None`: every new page, whether or not anything was shown.)
+        pages = max_pages if self.frontier.newest is not None or max_pages is None else 1
+        walk = Walk(backend, query, held=start.held, overlap=self.overlap, max_pages=pages)
+        fresh = [
+            entry
+            for page in walk.pages()
+            for entry in page
+            if floor is None or (entry.created_at, entry.atom_id) > floor
+        ]
+        return LiveBatch(fresh, overflow=not walk.progress.done)

@@ -69,3 +69,17 @@ class Backend(Protocol):
         """A cheap token that changes whenever the store may have changed; None when there is no such probe
         (watchers then poll)."""
         return None
+
+    def by_prefix(self, prefix: str) -> list[m.Entry] | None:
+        """The readable entries (at most 6) whose id starts with `prefix`; None when the backend has no
+        such lookup (an endpoint: the CLI then walks the feed)."""
+        return None
+
+    def detail(self, atom_id: str) -> m.Detail:
+        """One entry whole: the wire item, its metadata and external reference (where the backend has them)."""
+        return m.Detail(self.get(atom_id))
+
+    def chain(self, atom_id: str) -> list[m.Entry] | None:
+        """Every revision of the entry's supersession chain, oldest first, as the backend knows it; None
+        when it has no such read (the CLI then follows `supersedes` / `superseded_by`)."""
+        return None

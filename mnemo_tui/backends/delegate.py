@@ -57,6 +57,18 @@ class DelegatingBackend(Backend):
         with self._guard():
             return self.inner.delete(atom_id)
 
+    def by_prefix(self, prefix: str) -> list[m.Entry] | None:
+        with self._guard():
+            return self.inner.by_prefix(prefix)
+
+    def detail(self, atom_id: str) -> m.Detail:
+        with self._guard():
+            return self.inner.detail(atom_id)
+
+    def chain(self, atom_id: str) -> list[m.Entry] | None:
+        with self._guard():
+            return self.inner.chain(atom_id)
+
     def domains(self) -> list[str]:
         with self._guard():
             return self.inner.domains()

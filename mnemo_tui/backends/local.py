@@ -50,6 +50,14 @@ class LocalBackend(Backend):
     def get(self, atom_id: str) -> m.Entry:
         return self.engine.get(self._principal, atom_id)
 
+    def by_prefix(self, prefix: str) -> list[m.Entry]:
+        return self.engine.by_prefix(self._principal, prefix)
+
+    def detail(self, atom_id: str) -> m.Detail:
+        entry = self.engine.get(self._principal, atom_id)
+        metadata, external_ref = self.engine.atom_extras([entry.atom_id]).get(entry.atom_id, ({}, None))
+        return m.Detail(entry, metadata, external_ref)
+
     def delete(self, atom_id: str) -> int:
         return self.engine.delete(self._principal, atom_id)
 

@@ -31,6 +31,7 @@ from mnemo_tui.errors import (
 )
 from mnemo_tui.model import (
     ROOM_PREFIX,
+    Detail,
     Entry,
     Invite,
     Joined,
@@ -378,6 +379,33 @@ class RemoteBackend(Backend):
         if atom is None:
             raise NotFound(f"no entry {atom_id}")
         return entry_of(self._call("GET", f"/memory/atoms/{atom}"))
+
+    def detail(self, atom_id: str) -> Detail:
+        atom = self._atom_id(atom_id)
+        if atom is None:
+            raise NotFound(f"no entry {atom_id}")
+        answer = self._call("GET", f"/memory/atoms/{atom}")
+        entry = entry_of(answer)
+        metadata = answer.get("metadata") if isinstance(answer, dict) else None
+        ref = answer.get("external_ref") if isinstance(answer, dict) else None
+        return Detail(entry, metadata if isinstance(metadata, dict) else {}, ref if isinstance(ref, str) else None)
+
+    def chain(self, atom_id: str) -> list[Entry] | None:
+        """`GET /memory/atoms/{id}/chain` where the server has it (None where it answers 404 or 405)."""
+        atom = self._atom_id(atom_id)
+        if atom is None:
+            return None
+        try:
+            answer = self._call("GET", f"/memory/atoms/{atom}/chain")
+        except (NotFound, ValidationError):
+            return None
+        items = answer
+        if isinstance(answer, dict):
+            items = next((answer[k] for k in ("chain", "items", "revisions") if isinstance(answer.get(k), list)), None)
+        if not isinstance(items, list):
+            return None
+        entries = [entry_of(item) for item in items]
+        return sorted(entries, key=lambda e: (e.created_at, e.atom_id))
 
     def delete(self, atom_id: str) -> int:
         atom = self._atom_id(atom_id)

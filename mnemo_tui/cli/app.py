@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mnemo_tui.cli import cmd_entries, cmd_proof, cmd_rooms, cmd_server, cmd_state, cmd_tui, cmd_vault, feed
+from mnemo_tui.cli import cmd_atoms, cmd_entries, cmd_proof, cmd_rooms, cmd_server, cmd_state, cmd_tui, cmd_vault, feed
 from mnemo_tui.cli.commands import add, group, root_app
 from mnemo_tui.cli.options import CatchupArgs, RecentArgs
 
@@ -12,6 +12,8 @@ add(app, "write", cmd_entries.WriteArgs, cmd_entries.write)
 add(app, "recent", RecentArgs, feed.recent)
 add(app, "catchup", CatchupArgs, feed.catchup)
 add(app, "search", cmd_entries.SearchArgs, cmd_entries.search)
+add(app, "show", cmd_atoms.ShowArgs, cmd_atoms.show)
+add(app, "delete", cmd_atoms.DeleteArgs, cmd_atoms.delete)
 
 rooms = group(app, "rooms", "Shared rooms: list, create, invite, join.")
 add(rooms, "list", cmd_rooms.RoomsListArgs, cmd_rooms.rooms_list)

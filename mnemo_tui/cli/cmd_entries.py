@@ -41,7 +41,9 @@ class WriteArgs(Args):
     content = argument("TEXT", "The entry's content, or - (or nothing, in a pipe) to read it from stdin.")
     scope = scope_opt("Domain (default general) or xroom:<room_id>.")
     concept = texts("--concept", "-c", metavar="CONCEPT", help="A concept (tag); repeatable.")
-    supersedes = texts("--supersedes", metavar="ATOM_ID", help="An atom id this entry replaces; repeatable.")
+    supersedes = texts(
+        "--supersedes", metavar="ATOM_ID", help="An atom id (or unique prefix) this entry replaces; repeatable."
+    )
     ref = text("--ref", metavar="REF", help="External reference: a repeated write returns the first atom.")
 
 
@@ -65,6 +67,10 @@ def write(c: Context, args: WriteArgs) -> None:
         raise ValidationError(f"--supersedes repeats at most {MAX_SUPERSEDES} times, got {len(supersedes)}")
     if args.ref is not None and not 1 <= len(args.ref) <= MAX_EXTERNAL_REF:
         raise ValidationError(f"--ref must be 1 to {MAX_EXTERNAL_REF} characters, got {len(args.ref)}")
+    if supersedes:
+        from mnemo_tui.cli.cmd_atoms import resolve_id
+
+        supersedes = tuple(resolve_id(c.backend, value) for value in supersedes)
     result = c.backend.write(
         WriteRequest(
             content=content,

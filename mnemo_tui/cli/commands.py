@@ -37,11 +37,13 @@ def _annotation(opt: Opt[Any]) -> Any:
         base = bool
     elif opt.kind == "int":
         base = int if opt.default is not None else int | None
+    elif opt.kind == "arguments":
+        base = list[str]
     elif opt.kind == "texts":
         base = list[str] | None
     else:
         base = str if opt.required or opt.default is not None else str | None
-    if opt.kind == "argument":
+    if opt.kind in ("argument", "arguments"):
         info: Any = typer.Argument(metavar=opt.metavar, help=opt.help)
     else:
         info = typer.Option(*opt.flags, metavar=opt.metavar, help=opt.help)

@@ -64,6 +64,10 @@ def recent(c: Context, args: RecentArgs) -> int:
         cursor=args.cursor,
         include_history=args.include_history,
     ).validated()
+    if args.follow:
+        _check_follow(args)
+        _follow(c, query, fmt)
+        return 0
     if args.all:
         _recent_all(c, query, fmt)
         return 0
@@ -101,6 +105,71 @@ def recent(c: Context, args: RecentArgs) -> int:
     if report is not None:
         room_name_hint(backend, report)
     return 0
+
+
+def _check_follow(args: RecentArgs) -> None:
+    """`--follow` streams from the newest page on: one JSON document, a cursor or a high bound cannot.
+
+    Raises:
+        ValidationError: `--format json`, `--cursor`, `--until` or `--all` with it.
+    """
+    if args.fmt == "json":
+        raise ValidationError("--follow streams entries as they land: use --format ndjson (json is one document)")
+    for name, given in (("--cursor", args.cursor), ("--until", args.until), ("--all", args.all)):
+        if given:
+            raise ValidationError(
+                f"--follow reads from the newest page (or --since) onward and never ends: it does not take {name} "
+                "(for a stream a script reads, use --format ndjson)"
+            )
+
+
+# How often `--follow` looks: the embedded store's change probe is one cheap pragma; an endpoint is polled.
+FOLLOW_PROBE_EMBEDDED = 0.2
+FOLLOW_POLL_REMOTE = 1.0
+
+
+def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
+    """`recent --follow`: the newest page (or everything since `--since`), then each new entry as it lands.
+
+    Entries are printed oldest first, the newest last (as `tail -f`). New entries are read by the
+    walk layer's `LiveTracker`, the TUI's live feed: from the newest instant shown, inclusive, with
+    the backend's overlap, dropping ids shown; the embedded store is read only when its change
+    token moved. No watermark is read or moved. Runs until ^C (exit 130) or the backend fails.
+    """
+    import time
+
+    from mnemo_tui.walk import LiveTracker, default_overlap
+
+    backend = c.backend
+    out = sys.stdout
+    tracker = LiveTracker(default_overlap(backend))
+    table = output.TableWriter(out, scope=query.scope) if fmt == "table" else None
+
+    def emit(entries: list[Entry]) -> None:
+        if not entries:
+            return
+        tracker.observe(entries)
+        oldest_first = entries[::-1]
+        if table is not None:
+            table.rows(oldest_first)
+        else:
+            output.ndjson(out, (e.wire for e in oldest_first))
+        out.flush()
+
+    probe = backend.change_token
+    tracker.changed(probe)  # the token before the first read: any write after it is polled for
+    if query.since is not None:
+        emit([e for page in Walk(backend, replace(query, limit=MAX_LIMIT)).pages() for e in page])
+    else:
+        emit(backend.recent(query).items)
+    if output.is_tty(sys.stderr):
+        output.hint("(following: new entries appear as they land; ^C to stop)")
+    base = replace(query, cursor=None)
+    pause = FOLLOW_POLL_REMOTE if probe() is None else FOLLOW_PROBE_EMBEDDED
+    while True:
+        time.sleep(pause)
+        if tracker.changed(probe):
+            emit(tracker.poll(backend, base=base, max_pages=None).entries)
 
 
 def room_name_hint(backend: Backend, report: EmptyReport) -> None:

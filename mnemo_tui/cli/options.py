@@ -94,6 +94,11 @@ def required_argument(metavar: str, help: str) -> Opt[str]:
     return Opt("argument", (), metavar=metavar, help=help, required=True)
 
 
+def arguments(metavar: str, help: str) -> Opt[list[str]]:
+    """One or more positional arguments."""
+    return Opt("arguments", (), metavar=metavar, help=help, required=True)
+
+
 class Args:
     """The parsed options of one command; subclasses declare each option once, as an `Opt` attribute.
 
@@ -167,7 +172,9 @@ class RootArgs(Args):
 
 
 class RecentArgs(Args):
-    """One page of the feed, newest first (--all: every page)."""
+    """One page of the feed, newest first (--all: every page; --follow: then each new one, live)."""
+
+    summary = "The newest page of the feed (--all: every page; -F: live)."
 
     scope = scope_opt()
     since = since_opt()
@@ -179,6 +186,7 @@ class RecentArgs(Args):
     )
     all = flag("--all", help="Follow cursors to the end of the feed, streaming.")
     include_history = include_history_opt()
+    follow = flag("--follow", "-F", help="Then print each new entry as it lands, until ^C (table or ndjson).")
     fmt = entry_format_opt()
 
 

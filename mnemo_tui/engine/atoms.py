@@ -10,7 +10,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.engine import fts, ids
 from mnemo_tui.engine.database import Clock, Database
 from mnemo_tui.engine.rules import check_write, dumps, wire_item, with_superseded_by
-from mnemo_tui.errors import NotFound, ValidationError
+from mnemo_tui.errors import Forbidden, NotFound, ValidationError
 from mnemo_tui.model import Entry, WriteRequest, WriteResult, room_of
 
 _INSERT = (
@@ -19,6 +19,15 @@ _INSERT = (
 )
 
 Row = tuple[str, WriteRequest, int]
+
+# One range over the unique index of atom_id, restricted to one's own bucket and one's rooms.
+BY_PREFIX = (
+    "SELECT a.created_at, a.atom_id, a.wire, a.superseded_by FROM atoms a "
+    "CROSS JOIN buckets b ON b.bucket = a.bucket "  # CROSS: atoms outer, read by its atom_id range
+    "WHERE a.atom_id >= ? AND a.atom_id < ? AND ((b.kind = 'own' AND b.owner = ?) OR (b.kind = 'room' "
+    "AND EXISTS (SELECT 1 FROM members m WHERE m.room_id = b.owner AND m.principal = ?))) "
+    "ORDER BY a.atom_id LIMIT ?"
+)
 
 
 class AtomOps(Database):
@@ -122,6 +131,22 @@ class AtomOps(Database):
             raise NotFound(f"no entry {atom}")
         return Entry(atom_id=row[1], created_at=row[0], wire=with_superseded_by(row[2], row[3]))
 
+    def by_prefix(self, principal: str, prefix: str, limit: int = 6) -> list[Entry]:
+        """The readable entries whose id starts with `prefix` (lower-case hex and hyphens), at most `limit`.
+
+        One indexed query: a range over the unique index of atom_id, restricted to one's own
+        bucket and the rooms one belongs to.
+        """
+        if not prefix or any(c not in "0123456789abcdef-" for c in prefix):
+            return []
+        high = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        with self.reading() as db:
+            rows = db.execute(
+                BY_PREFIX,
+                (prefix, high, principal, principal, limit),
+            ).fetchall()
+        return [Entry(atom_id=r[1], created_at=r[0], wire=with_superseded_by(r[2], r[3])) for r in rows]
+
     def delete(self, principal: str, atom: str) -> int:
         """Delete one entry of one's own store (administrative); returns how many rows went (0 or 1).
 
@@ -135,6 +160,8 @@ class AtomOps(Database):
                 "SELECT seq, bucket, content FROM atoms WHERE atom_id = ? AND bucket = ?", (atom, bucket)
             ).fetchone()
             if row is None:
+                if db.execute("SELECT 1 FROM vault WHERE atom_id = ? AND principal = ?", (atom, principal)).fetchone():
+                    raise Forbidden(f"{atom} is a secret of your vault: `mnemo delete` deletes entries, not secrets")
                 return 0
             fts.remove(db, [row])
             db.execute("UPDATE atoms SET superseded_by = NULL WHERE superseded_by = ? AND bucket = ?", (atom, bucket))

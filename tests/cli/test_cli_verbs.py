@@ -1,0 +1,239 @@
+"""The everyday verbs through the installed console script: id prefixes, `show`, `delete`, `recent --follow`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from conftest import MNEMO
+
+from mnemo_tui.engine import ids
+from mnemo_tui.engine.store import Store
+from mnemo_tui.model import WriteRequest
+
+
+@contextmanager
+def opened(home: Path) -> Iterator[Store]:
+    store = Store(home / "store.db")
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@contextmanager
+def endpoint(home: Path) -> Iterator[dict[str, str]]:
+    """`mnemo serve` over MNEMO_HOME's store (in-process, loopback), as the env of a client of it."""
+    from wire_servers import served_store
+
+    with opened(home) as store:
+        _key_id, key = store.create_key("local")
+    with served_store(home / "store.db") as server:
+        yield {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key}
+
+
+def twins(home: Path) -> tuple[str, str]:
+    """Two entries whose ids share their first 8 characters."""
+    made = iter(["abcdef12-0000-4000-8000-000000000001", "abcdef12-0000-4000-8000-000000000002"])
+    original = ids.atom_id
+    ids.atom_id = made.__next__  # type: ignore[assignment]
+    try:
+        with opened(home) as store:
+            a = store.write("local", WriteRequest("twin one\nsecondline", "general")).atom_id
+            b = store.write("local", WriteRequest("twin two", "general")).atom_id
+    finally:
+        ids.atom_id = original  # type: ignore[assignment]
+    return a, b
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["embedded", "serve"])
+def test_prefixes_resolve_and_ambiguity_is_refused(cli, isolated_home: Path, remote: bool) -> None:
+    a, b = twins(isolated_home)
+    with opened(isolated_home) as store:
+        other = store.write("local", WriteRequest("the other", "general")).atom_id
+    with endpoint(isolated_home) if remote else nullctx() as env:
+        shown = cli("show", other[:6], "-f", "json", env=env)
+        assert shown.code == 0, shown.stderr
+        assert json.loads(shown.stdout)["item"]["atom_id"] == other
+        ambiguous = cli("show", "abcdef", env=env)
+        assert ambiguous.code == 2
+        assert a in ambiguous.stderr and b in ambiguous.stderr and "twin one" in ambiguous.stderr
+        assert "secondline" not in ambiguous.stderr  # only the first line of each candidate
+        assert cli("show", a, env=env).code == 0  # the full id
+        assert cli("show", "abcde", env=env).code == 2  # too short
+        assert cli("show", "999999", env=env).code == 2  # no such entry
+        revised = cli("write", "revised", "--supersedes", other[:8], env=env)
+        assert revised.code == 0, revised.stderr
+        doc = json.loads(cli("show", revised.stdout.strip(), "-f", "json", env=env).stdout)
+        assert doc["item"]["supersedes"] == [other]
+        assert [e["atom_id"] for e in doc["chain"]] == [other, revised.stdout.strip()]
+        assert doc["chain_source"] in ("server", "links")
+
+
+@contextmanager
+def nullctx() -> Iterator[None]:
+    yield None
+
+
+def test_show_prints_every_field_in_every_format(cli, isolated_home: Path) -> None:
+    with opened(isolated_home) as store:
+        room = store.create_room("local", "team")
+        first = store.write(
+            "local",
+            WriteRequest("line one\nline two", f"xroom:{room.room_id}", ("c1", "c2"), {"k": "v"}, "ref-1", agent="bot"),
+        ).atom_id
+    r = cli("show", first[:8])
+    assert r.code == 0, r.stderr
+    for needle in (
+        first,
+        "line one\nline two",
+        "c1, c2",
+        '{"k":"v"}',
+        "ref-1",
+        f"xroom:{room.room_id}",
+        "room ",
+        "bot",
+    ):
+        assert needle in r.stdout, needle
+    for fmt in ("json", "ndjson"):
+        doc = json.loads(cli("show", first, "-f", fmt).stdout)
+        assert doc["item"]["content"] == "line one\nline two" and doc["item"]["concepts"] == ["c1", "c2"]
+        assert doc["metadata"] == {"k": "v"} and doc["external_ref"] == "ref-1"
+        assert doc["item"]["provenance"]["agent"] == "bot"
+    # The chain in the table: each revision's id and first line.
+    own = cli("write", "own one").stdout.strip()
+    second = cli("write", "line three", "--supersedes", own[:8])
+    assert second.code == 0, second.stderr
+    table = cli("show", own[:8]).stdout
+    assert "chain (2 revisions" in table and second.stdout.strip() in table and "line three" in table
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["embedded", "serve"])
+def test_delete_refuses_room_entries_secrets_and_no_tty_without_yes(cli, isolated_home: Path, remote: bool) -> None:
+    with opened(isolated_home) as store:
+        room = store.create_room("local", "team")
+        shared = store.write("local", WriteRequest("shared", f"xroom:{room.room_id}")).atom_id
+        secret = store.vault_add("local", "token", "ctx", "c2VhbGVk")
+        old = store.write("local", WriteRequest("old text", "general")).atom_id
+        new = store.write("local", WriteRequest("new text", "general", supersedes=(old,))).atom_id
+    with endpoint(isolated_home) if remote else nullctx() as env:
+        refused = cli("delete", new[:8], env=env)
+        assert refused.code == 2 and "--yes" in refused.stderr
+        room_entry = cli("delete", "--yes", new[:8], shared[:8], env=env)
+        assert room_entry.code == 4 and "room" in room_entry.stderr
+        vault = cli("delete", "--yes", secret, env=env)
+        assert vault.code == 4 and "secret" in vault.stderr
+        assert cli("delete", "--yes", "123456", env=env).code == 2
+        done = cli("delete", "--yes", new[:8], env=env)
+        assert done.code == 0 and new in done.stdout
+        listed = json.loads(cli("recent", "-f", "json", env=env).stdout)
+    # Nothing went with a refused batch; the predecessor is the live tip again.
+    assert [i["atom_id"] for i in listed["items"]] == [old]
+    assert "superseded_by" not in listed["items"][0]
+
+
+@pytest.mark.parametrize(
+    "extra", [["-f", "json"], ["--cursor", "abc"], ["--until", "now"], ["--all"]], ids=lambda e: e[-1]
+)
+def test_follow_conflicts_exit_2(cli, extra: list[str]) -> None:
+    r = cli("recent", "--follow", *extra)
+    assert r.code == 2 and "--follow" in r.stderr
+    if "json" in extra:
+        assert "ndjson" in r.stderr
+
+
+WRITER = """
+import sys
+from mnemo_tui.model import WriteRequest
+if sys.argv[1] == "-":
+    from mnemo_tui.backends.local import LocalBackend
+    backend = LocalBackend.open(sys.argv[2])
+else:
+    from mnemo_tui.backends.remote import RemoteBackend
+    backend = RemoteBackend(sys.argv[1], sys.argv[2])
+for i in range(int(sys.argv[3])):
+    print(backend.write(WriteRequest(f"live {sys.argv[4]} {i}", "general")).atom_id, flush=True)
+backend.close()
+"""
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["embedded", "serve"])
+def test_follow_prints_every_acknowledged_entry_once(isolated_home: Path, remote: bool) -> None:
+    with opened(isolated_home) as store:
+        before = [store.write("local", WriteRequest(f"before {i}", "general")).atom_id for i in range(3)]
+    with endpoint(isolated_home) if remote else nullctx() as env:
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+        full_env.update(MNEMO_HOME=str(isolated_home), NO_COLOR="1", **(env or {}))
+        follow = subprocess.Popen(
+            [MNEMO, "recent", "--follow", "-f", "ndjson"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=full_env,
+        )
+        seen: list[str] = []
+        assert follow.stdout is not None
+        stdout = follow.stdout
+        reader = threading.Thread(target=lambda: seen.extend(json.loads(x)["atom_id"] for x in stdout), daemon=True)
+        reader.start()
+        try:
+            wait_for(lambda: len(seen) >= 3, follow)
+            target = [env["MNEMO_ENDPOINT"], env["MNEMO_API_KEY"]] if env else ["-", str(isolated_home / "store.db")]
+            writers = [
+                subprocess.Popen(
+                    [sys.executable, "-c", WRITER, *target, "40", str(n)], stdout=subprocess.PIPE, text=True
+                )
+                for n in range(3)
+            ]
+            acknowledged = [line.strip() for w in writers for line in w.communicate(timeout=120)[0].splitlines()]
+            assert all(w.returncode == 0 for w in writers)
+            assert len(acknowledged) == 120
+            wait_for(lambda: set(acknowledged) <= set(seen), follow)
+        finally:
+            follow.send_signal(signal.SIGINT)
+            code = follow.wait(timeout=30)
+            reader.join(timeout=10)
+    assert code == 130
+    assert sorted(seen) == sorted(before + acknowledged)  # every one, exactly once
+    assert len(seen) == len(set(seen))
+
+
+def wait_for(condition, proc: subprocess.Popen[str], rounds: int = 1200) -> None:  # type: ignore[no-untyped-def]
+    """Wait (bounded) until `condition()` holds, failing early when the follower died."""
+    for _ in range(rounds):
+        if condition():
+            return
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.05)
+    raise AssertionError("the follower did not print what it should have")
+
+
+@pytest.mark.parametrize("answer", ["y", "n"])
+def test_delete_asks_on_a_terminal(isolated_home: Path, answer: str) -> None:
+    import pty
+
+    with opened(isolated_home) as store:
+        atom = store.write("local", WriteRequest("to go", "general")).atom_id
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env.update(MNEMO_HOME=str(isolated_home), NO_COLOR="1")
+    proc = subprocess.Popen(
+        [MNEMO, "delete", atom[:8]], stdin=slave, stderr=slave, stdout=subprocess.PIPE, text=True, env=env
+    )
+    os.close(slave)
+    os.write(master, (answer + "\n").encode())
+    out, _ = proc.communicate(timeout=60)
+    os.close(master)
+    assert proc.returncode == 0
+    with opened(isolated_home) as store:
+        left = [e.atom_id for e in store.by_prefix("local", atom[:8])]
+    assert (atom in out, left) == ((True, []) if answer == "y" else (False, [atom]))
