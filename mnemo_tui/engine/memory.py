@@ -339,7 +339,8 @@ class MemoryOps(AtomOps, Database):
                     item = json.loads(with_superseded_by(wire, superseded_by))
                     item["metadata"] = json.loads(metadata) if metadata else {}
                     item["external_ref"] = external_ref
-                    lines.append(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+                    # ASCII: no line separator (U+2028, NEL) a reader may split on is left raw.
+                    lines.append(json.dumps(item, separators=(",", ":")))
                 yield lines
         finally:
             cur.close()

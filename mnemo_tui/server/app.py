@@ -205,8 +205,8 @@ async def http_error(request: Request, exc: Exception) -> Response:
             Refused(405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed on {request.url.path}"), rid
         )
         allow = (exc.headers or {}).get("Allow") if isinstance(exc, HTTPException) else None
-        if allow:
-            answer.headers["Allow"] = allow
+        if allow:  # Starlette's order is a set's: sorted, so the header is the same on every run
+            answer.headers["Allow"] = ", ".join(sorted(m.strip() for m in allow.split(",")))
         return answer
     detail = exc.detail if isinstance(exc, HTTPException) else "internal server error"
     return error(Refused(status, "INTERNAL" if status >= 500 else "BAD_REQUEST", str(detail)), rid)

@@ -440,7 +440,7 @@ def domains(engine: Engine, who: str, call: Call) -> dict[str, Any]:
 
 MAX_BATCH = 500
 MAX_IDEMPOTENCY_KEY = 240
-MAX_EXPORT = 256 << 20  # bytes one export answer may hold
+MAX_EXPORT = 64 << 20  # bytes one export answer may hold
 GRAPH_FLOOR = 0.05  # the weight floor of an unfiltered walk of depth >= 2 (as the hosted service applies)
 
 
