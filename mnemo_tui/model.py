@@ -193,6 +193,7 @@ class WriteRequest:
     agent: str | None = None
     agent_name: str | None = None
     client_env: str | None = "cli"
+    fingerprint: str | None = None
 
 
 @dataclass(frozen=True)
@@ -297,8 +298,93 @@ class Invite:
             "scope": self.scope,
             "expires_at": timefmt.to_iso(self.expires_at),
             "join_url": "",
-            "share_message": f"Join the room {self.room_address} with: mnemo rooms join {self.code}",
+            "share_message": (
+                f"You are invited to the room {self.room_address}. Invite code: {self.code}. Join it with "
+                f"`mnemo rooms join {self.code}`, or from an MCP client with the memory_join_room tool "
+                f'(code "{self.code}").'
+            ),
         }
+
+
+@dataclass(frozen=True)
+class InviteInfo:
+    """An invite as its room's owner lists it (wire `InviteInfoSchema`): audit fields, never the code."""
+
+    invite_id: str
+    scope: str
+    max_uses: int
+    uses: int
+    expires_at: int
+    created_at: int
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "invite_id": self.invite_id,
+            "scope": self.scope,
+            "max_uses": self.max_uses,
+            "uses": self.uses,
+            "expires_at": timefmt.to_iso(self.expires_at),
+            "revoked_at": None,
+            "created_at": timefmt.to_iso(self.created_at),
+        }
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What `GET /memory/stats` counts in the caller's own store."""
+
+    total_atoms: int
+    domains: list[str]
+    concept_edges: int
+    avg_valence: float
+    feedback: int
+    fingerprints: int = 0
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One revision of a supersession chain."""
+
+    entry: Entry
+    is_head: bool
+
+
+@dataclass(frozen=True)
+class Chain:
+    """Every revision reachable from one atom by supersession links, oldest first."""
+
+    atom_id: str
+    revisions: list[Revision]
+    dangling: list[str]
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    """Two concepts joined by the atoms that carry both."""
+
+    source: str
+    target: str
+    weight: float
+    valence: float
+    count: int
+    updated_at: int
+
+
+@dataclass(frozen=True)
+class Graph:
+    edges: list[GraphEdge]
+    truncated: bool
+    min_weight_applied: float
+
+
+@dataclass(frozen=True)
+class DomainWipe:
+    """What `DELETE /memory/domain/{d}` did."""
+
+    deleted: int
+    skipped_secrets: int
+    left_hidden: int
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,10 @@ class DelegatingBackend(Backend):
         with self._guard():
             return self.inner.domains()
 
+    def stats(self) -> m.Stats:
+        with self._guard():
+            return self.inner.stats()
+
     def rooms(self) -> list[m.Room]:
         with self._guard():
             return self.inner.rooms()

@@ -67,6 +67,9 @@ class LocalBackend(Backend):
     def domains(self) -> list[str]:
         return self.engine.domains(self._principal)
 
+    def stats(self) -> m.Stats:
+        return self.engine.stats(self._principal)
+
     def rooms(self) -> list[m.Room]:
         return self.engine.list_rooms(self._principal)
 

@@ -41,6 +41,7 @@ from mnemo_tui.model import (
     SearchHit,
     SearchQuery,
     SecretInfo,
+    Stats,
     WriteRequest,
     WriteResult,
     room_id_of,
@@ -414,6 +415,33 @@ class RemoteBackend(Backend):
         answer = self._call("DELETE", f"/memory/atoms/{atom}")
         deleted = answer.get("deleted", 0) if isinstance(answer, dict) else 0
         return int(deleted) if isinstance(deleted, (int, bool)) else 0
+
+    def stats(self) -> Stats:
+        """`GET /memory/stats`: the endpoint's counts of the key's store (missing fields read as zero).
+
+        Asked once, never retried: `mnemo status` reports, it does not wait for an endpoint to come back.
+        """
+        retries, self.retries = self.retries, 0
+        try:
+            answer = self._call("GET", "/memory/stats")
+        finally:
+            self.retries = retries
+        if not isinstance(answer, dict):
+            raise Unavailable(f"{self.identity} answered /memory/stats with a body that is not an object")
+
+        def number(name: str) -> float:
+            value = answer.get(name)
+            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+        domains = answer.get("domains")
+        return Stats(
+            total_atoms=int(number("total_atoms")),
+            domains=sorted(d for d in domains if isinstance(d, str)) if isinstance(domains, list) else [],
+            concept_edges=int(number("hebbian_edges")),
+            avg_valence=number("avg_valence"),
+            feedback=int(number("feedback_atoms")),
+            fingerprints=int(number("episodic_fingerprints")),
+        )
 
     def domains(self) -> list[str]:
         answer = self._call("GET", "/memory/domains")

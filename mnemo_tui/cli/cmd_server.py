@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
-from mnemo_tui.cli.options import Args, given, number, required_argument, table_format_opt
+from mnemo_tui.cli.options import Args, flag, given, number, required_argument, table_format_opt
 from mnemo_tui.errors import LocalStateError, ValidationError
 
 if TYPE_CHECKING:
@@ -30,6 +30,9 @@ class ServeArgs(Args):
     summary = "Serve the embedded store over REST until Ctrl-C."
     host = given("--host", metavar="HOST", help="Address to bind; loopback unless told otherwise.", default="127.0.0.1")
     port = number("--port", metavar="PORT", help="TCP port (0 picks a free one).", default=8765)
+    allow_reset = flag(
+        "--allow-reset", help="Let DELETE /memory/reset wipe a caller's own store (refused with 403 otherwise)."
+    )
 
 
 def serve(c: Context, args: ServeArgs) -> int:
@@ -50,7 +53,7 @@ def serve(c: Context, args: ServeArgs) -> int:
             "issue one with `mnemo keys create PRINCIPAL`\n"
         )
     try:
-        return run_server(c.settings.store_path, host, port)
+        return run_server(c.settings.store_path, host, port, allow_reset=args.allow_reset)
     except OSError as exc:
         raise ValidationError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
 

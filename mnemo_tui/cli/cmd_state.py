@@ -291,13 +291,24 @@ def status(c: Context, args: StatusArgs) -> None:
         source = "none"
     data["consumer"] = s.consumer
     data["key_source"] = source
+    data["stats"] = _stats(c) if (source != "none" or not s.endpoint) else None
     data["state"] = str(s.state_path)
     if fmt == "json":
         sys.stdout.write(output.dumps(data) + "\n")
         return
+    stats = data.pop("stats")
     rows = [
         (k.replace("_", " "), "(unknown until the endpoint answers)" if v is None else str(v)) for k, v in data.items()
     ]
+    if isinstance(stats, dict):
+        rows.append(
+            (
+                "entries",
+                f"{stats['total_atoms']} in {len(stats['domains'])} domain(s); {stats['feedback_atoms']} with feedback",
+            )
+        )
+    elif s.endpoint and source != "none":
+        rows.append(("entries", "(unknown: the endpoint did not answer /memory/stats)"))
     if s.endpoint and isinstance(data["principal"], str) and data["principal"].startswith("key:"):
         # The wire has no "who am I": the client knows its key's fingerprint, which keys the watermarks.
         rows[2] = ("principal", f"{data['principal']} (this key's fingerprint; the endpoint does not name it)")
@@ -306,6 +317,22 @@ def status(c: Context, args: StatusArgs) -> None:
     output.key_value_table(sys.stdout, rows)
     if s.endpoint and source == "none":
         output.hint(f"No key for {s.endpoint}: run `mnemo login` or set MNEMO_API_KEY.")
+
+
+def _stats(c: Context) -> dict[str, object] | None:
+    """The selected store's counts (`GET /memory/stats` of an endpoint); None when they cannot be had."""
+    try:
+        st = c.backend.stats()
+    except MnemoError:
+        return None
+    return {
+        "total_atoms": st.total_atoms,
+        "domains": st.domains,
+        "concept_edges": st.concept_edges,
+        "avg_valence": st.avg_valence,
+        "feedback_atoms": st.feedback,
+        "episodic_fingerprints": st.fingerprints,
+    }
 
 
 def _remote_principal(c: Context) -> str | None:

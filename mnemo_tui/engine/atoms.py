@@ -15,7 +15,7 @@ from mnemo_tui.model import Entry, WriteRequest, WriteResult, room_of
 
 _INSERT = (
     "INSERT INTO atoms(atom_id, bucket, domain, created_at, content, concepts, metadata, principal, agent,"
-    " agent_name, client_env, external_ref, supersedes, wire) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    " agent_name, client_env, external_ref, supersedes, wire, fingerprint) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 
 Row = tuple[str, WriteRequest, int]
@@ -98,6 +98,7 @@ class AtomOps(Database):
                     req.external_ref,
                     dumps(list(req.supersedes)) if req.supersedes else None,
                     wire_item(atom, req, created, principal),
+                    req.fingerprint,
                 )
                 if req.external_ref is not None or req.supersedes:
                     # Later rows of the batch must see this one (a repeated ref, a second supersession).
@@ -156,16 +157,11 @@ class AtomOps(Database):
         """
         with self.transaction() as db:
             bucket = self.own_bucket(principal)
-            row = db.execute(
-                "SELECT seq, bucket, content FROM atoms WHERE atom_id = ? AND bucket = ?", (atom, bucket)
-            ).fetchone()
-            if row is None:
+            if db.execute("SELECT 1 FROM atoms WHERE atom_id = ? AND bucket = ?", (atom, bucket)).fetchone() is None:
                 if db.execute("SELECT 1 FROM vault WHERE atom_id = ? AND principal = ?", (atom, principal)).fetchone():
                     raise Forbidden(f"{atom} is a secret of your vault: `mnemo delete` deletes entries, not secrets")
                 return 0
-            fts.remove(db, [row])
-            db.execute("UPDATE atoms SET superseded_by = NULL WHERE superseded_by = ? AND bucket = ?", (atom, bucket))
-            return db.execute("DELETE FROM atoms WHERE seq = ?", (row[0],)).rowcount
+            return _delete_one(db, bucket, atom)
 
     def atom_extras(self, atom_ids: list[str]) -> dict[str, tuple[dict[str, Any], str | None]]:
         """(metadata, external_ref) of each id; callers pass only ids the principal may already read."""
@@ -181,3 +177,17 @@ class AtomOps(Database):
 
 def _insert_all(db: sqlite3.Connection, params: list[tuple[Any, ...]]) -> None:
     db.executemany(_INSERT, params)
+
+
+def _delete_one(db: sqlite3.Connection, bucket: int | None, atom: str) -> int:
+    """The one delete path (single atoms, domains, reset): the index entry goes with the row, and what the
+    deleted atom superseded becomes the live tip again."""
+    row = db.execute(
+        "SELECT seq, bucket, content FROM atoms WHERE atom_id = ? AND bucket = ?", (atom, bucket)
+    ).fetchone()
+    if row is None:
+        return 0
+    fts.remove(db, [row])
+    db.execute("UPDATE atoms SET superseded_by = NULL WHERE superseded_by = ? AND bucket = ?", (atom, bucket))
+    db.execute("DELETE FROM feedback WHERE atom_id = ?", (atom,))
+    return int(db.execute("DELETE FROM atoms WHERE seq = ?", (row[0],)).rowcount)

@@ -64,6 +64,8 @@ def check_write(req: WriteRequest) -> str | None:
     """
     if not isinstance(req.content, str) or not 1 <= len(req.content) <= MAX_CONTENT:
         raise ValidationError(f"content must be 1 to {MAX_CONTENT} characters")
+    if req.fingerprint is not None and (not isinstance(req.fingerprint, str) or not 1 <= len(req.fingerprint) <= 512):
+        raise ValidationError("fingerprint must be 1 to 512 characters")
     if room_of(req.domain) is None:
         if not req.domain or not req.domain.strip() or len(req.domain) > MAX_DOMAIN:
             raise ValidationError(f"domain must be 1 to {MAX_DOMAIN} characters")

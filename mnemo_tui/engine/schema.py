@@ -150,6 +150,34 @@ def m003_bucket_search(db: sqlite3.Connection) -> None:
     fts.add_since(db, 0)
 
 
+@migration(4, "feedback, fingerprints and idempotency")
+def m004_feedback(db: sqlite3.Connection) -> None:
+    # One row per reported outcome (POST /memory/feedback); an atom's valence is the mean of its rows.
+    db.execute(
+        """CREATE TABLE feedback (
+            atom_id TEXT NOT NULL,
+            bucket INTEGER NOT NULL,
+            outcome REAL NOT NULL,
+            at INTEGER NOT NULL
+        ) STRICT"""
+    )
+    db.execute("CREATE INDEX feedback_by_atom ON feedback (atom_id)")
+    db.execute("CREATE INDEX feedback_by_bucket ON feedback (bucket)")
+    # An exact-match handle given at write time (a read with the same fingerprint is an episodic hit).
+    db.execute("ALTER TABLE atoms ADD COLUMN fingerprint TEXT")
+    db.execute("CREATE INDEX atoms_fingerprint ON atoms (bucket, fingerprint) WHERE fingerprint IS NOT NULL")
+    # The answers of requests sent with an `Idempotency-Key`, per principal and operation, for 24 hours.
+    db.execute(
+        """CREATE TABLE idempotency (
+            principal TEXT NOT NULL,
+            key TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            at INTEGER NOT NULL,
+            PRIMARY KEY (principal, key)
+        ) STRICT, WITHOUT ROWID"""
+    )
+
+
 def migrate(db: sqlite3.Connection) -> int:
     """Apply every pending migration, each in its own `BEGIN IMMEDIATE` transaction; returns the version."""
     version = int(db.execute("PRAGMA user_version").fetchone()[0])

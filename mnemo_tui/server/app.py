@@ -111,16 +111,17 @@ def endpoint(work: Work, *, body: bool = True) -> Handler:
             key = auth.presented_key(request)
             pool: EnginePool = request.app.state.pool
             params = dict(request.path_params)
+            headers = {"idempotency-key": v} if (v := request.headers.get("idempotency-key")) is not None else {}
             if body:
                 who = await pool.run(lambda engine: engine.principal_for_key(key))
                 request.scope["mnemo.principal"] = who
-                call = Call(raw=await read_body(request, request.app.state.bodies), params=params)
+                call = Call(raw=await read_body(request, request.app.state.bodies), params=params, headers=headers)
                 return ok(await pool.run(lambda engine: work(engine, who, call)))
 
             def run(engine: Engine) -> Any:
                 who = engine.principal_for_key(key)
                 request.scope["mnemo.principal"] = who
-                return work(engine, who, Call(params=params))
+                return work(engine, who, Call(params=params, headers=headers))
 
             return ok(await pool.run(run))
         except Exception as exc:  # noqa: BLE001 - every failure becomes an envelope
@@ -139,6 +140,52 @@ async def health(request: Request) -> Response:
     return ok({"status": "ok", "database": True, "version": __version__})
 
 
+async def ready(request: Request) -> Response:
+    """`GET /ready` (no key): the readiness probe, the same check as `/health` (503 when the store is down)."""
+    return await health(request)
+
+
+async def health_ready(request: Request) -> Response:
+    """`GET /health/ready` (no key): `ready` is whether the store answers; 503 with the same body when not."""
+    pool: EnginePool = request.app.state.health
+    try:
+        await pool.run(lambda engine: engine.ping())
+        up = True
+    except Exception:  # noqa: BLE001
+        up = False
+    body = {
+        "ready": up,
+        "degraded": False,
+        "checks": {"database": up, "engine": up, "warm": True},
+        "version": __version__,
+    }
+    return Response(dumps(body), status_code=200 if up else 503, media_type="application/json")
+
+
+def reset_refused(engine: Engine, who: str, call: Call) -> Any:
+    """`DELETE /memory/reset` on a server not started with `--allow-reset`: the spec's 403."""
+    raise Refused(
+        403, "RESET_NOT_ALLOWED", "reset is not allowed on this server (start it with mnemo serve --allow-reset)"
+    )
+
+
+# Paths that answer without a key; every other /api/v1 path checks the key before it is routed.
+PUBLIC = frozenset({PREFIX + "/health", PREFIX + "/ready", PREFIX + "/health/ready", "/openapi.json"})
+
+
+async def _key_refusal(request: Request) -> Response | None:
+    """The 401 a request to an unknown /api/v1 path, or with a wrong method, gets before its 404 or 405."""
+    if request.url.path in PUBLIC or not request.url.path.startswith(PREFIX):
+        return None
+    try:
+        key = auth.presented_key(request)
+        pool: EnginePool = request.app.state.pool
+        await pool.run(lambda engine: engine.principal_for_key(key))
+    except Exception as exc:  # noqa: BLE001
+        return error(_translate(exc), request_id(request))
+    return None
+
+
 async def openapi(request: Request) -> Response:
     """`GET /openapi.json` (no key)."""
     return ok(request.app.state.openapi)
@@ -147,10 +194,20 @@ async def openapi(request: Request) -> Response:
 async def http_error(request: Request, exc: Exception) -> Response:
     rid = request_id(request)
     status = exc.status_code if isinstance(exc, HTTPException) else 500
+    if status in (404, 405):
+        refused = await _key_refusal(request)
+        if refused is not None:
+            return refused
     if status == 404:
         return error(Refused(404, "NOT_FOUND", f"no such endpoint: {request.method} {request.url.path}"), rid)
     if status == 405:
-        return error(Refused(405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed on {request.url.path}"), rid)
+        answer = error(
+            Refused(405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed on {request.url.path}"), rid
+        )
+        allow = (exc.headers or {}).get("Allow") if isinstance(exc, HTTPException) else None
+        if allow:  # Starlette's order is a set's: sorted, so the header is the same on every run
+            answer.headers["Allow"] = ", ".join(sorted(m.strip() for m in allow.split(",")))
+        return answer
     detail = exc.detail if isinstance(exc, HTTPException) else "internal server error"
     return error(Refused(status, "INTERNAL" if status >= 500 else "BAD_REQUEST", str(detail)), rid)
 
@@ -209,6 +266,7 @@ def create_app(
     opener: Opener | None = None,
     workers: int = DEFAULT_WORKERS,
     request_seconds: float = REQUEST_SECONDS,
+    allow_reset: bool = False,
 ) -> Starlette:
     """The app serving WIRE.md over an engine: the embedded store file at `store_path`, or what `opener` opens."""
     if opener is None:
@@ -233,6 +291,8 @@ def create_app(
     app = Starlette(
         routes=[
             Route(PREFIX + "/health", health, methods=["GET"]),
+            Route(PREFIX + "/ready", ready, methods=["GET"]),
+            Route(PREFIX + "/health/ready", health_ready, methods=["GET"]),
             Route("/openapi.json", openapi, methods=["GET"]),
             at("/memory/recent", routes.recent, "POST"),
             at("/memory/read", routes.read, "POST"),
@@ -249,6 +309,18 @@ def create_app(
             at("/memory/atoms/{atom_id}", routes.atom_get, "GET"),
             at("/memory/atoms/{atom_id}", routes.atom_delete, "DELETE"),
             at("/memory/domains", routes.domains, "GET"),
+            at("/memory/stats", routes.stats, "GET"),
+            at("/memory/feedback", routes.feedback, "POST"),
+            at("/memory/write-batch", routes.write_batch, "POST"),
+            at("/memory/write_batch", routes.write_batch, "POST"),
+            at("/memory/graph", routes.graph, "POST"),
+            at("/memory/consolidate", routes.consolidate, "POST"),
+            at("/memory/atoms/by-external-ref", routes.atom_by_external_ref, "POST"),
+            at("/memory/atoms/{atom_id}/chain", routes.atom_chain, "GET"),
+            at("/memory/rooms/{room_id}/invites", routes.rooms_invites, "GET"),
+            at("/memory/export", routes.export, "GET"),
+            at("/memory/domain/{domain}", routes.domain_delete, "DELETE"),
+            at("/memory/reset", routes.reset if allow_reset else reset_refused, "DELETE"),
         ],
         middleware=[Middleware(AccessLog)],
         exception_handlers={HTTPException: http_error, Exception: internal_error},

@@ -23,8 +23,18 @@ def dumps(value: Any) -> bytes:
 CANONICAL = {"X-Mnemo-Wire": "canonical"}
 
 
+class Raw:
+    """An answer that is not one JSON value (the export's JSON lines), with its media type."""
+
+    def __init__(self, body: bytes, media_type: str) -> None:
+        self.body = body
+        self.media_type = media_type
+
+
 def ok(body: bytes | Any) -> Response:
     """A 200 answer; `body` is JSON bytes already (feed pages: stored RecentItems, said so), or a value to encode."""
+    if isinstance(body, Raw):
+        return Response(body.body, media_type=body.media_type)
     if isinstance(body, bytes):
         return Response(body, media_type=JSON, headers=CANONICAL)
     return Response(dumps(body), media_type=JSON)

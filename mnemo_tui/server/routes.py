@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
-from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, WriteRequest
+from mnemo_tui.errors import MnemoError, ValidationError
+from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, WriteRequest, room_of
+from mnemo_tui.server.envelope import Raw, dumps
 from mnemo_tui.server.validate import BodyInvalid, require, require_uuid
 
 DUPLICATE_REASON = "duplicate external_ref: the first atom was returned"
@@ -23,6 +25,7 @@ class Call:
 
     raw: bytes = b""
     params: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
 
     def body(self) -> Any:
         """The parsed JSON body (an empty body reads as `{}`).
@@ -124,46 +127,146 @@ class AnswerBudget:
             )
 
 
+FEEDBACK_WEIGHT = 0.5  # how far feedback moves a match: score = relevance * (1 + 0.5 * valence)
+CONCEPT_BOOST = 0.25  # a match carrying one of the request's `concepts`: score * 1.25
+_AUTHOR = {"author_principal": "principal", "author_agent": "agent", "author_client_env": "client_env"}
+
+
+def _matches_metadata(metadata: dict[str, Any], conditions: list[dict[str, Any]]) -> bool:
+    """`metadata_filter`: every condition holds (eq: equal; contains: a substring of a text, or an element
+    of a list; in: one of the values listed)."""
+    for c in conditions:
+        if c["key"] not in metadata:
+            return False
+        have, want, op = metadata[c["key"]], c["value"], c.get("op", "eq")
+        if op == "eq" and have != want:
+            return False
+        if op == "contains" and not (
+            (isinstance(have, str) and isinstance(want, str) and want in have)
+            or (isinstance(have, list) and want in have)
+        ):
+            return False
+        if op == "in" and not (isinstance(want, list) and have in want):
+            return False
+    return True
+
+
+def _diversity(b: dict[str, Any]) -> float:
+    value = b.get("diversity", 0.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise BodyInvalid([{"type": "float_range", "loc": ["body", "diversity"], "msg": "Input should be 0 to 1"}])
+    return float(value)
+
+
+def _near_copy(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
 def _read(engine: Engine, who: str, b: dict[str, Any], budget: AnswerBudget | None = None) -> dict[str, Any]:
     budget = budget or AnswerBudget()
     started = time.perf_counter()
     since, until = _time(b.get("since")), _time(b.get("until"))
     if since is not None and until is not None and until < since:
         raise ValidationError("until is before since")
+    diversity = _diversity(b)
+    top_k = int(b["top_k"])
+    hints = [c for c in b.get("concepts") or [] if isinstance(c, str)]
+    conditions: list[dict[str, Any]] = list(b.get("metadata_filter") or [])
+    authors = {field: b[name] for name, field in _AUTHOR.items() if b.get(name) is not None}
+    external = b.get("author_is_external")
+    recency = b.get("order_by") == "recency" or b.get("strategy") == "temporal"
+    filtered = bool(conditions or authors or external is not None or diversity or hints or not recency)
     hits = engine.search(
         who,
         SearchQuery(
             query=b["query"],
             scope=b.get("domain"),
-            order_by="recency" if b["order_by"] == "recency" else "relevance",
+            order_by="recency" if recency else "relevance",
             since=since,
             until=until,
             exclude_author=b.get("exclude_author"),
             include_history=bool(b["include_history"]),
-            top_k=int(b["top_k"]),
+            # Re-ranking and post-filters choose among more candidates than are returned.
+            top_k=min(500, top_k * 4) if filtered else top_k,
         ),
     )
+    ids = [h.entry.atom_id for h in hits]
+    extras = engine.atom_extras(ids)
+    valence = engine.valences(ids)
+    episodic: list[Any] = []
+    fingerprint = b.get("fingerprint")
+    if isinstance(fingerprint, str) and fingerprint:
+        episodic = engine.by_fingerprint(who, b.get("domain"), fingerprint)
     floor = float(b.get("min_relevance", 0.0))
-    hits = [h for h in hits if h.relevance >= floor]
-    extras = engine.atom_extras([h.entry.atom_id for h in hits])
-    items = []
+    scored = []
     for hit in hits:
-        item = dict(hit.entry.data)
+        data = hit.entry.data
+        provenance = data.get("provenance") or {}
+        if any(provenance.get(field) != want for field, want in authors.items()):
+            continue
+        if external is True:  # every author of an embedded store is internal
+            continue
+        metadata = extras.get(hit.entry.atom_id, ({}, None))[0]
+        if conditions and not _matches_metadata(metadata, conditions):
+            continue
+        v = valence.get(hit.entry.atom_id, 0.0)
+        score = hit.relevance * (1 + FEEDBACK_WEIGHT * v)
+        if hints and set(hints) & set(data.get("concepts") or []):
+            score *= 1 + CONCEPT_BOOST
+        if hit.relevance < floor:
+            continue
+        scored.append((score, hit, metadata, v))
+    if not recency:
+        scored.sort(key=lambda s: -s[0])
+    items: list[dict[str, Any]] = []
+    seen_ids: set[str] = set()
+    seen_text: set[str] = set()
+    episodic_ids = [e.atom_id for e in episodic]
+    episodic_extras = engine.atom_extras(episodic_ids)
+    for entry in episodic:
+        item = dict(entry.data)
         item.update(
-            relevance=hit.relevance,
-            similarity=hit.relevance,
-            valence=0.0,
+            relevance=1.0,
+            similarity=1.0,
+            valence=round(engine.valences([entry.atom_id]).get(entry.atom_id, 0.0), 6),
             importance=0.0,
-            source="fts",
-            metadata=extras.get(hit.entry.atom_id, ({}, None))[0],
+            source="episodic",
+            metadata=episodic_extras.get(entry.atom_id, ({}, None))[0],
         )
         budget.take(item)
         items.append(item)
+        seen_ids.add(entry.atom_id)
+        seen_text.add(_near_copy(entry.content))
+    for score, hit, metadata, v in scored:
+        if len(items) >= top_k:
+            break
+        if hit.entry.atom_id in seen_ids:
+            continue
+        text = _near_copy(hit.entry.content)
+        if diversity > 0 and text in seen_text:
+            continue
+        seen_ids.add(hit.entry.atom_id)
+        seen_text.add(text)
+        item = dict(hit.entry.data)
+        item.update(
+            relevance=round(min(1.0, score), 6),
+            similarity=hit.relevance,
+            valence=round(v, 6),
+            importance=0.0,
+            source="fts",
+            metadata=metadata,
+        )
+        budget.take(item)
+        items.append(item)
+    expanded: list[str] = []
+    if hints and b.get("include_associations", True):
+        graph = engine.graph(who, hints[:20], depth=1, domain=b.get("domain"), min_weight=0.0, limit=50)
+        expanded = sorted({n for e in graph.edges for n in (e.source, e.target)} - set(hints))
     return {
         "items": items,
-        "episodic_hit": False,
-        "query_concepts": [],
-        "expanded_concepts": [],
+        "episodic_hit": bool(episodic),
+        "query_concepts": hints,
+        "expanded_concepts": expanded,
         "search_time_ms": round((time.perf_counter() - started) * 1000, 3),
     }
 
@@ -198,6 +301,9 @@ def query(engine: Engine, who: str, call: Call) -> dict[str, Any]:
         "include_history": b["include_history"],
         "min_relevance": b["min_relevance"],
         "top_k": 500 if domains else b["top_k"],
+        "concepts": b.get("concepts") or [],
+        "metadata_filter": b.get("metadata_filter") or [],
+        "include_associations": b["include_associations"],
     }
     answer = _read(engine, who, base)
     if domains:
@@ -209,24 +315,25 @@ def query(engine: Engine, who: str, call: Call) -> dict[str, Any]:
 # -- writes ---------------------------------------------------------------------------------
 
 
+def _write_request(b: dict[str, Any]) -> WriteRequest:
+    author: dict[str, Any] = b.get("author") or {}
+    return WriteRequest(
+        content=b["content"],
+        domain=b["domain"],
+        concepts=tuple(b.get("concepts") or ()),
+        metadata=b.get("metadata"),
+        external_ref=b.get("external_ref"),
+        supersedes=tuple(b.get("supersedes") or ()),
+        agent=author.get("agent"),
+        agent_name=author.get("agent_name"),
+        client_env=author.get("client_env") or "api",
+        fingerprint=b.get("fingerprint"),
+    )
+
+
 def write(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/write`: the principal comes from the key; `author` may name the agent only."""
-    b = require("WriteRequestSchema", call.body())
-    author: dict[str, Any] = b.get("author") or {}
-    result = engine.write(
-        who,
-        WriteRequest(
-            content=b["content"],
-            domain=b["domain"],
-            concepts=tuple(b.get("concepts") or ()),
-            metadata=b.get("metadata"),
-            external_ref=b.get("external_ref"),
-            supersedes=tuple(b.get("supersedes") or ()),
-            agent=author.get("agent"),
-            agent_name=author.get("agent_name"),
-            client_env=author.get("client_env") or "api",
-        ),
-    )
+    result = engine.write(who, _write_request(require("WriteRequestSchema", call.body())))
     return {
         "stored": True,
         "atom_id": result.atom_id,
@@ -327,3 +434,230 @@ def atom_delete(engine: Engine, who: str, call: Call) -> dict[str, Any]:
 def domains(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`GET /memory/domains`: the caller's own domains."""
     return {"domains": engine.domains(who)}
+
+
+# -- the rest of the memory plane ----------------------------------------------------------
+
+MAX_BATCH = 500
+MAX_IDEMPOTENCY_KEY = 240
+MAX_EXPORT = 64 << 20  # bytes one export answer may hold
+GRAPH_FLOOR = 0.05  # the weight floor of an unfiltered walk of depth >= 2 (as the hosted service applies)
+
+
+def stats(engine: Engine, who: str, call: Call) -> dict[str, Any]:
+    """`GET /memory/stats`: counts of one's own store; what has no meaning here is an honest zero."""
+    s = engine.stats(who)
+    return {
+        "total_atoms": s.total_atoms,
+        "episodes": s.total_atoms,
+        "prototypes": 0,
+        "singletons": 0,
+        "hebbian_edges": s.concept_edges,
+        "episodic_fingerprints": s.fingerprints,
+        "domains": s.domains,
+        "avg_valence": s.avg_valence,
+        "avg_importance": 0.0,
+        "feedback_atoms": s.feedback,
+    }
+
+
+def feedback(engine: Engine, who: str, call: Call) -> dict[str, Any]:
+    """`POST /memory/feedback`: the outcome is recorded for each of one's own atoms named."""
+    started = time.perf_counter()
+    b = require("FeedbackRequestSchema", call.body())
+    if len(b["atom_ids"]) > MAX_BATCH:
+        raise BodyInvalid(
+            [{"type": "too_long", "loc": ["body", "atom_ids"], "msg": f"Input should have at most {MAX_BATCH} items"}]
+        )
+    updated, mean = engine.feedback(who, [str(uuid.UUID(a)) for a in b["atom_ids"]], float(b["outcome"]))
+    return {
+        "updated_count": updated,
+        "avg_valence": mean,
+        "coactivation_edges": 0,
+        "feedback_time_ms": round((time.perf_counter() - started) * 1000, 3),
+    }
+
+
+def _idempotency_key(call: Call) -> str | None:
+    key = call.headers.get("idempotency-key")
+    if key is None or not key.strip():
+        return None
+    if len(key) > MAX_IDEMPOTENCY_KEY:
+        raise ValidationError(f"Idempotency-Key is over {MAX_IDEMPOTENCY_KEY} characters")
+    return "write-batch:" + key.strip()
+
+
+def write_batch(engine: Engine, who: str, call: Call) -> bytes:
+    """`POST /memory/write-batch` (and `/memory/write_batch`): up to 500 writes, one answer each; the same
+    `Idempotency-Key` within 24 hours gets the first answer back, with nothing written again."""
+    key = _idempotency_key(call)
+    if key is not None:
+        before = engine.remembered(who, key)
+        if before is not None:
+            return before.encode()
+    b = require("WriteBatchRequestSchema", call.body())
+    refused = [
+        {"type": "value_error", "loc": ["body", "items", i, "supersedes"], "msg": "supersedes is refused in a batch"}
+        for i, item in enumerate(b["items"])
+        if item.get("supersedes")
+    ]
+    if refused:
+        raise BodyInvalid(refused)
+    items = [require("WriteRequestSchema", item) for item in b["items"]]
+    results = engine.write_batch(who, [_write_request(item) for item in items])
+    answers: list[dict[str, Any]] = []
+    for index, result in enumerate(results):
+        if isinstance(result, MnemoError):
+            answers.append(
+                {
+                    "index": index,
+                    "stored": False,
+                    "atom_id": None,
+                    "importance": 0.0,
+                    "reason": "",
+                    "error": result.message,
+                }
+            )
+        else:
+            answers.append(
+                {
+                    "index": index,
+                    "stored": True,
+                    "atom_id": result.atom_id,
+                    "importance": 0.0,
+                    "reason": "" if result.created else DUPLICATE_REASON,
+                    "error": None,
+                }
+            )
+    body = dumps(
+        {"total_count": len(answers), "stored_count": sum(1 for a in answers if a["stored"]), "results": answers}
+    )
+    if key is not None:
+        engine.remember(who, key, body.decode())
+    return body
+
+
+def atom_chain(engine: Engine, who: str, call: Call) -> dict[str, Any]:
+    """`GET /memory/atoms/{atom_id}/chain`: every revision reachable by supersession, oldest first."""
+    atom = require_uuid(call.params["atom_id"], "atom_id")
+    chain = engine.chain(who, atom)
+    revisions = []
+    for rev in chain.revisions:
+        data = rev.entry.data
+        item: dict[str, Any] = {
+            "id": rev.entry.atom_id,
+            "content": data["content"],
+            "domain": data["domain"],
+            "concepts": list(data.get("concepts") or []),
+            "created_at": data["created_at"],
+            "is_head": rev.is_head and rev.entry.atom_id not in chain.dangling,
+        }
+        if data.get("supersedes"):
+            item["supersedes"] = data["supersedes"]
+        if data.get("superseded_by"):
+            item["superseded_by"] = data["superseded_by"]
+        revisions.append(item)
+    return {"atom_id": chain.atom_id, "revisions": revisions, "dangling": chain.dangling, "truncated": chain.truncated}
+
+
+def atom_by_external_ref(engine: Engine, who: str, call: Call) -> dict[str, Any]:
+    """`POST /memory/atoms/by-external-ref`: the atom of one's own store written with that ref (404 otherwise)."""
+    b = require("ExternalRefRequestSchema", call.body())
+    atom = engine.by_external_ref(who, b["external_ref"])
+    return atom_get(engine, who, Call(params={"atom_id": atom}))
+
+
+def rooms_invites(engine: Engine, who: str, call: Call) -> list[dict[str, Any]]:
+    """`GET /memory/rooms/{room_id}/invites`: owner only; audit fields, never a code."""
+    return [i.wire() for i in engine.list_invites(who, call.params["room_id"])]
+
+
+def export(engine: Engine, who: str, call: Call) -> Raw:
+    """`GET /memory/export`: one's own store as JSON lines, oldest first, history included; never the vault."""
+    out: list[bytes] = []
+    size = 0
+    for lines in engine.export(who):
+        for line in lines:
+            data = line.encode() + b"\n"
+            size += len(data)
+            if size > MAX_EXPORT:
+                raise ValidationError(
+                    f"the export would hold more than {MAX_EXPORT >> 20} MiB; export domain by domain with "
+                    "POST /memory/recent instead",
+                    details={"limit_bytes": MAX_EXPORT},
+                )
+            out.append(data)
+    return Raw(b"".join(out), "application/x-ndjson")
+
+
+def domain_delete(engine: Engine, who: str, call: Call) -> dict[str, Any]:
+    """`DELETE /memory/domain/{domain}`: every entry of one own domain; the vault is never touched."""
+    domain = call.params["domain"]
+    if room_of(domain) is not None:
+        raise ValidationError("a room is not wiped by domain; delete its entries one by one")
+    wipe = engine.delete_domain(who, domain)
+    return {
+        "deleted": wipe.deleted,
+        "domain": domain,
+        "skipped_secrets": wipe.skipped_secrets,
+        "superseded_predecessors_left_hidden_count": wipe.left_hidden,
+    }
+
+
+def reset(engine: Engine, who: str, call: Call) -> dict[str, Any]:
+    """`DELETE /memory/reset`: every entry of one's own store (only when the server allows it; app.py)."""
+    return {"deleted": engine.reset(who), "status": "cleared"}
+
+
+def consolidate(engine: Engine, who: str, call: Call) -> dict[str, Any]:
+    """`POST /memory/consolidate`: the embedded engine never merges or compresses entries (every entry is
+    kept as written, which the feed's completeness rests on); the answer reports the domain unchanged."""
+    started = time.perf_counter()
+    b = require("ConsolidateRequestSchema", call.body())
+    domain = b.get("domain")
+    if domain is not None and room_of(domain) is not None:
+        raise ValidationError("a room is not consolidated; name one of your own domains")
+    count = engine.count_atoms(who, domain)
+    return {
+        "domain": domain if domain is not None else "",
+        "atoms_before": count,
+        "atoms_after": count,
+        "prototypes_created": 0,
+        "singletons_protected": 0,
+        "compression_ratio": 1.0,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+    }
+
+
+def graph(engine: Engine, who: str, call: Call) -> dict[str, Any]:
+    """`POST /memory/graph`: the concepts around the seeds, joined by the live atoms that carry both."""
+    b = require("GraphRequestSchema", call.body())
+    depth = int(b["depth"])
+    given = b.get("min_weight")
+    floor = float(given) if given is not None else (GRAPH_FLOOR if depth >= 2 else 0.0)
+    seeds = [s for s in b["seeds"] if isinstance(s, str)]
+    if any(len(s) > 200 for s in seeds):
+        raise BodyInvalid(
+            [{"type": "string_too_long", "loc": ["body", "seeds"], "msg": "each seed is at most 200 characters"}]
+        )
+    g = engine.graph(who, seeds, depth=depth, domain=b.get("domain"), min_weight=floor, limit=int(b["limit"]))
+    degree: dict[str, int] = {}
+    for e in g.edges:
+        degree[e.source] = degree.get(e.source, 0) + 1
+        degree[e.target] = degree.get(e.target, 0) + 1
+    return {
+        "nodes": [{"concept": c, "degree": d} for c, d in sorted(degree.items())],
+        "edges": [
+            {
+                "source": e.source,
+                "target": e.target,
+                "weight": e.weight,
+                "valence": e.valence,
+                "count": e.count,
+                "updated_at": timefmt.to_iso(e.updated_at),
+            }
+            for e in g.edges
+        ],
+        "truncated": g.truncated,
+        "min_weight_applied": g.min_weight_applied,
+    }

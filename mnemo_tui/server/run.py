@@ -51,10 +51,12 @@ def configure_logging(stream: TextIO) -> None:
         logger.propagate = False
 
 
-def serve(store_path: Path, host: str = "127.0.0.1", port: int = 8765, *, workers: int = 8) -> int:
+def serve(
+    store_path: Path, host: str = "127.0.0.1", port: int = 8765, *, workers: int = 8, allow_reset: bool = False
+) -> int:
     """Serve the store until SIGINT or SIGTERM; returns the process exit code (0 after a clean stop)."""
     configure_logging(sys.stderr)
-    app = create_app(store_path, workers=workers)
+    app = create_app(store_path, workers=workers, allow_reset=allow_reset)
     sock = bind(host, port)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{sock.getsockname()[1]}{PREFIX}"

@@ -1,4 +1,5 @@
-"""Provides request-body checks against the OpenAPI schemas, answering as the hosted service does (a 422 `detail` list)."""
+"""Provides request-body checks against the OpenAPI schemas, answering as the hosted service does (a 422 flat
+envelope whose `details.errors` lists every problem as `{loc, msg, type}`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ Detail = dict[str, Any]
 
 
 class BodyInvalid(MnemoError):
-    """A body that does not match its schema: 422 with the hosted service's `detail` list beside the envelope."""
+    """A body that does not match its schema: 422, the flat envelope with `details.errors` (no top-level `detail`)."""
 
     code = "VALIDATION_ERROR"
     status = 422
@@ -26,13 +27,8 @@ class BodyInvalid(MnemoError):
         first = detail[0]
         where = ".".join(str(p) for p in first["loc"][1:]) or "body"
         more = f" (and {len(detail) - 1} more)" if len(detail) > 1 else ""
-        super().__init__(f"{where}: {first['msg']}{more}", details={"errors": len(detail)})
+        super().__init__(f"{where}: {first['msg']}{more}", details={"errors": detail})
         self.detail = detail
-
-    def envelope(self, request_id: str | None = None) -> dict[str, Any]:
-        body = super().envelope(request_id)
-        body["detail"] = self.detail
-        return body
 
 
 @lru_cache(maxsize=1)

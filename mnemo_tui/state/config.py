@@ -110,8 +110,15 @@ def _path_value(value: str, base: Path) -> Path:
     return path if path.is_absolute() else base / path
 
 
+API_BASE = "/api/v1"
+
+
 def check_endpoint(url: str) -> str:
-    """A REST base URL without its trailing slash.
+    """The endpoint's one canonical identity: its `/api/v1` base URL, without a trailing slash.
+
+    The origin (`http://host:8765`, what the official SDK takes) and the base
+    (`http://host:8765/api/v1`) name the same endpoint: both normalize to the base, which keys the
+    state database's watermarks and the keyring (so what was kept under the base keeps working).
 
     Raises:
         ValidationError: anything but an http(s) URL with a host.
@@ -132,7 +139,18 @@ def check_endpoint(url: str) -> str:
         raise bad from None
     if any(ch.isspace() or not ch.isprintable() for ch in value):
         raise bad
+    if parts.query or parts.fragment:
+        raise bad
+    if not parts.path.rstrip("/").endswith(API_BASE):
+        value = value + API_BASE
     return value
+
+
+def endpoint_aliases(endpoint: str) -> list[str]:
+    """Other spellings a key may have been kept under for a canonical endpoint (its origin form)."""
+    if endpoint.endswith(API_BASE):
+        return [endpoint[: -len(API_BASE)]]
+    return []
 
 
 def resolve(

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from mnemo_tui.errors import AuthError, LocalStateError
 from mnemo_tui.files import write_atomic
-from mnemo_tui.state.config import Settings
+from mnemo_tui.state.config import Settings, endpoint_aliases
 
 SERVICE = "mnemo"
 FILE_NAME = "credentials.json"
@@ -93,16 +93,20 @@ def lookup_key(settings: Settings) -> tuple[str | None, KeySource]:
     if not endpoint:
         return None, "none"
     backend = _keyring()
-    if backend is not None:
-        try:
-            key = backend.get_password(SERVICE, endpoint)
-        except Exception:  # noqa: BLE001 - a locked or failing keyring reads as no key there
-            key = None
-        if key and str(key).strip():
-            return str(key).strip(), "keyring"
-    key = _read_file(credentials_file(settings)).get(endpoint)
-    if key and key.strip():
-        return key.strip(), "file"
+    names = [endpoint, *endpoint_aliases(endpoint)]
+    for name in names:
+        if backend is not None:
+            try:
+                key = backend.get_password(SERVICE, name)
+            except Exception:  # noqa: BLE001 - a locked or failing keyring reads as no key there
+                key = None
+            if key and str(key).strip():
+                return str(key).strip(), "keyring"
+    stored = _read_file(credentials_file(settings))
+    for name in names:
+        key = stored.get(name)
+        if key and key.strip():
+            return key.strip(), "file"
     return None, "none"
 
 
@@ -155,18 +159,22 @@ def forget_key(settings: Settings) -> list[str]:
     endpoint = settings.endpoint
     assert endpoint is not None
     removed: list[str] = []
+    names = [endpoint, *endpoint_aliases(endpoint)]
     backend = _keyring()
     if backend is not None:
-        try:
-            if backend.get_password(SERVICE, endpoint):
-                backend.delete_password(SERVICE, endpoint)
-                removed.append("keyring")
-        except Exception:  # noqa: BLE001 - nothing to delete, or a keyring that cannot; the file still goes
-            pass
+        for name in names:
+            try:
+                if backend.get_password(SERVICE, name):
+                    backend.delete_password(SERVICE, name)
+                    if "keyring" not in removed:
+                        removed.append("keyring")
+            except Exception:  # noqa: BLE001 - nothing to delete, or a keyring that cannot; the file still goes
+                pass
     path = credentials_file(settings)
     data = _read_file(path)
-    if endpoint in data:
-        del data[endpoint]
+    if any(name in data for name in names):
+        for name in names:
+            data.pop(name, None)
         if data:
             _write_file(path, data)
         else:

@@ -86,6 +86,18 @@ def test_a_detail_string_and_a_422_list_become_the_project_errors(canned: tuple[
     )
     with pytest.raises(ValidationError, match=r"limit: Input should be less than or equal to 100"):
         backend.recent(RecentQuery())
+    # The hosted service's (and `mnemo serve`'s) flat 422: `details.errors`, no top-level `detail`.
+    flat = {
+        "code": "VALIDATION_ERROR",
+        "message": "limit: Input should be less than or equal to 100",
+        "requestId": None,
+        "retryable": False,
+        "details": {"errors": [{"loc": ["body", "limit"], "msg": "Input should be ...", "type": "less_than_equal"}]},
+    }
+    app.answer(422, flat)
+    with pytest.raises(ValidationError, match=r"^limit: Input should be less than or equal to 100$") as raised:
+        backend.recent(RecentQuery())
+    assert raised.value.details == flat["details"]
 
 
 def test_retries_are_bounded_and_then_unavailable(canned: tuple[Canned, ThreadServer]) -> None:

@@ -223,16 +223,20 @@ def test_debug_after_a_double_dash_is_content(cli: Any) -> None:
     assert json.loads(cli("recent", "--format", "json").stdout)["items"][0]["content"] == "--debug"
 
 
-def test_an_endpoint_without_its_api_prefix_is_named_as_the_problem(cli: Any, isolated_home: Path) -> None:
+def test_the_origin_and_the_api_base_are_one_endpoint_and_one_watermark(cli: Any, isolated_home: Path) -> None:
     from wire_servers import served_store
 
     key = cli("keys", "create", "local").stdout.strip()
+    cli("write", "before the first pass")
     with served_store(isolated_home / "store.db") as server:
-        r = cli("recent", env={"MNEMO_ENDPOINT": server.base, "MNEMO_API_KEY": key})
-        assert r.code == 2 and len(r.stderr.splitlines()) == 1
-        assert "has no POST /memory/recent (HTTP 404)" in r.stderr and "/api/v1" in r.stderr
+        # A catch-up through the /api/v1 base (how watermarks were kept), then one through the origin:
+        # the same endpoint, so the second pass starts at the first one's watermark.
+        first = cli("catchup", "--format", "json", env={"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key})
+        assert first.code == 0 and "before the first pass" in first.stdout
+        second = cli("catchup", "--format", "json", env={"MNEMO_ENDPOINT": server.base, "MNEMO_API_KEY": key})
+        assert second.code == 0 and "before the first pass" not in second.stdout
         # A 404 that is an answer stays one: an unknown invite code.
-        r = cli("rooms", "join", "mnvr_nope", env={"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key})
+        r = cli("rooms", "join", "mnvr_nope", env={"MNEMO_ENDPOINT": server.base, "MNEMO_API_KEY": key})
         assert r.code == 2 and r.stderr.strip() == "mnemo: unknown invite code"
 
 

@@ -123,8 +123,20 @@ def test_status_of_the_embedded_default(cli, isolated_home: Path) -> None:
         "consumer": "default",
         "key_source": "none",
         "state": str(isolated_home / "state.db"),
+        "stats": {
+            "total_atoms": 0,
+            "domains": [],
+            "concept_edges": 0,
+            "avg_valence": 0.0,
+            "feedback_atoms": 0,
+            "episodic_fingerprints": 0,
+        },
     }
+    cli("write", "one", "--scope", "notes", env={"MNEMO_PRINCIPAL": "alice"})
+    doc = json.loads(cli("status", "--format", "json", env={"MNEMO_PRINCIPAL": "alice"}).stdout)
+    assert doc["stats"]["total_atoms"] == 1 and doc["stats"]["domains"] == ["notes"]
     table = cli("status", env={"MNEMO_PRINCIPAL": "alice", "MNEMO_CONSUMER": "bot"}).stdout
+    assert "1 in 1 domain(s)" in table
     assert "backend" in table and "embedded" in table and "alice" in table and "bot" in table
 
 
@@ -133,7 +145,8 @@ def test_status_of_an_endpoint_names_the_key_source_never_the_key(cli, tmp_path:
     env = {"MNEMO_ENDPOINT": "http://127.0.0.1:9/api/v1", "MNEMO_API_KEY": key, "MNEMO_STATE": str(tmp_path / "s.db")}
     r = cli("status", "-f", "json", env=env)
     doc = json.loads(r.stdout)
-    assert set(doc) == {"backend", "endpoint", "principal", "consumer", "key_source", "state"}
+    assert set(doc) == {"backend", "endpoint", "principal", "consumer", "key_source", "state", "stats"}
+    assert doc["stats"] is None  # nothing listens on port 9
     assert doc["backend"] == "remote" and doc["endpoint"] == "http://127.0.0.1:9/api/v1"
     assert doc["key_source"] == "env" and doc["state"] == str(tmp_path / "s.db")
     table = cli("status", env=env)

@@ -62,6 +62,16 @@ def _every_read(c: Any, room: str, atom: str, alias: str) -> list[Any]:
         c.get("/memory/rooms"),
         c.get("/vault/secrets"),
         c.get(f"/memory/atoms/{atom}"),
+        c.get(f"/memory/atoms/{atom}/chain"),
+        c.get("/memory/export"),
+        c.get("/memory/stats"),
+        c.post("/memory/graph", json={"seeds": [alias], "depth": 3, "min_weight": 0}),
+        c.post("/memory/atoms/by-external-ref", json={"external_ref": alias}),
+        c.post("/memory/write-batch", json={"items": [{"content": f"{alias} batch", "concepts": [alias]}]}),
+        c.post("/memory/feedback", json={"atom_ids": [atom], "outcome": 1}),
+        c.post("/memory/consolidate", json={}),
+        c.get(f"/memory/rooms/{room}/invites"),
+        c.delete("/memory/domain/secrets"),
         c.post("/vault/secrets", json={"alias": alias, "context": "again", "sealed_secret_b64": "eA=="}),
     ]
 

@@ -32,12 +32,19 @@ POSTS = [
     "/memory/rooms/join",
     "/memory/rooms/{room}/invites",
     "/vault/secrets",
+    "/memory/write-batch",
+    "/memory/write_batch",
+    "/memory/feedback",
+    "/memory/graph",
+    "/memory/consolidate",
+    "/memory/atoms/by-external-ref",
 ]
 FIELDS = [
     "domain", "since", "until", "exclude_author", "limit", "cursor", "include_history", "query", "order_by",
     "top_k", "min_relevance", "content", "concepts", "metadata", "external_ref", "supersedes", "author",
     "queries", "domains", "name", "description", "scope", "expires_in_days", "max_uses", "code", "alias",
-    "context", "sealed_secret_b64", "fingerprint",
+    "context", "sealed_secret_b64", "fingerprint", "items", "atom_ids", "outcome", "seeds", "depth",
+    "min_weight", "metadata_filter", "diversity", "strategy", "author_agent", "author_is_external",
 ]  # fmt: skip
 
 scalars = st.one_of(

@@ -73,3 +73,16 @@ def test_serve_refuses_an_endpoint_and_a_busy_port(cli: Any, serve: ServeProcess
     port = serve.url.split(":")[2].split("/")[0]
     busy = cli("serve", "--port", port)
     assert busy.code == 2 and "cannot listen" in busy.stderr and "Traceback" not in busy.stderr
+
+
+def test_reset_is_refused_unless_serve_was_started_to_allow_it(isolated_home: Path, cli: Any) -> None:
+    key = cli("keys", "create", "alice").stdout.strip()
+    cli("write", "one", env={"MNEMO_PRINCIPAL": "alice"})
+    for args, status in (((), 403), (("--allow-reset",), 200)):
+        served = start_serve(isolated_home, *args)
+        try:
+            answer = httpx.delete(served.url + "/memory/reset", headers={"X-Api-Key": key}, timeout=10)
+            assert answer.status_code == status, answer.text
+        finally:
+            served.stop()
+    assert "holds no entries" in cli("recent", env={"MNEMO_PRINCIPAL": "alice"}).stdout

@@ -64,7 +64,7 @@ def validator(schema: dict[str, Any]) -> Draft202012Validator:
 def response_schema(path: str, method: str, status: int) -> dict[str, Any]:
     responses = HOSTED["paths"]["/api/v1" + path][method]["responses"]
     declared = responses.get(str(status)) or responses["400"]  # 413 is not in the hosted description
-    schema: dict[str, Any] = declared["content"]["application/json"]["schema"]
+    schema: dict[str, Any] = declared.get("content", {}).get("application/json", {}).get("schema", {})
     return schema
 
 
@@ -80,10 +80,22 @@ def recorded(tmp_path: Path) -> Iterator[list[tuple[str, str, int, Any]]]:
     seen: list[tuple[str, str, int, Any]] = []
     with TestClient(create_app(path, workers=2), raise_server_exceptions=False) as client:
 
-        def call(method: str, template: str, key: str | None, body: Any = None, **params: str) -> Any:
+        def call(
+            method: str,
+            template: str,
+            key: str | None,
+            body: Any = None,
+            extra: dict[str, str] | None = None,
+            **params: str,
+        ) -> Any:
+            extra = extra or {}
             headers = {"X-Api-Key": key} if key else {}
             url = "/api/v1" + template.format(**params)
-            response = client.request(method.upper(), url, json=body, headers=headers)
+            response = client.request(method.upper(), url, json=body, headers={**headers, **extra})
+            if response.headers["content-type"].startswith("application/x-ndjson"):
+                lines = [json.loads(line) for line in response.text.splitlines()]
+                seen.append((method, template, response.status_code, {"lines": lines}))
+                return lines
             seen.append((method, template, response.status_code, response.json()))
             return response.json()
 
@@ -123,7 +135,40 @@ def recorded(tmp_path: Path) -> Iterator[list[tuple[str, str, int, Any]]]:
         call("get", "/memory/atoms/{atom_id}", alice, atom_id=old["atom_id"])
         call("get", "/memory/atoms/{atom_id}", bob, atom_id=new["atom_id"])
         call("get", "/memory/domains", alice)
+        # The rest of the memory plane (issue 14).
+        call("get", "/memory/stats", alice)
+        call("get", "/memory/stats", None)
+        call("post", "/memory/feedback", alice, {"atom_ids": [new["atom_id"]], "outcome": 0.5})
+        call("post", "/memory/feedback", alice, {"atom_ids": ["nope"], "outcome": 2})
+        batch = {"items": [{"content": "one", "concepts": ["deploy", "fly"]}, {"content": "two", "external_ref": "r1"}]}
+        call("post", "/memory/write-batch", alice, batch, {"Idempotency-Key": "k1"})
+        call("post", "/memory/write-batch", alice, batch, {"Idempotency-Key": "k1"})
+        call("post", "/memory/write_batch", alice, {"items": [{"content": "x", "supersedes": [old["atom_id"]]}]})
+        call("post", "/memory/write_batch", alice, {"items": []})
+        mixed = {"items": [{"content": "three", "fingerprint": "f"}, {"content": "y", "domain": room["address"]}]}
+        answer = call("post", "/memory/write_batch", bob, mixed)  # bob may only read the room
+        assert [r["stored"] for r in answer["results"]] == [True, False] and answer["stored_count"] == 1
+        call("post", "/memory/graph", alice, {"seeds": ["deploy"], "depth": 2})
+        call("post", "/memory/graph", alice, {"seeds": []})
+        call("post", "/memory/consolidate", alice, {})
+        call("post", "/memory/consolidate", alice, {"domain": 3})
+        call("get", "/memory/atoms/{atom_id}/chain", alice, atom_id=old["atom_id"])
+        call("get", "/memory/atoms/{atom_id}/chain", bob, atom_id=old["atom_id"])
+        call("get", "/memory/atoms/{atom_id}/chain", alice, atom_id="not-a-uuid")
+        call("post", "/memory/atoms/by-external-ref", alice, {"external_ref": "r1"})
+        call("post", "/memory/atoms/by-external-ref", alice, {"external_ref": "nope"})
+        call("post", "/memory/atoms/by-external-ref", alice, {})
+        call("get", "/memory/rooms/{room_id}/invites", alice, room_id=room["room_id"])
+        call("get", "/memory/rooms/{room_id}/invites", bob, room_id=room["room_id"])
+        call("post", "/memory/read", alice, {"query": "staging", "concepts": ["deploy"], "fingerprint": "f"})
+        call("post", "/memory/query", alice, {"query": "staging", "metadata_filter": [{"key": "k", "value": 1}]})
+        call("get", "/memory/export", alice)
+        call("delete", "/memory/domain/{domain}", alice, domain="elsewhere")
+        call("delete", "/memory/reset", alice)
+        call("get", "/ready", None)
+        call("get", "/health/ready", None)
         call("delete", "/memory/atoms/{atom_id}", alice, atom_id=new["atom_id"])
+        call("delete", "/memory/domain/{domain}", alice, domain="general")
         call("get", "/health", None)
         yield seen
     store.close()
@@ -143,7 +188,7 @@ def test_every_answer_of_mnemo_serve_validates_against_the_hosted_schemas(
         statuses.add(status)
     assert {200, 400, 401, 403, 404, 409, 422} <= statuses
     covered = {(m, t) for m, t, s, _ in recorded if s == 200}
-    assert len(covered) == 16  # every endpoint of WIRE.md answered successfully at least once
+    assert len(covered) == 29  # every endpoint of WIRE.md answered successfully at least once
 
 
 def test_our_openapi_keeps_the_hosted_schemas_verbatim() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -57,6 +58,9 @@ def operations() -> list[tuple[str, str]]:
 
 def check_answer(served: Served, path: str, method: str, response: Any) -> None:
     assert response.status_code < 500, (path, method, response.status_code, response.text)
+    if response.status_code == 200 and response.headers["content-type"].startswith("application/x-ndjson"):
+        assert all(isinstance(json.loads(line), dict) for line in response.text.splitlines())
+        return
     body = response.json()
     if response.status_code >= 400:
         assert isinstance(body, dict) and set(body) >= ENVELOPE, body

@@ -182,7 +182,12 @@ def test_the_principal_comes_from_the_key_never_the_body(wire: Wire) -> None:
 def test_unknown_routes_and_methods_get_the_envelope(wire: Wire) -> None:
     assert_envelope(wire.client.get("/nowhere"), 404, "NOT_FOUND")
     assert_envelope(wire.get("/memory/nowhere", wire.key("a")), 404, "NOT_FOUND")
-    assert_envelope(wire.client.put("/api/v1/memory/recent"), 405, "METHOD_NOT_ALLOWED")
+    # The key is checked before routing: without one, an unknown path or a wrong method is 401.
+    assert_envelope(wire.client.put("/api/v1/memory/recent"), 401, "UNAUTHORIZED")
+    assert_envelope(wire.client.get("/api/v1/memory/nowhere"), 401, "UNAUTHORIZED")
+    not_allowed = wire.client.put("/api/v1/memory/recent", headers={"X-Api-Key": wire.key("a")})
+    assert_envelope(not_allowed, 405, "METHOD_NOT_ALLOWED")
+    assert not_allowed.headers["allow"] == "POST"
 
 
 @pytest.mark.parametrize(
@@ -222,12 +227,15 @@ def test_malformed_or_absurdly_nested_json_is_a_400_envelope(wire: Wire, raw: by
         ("/memory/rooms", {"name": "x", "owner_org_id": "o"}, "owner_org_id"),
     ],
 )
-def test_a_body_that_does_not_match_the_schema_is_a_422_detail_list(
+def test_a_body_that_does_not_match_the_schema_is_a_422_flat_envelope(
     wire: Wire, path: str, body: Any, field: str | None
 ) -> None:
     response = wire.post(path, body, wire.key("a"))
     envelope = assert_envelope(response, 422, "VALIDATION_ERROR")
-    detail = envelope["detail"]
+    assert "detail" not in envelope  # the hosted shape: the SDK prints a top-level detail as a raw repr
+    detail = envelope["details"]["errors"]
+    if field is not None:
+        assert envelope["message"].startswith(f"{field}: ")
     assert isinstance(detail, list) and detail
     assert all({"loc", "msg", "type"} <= set(d) for d in detail)
     if field is not None:

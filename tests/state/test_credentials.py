@@ -123,3 +123,38 @@ def test_a_keyring_that_fails_on_read_reads_as_no_key(settings: Settings) -> Non
         assert credentials.lookup_key(settings) == (None, "none")
     finally:
         keyring.set_keyring(previous)
+
+
+# -- one identity per endpoint, whichever way it is spelled (issue 14) -----------------------------
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        "http://127.0.0.1:8765",
+        "http://127.0.0.1:8765/",
+        "http://127.0.0.1:8765/api/v1",
+        "http://127.0.0.1:8765/api/v1/",
+        " http://127.0.0.1:8765/api/v1 ",
+    ],
+)
+def test_the_origin_and_the_api_base_are_one_endpoint(isolated_home: Path, spelled: str) -> None:
+    assert resolve(endpoint=spelled).endpoint == ENDPOINT
+    assert resolve(env={"MNEMO_ENDPOINT": spelled}).endpoint == ENDPOINT
+
+
+def test_a_key_kept_under_the_api_base_is_found_from_the_origin(
+    isolated_home: Path, memory_keyring: MemoryKeyring
+) -> None:
+    memory_keyring.set_password(credentials.SERVICE, ENDPOINT, KEY)  # as `mnemo login` kept it before
+    assert credentials.lookup_key(resolve(endpoint="http://127.0.0.1:8765")) == (KEY, "keyring")
+
+
+def test_a_key_kept_under_the_origin_is_found_and_forgotten_too(
+    isolated_home: Path, memory_keyring: MemoryKeyring
+) -> None:
+    memory_keyring.set_password(credentials.SERVICE, "http://127.0.0.1:8765", KEY)
+    settings = resolve(endpoint=ENDPOINT)
+    assert credentials.lookup_key(settings) == (KEY, "keyring")
+    assert credentials.forget_key(settings) == ["keyring"]
+    assert credentials.lookup_key(settings) == (None, "none")

@@ -1,0 +1,398 @@
+"""Provides the embedded store's memory plane beyond single entries: stats, feedback, batches, chains, the
+concept graph, export, domain wipes and reset, invites listed, and remembered idempotent answers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from itertools import combinations
+
+from mnemo_tui import timefmt
+from mnemo_tui.engine.atoms import AtomOps, _delete_one
+from mnemo_tui.engine.database import NOT_A_MEMBER, Database
+from mnemo_tui.engine.rules import check_write, with_superseded_by
+from mnemo_tui.errors import Forbidden, MnemoError, NotFound
+from mnemo_tui.model import (
+    Chain,
+    DomainWipe,
+    Entry,
+    Graph,
+    GraphEdge,
+    InviteInfo,
+    Revision,
+    Stats,
+    WriteRequest,
+    WriteResult,
+    room_of,
+)
+
+CHAIN_MAX = 200  # revisions one chain answer may resolve
+GRAPH_SCAN = 5000  # atoms one graph hop may read
+IDEMPOTENT_US = 24 * 3600 * 1_000_000  # how long a remembered answer is kept
+
+
+class MemoryOps(AtomOps, Database):
+    """The operations of the hosted memory plane that are not the feed, search or a single entry."""
+
+    # -- stats and feedback ---------------------------------------------------------------
+    def stats(self, principal: str) -> Stats:
+        """Counts of the principal's own store (rooms are not counted)."""
+        with self.reading() as db:
+            bucket = self.own_bucket(principal)
+            if bucket is None:
+                return Stats(0, [], 0, 0.0, 0)
+            total = int(db.execute("SELECT count(*) FROM atoms WHERE bucket = ?", (bucket,)).fetchone()[0])
+            domains = [
+                r[0]
+                for r in db.execute("SELECT DISTINCT domain FROM atoms WHERE bucket = ? ORDER BY domain", (bucket,))
+            ]
+            edges = int(
+                db.execute(
+                    "SELECT count(*) FROM (SELECT DISTINCT c1.value, c2.value FROM atoms a, json_each(a.concepts) c1,"
+                    " json_each(a.concepts) c2 WHERE a.bucket = ? AND a.superseded_by IS NULL AND c1.value < c2.value)",
+                    (bucket,),
+                ).fetchone()[0]
+            )
+            row = db.execute(
+                "SELECT count(*), avg(v) FROM (SELECT avg(outcome) AS v FROM feedback WHERE bucket = ? GROUP BY atom_id)",
+                (bucket,),
+            ).fetchone()
+            prints = int(
+                db.execute(
+                    "SELECT count(DISTINCT fingerprint) FROM atoms WHERE bucket = ? AND fingerprint IS NOT NULL",
+                    (bucket,),
+                ).fetchone()[0]
+            )
+        return Stats(total, domains, edges, round(float(row[1] or 0.0), 6), int(row[0]), prints)
+
+    def count_atoms(self, principal: str, domain: str | None) -> int:
+        """How many entries one own domain (or the whole own store, history included) holds."""
+        with self.reading() as db:
+            bucket = self.own_bucket(principal)
+            if domain is None:
+                row = db.execute("SELECT count(*) FROM atoms WHERE bucket = ?", (bucket,)).fetchone()
+            else:
+                row = db.execute(
+                    "SELECT count(*) FROM atoms WHERE bucket = ? AND domain = ?", (bucket, domain)
+                ).fetchone()
+        return int(row[0])
+
+    def feedback(self, principal: str, atom_ids: list[str], outcome: float) -> tuple[int, float]:
+        """Record `outcome` (-1..1) for each of the principal's own atoms named; returns (how many were
+        recorded, the mean valence of those atoms after it). Unknown or foreign ids are not counted."""
+        now = timefmt.now_us()
+        with self.transaction() as db:
+            bucket = self.own_bucket(principal)
+            if bucket is None or not atom_ids:
+                return 0, 0.0
+            wanted = sorted(set(atom_ids))
+            marks = ",".join("?" * len(wanted))
+            found = [
+                r[0]
+                for r in db.execute(
+                    f"SELECT atom_id FROM atoms WHERE bucket = ? AND atom_id IN ({marks})", (bucket, *wanted)
+                )
+            ]
+            db.executemany(
+                "INSERT INTO feedback(atom_id, bucket, outcome, at) VALUES (?,?,?,?)",
+                [(a, bucket, float(outcome), now) for a in found],
+            )
+            if not found:
+                return 0, 0.0
+            marks = ",".join("?" * len(found))
+            mean = db.execute(
+                f"SELECT avg(v) FROM (SELECT avg(outcome) AS v FROM feedback WHERE atom_id IN ({marks}) GROUP BY atom_id)",
+                found,
+            ).fetchone()[0]
+        return len(found), round(float(mean or 0.0), 6)
+
+    def valences(self, atom_ids: list[str]) -> dict[str, float]:
+        """The mean reported outcome of each id that has feedback (callers pass only readable ids)."""
+        if not atom_ids:
+            return {}
+        marks = ",".join("?" * len(atom_ids))
+        with self.reading() as db:
+            rows = db.execute(
+                f"SELECT atom_id, avg(outcome) FROM feedback WHERE atom_id IN ({marks}) GROUP BY atom_id", atom_ids
+            ).fetchall()
+        return {r[0]: float(r[1]) for r in rows}
+
+    # -- batches ---------------------------------------------------------------------------
+    def write_batch(self, principal: str, reqs: list[WriteRequest]) -> list[WriteResult | MnemoError]:
+        """Store each request through the one insert path: every valid item in one transaction; when that
+        transaction is refused (a room one cannot write), item by item, so each gets its own answer."""
+        results: list[WriteResult | MnemoError | None] = [None] * len(reqs)
+        valid: list[int] = []
+        for i, req in enumerate(reqs):
+            try:
+                check_write(req)
+            except MnemoError as exc:
+                results[i] = exc
+            else:
+                valid.append(i)
+        now = timefmt.now_us()
+        try:
+            written = self._insert_rows([(principal, reqs[i], now) for i in valid])
+        except MnemoError:
+            for i in valid:
+                try:
+                    results[i] = self._insert_rows([(principal, reqs[i], now)])[0]
+                except MnemoError as exc:
+                    results[i] = exc
+        else:
+            for i, result in zip(valid, written, strict=True):
+                results[i] = result
+        return [r for r in results if r is not None]
+
+    def remembered(self, principal: str, key: str) -> str | None:
+        """The answer remembered for an `Idempotency-Key` of the principal's (24 hours)."""
+        with self.reading() as db:
+            row = db.execute(
+                "SELECT answer FROM idempotency WHERE principal = ? AND key = ? AND at > ?",
+                (principal, key, timefmt.now_us() - IDEMPOTENT_US),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def remember(self, principal: str, key: str, answer: str) -> None:
+        """Keep the answer of an idempotent request (older answers of everyone are forgotten here)."""
+        now = timefmt.now_us()
+        with self.transaction() as db:
+            db.execute("DELETE FROM idempotency WHERE at <= ?", (now - IDEMPOTENT_US,))
+            db.execute(
+                "INSERT OR REPLACE INTO idempotency(principal, key, answer, at) VALUES (?,?,?,?)",
+                (principal, key, answer, now),
+            )
+
+    # -- single atoms by other handles ------------------------------------------------------
+    def by_external_ref(self, principal: str, external_ref: str) -> str:
+        """The id of the principal's own atom written with `external_ref`.
+
+        Raises:
+            NotFound: no such atom.
+        """
+        with self.reading() as db:
+            bucket = self.own_bucket(principal)
+            row = db.execute(
+                "SELECT atom_id FROM atoms WHERE bucket = ? AND external_ref = ?", (bucket, external_ref)
+            ).fetchone()
+        if row is None:
+            raise NotFound("no entry with that external_ref")
+        return str(row[0])
+
+    def chain(self, principal: str, atom: str) -> Chain:
+        """Every revision reachable from `atom` by supersession, both ways, oldest first.
+
+        Raises:
+            NotFound: an unknown or unreadable starting atom.
+        """
+        self.get(principal, atom)
+        with self.reading() as db:
+            bucket = self.own_bucket(principal)
+            seen: dict[str, tuple[int, str, str | None, list[str]]] = {}
+            dangling: list[str] = []
+            todo = [atom]
+            truncated = False
+            while todo:
+                current = todo.pop()
+                if current in seen or current in dangling:
+                    continue
+                if len(seen) + len(dangling) >= CHAIN_MAX:
+                    truncated = True
+                    break
+                row = db.execute(
+                    "SELECT created_at, wire, superseded_by, supersedes FROM atoms WHERE atom_id = ? AND bucket = ?",
+                    (current, bucket),
+                ).fetchone()
+                if row is None:
+                    dangling.append(current)
+                    continue
+                before = json.loads(row[3] or "[]")
+                seen[current] = (int(row[0]), str(row[1]), row[2], before)
+                todo += [*before, *([row[2]] if row[2] else [])]
+        revisions = [
+            Revision(Entry(a, v[0], with_superseded_by(v[1], v[2])), is_head=v[2] is None)
+            for a, v in sorted(seen.items(), key=lambda kv: (kv[1][0], kv[0]))
+        ]
+        return Chain(atom_id=atom, revisions=revisions, dangling=sorted(dangling), truncated=truncated)
+
+    def by_fingerprint(self, principal: str, scope: str | None, fingerprint: str) -> list[Entry]:
+        """The live entries of a scope written with exactly this fingerprint, newest first (at most 10).
+
+        Raises:
+            Forbidden: a room one is not a member of.
+        """
+        room_id = room_of(scope)
+        with self.reading() as db:
+            bucket = self.room_bucket(principal, room_id) if room_id is not None else self.own_bucket(principal)
+            sql = (
+                "SELECT created_at, atom_id, wire, superseded_by FROM atoms WHERE bucket = ? AND fingerprint = ?"
+                " AND superseded_by IS NULL"
+            )
+            params: list[object] = [bucket, fingerprint]
+            if scope is not None and room_id is None:
+                sql += " AND domain = ?"
+                params.append(scope)
+            rows = db.execute(sql + " ORDER BY created_at DESC LIMIT 10", params).fetchall()
+        return [Entry(r[1], r[0], with_superseded_by(r[2], r[3])) for r in rows]
+
+    # -- the concept graph ----------------------------------------------------------------
+    def graph(
+        self, principal: str, seeds: list[str], *, depth: int, domain: str | None, min_weight: float, limit: int
+    ) -> Graph:
+        """The concepts around `seeds`: two concepts are joined when live atoms of the scope carry both.
+
+        An edge's `count` is how many atoms carry both, its `weight` that count over the atoms carrying
+        either (Jaccard, 0..1), its `valence` the mean feedback of those atoms, `updated_at` the newest.
+        Each hop follows the edges of the concepts found by the hop before, up to `depth` hops.
+        """
+        room_id = room_of(domain)
+        with self.reading() as db:
+            bucket = self.room_bucket(principal, room_id) if room_id is not None else self.own_bucket(principal)
+            if bucket is None:
+                return Graph([], False, min_weight)
+            where = "a.bucket = ? AND a.superseded_by IS NULL"
+            base: list[object] = [bucket]
+            if domain is not None and room_id is None:
+                where += " AND a.domain = ?"
+                base.append(domain)
+            frontier = sorted(set(seeds))
+            visited: set[str] = set()
+            edges: dict[tuple[str, str], GraphEdge] = {}
+            truncated = False
+            for _ in range(depth):
+                frontier = [c for c in frontier if c not in visited]
+                if not frontier:
+                    break
+                visited.update(frontier)
+                marks = ",".join("?" * len(frontier))
+                rows = db.execute(
+                    f"SELECT DISTINCT a.atom_id, a.concepts, a.created_at FROM atoms a, json_each(a.concepts) c "
+                    f"WHERE {where} AND c.value IN ({marks}) LIMIT ?",
+                    (*base, *frontier, GRAPH_SCAN + 1),
+                ).fetchall()
+                if len(rows) > GRAPH_SCAN:
+                    truncated, rows = True, rows[:GRAPH_SCAN]
+                pairs: dict[tuple[str, str], list[tuple[str, int]]] = {}
+                wanted = set(frontier)
+                for atom_id, concepts, created in rows:
+                    names = sorted(set(json.loads(concepts)))
+                    for a, b in combinations(names, 2):
+                        if a in wanted or b in wanted:
+                            pairs.setdefault((a, b), []).append((atom_id, int(created)))
+                names = sorted({n for pair in pairs for n in pair})
+                carrying = self._carrying(where, base, names) if names else {}
+                valence = self.valences(sorted({a for atoms in pairs.values() for a, _ in atoms}))
+                found: set[str] = set()
+                for (a, b), atoms in pairs.items():
+                    if (a, b) in edges:
+                        continue
+                    count = len(atoms)
+                    either = carrying.get(a, count) + carrying.get(b, count) - count
+                    weight = round(count / either, 6) if either > 0 else 1.0
+                    if weight < min_weight:
+                        continue
+                    marks_v = [valence[x] for x, _ in atoms if x in valence]
+                    edges[(a, b)] = GraphEdge(
+                        a,
+                        b,
+                        weight,
+                        round(sum(marks_v) / len(marks_v), 6) if marks_v else 0.0,
+                        count,
+                        max(t for _, t in atoms),
+                    )
+                    found.update((a, b))
+                frontier = sorted(found)
+        ordered = sorted(edges.values(), key=lambda e: (-e.weight, -e.count, e.source, e.target))
+        if len(ordered) > limit:
+            truncated, ordered = True, ordered[:limit]
+        return Graph(ordered, truncated, min_weight)
+
+    def _carrying(self, where: str, base: list[object], names: list[str]) -> dict[str, int]:
+        """How many atoms of the scope carry each concept."""
+        marks = ",".join("?" * len(names))
+        rows = self.db.execute(
+            f"SELECT c.value, count(DISTINCT a.atom_id) FROM atoms a, json_each(a.concepts) c "
+            f"WHERE {where} AND c.value IN ({marks}) GROUP BY c.value",
+            (*base, *names),
+        ).fetchall()
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    # -- export, wipes and reset --------------------------------------------------------------
+    def export(self, principal: str, chunk: int = 2000) -> Iterator[list[str]]:
+        """Every entry of the principal's own store, oldest first, history included, each its wire item
+        with its metadata and external_ref: JSON lines' worth. The vault is a table of its own: never in it."""
+        with self.reading():
+            bucket = self.own_bucket(principal)
+        cur = self.db.cursor()
+        try:
+            cur.execute(
+                "SELECT wire, superseded_by, metadata, external_ref FROM atoms WHERE bucket = ? "
+                "ORDER BY created_at, atom_id",
+                (-1 if bucket is None else bucket,),
+            )
+            while True:
+                rows = cur.fetchmany(chunk)
+                if not rows:
+                    return
+                lines = []
+                for wire, superseded_by, metadata, external_ref in rows:
+                    item = json.loads(with_superseded_by(wire, superseded_by))
+                    item["metadata"] = json.loads(metadata) if metadata else {}
+                    item["external_ref"] = external_ref
+                    # ASCII: no line separator (U+2028, NEL) a reader may split on is left raw.
+                    lines.append(json.dumps(item, separators=(",", ":")))
+                yield lines
+        finally:
+            cur.close()
+
+    def delete_domain(self, principal: str, domain: str) -> DomainWipe:
+        """Delete every entry of one own domain through the one delete path. Vault secrets are never in a
+        domain here; the caller's count of them is reported as skipped (kept)."""
+        with self.transaction() as db:
+            bucket = self.own_bucket(principal)
+            secrets = int(db.execute("SELECT count(*) FROM vault WHERE principal = ?", (principal,)).fetchone()[0])
+            if bucket is None:
+                return DomainWipe(0, secrets, 0)
+            atoms = [
+                r[0] for r in db.execute("SELECT atom_id FROM atoms WHERE bucket = ? AND domain = ?", (bucket, domain))
+            ]
+            inside = set(atoms)
+            hidden = 0
+            for atom in atoms:
+                row = db.execute("SELECT supersedes FROM atoms WHERE atom_id = ?", (atom,)).fetchone()
+                hidden += sum(1 for old in json.loads(row[0] or "[]") if old not in inside)
+            deleted = sum(_delete_one(db, bucket, atom) for atom in atoms)
+        return DomainWipe(deleted, secrets, hidden)
+
+    def reset(self, principal: str) -> int:
+        """Delete every entry of the principal's own store (not its rooms, keys or vault); returns how many."""
+        with self.transaction() as db:
+            bucket = self.own_bucket(principal)
+            if bucket is None:
+                return 0
+            atoms = [r[0] for r in db.execute("SELECT atom_id FROM atoms WHERE bucket = ?", (bucket,))]
+            deleted = sum(_delete_one(db, bucket, atom) for atom in atoms)
+            db.execute("DELETE FROM feedback WHERE bucket = ?", (bucket,))
+        return deleted
+
+    # -- invites ---------------------------------------------------------------------------
+    def list_invites(self, principal: str, room_id: str) -> list[InviteInfo]:
+        """A room's invites, newest first, for its owner only; never a code or its hash.
+
+        Raises:
+            Forbidden: not the owner, not a member, or no such room.
+        """
+        with self.reading() as db:
+            row = db.execute(
+                "SELECT role FROM members WHERE room_id = ? AND principal = ?", (room_id, principal)
+            ).fetchone()
+            if row is None:
+                raise Forbidden(NOT_A_MEMBER)
+            if row[0] != "owner":
+                raise Forbidden("only the room's owner can list its invites")
+            rows = db.execute(
+                "SELECT invite_id, scope, max_uses, uses, expires_at, created_at FROM invites WHERE room_id = ? "
+                "ORDER BY created_at DESC, invite_id DESC",
+                (room_id,),
+            ).fetchall()
+        return [InviteInfo(r[0], r[1], int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in rows]
