@@ -58,6 +58,7 @@ _BY_STATUS: dict[int, type[MnemoError]] = {
     401: AuthError,
     403: Forbidden,
     404: NotFound,
+    408: Unavailable,  # the server gave up waiting for the body: not a usage error
     409: Conflict,
     413: PayloadTooLarge,
     422: ValidationError,

@@ -30,10 +30,7 @@ if TYPE_CHECKING:
 
 
 def _consumer(c: Context, consumer: str | None) -> str:
-    name = consumer if consumer is not None else c.settings.consumer
-    if not name.strip() or len(name) > 200:
-        raise ValidationError("--consumer must be 1 to 200 characters")
-    return name
+    return c.consumer(consumer)
 
 
 def _scope(scope: str | None) -> str | None:

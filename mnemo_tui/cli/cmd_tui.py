@@ -9,7 +9,7 @@ from mnemo_tui import text
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.options import Args, scope_opt
 from mnemo_tui.cli.options import text as text_opt
-from mnemo_tui.errors import MnemoError, ValidationError
+from mnemo_tui.errors import MnemoError
 from mnemo_tui.model import parse_scope
 
 if TYPE_CHECKING:
@@ -32,9 +32,7 @@ class TuiFailed(MnemoError):
 
 def tui(c: Context, args: TuiArgs) -> None:
     scope_value = parse_scope(args.scope)
-    consumer_name = args.consumer or c.settings.consumer
-    if not consumer_name.strip() or len(consumer_name) > 200:
-        raise ValidationError("--consumer must be 1 to 200 characters")
+    consumer_name = c.consumer(args.consumer)
     backend = c.backend
     state = c.state
     from mnemo_tui.tui import MnemoApp  # the one command that starts the TUI imports it

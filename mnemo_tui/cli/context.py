@@ -55,6 +55,17 @@ class Context:
             self._state = StateDB(self.settings.state_path)
         return self._state
 
+    def consumer(self, given: str | None) -> str:
+        """The consumer a command reads as: `--consumer`, else the configured one (1 to 200 characters).
+
+        Raises:
+            ValidationError: a blank or over-long name.
+        """
+        name = given if given is not None else self.settings.consumer
+        if not name.strip() or len(name) > 200:
+            raise ValidationError("--consumer must be 1 to 200 characters")
+        return name
+
     def embedded_only(self, command: str) -> None:
         if self.settings.endpoint:
             raise ValidationError(f"`mnemo {command}` works on the embedded store only, not on an endpoint")

@@ -270,9 +270,7 @@ def catchup(c: Context, args: CatchupArgs) -> int:
     fmt = output.check_format(args.fmt)
     check_limit_flag(args.limit)
     scope_value = parse_scope(args.scope)
-    consumer_name = args.consumer if args.consumer is not None else c.settings.consumer
-    if not consumer_name.strip() or len(consumer_name) > 200:
-        raise ValidationError("--consumer must be 1 to 200 characters")
+    consumer_name = c.consumer(args.consumer)
     low = timefmt.parse_time(args.since, field="--since") if args.since is not None else None
     overlap_us = timefmt.parse_overlap(args.overlap) if args.overlap is not None else None
     backend = c.backend

@@ -35,7 +35,10 @@ def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
     try:
         if not path.exists():
             if not create:
-                raise LocalStateError(f"store {path} does not exist (any more): nothing is read or written")
+                raise LocalStateError(
+                    f"the store file {path} was removed or replaced while it was open (it does not exist any more); "
+                    "nothing is read or written"
+                )
             create_whole(path, lambda tmp: _open(tmp)[0].close())
         elif not long_enough(path):
             # mnemo never leaves a store file shorter than a page (see create_whole): this one was truncated,

@@ -118,7 +118,8 @@ class AnswerBudget:
         self.used = 0
 
     def take(self, item: dict[str, Any]) -> None:
-        self.used += len(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+        # ASCII-escaped length: never less than the UTF-8 bytes the answer will take.
+        self.used += len(json.dumps(item, separators=(",", ":")))
         if self.used > self.limit:
             raise ValidationError(
                 f"the answer would hold more than {self.limit >> 20} MiB; ask for fewer results (top_k) or fewer "
