@@ -256,6 +256,16 @@ class Database:
             raise Forbidden("your membership of this room is read-only")
         return bucket
 
+    def require_owner(self, principal: str, room_id: str, doing: str) -> None:
+        """Raises Forbidden unless the principal owns the room (`doing`: what only an owner may, for the message)."""
+        row = self.db.execute(
+            "SELECT role FROM members WHERE room_id = ? AND principal = ?", (room_id, principal)
+        ).fetchone()
+        if row is None:
+            raise Forbidden(NOT_A_MEMBER)
+        if row[0] != "owner":
+            raise Forbidden(f"only the room's owner can {doing}")
+
     def room_bucket(self, principal: str, room_id: str) -> int:
         """The bucket of a room the principal is a member of (Forbidden otherwise)."""
         return self.membership(principal, room_id)[0]

@@ -9,9 +9,9 @@ from itertools import combinations
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.atoms import AtomOps, _delete_one
-from mnemo_tui.engine.database import NOT_A_MEMBER, Database
+from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_write, with_superseded_by
-from mnemo_tui.errors import Forbidden, MnemoError, NotFound
+from mnemo_tui.errors import MnemoError, NotFound
 from mnemo_tui.model import (
     Chain,
     DomainWipe,
@@ -383,13 +383,7 @@ class MemoryOps(AtomOps, Database):
             Forbidden: not the owner, not a member, or no such room.
         """
         with self.reading() as db:
-            row = db.execute(
-                "SELECT role FROM members WHERE room_id = ? AND principal = ?", (room_id, principal)
-            ).fetchone()
-            if row is None:
-                raise Forbidden(NOT_A_MEMBER)
-            if row[0] != "owner":
-                raise Forbidden("only the room's owner can list its invites")
+            self.require_owner(principal, room_id, "list its invites")
             rows = db.execute(
                 "SELECT invite_id, scope, max_uses, uses, expires_at, created_at FROM invites WHERE room_id = ? "
                 "ORDER BY created_at DESC, invite_id DESC",

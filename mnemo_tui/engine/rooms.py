@@ -6,8 +6,8 @@ import hmac
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
-from mnemo_tui.engine.database import NOT_A_MEMBER, Database
-from mnemo_tui.errors import Conflict, Forbidden, NotFound, ValidationError
+from mnemo_tui.engine.database import Database
+from mnemo_tui.errors import Conflict, NotFound, ValidationError
 from mnemo_tui.model import ROOM_ID, Invite, Joined, Room, room_id_of
 
 DAY_US = 86_400 * 1_000_000
@@ -85,13 +85,7 @@ class RoomOps(Database):
         if isinstance(max_uses, bool) or not 1 <= max_uses <= 1000:
             raise ValidationError("max_uses must be between 1 and 1000")
         with self.transaction() as db:
-            row = db.execute(
-                "SELECT role FROM members WHERE room_id = ? AND principal = ?", (room_id, principal)
-            ).fetchone()
-            if row is None:
-                raise Forbidden(NOT_A_MEMBER)
-            if row[0] != "owner":
-                raise Forbidden("only the room's owner can invite")
+            self.require_owner(principal, room_id, "invite")
             code = ids.invite_code()
             invite_id = "inv_" + ids.ulid()
             now = timefmt.now_us()
