@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import stat
 from pathlib import Path
 
 # O_EXCL refuses a name that exists, a planted symlink included; O_NOFOLLOW refuses a link even so.
@@ -35,3 +37,34 @@ def write_atomic(path: Path, text: str, mode: int = 0o600) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+class Exposed(OSError):
+    """A private file that others than its owner may read (a key in it is no longer the owner's alone)."""
+
+
+def read_private_map(path: Path) -> dict[str, str]:
+    """The `{name: secret}` JSON map of a private file (credentials, vault keys); {} when there is none.
+
+    Opened without following a link, and refused when its mode lets anyone but its owner read it.
+
+    Raises:
+        Exposed: the file is readable by its group or others.
+        ValueError: the file is not such a map (damaged).
+        OSError: the file cannot be read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return {}
+    with os.fdopen(fd, "r", encoding="utf-8") as handle:
+        exposed = stat.S_IMODE(os.fstat(handle.fileno()).st_mode) & 0o077
+        try:
+            data = json.loads(handle.read())
+        except UnicodeDecodeError:
+            data = None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise ValueError(f"{path} is not a map of names to texts")
+    if exposed:
+        raise Exposed(f"{path} may be read by others")
+    return data

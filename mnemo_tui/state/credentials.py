@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mnemo_tui.errors import AuthError, LocalStateError
-from mnemo_tui.files import write_atomic
+from mnemo_tui.files import Exposed, read_private_map, write_atomic
 from mnemo_tui.state.config import Settings, endpoint_aliases
 
 SERVICE = "mnemo"
@@ -53,20 +53,15 @@ def keyring_available() -> bool:
 
 def _read_file(path: Path) -> dict[str, str]:
     try:
-        raw = path.read_text("utf-8")
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        raise LocalStateError(f"credentials file {path} cannot be read ({exc.strerror}); fix its permissions") from None
-    try:
-        data = json.loads(raw)
+        return read_private_map(path)
+    except Exposed:
+        raise LocalStateError(f"credentials file {path} may be read by others; `chmod 600 {path}` and retry") from None
     except ValueError:
-        data = None
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
         raise LocalStateError(
             f"credentials file {path} is damaged; delete it and run `mnemo login --insecure-storage` again"
-        )
-    return data
+        ) from None
+    except OSError as exc:
+        raise LocalStateError(f"credentials file {path} cannot be read ({exc.strerror}); fix its permissions") from None
 
 
 def _write_file(path: Path, data: dict[str, str]) -> None:

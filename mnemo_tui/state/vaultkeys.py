@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 from typing import Literal
 
 from mnemo_tui.errors import AuthError, LocalStateError, ValidationError
-from mnemo_tui.files import EXCLUSIVE, write_atomic
+from mnemo_tui.files import EXCLUSIVE, Exposed, read_private_map, write_atomic
 from mnemo_tui.state import credentials
 from mnemo_tui.state.config import Settings
 
@@ -73,21 +72,15 @@ def write_new_private(path: Path, text: str) -> None:
 
 def _read_file(path: Path) -> dict[str, str]:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return {}
+        return read_private_map(path)
+    except Exposed:
+        raise LocalStateError(f"vault key file {path} may be read by others; `chmod 600 {path}` and retry") from None
+    except ValueError:
+        raise LocalStateError(
+            f"vault key file {path} is damaged; restore it from a copy (`mnemo vault import-key`)"
+        ) from None
     except OSError as exc:
         raise LocalStateError(f"vault key file {path} cannot be read ({exc.strerror})") from None
-    with os.fdopen(fd, "r", encoding="utf-8") as handle:
-        if stat.S_IMODE(os.fstat(handle.fileno()).st_mode) & 0o077:
-            raise LocalStateError(f"vault key file {path} may be read by others; `chmod 600 {path}` and retry")
-        try:
-            data = json.loads(handle.read())
-        except (ValueError, UnicodeDecodeError):
-            data = None
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-        raise LocalStateError(f"vault key file {path} is damaged; restore it from a copy (`mnemo vault import-key`)")
-    return data
 
 
 def _write_file(path: Path, data: dict[str, str]) -> None:

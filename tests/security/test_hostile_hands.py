@@ -551,3 +551,17 @@ def test_a_limit_spelled_in_other_digits_is_a_usage_error_on_the_fast_path(isola
     for command in ("recent", "catchup"):
         result = _run(isolated_home, command, "--limit", "\u00b2")
         assert result.returncode == 2 and b"internal error" not in result.stderr
+
+
+def test_a_key_file_others_may_read_is_refused_not_used(tmp_path: Path) -> None:
+    from mnemo_tui.state import credentials
+    from mnemo_tui.state.config import resolve
+
+    settings = resolve(endpoint="http://127.0.0.1:1/api/v1", env={"MNEMO_HOME": str(tmp_path)})
+    path = credentials.credentials_file(settings)
+    path.write_text(json.dumps({settings.endpoint: KEY_SHAPED}))
+    path.chmod(0o644)
+    with pytest.raises(LocalStateError, match="may be read by others"):
+        credentials.lookup_key(settings)
+    path.chmod(0o600)
+    assert credentials.lookup_key(settings) == (KEY_SHAPED, "file")
