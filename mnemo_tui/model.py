@@ -31,6 +31,11 @@ ALIAS_SHAPE = re.compile(r"^[A-Za-z0-9._-]+$")
 EmptyKind = Literal["empty_scope", "nothing_new", "no_match", "past_cursor"]
 
 
+def dumps(value: Any) -> str:
+    """Compact JSON with UTF-8 kept as is: the one spelling of everything mnemo stores, sends and prints."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def check_limit(limit: int) -> int:
     """Validate a page size (1–100)."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:

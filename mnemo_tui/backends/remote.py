@@ -44,6 +44,7 @@ from mnemo_tui.model import (
     Stats,
     WriteRequest,
     WriteResult,
+    dumps,
     room_id_of,
 )
 from mnemo_tui.state.config import Settings
@@ -68,10 +69,6 @@ _BY_STATUS: dict[int, type[MnemoError]] = {
 _TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
 _NOT_PROCESSED_STATUS = frozenset({429, 503})
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def check_key(key: str) -> str:
@@ -256,7 +253,7 @@ class RemoteBackend(Backend):
         A write without `external_ref` is retried only when the endpoint cannot have processed it
         (the connection never opened, or a 429/503 answer), so a retry never writes twice.
         """
-        content = None if body is None else _dumps(body).encode()
+        content = None if body is None else dumps(body).encode()
         headers = {"X-Request-Id": uuid.uuid4().hex}
         attempt = 0
         while True:

@@ -11,16 +11,13 @@ from typing import Any
 from mnemo_tui import timefmt
 from mnemo_tui.errors import Unavailable, ValidationError
 from mnemo_tui.model import Entry, Page
+from mnemo_tui.model import dumps as _dumps
 
 _DECODER = json.JSONDecoder()
 _EPOCH_DAY = date(1970, 1, 1).toordinal()
 _WS = re.compile(r"[ \t\n\r]*")
 _BLANK = frozenset(" \t\n\r")
 _CANONICAL_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 _MIN_US = timefmt.from_datetime(datetime(1, 1, 1, tzinfo=UTC))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterable
@@ -11,9 +10,12 @@ from typing import IO, Any
 from mnemo_tui import text, timefmt
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import EmptyReport, Entry
+from mnemo_tui.model import dumps as _dumps
 
 FORMATS = ("table", "json", "ndjson")
 PIPE_WIDTH = 120
+# JSON outputs are spelled as the store keeps them (the one `model.dumps`).
+dumps = _dumps
 
 
 def check_format(value: str, *, allow_ndjson: bool = True) -> str:
@@ -31,11 +33,6 @@ def check_format(value: str, *, allow_ndjson: bool = True) -> str:
         if reconfigure is not None:
             reconfigure(encoding="utf-8", errors="strict")
     return value
-
-
-def dumps(value: Any) -> str:
-    """Compact JSON, UTF-8 kept as is (the spelling of every JSON output)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def document_or_line(fmt: str, document: Any, line: str) -> None:

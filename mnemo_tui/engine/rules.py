@@ -15,17 +15,13 @@ from mnemo_tui.model import (
     MAX_METADATA_BYTES,
     MAX_SUPERSEDES,
     WriteRequest,
+    dumps,
     parse_scope,
     room_of,
 )
 
 MAX_QUERY = 5000
 MAX_TOP_K = 500
-
-
-def dumps(value: Any) -> str:
-    """Compact JSON with UTF-8 kept as is: the spelling of everything the engine stores."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def with_superseded_by(wire: str, superseded_by: str | None) -> str:

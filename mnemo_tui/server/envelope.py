@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -10,14 +9,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mnemo_tui.errors import MnemoError, RateLimited
+from mnemo_tui.model import dumps as model_dumps
 
 JSON = "application/json"
 _REQUEST_ID = re.compile(r"^[\x21-\x7e]{1,128}$")
 
 
 def dumps(value: Any) -> bytes:
-    """Compact UTF-8 JSON."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    """Compact UTF-8 JSON, as bytes (`model.dumps`)."""
+    return model_dumps(value).encode()
 
 
 CANONICAL = {"X-Mnemo-Wire": "canonical"}
