@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
 from mnemo_tui.cli.options import RootArgs
 from mnemo_tui.errors import ValidationError
+from mnemo_tui.model import TYPE_CHECKING
 from mnemo_tui.state.config import Settings, resolve, with_debug
 
 if TYPE_CHECKING:
@@ -27,13 +25,13 @@ def open_backend(settings: Settings) -> Backend:
     return LocalBackend.open(settings.store_path, settings.principal)
 
 
-@dataclass
 class Context:
     """Per-invocation context handed to every command."""
 
-    settings: Settings
-    _backend: Backend | None = field(default=None, init=False)
-    _state: StateDB | None = field(default=None, init=False)
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._backend: Backend | None = None
+        self._state: StateDB | None = None
 
     @staticmethod
     def of(root: RootArgs) -> Context:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mnemo_tui import text, timefmt
@@ -159,12 +158,12 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
     probe = backend.change_token
     tracker.changed(probe)  # the token before the first read: any write after it is polled for
     if query.since is not None:
-        emit([e for page in Walk(backend, replace(query, limit=MAX_LIMIT)).pages() for e in page])
+        emit([e for page in Walk(backend, query.replace(limit=MAX_LIMIT)).pages() for e in page])
     else:
         emit(backend.recent(query).items)
     if output.is_tty(sys.stderr):
         output.hint("(following: new entries appear as they land; ^C to stop)")
-    base = replace(query, cursor=None)
+    base = query.replace(cursor=None)
     pause = FOLLOW_POLL_REMOTE if probe() is None else FOLLOW_PROBE_EMBEDDED
     while True:
         time.sleep(pause)
@@ -214,7 +213,7 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str) -> None:
     if fmt == "table":
         table = output.TableWriter(out, scope=query.scope)
         # Every item is printed whatever the page size, so walk in the largest pages there are.
-        for fresh in Walk(backend, replace(query, limit=MAX_LIMIT)).pages():
+        for fresh in Walk(backend, query.replace(limit=MAX_LIMIT)).pages():
             if fresh:
                 table.rows(fresh)
                 out.flush()

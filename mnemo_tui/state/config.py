@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from mnemo_tui.errors import LocalStateError, ValidationError
 from mnemo_tui.files import write_atomic
+from mnemo_tui.model import TYPE_CHECKING, Value
+
+if TYPE_CHECKING:
+    from typing import Any
 
 APP = "mnemo"
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(Value):
     """Everything a command needs to know about where it reads, writes and keeps state.
 
     Attributes:
@@ -30,6 +31,19 @@ class Settings:
         api_key: a key given through `MNEMO_API_KEY` (never printed).
     """
 
+    __slots__ = (
+        "agent",
+        "api_key",
+        "config_path",
+        "consumer",
+        "debug",
+        "endpoint",
+        "home",
+        "principal",
+        "profile",
+        "state_path",
+        "store_path",
+    )
     config_path: Path
     state_path: Path
     store_path: Path | None
@@ -38,9 +52,35 @@ class Settings:
     agent: str | None
     consumer: str
     profile: str | None
-    api_key: str | None = None
-    home: Path | None = None
-    debug: bool = False
+    api_key: str | None
+    home: Path | None
+    debug: bool
+
+    def __init__(
+        self,
+        config_path: Path,
+        state_path: Path,
+        store_path: Path | None,
+        endpoint: str | None,
+        principal: str,
+        agent: str | None,
+        consumer: str,
+        profile: str | None,
+        api_key: str | None = None,
+        home: Path | None = None,
+        debug: bool = False,
+    ) -> None:
+        self.config_path = config_path
+        self.state_path = state_path
+        self.store_path = store_path
+        self.endpoint = endpoint
+        self.principal = principal
+        self.agent = agent
+        self.consumer = consumer
+        self.profile = profile
+        self.api_key = api_key
+        self.home = home
+        self.debug = debug
 
     @property
     def backend_kind(self) -> str:
@@ -294,4 +334,4 @@ def _write_atomic(path: Path, text: str) -> None:
 
 def with_debug(settings: Settings, debug: bool) -> Settings:
     """The settings with `--debug` folded in."""
-    return replace(settings, debug=settings.debug or debug)
+    return settings.replace(debug=settings.debug or debug)
