@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import re
 
-from mnemo_tui import timefmt
+from mnemo_tui import TYPE_CHECKING, timefmt
 from mnemo_tui.errors import Forbidden, ValidationError
 from mnemo_tui.text import block
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see `Value`); mypy reads it as True
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, Literal, Self

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.cli.options import RootArgs
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import TYPE_CHECKING
 from mnemo_tui.state.config import Settings, resolve, with_debug
 
 if TYPE_CHECKING:

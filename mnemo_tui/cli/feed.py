@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
-from mnemo_tui import text, timefmt
+from mnemo_tui import TYPE_CHECKING, text, timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.options import CatchupArgs, RecentArgs

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 import time
+from _thread import RLock  # threading.RLock itself, without importing threading at start-up
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -133,7 +133,7 @@ class Database:
         self.identity = str(self.path)
         self.db = connect(self.path, create=create)
         self.secret = bytes(self.db.execute("SELECT value FROM meta WHERE key = 'cursor_secret'").fetchone()[0])
-        self.lock = threading.RLock()
+        self.lock = RLock()
         self._file = _file_id(self.path)
         self._deadline: float | None = None
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
+from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_search, query_words, with_superseded_by
 from mnemo_tui.model import Entry, Page, RecentQuery, SearchHit, SearchQuery, WirePage, room_of
+
+if TYPE_CHECKING:
+    from typing import Any
 
 _FEED_COLUMNS = "a.created_at, a.atom_id, a.wire, a.superseded_by"
 Row = tuple[int, str, str, str | None]
@@ -160,7 +163,8 @@ class FeedOps(Database):
 
 def _filtered(q: RecentQuery | SearchQuery) -> tuple[str, list[Any]]:
     """The time, author and supersession conditions shared by the feed and search."""
-    sql, params = "", list[Any]()
+    sql = ""
+    params: list[Any] = []
     if q.since is not None:
         sql += " AND a.created_at >= ?"
         params.append(q.since)

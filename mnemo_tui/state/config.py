@@ -6,9 +6,10 @@ import os
 import stat
 from pathlib import Path
 
+from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.errors import LocalStateError, ValidationError
 from mnemo_tui.files import write_atomic
-from mnemo_tui.model import TYPE_CHECKING, Value
+from mnemo_tui.model import Value
 
 if TYPE_CHECKING:
     from typing import Any
