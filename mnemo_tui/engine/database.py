@@ -118,6 +118,22 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     return found.st_dev, found.st_ino
 
 
+class Reading:
+    """`Database.reading()`: the lock held around the connection (a class, not a generator: every page pays it)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: Database) -> None:
+        self._store = store
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._store.lock.acquire()
+        return self._store.db
+
+    def __exit__(self, *exc: object) -> None:
+        self._store.lock.release()
+
+
 class Database:
     """One store file and one connection to it; the base every part of the embedded engine builds on.
 
@@ -203,11 +219,9 @@ class Database:
             if previous is None:
                 self.db.set_progress_handler(None, 0)
 
-    @contextmanager
-    def reading(self) -> Iterator[sqlite3.Connection]:
+    def reading(self) -> Reading:
         """The connection for reads (one statement is one snapshot), held by this thread meanwhile."""
-        with self.lock:
-            yield self.db
+        return Reading(self)
 
     # -- buckets: a principal's own store, or a room --------------------------------------
 

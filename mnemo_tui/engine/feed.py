@@ -33,9 +33,10 @@ class FeedOps(Database):
                 "JOIN members m ON m.room_id = r.room_id WHERE r.room_id = ? AND m.principal = ?"
             )
             return sql, [room_id, principal]
-        bucket = self.own_bucket(principal)
-        sql = f"SELECT {select} FROM {source} WHERE a.bucket = ?"
-        params: list[Any] = [-1 if bucket is None else bucket]
+        # The bucket is looked up inside the statement (one statement a page, none before it);
+        # a principal without one reads no rows.
+        sql = f"SELECT {select} FROM {source} WHERE a.bucket = (SELECT bucket FROM buckets WHERE kind = 'own' AND owner = ?)"
+        params: list[Any] = [principal]
         if scope is not None:
             sql += " AND a.domain = ?"
             params.append(scope)
@@ -74,12 +75,17 @@ class FeedOps(Database):
             Forbidden: a room the principal is not a member of, or that does not exist.
         """
         rows, cursor = self._page(principal, q)
-        return Page(items=[Entry(r[1], r[0], with_superseded_by(r[2], r[3])) for r in rows], next_cursor=cursor)
+        return Page(
+            items=[Entry(r[1], r[0], r[2] if r[3] is None else with_superseded_by(r[2], r[3])) for r in rows],
+            next_cursor=cursor,
+        )
 
     def recent_wire(self, principal: str, q: RecentQuery) -> WirePage:
         """The same page as `recent`, as the entries' wire texts (what the server sends), with no `Entry` built."""
         rows, cursor = self._page(principal, q)
-        return WirePage(items=[with_superseded_by(r[2], r[3]) for r in rows], next_cursor=cursor)
+        return WirePage(
+            items=[r[2] if r[3] is None else with_superseded_by(r[2], r[3]) for r in rows], next_cursor=cursor
+        )
 
     def stream_wire(self, principal: str, q: RecentQuery, chunk: int = 2000) -> Iterator[list[str]]:
         """Every remaining entry of a walk as wire JSON strings, in chunks, from one statement.
