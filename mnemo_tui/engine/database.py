@@ -110,6 +110,17 @@ def _open(path: Path) -> tuple[sqlite3.Connection, int]:
         raise
 
 
+# One writer at a time per store file in this process: the connections of one process (the server's
+# database threads) queue here for the write lock, and the next is woken the moment it is free,
+# instead of polling for it in SQLite's busy handler, which sleeps up to 100 ms between tries and
+# made the tail of a loaded server. Other processes still meet at SQLite's lock (`BUSY_TIMEOUT_MS`).
+_WRITERS: dict[str, RLock] = {}
+
+
+def _writer(identity: str) -> RLock:
+    return _WRITERS.setdefault(identity, RLock())
+
+
 def _file_id(path: Path) -> tuple[int, int] | None:
     try:
         found = os.stat(path)
@@ -173,11 +184,16 @@ class Database:
         """One write transaction of this store (see `sqlitefile.immediate`), held by this thread meanwhile."""
         with self.lock:
             self._check_file()
+            writer = _writer(self.identity)
+            if not writer.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
+                raise sqlite3.OperationalError("database is locked")
             try:
                 with immediate(self.db) as db:
                     yield db
             except sqlite3.OperationalError as exc:
                 raise self._write_failure(exc) from exc
+            finally:
+                writer.release()
 
     def _write_failure(self, exc: sqlite3.OperationalError) -> Exception:
         text = str(exc)

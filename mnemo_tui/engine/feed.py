@@ -106,7 +106,7 @@ class FeedOps(Database):
                 rows: list[Row] = cur.fetchmany(chunk)
                 if not rows:
                     return
-                yield [with_superseded_by(r[2], r[3]) for r in rows]
+                yield [r[2] if r[3] is None else with_superseded_by(r[2], r[3]) for r in rows]
         finally:
             cur.close()
 
