@@ -115,6 +115,8 @@ def _open(path: Path) -> tuple[sqlite3.Connection, int]:
 # instead of polling for it in SQLite's busy handler, which sleeps up to 100 ms between tries and
 # made the tail of a loaded server. Other processes still meet at SQLite's lock (`BUSY_TIMEOUT_MS`).
 _WRITERS: dict[str, RLock] = {}
+# A child forked while another thread held one must not inherit it held: it starts with none.
+os.register_at_fork(after_in_child=_WRITERS.clear)
 
 
 def _writer(identity: str) -> RLock:
