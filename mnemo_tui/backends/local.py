@@ -85,6 +85,10 @@ class LocalBackend(Backend):
     def join(self, code: str) -> m.Joined:
         return self.engine.join(self._principal, code)
 
+    def delete_room(self, room: str) -> tuple[str, int]:
+        room_id = self.engine.resolve_room(self._principal, room)
+        return room_id, self.engine.delete_room(self._principal, room_id)
+
     def vault_list(self) -> list[m.SecretInfo]:
         return self.engine.vault_list(self._principal)
 

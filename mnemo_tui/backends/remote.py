@@ -480,6 +480,13 @@ class RemoteBackend(Backend):
             room_id=_text(answer, "room_id"), name=_text(answer, "name", name), role="owner", scope="read_write"
         )
 
+    def delete_room(self, room: str) -> tuple[str, int]:
+        """`DELETE /memory/rooms/{id}`: mnemo serve's extension; an endpoint without it answers 404 or 405."""
+        room_id = room_id_of(room, self.rooms)
+        answer = self._call("DELETE", f"/memory/rooms/{room_id}", idempotent=False)
+        deleted = answer.get("deleted", 0) if isinstance(answer, dict) else 0
+        return room_id, int(deleted) if isinstance(deleted, int) else 0
+
     def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> Invite:
         room_id = room_id_of(room, self.rooms)
         body = {"scope": scope, "expires_in_days": expires_days, "max_uses": max_uses}

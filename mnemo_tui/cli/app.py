@@ -15,11 +15,12 @@ add(app, "search", cmd_entries.SearchArgs, cmd_entries.search)
 add(app, "show", cmd_atoms.ShowArgs, cmd_atoms.show)
 add(app, "delete", cmd_atoms.DeleteArgs, cmd_atoms.delete)
 
-rooms = group(app, "rooms", "Shared rooms: list, create, invite, join.")
+rooms = group(app, "rooms", "Shared rooms: list, create, invite, join, delete.")
 add(rooms, "list", cmd_rooms.RoomsListArgs, cmd_rooms.rooms_list)
 add(rooms, "create", cmd_rooms.RoomsCreateArgs, cmd_rooms.rooms_create)
 add(rooms, "invite", cmd_rooms.RoomsInviteArgs, cmd_rooms.rooms_invite)
 add(rooms, "join", cmd_rooms.RoomsJoinArgs, cmd_rooms.rooms_join)
+add(rooms, "delete", cmd_rooms.RoomsDeleteArgs, cmd_rooms.rooms_delete)
 
 vault = group(
     app,

@@ -202,6 +202,19 @@ def _clip_shown(shown: str, width: int) -> str:
     return shown if len(shown) <= width else shown[: max(1, width - 1)] + "…"
 
 
+def may_ask(yes: bool, command: str) -> None:
+    """Refuse (exit 2) a destructive command that would ask first when it cannot: stdin or stderr is no terminal."""
+    if not yes and not (is_tty(sys.stdin) and is_tty(sys.stderr)):
+        raise ValidationError(f"{command} asks first, and stdin is not a terminal: add --yes to go ahead")
+
+
+def confirmed(question: str) -> bool:
+    """Ask `question [y/N]` on stderr and read the answer from stdin; only y or yes is a yes."""
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
 def hint(message: str) -> None:
     """A message for the person at the terminal: stderr, never stdout.
 

@@ -9,7 +9,7 @@ from walk_helpers import pages_of, walk_ids
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import Conflict, Forbidden, NotFound, ValidationError
-from mnemo_tui.model import RecentQuery, SearchQuery, WriteRequest
+from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, WriteRequest
 
 Factory = Callable[..., Backend]
 
@@ -276,6 +276,31 @@ def test_only_the_owner_invites(make_backend: Factory) -> None:
     _alice, bob, _carol, address = room_with(make_backend)
     with pytest.raises(Forbidden):
         bob.invite(address)
+
+
+def test_only_the_owner_deletes_a_room_and_it_goes_with_its_entries_invites_and_members(make_backend: Factory) -> None:
+    alice, bob, carol, address = room_with(make_backend)
+    kept = alice.write(WriteRequest(content="my own note")).atom_id
+    entries = [alice.write(WriteRequest(content=f"room note {i}", domain=address)).atom_id for i in range(3)]
+    pending = alice.invite(address).code
+    for member in (bob, carol):
+        with pytest.raises(Forbidden):
+            member.delete_room(address)
+    assert [e.atom_id for e in bob.recent(RecentQuery(scope=address)).items] == entries[::-1]
+    room_id, deleted = alice.delete_room(address)
+    assert (ROOM_PREFIX + room_id, deleted) == (address, 3)
+    for reader in (alice, bob, carol):
+        assert address not in [r.address for r in reader.rooms()]
+        with pytest.raises(Forbidden):
+            reader.recent(RecentQuery(scope=address))
+    with pytest.raises(NotFound):
+        make_backend("dave").join(pending)
+    for atom in entries:
+        with pytest.raises((NotFound, Forbidden)):
+            alice.get(atom)
+    assert [e.atom_id for e in alice.recent(RecentQuery()).items] == [kept]
+    with pytest.raises(Forbidden):
+        alice.delete_room(address)
 
 
 def test_joining_twice_is_a_no_op_success(make_backend: Factory) -> None:
