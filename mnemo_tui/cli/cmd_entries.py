@@ -38,6 +38,8 @@ from mnemo_tui.text import line as safe
 class WriteArgs(Args):
     """Store an entry; prints its atom_id."""
 
+    creates_store = True
+
     content = argument("TEXT", "The entry's content, or - (or nothing, in a pipe) to read it from stdin.")
     scope = scope_opt("Domain (default general) or xroom:<room_id>.")
     concept = texts("--concept", "-c", metavar="CONCEPT", help="A concept (tag); repeatable.")
@@ -109,7 +111,7 @@ def search(c: Context, args: SearchArgs) -> None:
     if args.order_by not in ("relevance", "recency"):
         raise ValidationError(f"--order-by must be relevance or recency, got {args.order_by!r}")
     check_limit_flag(args.limit, 500)
-    low, high = parse_times(args.since, args.until)
+    low, high = parse_times(args.since, args.until, utc=c.utc)
     scope_value = parse_scope(args.scope)
     hits = c.backend.search(
         SearchQuery(
@@ -141,7 +143,8 @@ def search(c: Context, args: SearchArgs) -> None:
             out.write(empty.shown + "\n")
             room_name_hint(c.backend, empty)
             return
-        output.TableWriter(out, scope=scope_value).rows([h.entry for h in hits])
+        with output.paged(args.fmt, no_pager=c.no_pager, configured=c.settings.pager):
+            output.TableWriter(sys.stdout, scope=scope_value, utc=c.utc).rows([h.entry for h in hits])
 
 
 def _search_empty(c: Context, query: str, scope: str | None, since: str | None, until: str | None) -> EmptyReport:

@@ -17,6 +17,8 @@ from mnemo_tui.text import line as safe
 class CheckArgs(Args):
     """The four checks of the source document; exit 1 on a failure."""
 
+    creates_store = True
+
     scope = given(
         "--scope",
         "-s",
@@ -65,7 +67,7 @@ def verify(c: Context, args: VerifyArgs) -> int:
 
     output.check_format(args.fmt, allow_ndjson=False)
     scope_value = parse_scope(args.scope)
-    low = timefmt.parse_time(args.since, field="--since") if args.since is not None else None
+    low = timefmt.parse_time(args.since, field="--since", utc=c.utc) if args.since is not None else None
     expected = read_expected(args.expect)
     result = run_verify(c.backend, expected, scope=scope_value, since=low)
     out = sys.stdout

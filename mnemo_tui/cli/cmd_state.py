@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.cli import output
-from mnemo_tui.cli.context import Context
+from mnemo_tui.cli.context import Context, store_path
 from mnemo_tui.cli.options import (
     Args,
     consumer_opt,
@@ -46,7 +46,7 @@ def _scope_phrase(scope: str | None) -> str:
     return f"scope {scope}" if scope is not None else "your own store"
 
 
-def _write_watermark(w: Watermark | None, fmt: str, *, scope: str | None, consumer: str) -> None:
+def _write_watermark(w: Watermark | None, fmt: str, *, scope: str | None, consumer: str, utc: bool) -> None:
 
     if fmt == "json":
         sys.stdout.write(output.dumps(watermark_wire(w)) + "\n")
@@ -57,15 +57,19 @@ def _write_watermark(w: Watermark | None, fmt: str, *, scope: str | None, consum
             "the next catchup reads the whole scope.\n"
         )
         return
-    mark = "none (reads the whole scope)" if w.created_at is None else timefmt.to_iso(w.created_at)
+    mark = (
+        "none (reads the whole scope)"
+        if w.created_at is None
+        else f"{timefmt.shown(w.created_at, utc)} ({timefmt.to_iso(w.created_at)})"
+    )
     output.key_value_table(
         sys.stdout,
         [
             ("scope", _scope_label(w.scope)),
             ("consumer", w.consumer),
             ("watermark", mark),
-            ("boundary ids", ", ".join(w.boundary_ids) or "none"),
-            ("updated", f"{timefmt.to_iso(w.updated_at)} ({timefmt.relative(w.updated_at)})"),
+            ("entries at that instant", ", ".join(w.boundary_ids) or "none"),
+            ("updated", f"{timefmt.shown(w.updated_at, utc)} ({timefmt.relative(w.updated_at)})"),
         ],
     )
 
@@ -85,12 +89,12 @@ def watermark_list(c: Context, args: WatermarkListArgs) -> None:
         args.fmt,
         [watermark_wire(w) for w in marks],
         empty=f"No watermarks yet for {backend.principal!r} on {backend.identity}. `mnemo catchup` sets one.",
-        headers=["CONSUMER", "SCOPE", "WATERMARK (UTC)", "BOUNDARY", "UPDATED"],
+        headers=["CONSUMER", "SCOPE", "WATERMARK", "ENTRIES AT IT", "UPDATED"],
         rows=[
             [
                 w.consumer,
                 _scope_label(w.scope),
-                "none" if w.created_at is None else timefmt.to_iso(w.created_at),
+                "none" if w.created_at is None else timefmt.shown(w.created_at, c.utc),
                 str(len(w.boundary_ids)),
                 timefmt.relative(w.updated_at),
             ]
@@ -117,7 +121,7 @@ def watermark_show(c: Context, args: WatermarkShowArgs) -> None:
     output.check_format(args.fmt, allow_ndjson=False)
     scope_value, name = _scope(args.scope), _consumer(c, args.consumer)
     mark = c.state.load(StateKey.of(c.backend, name, scope_value))
-    _write_watermark(mark, args.fmt, scope=scope_value, consumer=name)
+    _write_watermark(mark, args.fmt, scope=scope_value, consumer=name, utc=c.utc)
 
 
 class WatermarkSetArgs(ConsumerScopeArgs):
@@ -132,9 +136,9 @@ def watermark_set(c: Context, args: WatermarkSetArgs) -> None:
 
     output.check_format(args.fmt, allow_ndjson=False)
     scope_value, name = _scope(args.scope), _consumer(c, args.consumer)
-    instant = timefmt.parse_time(args.time, field="watermark set")
+    instant = timefmt.parse_time(args.time, field="watermark set", utc=c.utc)
     mark = c.state.commit(StateKey.of(c.backend, name, scope_value), instant, (), force=True)
-    _write_watermark(mark, args.fmt, scope=scope_value, consumer=name)
+    _write_watermark(mark, args.fmt, scope=scope_value, consumer=name, utc=c.utc)
     if instant > timefmt.now_us():
         output.hint(
             f"note: {timefmt.to_iso(instant)} is in the future: catchup will show nothing written before it "
@@ -346,9 +350,12 @@ def _remote_principal(c: Context) -> str | None:
 class DemoArgs(Args):
     """Fill the embedded store with realistic sample entries, two rooms and a secret."""
 
+    creates_store = True
+
     summary = "Fill the embedded store with sample entries, rooms, a secret."
     entries = number("--entries", "-n", metavar="N", help="How many entries in all (10 to 1,000,000).", default=2000)
     seed = maybe_number("--seed", metavar="N", help="Repeatable content.")
+    force = flag("--force", help="Add to a store that already holds entries (the new ones come after them).")
 
 
 def demo(c: Context, args: DemoArgs) -> None:
@@ -361,13 +368,23 @@ def demo(c: Context, args: DemoArgs) -> None:
         raise ValidationError(
             f"--entries must be between {demo_data.MIN_ENTRIES} and {demo_data.MAX_ENTRIES:,}, got {entries}"
         )
-    assert c.settings.store_path is not None
-    progress = output.Progress("entries written")
-    store = Store(c.settings.store_path)
+    path = store_path(c.settings, creates=True)
+    store = Store(path)
     try:
-        summary = demo_data.fill(store, c.settings.principal, entries, seed=seed, progress=progress.update)
+        newest = demo_data.newest(store, c.settings.principal)
+        if newest is not None and not args.force:
+            raise ValidationError(
+                f"the store {path} already holds entries: `mnemo demo` fills an empty store; add --force to "
+                "add more (after the newest), or name another with --store"
+            )
+        progress = output.Progress("entries written")
+        try:
+            summary = demo_data.fill(
+                store, c.settings.principal, entries, seed=seed, progress=progress.update, after=newest
+            )
+        finally:
+            progress.done()
     finally:
-        progress.done()
         store.close()
     lines = [
         f"Wrote {entries:,} demo entries and {summary.superseded} "

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from keyring_helpers import subprocess_env
 
+from mnemo_tui import timefmt
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import WriteRequest
 
@@ -80,6 +81,8 @@ def test_watermark_set_moves_what_catchup_reads(cli, isolated_home: Path) -> Non
 
 
 def test_watermarks_are_per_store(cli, tmp_path: Path) -> None:
+    for name in ("a.db", "b.db"):
+        assert cli("--store", str(tmp_path / name), "write", "x").code == 0
     cli("--store", str(tmp_path / "a.db"), "watermark", "set", "today")
     assert len(json.loads(cli("--store", str(tmp_path / "a.db"), "watermark", "list", "-f", "json").stdout)) == 1
     assert json.loads(cli("--store", str(tmp_path / "b.db"), "watermark", "list", "-f", "json").stdout) == []
@@ -287,11 +290,21 @@ def test_demo_fills_every_screen(cli, isolated_home: Path) -> None:
     assert len(json.loads(cli("search", "flaky", "-f", "json").stdout)["items"]) > 0
 
 
-def test_demo_twice_adds_to_the_same_rooms(cli) -> None:
+def test_demo_twice_refuses_then_adds_to_the_same_rooms_after_the_newest_with_force(cli) -> None:
     assert cli("demo", "--entries", "20").code == 0
-    again = cli("demo", "--entries", "20")
+    before = json.loads(cli("recent", "--all", "-f", "json").stdout)["items"]
+    refused = cli("demo", "--entries", "20")
+    assert refused.code == 2 and "already holds entries" in refused.stderr and "--force" in refused.stderr
+    assert json.loads(cli("recent", "--all", "-f", "json").stdout)["items"] == before  # nothing was added
+    again = cli("demo", "--entries", "20", "--force")
     assert again.code == 0 and "vault: unchanged" in again.stdout
     assert len(json.loads(cli("rooms", "list", "-f", "json").stdout)) == 2
+    items = json.loads(cli("recent", "--all", "-f", "json").stdout)["items"]
+    added = [i for i in items if i["atom_id"] not in {b["atom_id"] for b in before}]
+    stamps = sorted(timefmt.parse_iso(i["created_at"]) for i in added)
+    newest_before = max(timefmt.parse_iso(i["created_at"]) for i in before)
+    assert len(added) >= 16 and stamps[0] > newest_before  # after what was there, never among it
+    assert stamps[-1] - stamps[0] > 2_000  # spread over time, not stamped within 2 ms
 
 
 def test_listings_answer_the_same_through_an_endpoint_as_on_the_embedded_store(cli, tmp_path: Path) -> None:
