@@ -7,7 +7,7 @@ import sys
 from mnemo_tui import reports
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
-from mnemo_tui.cli.feed import check_limit_flag, parse_times, room_name_hint
+from mnemo_tui.cli.feed import check_limit_flag, parse_times, resolved_scope, room_name_hint
 from mnemo_tui.cli.options import (
     Args,
     argument,
@@ -112,7 +112,7 @@ def search(c: Context, args: SearchArgs) -> None:
         raise ValidationError(f"--order-by must be relevance or recency, got {args.order_by!r}")
     check_limit_flag(args.limit, 500)
     low, high = parse_times(args.since, args.until, utc=c.utc)
-    scope_value = parse_scope(args.scope)
+    scope_value = resolved_scope(c, parse_scope(args.scope))
     hits = c.backend.search(
         SearchQuery(
             query=query,

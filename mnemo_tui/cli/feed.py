@@ -60,14 +60,16 @@ def recent(c: Context, args: RecentArgs) -> int:
 
 def _recent(c: Context, args: RecentArgs, fmt: str) -> int:
     check_limit_flag(args.limit)
-    if args.exclude_author is not None and not args.exclude_author.strip():
-        raise ValidationError("--exclude-author must not be blank")
+    for name, value in (("--author", args.author), ("--exclude-author", args.exclude_author)):
+        if value is not None and not value.strip():
+            raise ValidationError(f"{name} must not be blank")
     low, high = parse_times(args.since, args.until, utc=c.utc)
     query = RecentQuery(
-        scope=parse_scope(args.scope),
+        scope=resolved_scope(c, parse_scope(args.scope)) if args.cursor is None else parse_scope(args.scope),
         since=low,
         until=high,
         exclude_author=args.exclude_author,
+        author=args.author,
         limit=args.limit,
         cursor=args.cursor,
         include_history=args.include_history,
@@ -183,16 +185,23 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
 
 
 def room_name_hint(backend: Backend, report: EmptyReport) -> None:
-    """When an empty own domain bears the name of a room the reader belongs to, say how to read the room."""
-    scope = report.scope
-    if report.kind != "empty_scope" or scope is None or scope.startswith("xroom:"):
-        return
-    for room in backend.rooms():
-        if room.name == scope:
-            output.hint(
-                f"(You belong to a room named {text.quoted(scope)}: read it with --scope {text.line(room.address)})"
-            )
-            return
+    """Under an empty own-domain read: the rooms of that name, or the nearest domain or room (stderr)."""
+    from mnemo_tui import reports
+
+    for line in reports.scope_hints(backend, report):
+        output.hint(line)
+
+
+def resolved_scope(c: Context, scope: str | None) -> str | None:
+    """The scope a command reads (`reports.scope_by_name`: a room's name reads that room), said on stderr."""
+    from mnemo_tui import reports
+
+    if scope is None or scope.startswith("xroom:"):
+        return scope
+    resolved, note = reports.scope_by_name(c.backend, scope)
+    if note is not None:
+        output.hint(note)
+    return resolved
 
 
 def continue_hint(query: RecentQuery, next_cursor: str) -> str:
@@ -204,6 +213,8 @@ def continue_hint(query: RecentQuery, next_cursor: str) -> str:
         args.append(f"--since {timefmt.to_iso(query.since)}")
     if query.until is not None:
         args.append(f"--until {timefmt.to_iso(query.until)}")
+    if query.author:
+        args.append(f"--author {output.shell_quote(query.author)}")
     if query.exclude_author:
         args.append(f"--exclude-author {output.shell_quote(query.exclude_author)}")
     if query.include_history:
@@ -296,7 +307,7 @@ def _catchup(c: Context, args: CatchupArgs, fmt: str) -> int:
     from mnemo_tui.catchup import CatchUp
 
     check_limit_flag(args.limit)
-    scope_value = parse_scope(args.scope)
+    scope_value = resolved_scope(c, parse_scope(args.scope))
     consumer_name = c.consumer(args.consumer)
     low = timefmt.parse_time(args.since, field="--since", utc=c.utc) if args.since is not None else None
     overlap_us = timefmt.parse_overlap(args.overlap) if args.overlap is not None else None
