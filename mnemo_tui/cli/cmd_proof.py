@@ -28,7 +28,7 @@ class CheckArgs(Args):
     )
     probe_room = flag(
         "--probe-room/--no-probe-room",
-        help="Create (once) a room named mnemo-check that check 3 must name.",
+        help="Make sure a room exists for check 3 to name (a mnemo-check room, deleted after if check made it).",
         default=True,
     )
     fmt = table_format_opt()
@@ -49,6 +49,9 @@ def check(c: Context, args: CheckArgs) -> int:
             out.write(f"{mark}  {number}. {result.name.ljust(width)}  {safe(result.detail)}\n")
         passed = sum(r.passed for r in report.checks)
         out.write(f"{passed}/{len(report.checks)} checks passed.\n")
+    if report.cleanup:
+        out.flush()
+        output.hint(safe(report.cleanup))
     return 0 if report.passed else 1
 
 
