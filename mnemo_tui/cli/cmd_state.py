@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -10,6 +11,7 @@ from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context, store_path
 from mnemo_tui.cli.options import (
     Args,
+    argument,
     consumer_opt,
     flag,
     maybe_number,
@@ -253,8 +255,14 @@ def _record_endpoint(settings: Settings, endpoint: str) -> None:
 
 
 class LogoutArgs(Args):
-    """Forget the endpoint's key (keyring and file)."""
+    """Forget the endpoint's key (keyring and file), and undo what `login` recorded in config.toml.
 
+    A profile that holds nothing but the endpoint `login` recorded goes, and `default_profile` with
+    it when it named that profile, so commands read the embedded store again. A profile with more
+    in it stays, and logout says what it still selects and how to switch.
+    """
+
+    summary = "Forget the endpoint's key, and undo what login recorded."
     endpoint = text("--endpoint", metavar="URL", help="REST base URL whose key to forget.")
 
 
@@ -266,8 +274,98 @@ def logout(c: Context, args: LogoutArgs) -> None:
         output.hint(f"Key for {settings.endpoint} removed from the {' and the '.join(removed)}.")
     else:
         output.hint(f"No key was stored for {settings.endpoint}; nothing changed.")
+    assert settings.endpoint is not None
+    _unrecord_endpoint(c.settings, settings.endpoint)
     if c.settings.api_key:
         output.hint("note: MNEMO_API_KEY is still set in this environment")
+
+
+def _unrecord_endpoint(settings: Settings, endpoint: str) -> None:
+    """Undo `_record_endpoint`: drop the profiles that hold only this endpoint; say what else still selects it."""
+    from mnemo_tui.state.config import check_endpoint, edit_config, read_config
+
+    config = read_config(settings.config_path)
+    default = config.get("default_profile")
+    for name, section in config.get("profiles", {}).items():
+        try:
+            selects = check_endpoint(str(section.get("endpoint", ""))) == endpoint
+        except ValidationError:
+            selects = False
+        if not selects:
+            continue
+        if set(section) == {"endpoint"}:
+            edit_config(settings.config_path, drop_profile=name, default_profile=None if default == name else False)
+            output.hint(f"Profile {name!r} (only this endpoint) removed from {settings.config_path}.")
+        else:
+            output.hint(
+                f"Profile {name!r} of {settings.config_path} still selects {endpoint} and now has no key there: "
+                "`mnemo profile use NAME` (or --profile NAME) reads elsewhere, `mnemo profile list` lists them."
+            )
+    if settings.endpoint == endpoint and not settings.profile:
+        output.hint(f"note: MNEMO_ENDPOINT (or the top of config.toml) still selects {endpoint}")
+
+
+class ProfileListArgs(Args):
+    """The profiles of config.toml, what each selects, and which one is in use."""
+
+    fmt = table_format_opt()
+
+
+def profile_list(c: Context, args: ProfileListArgs) -> None:
+    from mnemo_tui.state.config import read_config
+
+    output.check_format(args.fmt, allow_ndjson=False)
+    config = read_config(c.settings.config_path)
+    default = config.get("default_profile")
+    found = []
+    for name, section in config.get("profiles", {}).items():
+        selects = section.get("endpoint") or section.get("store") or config.get("endpoint") or config.get("store")
+        found.append(
+            {
+                "name": name,
+                "default": name == default,
+                "in_use": name == c.settings.profile,
+                "endpoint": section.get("endpoint"),
+                "store": section.get("store"),
+                "selects": str(selects) if selects else "the default store",
+            }
+        )
+    output.listing(
+        args.fmt,
+        found,
+        empty=f"No profiles in {c.settings.config_path}. `mnemo login --endpoint URL` records one.",
+        headers=["", "PROFILE", "SELECTS"],
+        rows=[["*" if p["in_use"] else "", str(p["name"]), str(p["selects"])] for p in found],
+    )
+
+
+class ProfileUseArgs(Args):
+    """Make a profile the default (`default_profile` of config.toml); --none goes back to no profile."""
+
+    summary = "Switch the default profile (--none: no profile)."
+    name = argument("NAME", "A profile of config.toml.")
+    none = flag("--none", help="Use no profile: the top-level keys of config.toml, else the embedded store.")
+
+
+def profile_use(c: Context, args: ProfileUseArgs) -> None:
+    from mnemo_tui.state.config import edit_config, read_config
+
+    if (args.name is None) == (not args.none):
+        raise ValidationError("give a profile NAME, or --none (not both)")
+    profiles = read_config(c.settings.config_path).get("profiles", {})
+    if args.name is not None and args.name not in profiles:
+        import difflib
+
+        near = difflib.get_close_matches(args.name, list(profiles), n=1)
+        known = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(sorted(profiles)) or 'none'}"
+        raise ValidationError(f"no profile {args.name!r} in {c.settings.config_path} ({known})")
+    edit_config(c.settings.config_path, default_profile=args.name)
+    if args.name is None:
+        output.hint(f"No default profile now: commands read what the top of {c.settings.config_path} selects.")
+    else:
+        output.hint(f"Profile {args.name!r} is the default now.")
+    if os.environ.get("MNEMO_PROFILE"):
+        output.hint("note: MNEMO_PROFILE is set and wins over the default while it stays set")
 
 
 class StatusArgs(Args):

@@ -322,6 +322,38 @@ def save_profile(config_path: Path, profile: str, values: dict[str, str | None],
     _write_atomic(config_path, tomlkit.dumps(doc))
 
 
+def edit_config(
+    config_path: Path, *, default_profile: str | bool | None = False, drop_profile: str | None = None
+) -> None:
+    """Set or remove `default_profile` (a name, None to remove, False to leave it) and drop one
+    `[profiles.NAME]` table, keeping the file's comments; rewritten atomically.
+
+    Raises:
+        LocalStateError: the file cannot be read, parsed or written.
+    """
+    import tomlkit
+
+    read_config(config_path)
+    try:
+        doc = tomlkit.parse(config_path.read_text("utf-8") if config_path.exists() else "")
+    except (OSError, ValueError) as exc:
+        raise LocalStateError(f"config file {config_path} cannot be read ({exc}); fix it or move it aside") from None
+    profiles: Any = doc.get("profiles")
+    if drop_profile is not None and profiles is not None and drop_profile in profiles:
+        del profiles[drop_profile]
+        if not profiles:
+            del doc["profiles"]
+    if default_profile is None:
+        if "default_profile" in doc:
+            del doc["default_profile"]
+    elif isinstance(default_profile, str):
+        if "default_profile" in doc:
+            doc["default_profile"] = default_profile
+        else:
+            doc.add("default_profile", default_profile)
+    _write_atomic(config_path, tomlkit.dumps(doc))
+
+
 def _write_atomic(path: Path, text: str) -> None:
     try:
         mode = path.stat().st_mode & 0o777 if path.exists() else 0o600

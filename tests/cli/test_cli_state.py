@@ -186,9 +186,41 @@ def test_login_keeps_the_key_in_the_keyring_and_records_the_endpoint(
     out = cli("logout", env=env)
     assert out.code == 0 and "removed" in out.stderr
     assert json.loads((tmp_path / "keyring.json").read_text()) == {}
-    assert json.loads(cli("status", "-f", "json", env=env).stdout)["key_source"] == "none"
+    # logout undid what login recorded: the profile holding only the endpoint went, with default_profile.
+    assert tomllib.loads((isolated_home / "config.toml").read_text()) == {}
+    assert "Profile 'default' (only this endpoint) removed" in out.stderr
+    status = json.loads(cli("status", "-f", "json", env=env).stdout)
+    assert status["backend"] == "embedded"
+    back = cli("recent", env=env)
+    assert back.code == 0 and "Traceback" not in back.stderr
+
+
+def test_logout_keeps_a_profile_with_more_in_it_and_profile_use_switches(
+    cli, isolated_home: Path, tmp_path: Path, served: tuple[str, str]
+) -> None:
+    url, key = served
+    env = subprocess_env(tmp_path / "keyring.json")
+    (isolated_home / "config.toml").write_text(
+        f'default_profile = "work"\n\n[profiles.work]\nendpoint = "{url}"\nconsumer = "me"\n\n'
+        '[profiles.home]\nstore = "home.db"\n'
+    )
+    assert cli("login", input=key + "\n", env=env).code == 0
+    out = cli("logout", env=env)
+    assert out.code == 0 and "Profile 'work'" in out.stderr and "mnemo profile use NAME" in out.stderr
     refused = cli("recent", env=env)
-    assert refused.code == 3 and "mnemo login" in refused.stderr and "Traceback" not in refused.stderr
+    assert refused.code == 3 and "mnemo login" in refused.stderr
+    listed = json.loads(cli("profile", "list", "-f", "json", env=env).stdout)
+    assert [(p["name"], p["in_use"]) for p in listed] == [("work", True), ("home", False)]
+    table = cli("profile", "list", env=env).stdout.splitlines()
+    assert table[1].split()[:2] == ["*", "work"]
+    bad = cli("profile", "use", "hom", env=env)
+    assert bad.code == 2 and "did you mean 'home'?" in bad.stderr
+    assert cli("profile", "use", "home", env=env).code == 0
+    assert cli("write", "at home", env=env).code == 0
+    assert (isolated_home / "home.db").exists()
+    assert json.loads(cli("status", "-f", "json", env=env).stdout)["backend"] == "embedded"
+    assert cli("profile", "use", "--none", env=env).code == 0
+    assert "default_profile" not in tomllib.loads((isolated_home / "config.toml").read_text())
 
 
 def test_login_with_a_refused_key_stores_nothing(cli, tmp_path: Path, served: tuple[str, str]) -> None:
