@@ -196,8 +196,13 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         _check_utf8(args)
-        fast = _fast(args)
-        return fast if fast is not None else _typer(args)
+        # Shell completion (`_MNEMO_COMPLETE`) is Typer's: the fast path would run the command instead.
+        fast = None if "_MNEMO_COMPLETE" in os.environ else _fast(args)
+        code = fast if fast is not None else _typer(args)
+        from mnemo_tui.cli.output import finish_stdout
+
+        finish_stdout()
+        return code
     except UnicodeEncodeError as exc:
         if "surrogates" not in str(exc):
             sys.stderr.write(f"mnemo: text could not be written in this terminal's encoding ({exc.reason})\n")

@@ -40,7 +40,9 @@ class WriteArgs(Args):
 
     creates_store = True
 
-    content = argument("TEXT", "The entry's content, or - (or nothing, in a pipe) to read it from stdin.")
+    content = argument(
+        "TEXT", "The entry's content; - (or nothing, in a pipe) reads stdin; nothing on a terminal opens $EDITOR."
+    )
     scope = scope_opt("Domain (default general) or xroom:<room_id>.")
     concept = texts("--concept", "-c", metavar="CONCEPT", help="A concept (tag); repeatable.")
     supersedes = texts(
@@ -49,10 +51,28 @@ class WriteArgs(Args):
     ref = text("--ref", metavar="REF", help="External reference: a repeated write returns the first atom.")
 
 
+def _from_editor(domain: str) -> str:
+    """The entry's text written in the person's editor (`mnemo write` alone on a terminal, as `git commit`)."""
+    from mnemo_tui.files import edit_text, editor_command
+
+    written = edit_text(
+        "",
+        [
+            f"Write the entry for {domain} above the scissors line; save and quit to store it.",
+            "An empty text stores nothing.",
+        ],
+    )
+    if written is None:
+        raise ValidationError(f"the editor ({safe(editor_command())}) failed or was not found: nothing stored")
+    if not written.strip():
+        raise ValidationError("the entry's text is empty: nothing stored")
+    return written
+
+
 def write(c: Context, args: WriteArgs) -> None:
     if args.content is None and sys.stdin.isatty():
-        raise ValidationError("write needs the entry's text: `mnemo write TEXT`, or `-` to read it from stdin")
-    if args.content is None or args.content == "-":
+        content = _from_editor(parse_scope(args.scope) or "general")
+    elif args.content is None or args.content == "-":
         content = sys.stdin.read()
         if content.endswith("\n"):
             content = content[:-1]

@@ -25,7 +25,7 @@ def _engine(c: Context, command: str) -> Engine:
 
 
 class ServeArgs(Args):
-    """Serve the embedded store over REST (WIRE.md) until Ctrl-C or SIGTERM."""
+    """Serve the embedded store over the Mnemoverse REST dialect (docs/server.md) until Ctrl-C or SIGTERM."""
 
     creates_store = True
 

@@ -97,7 +97,7 @@ def root_app(help: str) -> typer.Typer:
     app = typer.Typer(
         name="mnemo",
         help=help,
-        add_completion=False,
+        add_completion=True,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
         no_args_is_help=True,

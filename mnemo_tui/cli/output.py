@@ -33,7 +33,55 @@ def check_format(value: str, *, allow_ndjson: bool = True) -> str:
         reconfigure = getattr(sys.stdout, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(encoding="utf-8", errors="strict")
+    if value == "json" and is_tty(sys.stdout) and not isinstance(sys.stdout, _PrettyJson):
+        sys.stdout = _PrettyJson(sys.stdout)
     return value
+
+
+class _PrettyJson:
+    """Holds a JSON document meant for a person's terminal, to print it indented (`finish_stdout`).
+
+    A pipe gets the compact document, exact. On a terminal the same document is indented, and the
+    characters a terminal would act on (C1 controls, bidi marks, line separators) stay escaped.
+    """
+
+    def __init__(self, real: IO[str]) -> None:
+        self.real = real
+        self.parts: list[str] = []
+
+    def write(self, data: str) -> int:
+        self.parts.append(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.real.fileno()
+
+    def finish(self) -> None:
+        import json
+        import re
+
+        unsafe = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+        for line in "".join(self.parts).splitlines():
+            try:
+                pretty = json.dumps(json.loads(line), indent=2, ensure_ascii=False)
+            except ValueError:
+                pretty = line
+            self.real.write(unsafe.sub(lambda m: f"\\u{ord(m.group()):04x}", pretty) + "\n")
+        self.real.flush()
+
+
+def finish_stdout() -> None:
+    """Write what a terminal's JSON document held (see `_PrettyJson`); nothing otherwise."""
+    held = sys.stdout
+    if isinstance(held, _PrettyJson):
+        sys.stdout = held.real
+        held.finish()
 
 
 def document_or_line(fmt: str, document: Any, line: str) -> None:

@@ -272,7 +272,7 @@ def _judge_probe(
         name,
         True,
         f"the probe {_short(probe)} written after page 1 was not in that walk; the next pass {since} returned it "
-        f"{where} ({len(ids_b)} new, {result_b.repeats_skipped} repeat(s) at the watermark skipped)",
+        f"{where} ({len(ids_b)} new; {result_b.repeats_skipped} already delivered at the watermark instant, not shown again)",
     )
 
 
