@@ -102,11 +102,21 @@ def parse_scope(scope: str | None) -> str | None:
         if not ROOM_ID.match(room_id):
             raise ValidationError(f"scope {scope!r}: a room address is xroom:room_<26-char ULID>")
         return scope
+    if scope[: len(ROOM_PREFIX)].lower() == ROOM_PREFIX:
+        raise ValidationError(f"scope {scope!r}: a room address is spelled in lower case, xroom:room_<26-char ULID>")
     if not scope.strip():
         raise ValidationError("scope must not be blank (omit it for your own store)")
     if len(scope) > MAX_DOMAIN:
         raise ValidationError(f"domain is at most {MAX_DOMAIN} characters, got {len(scope)}")
     return scope
+
+
+def by_author(entry: Entry, spec: str) -> bool:
+    """Whether an entry is by the author `spec`: its principal, or the AUTHOR column's `principal/agent`.
+
+    The engine's SQL (`engine/feed.py`) says the same; a client applies this where its endpoint cannot.
+    """
+    return entry.provenance.get("principal") == spec or entry.author == spec
 
 
 def room_of(scope: str | None) -> str | None:
@@ -234,7 +244,7 @@ class WirePage(Value):
 class RecentQuery(Value):
     """The arguments of one feed read (WIRE.md `POST /memory/recent`)."""
 
-    __slots__ = ("cursor", "exclude_author", "include_history", "limit", "scope", "since", "until")
+    __slots__ = ("author", "cursor", "exclude_author", "include_history", "limit", "scope", "since", "until")
     scope: str | None
     since: int | None
     until: int | None
@@ -242,6 +252,7 @@ class RecentQuery(Value):
     limit: int
     cursor: str | None
     include_history: bool
+    author: str | None
 
     def __init__(
         self,
@@ -252,6 +263,7 @@ class RecentQuery(Value):
         limit: int = DEFAULT_LIMIT,
         cursor: str | None = None,
         include_history: bool = False,
+        author: str | None = None,
     ) -> None:
         self.scope = scope
         self.since = since
@@ -260,6 +272,7 @@ class RecentQuery(Value):
         self.limit = limit
         self.cursor = cursor
         self.include_history = include_history
+        self.author = author
 
     def validated(self) -> RecentQuery:
         """Check every field; raises ValidationError naming the first bad one."""
@@ -340,7 +353,7 @@ class WriteResult(Value):
 class SearchQuery(Value):
     """The arguments of one search (WIRE.md `POST /memory/read`)."""
 
-    __slots__ = ("exclude_author", "include_history", "order_by", "query", "scope", "since", "top_k", "until")
+    __slots__ = ("author", "exclude_author", "include_history", "order_by", "query", "scope", "since", "top_k", "until")
     query: str
     scope: str | None
     order_by: Literal["relevance", "recency"]
@@ -349,6 +362,7 @@ class SearchQuery(Value):
     exclude_author: str | None
     include_history: bool
     top_k: int
+    author: str | None
 
     def __init__(
         self,
@@ -360,6 +374,7 @@ class SearchQuery(Value):
         exclude_author: str | None = None,
         include_history: bool = False,
         top_k: int = 10,
+        author: str | None = None,
     ) -> None:
         self.query = query
         self.scope = scope
@@ -369,6 +384,7 @@ class SearchQuery(Value):
         self.exclude_author = exclude_author
         self.include_history = include_history
         self.top_k = top_k
+        self.author = author
 
 
 class SearchHit(Value):

@@ -20,12 +20,20 @@ _LENGTH = _BODY.size + _MAC_LEN
 
 def binding(principal: str, query: RecentQuery) -> bytes:
     """The fingerprint of what a cursor is bound to: reader, scope and every filter."""
-    return _binding(principal, query.scope, query.since, query.until, query.exclude_author, query.include_history)
+    return _binding(
+        principal, query.scope, query.since, query.until, query.exclude_author, query.include_history, query.author
+    )
 
 
 @lru_cache(maxsize=1024)
 def _binding(
-    principal: str, scope: str | None, since: int | None, until: int | None, exclude: str | None, history: bool
+    principal: str,
+    scope: str | None,
+    since: int | None,
+    until: int | None,
+    exclude: str | None,
+    history: bool,
+    author: str | None,
 ) -> bytes:
     # Once per walk, not once per page: every page of a walk has the same binding.
     parts = (
@@ -35,6 +43,7 @@ def _binding(
         "" if until is None else str(until),
         exclude or "",
         "h" if history else "",
+        *(() if author is None else ("author", author)),
     )
     return hashlib.sha256("\x1f".join(parts).encode()).digest()[:8]
 
