@@ -48,10 +48,19 @@ def _binding(
     return hashlib.sha256("\x1f".join(parts).encode()).digest()[:8]
 
 
+def _sha256(data: bytes = b"") -> hashlib._Hash:
+    return hashlib.sha256(data)
+
+
 @lru_cache(maxsize=64)
 def _key(secret: bytes) -> hmac.HMAC:
-    """A store's HMAC key, prepared once per store secret; each cursor signs with a copy of it."""
-    return hmac.new(secret, digestmod=hashlib.sha256)
+    """A store's HMAC-SHA256 key, prepared once per store secret; each cursor signs with a copy of it.
+
+    Through a plain constructor, `hmac` keeps the key as two prepared SHA-256 states (RFC 2104's inner
+    and outer pads) and a copy copies those: cheaper per cursor than duplicating OpenSSL's HMAC context,
+    which is what `digestmod=hashlib.sha256` would do. The MAC is the same HMAC-SHA256.
+    """
+    return hmac.new(secret, digestmod=_sha256)
 
 
 def _mac(secret: bytes, body: bytes) -> bytes:
