@@ -48,30 +48,42 @@ def _binding(
     return hashlib.sha256("\x1f".join(parts).encode()).digest()[:8]
 
 
-def _sha256(data: bytes = b"") -> hashlib._Hash:
-    return hashlib.sha256(data)
+_BLOCK = 64  # SHA-256's block size: RFC 2104's pads are one block
+_INNER_PAD = bytes(x ^ 0x36 for x in range(256))
+_OUTER_PAD = bytes(x ^ 0x5C for x in range(256))
 
 
 @lru_cache(maxsize=64)
-def _key(secret: bytes) -> hmac.HMAC:
-    """A store's HMAC-SHA256 key, prepared once per store secret; each cursor signs with a copy of it.
+def _pads(secret: bytes) -> tuple[hashlib._Hash, hashlib._Hash]:
+    """A store's HMAC-SHA256 key as RFC 2104's two SHA-256 states (key ^ ipad, key ^ opad), once per secret.
 
-    Through a plain constructor, `hmac` keeps the key as two prepared SHA-256 states (RFC 2104's inner
-    and outer pads) and a copy copies those: cheaper per cursor than duplicating OpenSSL's HMAC context,
-    which is what `digestmod=hashlib.sha256` would do. The MAC is the same HMAC-SHA256.
+    What `hmac.new(secret, digestmod=hashlib.sha256)` prepares, without the `hmac.HMAC` wrapper a
+    cursor would copy and drive in Python; each cursor copies the two states. The MAC is the same
+    HMAC-SHA256 (tests/engine/test_cursor_mac.py checks it against `hmac`), so issued cursors stay valid.
     """
-    return hmac.new(secret, digestmod=_sha256)
+    key = hashlib.sha256(secret).digest() if len(secret) > _BLOCK else secret
+    key = key.ljust(_BLOCK, b"\0")
+    return hashlib.sha256(key.translate(_INNER_PAD)), hashlib.sha256(key.translate(_OUTER_PAD))
 
 
 def _mac(secret: bytes, body: bytes) -> bytes:
-    mac = _key(secret).copy()
-    mac.update(body)
-    return mac.digest()[:_MAC_LEN]
+    inner_pad, outer_pad = _pads(secret)
+    inner = inner_pad.copy()
+    inner.update(body)
+    outer = outer_pad.copy()
+    outer.update(inner.digest())
+    return outer.digest()[:_MAC_LEN]
 
 
 # The URL-safe base64 alphabet (`base64.urlsafe_b64*`), through binascii directly: a page pays these.
 _FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
 _TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+# A cursor is _LENGTH (49) bytes: 16 groups of four characters and two for the last byte, whose
+# second character carries 2 bits of it and 4 spare bits. The canonical spelling has the spare bits
+# zero: the last character is one of the four whose value is a multiple of 16 (A, Q, g, w).
+_SPELLED_LEN = (_LENGTH * 4 + 2) // 3
+_CANONICAL_LAST = frozenset("AQgw")
+_PADDING = b"=" * (-_SPELLED_LEN % 4)
 
 
 def _spelled(raw: bytes) -> bytes:
@@ -99,17 +111,20 @@ def decode(secret: bytes, bound: bytes, cursor: str) -> tuple[int, str]:
     Raises:
         ValidationError: for a malformed, non-canonical, forged or foreign cursor.
     """
-    if not CURSOR_SHAPE.match(cursor) or "=" in cursor:
+    # Length, alphabet and canonical last character first: then base64 decodes exactly _LENGTH bytes,
+    # spelled back as the same text (the check `_spelled(raw) == text` was, without re-encoding).
+    if (
+        len(cursor) != _SPELLED_LEN
+        or cursor[-1] not in _CANONICAL_LAST
+        or "=" in cursor
+        or not CURSOR_SHAPE.match(cursor)
+    ):
         raise ValidationError("malformed cursor")
-    text = cursor.encode()
     try:
-        raw = binascii.a2b_base64(text.translate(_FROM_URLSAFE) + b"=" * (-len(text) % 4))
+        raw = binascii.a2b_base64(cursor.encode().translate(_FROM_URLSAFE) + _PADDING)
     except (binascii.Error, ValueError):
         raise ValidationError("malformed cursor") from None
     if len(raw) != _LENGTH:
-        raise ValidationError("malformed cursor")
-    # base64 ignores the spare bits of the last character: only the canonical spelling is accepted.
-    if _spelled(raw) != text:
         raise ValidationError("malformed cursor")
     body, mac = raw[: _BODY.size], raw[_BODY.size :]
     if not hmac.compare_digest(mac, _mac(secret, body)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 
 from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.engine import cursor as cursors
@@ -21,51 +22,40 @@ Row = tuple[int, str, str, str | None]
 class FeedOps(Database):
     """The feed and search: every read of many entries is one statement over one scope."""
 
-    def _scoped(self, principal: str, scope: str | None, select: str, source: str) -> tuple[str, list[Any]]:
-        """`SELECT ... FROM source ... WHERE <the scope>`: one own domain, all of them, or a room.
-
-        A room is read through `members`: the statement returns no rows to a non-member.
-        """
-        room_id = room_of(scope)
-        if room_id is not None:
-            sql = (
-                f"SELECT {select} FROM {source} JOIN rooms r ON r.bucket = a.bucket "
-                "JOIN members m ON m.room_id = r.room_id WHERE r.room_id = ? AND m.principal = ?"
-            )
-            return sql, [room_id, principal]
-        # The bucket is looked up inside the statement (one statement a page, none before it);
-        # a principal without one reads no rows.
-        sql = f"SELECT {select} FROM {source} WHERE a.bucket = (SELECT bucket FROM buckets WHERE kind = 'own' AND owner = ?)"
-        params: list[Any] = [principal]
-        if scope is not None:
-            sql += " AND a.domain = ?"
-            params.append(scope)
-        return sql, params
-
-    def _feed_sql(self, principal: str, q: RecentQuery) -> tuple[str, list[Any]]:
-        """The keyset statement of a feed read: scope, position (from the cursor), filters, newest first."""
-        sql, params = self._scoped(principal, q.scope, _FEED_COLUMNS, "atoms a")
-        if q.cursor is not None:
-            sql += " AND (a.created_at, a.atom_id) < (?, ?)"
-            params += cursors.decode(self.secret, cursors.binding(principal, q), q.cursor)
-        more, extra = _filtered(q)
-        return sql + more + " ORDER BY a.created_at DESC, a.atom_id DESC", params + extra
+    def _feed_sql(self, principal: str, q: RecentQuery, bound: bytes, *, page: bool) -> tuple[str, tuple[Any, ...]]:
+        """The keyset statement of a feed read: scope, filters, position (from the cursor), newest first;
+        a page's ends in `LIMIT ?` (its parameter is the caller's)."""
+        sql, params = _feed_statement(
+            principal,
+            q.scope,
+            q.since,
+            q.until,
+            q.exclude_author,
+            q.include_history,
+            q.author,
+            q.cursor is not None,
+            page,
+        )
+        if q.cursor is None:
+            return sql, params
+        return sql, (*params, *cursors.decode(self.secret, bound, q.cursor))
 
     def _page(self, principal: str, q: RecentQuery) -> tuple[list[Row], str | None]:
         """The one page builder: `limit + 1` rows (so the last page carries no cursor), the membership
         check of an empty room read, and the next cursor from the last row returned."""
         q.validated()
         room_id = room_of(q.scope)
+        bound = cursors.binding(principal, q)
         with self.reading() as db:
-            sql, params = self._feed_sql(principal, q)
-            rows: list[Row] = db.execute(sql + " LIMIT ?", (*params, q.limit + 1)).fetchall()
+            sql, params = self._feed_sql(principal, q, bound, page=True)
+            rows: list[Row] = db.execute(sql, (*params, q.limit + 1)).fetchall()
             if not rows and room_id is not None:
                 self.require_member(principal, room_id)
         if len(rows) <= q.limit:
             return rows, None
         rows = rows[: q.limit]
         last = rows[-1]
-        return rows, cursors.encode(self.secret, cursors.binding(principal, q), last[0], last[1])
+        return rows, cursors.encode(self.secret, bound, last[0], last[1])
 
     def recent(self, principal: str, q: RecentQuery) -> Page:
         """One page of the feed, newest first, with the cursor of the next page (None at the end).
@@ -96,7 +86,7 @@ class FeedOps(Database):
         q.validated()
         room_id = room_of(q.scope)
         with self.reading():
-            sql, params = self._feed_sql(principal, q)
+            sql, params = self._feed_sql(principal, q, cursors.binding(principal, q), page=False)
             if room_id is not None:
                 self.require_member(principal, room_id)
         cur = self.db.cursor()
@@ -146,7 +136,7 @@ class FeedOps(Database):
             expression = fts.match(bucket, words) if bucket is not None else ""
             if not expression:
                 return []
-            sql, params = self._scoped(
+            sql, params = _scoped(
                 principal,
                 q.scope,
                 f"{_FEED_COLUMNS}, bm25(atoms_fts) AS score",
@@ -165,6 +155,58 @@ class FeedOps(Database):
             )
             for r in rows
         ]
+
+
+def _scoped(principal: str, scope: str | None, select: str, source: str) -> tuple[str, list[Any]]:
+    """`SELECT ... FROM source ... WHERE <the scope>`: one own domain, all of them, or a room.
+
+    A room is read through `members`: the statement returns no rows to a non-member.
+    """
+    room_id = room_of(scope)
+    if room_id is not None:
+        sql = (
+            f"SELECT {select} FROM {source} JOIN rooms r ON r.bucket = a.bucket "
+            "JOIN members m ON m.room_id = r.room_id WHERE r.room_id = ? AND m.principal = ?"
+        )
+        return sql, [room_id, principal]
+    # The bucket is looked up inside the statement (one statement a page, none before it);
+    # a principal without one reads no rows.
+    sql = (
+        f"SELECT {select} FROM {source} WHERE a.bucket = (SELECT bucket FROM buckets WHERE kind = 'own' AND owner = ?)"
+    )
+    params: list[Any] = [principal]
+    if scope is not None:
+        sql += " AND a.domain = ?"
+        params.append(scope)
+    return sql, params
+
+
+@lru_cache(maxsize=256, typed=True)
+def _feed_statement(
+    principal: str,
+    scope: str | None,
+    since: int | None,
+    until: int | None,
+    exclude: str | None,
+    history: bool,
+    author: str | None,
+    positioned: bool,
+    page: bool,
+) -> tuple[str, tuple[Any, ...]]:
+    """A feed read's statement and its parameters but the position's and the limit's, once per walk (not
+    once per page): every page of a walk has the same scope and filters, so the same text (whose hash
+    `sqlite3`'s statement cache then finds already computed); the cursor's two values come last, then
+    a page's limit."""
+    q = RecentQuery(
+        scope=scope, since=since, until=until, exclude_author=exclude, include_history=history, author=author
+    )
+    sql, params = _scoped(principal, scope, _FEED_COLUMNS, "atoms a")
+    more, extra = _filtered(q)
+    sql += more
+    if positioned:
+        sql += " AND (a.created_at, a.atom_id) < (?, ?)"
+    sql += " ORDER BY a.created_at DESC, a.atom_id DESC"
+    return (sql + " LIMIT ?" if page else sql), (*params, *extra)
 
 
 _PRINCIPAL_AGENT = "IFNULL(a.principal || '/' || COALESCE(NULLIF(a.agent_name, ''), a.agent), '')"
