@@ -12,6 +12,8 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v jq >/dev/null 2>&1 || need+=(jq)  # the README's usage examples pipe NDJSON into jq
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
+# the PostgreSQL engine's tests start their own cluster with the server binaries (initdb, pg_ctl)
+ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || need+=(postgresql)
 [ -e /usr/share/fonts/truetype/firacode ] || [ -e /usr/share/fonts/opentype/firacode ] || need+=(fonts-firacode)
 if [ ${#need[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
