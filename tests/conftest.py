@@ -140,6 +140,18 @@ def targets(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable
         databases.drop(name)
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def module_target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    """One fresh target of each engine (parametrized) for a whole module's tests."""
+    if request.param == "sqlite":
+        yield Target("sqlite", tmp_path_factory.mktemp("module") / "store.db")
+        return
+    databases = request.getfixturevalue("pg_databases")
+    name = databases.create()
+    yield Target("postgres", databases.cluster.url(name))
+    databases.drop(name)
+
+
 @pytest.fixture
 def target(targets: Callable[[str], Target]) -> Target:
     """One fresh target of the parametrized engine."""
