@@ -33,6 +33,10 @@ class ServeArgs(Args):
     allow_reset = flag(
         "--allow-reset", help="Let DELETE /memory/reset wipe a caller's own store (refused with 403 otherwise)."
     )
+    migrate = flag(
+        "--migrate", help="Migrate a PostgreSQL database of an older schema (under a lock; back it up first)."
+    )
+    workers = number("--workers", metavar="N", help="Database threads (and pooled connections), 1-64.", default=8)
 
 
 def serve(c: Context, args: ServeArgs) -> int:
@@ -46,14 +50,30 @@ def serve(c: Context, args: ServeArgs) -> int:
         raise ValidationError(
             f"`mnemo serve` needs the server extra ({exc.name} is missing): pip install 'mnemo-tui[server]'"
         ) from None
-    assert c.settings.store_path is not None
+    if not 1 <= args.workers <= 64:
+        raise ValidationError(f"--workers must be between 1 and 64, got {args.workers}")
+    if c.settings.database:
+        # Migrated (when --migrate allows) before anything else opens the database.
+        from mnemo_tui.backends.local import LocalBackend
+        from mnemo_tui.engine.postgres import PgStore
+
+        c._backend = LocalBackend(PgStore(c.settings.database, migrate_schema=args.migrate), c.settings.principal)
+    elif args.migrate:
+        raise ValidationError("--migrate is for a PostgreSQL database (--database); a store file migrates by itself")
     if not any(not k.revoked for k in _engine(c, "serve").list_keys()):
         sys.stderr.write(
             "mnemo serve: no active API key yet, so every call but /health will be refused (401); "
             "issue one with `mnemo keys create PRINCIPAL`\n"
         )
     try:
-        return run_server(c.settings.store_path, host, port, allow_reset=args.allow_reset)
+        return run_server(
+            c.settings.store_path,
+            host,
+            port,
+            workers=args.workers,
+            allow_reset=args.allow_reset,
+            database=c.settings.database,
+        )
     except OSError as exc:
         raise ValidationError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
 

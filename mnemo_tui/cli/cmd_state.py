@@ -282,6 +282,12 @@ def status(c: Context, args: StatusArgs) -> None:
         data["endpoint"] = s.endpoint
         source = credentials.key_source(s)
         data["principal"] = _remote_principal(c) if source != "none" else None
+    elif s.database:
+        from mnemo_tui.model import database_identity
+
+        data["database"] = database_identity(s.database)
+        data["principal"] = s.principal
+        source = "none"
     else:
         data["store"] = str(s.store_path)
         data["principal"] = s.principal
@@ -353,7 +359,7 @@ class DemoArgs(Args):
 
 def demo(c: Context, args: DemoArgs) -> None:
     from mnemo_tui import demo as demo_data
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.cli.context import open_engine
 
     c.embedded_only("demo")
     entries, seed = args.entries, args.seed
@@ -361,9 +367,8 @@ def demo(c: Context, args: DemoArgs) -> None:
         raise ValidationError(
             f"--entries must be between {demo_data.MIN_ENTRIES} and {demo_data.MAX_ENTRIES:,}, got {entries}"
         )
-    assert c.settings.store_path is not None
     progress = output.Progress("entries written")
-    store = Store(c.settings.store_path)
+    store = open_engine(c.settings)
     try:
         summary = demo_data.fill(store, c.settings.principal, entries, seed=seed, progress=progress.update)
     finally:

@@ -12,19 +12,31 @@ from mnemo_tui.state.config import Settings, resolve, with_debug
 if TYPE_CHECKING:
     # Imported where used: `mnemo recent` opens no state database, and the embedded store needs no httpx.
     from mnemo_tui.backends import Backend
+    from mnemo_tui.engine.interface import Engine
     from mnemo_tui.state.statedb import StateDB
 
 
+def open_engine(settings: Settings) -> Engine:
+    """The engine the settings select: PostgreSQL for a database (psycopg imported only then), else the store file."""
+    if settings.database:
+        from mnemo_tui.engine.postgres import PgStore
+
+        return PgStore(settings.database)
+    from mnemo_tui.engine.store import Store
+
+    assert settings.store_path is not None
+    return Store(settings.store_path)
+
+
 def open_backend(settings: Settings) -> Backend:
-    """The backend the settings select: the embedded store, or the endpoint (imported only then)."""
+    """The backend the settings select: an engine in this process, or the endpoint (imported only then)."""
     if settings.endpoint:
         from mnemo_tui.backends.remote import RemoteBackend
 
         return RemoteBackend.from_settings(settings)
     from mnemo_tui.backends.local import LocalBackend
 
-    assert settings.store_path is not None
-    return LocalBackend.open(settings.store_path, settings.principal)
+    return LocalBackend(open_engine(settings), settings.principal)
 
 
 @dataclass
@@ -38,7 +50,7 @@ class Context:
     @staticmethod
     def of(root: RootArgs) -> Context:
         """The context the root options select (flags, then environment, then config.toml)."""
-        settings = resolve(profile=root.profile, store=root.store, endpoint=root.endpoint)
+        settings = resolve(profile=root.profile, store=root.store, endpoint=root.endpoint, database=root.database)
         return Context(with_debug(settings, root.debug))
 
     @property

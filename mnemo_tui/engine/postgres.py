@@ -34,8 +34,8 @@ from mnemo_tui.engine.memory import MemoryOps
 from mnemo_tui.engine.rooms import RoomOps
 from mnemo_tui.engine.vault import VaultOps
 from mnemo_tui.errors import Conflict, LocalStateError, MnemoError, Timeout, Unavailable, ValidationError
+from mnemo_tui.model import database_identity
 
-SCHEMES = ("postgresql://", "postgres://")
 DEFAULT_POOL = 8
 CONNECT_SECONDS = 10.0  # to get a connection from the pool (the database down: 503 after this)
 MIGRATION_LOCK = 0x6D6E656D6F  # the advisory lock migrations are applied under ("mnemo")
@@ -43,11 +43,6 @@ LEXEME_BYTES = 2046  # PostgreSQL's longest lexeme; a longer token is not indexe
 # The current statement_timeout of each pooled connection, so it is set only when it changes.
 _MIGRATED: set[str] = set()  # URLs whose schema this process found current (checked once per process)
 _TIMEOUTS: weakref.WeakKeyDictionary[psycopg.Connection[Any], int] = weakref.WeakKeyDictionary()
-
-
-def is_database_url(text: str | None) -> bool:
-    """Whether a value names a PostgreSQL database (`postgresql://...` or `postgres://...`)."""
-    return bool(text) and str(text).startswith(SCHEMES)
 
 
 def _parts(url: str) -> dict[str, Any]:
@@ -58,20 +53,8 @@ def _parts(url: str) -> dict[str, Any]:
 
 
 def redacted(url: str) -> str:
-    """The database URL as it may be shown, logged and used as an identity: never its password.
-
-    Raises:
-        ValidationError: not a postgresql:// URL, or a malformed one.
-    """
-    if not is_database_url(url):
-        raise ValidationError("the database URL must start with postgresql:// (e.g. postgresql://mnemo@db:5432/mnemo)")
-    parts = _parts(url)
-    user = parts.get("user") or ""
-    host = parts.get("host") or "localhost"
-    port = parts.get("port") or "5432"
-    dbname = parts.get("dbname") or user
-    shown_host = f"[{host}]" if ":" in str(host) else str(host)
-    return f"postgresql://{user + '@' if user else ''}{shown_host}:{port}/{dbname}"
+    """The database URL as it may be shown, logged and used as an identity: never its password (see model)."""
+    return database_identity(url)
 
 
 def _scrub(url: str, text: str) -> str:
@@ -282,8 +265,8 @@ class PgDatabase(Database):
     """
 
     def __init__(self, url: str, *, migrate_schema: bool = False, pool_size: int = DEFAULT_POOL) -> None:
+        self.identity = redacted(url)  # first: a malformed URL is refused before anything connects
         self.url = url
-        self.identity = redacted(url)
         self._limit: float | None = None
         self._current: PgConnection | None = None
         try:

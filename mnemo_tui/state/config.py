@@ -23,6 +23,8 @@ class Settings:
         state_path: the state database (watermarks, checkpoints).
         store_path: the embedded store, when the embedded engine is selected.
         endpoint: the REST base URL, when the remote backend is selected.
+        database: the PostgreSQL URL, when the PostgreSQL engine is selected (it may hold a password:
+            never shown; `model.database_identity` is what may be).
         principal: who writes on the embedded store (`provenance.principal`).
         agent: the agent name in provenance, if any.
         consumer: the default consumer name.
@@ -41,6 +43,12 @@ class Settings:
     api_key: str | None = None
     home: Path | None = None
     debug: bool = False
+    database: str | None = None
+
+    def __repr__(self) -> str:
+        # A database URL's password must never reach a traceback or a log through a repr.
+        shown = "(set)" if self.database else None
+        return f"Settings(store_path={self.store_path!r}, endpoint={self.endpoint!r}, database={shown})"
 
     @property
     def backend_kind(self) -> str:
@@ -158,6 +166,7 @@ def resolve(
     profile: str | None = None,
     store: str | None = None,
     endpoint: str | None = None,
+    database: str | None = None,
     env: dict[str, str] | None = None,
 ) -> Settings:
     """Resolve the settings by the precedence of PRODUCT.md: flags, environment, profile, defaults.
@@ -167,7 +176,7 @@ def resolve(
 
     Raises:
         ValidationError: an unknown profile named by a flag or `MNEMO_PROFILE`, a bad endpoint URL,
-            or both a store and an endpoint at the same level.
+            or more than one of a store, an endpoint and a database at the same level.
         LocalStateError: an unreadable `config.toml`, or a `default_profile` it does not define.
     """
     environ = os.environ if env is None else env
@@ -200,30 +209,40 @@ def resolve(
         value = section.get(key, config.get(key))
         return str(value) if value is not None and str(value).strip() else None
 
-    # The backend: a store or an endpoint, whichever the highest level names.
+    # The backend: a store, an endpoint or a database, whichever the highest level names.
     store_value: str | None = None
     endpoint_value: str | None = None
+    database_value: str | None = None
     from_file = False
-    for level, (level_store, level_endpoint) in enumerate(
+    for level, (level_store, level_endpoint, level_database) in enumerate(
         (
-            (store, endpoint),
-            (environ.get("MNEMO_STORE"), environ.get("MNEMO_ENDPOINT")),
-            (section.get("store"), section.get("endpoint")),
-            (config.get("store"), config.get("endpoint")),
+            (store, endpoint, database),
+            (environ.get("MNEMO_STORE"), environ.get("MNEMO_ENDPOINT"), environ.get("MNEMO_DATABASE_URL")),
+            (section.get("store"), section.get("endpoint"), section.get("database")),
+            (config.get("store"), config.get("endpoint"), config.get("database")),
         )
     ):
-        if level_store and level_endpoint:
+        named = [
+            n
+            for n, v in (("a store", level_store), ("an endpoint", level_endpoint), ("a database", level_database))
+            if v
+        ]
+        if len(named) > 1:
             where = ("flags", "environment", f"profile {profile_name!r}", "config file")[level]
-            raise ValidationError(f"both a store and an endpoint are selected by the {where}; choose one")
-        if level_store or level_endpoint:
-            store_value, endpoint_value = level_store, level_endpoint
+            raise ValidationError(f"{' and '.join(named)} are selected together by the {where}; choose one")
+        if named:
+            store_value, endpoint_value, database_value = level_store, level_endpoint, level_database
             from_file = level >= 2
             break
     store_path: Path | None = None
     if store_value:
         store_path = _path_value(str(store_value), config_dir) if from_file else Path(str(store_value)).expanduser()
-    if endpoint_value is None and store_path is None:
+    if endpoint_value is None and store_path is None and database_value is None:
         store_path = data_dir / "store.db"
+    if database_value is not None:
+        from mnemo_tui.model import database_identity
+
+        database_identity(str(database_value))  # a malformed URL is exit 2 here, before anything opens
     if environ.get("MNEMO_STATE"):
         state_path = Path(environ["MNEMO_STATE"]).expanduser()
     elif section.get("state") or config.get("state"):
@@ -242,6 +261,7 @@ def resolve(
         api_key=environ.get("MNEMO_API_KEY", "").strip() or None,
         home=home,
         debug=environ.get("MNEMO_DEBUG", "") not in ("", "0"),
+        database=str(database_value) if database_value else None,
     )
 
 
