@@ -37,7 +37,7 @@ from mnemo_tui.errors import Conflict, LocalStateError, MnemoError, Timeout, Una
 from mnemo_tui.model import database_identity
 
 DEFAULT_POOL = 8
-CONNECT_SECONDS = 10.0  # to get a connection from the pool (the database down: 503 after this)
+CONNECT_SECONDS = 5.0  # to get a connection from the pool (the database down: 503 after this)
 MIGRATION_LOCK = 0x6D6E656D6F  # the advisory lock migrations are applied under ("mnemo")
 LEXEME_BYTES = 2046  # PostgreSQL's longest lexeme; a longer token is not indexed (nor matched)
 # The current statement_timeout of each pooled connection, so it is set only when it changes.
@@ -166,11 +166,12 @@ def failure(url: str, exc: BaseException, limit: float | None = None) -> MnemoEr
     return None
 
 
-def migrate(url: str, *, allowed: bool) -> int:
+def migrate(url: str, *, allowed: bool, upto: int = schema.LATEST) -> int:
     """Initialize an empty database, or apply pending migrations when `allowed`, under an advisory lock.
 
     Two servers starting at once cannot both migrate: the second waits for the lock, then finds
-    the work done. Returns the schema version.
+    the work done. `upto` stops at an older schema (what an older mnemo made: rehearsals, tests).
+    Returns the schema version.
 
     Raises:
         LocalStateError: an older schema without `allowed` (`--migrate`), or a newer one.
@@ -178,7 +179,7 @@ def migrate(url: str, *, allowed: bool) -> int:
     with psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_SECONDS)) as conn:
         db = PgConnection(conn)
         version = _version(db)
-        if version == schema.LATEST:
+        if version == upto:
             return version
         db.execute("SELECT pg_advisory_lock(?)", (MIGRATION_LOCK,))
         try:
@@ -188,13 +189,13 @@ def migrate(url: str, *, allowed: bool) -> int:
                     f"the database {redacted(url)} was written by a newer mnemo (schema {version}, this one knows "
                     f"{schema.LATEST}); upgrade mnemo"
                 )
-            if 0 < version < schema.LATEST and not allowed:
+            if 0 < version < upto and not allowed:
                 raise LocalStateError(
                     f"the database {redacted(url)} has schema {version} and this mnemo needs {schema.LATEST}: "
                     "back it up, then start one server with `mnemo serve --migrate` (the others wait for it)"
                 )
             for number, _name, fn in schema.MIGRATIONS:
-                if number <= version:
+                if number <= version or number > upto:
                     continue
                 with conn.transaction():
                     if number == 1:

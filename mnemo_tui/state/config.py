@@ -52,7 +52,7 @@ class Settings:
 
     @property
     def backend_kind(self) -> str:
-        return "remote" if self.endpoint else "embedded"
+        return "remote" if self.endpoint else "postgres" if self.database else "embedded"
 
 
 def _dirs(home: Path | None) -> tuple[Path, Path, Path]:

@@ -13,7 +13,19 @@ import mnemo_tui.cli as cli_main
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import WriteRequest
 
-HEAVY = ("textual", "httpx", "keyring", "starlette", "uvicorn", "pydantic", "typer", "rich", "nacl")
+HEAVY = (
+    "textual",
+    "httpx",
+    "keyring",
+    "starlette",
+    "uvicorn",
+    "pydantic",
+    "typer",
+    "rich",
+    "nacl",
+    "psycopg",
+    "psycopg_pool",
+)
 
 PROBE = """
 import io, json, sys

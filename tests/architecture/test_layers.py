@@ -46,8 +46,8 @@ OWNED = {
     "uvicorn": ("mnemo_tui.server",),
     "keyring": ("mnemo_tui.state.credentials",),
     "nacl": ("mnemo_tui.state.sealing",),  # imported by the vault commands and demo only (test_imports)
-    "psycopg": ("mnemo_tui.engine",),
-    "psycopg_pool": ("mnemo_tui.engine",),
+    "psycopg": ("mnemo_tui.engine.postgres",),  # the PostgreSQL engine; `mnemo recent` never imports it
+    "psycopg_pool": ("mnemo_tui.engine.postgres",),
 }
 
 
