@@ -451,3 +451,80 @@ def wait_until_up(url: str, seconds: float) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.1)
+
+
+# -- moving an embedded store into PostgreSQL ----------------------------------------------------
+
+# Every table of the embedded store, with the columns both engines hold, in an order that keeps
+# every reference valid. `atoms` gains its tsvector on the way.
+COPIED: tuple[tuple[str, str], ...] = (
+    ("buckets", "bucket, kind, owner, last_created_at"),
+    (
+        "atoms",
+        "seq, atom_id, bucket, domain, created_at, content, concepts, metadata, principal, agent, agent_name, "
+        "client_env, external_ref, supersedes, superseded_by, wire, fingerprint",
+    ),
+    ("rooms", "room_id, bucket, name, description, owner, created_at, archived"),
+    ("members", "room_id, principal, role, scope, joined_at"),
+    ("invites", "invite_id, room_id, code_hash, scope, expires_at, max_uses, uses, created_by, created_at"),
+    ("vault", "atom_id, principal, alias, context, sealed, concepts, created_at"),
+    ("api_keys", "key_id, principal, key_hash, created_at, revoked_at"),
+    ("feedback", "atom_id, bucket, outcome, at"),
+    ("idempotency", "principal, key, answer, at"),
+)
+HOLDS_DATA = ("buckets", "atoms", "rooms", "vault", "api_keys", "feedback", "idempotency")
+
+
+def copy_store(source: Any, url: str) -> dict[str, int]:
+    """Copy an embedded store (an open `Store`) into the PostgreSQL database at `url`, exactly.
+
+    Ids, times, buckets and their clocks, rooms, members, invites, keys, the vault, supersession,
+    feedback, remembered answers and the cursor secret move as they are, so cursors issued by the
+    store continue on the database. The store is read in one snapshot; the database is written in
+    one transaction (all or nothing). Returns the rows copied per table.
+
+    Raises:
+        Conflict: the database already holds data (nothing is written).
+        Unavailable: the database cannot be reached.
+    """
+    target = PgStore(url)
+    counts: dict[str, int] = {}
+    try:
+        with target._checkout() as conn, source.reading() as src:
+            db = PgConnection(conn)
+            for table in HOLDS_DATA:
+                if db.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0]:
+                    raise Conflict(
+                        f"the database {target.identity} already holds data ({table}); "
+                        "copy into an empty database (the copy never merges)"
+                    )
+            src.execute("BEGIN")  # one snapshot of the store for the whole copy
+            try:
+                with conn.transaction():
+                    for key, value in src.execute("SELECT key, value FROM meta"):
+                        db.execute(
+                            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                            (key, bytes(value)),
+                        )
+                    for table, columns in COPIED:
+                        extra = ", search" if table == "atoms" else ""
+                        counts[table] = 0
+                        with conn.cursor().copy(f"COPY {table} ({columns}{extra}) FROM STDIN") as out:
+                            for row in src.execute(f"SELECT {columns} FROM {table}"):
+                                values = _params(row)
+                                if table == "atoms":
+                                    values.append(vector(int(row[2]), str(row[5])))  # bucket, content
+                                out.write_row(values)
+                                counts[table] += 1
+                    for table, column in (("buckets", "bucket"), ("atoms", "seq")):
+                        db.execute(
+                            f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+                            f"greatest((SELECT max({column}) FROM {table}), 1))"
+                        )
+            finally:
+                src.execute("COMMIT")
+    except (psycopg.Error, PoolTimeout) as exc:
+        raise failure(url, exc) or Unavailable("the copy failed") from None
+    finally:
+        target.close()
+    return counts
