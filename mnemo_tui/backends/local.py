@@ -31,6 +31,11 @@ class LocalBackend(Backend):
         """The embedded store file at `path` (created when missing)."""
         return cls(Store(path), principal)
 
+    @classmethod
+    def empty(cls, path: Path | str, principal: str = "local") -> LocalBackend:
+        """An empty store held in memory under the identity of `path` (a missing default store, read)."""
+        return cls(Store(path, memory=True), principal)
+
     @property
     def principal(self) -> str:
         return self._principal

@@ -145,7 +145,7 @@ def show(c: Context, args: ShowArgs) -> None:
     prov = entry.provenance
     rows = [
         ("atom_id", entry.atom_id),
-        ("created_at", timefmt.to_iso(entry.created_at)),
+        ("created_at", f"{timefmt.shown(entry.created_at, c.utc)} ({timefmt.to_iso(entry.created_at)})"),
         ("room" if room else "domain", entry.domain),
         ("author", entry.author),
         (
@@ -170,7 +170,7 @@ def show(c: Context, args: ShowArgs) -> None:
         out.write(f"\nchain ({len(chain)} revisions, oldest first; {said}):\n")
         for revision in chain:
             mark = "*" if revision.atom_id == entry.atom_id else " "
-            when = timefmt.to_iso(revision.created_at)[:19].replace("T", " ")
+            when = timefmt.shown(revision.created_at, c.utc)
             out.write(f"{mark} {revision.atom_id}  {when}  {first_line(revision)}\n")
 
 

@@ -32,6 +32,8 @@ def rooms_list(c: Context, args: RoomsListArgs) -> None:
 class RoomsCreateArgs(Args):
     """Create a room; prints its xroom: address."""
 
+    creates_store = True
+
     name = required_argument("NAME", "The room's name (unique among your rooms).")
     description = text("--description", metavar="TEXT", help="What the room is for.")
     fmt = table_format_opt()
@@ -112,6 +114,8 @@ def rooms_delete(c: Context, args: RoomsDeleteArgs) -> None:
 
 class RoomsJoinArgs(Args):
     """Join a room by invite code; prints its address."""
+
+    creates_store = True
 
     code = required_argument("CODE", "The mnvr_ invite code.")
     fmt = table_format_opt()

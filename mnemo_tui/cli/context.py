@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mnemo_tui.cli.options import RootArgs
-from mnemo_tui.errors import ValidationError
+from mnemo_tui.errors import LocalStateError, ValidationError
 from mnemo_tui.state.config import Settings, resolve, with_debug
 
 if TYPE_CHECKING:
@@ -16,27 +17,56 @@ if TYPE_CHECKING:
     from mnemo_tui.state.statedb import StateDB
 
 
-def open_engine(settings: Settings) -> Engine:
-    """The engine the settings select: PostgreSQL for a database (psycopg imported only then), else the store file."""
+def open_engine(settings: Settings, *, creates: bool = False) -> Engine:
+    """The engine the settings select: PostgreSQL for a database (psycopg imported only then), else the store file
+    (checked as `store_path` says)."""
     if settings.database:
         from mnemo_tui.engine.postgres import PgStore
 
         return PgStore(settings.database)
     from mnemo_tui.engine.store import Store
 
-    assert settings.store_path is not None
-    return Store(settings.store_path)
+    return Store(store_path(settings, creates=creates))
 
 
-def open_backend(settings: Settings) -> Backend:
-    """The backend the settings select: an engine in this process, or the endpoint (imported only then)."""
+def open_backend(settings: Settings, *, creates: bool = False) -> Backend:
+    """The backend the settings select: an engine in this process, or the endpoint (imported only then).
+
+    A read never creates a store: a missing store at the default path reads as an empty one, and
+    a missing store someone named (`--store`, `MNEMO_STORE`, a profile) is an error naming it.
+    A write (`creates`) creates the file, and its folder only at the default path. A PostgreSQL
+    database is initialized on first use (an empty one has no entries either way).
+
+    Raises:
+        LocalStateError: a named store that does not exist (for a read) or whose folder does not (a write).
+    """
     if settings.endpoint:
         from mnemo_tui.backends.remote import RemoteBackend
 
         return RemoteBackend.from_settings(settings)
     from mnemo_tui.backends.local import LocalBackend
 
-    return LocalBackend(open_engine(settings), settings.principal)
+    if settings.database:
+        return LocalBackend(open_engine(settings), settings.principal)
+    path = store_path(settings, creates=creates)
+    if not creates and not path.exists():
+        return LocalBackend.empty(path, settings.principal)
+    return LocalBackend.open(path, settings.principal)
+
+
+def store_path(settings: Settings, *, creates: bool) -> Path:
+    """The embedded store's path, checked as `open_backend` says (a named store must exist, or its folder)."""
+    path = settings.store_path
+    assert path is not None
+    given = settings.store_given
+    if given is not None and not path.exists():
+        if not creates:
+            raise LocalStateError(
+                f"no store at {path} (named by {given}); check the path (a write such as `mnemo write` creates it)"
+            )
+        if not path.parent.is_dir():
+            raise LocalStateError(f"cannot create the store {path} (named by {given}): its folder does not exist")
+    return path
 
 
 @dataclass
@@ -44,6 +74,8 @@ class Context:
     """Per-invocation context handed to every command."""
 
     settings: Settings
+    no_pager: bool = False
+    creates_store: bool = False
     _backend: Backend | None = field(default=None, init=False)
     _state: StateDB | None = field(default=None, init=False)
 
@@ -51,12 +83,23 @@ class Context:
     def of(root: RootArgs) -> Context:
         """The context the root options select (flags, then environment, then config.toml)."""
         settings = resolve(profile=root.profile, store=root.store, endpoint=root.endpoint, database=root.database)
-        return Context(with_debug(settings, root.debug))
+        if settings.warnings:
+            import sys
+
+            sys.stderr.write("".join(w + "\n" for w in settings.warnings))
+        if root.utc:
+            settings = replace(settings, utc=True)
+        return Context(with_debug(settings, root.debug), no_pager=root.no_pager)
+
+    @property
+    def utc(self) -> bool:
+        """Wall-clock times in UTC (`--utc`, `utc = true`), else on the local clock."""
+        return self.settings.utc
 
     @property
     def backend(self) -> Backend:
         if self._backend is None:
-            self._backend = open_backend(self.settings)
+            self._backend = open_backend(self.settings, creates=self.creates_store)
         return self._backend
 
     @property

@@ -495,3 +495,27 @@ def test_search_with_a_nul_character_works(make_backend: Factory) -> None:
     backend = make_backend("alice")
     target = backend.write(WriteRequest(content="nul byte in the query")).atom_id
     assert [h.entry.atom_id for h in backend.search(SearchQuery(query="nul\x00byte"))] == [target]
+
+
+def test_author_filters_match_the_author_column_and_bind_their_cursors(make_backend: Factory) -> None:
+    alice, bob, _carol, address = room_with(make_backend)
+    written = {}
+    for i in range(9):
+        who, name, agent = [(alice, "alice", "build-bot"), (alice, "alice", "planner"), (bob, "bob", None)][i % 3]
+        atom = who.write(WriteRequest(content=f"note {i}", domain=address, agent=agent, agent_name=agent)).atom_id
+        written[atom] = f"{name}/{agent}" if agent else name
+    newest_first = list(written)[::-1]
+
+    def walk(**filters: str) -> list[str]:
+        return walk_ids(alice, RecentQuery(scope=address, limit=2, **filters))
+
+    assert walk(author="alice/build-bot") == [a for a in newest_first if written[a] == "alice/build-bot"]
+    assert walk(author="alice") == [a for a in newest_first if written[a].startswith("alice/")]
+    assert walk(exclude_author="alice/build-bot") == [a for a in newest_first if written[a] != "alice/build-bot"]
+    assert walk(exclude_author="alice") == [a for a in newest_first if written[a] == "bob"]
+    assert walk(author="alice", exclude_author="alice/planner") == walk(author="alice/build-bot")
+    page = alice.recent(RecentQuery(scope=address, limit=2, author="alice/build-bot"))
+    assert page.next_cursor
+    for other in ({}, {"author": "alice/planner"}, {"exclude_author": "alice/build-bot"}):
+        with pytest.raises(ValidationError):
+            alice.recent(RecentQuery(scope=address, limit=2, cursor=page.next_cursor, **other))
