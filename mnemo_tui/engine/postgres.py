@@ -39,6 +39,7 @@ from mnemo_tui.model import database_identity
 DEFAULT_POOL = 8
 CONNECT_SECONDS = 5.0  # to get a connection from the pool (the database down: 503 after this)
 MIGRATION_LOCK = 0x6D6E656D6F  # the advisory lock migrations are applied under ("mnemo")
+OWN_BUCKETS_KEPT = 10_000  # principals whose own bucket an engine remembers
 LEXEME_BYTES = 2046  # PostgreSQL's longest lexeme; a longer token is not indexed (nor matched)
 # The current statement_timeout of each pooled connection, so it is set only when it changes.
 _MIGRATED: set[str] = set()  # URLs whose schema this process found current (checked once per process)
@@ -98,6 +99,20 @@ class PgConnection:
                 cur.executemany(_pg(sql), rows)
 
 
+IDLE_CHECK_SECONDS = 2.0  # a connection idle longer is pinged when checked out (a restarted database is noticed)
+_LAST_USED: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = weakref.WeakKeyDictionary()
+
+
+def _check_if_idle(conn: psycopg.Connection[Any]) -> None:
+    """The pool's check on checkout: a round trip only for a connection idle for a while.
+
+    A connection in steady use is known good; one that sat idle may have been cut (a database
+    restart, a proxy's idle timeout) and is replaced here instead of failing a request.
+    """
+    if time.monotonic() - _LAST_USED.get(conn, 0.0) > IDLE_CHECK_SECONDS:
+        ConnectionPool.check_connection(conn)
+
+
 class _Pools:
     """One connection pool per database URL in a process, shared by every engine (thread) over it."""
 
@@ -114,7 +129,7 @@ class _Pools:
                     min_size=1,
                     max_size=max(1, size),
                     kwargs={"autocommit": True},
-                    check=ConnectionPool.check_connection,
+                    check=_check_if_idle,
                     timeout=CONNECT_SECONDS,
                     num_workers=1,
                     open=False,
@@ -269,6 +284,7 @@ class PgDatabase(Database):
         self.identity = redacted(url)  # first: a malformed URL is refused before anything connects
         self.url = url
         self._limit: float | None = None
+        self._own: dict[str, int] = {}
         self._current: PgConnection | None = None
         try:
             if url not in _MIGRATED:
@@ -312,7 +328,10 @@ class PgDatabase(Database):
                 if _TIMEOUTS.get(conn) != wanted:
                     conn.execute(f"SET statement_timeout = {wanted}")
                     _TIMEOUTS[conn] = wanted
-                yield conn
+                try:
+                    yield conn
+                finally:
+                    _LAST_USED[conn] = time.monotonic()
         except (psycopg.Error, PoolTimeout) as exc:
             translated = failure(self.url, exc, self._limit)
             if translated is None:
@@ -389,6 +408,18 @@ class PgDatabase(Database):
                 if not rows:
                     return
                 yield rows
+
+    def own_bucket(self, principal: str, *, create: bool = False) -> int | None:
+        """The principal's own bucket, remembered once found: an own bucket's id never changes and it is
+        never deleted, so every read after the first spares the database a round trip."""
+        found = self._own.get(principal)
+        if found is None:
+            found = super().own_bucket(principal, create=create)
+            # Only what is committed is remembered: a bucket made in a transaction may yet be rolled back.
+            committed = self.db.conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            if found is not None and committed and len(self._own) < OWN_BUCKETS_KEPT:
+                self._own[principal] = found
+        return found
 
     def create_bucket(self, kind: str, owner: str) -> int:
         """A new bucket, or the one a concurrent transaction just made for the same owner."""
