@@ -172,7 +172,7 @@ def make_key(store: Path | Any, principal: str) -> str:
     """Issue an API key for a principal on a store, or a conftest `Target` (the engine call behind `mnemo keys create`)."""
     from mnemo_tui.engine.store import Store
 
-    s = store.open() if hasattr(store, "open") else Store(store)
+    s = store.open() if hasattr(store, "engine") else Store(store)
     try:
         return s.create_key(principal)[1]
     finally:

@@ -61,7 +61,12 @@ add(keys, "create", cmd_server.KeysCreateArgs, cmd_server.keys_create)
 add(keys, "list", cmd_server.KeysListArgs, cmd_server.keys_list)
 add(keys, "revoke", cmd_server.KeysRevokeArgs, cmd_server.keys_revoke)
 
-db = group(app, "db", "The database behind `mnemo serve`: copy an embedded store into PostgreSQL.")
+db = group(
+    app,
+    "db",
+    "The database behind `mnemo serve`: copy an embedded store into PostgreSQL.",
+    summary="Copy an embedded store into PostgreSQL.",
+)
 add(db, "copy", cmd_server.DbCopyArgs, cmd_server.db_copy)
 
 add(app, "tui", cmd_tui.TuiArgs, cmd_tui.tui)
