@@ -188,19 +188,22 @@ def test_stores_and_state_databases_created_at_once_by_many_processes_are_one_fi
     from reliability_helpers import MNEMO
 
     env = Target("embedded", tmp_path / "fresh" / "store.db").env(tmp_path / "home")
-    # Six consumers (one pass of a consumer's scope runs at a time): every process opens both files first.
-    procs = [
-        subprocess.Popen(
-            [MNEMO, "catchup", "--consumer", f"c{i}", "--format", "json"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        for i in range(6)
-    ]
-    for proc in procs:
-        _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 0, err
+    (tmp_path / "fresh").mkdir()  # a named store's folder must exist (a typo never makes one)
+    # Six writers race to create the store (a read never creates one), then six consumers (one pass
+    # of a consumer's scope runs at a time) race to create the state database.
+    for command in (["write", "first"], ["catchup", "--format", "json"]):
+        procs = [
+            subprocess.Popen(
+                [MNEMO, *command, *(["--consumer", f"c{i}"] if command[0] == "catchup" else [])],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for i in range(6)
+        ]
+        for proc in procs:
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
     assert integrity(tmp_path / "fresh" / "store.db") == "ok"
     assert integrity(tmp_path / "home" / "state.db") == "ok"
     leftovers = [p.name for p in (tmp_path / "fresh").iterdir()] + [p.name for p in (tmp_path / "home").iterdir()]
