@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
 from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_search, query_words, with_superseded_by
-from mnemo_tui.model import Entry, Page, RecentQuery, SearchHit, SearchQuery, WirePage, room_of
+from mnemo_tui.model import Entry, Page, RecentQuery, SearchHit, SearchQuery, Value, WirePage, room_of
 
 if TYPE_CHECKING:
     from typing import Any
@@ -19,8 +18,7 @@ _FEED_COLUMNS = "a.created_at, a.atom_id, a.wire, a.superseded_by"
 Row = tuple[int, str, str, str | None]
 
 
-@dataclass(frozen=True)
-class Matching:
+class Matching(Value):
     """An engine's full-text match inside the one search statement.
 
     Attributes:
@@ -31,11 +29,21 @@ class Matching:
         leading: parameters of `score` and `source`, which come first in the statement.
     """
 
+    __slots__ = ("condition", "leading", "params", "score", "source")
     score: str
     source: str
     condition: str
     params: list[Any]
-    leading: list[Any] = field(default_factory=list)
+    leading: list[Any]
+
+    def __init__(
+        self, score: str, source: str, condition: str, params: list[Any], leading: list[Any] | None = None
+    ) -> None:
+        self.score = score
+        self.source = source
+        self.condition = condition
+        self.params = params
+        self.leading = leading or []
 
 
 class FeedOps(Database):
