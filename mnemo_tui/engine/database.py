@@ -9,14 +9,16 @@ from _thread import RLock  # threading.RLock itself, without importing threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from mnemo_tui import timefmt
+from mnemo_tui import TYPE_CHECKING, timefmt
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.schema import LATEST, migrate
 from mnemo_tui.errors import Forbidden, LocalStateError, Timeout, Unavailable, ValidationError
 from mnemo_tui.model import room_of
 from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
+
+if TYPE_CHECKING:
+    from typing import Any
 
 BUSY_TIMEOUT_MS = 30_000
 # No entry is stamped after 9000-01-01: a writer whose clock runs wild can push its bucket's clock
