@@ -119,5 +119,5 @@ class MnemoApp(App[None]):
         for item in feed.scopes.items.values():
             where = "own store" if item.scope is None else palette(item.scope)
             yield SystemCommand(
-                f"Open {palette(item.label)}", f"Switch the feed to {where}", partial(feed.switch_scope, item.scope)
+                f"Open {palette(item.label)}", f"Switch the feed to {where}", partial(feed.open_scope, item.scope)
             )

@@ -37,6 +37,14 @@ class Session:
         """The walk's overlap on this backend: what is new, and what a live poll re-reads."""
         return default_overlap(self.backend)
 
+    @property
+    def where(self) -> str:
+        """The backend in a few words: `store.db (embedded)` or the endpoint's host and port."""
+        identity = self.backend.identity
+        if self.backend.kind == "remote":
+            return identity.split("://", 1)[-1].split("/", 1)[0]
+        return f"{Path(identity).name} (embedded)"
+
     def probe(self) -> tuple[int, int] | None:
         """The backend's cheap change token (None on a backend without one: then poll)."""
         return self.backend.change_token()

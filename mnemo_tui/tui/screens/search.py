@@ -19,7 +19,7 @@ from mnemo_tui.errors import MnemoError
 from mnemo_tui.model import Entry, SearchHit, SearchQuery, describe_scope
 from mnemo_tui.tui.plain import plain
 from mnemo_tui.tui.session import Session
-from mnemo_tui.tui.widgets.feed import absolute, headline
+from mnemo_tui.tui.widgets.rows import absolute, headline
 
 
 class SearchDone(Message):
