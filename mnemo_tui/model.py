@@ -63,6 +63,17 @@ def parse_scope(scope: str | None) -> str | None:
     return scope
 
 
+def check_consumer(name: str) -> str:
+    """A consumer's name as every front end takes it: 1 to 200 characters, not blank.
+
+    Raises:
+        ValidationError: a blank or over-long name.
+    """
+    if not name.strip() or len(name) > 200:
+        raise ValidationError("--consumer must be 1 to 200 characters")
+    return name
+
+
 def room_of(scope: str | None) -> str | None:
     """The room id of an `xroom:` scope, else None."""
     if scope is not None and scope.startswith(ROOM_PREFIX):
