@@ -10,9 +10,12 @@ from mnemo_tui.backends import Backend
 from mnemo_tui.walk import default_overlap
 
 
-@dataclass(frozen=True)
+@dataclass
 class Session:
-    """The collaborators and settings of one run of the app.
+    """The collaborators and settings of one run of the app (one object, shared by every widget).
+
+    Only `consumer` ever changes: the palette's "Switch consumer" sets it, then the scopes and the
+    feed are read again.
 
     Attributes:
         backend: what to read (the app's serialising wrapper around the backend it was given).

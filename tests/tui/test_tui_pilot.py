@@ -379,7 +379,7 @@ async def test_history_toggle_detail_and_supersession_chain(store: Store, local:
         screen = app.feed_screen
         contents = [e.content for e in rows(app)]  # type: ignore[union-attr]
         assert not any(c.startswith("Plan: ship the TUI with a fixed") for c in contents)
-        await pilot.press("h")
+        await pilot.press("v")
         await settle(pilot)
         contents = [e.content for e in rows(app)]  # type: ignore[union-attr]
         assert any(c.startswith("Plan: ship the TUI with a fixed") for c in contents)
@@ -447,22 +447,29 @@ async def test_the_command_palette_switches_scope(store: Store, local: LocalBack
         assert {e.domain for e in rows(app)} == {"research"}  # type: ignore[union-attr]
 
 
-async def test_keys_typed_into_the_search_box_are_text_not_commands(
+async def test_keys_typed_into_the_filter_and_the_search_box_are_text_not_commands(
     store: Store, local: LocalBackend, state: StateDB
 ) -> None:
     fill(store, 5)
     app = make_app(local, state)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("slash", *"qghjkcr?")
+        await pilot.press("slash", *"qghjkcrydwv?")
         await settle(pilot)
         from textual.widgets import Input
 
         assert app.is_running
-        assert app.screen.query_one("#search-input", Input).value == "qghjkcr?"
+        assert app.feed_screen.filter_bar.value == "qghjkcrydwv?"
         assert app.feed_screen.feed.watermark is None  # `c` did not mark anything caught up
+        assert app.screen is app.feed_screen and len(rows(app)) == 5  # `d` deleted nothing
+        await pilot.press("enter")  # the same words to the server-side search
+        await settle(pilot)
+        await pilot.press(*"qc")
+        assert app.screen.query_one("#search-input", Input).value == "qghjkcrydwv?qc"
         await pilot.press("escape")
         assert app.screen is app.feed_screen
+        await pilot.press("escape")
+        assert not app.feed_screen.filter_bar.display and app.feed_screen.feed.filter == ""
 
 
 async def test_help_and_quit(store: Store, local: LocalBackend, state: StateDB) -> None:

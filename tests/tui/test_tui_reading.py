@@ -195,7 +195,7 @@ async def test_history_marks_superseded_revisions_and_the_detail_shows_the_chang
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         screen = app.feed_screen
-        await pilot.press("h")
+        await pilot.press("v")
         await settle(pilot)
         feed = screen.feed
         rows = [feed.window.entry(i) for i in range(feed.window.row_count)]

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from mnemo_tui.backends import Backend
-from mnemo_tui.model import MAX_LIMIT, RecentQuery, Watermark
+from mnemo_tui.model import MAX_LIMIT, RecentQuery, Room, Watermark
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.walk import Start, Walk
 
@@ -22,6 +22,7 @@ class ScopeItem:
     scope: str | None
     label: str
     kind: str  # "own", "domain" or "room"
+    room: Room | None = None
 
     @property
     def key(self) -> str:
@@ -33,7 +34,7 @@ def list_scopes(backend: Backend) -> list[ScopeItem]:
     """The own store, each own domain, each room the reader belongs to."""
     items = [ScopeItem(None, "Own store", "own")]
     items += [ScopeItem(domain, domain, "domain") for domain in backend.domains()]
-    items += [ScopeItem(room.address, room.name, "room") for room in backend.rooms()]
+    items += [ScopeItem(room.address, room.name, "room", room) for room in backend.rooms()]
     return items
 
 

@@ -12,22 +12,21 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 KEYS: tuple[tuple[str, str], ...] = (
-    ("j k ↓ ↑", "next / previous entry (or scope, in the sidebar)"),
-    ("g G", "newest entry (and the new ones held) / last row loaded"),
-    ("enter", "open the entry: content, provenance, revisions, changes"),
-    ("escape", "close the detail pane"),
-    ("tab  b", "move between the scopes and the feed / show or hide them"),
-    ("/", "search the current scope"),
-    ("c", "mark this scope caught up, as the catchup command does"),
-    ("h", "show or hide superseded revisions"),
-    ("r", "refresh scopes, counts and feed; retry after an error"),
-    ("ctrl+p", "command palette: switch scope, every action"),
-    ("?  q", "this help / quit"),
+    ("j k ↓ ↑  g G", "move / the newest (and the new ones held), the last loaded"),
+    ("ctrl+d ctrl+u", "half a page; ctrl+f ctrl+b, PgDn PgUp, space: a page"),
+    ("enter  escape", "open the entry whole / close the detail pane"),
+    ("tab  b  1..9", "scopes and feed / show or hide the sidebar / open scope n"),
+    ("/", "filter the loaded entries as you type; enter searches"),
+    ("y  Y", "copy the short id / the content (OSC 52)"),
+    ("o  e  w  d", "open in $PAGER / revise in $EDITOR / write / delete"),
+    ("c  u", "mark caught up, as mnemo catchup / undo it (10 s)"),
+    ("v  r", "show superseded revisions / refresh, retry"),
+    ("ctrl+p  ?  q", "palette (scopes, consumer, all) / this help / quit"),
 )
 
 MARKS: tuple[tuple[str, str], ...] = (
     ("●", "newer than your consumer's watermark; the sidebar counts them"),
-    ("12↑", "a domain counted from the own store's watermark, the later one"),
+    ("12↑", "a domain counted from the own store's later watermark"),
     ("superseded →", "an old revision (history shown) and the id that replaced it"),
     ("▲ N new", "new entries held while you read further down: g shows them"),
 )
@@ -37,10 +36,10 @@ def help_text() -> Content:
     """The keys and the marks as two aligned columns."""
     lines = [Content.styled("mnemo — keys", "bold $accent"), Content("")]
     for key, does in KEYS:
-        lines.append(Content.assemble((f"{key:<13}", "bold"), does))
+        lines.append(Content.assemble((f"{key:<15}", "bold"), does))
     lines += [Content(""), Content.styled("Marks", "bold $accent")]
     for mark, means in MARKS:
-        lines.append(Content.assemble((f"{mark:<13}", "bold"), means))
+        lines.append(Content.assemble((f"{mark:<15}", "bold"), means))
     lines += [
         Content(""),
         Content.styled("Ids are the 8 characters `mnemo show` and `mnemo delete` take.", "$text-muted"),

@@ -12,14 +12,18 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Label, OptionList, Static
 
 from mnemo_tui import text, timefmt
-from mnemo_tui.model import Entry, describe_scope, room_of
+from mnemo_tui.model import Watermark, describe_scope, room_of
+from mnemo_tui.tui.actions import EntryActions
 from mnemo_tui.tui.plain import plain
-from mnemo_tui.tui.screens.search import SearchScreen
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.detail import DetailPane
 from mnemo_tui.tui.widgets.feed import FeedView
+from mnemo_tui.tui.widgets.filter import FilterBar
 from mnemo_tui.tui.widgets.notices import ErrorView, NewMarker, ReportView
 from mnemo_tui.tui.widgets.sidebar import ActivityPanel, ScopeList
+
+# How long `u` can undo a `c`.
+UNDO_SECONDS = 10
 
 
 class FeedScreen(Screen[None]):
@@ -32,14 +36,20 @@ class FeedScreen(Screen[None]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]  # noqa: RUF012
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("g,home", "top", "Top", show=False),
-        Binding("G,end", "bottom", "Bottom", show=False),
         Binding("escape", "close", "Close", show=False),
-        Binding("slash", "search", "Search"),
+        Binding("slash", "filter", "Filter"),
         Binding("c", "catch_up", "Caught up"),
-        Binding("h", "history", "History"),
+        Binding("u", "undo", "Undo", show=False),
+        Binding("v", "history", "History"),
         Binding("r", "refresh", "Refresh", show=False),
-        Binding("b", "sidebar", "Sidebar", show=False),
+        Binding("b", "app.toggle_class('#body', '-sidebar-toggled')", "Sidebar", show=False),
+        Binding("y", "act('copy_id')", "Copy id", show=False),
+        Binding("Y", "act('copy_content')", "Copy content", show=False),
+        Binding("o", "act('page')", "Open in $PAGER", show=False),
+        Binding("e", "act('revise')", "Revise", show=False),
+        Binding("w", "act('write')", "Write", show=False),
+        Binding("d", "act('delete')", "Delete", show=False),
+        *(Binding(str(n), f"jump({n})", f"Scope {n}", show=False) for n in range(1, 10)),
     ]
 
     scopes = getters.query_one("#scopes", ScopeList)
@@ -51,12 +61,16 @@ class FeedScreen(Screen[None]):
     marker = getters.query_one("#new-marker", NewMarker)
     detail = getters.query_one("#detail", DetailPane)
     title_bar = getters.query_one("#feed-title", Label)
+    filter_bar = getters.query_one("#filter", FilterBar)
     status = getters.query_one("#status", Static)
 
     def __init__(self, session: Session, scope: str | None) -> None:
         super().__init__()
         self.session = session
         self.first_scope = scope
+        rooms = lambda: [i.room for i in self.scopes.items.values() if i.room is not None]  # noqa: E731
+        self.actions = EntryActions(self, session, rooms, done=lambda: self.open_scope(self.scope))
+        self.undoable: tuple[str | None, str, Watermark | None] | None = None
 
     def compose(self) -> ComposeResult:
         session = self.session
@@ -67,9 +81,11 @@ class FeedScreen(Screen[None]):
                 yield ActivityPanel(session, id="activity")
             with Vertical(id="main"):
                 yield Label("", id="feed-title")
+                feed = FeedView(session, id="feed")
+                yield FilterBar(feed, id="filter")
                 yield NewMarker("", id="new-marker")
                 with ContentSwitcher(initial="feed", id="feed-area"):
-                    yield FeedView(session, id="feed")
+                    yield feed
                     yield ReportView(session, id="report")
                     yield ErrorView("", id="error")
                 yield DetailPane(session, id="detail")
@@ -79,6 +95,7 @@ class FeedScreen(Screen[None]):
     def on_mount(self) -> None:
         self.marker.display = False
         self.detail.display = False
+        self.filter_bar.display = False
         self.detail.place = self.feed.place
         self.call_after_refresh(lambda: self.feed.focus() if self.switcher.current == "feed" else None)
         self.open_scope(self.first_scope)
@@ -96,6 +113,8 @@ class FeedScreen(Screen[None]):
         self.feed.open(scope, history)
         self.report_view.forget()
         self.activity_panel.clear()
+        self.filter_bar.value = ""
+        self.filter_bar.display = False
         self.switcher.current = "feed"
         self.scopes.mark_current(scope)
         self._update_bars()
@@ -134,10 +153,6 @@ class FeedScreen(Screen[None]):
         self.activity_panel.load(self.scope, newest.created_at if newest else None, None)
         self._update_bars()
 
-    @on(FeedView.Changed)
-    def feed_changed(self) -> None:
-        self._update_bars()
-
     @on(FeedView.Highlighted)
     @on(FeedView.Selected)
     def entry_moved(self, message: FeedView.Highlighted | FeedView.Selected) -> None:
@@ -172,33 +187,41 @@ class FeedScreen(Screen[None]):
         self.scopes.mark_current(self.scope)
         self._update_bars()
 
+    @on(ScopeList.Restored)
     @on(ScopeList.CaughtUp)
-    def caught_up(self, message: ScopeList.CaughtUp) -> None:
+    def caught_up(self, message: ScopeList.CaughtUp | ScopeList.Restored) -> None:
+        if isinstance(message, ScopeList.Restored):
+            self.app.notify("The watermark is back where it was.", title="Undone", timeout=3)
+            if message.scope == self.scope:
+                self.feed.set_watermark(message.watermark)
+            return
         after = message.result.after
         mark = timefmt.to_iso(after.created_at) if after and after.created_at is not None else "none"
-        self.app.notify(f"{message.result.delivered} new entries read; watermark {mark}", title="Marked caught up")
+        result = message.result
+        self.undoable = (message.scope, self.session.consumer, result.before) if result.committed else None
+        undo = f"; press u within {UNDO_SECONDS} s to undo" if self.undoable else ""
+        self.app.notify(
+            f"{result.delivered} new entries read; watermark {mark}{undo}",
+            timeout=UNDO_SECONDS,
+            title="Marked caught up",
+        )
+        if self.undoable:
+            undoable = self.undoable
+            self.set_timer(UNDO_SECONDS, lambda: setattr(self, "undoable", None) if self.undoable is undoable else None)
         if message.scope == self.scope:
             self.feed.set_watermark(after)
 
     # -- keys -------------------------------------------------------------------------------
 
-    def action_top(self) -> None:
-        self.feed.go_top()
-
-    def action_bottom(self) -> None:
-        self.feed.go_bottom()
-
     def action_close(self) -> None:
         self.detail.display = False
         self.feed.focus()
 
-    def action_search(self) -> None:
-        def opened(entry: Entry | None) -> None:
-            if entry is not None:
-                self.detail.display = True
-                self.detail.show(entry)
+    def action_filter(self) -> None:
+        self.filter_bar.open()
 
-        self.app.push_screen(SearchScreen(self.session, self.scope, self.feed.include_history), opened)
+    def action_search(self) -> None:
+        self.filter_bar.search("")
 
     def action_catch_up(self) -> None:
         if self.scopes.catching_up:
@@ -215,12 +238,38 @@ class FeedScreen(Screen[None]):
         self.scopes.load()
         self.open_scope(self.scope)
 
-    def action_sidebar(self) -> None:
-        """Show or hide the sidebar (below 60 columns it starts hidden)."""
-        self.toggle_class("-sidebar-shown" if self.has_class("-narrow") else "-sidebar-hidden")
+    def action_undo(self) -> None:
+        """Put back the watermark the last `c` replaced, exactly (within a few seconds of it)."""
+        if self.undoable is None:
+            self.app.notify("Nothing to undo: `u` undoes a `c` of the last few seconds.", timeout=3)
+            return
+        scope, consumer, before = self.undoable
+        self.undoable = None
+        self.scopes.restore(scope, consumer, before)
+
+    def action_jump(self, number: int) -> None:
+        """Open the n-th scope of the sidebar (1 is the own store)."""
+        items = list(self.scopes.items.values())
+        if number <= len(items):
+            self.open_scope(items[number - 1].scope)
+            self.feed.focus()
+
+    def action_act(self, name: str) -> None:
+        """An action on the entry under the cursor (`w`: on the current scope)."""
+        if name == "write":
+            self.actions.write(self.scope)
+            return
+        entry = self.feed.current if self.feed.has_focus or not self.detail.display else self.detail.entry
+        if entry is None:
+            self.app.notify("No entry here to act on.", timeout=3)
+        elif name in ("copy_id", "copy_content"):
+            self.actions.copy(entry, "id" if name == "copy_id" else "content")
+        else:
+            {"page": self.actions.page, "revise": self.actions.revise, "delete": self.actions.delete}[name](entry)
 
     # -- the title and the status line ------------------------------------------------------
 
+    @on(FeedView.Changed)
     def _update_bars(self) -> None:
         feed, scope = self.feed, self.scope
         if scope is None:

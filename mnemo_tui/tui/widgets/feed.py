@@ -55,9 +55,13 @@ class FeedView(ScrollView, can_focus=True):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("j,down", "cursor_down", "Down", show=False),
         Binding("k,up", "cursor_up", "Up", show=False),
-        Binding("pagedown,space", "page_down", "Page down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown,space,ctrl+f", "page_down", "Page down", show=False),
+        Binding("pageup,ctrl+b", "page_up", "Page up", show=False),
+        Binding("ctrl+d", "half_page(1)", "Half page down", show=False),
+        Binding("ctrl+u", "half_page(-1)", "Half page up", show=False),
         Binding("enter", "select", "Open", show=False),
+        Binding("g,home", "top", "Top", show=False),
+        Binding("G,end", "bottom", "Bottom", show=False),
     ]
 
     cursor: reactive[int] = reactive(0, always_update=True)
@@ -121,6 +125,8 @@ class FeedView(ScrollView, can_focus=True):
         self.live_error: str | None = None
         self.loading = True
         self.room_names: dict[str, str] = {}
+        self.filter = ""
+        self._matches: list[Entry] = []
         self._inflight: set[int] = set()
         self._live_busy = False
         self._styles: dict[str, Style] = {}
@@ -135,6 +141,7 @@ class FeedView(ScrollView, can_focus=True):
         self.window = FeedWindow(keep_pages=self.session.keep_pages)
         self.tracker = LiveTracker(self.session.overlap)
         self.pending, self.pending_overflow = [], False
+        self.filter, self._matches = "", []
         self._inflight.clear()
         self.set_watermark(None)
         self.loading = True
@@ -277,7 +284,9 @@ class FeedView(ScrollView, can_focus=True):
     # -- shape and movement -----------------------------------------------------------------
 
     def _resized(self) -> None:
-        self.virtual_size = Size(0, self.window.row_count + 1)
+        if self.filter:
+            self._matches = self._matching()
+        self.virtual_size = Size(0, self.row_count + 1)
         self.refresh()
         self.check_needs()
 
@@ -288,7 +297,33 @@ class FeedView(ScrollView, can_focus=True):
 
     @property
     def current(self) -> Entry | None:
-        return self.window.entry(self.cursor)
+        return self.entry_at(self.cursor)
+
+    # -- the rows shown: the window, or the loaded entries that match the filter ------------
+
+    @property
+    def row_count(self) -> int:
+        return len(self._matches) if self.filter else self.window.row_count
+
+    def entry_at(self, row: int) -> Entry | None:
+        """The entry shown at a row (None while its page is loading)."""
+        if self.filter:
+            return self._matches[row] if 0 <= row < len(self._matches) else None
+        return self.window.entry(row)
+
+    def set_filter(self, value: str) -> None:
+        """Show only the loaded entries whose text, author, domain or id contain `value` (any case)."""
+        self.filter = value.strip().casefold()
+        self._matches = []
+        self.painter.clear()
+        self._resized()
+        self.cursor = 0
+        self.scroll_to(y=0, animate=False, immediate=True)
+
+    def _matching(self) -> list[Entry]:
+        wanted = self.filter
+        loaded = [*self.window.head, *(e for slot in self.window.slots for e in slot.items or ())]
+        return [e for e in loaded if wanted in f"{e.content}\n{e.author}\n{e.domain}\n{e.atom_id}".casefold()]
 
     def visible_rows(self) -> tuple[int, int]:
         """First and last row index on screen."""
@@ -308,6 +343,8 @@ class FeedView(ScrollView, can_focus=True):
 
     def check_needs(self) -> None:
         """Read the pages the viewport needs: evicted ones on screen, or the next one near the end."""
+        if self.filter:
+            return  # the filter narrows what is loaded; `enter` asks the server
         top, bottom = self.visible_rows()
         for request in self.window.missing(top, bottom):
             self.request_page(request)
@@ -316,12 +353,12 @@ class FeedView(ScrollView, can_focus=True):
             self.request_page(nxt)
 
     def validate_cursor(self, value: int) -> int:
-        return max(0, min(value, max(self.window.row_count - 1, 0)))
+        return max(0, min(value, max(self.row_count - 1, 0)))
 
     def watch_cursor(self, old: int, new: int) -> None:
         self._scroll_cursor_into_view()
         self.refresh()
-        self.post_message(self.Highlighted(self.window.entry(new)))
+        self.post_message(self.Highlighted(self.entry_at(new)))
         self._moved()
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
@@ -358,6 +395,15 @@ class FeedView(ScrollView, can_focus=True):
     def action_page_up(self) -> None:
         self.cursor -= max(self.scrollable_content_region.height - 1, 1)
 
+    def action_half_page(self, direction: int) -> None:
+        self.cursor += direction * max(self.scrollable_content_region.height // 2, 1)
+
+    def action_top(self) -> None:
+        self.go_top()
+
+    def action_bottom(self) -> None:
+        self.go_bottom()
+
     def go_top(self) -> None:
         """The newest row, and the new entries held for the reader."""
         self.cursor = 0
@@ -365,7 +411,7 @@ class FeedView(ScrollView, can_focus=True):
         self.show_pending()
 
     def go_bottom(self) -> None:
-        self.cursor = self.window.row_count - 1
+        self.cursor = self.row_count - 1
         self.scroll_to(y=self.virtual_size.height, animate=False, immediate=True)
 
     def action_select(self) -> None:
@@ -395,9 +441,9 @@ class FeedView(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         row = round(self.scroll_y) + y
         width = self.scrollable_content_region.width
-        count = self.window.row_count
+        count = self.row_count
         if row < count:
-            entry = self.window.entry(row)
+            entry = self.entry_at(row)
             if entry is None:
                 return Strip([Segment(set_cell_size("   … loading", width), self._style("feed--pending"))], width)
             return self.painter.paint(
@@ -412,7 +458,9 @@ class FeedView(ScrollView, can_focus=True):
             )
         if row == count:
             end = "── loading older entries … ──"
-            if self.window.at_end:
+            if self.filter:
+                end = f"── {count} of {self.window.row_count} loaded entries match · enter searches them all ──"
+            elif self.window.at_end:
                 end = "── end of the feed ──" if count else ""
             return Strip([Segment(set_cell_size(end.center(width), width), self._style("feed--end"))], width)
         return Strip.blank(width, self._style("base"))

@@ -16,7 +16,8 @@ from textual.widgets.option_list import Option
 from mnemo_tui import text
 from mnemo_tui.catchup import CatchUp, CatchupResult
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.model import Watermark
+from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui.data import scopes
 from mnemo_tui.tui.data.scopes import Activity, ScopeItem
 from mnemo_tui.tui.messages import as_error
@@ -53,6 +54,14 @@ class ScopeList(OptionList):
             super().__init__()
             self.scope = scope
             self.result = result
+
+    class Restored(Message):
+        """An undo put a scope's watermark back (`watermark` is what it is now)."""
+
+        def __init__(self, scope: str | None, watermark: Watermark | None) -> None:
+            super().__init__()
+            self.scope = scope
+            self.watermark = watermark
 
     class Failed(Message, bubble=False):
         def __init__(self, title: str, error: MnemoError) -> None:
@@ -145,7 +154,28 @@ class ScopeList(OptionList):
         except Exception as exc:  # noqa: BLE001 - a failed pass commits nothing and says so
             self.post_message(self.Failed("Could not mark caught up", as_error(exc)))
 
+    @work(thread=True, group="catchup", exit_on_error=False)
+    def restore(self, scope: str | None, consumer: str, before: Watermark | None) -> None:
+        """Undo a `c`: put back the watermark it replaced, exactly (none: forget the one it made)."""
+        session = self.session
+        try:
+            state = StateDB(session.state_path)
+            try:
+                key = StateKey.of(session.backend, consumer, scope)
+                if before is None or before.created_at is None:
+                    state.reset(key)
+                    back = None
+                else:
+                    back = state.commit(key, before.created_at, before.boundary_ids, force=True)
+            finally:
+                state.close()
+        except Exception as exc:  # noqa: BLE001 - the watermark stays where `c` put it, and the reader is told
+            self.post_message(self.Failed("Could not undo", as_error(exc)))
+            return
+        self.post_message(self.Restored(scope, back))
+
     @on(CaughtUp)
+    @on(Restored)
     def _caught_up(self) -> None:
         self.catching_up = False
         self.count()
