@@ -74,12 +74,20 @@ class CatchUp:
         return Walk(self.backend, query, held=held, overlap=self.overlap, progress=progress)
 
     def run(
-        self, emit: Emit, *, commit: bool = True, resume: bool = False, notice: Callable[[str], None] | None = None
+        self,
+        emit: Emit,
+        *,
+        commit: bool = True,
+        resume: bool = False,
+        notice: Callable[[str], None] | None = None,
+        deliver: Callable[[], None] | None = None,
     ) -> CatchupResult:
         """Walk to the end of the feed, emitting what is new; commit only once the walk has ended.
 
         `emit` must have flushed a page's output when it returns: the checkpoint saved after it
-        is what `resume` continues from. An empty pass keeps the old watermark. One pass of a
+        is what `resume` continues from. With `deliver`, `emit` only holds what it is given (to
+        print it oldest first): no checkpoint is saved, since nothing has left, and `deliver`
+        writes it all once the walk has ended, before the commit. An empty pass keeps the old watermark. One pass of a
         consumer's scope runs at a time (`StateDB.claim_run`); `notice` hears what the pass found
         of an interrupted one (only once it is the one running, so no live pass reads as interrupted).
 
@@ -90,13 +98,19 @@ class CatchUp:
         if commit:
             self.state.claim_run(self.key, walk_id)
         try:
-            return self._run(walk_id, emit, commit, resume, notice or (lambda text: None))
+            return self._run(walk_id, emit, commit, resume, notice or (lambda text: None), deliver)
         finally:
             if commit:
                 self.state.release_run(self.key, walk_id)
 
     def _run(
-        self, walk_id: str, emit: Emit, commit: bool, resume: bool, notice: Callable[[str], None]
+        self,
+        walk_id: str,
+        emit: Emit,
+        commit: bool,
+        resume: bool,
+        notice: Callable[[str], None],
+        deliver: Callable[[], None] | None,
     ) -> CatchupResult:
         before = self.watermark()
         found = self.state.load_checkpoint(self.key) if commit or resume else None
@@ -115,9 +129,11 @@ class CatchUp:
         for fresh in walk.pages():
             if fresh:
                 emit(fresh)
-            if commit:
+            if commit and deliver is None:
                 checkpoint = Checkpoint(walk_id, walk.query.since, tuple(sorted(walk.held)), walk.progress)
                 self.state.save_checkpoint(self.key, checkpoint)
+        if deliver is not None:
+            deliver()
         return self._finish(walk, before, commit, resumed=cp is not None)
 
     def _finish(self, walk: Walk, before: Watermark | None, commit: bool, resumed: bool) -> CatchupResult:

@@ -162,6 +162,18 @@ def _times(rng: random.Random, count: int, low: int, high: int) -> list[int]:
     return sorted(rng.randint(low, high) for _ in range(count))
 
 
+def newest(store: Engine, principal: str) -> int | None:
+    """The newest instant of the principal's own store and of its demo rooms, or None when all are empty."""
+    scopes: list[str | None] = [None]
+    scopes += [r.address for r in store.list_rooms(principal) if r.name in dict(ROOMS) and r.role == "owner"]
+    found = [
+        page.items[0].created_at
+        for scope in scopes
+        if (page := store.recent(principal, RecentQuery(scope=scope, limit=1, include_history=True))).items
+    ]
+    return max(found) if found else None
+
+
 def _room(store: Engine, principal: str, name: str, description: str) -> Room:
     for room in store.list_rooms(principal):
         if room.name == name and room.role == "owner":
@@ -189,6 +201,7 @@ def fill(
     *,
     seed: int | None = None,
     progress: Callable[[int], None] | None = None,
+    after: int | None = None,
 ) -> DemoSummary:
     """Fill an embedded store with realistic sample data in bulk.
 
@@ -203,6 +216,8 @@ def fill(
         entries: how many entries in all (10 to 1,000,000).
         seed: for repeatable content.
         progress: called with the number of entries written so far.
+        after: the newest instant the store already holds (see `newest`): the new entries are
+            spread between it and now, so a second fill still reads as written over time.
 
     Raises:
         ValidationError: an entry count out of range.
@@ -213,6 +228,11 @@ def fill(
     rng = random.Random(seed)
     high = started - 60_000_000
     low = high - SPAN_US
+    if after is not None and after >= low:
+        # Entries go after the newest one (the engine's clock runs forward per store): spread over
+        # what is left of the past, at least a microsecond apart.
+        low = after + 1
+        high = max(started, low + entries)
     in_rooms = max(2, entries // 5)
     own = entries - in_rooms
     report = progress or (lambda _n: None)

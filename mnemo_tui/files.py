@@ -68,3 +68,40 @@ def read_private_map(path: Path) -> dict[str, str]:
     if exposed:
         raise Exposed(f"{path} may be read by others")
     return data
+
+
+SCISSORS = "# ------------------------ >8 ------------------------"
+
+
+def editor_command() -> str:
+    """The editor a person chose: `VISUAL`, else `EDITOR`, else `vi` (as git does)."""
+    return (os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi").strip() or "vi"
+
+
+def edit_text(initial: str, help_lines: list[str]) -> str | None:
+    """Let a person write text in their editor, as `git commit` does; None when the editor failed.
+
+    The file holds `initial`, then a scissors line and `help_lines` (as `# ...` comments): what is
+    above the scissors is the text (a `#` there is content, a markdown heading say), the rest is
+    dropped. The file is private (0600, in a private folder) and removed afterwards.
+    """
+    import shlex
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="mnemo-edit-") as folder:
+        path = Path(folder) / "ENTRY.md"
+        body = initial + ("" if initial.endswith("\n") or not initial else "\n")
+        comments = "".join(f"# {line}\n" if line else "#\n" for line in help_lines)
+        fd = os.open(path, EXCLUSIVE, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(f"{body}\n{SCISSORS}\n# Do not touch the line above: everything below it is ignored.\n{comments}")
+        try:
+            done = subprocess.run(f"{editor_command()} {shlex.quote(str(path))}", shell=True, check=False)
+        except OSError:
+            return None
+        if done.returncode != 0:
+            return None
+        text = path.read_text("utf-8")
+    kept = text.split(f"\n{SCISSORS}\n", 1)[0] if f"\n{SCISSORS}\n" in text else text.split(SCISSORS, 1)[0]
+    return kept.strip("\n")

@@ -56,6 +56,8 @@ def parse_scope(scope: str | None) -> str | None:
         if not ROOM_ID.match(room_id):
             raise ValidationError(f"scope {scope!r}: a room address is xroom:room_<26-char ULID>")
         return scope
+    if scope[: len(ROOM_PREFIX)].lower() == ROOM_PREFIX:
+        raise ValidationError(f"scope {scope!r}: a room address is spelled in lower case, xroom:room_<26-char ULID>")
     if not scope.strip():
         raise ValidationError("scope must not be blank (omit it for your own store)")
     if len(scope) > MAX_DOMAIN:
@@ -72,6 +74,14 @@ def check_consumer(name: str) -> str:
     if not name.strip() or len(name) > 200:
         raise ValidationError("--consumer must be 1 to 200 characters")
     return name
+
+
+def by_author(entry: Entry, spec: str) -> bool:
+    """Whether an entry is by the author `spec`: its principal, or the AUTHOR column's `principal/agent`.
+
+    The engine's SQL (`engine/feed.py`) says the same; a client applies this where its endpoint cannot.
+    """
+    return entry.provenance.get("principal") == spec or entry.author == spec
 
 
 def room_of(scope: str | None) -> str | None:
@@ -184,6 +194,7 @@ class RecentQuery:
     limit: int = DEFAULT_LIMIT
     cursor: str | None = None
     include_history: bool = False
+    author: str | None = None
 
     def validated(self) -> RecentQuery:
         """Check every field; raises ValidationError naming the first bad one."""
@@ -233,6 +244,7 @@ class SearchQuery:
     exclude_author: str | None = None
     include_history: bool = False
     top_k: int = 10
+    author: str | None = None
 
 
 @dataclass(frozen=True)

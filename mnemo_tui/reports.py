@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from mnemo_tui import text, timefmt
 from mnemo_tui.backends import Backend
-from mnemo_tui.model import EmptyKind, EmptyReport, RecentQuery, RoomRef, Watermark, describe_scope
+from mnemo_tui.model import EmptyKind, EmptyReport, RecentQuery, RoomRef, Watermark, describe_scope, room_of
 
 
 def _capitalised(text: str) -> str:
@@ -83,6 +83,8 @@ def describe_filters(query: RecentQuery) -> str:
         parts.append(f"until {timefmt.to_iso(query.until)}")
     if query.exclude_author is not None:
         parts.append(f"excluding author {query.exclude_author!r}")
+    if query.author is not None:
+        parts.append(f"by author {query.author!r}")
     return ", ".join(parts)
 
 
@@ -90,7 +92,7 @@ def for_recent(backend: Backend, query: RecentQuery) -> EmptyReport:
     """The empty report of an empty `recent` page: past the cursor, no match, or an empty scope."""
     if query.cursor is not None:
         return build(backend, "past_cursor", query.scope)
-    filtered = query.since is not None or query.until is not None or query.exclude_author is not None
+    filtered = any(v is not None for v in (query.since, query.until, query.exclude_author, query.author))
     if filtered and backend.recent(RecentQuery(scope=query.scope, limit=1, include_history=True)).items:
         return build(backend, "no_match", query.scope, filters=describe_filters(query))
     return build(backend, "empty_scope", query.scope)
@@ -118,3 +120,48 @@ def for_catchup(backend: Backend, scope: str | None, watermark: Watermark | None
     if since is not None and backend.recent(RecentQuery(scope=scope, limit=1)).items:
         return build(backend, "no_match", scope, filters=f"since {timefmt.to_iso(since)}")
     return build(backend, "empty_scope", scope)
+
+
+def scope_by_name(backend: Backend, scope: str | None) -> tuple[str | None, str | None]:
+    """The scope a read means, and a note for the person when it is not the one typed.
+
+    `--scope NAME` where the own store has no domain NAME but exactly one of the reader's rooms is
+    named NAME reads that room (a domain of that name, once it holds an entry, wins). A room
+    address or the own store is read as given.
+    """
+    if scope is None or room_of(scope) is not None:
+        return scope, None
+    if backend.recent(RecentQuery(scope=scope, limit=1, include_history=True)).items:
+        return scope, None
+    rooms = [r for r in backend.rooms() if r.name == scope]
+    if len(rooms) != 1:
+        return scope, None
+    address = rooms[0].address
+    return address, (
+        f"(Your own store has no domain {text.quoted(scope)}: reading your room of that name, "
+        f"--scope {text.line(address)})"
+    )
+
+
+def scope_hints(backend: Backend, report: EmptyReport) -> list[str]:
+    """What to say under an empty own-domain read: rooms of that name, or the nearest names that exist."""
+    scope = report.scope
+    if report.kind != "empty_scope" or scope is None or room_of(scope) is not None:
+        return []
+    rooms = backend.rooms()
+    named = [r for r in rooms if r.name == scope]
+    if named:
+        return [
+            f"(You belong to a room named {text.quoted(scope)}: read it with --scope {text.line(r.address)})"
+            for r in named
+        ]
+    import difflib
+
+    names = {d: d for d in backend.domains()}
+    names.update({r.name: r.address for r in rooms if r.name not in names})
+    near = difflib.get_close_matches(scope, list(names), n=1, cutoff=0.6)
+    if not near:
+        return []
+    target = names[near[0]]
+    which = "room" if room_of(target) is not None else "domain"
+    return [f"(Did you mean {which} {text.quoted(near[0])}? --scope {text.line(target)})"]

@@ -61,3 +61,53 @@ def block(text: str) -> str:
 def quoted(text: str) -> str:
     """`'text'` in one line, for a message that names a stored value."""
     return f"'{line(text)}'"
+
+
+def cells(shown: str) -> int:
+    """The terminal cells `shown` (text already made safe) takes, never fewer than a terminal draws.
+
+    Wide and full-width characters (CJK, most emoji) take two, combining marks and joiners none,
+    a variation selector one (it can turn a narrow symbol into a wide emoji). A joined emoji
+    sequence is counted part by part: some terminals draw it as one glyph, some as its parts, and
+    counting the parts never lets a row overflow.
+    """
+    if shown.isascii():
+        return len(shown)
+    return sum(_cell(ch) for ch in shown)
+
+
+def clip(shown: str, width: int) -> str:
+    """`shown` cut to at most `width` cells, ending in `…` where it was cut (whole characters only)."""
+    if cells(shown) <= width:
+        return shown
+    room, used, end = max(0, width - 1), 0, 0
+    for index, ch in enumerate(shown):
+        size = _cell(ch)
+        if used + size > room:
+            break
+        used += size
+        end = index + 1
+    while end < len(shown) and _cell(shown[end]) == 0 and shown[end] not in _JOINERS:
+        end += 1  # a combining mark stays with its base
+    return shown[:end] + "…" if width >= 1 else ""
+
+
+def pad(shown: str, width: int) -> str:
+    """`shown` followed by spaces up to `width` cells."""
+    return shown + " " * max(0, width - cells(shown))
+
+
+_JOINERS = "\u200d"
+
+
+def _cell(ch: str) -> int:
+    code = ord(ch)
+    if code < 0x300:
+        return 1
+    if 0xFE00 <= code <= 0xFE0F:
+        return 1
+    import unicodedata
+
+    if ch in _JOINERS or unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1

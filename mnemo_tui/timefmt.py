@@ -16,6 +16,8 @@ _SPAN_PART = re.compile(r"(\d+)([wdhms])")
 MIN_US = -62_135_596_800_000_000
 MAX_US = 253_402_300_799_999_999
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_CLOCK = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?$")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def now_us() -> int:
@@ -38,8 +40,53 @@ def from_datetime(value: datetime) -> int:
     return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def parse_iso(text: str, *, field: str = "time") -> int:
-    """Parse an ISO-8601 instant (offset optional, naive = UTC) into microseconds.
+def _from_wall(value: datetime, utc: bool) -> int:
+    """Microseconds of a wall-clock reading: in UTC, or in the local zone (`TZ`) when not `utc`."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC) if utc else value.astimezone()
+    return from_datetime(value)
+
+
+def wall(us: int, utc: bool = False) -> datetime:
+    """The instant as an aware datetime on the local clock (`TZ`), or in UTC."""
+    d = EPOCH + timedelta(microseconds=us)
+    if utc:
+        return d
+    try:
+        return d.astimezone()
+    except (OverflowError, OSError, ValueError):
+        return d  # an instant the platform's local-time functions cannot place (year 1, 9999)
+
+
+def zone_name(utc: bool = False) -> str:
+    """The name tables give the clock they show: `UTC`, or the local zone's abbreviation (`CET`, `+0530`)."""
+    if utc:
+        return "UTC"
+    return datetime.now().astimezone().tzname() or "local"
+
+
+def when(us: int, now: int, utc: bool = False) -> str:
+    """A table's time of an entry: its age while that says enough (under a day), else its date.
+
+    `5m ago` and `3h ago` within a day; `Nov 28 14:03` within the year; `2025-11-28` before.
+    """
+    if -5_000_000 < now - us < 86_400_000_000:
+        return relative(us, now)
+    d, today = wall(us, utc), wall(now, utc)
+    if d.year == today.year:
+        return f"{_MONTHS[d.month - 1]} {d.day:2d} {d.hour:02d}:{d.minute:02d}"
+    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}"
+
+
+def shown(us: int, utc: bool = False) -> str:
+    """An instant for a person: `2026-11-30 08:00:00 CET` on the local clock, or `... UTC`."""
+    d = wall(us, utc)
+    zone = "UTC" if utc else (d.tzname() or "local")
+    return f"{d.year:04d}-{d.month:02d}-{d.day:02d} {d.hour:02d}:{d.minute:02d}:{d.second:02d} {zone}"
+
+
+def parse_iso(text: str, *, field: str = "time", utc: bool = True) -> int:
+    """Parse an ISO-8601 instant into microseconds (a naive one is UTC, or local time when not `utc`).
 
     Raises:
         ValidationError: when the text is not an ISO-8601 instant.
@@ -52,8 +99,8 @@ def parse_iso(text: str, *, field: str = "time") -> int:
     except (ValueError, OverflowError):
         raise ValidationError(f"{field}: {text!r} is not an ISO-8601 instant") from None
     try:
-        return from_datetime(parsed)
-    except OverflowError:
+        return _from_wall(parsed, utc)
+    except (OverflowError, OSError):
         raise ValidationError(f"{field}: {text!r} is out of range") from None
 
 
@@ -73,36 +120,51 @@ def parse_span(text: str, field: str = "span") -> int | None:
     return span
 
 
-def parse_time(text: str, *, field: str = "--since", end_of_day: bool = False, now: int | None = None) -> int:
-    """Parse the CLI time grammar of CLI.md into microseconds.
+def parse_time(
+    text: str, *, field: str = "--since", end_of_day: bool = False, now: int | None = None, utc: bool = False
+) -> int:
+    """Parse the CLI time grammar of docs/cli.md into microseconds.
+
+    Wall-clock values are read on the local clock (`TZ`), or in UTC with `utc`: a naive ISO-8601
+    value, a date (its 00:00, or its last microsecond when `end_of_day`), `today`, `yesterday` and
+    a bare `HH:MM[:SS]` (that time today). An
+    offset or `Z` says its own zone; a span before now (`90s`, `1h30m`, `1w`) and `now` need none.
 
     Args:
-        text: ISO-8601 (naive = UTC), a date (00:00 UTC, or its last microsecond when
-            `end_of_day`), a span before now (`90s`, `1h30m`, `1w`), `now`, `today`, `yesterday`.
+        text: the value.
         field: the option name, used in the error message.
         end_of_day: read a date-only value as its last microsecond (for `--until`).
         now: the client's clock in microseconds (tests inject it).
+        utc: read wall-clock values in UTC (`--utc`, `utc = true`).
 
     Raises:
         ValidationError: naming the value when it matches none of the forms.
     """
-    result = _parse_time(text, field, end_of_day, now_us() if now is None else now)
+    try:
+        result = _parse_time(text, field, end_of_day, now_us() if now is None else now, utc)
+    except (OverflowError, OSError):
+        raise ValidationError(f"{field}: {text!r} is out of range (years 1 to 9999)") from None
     if not MIN_US <= result <= MAX_US:
         raise ValidationError(f"{field}: {text!r} is out of range (years 1 to 9999)")
     return result
 
 
-def _parse_time(text: str, field: str, end_of_day: bool, current: int) -> int:
+def _parse_time(text: str, field: str, end_of_day: bool, current: int, utc: bool) -> int:
     value = text.strip().lower()
     if not value:
         raise ValidationError(f"{field}: empty time value")
     if value == "now":
         return current
     if value in ("today", "yesterday"):
-        day = (EPOCH + timedelta(microseconds=current)).date()
+        day = wall(current, utc).date()
         if value == "yesterday":
             day -= timedelta(days=1)
-        return _day_start(day)
+        return _day_start(day, utc)
+    clock = _CLOCK.match(value)
+    if clock:
+        today = wall(current, utc)
+        hour, minute, second = int(clock[1]), int(clock[2]), int(clock[3] or 0)
+        return _from_wall(datetime(today.year, today.month, today.day, hour, minute, second), utc)
     span = parse_span(value, field)
     if span is not None:
         return current - span
@@ -111,19 +173,20 @@ def _parse_time(text: str, field: str, end_of_day: bool, current: int) -> int:
             day = date.fromisoformat(value)
         except ValueError:
             raise ValidationError(f"{field}: {text!r} is not a valid date") from None
-        start = _day_start(day)
-        return start + 86_400_000_000 - 1 if end_of_day else start
+        start = _day_start(day, utc)
+        return _day_start(day + timedelta(days=1), utc) - 1 if end_of_day else start
     try:
-        return parse_iso(text, field=field)
+        return parse_iso(text, field=field, utc=utc)
     except ValidationError:
         raise ValidationError(
-            f"{field}: {text!r} is not a time (use ISO-8601, a date, a span such as 15m or 1h30m, "
+            f"{field}: {text!r} is not a time (use ISO-8601, a date, HH:MM, a span such as 15m or 1h30m, "
             "now, today or yesterday)"
         ) from None
 
 
-def _day_start(day: date) -> int:
-    return from_datetime(datetime(day.year, day.month, day.day, tzinfo=UTC))
+def _day_start(day: date, utc: bool = True) -> int:
+    """The first microsecond of a day, in UTC or on the local clock."""
+    return _from_wall(datetime(day.year, day.month, day.day), utc)
 
 
 def parse_overlap(text: str) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from mnemo_tui.backends import Backend
@@ -197,7 +197,7 @@ class Walk:
             )
 
 
-def stream_wire(backend: Backend, query: RecentQuery) -> Iterator[list[str]]:
+def stream_wire(backend: Backend, query: RecentQuery) -> Generator[list[str], None, None]:
     """Every remaining entry of a read as wire texts, in chunks, newest first.
 
     From one snapshot where the backend can read one (the embedded store: one statement), else

@@ -93,6 +93,10 @@ class DelegatingBackend(Backend):
         with self._guard():
             return self.inner.join(code)
 
+    def delete_room(self, room: str) -> tuple[str, int]:
+        with self._guard():
+            return self.inner.delete_room(room)
+
     def vault_list(self) -> list[m.SecretInfo]:
         with self._guard():
             return self.inner.vault_list()

@@ -31,6 +31,11 @@ class LocalBackend(Backend):
         """The embedded store file at `path` (created when missing)."""
         return cls(Store(path), principal)
 
+    @classmethod
+    def empty(cls, path: Path | str, principal: str = "local") -> LocalBackend:
+        """An empty store held in memory under the identity of `path` (a missing default store, read)."""
+        return cls(Store(path, memory=True), principal)
+
     @property
     def principal(self) -> str:
         return self._principal
@@ -84,6 +89,10 @@ class LocalBackend(Backend):
 
     def join(self, code: str) -> m.Joined:
         return self.engine.join(self._principal, code)
+
+    def delete_room(self, room: str) -> tuple[str, int]:
+        room_id = self.engine.resolve_room(self._principal, room)
+        return room_id, self.engine.delete_room(self._principal, room_id)
 
     def vault_list(self) -> list[m.SecretInfo]:
         return self.engine.vault_list(self._principal)

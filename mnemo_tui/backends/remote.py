@@ -8,6 +8,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal, cast
 from urllib.parse import quote
@@ -44,6 +45,7 @@ from mnemo_tui.model import (
     Stats,
     WriteRequest,
     WriteResult,
+    by_author,
     dumps,
     room_id_of,
 )
@@ -96,6 +98,30 @@ def _number(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError):
         return 0.0
+
+
+def _client_filters(query: RecentQuery) -> str | None:
+    """The binding of the author filters the client applies itself (None when the endpoint applies them all)."""
+    if query.author is None and "/" not in (query.exclude_author or ""):
+        return None
+    spec = f"{query.author or ''}\x1f{query.exclude_author or ''}"
+    return "a" + hashlib.sha256(spec.encode()).hexdigest()[:10] + "-"
+
+
+def _bind(binding: str, cursor: str) -> str:
+    """The endpoint's cursor with the client's filters bound in front of it."""
+    return binding + cursor
+
+
+def _unbind(binding: str, cursor: str) -> str:
+    """The endpoint's cursor out of one `_bind` made for these filters.
+
+    Raises:
+        ValidationError: a cursor issued for other filters (or for none).
+    """
+    if not cursor.startswith(binding) or len(cursor) == len(binding):
+        raise ValidationError("cursor does not belong to this scope and these filters")
+    return cursor[len(binding) :]
 
 
 def _text(body: Any, name: str, default: str = "") -> str:
@@ -308,8 +334,34 @@ class RemoteBackend(Backend):
         }
 
     def recent(self, query: RecentQuery) -> Page:
-        """One page of the feed; a `next_cursor` absent or `""` ends the walk."""
-        response = self._send("POST", "/memory/recent", self._recent_body(query.validated()))
+        """One page of the feed; a `next_cursor` absent or `""` ends the walk.
+
+        The hosted dialect filters authors by principal only (`exclude_author`): `--author`, and an
+        excluded `principal/agent`, are applied here to each page (a page may then hold fewer
+        entries than its limit, even none, and still carry a cursor), and the cursors handed out
+        are bound to them (`_bind`), so a cursor is only ever continued with the filters it was issued for.
+        """
+        query = query.validated()
+        local = _client_filters(query)
+        if local is None:
+            return self._page(query)
+        server = replace(
+            query,
+            author=None,
+            exclude_author=None if "/" in (query.exclude_author or "") else query.exclude_author,
+            cursor=None if query.cursor is None else _unbind(local, query.cursor),
+        )
+        page = self._page(server)
+        kept = [
+            e
+            for e in page.items
+            if (query.author is None or by_author(e, query.author))
+            and (query.exclude_author is None or not by_author(e, query.exclude_author))
+        ]
+        return Page(items=kept, next_cursor=None if not page.next_cursor else _bind(local, page.next_cursor))
+
+    def _page(self, query: RecentQuery) -> Page:
+        response = self._send("POST", "/memory/recent", self._recent_body(query))
         canonical = response.headers.get(CANONICAL_HEADER) == "canonical"
         return page_of(response.content.decode("utf-8", errors="replace"), canonical)
 
@@ -479,6 +531,13 @@ class RemoteBackend(Backend):
         return Room(
             room_id=_text(answer, "room_id"), name=_text(answer, "name", name), role="owner", scope="read_write"
         )
+
+    def delete_room(self, room: str) -> tuple[str, int]:
+        """`DELETE /memory/rooms/{id}`: mnemo serve's extension; an endpoint without it answers 404 or 405."""
+        room_id = room_id_of(room, self.rooms)
+        answer = self._call("DELETE", f"/memory/rooms/{room_id}", idempotent=False)
+        deleted = answer.get("deleted", 0) if isinstance(answer, dict) else 0
+        return room_id, int(deleted) if isinstance(deleted, int) else 0
 
     def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> Invite:
         room_id = room_id_of(room, self.rooms)

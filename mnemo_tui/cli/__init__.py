@@ -6,7 +6,7 @@ import os
 import sys
 from typing import Any
 
-from mnemo_tui.cli.options import Args, CatchupArgs, RecentArgs, RootArgs
+from mnemo_tui.cli.options import HOISTED, Args, CatchupArgs, RecentArgs, RootArgs
 
 # The fast path: `recent` and `catchup` with options it fully understands skip importing Typer
 # (about half of a cold start) and call the very same functions as the Typer commands, with the
@@ -67,6 +67,11 @@ def _fast(args: list[str]) -> int | None:
         return None
     root, used = parsed
     rest = rest[used:]
+    if root.get("version"):
+        from mnemo_tui import __version__
+
+        sys.stdout.write(f"mnemo {__version__}\n")
+        return 0
     if not rest or rest[0] not in ("recent", "catchup"):
         return None
     declared = RecentArgs if rest[0] == "recent" else CatchupArgs
@@ -143,13 +148,14 @@ def _show_click_error(exc: Exception) -> None:
         exc.show()
 
 
-def _hoist_debug(args: list[str]) -> list[str]:
-    """Accept `--debug` anywhere before a `--`: `mnemo recent --scope x --debug` re-runs a failure with its traceback."""
+def _hoist(args: list[str]) -> list[str]:
+    """Accept the root flags of `HOISTED` anywhere before a `--` (`mnemo recent --scope x --debug --utc`)."""
     end = args.index("--") if "--" in args else len(args)
-    head = [a for a in args[:end] if a != "--debug"]
+    head = [a for a in args[:end] if a not in HOISTED]
     if len(head) == end:
         return args
-    return ["--debug", *head, *args[end:]]
+    found = [f for f in HOISTED if f in args[:end]]
+    return [*found, *head, *args[end:]]
 
 
 def _check_utf8(args: list[str]) -> None:
@@ -183,15 +189,20 @@ def _prepare_streams() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run mnemo; returns the process exit code (CLI.md)."""
     _prepare_streams()
-    args = _hoist_debug(sys.argv[1:] if argv is None else argv)
+    args = _hoist(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(args)
     from mnemo_tui.errors import MnemoError
     from mnemo_tui.text import line  # an error's message may quote an endpoint or a stored name
 
     try:
         _check_utf8(args)
-        fast = _fast(args)
-        return fast if fast is not None else _typer(args)
+        # Shell completion (`_MNEMO_COMPLETE`) is Typer's: the fast path would run the command instead.
+        fast = None if "_MNEMO_COMPLETE" in os.environ else _fast(args)
+        code = fast if fast is not None else _typer(args)
+        from mnemo_tui.cli.output import finish_stdout
+
+        finish_stdout()
+        return code
     except UnicodeEncodeError as exc:
         if "surrogates" not in str(exc):
             sys.stderr.write(f"mnemo: text could not be written in this terminal's encoding ({exc.reason})\n")

@@ -15,11 +15,12 @@ add(app, "search", cmd_entries.SearchArgs, cmd_entries.search)
 add(app, "show", cmd_atoms.ShowArgs, cmd_atoms.show)
 add(app, "delete", cmd_atoms.DeleteArgs, cmd_atoms.delete)
 
-rooms = group(app, "rooms", "Shared rooms: list, create, invite, join.")
+rooms = group(app, "rooms", "Shared rooms: list, create, invite, join, delete.")
 add(rooms, "list", cmd_rooms.RoomsListArgs, cmd_rooms.rooms_list)
 add(rooms, "create", cmd_rooms.RoomsCreateArgs, cmd_rooms.rooms_create)
 add(rooms, "invite", cmd_rooms.RoomsInviteArgs, cmd_rooms.rooms_invite)
 add(rooms, "join", cmd_rooms.RoomsJoinArgs, cmd_rooms.rooms_join)
+add(rooms, "delete", cmd_rooms.RoomsDeleteArgs, cmd_rooms.rooms_delete)
 
 vault = group(
     app,
@@ -44,6 +45,9 @@ add(watermark, "reset", cmd_state.WatermarkResetArgs, cmd_state.watermark_reset)
 add(app, "login", cmd_state.LoginArgs, cmd_state.login)
 add(app, "logout", cmd_state.LogoutArgs, cmd_state.logout)
 add(app, "status", cmd_state.StatusArgs, cmd_state.status)
+profile = group(app, "profile", "The profiles of config.toml: list them, switch the default.")
+add(profile, "list", cmd_state.ProfileListArgs, cmd_state.profile_list)
+add(profile, "use", cmd_state.ProfileUseArgs, cmd_state.profile_use)
 add(app, "demo", cmd_state.DemoArgs, cmd_state.demo)
 
 add(app, "serve", cmd_server.ServeArgs, cmd_server.serve)

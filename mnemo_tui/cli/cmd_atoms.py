@@ -145,7 +145,7 @@ def show(c: Context, args: ShowArgs) -> None:
     prov = entry.provenance
     rows = [
         ("atom_id", entry.atom_id),
-        ("created_at", timefmt.to_iso(entry.created_at)),
+        ("created_at", f"{timefmt.shown(entry.created_at, c.utc)} ({timefmt.to_iso(entry.created_at)})"),
         ("room" if room else "domain", entry.domain),
         ("author", entry.author),
         (
@@ -170,7 +170,7 @@ def show(c: Context, args: ShowArgs) -> None:
         out.write(f"\nchain ({len(chain)} revisions, oldest first; {said}):\n")
         for revision in chain:
             mark = "*" if revision.atom_id == entry.atom_id else " "
-            when = timefmt.to_iso(revision.created_at)[:19].replace("T", " ")
+            when = timefmt.shown(revision.created_at, c.utc)
             out.write(f"{mark} {revision.atom_id}  {when}  {first_line(revision)}\n")
 
 
@@ -191,8 +191,7 @@ class DeleteArgs(Args):
 def delete(c: Context, args: DeleteArgs) -> None:
     backend = c.backend
     values = list(args.atoms)
-    if not args.yes and not (output.is_tty(sys.stdin) and output.is_tty(sys.stderr)):
-        raise ValidationError("mnemo delete asks first, and stdin is not a terminal: add --yes to delete")
+    output.may_ask(args.yes, "mnemo delete")
     targets: list[Entry] = []
     for value in values:
         atom = resolve_id(backend, value)
@@ -213,9 +212,7 @@ def delete(c: Context, args: DeleteArgs) -> None:
         for entry in targets:
             output.hint(f"  {entry.atom_id}  {first_line(entry)}")
         noun = "entry" if len(targets) == 1 else "entries"
-        sys.stderr.write(f"Delete {len(targets)} {noun}? [y/N] ")
-        sys.stderr.flush()
-        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        if not output.confirmed(f"Delete {len(targets)} {noun}?"):
             output.hint("nothing deleted")
             return
     for entry in targets:

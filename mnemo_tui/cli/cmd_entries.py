@@ -7,7 +7,7 @@ import sys
 from mnemo_tui import reports
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
-from mnemo_tui.cli.feed import check_limit_flag, parse_times, room_name_hint
+from mnemo_tui.cli.feed import check_limit_flag, parse_times, resolved_scope, room_name_hint
 from mnemo_tui.cli.options import (
     Args,
     argument,
@@ -37,7 +37,11 @@ from mnemo_tui.text import line as safe
 class WriteArgs(Args):
     """Store an entry; prints its atom_id."""
 
-    content = argument("TEXT", "The entry's content, or - (or nothing, in a pipe) to read it from stdin.")
+    creates_store = True
+
+    content = argument(
+        "TEXT", "The entry's content; - (or nothing, in a pipe) reads stdin; nothing on a terminal opens $EDITOR."
+    )
     scope = scope_opt("Domain (default general) or xroom:<room_id>.")
     concept = texts("--concept", "-c", metavar="CONCEPT", help="A concept (tag); repeatable.")
     supersedes = texts(
@@ -46,10 +50,28 @@ class WriteArgs(Args):
     ref = text("--ref", metavar="REF", help="External reference: a repeated write returns the first atom.")
 
 
+def _from_editor(domain: str) -> str:
+    """The entry's text written in the person's editor (`mnemo write` alone on a terminal, as `git commit`)."""
+    from mnemo_tui.files import edit_text, editor_command
+
+    written = edit_text(
+        "",
+        [
+            f"Write the entry for {domain} above the scissors line; save and quit to store it.",
+            "An empty text stores nothing.",
+        ],
+    )
+    if written is None:
+        raise ValidationError(f"the editor ({safe(editor_command())}) failed or was not found: nothing stored")
+    if not written.strip():
+        raise ValidationError("the entry's text is empty: nothing stored")
+    return written
+
+
 def write(c: Context, args: WriteArgs) -> None:
     if args.content is None and sys.stdin.isatty():
-        raise ValidationError("write needs the entry's text: `mnemo write TEXT`, or `-` to read it from stdin")
-    if args.content is None or args.content == "-":
+        content = _from_editor(parse_scope(args.scope) or "general")
+    elif args.content is None or args.content == "-":
         content = sys.stdin.read()
         if content.endswith("\n"):
             content = content[:-1]
@@ -108,8 +130,8 @@ def search(c: Context, args: SearchArgs) -> None:
     if args.order_by not in ("relevance", "recency"):
         raise ValidationError(f"--order-by must be relevance or recency, got {args.order_by!r}")
     check_limit_flag(args.limit, 500)
-    low, high = parse_times(args.since, args.until)
-    scope_value = parse_scope(args.scope)
+    low, high = parse_times(args.since, args.until, utc=c.utc)
+    scope_value = resolved_scope(c, parse_scope(args.scope))
     hits = c.backend.search(
         SearchQuery(
             query=query,
@@ -140,7 +162,8 @@ def search(c: Context, args: SearchArgs) -> None:
             out.write(empty.shown + "\n")
             room_name_hint(c.backend, empty)
             return
-        output.TableWriter(out, scope=scope_value).rows([h.entry for h in hits])
+        with output.paged(args.fmt, no_pager=c.no_pager, configured=c.settings.pager):
+            output.TableWriter(sys.stdout, scope=scope_value, utc=c.utc).rows([h.entry for h in hits])
 
 
 def _search_empty(c: Context, query: str, scope: str | None, since: str | None, until: str | None) -> EmptyReport:

@@ -17,6 +17,8 @@ from mnemo_tui.text import line as safe
 class CheckArgs(Args):
     """The four checks of the source document; exit 1 on a failure."""
 
+    creates_store = True
+
     scope = given(
         "--scope",
         "-s",
@@ -26,7 +28,7 @@ class CheckArgs(Args):
     )
     probe_room = flag(
         "--probe-room/--no-probe-room",
-        help="Create (once) a room named mnemo-check that check 3 must name.",
+        help="Make sure a room exists for check 3 to name (a mnemo-check room, deleted after if check made it).",
         default=True,
     )
     fmt = table_format_opt()
@@ -47,6 +49,9 @@ def check(c: Context, args: CheckArgs) -> int:
             out.write(f"{mark}  {number}. {result.name.ljust(width)}  {safe(result.detail)}\n")
         passed = sum(r.passed for r in report.checks)
         out.write(f"{passed}/{len(report.checks)} checks passed.\n")
+    if report.cleanup:
+        out.flush()
+        output.hint(safe(report.cleanup))
     return 0 if report.passed else 1
 
 
@@ -65,7 +70,7 @@ def verify(c: Context, args: VerifyArgs) -> int:
 
     output.check_format(args.fmt, allow_ndjson=False)
     scope_value = parse_scope(args.scope)
-    low = timefmt.parse_time(args.since, field="--since") if args.since is not None else None
+    low = timefmt.parse_time(args.since, field="--since", utc=c.utc) if args.since is not None else None
     expected = read_expected(args.expect)
     result = run_verify(c.backend, expected, scope=scope_value, since=low)
     out = sys.stdout

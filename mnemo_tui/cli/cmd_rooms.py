@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from mnemo_tui import text as safe
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.options import Args, flag, number, required_argument, table_format_opt, text
-from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import parse_scope
+from mnemo_tui.errors import Forbidden, ValidationError
+from mnemo_tui.model import ROOM_PREFIX, parse_scope, room_id_of
 
 
 class RoomsListArgs(Args):
@@ -30,6 +31,8 @@ def rooms_list(c: Context, args: RoomsListArgs) -> None:
 
 class RoomsCreateArgs(Args):
     """Create a room; prints its xroom: address."""
+
+    creates_store = True
 
     name = required_argument("NAME", "The room's name (unique among your rooms).")
     description = text("--description", metavar="TEXT", help="What the room is for.")
@@ -71,8 +74,48 @@ def rooms_invite(c: Context, args: RoomsInviteArgs) -> None:
     output.document_or_line(args.fmt, invite.wire(), invite.code)
 
 
+class RoomsDeleteArgs(Args):
+    """Delete a room you own, with its entries, invites and members (asks on a terminal; elsewhere needs --yes).
+
+    Members lose it too: afterwards its address reads as a room one is not a member of. On an
+    endpoint this needs `DELETE /memory/rooms/{id}`, which `mnemo serve` has and the hosted plane has not.
+    """
+
+    summary = "Delete a room you own, with its entries (asks first, or --yes)."
+    room = required_argument("ROOM", "Room address, id or name.")
+    yes = flag("--yes", "-y", help="Delete without asking (required when stdin is not a terminal).")
+    fmt = table_format_opt()
+
+
+def rooms_delete(c: Context, args: RoomsDeleteArgs) -> None:
+    output.check_format(args.fmt, allow_ndjson=False)
+    if args.room.startswith("xroom:"):
+        parse_scope(args.room)
+    output.may_ask(args.yes, "mnemo rooms delete")
+    backend = c.backend
+    ref = args.room
+    if not args.yes:
+        ref = room_id_of(args.room, backend.rooms)
+        room = next((r for r in backend.rooms() if r.room_id == ref), None)
+        if room is not None and room.role != "owner":
+            raise Forbidden("only the room's owner can delete it")
+        name = safe.line(room.name) if room is not None else ref
+        if not output.confirmed(f"Delete room {name} ({ROOM_PREFIX}{ref}) and every entry in it?"):
+            output.hint("nothing deleted")
+            return
+    room_id, deleted = backend.delete_room(ref)
+    noun = "entry" if deleted == 1 else "entries"
+    output.document_or_line(
+        args.fmt,
+        {"room_id": room_id, "address": ROOM_PREFIX + room_id, "deleted": deleted, "status": "deleted"},
+        f"deleted room {ROOM_PREFIX}{room_id} and its {deleted} {noun}",
+    )
+
+
 class RoomsJoinArgs(Args):
     """Join a room by invite code; prints its address."""
+
+    creates_store = True
 
     code = required_argument("CODE", "The mnvr_ invite code.")
     fmt = table_format_opt()

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.cli import output
-from mnemo_tui.cli.context import Context
+from mnemo_tui.cli.context import Context, store_path
 from mnemo_tui.cli.options import Args, flag, given, number, required_argument, table_format_opt
 from mnemo_tui.errors import LocalStateError, ValidationError
 
@@ -25,7 +25,9 @@ def _engine(c: Context, command: str) -> Engine:
 
 
 class ServeArgs(Args):
-    """Serve the embedded store over REST (WIRE.md) until Ctrl-C or SIGTERM."""
+    """Serve the embedded store over the Mnemoverse REST dialect (docs/server.md) until Ctrl-C or SIGTERM."""
+
+    creates_store = True
 
     summary = "Serve the embedded store over REST until Ctrl-C."
     host = given("--host", metavar="HOST", help="Address to bind; loopback unless told otherwise.", default="127.0.0.1")
@@ -53,13 +55,15 @@ def serve(c: Context, args: ServeArgs) -> int:
             "issue one with `mnemo keys create PRINCIPAL`\n"
         )
     try:
-        return run_server(c.settings.store_path, host, port, allow_reset=args.allow_reset)
+        return run_server(store_path(c.settings, creates=True), host, port, allow_reset=args.allow_reset)
     except OSError as exc:
         raise ValidationError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
 
 
 class KeysCreateArgs(Args):
     """Issue a key for a principal; prints the mk_live_ key once (only its hash is kept)."""
+
+    creates_store = True
 
     summary = "Issue a key for a principal (shown once)."
     principal = required_argument("PRINCIPAL", "Who the key acts as (provenance.principal of its writes).")
@@ -92,12 +96,12 @@ def keys_list(c: Context, args: KeysListArgs) -> None:
         args.fmt,
         [k.wire() for k in keys],
         empty="No API keys yet. Issue one with `mnemo keys create PRINCIPAL`.",
-        headers=["KEY ID", "PRINCIPAL", "CREATED (UTC)", "STATE"],
+        headers=["KEY ID", "PRINCIPAL", "CREATED", "STATE"],
         rows=[
             [
                 k.key_id,
                 k.principal,
-                timefmt.to_iso(k.created_at)[:19].replace("T", " "),
+                timefmt.shown(k.created_at, c.utc),
                 "revoked" if k.revoked else "active",
             ]
             for k in keys

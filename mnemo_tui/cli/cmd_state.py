@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.cli import output
-from mnemo_tui.cli.context import Context
+from mnemo_tui.cli.context import Context, store_path
 from mnemo_tui.cli.options import (
     Args,
+    argument,
     consumer_opt,
     flag,
     maybe_number,
@@ -46,7 +48,7 @@ def _scope_phrase(scope: str | None) -> str:
     return f"scope {scope}" if scope is not None else "your own store"
 
 
-def _write_watermark(w: Watermark | None, fmt: str, *, scope: str | None, consumer: str) -> None:
+def _write_watermark(w: Watermark | None, fmt: str, *, scope: str | None, consumer: str, utc: bool) -> None:
 
     if fmt == "json":
         sys.stdout.write(output.dumps(watermark_wire(w)) + "\n")
@@ -57,15 +59,19 @@ def _write_watermark(w: Watermark | None, fmt: str, *, scope: str | None, consum
             "the next catchup reads the whole scope.\n"
         )
         return
-    mark = "none (reads the whole scope)" if w.created_at is None else timefmt.to_iso(w.created_at)
+    mark = (
+        "none (reads the whole scope)"
+        if w.created_at is None
+        else f"{timefmt.shown(w.created_at, utc)} ({timefmt.to_iso(w.created_at)})"
+    )
     output.key_value_table(
         sys.stdout,
         [
             ("scope", _scope_label(w.scope)),
             ("consumer", w.consumer),
             ("watermark", mark),
-            ("boundary ids", ", ".join(w.boundary_ids) or "none"),
-            ("updated", f"{timefmt.to_iso(w.updated_at)} ({timefmt.relative(w.updated_at)})"),
+            ("entries at that instant", ", ".join(w.boundary_ids) or "none"),
+            ("updated", f"{timefmt.shown(w.updated_at, utc)} ({timefmt.relative(w.updated_at)})"),
         ],
     )
 
@@ -85,12 +91,12 @@ def watermark_list(c: Context, args: WatermarkListArgs) -> None:
         args.fmt,
         [watermark_wire(w) for w in marks],
         empty=f"No watermarks yet for {backend.principal!r} on {backend.identity}. `mnemo catchup` sets one.",
-        headers=["CONSUMER", "SCOPE", "WATERMARK (UTC)", "BOUNDARY", "UPDATED"],
+        headers=["CONSUMER", "SCOPE", "WATERMARK", "ENTRIES AT IT", "UPDATED"],
         rows=[
             [
                 w.consumer,
                 _scope_label(w.scope),
-                "none" if w.created_at is None else timefmt.to_iso(w.created_at),
+                "none" if w.created_at is None else timefmt.shown(w.created_at, c.utc),
                 str(len(w.boundary_ids)),
                 timefmt.relative(w.updated_at),
             ]
@@ -117,7 +123,7 @@ def watermark_show(c: Context, args: WatermarkShowArgs) -> None:
     output.check_format(args.fmt, allow_ndjson=False)
     scope_value, name = _scope(args.scope), _consumer(c, args.consumer)
     mark = c.state.load(StateKey.of(c.backend, name, scope_value))
-    _write_watermark(mark, args.fmt, scope=scope_value, consumer=name)
+    _write_watermark(mark, args.fmt, scope=scope_value, consumer=name, utc=c.utc)
 
 
 class WatermarkSetArgs(ConsumerScopeArgs):
@@ -132,9 +138,9 @@ def watermark_set(c: Context, args: WatermarkSetArgs) -> None:
 
     output.check_format(args.fmt, allow_ndjson=False)
     scope_value, name = _scope(args.scope), _consumer(c, args.consumer)
-    instant = timefmt.parse_time(args.time, field="watermark set")
+    instant = timefmt.parse_time(args.time, field="watermark set", utc=c.utc)
     mark = c.state.commit(StateKey.of(c.backend, name, scope_value), instant, (), force=True)
-    _write_watermark(mark, args.fmt, scope=scope_value, consumer=name)
+    _write_watermark(mark, args.fmt, scope=scope_value, consumer=name, utc=c.utc)
     if instant > timefmt.now_us():
         output.hint(
             f"note: {timefmt.to_iso(instant)} is in the future: catchup will show nothing written before it "
@@ -249,8 +255,14 @@ def _record_endpoint(settings: Settings, endpoint: str) -> None:
 
 
 class LogoutArgs(Args):
-    """Forget the endpoint's key (keyring and file)."""
+    """Forget the endpoint's key (keyring and file), and undo what `login` recorded in config.toml.
 
+    A profile that holds nothing but the endpoint `login` recorded goes, and `default_profile` with
+    it when it named that profile, so commands read the embedded store again. A profile with more
+    in it stays, and logout says what it still selects and how to switch.
+    """
+
+    summary = "Forget the endpoint's key, and undo what login recorded."
     endpoint = text("--endpoint", metavar="URL", help="REST base URL whose key to forget.")
 
 
@@ -262,8 +274,98 @@ def logout(c: Context, args: LogoutArgs) -> None:
         output.hint(f"Key for {settings.endpoint} removed from the {' and the '.join(removed)}.")
     else:
         output.hint(f"No key was stored for {settings.endpoint}; nothing changed.")
+    assert settings.endpoint is not None
+    _unrecord_endpoint(c.settings, settings.endpoint)
     if c.settings.api_key:
         output.hint("note: MNEMO_API_KEY is still set in this environment")
+
+
+def _unrecord_endpoint(settings: Settings, endpoint: str) -> None:
+    """Undo `_record_endpoint`: drop the profiles that hold only this endpoint; say what else still selects it."""
+    from mnemo_tui.state.config import check_endpoint, edit_config, read_config
+
+    config = read_config(settings.config_path)
+    default = config.get("default_profile")
+    for name, section in config.get("profiles", {}).items():
+        try:
+            selects = check_endpoint(str(section.get("endpoint", ""))) == endpoint
+        except ValidationError:
+            selects = False
+        if not selects:
+            continue
+        if set(section) == {"endpoint"}:
+            edit_config(settings.config_path, drop_profile=name, default_profile=None if default == name else False)
+            output.hint(f"Profile {name!r} (only this endpoint) removed from {settings.config_path}.")
+        else:
+            output.hint(
+                f"Profile {name!r} of {settings.config_path} still selects {endpoint} and now has no key there: "
+                "`mnemo profile use NAME` (or --profile NAME) reads elsewhere, `mnemo profile list` lists them."
+            )
+    if settings.endpoint == endpoint and not settings.profile:
+        output.hint(f"note: MNEMO_ENDPOINT (or the top of config.toml) still selects {endpoint}")
+
+
+class ProfileListArgs(Args):
+    """The profiles of config.toml, what each selects, and which one is in use."""
+
+    fmt = table_format_opt()
+
+
+def profile_list(c: Context, args: ProfileListArgs) -> None:
+    from mnemo_tui.state.config import read_config
+
+    output.check_format(args.fmt, allow_ndjson=False)
+    config = read_config(c.settings.config_path)
+    default = config.get("default_profile")
+    found = []
+    for name, section in config.get("profiles", {}).items():
+        selects = section.get("endpoint") or section.get("store") or config.get("endpoint") or config.get("store")
+        found.append(
+            {
+                "name": name,
+                "default": name == default,
+                "in_use": name == c.settings.profile,
+                "endpoint": section.get("endpoint"),
+                "store": section.get("store"),
+                "selects": str(selects) if selects else "the default store",
+            }
+        )
+    output.listing(
+        args.fmt,
+        found,
+        empty=f"No profiles in {c.settings.config_path}. `mnemo login --endpoint URL` records one.",
+        headers=["", "PROFILE", "SELECTS"],
+        rows=[["*" if p["in_use"] else "", str(p["name"]), str(p["selects"])] for p in found],
+    )
+
+
+class ProfileUseArgs(Args):
+    """Make a profile the default (`default_profile` of config.toml); --none goes back to no profile."""
+
+    summary = "Switch the default profile (--none: no profile)."
+    name = argument("NAME", "A profile of config.toml.")
+    none = flag("--none", help="Use no profile: the top-level keys of config.toml, else the embedded store.")
+
+
+def profile_use(c: Context, args: ProfileUseArgs) -> None:
+    from mnemo_tui.state.config import edit_config, read_config
+
+    if (args.name is None) == (not args.none):
+        raise ValidationError("give a profile NAME, or --none (not both)")
+    profiles = read_config(c.settings.config_path).get("profiles", {})
+    if args.name is not None and args.name not in profiles:
+        import difflib
+
+        near = difflib.get_close_matches(args.name, list(profiles), n=1)
+        known = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(sorted(profiles)) or 'none'}"
+        raise ValidationError(f"no profile {args.name!r} in {c.settings.config_path} ({known})")
+    edit_config(c.settings.config_path, default_profile=args.name)
+    if args.name is None:
+        output.hint(f"No default profile now: commands read what the top of {c.settings.config_path} selects.")
+    else:
+        output.hint(f"Profile {args.name!r} is the default now.")
+    if os.environ.get("MNEMO_PROFILE"):
+        output.hint("note: MNEMO_PROFILE is set and wins over the default while it stays set")
 
 
 class StatusArgs(Args):
@@ -309,6 +411,11 @@ def status(c: Context, args: StatusArgs) -> None:
     if s.endpoint and isinstance(data["principal"], str) and data["principal"].startswith("key:"):
         # The wire has no "who am I": the client knows its key's fingerprint, which keys the watermarks.
         rows[2] = ("principal", f"{data['principal']} (this key's fingerprint; the endpoint does not name it)")
+    if s.store_path is not None and not s.store_path.exists():
+        missing = (
+            f"named by {s.store_given}, does not exist" if s.store_given else "not created yet: a write creates it"
+        )
+        rows = [(k, f"{v} ({missing})" if k == "store" else v) for k, v in rows]
     rows.append(("profile", s.profile or "(none)"))
     rows.append(("config", str(s.config_path) + ("" if s.config_path.exists() else " (not created yet)")))
     output.key_value_table(sys.stdout, rows)
@@ -346,9 +453,12 @@ def _remote_principal(c: Context) -> str | None:
 class DemoArgs(Args):
     """Fill the embedded store with realistic sample entries, two rooms and a secret."""
 
+    creates_store = True
+
     summary = "Fill the embedded store with sample entries, rooms, a secret."
     entries = number("--entries", "-n", metavar="N", help="How many entries in all (10 to 1,000,000).", default=2000)
     seed = maybe_number("--seed", metavar="N", help="Repeatable content.")
+    force = flag("--force", help="Add to a store that already holds entries (the new ones come after them).")
 
 
 def demo(c: Context, args: DemoArgs) -> None:
@@ -361,13 +471,23 @@ def demo(c: Context, args: DemoArgs) -> None:
         raise ValidationError(
             f"--entries must be between {demo_data.MIN_ENTRIES} and {demo_data.MAX_ENTRIES:,}, got {entries}"
         )
-    assert c.settings.store_path is not None
-    progress = output.Progress("entries written")
-    store = Store(c.settings.store_path)
+    path = store_path(c.settings, creates=True)
+    store = Store(path)
     try:
-        summary = demo_data.fill(store, c.settings.principal, entries, seed=seed, progress=progress.update)
+        newest = demo_data.newest(store, c.settings.principal)
+        if newest is not None and not args.force:
+            raise ValidationError(
+                f"the store {path} already holds entries: `mnemo demo` fills an empty store; add --force to "
+                "add more (after the newest), or name another with --store"
+            )
+        progress = output.Progress("entries written")
+        try:
+            summary = demo_data.fill(
+                store, c.settings.principal, entries, seed=seed, progress=progress.update, after=newest
+            )
+        finally:
+            progress.done()
     finally:
-        progress.done()
         store.close()
     lines = [
         f"Wrote {entries:,} demo entries and {summary.superseded} "

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 class TuiArgs(Args):
     """The terminal UI: a live catch-up feed of your store and rooms."""
 
+    creates_store = True
+
     scope = scope_opt("Scope to open first: omit for your own store.")
     consumer = text_opt("--consumer", metavar="NAME", help="Whose watermarks the counts and 'mark caught up' use.")
 

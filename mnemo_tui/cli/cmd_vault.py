@@ -83,8 +83,8 @@ def vault_list(c: Context, args: VaultListArgs) -> None:
         args.fmt,
         {"secrets": [s.wire() for s in secrets]},
         empty="Your vault is empty. Add a secret with `mnemo vault add ALIAS --context TEXT`.",
-        headers=["ALIAS", "CREATED (UTC)", "CONTEXT"],
-        rows=[[s.alias, timefmt.to_iso(s.created_at)[:19].replace("T", " "), s.context] for s in secrets],
+        headers=["ALIAS", "CREATED", "CONTEXT"],
+        rows=[[s.alias, timefmt.shown(s.created_at, c.utc), s.context] for s in secrets],
         flex=2,
     )
 
@@ -92,6 +92,8 @@ def vault_list(c: Context, args: VaultListArgs) -> None:
 class VaultAddArgs(Args):
     """Seal a secret on this machine and store it: the value comes from stdin or a hidden prompt, never an
     argument. It is sealed to the backend's key pair (made on first use), or to --to PUBLIC_KEY."""
+
+    creates_store = True
 
     summary = "Seal and store a secret (value from stdin or a prompt)."
     alias = required_argument("ALIAS", "Name of the secret: letters, digits, . _ -")

@@ -68,6 +68,7 @@ def _typed(fn: Callable[..., Any], signature: inspect.Signature, doc: str | None
     return fn
 
 
+HELP_FLAGS = {"help_option_names": ["-h", "--help"]}
 _CTX = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
 
 
@@ -75,14 +76,18 @@ def add(app: typer.Typer, name: str, args: type[A], body: Body[A]) -> None:
     """Register a command: its options, help and summary come from `args`; `body` runs it."""
 
     def command(ctx: typer.Context, **values: Any) -> int | None:
-        return body(ctx_of(ctx), args(**values))
+        c = ctx_of(ctx)
+        c.creates_store = args.creates_store
+        return body(c, args(**values))
 
     app.command(name, short_help=args.summary)(_typed(command, _signature(args, _CTX), args.__doc__))
 
 
 def group(app: typer.Typer, name: str, help: str, *, summary: str | None = None) -> typer.Typer:
     """A command group (`mnemo rooms ...`)."""
-    sub = typer.Typer(help=help, short_help=summary, no_args_is_help=True, rich_markup_mode=None)
+    sub = typer.Typer(
+        help=help, short_help=summary, no_args_is_help=True, rich_markup_mode=None, context_settings=HELP_FLAGS
+    )
     app.add_typer(sub, name=name)
     return sub
 
@@ -92,10 +97,11 @@ def root_app(help: str) -> typer.Typer:
     app = typer.Typer(
         name="mnemo",
         help=help,
-        add_completion=False,
+        add_completion=True,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
         no_args_is_help=True,
+        context_settings=HELP_FLAGS,
     )
 
     def root(ctx: typer.Context, **values: Any) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mnemo_tui.cli.options import RootArgs
-from mnemo_tui.errors import ValidationError
+from mnemo_tui.errors import LocalStateError, ValidationError
 from mnemo_tui.model import check_consumer
 from mnemo_tui.state.config import Settings, resolve, with_debug
 
@@ -16,16 +17,41 @@ if TYPE_CHECKING:
     from mnemo_tui.state.statedb import StateDB
 
 
-def open_backend(settings: Settings) -> Backend:
-    """The backend the settings select: the embedded store, or the endpoint (imported only then)."""
+def open_backend(settings: Settings, *, creates: bool = False) -> Backend:
+    """The backend the settings select: the embedded store, or the endpoint (imported only then).
+
+    A read never creates a store: a missing store at the default path reads as an empty one, and
+    a missing store someone named (`--store`, `MNEMO_STORE`, a profile) is an error naming it.
+    A write (`creates`) creates the file, and its folder only at the default path.
+
+    Raises:
+        LocalStateError: a named store that does not exist (for a read) or whose folder does not (a write).
+    """
     if settings.endpoint:
         from mnemo_tui.backends.remote import RemoteBackend
 
         return RemoteBackend.from_settings(settings)
     from mnemo_tui.backends.local import LocalBackend
 
-    assert settings.store_path is not None
-    return LocalBackend.open(settings.store_path, settings.principal)
+    path = store_path(settings, creates=creates)
+    if not creates and not path.exists():
+        return LocalBackend.empty(path, settings.principal)
+    return LocalBackend.open(path, settings.principal)
+
+
+def store_path(settings: Settings, *, creates: bool) -> Path:
+    """The embedded store's path, checked as `open_backend` says (a named store must exist, or its folder)."""
+    path = settings.store_path
+    assert path is not None
+    given = settings.store_given
+    if given is not None and not path.exists():
+        if not creates:
+            raise LocalStateError(
+                f"no store at {path} (named by {given}); check the path (a write such as `mnemo write` creates it)"
+            )
+        if not path.parent.is_dir():
+            raise LocalStateError(f"cannot create the store {path} (named by {given}): its folder does not exist")
+    return path
 
 
 @dataclass
@@ -33,6 +59,8 @@ class Context:
     """Per-invocation context handed to every command."""
 
     settings: Settings
+    no_pager: bool = False
+    creates_store: bool = False
     _backend: Backend | None = field(default=None, init=False)
     _state: StateDB | None = field(default=None, init=False)
 
@@ -40,12 +68,23 @@ class Context:
     def of(root: RootArgs) -> Context:
         """The context the root options select (flags, then environment, then config.toml)."""
         settings = resolve(profile=root.profile, store=root.store, endpoint=root.endpoint)
-        return Context(with_debug(settings, root.debug))
+        if settings.warnings:
+            import sys
+
+            sys.stderr.write("".join(w + "\n" for w in settings.warnings))
+        if root.utc:
+            settings = replace(settings, utc=True)
+        return Context(with_debug(settings, root.debug), no_pager=root.no_pager)
+
+    @property
+    def utc(self) -> bool:
+        """Wall-clock times in UTC (`--utc`, `utc = true`), else on the local clock."""
+        return self.settings.utc
 
     @property
     def backend(self) -> Backend:
         if self._backend is None:
-            self._backend = open_backend(self.settings)
+            self._backend = open_backend(self.settings, creates=self.creates_store)
         return self._backend
 
     @property

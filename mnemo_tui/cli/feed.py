@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -20,15 +21,15 @@ if TYPE_CHECKING:
     from mnemo_tui.model import EmptyReport
 
 
-def parse_times(since: str | None, until: str | None) -> tuple[int | None, int | None]:
+def parse_times(since: str | None, until: str | None, *, utc: bool = False) -> tuple[int | None, int | None]:
     """`--since` and `--until` in microseconds; a date-only `--until` is its day's last microsecond.
 
     Raises:
         ValidationError: a value outside the time grammar, or `--until` before `--since`.
     """
     now = timefmt.now_us()
-    low = timefmt.parse_time(since, field="--since", now=now) if since is not None else None
-    high = timefmt.parse_time(until, field="--until", end_of_day=True, now=now) if until is not None else None
+    low = timefmt.parse_time(since, field="--since", now=now, utc=utc) if since is not None else None
+    high = timefmt.parse_time(until, field="--until", end_of_day=True, now=now, utc=utc) if until is not None else None
     if low is not None and high is not None and high < low:
         raise ValidationError(f"--until {until!r} is before --since {since!r}")
     return low, high
@@ -51,15 +52,24 @@ def recent(c: Context, args: RecentArgs) -> int:
         The exit code (0).
     """
     fmt = output.check_format(args.fmt)
+    if args.follow:
+        return _recent(c, args, fmt)
+    with output.paged(fmt, no_pager=c.no_pager, configured=c.settings.pager):
+        return _recent(c, args, fmt)
+
+
+def _recent(c: Context, args: RecentArgs, fmt: str) -> int:
     check_limit_flag(args.limit)
-    if args.exclude_author is not None and not args.exclude_author.strip():
-        raise ValidationError("--exclude-author must not be blank")
-    low, high = parse_times(args.since, args.until)
+    for name, value in (("--author", args.author), ("--exclude-author", args.exclude_author)):
+        if value is not None and not value.strip():
+            raise ValidationError(f"{name} must not be blank")
+    low, high = parse_times(args.since, args.until, utc=c.utc)
     query = RecentQuery(
-        scope=parse_scope(args.scope),
+        scope=resolved_scope(c, parse_scope(args.scope)) if args.cursor is None else parse_scope(args.scope),
         since=low,
         until=high,
         exclude_author=args.exclude_author,
+        author=args.author,
         limit=args.limit,
         cursor=args.cursor,
         include_history=args.include_history,
@@ -69,18 +79,19 @@ def recent(c: Context, args: RecentArgs) -> int:
         _follow(c, query, fmt)
         return 0
     if args.all:
-        _recent_all(c, query, fmt)
+        _recent_all(c, query, fmt, reverse=args.reverse, wide=args.wide)
         return 0
     backend = c.backend
     out = sys.stdout
     page = backend.recent(query)
+    items = page.items[::-1] if args.reverse else page.items
     report = None
     if not page.items:
         from mnemo_tui import reports
 
         report = reports.for_recent(backend, query)
     if fmt == "ndjson":
-        output.ndjson(out, (e.wire for e in page.items))
+        output.ndjson(out, (e.wire for e in items))
         out.flush()
         if page.next_cursor:
             output.hint(f"next_cursor: {text.line(page.next_cursor)}")
@@ -89,16 +100,16 @@ def recent(c: Context, args: RecentArgs) -> int:
     elif fmt == "json":
         out.write(
             '{"items":['
-            + ",".join(e.wire for e in page.items)
+            + ",".join(e.wire for e in items)
             + f'],"next_cursor":{output.dumps(page.next_cursor)},"scope":{output.dumps(query.scope)},'
             + f'"empty_report":{output.dumps(report.wire() if report else None)}}}\n'
         )
     else:
-        table = output.TableWriter(out, scope=query.scope)
+        table = output.TableWriter(out, scope=query.scope, utc=c.utc, wide=args.wide)
         if report is not None:
             table.report(report)
         else:
-            table.rows(page.items)
+            table.rows(items)
             out.flush()
         if page.next_cursor:
             output.hint(continue_hint(query, page.next_cursor))
@@ -115,7 +126,8 @@ def _check_follow(args: RecentArgs) -> None:
     """
     if args.fmt == "json":
         raise ValidationError("--follow streams entries as they land: use --format ndjson (json is one document)")
-    for name, given in (("--cursor", args.cursor), ("--until", args.until), ("--all", args.all)):
+    given_flags = (("--cursor", args.cursor), ("--until", args.until), ("--all", args.all), ("--reverse", args.reverse))
+    for name, given in given_flags:
         if given:
             raise ValidationError(
                 f"--follow reads from the newest page (or --since) onward and never ends: it does not take {name} "
@@ -143,7 +155,7 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
     backend = c.backend
     out = sys.stdout
     tracker = LiveTracker(default_overlap(backend))
-    table = output.TableWriter(out, scope=query.scope) if fmt == "table" else None
+    table = output.TableWriter(out, scope=query.scope, utc=c.utc) if fmt == "table" else None
 
     def emit(entries: list[Entry]) -> None:
         if not entries:
@@ -173,16 +185,23 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
 
 
 def room_name_hint(backend: Backend, report: EmptyReport) -> None:
-    """When an empty own domain bears the name of a room the reader belongs to, say how to read the room."""
-    scope = report.scope
-    if report.kind != "empty_scope" or scope is None or scope.startswith("xroom:"):
-        return
-    for room in backend.rooms():
-        if room.name == scope:
-            output.hint(
-                f"(You belong to a room named {text.quoted(scope)}: read it with --scope {text.line(room.address)})"
-            )
-            return
+    """Under an empty own-domain read: the rooms of that name, or the nearest domain or room (stderr)."""
+    from mnemo_tui import reports
+
+    for line in reports.scope_hints(backend, report):
+        output.hint(line)
+
+
+def resolved_scope(c: Context, scope: str | None) -> str | None:
+    """The scope a command reads (`reports.scope_by_name`: a room's name reads that room), said on stderr."""
+    from mnemo_tui import reports
+
+    if scope is None or scope.startswith("xroom:"):
+        return scope
+    resolved, note = reports.scope_by_name(c.backend, scope)
+    if note is not None:
+        output.hint(note)
+    return resolved
 
 
 def continue_hint(query: RecentQuery, next_cursor: str) -> str:
@@ -194,6 +213,8 @@ def continue_hint(query: RecentQuery, next_cursor: str) -> str:
         args.append(f"--since {timefmt.to_iso(query.since)}")
     if query.until is not None:
         args.append(f"--until {timefmt.to_iso(query.until)}")
+    if query.author:
+        args.append(f"--author {output.shell_quote(query.author)}")
     if query.exclude_author:
         args.append(f"--exclude-author {output.shell_quote(query.exclude_author)}")
     if query.include_history:
@@ -206,21 +227,28 @@ def continue_hint(query: RecentQuery, next_cursor: str) -> str:
     return "More entries remain. Continue with:\n  " + command + "\n(or add --all to read to the end)"
 
 
-def _recent_all(c: Context, query: RecentQuery, fmt: str) -> None:
+def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide: bool) -> None:
+    """`recent --all`: streamed page by page; with `reverse`, held to the end and printed oldest first."""
     out = sys.stdout
     backend = c.backend
     progress = output.Progress("entries")
     count = 0
     if fmt == "table":
-        table = output.TableWriter(out, scope=query.scope)
+        table = output.TableWriter(out, scope=query.scope, utc=c.utc, wide=wide)
+        held: list[list[Entry]] = []
         # Every item is printed whatever the page size, so walk in the largest pages there are.
         for fresh in Walk(backend, replace(query, limit=MAX_LIMIT)).pages():
             if fresh:
-                table.rows(fresh)
-                out.flush()
+                if reverse:
+                    held.append(fresh[::-1])
+                else:
+                    table.rows(fresh)
+                    out.flush()
                 count += len(fresh)
                 progress.update(count)
         progress.done()
+        if held:
+            table.rows([e for page in reversed(held) for e in page])
         if count == 0:
             from mnemo_tui import reports
 
@@ -229,18 +257,23 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str) -> None:
             room_name_hint(backend, empty)
         return
     write = out.write
-    if fmt == "json":
-        write('{"items":[')
-        for chunk in stream_wire(backend, query):
-            write(("," if count else "") + ",".join(chunk))
-            count += len(chunk)
-            progress.update(count)
-    else:
-        for chunk in stream_wire(backend, query):
-            write("\n".join(chunk))
-            write("\n")
-            count += len(chunk)
-            progress.update(count)
+    source = stream_wire(backend, query)
+    try:
+        chunks: Iterator[list[str]] = iter([c[::-1] for c in reversed(list(source))]) if reverse else source
+        if fmt == "json":
+            write('{"items":[')
+            for chunk in chunks:
+                write(("," if count else "") + ",".join(chunk))
+                count += len(chunk)
+                progress.update(count)
+        else:
+            for chunk in chunks:
+                write("\n".join(chunk))
+                write("\n")
+                count += len(chunk)
+                progress.update(count)
+    finally:
+        source.close()  # a reader gone mid-stream (`| head`) ends the snapshot's statement now
     progress.done()
     report = None
     if count == 0:
@@ -265,24 +298,39 @@ def catchup(c: Context, args: CatchupArgs) -> int:
     Returns:
         The exit code: 0, or 1 with `--exit-code` when nothing was new.
     """
+    fmt = output.check_format(args.fmt)
+    with output.paged(fmt, no_pager=c.no_pager, configured=c.settings.pager):
+        return _catchup(c, args, fmt)
+
+
+def _catchup(c: Context, args: CatchupArgs, fmt: str) -> int:
     from mnemo_tui.catchup import CatchUp
 
-    fmt = output.check_format(args.fmt)
     check_limit_flag(args.limit)
-    scope_value = parse_scope(args.scope)
+    scope_value = resolved_scope(c, parse_scope(args.scope))
     consumer_name = c.consumer(args.consumer)
-    low = timefmt.parse_time(args.since, field="--since") if args.since is not None else None
+    low = timefmt.parse_time(args.since, field="--since", utc=c.utc) if args.since is not None else None
     overlap_us = timefmt.parse_overlap(args.overlap) if args.overlap is not None else None
     backend = c.backend
     walk = CatchUp(
         backend, c.state, consumer=consumer_name, scope=scope_value, limit=args.limit, overlap=overlap_us, since=low
     )
     out = sys.stdout
-    table = output.TableWriter(out, scope=scope_value) if fmt == "table" else None
+    table = output.TableWriter(out, scope=scope_value, utc=c.utc, wide=args.wide) if fmt == "table" else None
     progress = output.Progress("new")
     counted = [0]
+    held: list[list[Entry]] = []
 
     head = f'{{"scope":{output.dumps(scope_value)},"consumer":{output.dumps(consumer_name)},"items":['
+
+    def hold(entries: list[Entry]) -> None:
+        held.append(entries[::-1])
+
+    def deliver() -> None:
+        entries = [e for page in reversed(held) for e in page]
+        if entries:
+            counted[0] = 0
+            emit(entries)
 
     def emit(entries: list[Entry]) -> None:
         if fmt == "ndjson":
@@ -300,7 +348,13 @@ def catchup(c: Context, args: CatchupArgs) -> int:
         progress.update(counted[0])
 
     try:
-        result = walk.run(emit, commit=not args.no_commit, resume=args.resume, notice=output.hint)
+        result = walk.run(
+            hold if args.reverse else emit,
+            commit=not args.no_commit,
+            resume=args.resume,
+            notice=output.hint,
+            deliver=deliver if args.reverse else None,
+        )
     except BrokenPipeError:
         output.silence_stdout()
         progress.done()
@@ -330,7 +384,7 @@ def catchup(c: Context, args: CatchupArgs) -> int:
             table.report(report)
         else:
             out.flush()
-            output.hint(_catchup_summary(result, consumer_name))
+            output.hint(_catchup_summary(result, consumer_name, c.utc))
     if report is not None:
         room_name_hint(backend, report)
     if args.exit_code and result.delivered == 0:
@@ -338,14 +392,16 @@ def catchup(c: Context, args: CatchupArgs) -> int:
     return 0
 
 
-def _catchup_summary(result: CatchupResult, consumer: str) -> str:
+def _catchup_summary(result: CatchupResult, consumer: str, utc: bool) -> str:
     delivered, pages, repeats = result.delivered, result.pages, result.repeats_skipped
     if not result.committed:
         moved = "watermark not moved (--no-commit)"
     elif result.after is not None and result.after.created_at is not None:
-        moved = f"watermark now {timefmt.to_iso(result.after.created_at)}"
+        moved = f"watermark now {timefmt.shown(result.after.created_at, utc)}"
     else:
         moved = "watermark moved"
     noun = "entry" if delivered == 1 else "entries"
-    text = f"{delivered} new {noun} for consumer {consumer!r} in {pages} page(s); {moved}"
-    return text + (f"; {repeats} repeat(s) skipped" if repeats else "")
+    requests = "1 request" if pages == 1 else f"{pages} requests"
+    text = f"{delivered} new {noun} for consumer {consumer!r} in {requests}; {moved}"
+    again = "1 entry" if repeats == 1 else f"{repeats} entries"
+    return text + (f"; {again} you already had were not shown again" if repeats else "")

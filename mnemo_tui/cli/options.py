@@ -106,6 +106,8 @@ class Args:
     """
 
     summary: str | None = None
+    # Whether the command may create the embedded store (a write); a read of a missing store never does.
+    creates_store = False
 
     def __init__(self, **values: Any) -> None:
         for opt in self.options():
@@ -154,6 +156,14 @@ def entry_format_opt() -> Opt[str]:
     return given("--format", "-f", metavar="FORMAT", help="table, json or ndjson.", default="table")
 
 
+def reverse_opt() -> Opt[bool]:
+    return flag("--reverse", "-r", help="Oldest first (read a catch-up top to bottom); the walk itself is unchanged.")
+
+
+def wide_opt() -> Opt[bool]:
+    return flag("--wide", "-w", help="Tables: wrap each entry's whole content instead of its first line.")
+
+
 def table_format_opt() -> Opt[str]:
     """`--format` of every other command."""
     return given("--format", "-f", metavar="FORMAT", help="table or json.", default="table")
@@ -169,6 +179,13 @@ class RootArgs(Args):
     store = text("--store", metavar="PATH", help="Embedded store file (selects the embedded engine).")
     endpoint = text("--endpoint", metavar="URL", help="REST base URL (selects the remote backend).")
     debug = flag("--debug", help="Show tracebacks of errors.")
+    utc = flag("--utc", help="Show and read wall-clock times in UTC, not local time (also `utc = true`).")
+    no_pager = flag("--no-pager", help="Never page long output on a terminal.")
+    version = flag("--version", help="Print mnemo's version and exit.")
+
+
+# Root flags accepted anywhere before `--` (`mnemo recent --utc`), moved in front of the command.
+HOISTED = ("--debug", "--utc", "--no-pager")
 
 
 class RecentArgs(Args):
@@ -179,14 +196,19 @@ class RecentArgs(Args):
     scope = scope_opt()
     since = since_opt()
     until = until_opt()
-    exclude_author = text("--exclude-author", metavar="PRINCIPAL", help="Drop entries by this principal.")
     limit = limit_opt(20)
     cursor = text(
         "--cursor", metavar="CURSOR", help="Continue from a previous page's cursor (with the same scope and filters)."
     )
     all = flag("--all", help="Follow cursors to the end of the feed, streaming.")
+    author = text("--author", metavar="AUTHOR", help="Only entries by this author (principal, or principal/agent).")
+    exclude_author = text(
+        "--exclude-author", metavar="AUTHOR", help="Drop entries by this author (principal, or principal/agent)."
+    )
     include_history = include_history_opt()
     follow = flag("--follow", "-F", help="Then print each new entry as it lands, until ^C (table or ndjson).")
+    reverse = reverse_opt()
+    wide = wide_opt()
     fmt = entry_format_opt()
 
 
@@ -204,4 +226,6 @@ class CatchupArgs(Args):
     no_commit = flag("--no-commit", help="Touch neither the watermark nor the checkpoint.")
     resume = flag("--resume", help="Continue an interrupted walk from its checkpoint.")
     exit_code = flag("--exit-code", help="Exit 1 when nothing is new.")
+    reverse = reverse_opt()
+    wide = wide_opt()
     fmt = entry_format_opt()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 from mnemo_tui import text, timefmt
@@ -32,7 +33,55 @@ def check_format(value: str, *, allow_ndjson: bool = True) -> str:
         reconfigure = getattr(sys.stdout, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(encoding="utf-8", errors="strict")
+    if value == "json" and is_tty(sys.stdout) and not isinstance(sys.stdout, _PrettyJson):
+        sys.stdout = _PrettyJson(sys.stdout)
     return value
+
+
+class _PrettyJson:
+    """Holds a JSON document meant for a person's terminal, to print it indented (`finish_stdout`).
+
+    A pipe gets the compact document, exact. On a terminal the same document is indented, and the
+    characters a terminal would act on (C1 controls, bidi marks, line separators) stay escaped.
+    """
+
+    def __init__(self, real: IO[str]) -> None:
+        self.real = real
+        self.parts: list[str] = []
+
+    def write(self, data: str) -> int:
+        self.parts.append(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.real.fileno()
+
+    def finish(self) -> None:
+        import json
+        import re
+
+        unsafe = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+        for line in "".join(self.parts).splitlines():
+            try:
+                pretty = json.dumps(json.loads(line), indent=2, ensure_ascii=False)
+            except ValueError:
+                pretty = line
+            self.real.write(unsafe.sub(lambda m: f"\\u{ord(m.group()):04x}", pretty) + "\n")
+        self.real.flush()
+
+
+def finish_stdout() -> None:
+    """Write what a terminal's JSON document held (see `_PrettyJson`); nothing otherwise."""
+    held = sys.stdout
+    if isinstance(held, _PrettyJson):
+        sys.stdout = held.real
+        held.finish()
 
 
 def document_or_line(fmt: str, document: Any, line: str) -> None:
@@ -119,36 +168,52 @@ class Progress:
 class TableWriter:
     """Writes entries as aligned lines, page by page, so a long walk streams instead of buffering.
 
-    Each line: age (relative), creation time (absolute, UTC), author, domain, the first line of
-    the content, and the start of the atom id. Columns give way to the content on a narrow
-    terminal; colour follows `NO_COLOR` and the terminal. A room's feed has no domain column: every
-    entry's domain is the room's address, which the scope already says.
+    Each line: when (the age while it says enough, else the date, on the local clock unless
+    `utc`), author, domain, the first line of the content, and the start of the atom id. Widths
+    are terminal cells (wide characters take two). Columns are sized to the first page and give
+    way to the content on a narrow terminal; colour follows `NO_COLOR` and the terminal. A room's
+    feed, or one domain's, has no domain column: the scope already says it. `wide` wraps each
+    entry's whole content under its content column instead of clipping its first line.
     """
 
-    def __init__(self, out: IO[str] | None = None, now: int | None = None, scope: str | None = None) -> None:
+    def __init__(
+        self,
+        out: IO[str] | None = None,
+        now: int | None = None,
+        scope: str | None = None,
+        *,
+        utc: bool = False,
+        wide: bool = False,
+    ) -> None:
         self.out = out or sys.stdout
         self.color = color_enabled(self.out)
         self.width = width_of(self.out)
         self.now = timefmt.now_us() if now is None else now
+        self.utc = utc
+        self.wrap = wide
         self.header_done = False
         self.count = 0
-        # Columns give way, widest first, so the content keeps room on a narrow terminal.
-        self.wide = self.width >= 100
+        self.when_w = 12
         self.author_w, self.domain_w = (18, 16) if self.width >= 80 else (12, 10)
         self.show_id = self.width >= 70
-        self.show_domain = not (scope or "").startswith("xroom:")
+        self.show_domain = scope is None
         self._layout()
 
     def _layout(self) -> None:
         domain = self.domain_w + 2 if self.show_domain else 0
-        fixed = 11 + (21 if self.wide else 0) + self.author_w + 2 + domain + (10 if self.show_id else 0)
-        self.content_w = max(10, self.width - fixed)
+        self.indent = self.when_w + 2 + self.author_w + 2 + domain
+        self.content_w = max(10, self.width - self.indent - (10 if self.show_id else 0))
+
+    def _when(self, entry: Entry) -> str:
+        return timefmt.when(entry.created_at, self.now, self.utc)
 
     def _fit(self, entries: list[Entry]) -> None:
-        """Narrow the author and domain columns to what the first page needs, so the content gets the room."""
+        """Narrow the columns to what the first page needs, so the content gets the room."""
         if entries:
-            self.author_w = min(self.author_w, max(len("AUTHOR"), *(len(text.line(e.author)) for e in entries)))
-            self.domain_w = min(self.domain_w, max(len("DOMAIN"), *(len(text.line(e.domain)) for e in entries)))
+            header = "WHEN (UTC)" if self.utc else "WHEN"
+            self.when_w = max(len(header), *(len(self._when(e)) for e in entries))
+            self.author_w = min(self.author_w, max(len("AUTHOR"), *(text.cells(text.line(e.author)) for e in entries)))
+            self.domain_w = min(self.domain_w, max(len("DOMAIN"), *(text.cells(text.line(e.domain)) for e in entries)))
             self._layout()
 
     def _style(self, text: str, code: str) -> str:
@@ -157,9 +222,9 @@ class TableWriter:
     def header(self) -> None:
         """Write the column header once."""
         if not self.header_done:
-            created = f"{'CREATED (UTC)':<19}  " if self.wide else ""
             domain = f"{'DOMAIN':<{self.domain_w}}  " if self.show_domain else ""
-            line = f"{'AGE':<9}  {created}{'AUTHOR':<{self.author_w}}  {domain}CONTENT"
+            when = "WHEN (UTC)" if self.utc else "WHEN"
+            line = f"{when:<{self.when_w}}  {'AUTHOR':<{self.author_w}}  {domain}CONTENT"
             self.out.write(self._style(line, "1") + "\n")
             self.header_done = True
 
@@ -172,24 +237,46 @@ class TableWriter:
         lines = []
         for entry in entries:
             self.count += 1
-            age = timefmt.relative(entry.created_at, self.now)
-            created = (timefmt.to_iso(entry.created_at)[:19].replace("T", " ") + "  ") if self.wide else ""
+            when = text.pad(self._when(entry), self.when_w)
             extra = " (superseded)" if entry.superseded_by else ""
-            first = _clip(entry.first_line or "(blank)", max(1, room - len(extra)))
-            author = f"{_clip(entry.author, self.author_w):<{self.author_w}}"
-            domain = f"{_clip(entry.domain, self.domain_w):<{self.domain_w}}  " if self.show_domain else ""
-            line = (
-                f"{self._style(f'{age:<9}', '36')}  {created}{self._style(author, '33')}  "
-                f"{domain}{first}{self._style(extra, '2')}"
-            )
+            author = text.pad(_clip(entry.author, self.author_w), self.author_w)
+            domain = text.pad(_clip(entry.domain, self.domain_w), self.domain_w) + "  " if self.show_domain else ""
+            lead = f"{self._style(when, '36')}  {self._style(author, '33')}  {domain}"
+            if self.wrap:
+                parts = _wrapped(entry.content, max(1, room - len(extra))) or ["(blank)"]
+                first = parts[0]
+            else:
+                parts = []
+                first = _clip(entry.first_line or "(blank)", max(1, room - len(extra)))
+            line = f"{lead}{first}{self._style(extra, '2')}"
             if self.show_id:
-                line += " " * max(2, room - len(first) - len(extra) + 2) + self._style(entry.atom_id[:8], "2")
+                gap = max(2, room - text.cells(first) - len(extra) + 2)
+                line += " " * gap + self._style(entry.atom_id[:8], "2")
             lines.append(line + "\n")
+            lines.extend(" " * self.indent + part + "\n" for part in parts[1:])
         self.out.write("".join(lines))
 
     def report(self, report: EmptyReport) -> None:
         """Write an empty report (the result of an empty answer in table mode): its shown text."""
         self.out.write(report.shown + "\n")
+
+
+def _wrapped(content: str, width: int) -> list[str]:
+    """The whole content as safe lines of at most `width` cells: its own lines kept, each wrapped at spaces."""
+    out: list[str] = []
+    for raw in content.split("\n"):
+        shown = " ".join(text.line(raw).split())
+        while text.cells(shown) > width:
+            cut = text.clip(shown, width + 1)[:-1]  # the longest head that fits
+            space = cut.rfind(" ")
+            head = cut[:space] if space > 0 else cut
+            out.append(head)
+            shown = shown[len(head) :].lstrip()
+        if shown or not out or out[-1]:
+            out.append(shown)
+    while out and not out[-1]:
+        out.pop()
+    return out
 
 
 def _clip(value: str, width: int) -> str:
@@ -198,8 +285,90 @@ def _clip(value: str, width: int) -> str:
 
 
 def _clip_shown(shown: str, width: int) -> str:
-    shown = " ".join(shown.split())
-    return shown if len(shown) <= width else shown[: max(1, width - 1)] + "…"
+    return text.clip(" ".join(shown.split()), width)
+
+
+def may_ask(yes: bool, command: str) -> None:
+    """Refuse (exit 2) a destructive command that would ask first when it cannot: stdin or stderr is no terminal."""
+    if not yes and not (is_tty(sys.stdin) and is_tty(sys.stderr)):
+        raise ValidationError(f"{command} asks first, and stdin is not a terminal: add --yes to go ahead")
+
+
+def confirmed(question: str) -> bool:
+    """Ask `question [y/N]` on stderr and read the answer from stdin; only y or yes is a yes."""
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+class _ToPager:
+    """The pager's stdin as stdout: a terminal to the table writer (width and colour are the terminal's)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+
+    def write(self, data: str) -> int:
+        return self.stream.write(data)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return sys.__stdout__.fileno() if sys.__stdout__ is not None else 1
+
+
+@contextmanager
+def paged(fmt: str, *, no_pager: bool, configured: str | None) -> Iterator[None]:
+    """Send a table written to a terminal through a pager, as git does; nothing else is paged.
+
+    The pager is `MNEMO_PAGER`, else `pager` of config.toml, else `PAGER`, else `less -FRX` (which
+    quits at once when the output fits the screen, and keeps colours). `--no-pager`, a pipe, a
+    machine format or a pager of `cat` (or empty) write straight to stdout. Messages meant for
+    stderr wait until the pager has closed, so they never land in the middle of the page. A
+    pager quit early (`q`) reads as an output closed mid-way: a catch-up then moves no watermark.
+    """
+    if fmt != "table" or no_pager or not is_tty(sys.stdout):
+        yield
+        return
+    command = (os.environ.get("MNEMO_PAGER") or configured or os.environ.get("PAGER") or "less -FRX").strip()
+    if command in ("", "cat"):
+        yield
+        return
+    import subprocess
+
+    env = dict(os.environ)
+    env.setdefault("LESS", "FRX")
+    env.setdefault("LV", "-c")
+    try:
+        pager = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env=env, text=True, encoding="utf-8")
+    except OSError:
+        yield
+        return
+    assert pager.stdin is not None
+    import io
+
+    real_out, real_err = sys.stdout, sys.stderr
+    held = io.StringIO()
+    sys.stdout, sys.stderr = _ToPager(pager.stdin), held
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = real_out, real_err
+        try:
+            pager.stdin.close()
+        except BrokenPipeError:
+            pass
+        while True:
+            try:
+                pager.wait()
+                break
+            except KeyboardInterrupt:  # ^C belongs to the pager (less ignores it) until it exits
+                continue
+        real_err.write(held.getvalue())
+        real_err.flush()
 
 
 def hint(message: str) -> None:
@@ -249,7 +418,7 @@ def grid(out: IO[str], headers: list[str], rows: list[list[str]], *, flex: int |
     rows = [[text.line(c) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
-        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+        widths = [max(w, text.cells(c)) for w, c in zip(widths, row, strict=True)]
     if flex is not None:
         others = sum(w for i, w in enumerate(widths) if i != flex) + 2 * (len(widths) - 1)
         room = max(len(headers[flex]), 10, width_of(out) - others)
@@ -260,4 +429,4 @@ def grid(out: IO[str], headers: list[str], rows: list[list[str]], *, flex: int |
     head = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()
     out.write((f"\x1b[1m{head}\x1b[0m" if color else head) + "\n")
     for row in rows:
-        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+        out.write("  ".join(text.pad(c, w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")

@@ -27,6 +27,7 @@ def binding(principal: str, query: RecentQuery) -> bytes:
         "" if query.until is None else str(query.until),
         query.exclude_author or "",
         "h" if query.include_history else "",
+        *(() if query.author is None else ("author", query.author)),
     )
     return hashlib.sha256("\x1f".join(parts).encode()).digest()[:8]
 

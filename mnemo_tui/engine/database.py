@@ -128,10 +128,12 @@ class Database:
         secret: the store's cursor secret.
     """
 
-    def __init__(self, path: Path | str, *, create: bool = True) -> None:
+    def __init__(self, path: Path | str, *, create: bool = True, memory: bool = False) -> None:
         self.path = Path(path).resolve()
         self.identity = str(self.path)
-        self.db = connect(self.path, create=create)
+        # `memory`: an empty store that lives in this process only, under the path's identity (what a
+        # read of a store that does not exist yet sees, without creating a file).
+        self.db = _open(Path(":memory:"))[0] if memory else connect(self.path, create=create)
         self.secret = bytes(self.db.execute("SELECT value FROM meta WHERE key = 'cursor_secret'").fetchone()[0])
         self.lock = threading.RLock()
         self._file = _file_id(self.path)

@@ -158,6 +158,9 @@ class FeedOps(Database):
         ]
 
 
+_PRINCIPAL_AGENT = "IFNULL(a.principal || '/' || COALESCE(NULLIF(a.agent_name, ''), a.agent), '')"
+
+
 def _filtered(q: RecentQuery | SearchQuery) -> tuple[str, list[Any]]:
     """The time, author and supersession conditions shared by the feed and search."""
     sql, params = "", list[Any]()
@@ -167,9 +170,13 @@ def _filtered(q: RecentQuery | SearchQuery) -> tuple[str, list[Any]]:
     if q.until is not None:
         sql += " AND a.created_at <= ?"
         params.append(q.until)
+    # An author is a principal, or the AUTHOR column's `principal/agent` (model.by_author says the same).
+    if q.author is not None:
+        sql += f" AND (a.principal = ? OR {_PRINCIPAL_AGENT} = ?)"
+        params += [q.author, q.author]
     if q.exclude_author is not None:
-        sql += " AND a.principal != ?"
-        params.append(q.exclude_author)
+        sql += f" AND a.principal != ? AND {_PRINCIPAL_AGENT} != ?"
+        params += [q.exclude_author, q.exclude_author]
     # Room entries cannot be superseded, so the read-side filter is inert there.
     if not q.include_history and room_of(q.scope) is None:
         sql += " AND a.superseded_by IS NULL"

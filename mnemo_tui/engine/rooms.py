@@ -6,6 +6,7 @@ import hmac
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
+from mnemo_tui.engine.atoms import _delete_one
 from mnemo_tui.engine.database import Database
 from mnemo_tui.errors import Conflict, NotFound, ValidationError
 from mnemo_tui.model import ROOM_ID, Invite, Joined, Room, room_id_of
@@ -68,6 +69,25 @@ class RoomOps(Database):
             ValidationError: several of the principal's rooms bear that name.
         """
         return room_id_of(ref, lambda: self.list_rooms(principal))
+
+    def delete_room(self, principal: str, room_id: str) -> int:
+        """Delete a room the principal owns: its entries (through the one delete path), their feedback,
+        its invites, its members and the room itself; returns how many entries went. Deleting is for
+        the owner only; a member or a stranger is refused and nothing changes.
+
+        Raises:
+            Forbidden: not the owner, not a member, or no such room.
+        """
+        with self.transaction() as db:
+            self.require_owner(principal, room_id, "delete it")
+            bucket = self.room_bucket(principal, room_id)
+            atoms = [r[0] for r in db.execute("SELECT atom_id FROM atoms WHERE bucket = ?", (bucket,))]
+            deleted = sum(_delete_one(db, bucket, atom) for atom in atoms)
+            db.execute("DELETE FROM feedback WHERE bucket = ?", (bucket,))
+            db.execute("DELETE FROM invites WHERE room_id = ?", (room_id,))
+            db.execute("DELETE FROM members WHERE room_id = ?", (room_id,))
+            db.execute("DELETE FROM rooms WHERE room_id = ?", (room_id,))
+        return deleted
 
     def create_invite(
         self, principal: str, room_id: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1

@@ -50,6 +50,7 @@ class CheckReport:
     checks: tuple[CheckResult, ...]
     scope: str
     target: str
+    cleanup: str = ""
 
     @property
     def passed(self) -> bool:
@@ -111,21 +112,60 @@ def run_checks(
     if overlap is None:
         overlap = default_overlap(backend)
     run_id = secrets.token_hex(4)
-    walk, probe = _walk_checks(backend, scope, overlap, run_id)
-    checks = (walk, probe, _empty_scope_check(backend, probe_room), _search_check(backend, scope))
+    written: list[str] = []
+    created: list[Room] = []
+    try:
+        walk, probe = _walk_checks(backend, scope, overlap, run_id, written)
+        checks = (walk, probe, _empty_scope_check(backend, probe_room, created), _search_check(backend, scope))
+    finally:
+        cleanup = _clean_up(backend, scope, written, created)
     target = f"{backend.kind} backend {backend.identity} as {backend.principal}"
-    return CheckReport(checks=checks, scope=scope, target=target)
+    return CheckReport(checks=checks, scope=scope, target=target, cleanup=cleanup)
+
+
+def _clean_up(backend: Backend, scope: str, written: list[str], created: list[Room]) -> str:
+    """Delete what the checks wrote (the probes, and the probe room if they created it); say what is left.
+
+    The probe consumer's watermark and checkpoints live in a throwaway state database, gone already.
+    """
+    said: list[str] = []
+    deleted = 0
+    for atom in written:
+        try:
+            deleted += backend.delete(atom)
+        except FATAL:
+            raise
+        except MnemoError:
+            pass
+    if deleted:
+        said.append(f"deleted its {deleted} probe {'entry' if deleted == 1 else 'entries'}")
+    if deleted < len(written):
+        left = len(written) - deleted
+        why = " (a room's entries stay: only its owner deletes the room)" if room_of(scope) else ""
+        said.append(f"left {left} probe {'entry' if left == 1 else 'entries'} in {scope}{why}")
+    for room in created:
+        try:
+            backend.delete_room(room.room_id)
+            said.append(f"deleted the probe room it created ({room.address})")
+        except FATAL:
+            raise
+        except MnemoError as exc:
+            said.append(f"left the probe room it created, {room.address} ({exc.message})")
+    return "check " + ", ".join(said) + "; its throwaway watermark and checkpoints are gone" if said else ""
 
 
 # -- checks 1 and 2: one walk with a write landing after its first page, then the next pass -------
 
 
-def _walk_checks(backend: Backend, scope: str, overlap: int, run_id: str) -> tuple[CheckResult, CheckResult]:
+def _walk_checks(
+    backend: Backend, scope: str, overlap: int, run_id: str, written: list[str]
+) -> tuple[CheckResult, CheckResult]:
     walk_name, probe_name = CHECK_NAMES[0], CHECK_NAMES[1]
     try:
-        seeded = [
-            backend.write(_probe(scope, f"probe {i + 1}/{SEED_PROBES}", run_id)).atom_id for i in range(SEED_PROBES)
-        ]
+        seeded = written
+        for i in range(SEED_PROBES):
+            seeded.append(backend.write(_probe(scope, f"probe {i + 1}/{SEED_PROBES}", run_id)).atom_id)
+        seeded = list(written)
         low = backend.get(seeded[0]).created_at
     except FATAL:
         raise
@@ -137,6 +177,7 @@ def _walk_checks(backend: Backend, scope: str, overlap: int, run_id: str) -> tup
     def write_after_first_page(served: int) -> None:
         if served == 1 and not mid_walk:
             mid_walk.append(backend.write(_probe(scope, "mid-walk probe", run_id)).atom_id)
+            written.append(mid_walk[-1])
 
     with tempfile.TemporaryDirectory(prefix="mnemo-check-") as tmp:
         state = StateDB(Path(tmp) / "state.db")
@@ -231,17 +272,17 @@ def _judge_probe(
         name,
         True,
         f"the probe {_short(probe)} written after page 1 was not in that walk; the next pass {since} returned it "
-        f"{where} ({len(ids_b)} new, {result_b.repeats_skipped} repeat(s) at the watermark skipped)",
+        f"{where} ({len(ids_b)} new; {result_b.repeats_skipped} already delivered at the watermark instant, not shown again)",
     )
 
 
 # -- check 3: an unscoped read that comes back empty names every room -------------------------
 
 
-def _empty_scope_check(backend: Backend, probe_room: bool) -> CheckResult:
+def _empty_scope_check(backend: Backend, probe_room: bool, created: list[Room]) -> CheckResult:
     name = CHECK_NAMES[2]
     try:
-        expected, note = _rooms_to_name(backend, probe_room)
+        expected, note = _rooms_to_name(backend, probe_room, created)
         query, newest = _empty_unscoped_read(backend)
         if newest == "busy":
             return CheckResult(name, False, "no empty unscoped read: entries kept arriving past the newest, 5 times")
@@ -275,7 +316,7 @@ def _empty_scope_check(backend: Backend, probe_room: bool) -> CheckResult:
     )
 
 
-def _rooms_to_name(backend: Backend, probe_room: bool) -> tuple[list[Room], str]:
+def _rooms_to_name(backend: Backend, probe_room: bool, created: list[Room]) -> tuple[list[Room], str]:
     """The rooms an unscoped empty report must name, and a note on the probe room."""
     listed = backend.rooms()
     if not probe_room:
@@ -296,6 +337,7 @@ def _rooms_to_name(backend: Backend, probe_room: bool) -> tuple[list[Room], str]
         raise
     except MnemoError as exc:
         return listed, f" (the probe room could not be created: {exc.message})"
+    created.append(room)
     return [*listed, room], f", including the probe room {room.address} (created now)"
 
 

@@ -318,6 +318,7 @@ def create_app(
             at("/memory/atoms/by-external-ref", routes.atom_by_external_ref, "POST"),
             at("/memory/atoms/{atom_id}/chain", routes.atom_chain, "GET"),
             at("/memory/rooms/{room_id}/invites", routes.rooms_invites, "GET"),
+            at("/memory/rooms/{room_id}", routes.rooms_delete, "DELETE"),
             at("/memory/export", routes.export, "GET"),
             at("/memory/domain/{domain}", routes.domain_delete, "DELETE"),
             at("/memory/reset", routes.reset if allow_reset else reset_refused, "DELETE"),

@@ -379,6 +379,13 @@ def rooms_join(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     return joined.wire(f"Read it with domain {joined.address} (mnemo recent --scope {joined.address}).")
 
 
+def rooms_delete(engine: Engine, who: str, call: Call) -> dict[str, Any]:
+    """`DELETE /memory/rooms/{room_id}`: our extension (the hosted plane has none); owner only, the room's
+    entries, invites and members go with it; an unknown room reads like a foreign one (403)."""
+    room_id = call.params["room_id"]
+    return {"room_id": room_id, "deleted": engine.delete_room(who, room_id), "status": "deleted"}
+
+
 # -- vault ----------------------------------------------------------------------------------
 
 

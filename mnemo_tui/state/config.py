@@ -28,6 +28,11 @@ class Settings:
         consumer: the default consumer name.
         profile: the profile in use, if any.
         api_key: a key given through `MNEMO_API_KEY` (never printed).
+        store_given: who named the store (`--store`, `MNEMO_STORE`, a profile, the file), None for
+            the default path: a missing store someone named is an error, a missing default one is empty.
+        utc: tables show UTC rather than local time (`utc = true`, or `--utc`).
+        pager: the pager of `config.toml` (`pager = "less -FRX"`), under `MNEMO_PAGER`.
+        warnings: what a person should hear about the settings (an unknown key of `config.toml`).
     """
 
     config_path: Path
@@ -41,6 +46,10 @@ class Settings:
     api_key: str | None = None
     home: Path | None = None
     debug: bool = False
+    store_given: str | None = None
+    utc: bool = False
+    pager: str | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def backend_kind(self) -> str:
@@ -60,7 +69,25 @@ def _dirs(home: Path | None) -> tuple[Path, Path, Path]:
     )
 
 
-_TEXT_KEYS = ("store", "endpoint", "state", "principal", "agent", "consumer")
+_TEXT_KEYS = ("store", "endpoint", "state", "principal", "agent", "consumer", "pager")
+_BOOL_KEYS = ("utc",)
+_KEYS = (*_TEXT_KEYS, *_BOOL_KEYS)
+
+
+def unknown_keys(path: Path, data: dict[str, Any]) -> list[str]:
+    """A warning for each key of `config.toml` mnemo does not know, naming the nearest known one."""
+    found: list[str] = []
+    tables: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [("", data, (*_KEYS, "default_profile", "profiles"))]
+    tables += [(f"[profiles.{n}] ", t, _KEYS) for n, t in data.get("profiles", {}).items()]
+    for where, table, known in tables:
+        for key in table:
+            if key not in known:
+                import difflib  # only on the way to a warning: it costs a cold start 30 ms
+
+                near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+                also = f" (did you mean {near[0]}?)" if near else f" (known: {', '.join(known)})"
+                found.append(f"mnemo: warning: {path}: {where}unknown key {key!r} is ignored{also}")
+    return found
 
 
 def read_config(path: Path) -> dict[str, Any]:
@@ -99,6 +126,11 @@ def read_config(path: Path) -> dict[str, Any]:
         for key in _TEXT_KEYS:
             if key in table and not isinstance(table[key], str):
                 raise LocalStateError(f"config file {path}: {where}{key} must be a string; fix it or move it aside")
+        for key in _BOOL_KEYS:
+            if key in table and not isinstance(table[key], bool):
+                raise LocalStateError(
+                    f"config file {path}: {where}{key} must be true or false; fix it or move it aside"
+                )
     if "default_profile" in data and not isinstance(data["default_profile"], str):
         raise LocalStateError(f"config file {path}: default_profile must be a string; fix it or move it aside")
     return data
@@ -204,6 +236,7 @@ def resolve(
     store_value: str | None = None
     endpoint_value: str | None = None
     from_file = False
+    given: str | None = None
     for level, (level_store, level_endpoint) in enumerate(
         (
             (store, endpoint),
@@ -218,6 +251,7 @@ def resolve(
         if level_store or level_endpoint:
             store_value, endpoint_value = level_store, level_endpoint
             from_file = level >= 2
+            given = ("--store", "MNEMO_STORE", f"profile {profile_name!r} of {config_path}", str(config_path))[level]
             break
     store_path: Path | None = None
     if store_value:
@@ -242,6 +276,10 @@ def resolve(
         api_key=environ.get("MNEMO_API_KEY", "").strip() or None,
         home=home,
         debug=environ.get("MNEMO_DEBUG", "") not in ("", "0"),
+        store_given=given if store_value else None,
+        utc=bool(section.get("utc", config.get("utc", False))),
+        pager=str(section.get("pager", config.get("pager", ""))).strip() or None,
+        warnings=tuple(unknown_keys(config_path, config)),
     )
 
 
@@ -281,6 +319,38 @@ def save_profile(config_path: Path, profile: str, values: dict[str, str | None],
                 del section[key]
         else:
             section[key] = value
+    _write_atomic(config_path, tomlkit.dumps(doc))
+
+
+def edit_config(
+    config_path: Path, *, default_profile: str | bool | None = False, drop_profile: str | None = None
+) -> None:
+    """Set or remove `default_profile` (a name, None to remove, False to leave it) and drop one
+    `[profiles.NAME]` table, keeping the file's comments; rewritten atomically.
+
+    Raises:
+        LocalStateError: the file cannot be read, parsed or written.
+    """
+    import tomlkit
+
+    read_config(config_path)
+    try:
+        doc = tomlkit.parse(config_path.read_text("utf-8") if config_path.exists() else "")
+    except (OSError, ValueError) as exc:
+        raise LocalStateError(f"config file {config_path} cannot be read ({exc}); fix it or move it aside") from None
+    profiles: Any = doc.get("profiles")
+    if drop_profile is not None and profiles is not None and drop_profile in profiles:
+        del profiles[drop_profile]
+        if not profiles:
+            del doc["profiles"]
+    if default_profile is None:
+        if "default_profile" in doc:
+            del doc["default_profile"]
+    elif isinstance(default_profile, str):
+        if "default_profile" in doc:
+            doc["default_profile"] = default_profile
+        else:
+            doc.add("default_profile", default_profile)
     _write_atomic(config_path, tomlkit.dumps(doc))
 
 

@@ -13,7 +13,19 @@ import mnemo_tui.cli as cli_main
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import WriteRequest
 
-HEAVY = ("textual", "httpx", "keyring", "starlette", "uvicorn", "pydantic", "typer", "rich", "nacl")
+HEAVY = (
+    "textual",
+    "httpx",
+    "keyring",
+    "starlette",
+    "uvicorn",
+    "pydantic",
+    "typer",
+    "rich",
+    "nacl",
+    "difflib",
+    "tomlkit",
+)
 
 PROBE = """
 import io, json, sys
@@ -89,7 +101,7 @@ def test_only_the_commands_that_seal_or_unseal_import_the_crypto_library(filled:
     listed = probe(filled, "vault", "list", "--format", "json")
     assert listed["code"] == 0 and "nacl" not in heavy_in(listed["modules"])
     assert "mnemo_tui.state.sealing" not in listed["modules"]  # type: ignore[operator]
-    demo = probe(filled, "demo", "--entries", "10")
+    demo = probe(filled, "demo", "--entries", "10", "--force")
     assert demo["code"] == 0 and "nacl" in heavy_in(demo["modules"])
 
 
@@ -108,7 +120,7 @@ def test_only_the_commands_that_seal_or_unseal_import_the_crypto_library(filled:
         ["catchup", "--help"],
         ["catchup", "--until", "now"],
         ["search", "x"],
-        ["--version"],
+        ["--version", "--bogus"],
         ["--store"],
         [],
     ],
@@ -139,7 +151,7 @@ def run_both(
         ["recent", "--since", "yesterday", "--until", "2000-01-01"],
         ["recent", "--scope", "xroom:nope"],
         ["recent", "--format", "yaml"],
-        ["--store", "{home}/other.db", "recent", "-f", "json"],
+        ["--store", "{home}/store.db", "recent", "-f", "json"],
         ["recent", "--exclude-author", "local", "-f", "json"],
     ],
 )

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from keyring_helpers import subprocess_env
 
+from mnemo_tui import timefmt
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import WriteRequest
 
@@ -80,6 +81,8 @@ def test_watermark_set_moves_what_catchup_reads(cli, isolated_home: Path) -> Non
 
 
 def test_watermarks_are_per_store(cli, tmp_path: Path) -> None:
+    for name in ("a.db", "b.db"):
+        assert cli("--store", str(tmp_path / name), "write", "x").code == 0
     cli("--store", str(tmp_path / "a.db"), "watermark", "set", "today")
     assert len(json.loads(cli("--store", str(tmp_path / "a.db"), "watermark", "list", "-f", "json").stdout)) == 1
     assert json.loads(cli("--store", str(tmp_path / "b.db"), "watermark", "list", "-f", "json").stdout) == []
@@ -183,9 +186,41 @@ def test_login_keeps_the_key_in_the_keyring_and_records_the_endpoint(
     out = cli("logout", env=env)
     assert out.code == 0 and "removed" in out.stderr
     assert json.loads((tmp_path / "keyring.json").read_text()) == {}
-    assert json.loads(cli("status", "-f", "json", env=env).stdout)["key_source"] == "none"
+    # logout undid what login recorded: the profile holding only the endpoint went, with default_profile.
+    assert tomllib.loads((isolated_home / "config.toml").read_text()) == {}
+    assert "Profile 'default' (only this endpoint) removed" in out.stderr
+    status = json.loads(cli("status", "-f", "json", env=env).stdout)
+    assert status["backend"] == "embedded"
+    back = cli("recent", env=env)
+    assert back.code == 0 and "Traceback" not in back.stderr
+
+
+def test_logout_keeps_a_profile_with_more_in_it_and_profile_use_switches(
+    cli, isolated_home: Path, tmp_path: Path, served: tuple[str, str]
+) -> None:
+    url, key = served
+    env = subprocess_env(tmp_path / "keyring.json")
+    (isolated_home / "config.toml").write_text(
+        f'default_profile = "work"\n\n[profiles.work]\nendpoint = "{url}"\nconsumer = "me"\n\n'
+        '[profiles.home]\nstore = "home.db"\n'
+    )
+    assert cli("login", input=key + "\n", env=env).code == 0
+    out = cli("logout", env=env)
+    assert out.code == 0 and "Profile 'work'" in out.stderr and "mnemo profile use NAME" in out.stderr
     refused = cli("recent", env=env)
-    assert refused.code == 3 and "mnemo login" in refused.stderr and "Traceback" not in refused.stderr
+    assert refused.code == 3 and "mnemo login" in refused.stderr
+    listed = json.loads(cli("profile", "list", "-f", "json", env=env).stdout)
+    assert [(p["name"], p["in_use"]) for p in listed] == [("work", True), ("home", False)]
+    table = cli("profile", "list", env=env).stdout.splitlines()
+    assert table[1].split()[:2] == ["*", "work"]
+    bad = cli("profile", "use", "hom", env=env)
+    assert bad.code == 2 and "did you mean 'home'?" in bad.stderr
+    assert cli("profile", "use", "home", env=env).code == 0
+    assert cli("write", "at home", env=env).code == 0
+    assert (isolated_home / "home.db").exists()
+    assert json.loads(cli("status", "-f", "json", env=env).stdout)["backend"] == "embedded"
+    assert cli("profile", "use", "--none", env=env).code == 0
+    assert "default_profile" not in tomllib.loads((isolated_home / "config.toml").read_text())
 
 
 def test_login_with_a_refused_key_stores_nothing(cli, tmp_path: Path, served: tuple[str, str]) -> None:
@@ -287,11 +322,21 @@ def test_demo_fills_every_screen(cli, isolated_home: Path) -> None:
     assert len(json.loads(cli("search", "flaky", "-f", "json").stdout)["items"]) > 0
 
 
-def test_demo_twice_adds_to_the_same_rooms(cli) -> None:
+def test_demo_twice_refuses_then_adds_to_the_same_rooms_after_the_newest_with_force(cli) -> None:
     assert cli("demo", "--entries", "20").code == 0
-    again = cli("demo", "--entries", "20")
+    before = json.loads(cli("recent", "--all", "-f", "json").stdout)["items"]
+    refused = cli("demo", "--entries", "20")
+    assert refused.code == 2 and "already holds entries" in refused.stderr and "--force" in refused.stderr
+    assert json.loads(cli("recent", "--all", "-f", "json").stdout)["items"] == before  # nothing was added
+    again = cli("demo", "--entries", "20", "--force")
     assert again.code == 0 and "vault: unchanged" in again.stdout
     assert len(json.loads(cli("rooms", "list", "-f", "json").stdout)) == 2
+    items = json.loads(cli("recent", "--all", "-f", "json").stdout)["items"]
+    added = [i for i in items if i["atom_id"] not in {b["atom_id"] for b in before}]
+    stamps = sorted(timefmt.parse_iso(i["created_at"]) for i in added)
+    newest_before = max(timefmt.parse_iso(i["created_at"]) for i in before)
+    assert len(added) >= 16 and stamps[0] > newest_before  # after what was there, never among it
+    assert stamps[-1] - stamps[0] > 2_000  # spread over time, not stamped within 2 ms
 
 
 def test_listings_answer_the_same_through_an_endpoint_as_on_the_embedded_store(cli, tmp_path: Path) -> None:

@@ -66,16 +66,44 @@ def run_block(block: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
+def setup_line() -> str:
+    """The README's first command: install, put `mnemo` on the PATH, run the main job."""
+    text = README.read_text()
+    section = text[text.index("\n## Set up on a fresh machine\n") : text.index("\n## Usage\n")]
+    return BLOCK.findall(section)[0][1].strip()
+
+
+ACTIVATE = ". .venv/bin/activate && "
+
+
+def test_the_setup_line_installs_what_the_readme_uses_and_puts_mnemo_on_the_path() -> None:
+    line = setup_line()
+    install, _, main_job = line.partition(ACTIVATE)
+    assert main_job == "mnemo demo && mnemo catchup"  # run by the next test, after the install
+    assert "'.[server]'" in install  # the team-server block needs the server extra
+    joined = "\n".join(usage_blocks("sh"))
+    assert "mnemo serve" in joined and ".venv/bin/activate" in README.read_text().split("## Usage")[0]
+
+
+def test_no_example_waits_without_a_bound() -> None:
+    for block in usage_blocks("sh"):
+        for line in block.splitlines():
+            assert not re.match(r"\s*(until |while (true|:)\b)", line), f"an unbounded wait in the README: {line}"
+
+
 def test_the_usage_section_has_the_promised_examples() -> None:
     blocks = usage_blocks("sh")
     assert len(blocks) >= 5
     joined = "\n".join(blocks)
-    for needed in ("| jq", "mnemo catchup --consumer", "mnemo demo", "--cursor", "mnemo serve"):
+    for needed in ("| jq", "mnemo catchup --consumer", "--cursor", "mnemo serve"):
         assert needed in joined
 
 
 def test_every_shell_example_runs_in_order(tmp_path: Path, isolated_home: Path) -> None:
     home = isolated_home
+    main_job = setup_line().partition(ACTIVATE)[2]
+    done = run_block(main_job, tmp_path, home)  # the set-up line's main job, on the fresh default store
+    assert done.returncode == 0 and "new entries for consumer 'default'" in done.stderr, done.stderr
     results = []
     for block in usage_blocks("sh"):
         result = run_block(block, tmp_path, home)

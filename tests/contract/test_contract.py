@@ -9,7 +9,7 @@ from walk_helpers import pages_of, walk_ids
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import Conflict, Forbidden, NotFound, ValidationError
-from mnemo_tui.model import RecentQuery, SearchQuery, WriteRequest
+from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, WriteRequest
 
 Factory = Callable[..., Backend]
 
@@ -278,6 +278,31 @@ def test_only_the_owner_invites(make_backend: Factory) -> None:
         bob.invite(address)
 
 
+def test_only_the_owner_deletes_a_room_and_it_goes_with_its_entries_invites_and_members(make_backend: Factory) -> None:
+    alice, bob, carol, address = room_with(make_backend)
+    kept = alice.write(WriteRequest(content="my own note")).atom_id
+    entries = [alice.write(WriteRequest(content=f"room note {i}", domain=address)).atom_id for i in range(3)]
+    pending = alice.invite(address).code
+    for member in (bob, carol):
+        with pytest.raises(Forbidden):
+            member.delete_room(address)
+    assert [e.atom_id for e in bob.recent(RecentQuery(scope=address)).items] == entries[::-1]
+    room_id, deleted = alice.delete_room(address)
+    assert (ROOM_PREFIX + room_id, deleted) == (address, 3)
+    for reader in (alice, bob, carol):
+        assert address not in [r.address for r in reader.rooms()]
+        with pytest.raises(Forbidden):
+            reader.recent(RecentQuery(scope=address))
+    with pytest.raises(NotFound):
+        make_backend("dave").join(pending)
+    for atom in entries:
+        with pytest.raises((NotFound, Forbidden)):
+            alice.get(atom)
+    assert [e.atom_id for e in alice.recent(RecentQuery()).items] == [kept]
+    with pytest.raises(Forbidden):
+        alice.delete_room(address)
+
+
 def test_joining_twice_is_a_no_op_success(make_backend: Factory) -> None:
     alice, bob = make_backend("alice"), make_backend("bob")
     room = alice.create_room("ops")
@@ -470,3 +495,27 @@ def test_search_with_a_nul_character_works(make_backend: Factory) -> None:
     backend = make_backend("alice")
     target = backend.write(WriteRequest(content="nul byte in the query")).atom_id
     assert [h.entry.atom_id for h in backend.search(SearchQuery(query="nul\x00byte"))] == [target]
+
+
+def test_author_filters_match_the_author_column_and_bind_their_cursors(make_backend: Factory) -> None:
+    alice, bob, _carol, address = room_with(make_backend)
+    written = {}
+    for i in range(9):
+        who, name, agent = [(alice, "alice", "build-bot"), (alice, "alice", "planner"), (bob, "bob", None)][i % 3]
+        atom = who.write(WriteRequest(content=f"note {i}", domain=address, agent=agent, agent_name=agent)).atom_id
+        written[atom] = f"{name}/{agent}" if agent else name
+    newest_first = list(written)[::-1]
+
+    def walk(**filters: str) -> list[str]:
+        return walk_ids(alice, RecentQuery(scope=address, limit=2, **filters))
+
+    assert walk(author="alice/build-bot") == [a for a in newest_first if written[a] == "alice/build-bot"]
+    assert walk(author="alice") == [a for a in newest_first if written[a].startswith("alice/")]
+    assert walk(exclude_author="alice/build-bot") == [a for a in newest_first if written[a] != "alice/build-bot"]
+    assert walk(exclude_author="alice") == [a for a in newest_first if written[a] == "bob"]
+    assert walk(author="alice", exclude_author="alice/planner") == walk(author="alice/build-bot")
+    page = alice.recent(RecentQuery(scope=address, limit=2, author="alice/build-bot"))
+    assert page.next_cursor
+    for other in ({}, {"author": "alice/planner"}, {"exclude_author": "alice/build-bot"}):
+        with pytest.raises(ValidationError):
+            alice.recent(RecentQuery(scope=address, limit=2, cursor=page.next_cursor, **other))

@@ -12,8 +12,9 @@ from broken_backends import AnswersEmptySearch, DropsRooms, NeverEnds, OffsetPag
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.model import RecentQuery, WriteRequest
 from mnemo_tui.proof import CHECK_NAMES, PROBE_DOMAIN, CheckReport, run_checks
+from mnemo_tui.proof.checks import PROBE_ROOM
 from mnemo_tui.state.statedb import StateDB
 
 Factory = Callable[..., Backend]
@@ -35,14 +36,27 @@ def test_all_four_checks_pass_on_a_healthy_backend(make_backend: Factory) -> Non
     assert "probe room xroom:room_" in detail(report, "empty-scope-names-rooms")
 
 
-def test_checks_write_only_to_the_probe_domain_and_pass_again_on_a_second_run(make_backend: Factory) -> None:
+def test_checks_leave_no_probe_or_room_behind_and_pass_again_on_a_second_run(make_backend: Factory) -> None:
     backend = make_backend("alice")
-    assert run_checks(backend).passed
+    kept = backend.write(WriteRequest(content="mine", domain="notes")).atom_id
+    first = run_checks(backend)
+    assert first.passed
+    assert "deleted its 8 probe entries" in first.cleanup and "deleted the probe room it created" in first.cleanup
     report = run_checks(backend)
     assert report.passed, [c.detail for c in report.checks if not c.passed]
-    assert backend.domains() == [PROBE_DOMAIN]
-    assert [r.name for r in backend.rooms()] == ["mnemo-check"]  # the probe room is reused, not created twice
+    assert backend.domains() == ["notes"] and PROBE_DOMAIN not in backend.domains()
+    assert backend.rooms() == []
+    assert [e.atom_id for e in backend.recent(RecentQuery(include_history=True)).items] == [kept]
     assert "probe entries go to domain 'mnemo-check'" in report.probes_note
+
+
+def test_a_probe_room_the_reader_already_owns_is_used_and_kept(make_backend: Factory) -> None:
+    backend = make_backend("alice")
+    room = backend.create_room(PROBE_ROOM)
+    report = run_checks(backend)
+    assert report.passed and room.address in detail(report, "empty-scope-names-rooms")
+    assert [r.address for r in backend.rooms()] == [room.address]
+    assert "probe room" not in report.cleanup
 
 
 def test_empty_scope_check_names_every_room_including_joined_ones(make_backend: Factory) -> None:
@@ -88,7 +102,8 @@ def test_a_backend_that_drops_rooms_from_its_report_fails_the_empty_scope_check(
         "search-needs-query": True,
     }
     assert "does not name 'mnemo-check' (xroom:room_" in detail(report, "empty-scope-names-rooms")
-    # Run again: the probe room exists now, and the listing that hides it is caught another way.
+    # With a probe room the reader already owns, the listing that hides it is caught another way.
+    local.create_room(PROBE_ROOM)
     again = run_checks(broken)
     assert verdicts(again)["empty-scope-names-rooms"] is False
     assert "the room listing does not name it" in detail(again, "empty-scope-names-rooms")
@@ -146,10 +161,27 @@ def test_cli_check_table_says_where_the_probes_go(cli: Callable[..., Any], isola
     assert "probe entries go to domain 'mnemo-check'" in lines[0]
     assert [line.split()[0] for line in lines[1:5]] == ["PASS"] * 4
     assert lines[-1] == "4/4 checks passed."
-    # The user's own consumer still sees every probe: check committed no watermark of theirs.
-    caught = cli("catchup", "--scope", "mnemo-check", "--format", "json")
-    assert caught.code == 0, caught.stderr
-    assert len(json.loads(caught.stdout)["items"]) == 8
+    assert "check deleted its 8 probe entries, deleted the probe room it created" in result.stderr
+
+
+def test_cli_check_leaves_the_feed_the_rooms_and_the_watermarks_exactly_as_they_were(cli: Callable[..., Any]) -> None:
+    assert cli("demo", "--entries", "60", "--seed", "1").code == 0
+    assert cli("catchup", "-f", "json").code == 0
+
+    def picture() -> list[str]:
+        return [
+            cli(*args).stdout
+            for args in (
+                ("recent", "--all", "--include-history", "-f", "json"),
+                ("rooms", "list", "-f", "json"),
+                ("watermark", "list", "-f", "json"),
+            )
+        ]
+
+    before = picture()
+    result = cli("check")
+    assert result.code == 0, result.stdout + result.stderr
+    assert picture() == before
 
 
 def test_cli_check_exits_one_naming_the_failed_checks(cli: Callable[..., Any]) -> None:
@@ -197,6 +229,11 @@ def test_cli_check_and_verify_against_a_served_endpoint(cli: Callable[..., Any],
             assert result.code == 0, result.stdout + result.stderr
             assert json.loads(result.stdout)["passed"] is True
             assert key not in result.stdout + result.stderr
+            left = cli("recent", "--scope", "mnemo-check", "--all", "--format", "ndjson", env=env)
+            assert left.code == 0 and left.stdout == ""  # check deleted its probes through the endpoint
+            assert json.loads(cli("rooms", "list", "-f", "json", env=env).stdout) == []
+            for i in range(8):
+                assert cli("write", f"entry {i}", "--scope", "mnemo-check", env=env).code == 0
             probes = cli("recent", "--scope", "mnemo-check", "--all", "--format", "ndjson", env=env)
             assert len(probes.stdout.splitlines()) == 8
             checked = cli(
