@@ -8,33 +8,25 @@ suspended; every write or delete goes through a thread worker, like every read.
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
+from typing import TypeVar
 
 from textual.app import App, SuspendNotSupported
 from textual.widget import Widget
 
 from mnemo_tui import text, timefmt, verbs
+from mnemo_tui.files import edit_text, editor_command, pager_command
 from mnemo_tui.model import Entry, Room, WriteRequest
 from mnemo_tui.tui.messages import as_error
 from mnemo_tui.tui.screens.confirm import ConfirmScreen
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import headline, short_id
 
+T = TypeVar("T")
+
 # What an empty or unchanged file from the editor means: nothing is written.
 NOTHING_WRITTEN = "nothing written: the text was empty or unchanged"
-
-
-def program(*names: str, fallback: str) -> list[str]:
-    """The command of the first environment variable set among `names` (split as a shell would), else `fallback`."""
-    for name in names:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return shlex.split(value)
-    return [fallback]
 
 
 class EntryActions:
@@ -78,36 +70,42 @@ class EntryActions:
 
     # -- outside programs ------------------------------------------------------------------
 
-    def _suspended(self, command: list[str], **run: object) -> bool:
-        """Run a program with the terminal handed over to it; False (with a notice) where that cannot be."""
+    def _suspended(self, run: Callable[[], T]) -> T | None:
+        """Run an outside program with the terminal handed over to it; None (with a notice) where that cannot be."""
         try:
             with self.app.suspend():
-                subprocess.run(command, check=False, **run)  # type: ignore[call-overload]
+                return run()
         except SuspendNotSupported:
             self.notice("This terminal cannot hand itself over to another program here.", error=True)
-            return False
         except OSError as exc:
-            self.notice(f"could not run {text.quoted(command[0])}: {text.line(str(exc))}", error=True)
-            return False
-        return True
+            self.notice(f"could not run it: {text.line(str(exc))}", error=True)
+        return None
 
     def page(self, entry: Entry) -> None:
-        """Open the entry in `$PAGER` (`less`): its head lines, then the content as a terminal may show it."""
-        head = f"{entry.atom_id}  {timefmt.to_iso(entry.created_at)}  {entry.author}  {entry.domain}\n\n"
-        self._suspended(program("PAGER", fallback="less"), input=text.block(head + entry.content) + "\n", text=True)
+        """Open the entry in the pager the CLI would use: its head line, then the content as a terminal may show it.
 
-    def _edit(self, initial: str) -> str | None:
-        """What the person wrote in `$EDITOR` (`$VISUAL` first) starting from `initial`; None when nothing changed."""
-        with tempfile.TemporaryDirectory(prefix="mnemo-") as folder:
-            path = Path(folder) / "entry.md"
-            path.write_text(initial + "\n" if initial else "", encoding="utf-8")  # a text file ends with a newline
-            if not self._suspended([*program("VISUAL", "EDITOR", fallback="vi"), str(path)]):
-                return None
-            written = path.read_text(encoding="utf-8")
-        if not written.strip() or written.rstrip("\n") == initial.rstrip("\n"):
+        The CLI's default, `less -FRX`, quits at once on a short text; here the app would come back
+        before it could be read, so `less` stays open until `q` (and `cat` is no pager here).
+        """
+        command = pager_command()
+        if command in ("", "cat", "less -FRX"):
+            command = "less -R"
+        head = f"{entry.atom_id}  {timefmt.to_iso(entry.created_at)}  {entry.author}  {entry.domain}\n\n"
+        shown = text.block(head + entry.content) + "\n"
+        env = {**os.environ, "LESS": os.environ.get("LESS", "R").replace("F", "")}
+        self._suspended(lambda: subprocess.run(command, shell=True, input=shown, text=True, env=env, check=False))
+
+    def _edit(self, initial: str, what: str) -> str | None:
+        """What the person wrote in their editor (`files.edit_text`, as `mnemo write`); None when nothing changed."""
+        help_lines = [f"{what}; save and quit to store it.", "An empty or unchanged text stores nothing."]
+        written = self._suspended(lambda: edit_text(initial, help_lines))
+        if written is None:
+            self.notice(f"the editor ({text.line(editor_command())}) failed or was not found: {NOTHING_WRITTEN}")
+            return None
+        if not written.strip() or written.strip("\n") == initial.strip("\n"):
             self.notice(NOTHING_WRITTEN)
             return None
-        return written.rstrip("\n")
+        return written
 
     def revise(self, entry: Entry) -> None:
         """Write a revision that supersedes the entry, starting from its content."""
@@ -115,7 +113,7 @@ class EntryActions:
         if refusal is not None:
             self.notice(refusal, title="Nothing written", error=True)
             return
-        written = self._edit(entry.content)
+        written = self._edit(entry.content, f"Revise {short_id(entry.atom_id)} above the scissors line")
         if written is not None:
             request = WriteRequest(
                 content=written, domain=entry.domain, concepts=tuple(entry.concepts), supersedes=(entry.atom_id,)
@@ -128,7 +126,7 @@ class EntryActions:
         if refusal is not None:
             self.notice(refusal, title="Nothing written", error=True)
             return
-        written = self._edit("")
+        written = self._edit("", f"Write the entry for {text.line(verbs.target_domain(scope))} above the scissors line")
         if written is not None:
             domain = verbs.target_domain(scope)
             self._write(WriteRequest(content=written, domain=domain), f"Written to {text.line(domain)}")

@@ -64,14 +64,16 @@ def _quote(value: str) -> str:
 
 @pytest.fixture
 def scripts(tmp_path: Path) -> Path:
-    """A pager that records what it is given, and an editor that records and appends a line."""
+    """A pager that records what it is given, and an editor that records the file and puts a line on top."""
     folder = tmp_path / "bin"
     folder.mkdir()
     pager = folder / "record-pager"
     pager.write_text('#!/bin/sh\ncat > "$RECORD/pager.txt.tmp"\nmv "$RECORD/pager.txt.tmp" "$RECORD/pager.txt"\n')
     editor = folder / "record-editor"
+    # It writes its line first: what follows the scissors line of the file is dropped (files.edit_text).
     editor.write_text(
-        '#!/bin/sh\ncp "$1" "$RECORD/editor-in.txt"\nprintf "%s\\n" "$EDIT_LINE" >> "$1"\n'
+        '#!/bin/sh\ncp "$1" "$RECORD/editor-in.txt"\n'
+        '{ printf "%s\\n" "$EDIT_LINE"; cat "$RECORD/editor-in.txt"; } > "$1"\n'
         'echo "$1" > "$RECORD/editor.done"\n'
     )
     for script in (pager, editor):
@@ -125,10 +127,10 @@ def test_e_writes_a_revision_from_the_editor_that_supersedes_the_entry(pane: tup
     old = newest(backend)
     tui.keys("e")
     wait_for("the editor's record", lambda: (record / "editor.done").exists())
-    assert (record / "editor-in.txt").read_text() == old.content + "\n"  # pre-filled with the content
+    assert (record / "editor-in.txt").read_text().startswith(old.content + "\n")  # pre-filled with the content
     wait_for("the revision", lambda: newest(backend).atom_id != old.atom_id)
     revision = newest(backend)
-    assert revision.content == f"{old.content}\nRevised in the test's editor"
+    assert revision.content == f"Revised in the test's editor\n{old.content}"
     assert list(revision.supersedes) == [old.atom_id]
     assert revision.domain == "ops"
     assert backend.get(old.atom_id).superseded_by == revision.atom_id
@@ -140,7 +142,7 @@ def test_w_writes_a_new_entry_into_the_current_scope(pane: tuple[Pane, Path, Loc
     before = newest(backend)
     tui.keys("w")
     wait_for("the editor's record", lambda: (record / "editor.done").exists())
-    assert (record / "editor-in.txt").read_text() == ""  # a new entry starts empty
+    assert (record / "editor-in.txt").read_text().startswith("\n# ---")  # a new entry starts empty
     wait_for("the new entry", lambda: newest(backend).atom_id != before.atom_id)
     written = newest(backend)
     assert written.content == "Revised in the test's editor" and written.domain == "general"
