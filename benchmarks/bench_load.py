@@ -323,9 +323,12 @@ def rows_of(alone: dict[str, Any], loaded: dict[str, Any]) -> list[dict[str, Any
 
 
 def run(quick: bool) -> list[dict[str, Any]]:
-    """Rows `{name, value, unit, anchor, ratio, goal}` for benchmarks/run.py."""
+    """Rows `{name, value, unit, anchor, ratio, goal}` for benchmarks/run.py: this suite's clients, then
+    `wrk` against a bare ASGI app (benchmarks/bench_wrk.py)."""
+    import bench_wrk
+
     alone, loaded = measure(quick)
-    return rows_of(alone, loaded)
+    return rows_of(alone, loaded) + bench_wrk.run(quick)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -99,7 +99,8 @@ def markdown(rows: list[dict[str, Any]], notes: list[str], info: dict[str, str])
     """The results as a Markdown section: machine, table, notes."""
     lines = [
         f"Measured {info['date']} on {info['nproc']} × {info['cpu']}, Python {info['python']}, "
-        f"SQLite {info['sqlite']} (CLI {info['sqlite3 CLI']}); load average at the end {info['load']}.",
+        f"SQLite {info['sqlite']} (CLI {info['sqlite3 CLI']}); load average (1, 5, 15 min) at the start "
+        f"{info.get('load at start', '?')}, at the end {info['load']}.",
         "",
         "| figure | value | anchor | ratio | goal | met | anchor is |",
         "| --- | ---: | ---: | ---: | --- | --- | --- |",
@@ -149,8 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in SUITES]
     if unknown:
         parser.error(f"unknown suite(s): {', '.join(unknown)}")
+    started_load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     rows, notes = run_suites(names, args.quick)
     info = machine()
+    info["load at start"] = started_load
     if args.quick:
         notes.insert(0, "--quick: stores a tenth of the full size; the committed figures come from a full run")
     text = markdown(rows, notes, info)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from mnemo_tui import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class MnemoError(Exception):

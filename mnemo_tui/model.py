@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, Literal
 
-from mnemo_tui import timefmt
+from mnemo_tui import TYPE_CHECKING, timefmt
 from mnemo_tui.errors import Forbidden, ValidationError
 from mnemo_tui.text import block
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, Literal, Self
+
+    EmptyKind = Literal["empty_scope", "nothing_new", "no_match", "past_cursor"]
+else:
+    EmptyKind = str  # the Literal above, for the type checker only
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 20
@@ -28,12 +32,54 @@ ROOM_ID = re.compile(r"^room_[0-9A-HJKMNP-TV-Z]{26}$")
 CURSOR_SHAPE = re.compile(r"^[A-Za-z0-9_=-]{1,512}$")
 ALIAS_SHAPE = re.compile(r"^[A-Za-z0-9._-]+$")
 
-EmptyKind = Literal["empty_scope", "nothing_new", "no_match", "past_cursor"]
-
 
 def dumps(value: Any) -> str:
     """Compact JSON with UTF-8 kept as is: the one spelling of everything mnemo stores, sends and prints."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class Value:
+    """The base of mnemo's values: fields are the annotated `__slots__`, set once by `__init__` and never after.
+
+    Not dataclasses: building ~30 frozen dataclasses (and importing `dataclasses`, which imports
+    `inspect`) was most of a cold start of `mnemo recent`, and a frozen dataclass pays
+    `object.__setattr__` per field per value, which the feed pays per entry. A value compares,
+    hashes and shows itself by its fields as a frozen dataclass did, and `replace` makes a changed
+    copy (`dataclasses.replace`). Immutable by convention: nothing assigns a field after
+    `__init__` (attributes whose name starts with `_` are caches, outside equality).
+    """
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def __init_subclass__(cls) -> None:
+        names: list[str] = []
+        for klass in reversed(cls.__mro__):
+            # Not inspect.get_annotations: importing inspect is what this class saves a cold start.
+            names += [n for n in klass.__dict__.get("__annotations__", {}) if not n.startswith("_")]  # noqa: RUF063
+        cls._fields = tuple(names)
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self._fields)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Value)
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
+        return f"{type(self).__name__}({shown})"
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with `changes` to some fields (what `dataclasses.replace` did)."""
+        fields = {name: getattr(self, name) for name in self._fields}
+        fields.update(changes)
+        return type(self)(**fields)
 
 
 def check_limit(limit: int) -> int:
@@ -100,22 +146,32 @@ def describe_scope(scope: str | None, quote: Callable[[str], str] = repr) -> str
     return f"domain {quote(scope)} of your own store"
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(Value):
     """One entry of the feed, kept as its wire JSON (`RecentItem`) plus the fields a walk needs.
 
     The wire text is what JSON outputs write as they are; the other fields are parsed lazily.
     """
 
+    __slots__ = ("_data", "atom_id", "created_at", "wire")
     atom_id: str
     created_at: int
     wire: str
+    _data: dict[str, Any]
 
-    @cached_property
+    def __init__(self, atom_id: str, created_at: int, wire: str) -> None:
+        self.atom_id = atom_id
+        self.created_at = created_at
+        self.wire = wire
+
+    @property
     def data(self) -> dict[str, Any]:
-        """The parsed wire item."""
-        parsed: dict[str, Any] = json.loads(self.wire)
-        return parsed
+        """The parsed wire item (parsed once, on first use)."""
+        try:
+            return self._data
+        except AttributeError:
+            parsed: dict[str, Any] = json.loads(self.wire)
+            self._data = parsed
+            return parsed
 
     @property
     def content(self) -> str:
@@ -158,43 +214,76 @@ class Entry:
         return ""
 
 
-@dataclass(frozen=True)
-class Detail:
+class Detail(Value):
     """One entry whole (`mnemo show`): its wire item plus what the feed does not carry."""
 
+    __slots__ = ("entry", "external_ref", "metadata")
     entry: Entry
-    metadata: dict[str, Any] = field(default_factory=dict)
-    external_ref: str | None = None
+    metadata: dict[str, Any]
+    external_ref: str | None
+
+    def __init__(self, entry: Entry, metadata: dict[str, Any] | None = None, external_ref: str | None = None) -> None:
+        self.entry = entry
+        self.metadata = {} if metadata is None else metadata
+        self.external_ref = external_ref
 
 
-@dataclass(frozen=True)
-class Page:
+class Page(Value):
     """One page of the feed: the entries, newest first, and the cursor for the next one (None at the end)."""
 
+    __slots__ = ("items", "next_cursor")
     items: list[Entry]
     next_cursor: str | None
 
+    def __init__(self, items: list[Entry], next_cursor: str | None) -> None:
+        self.items = items
+        self.next_cursor = next_cursor
 
-@dataclass(frozen=True)
-class WirePage:
+
+class WirePage(Value):
     """A feed page as the entries' wire texts (what the server sends), and the next cursor."""
 
+    __slots__ = ("items", "next_cursor")
     items: list[str]
     next_cursor: str | None
 
+    def __init__(self, items: list[str], next_cursor: str | None) -> None:
+        self.items = items
+        self.next_cursor = next_cursor
 
-@dataclass(frozen=True)
-class RecentQuery:
+
+class RecentQuery(Value):
     """The arguments of one feed read (WIRE.md `POST /memory/recent`)."""
 
-    scope: str | None = None
-    since: int | None = None
-    until: int | None = None
-    exclude_author: str | None = None
-    limit: int = DEFAULT_LIMIT
-    cursor: str | None = None
-    include_history: bool = False
-    author: str | None = None
+    __slots__ = ("author", "cursor", "exclude_author", "include_history", "limit", "scope", "since", "until")
+    scope: str | None
+    since: int | None
+    until: int | None
+    exclude_author: str | None
+    limit: int
+    cursor: str | None
+    include_history: bool
+    author: str | None
+
+    def __init__(
+        self,
+        scope: str | None = None,
+        since: int | None = None,
+        until: int | None = None,
+        exclude_author: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        include_history: bool = False,
+        author: str | None = None,
+    ) -> None:
+        self.scope = scope
+        self.since = since
+        self.until = until
+        self.exclude_author = exclude_author
+        self.limit = limit
+        self.cursor = cursor
+        self.include_history = include_history
+        self.author = author
 
     def validated(self) -> RecentQuery:
         """Check every field; raises ValidationError naming the first bad one."""
@@ -207,63 +296,143 @@ class RecentQuery:
         return self
 
 
-@dataclass(frozen=True)
-class WriteRequest:
+class WriteRequest(Value):
     """The arguments of one write (WIRE.md `POST /memory/write`)."""
 
+    __slots__ = (
+        "agent",
+        "agent_name",
+        "client_env",
+        "concepts",
+        "content",
+        "domain",
+        "external_ref",
+        "fingerprint",
+        "metadata",
+        "supersedes",
+    )
     content: str
-    domain: str = "general"
-    concepts: tuple[str, ...] = ()
-    metadata: dict[str, Any] | None = None
-    external_ref: str | None = None
-    supersedes: tuple[str, ...] = ()
-    agent: str | None = None
-    agent_name: str | None = None
-    client_env: str | None = "cli"
-    fingerprint: str | None = None
+    domain: str
+    concepts: tuple[str, ...]
+    metadata: dict[str, Any] | None
+    external_ref: str | None
+    supersedes: tuple[str, ...]
+    agent: str | None
+    agent_name: str | None
+    client_env: str | None
+    fingerprint: str | None
+
+    def __init__(
+        self,
+        content: str,
+        domain: str = "general",
+        concepts: tuple[str, ...] = (),
+        metadata: dict[str, Any] | None = None,
+        external_ref: str | None = None,
+        supersedes: tuple[str, ...] = (),
+        agent: str | None = None,
+        agent_name: str | None = None,
+        client_env: str | None = "cli",
+        fingerprint: str | None = None,
+    ) -> None:
+        self.content = content
+        self.domain = domain
+        self.concepts = concepts
+        self.metadata = metadata
+        self.external_ref = external_ref
+        self.supersedes = supersedes
+        self.agent = agent
+        self.agent_name = agent_name
+        self.client_env = client_env
+        self.fingerprint = fingerprint
 
 
-@dataclass(frozen=True)
-class WriteResult:
+class WriteResult(Value):
     """What a write returned: the atom's id, and the ids it superseded."""
 
+    __slots__ = ("atom_id", "created", "superseded")
     atom_id: str
-    superseded: tuple[str, ...] = ()
-    created: bool = True
+    superseded: tuple[str, ...]
+    created: bool
+
+    def __init__(self, atom_id: str, superseded: tuple[str, ...] = (), created: bool = True) -> None:
+        self.atom_id = atom_id
+        self.superseded = superseded
+        self.created = created
 
 
-@dataclass(frozen=True)
-class SearchQuery:
+class SearchQuery(Value):
     """The arguments of one search (WIRE.md `POST /memory/read`)."""
 
+    __slots__ = ("author", "exclude_author", "include_history", "order_by", "query", "scope", "since", "top_k", "until")
     query: str
-    scope: str | None = None
-    order_by: Literal["relevance", "recency"] = "relevance"
-    since: int | None = None
-    until: int | None = None
-    exclude_author: str | None = None
-    include_history: bool = False
-    top_k: int = 10
-    author: str | None = None
+    scope: str | None
+    order_by: Literal["relevance", "recency"]
+    since: int | None
+    until: int | None
+    exclude_author: str | None
+    include_history: bool
+    top_k: int
+    author: str | None
+
+    def __init__(
+        self,
+        query: str,
+        scope: str | None = None,
+        order_by: Literal["relevance", "recency"] = "relevance",
+        since: int | None = None,
+        until: int | None = None,
+        exclude_author: str | None = None,
+        include_history: bool = False,
+        top_k: int = 10,
+        author: str | None = None,
+    ) -> None:
+        self.query = query
+        self.scope = scope
+        self.order_by = order_by
+        self.since = since
+        self.until = until
+        self.exclude_author = exclude_author
+        self.include_history = include_history
+        self.top_k = top_k
+        self.author = author
 
 
-@dataclass(frozen=True)
-class SearchHit:
+class SearchHit(Value):
     """One search result: the entry and its relevance in [0, 1]."""
 
+    __slots__ = ("entry", "relevance")
     entry: Entry
     relevance: float
 
+    def __init__(self, entry: Entry, relevance: float) -> None:
+        self.entry = entry
+        self.relevance = relevance
 
-@dataclass(frozen=True)
-class Room:
+
+class Room(Value):
     """A room the reader belongs to (wire `RoomListItem`)."""
 
+    __slots__ = ("archived", "name", "role", "room_id", "scope")
     room_id: str
     name: str
     role: Literal["owner", "member"]
     scope: Literal["read", "read_write"]
-    archived: bool = False
+    archived: bool
+
+    def __init__(
+        self,
+        room_id: str,
+        name: str,
+        role: Literal["owner", "member"],
+        scope: Literal["read", "read_write"],
+        archived: bool = False,
+    ) -> None:
+        self.room_id = room_id
+        self.name = name
+        self.role = role
+        self.scope = scope
+        self.archived = archived
 
     @property
     def address(self) -> str:
@@ -302,16 +471,24 @@ def room_id_of(ref: str, rooms: Callable[[], list[Room]]) -> str:
     raise Forbidden(f"you are not a member of a room {ref!r} (or it does not exist)")
 
 
-@dataclass(frozen=True)
-class Invite:
+class Invite(Value):
     """A created invite (wire `InviteCreated`); the code is shown once."""
 
+    __slots__ = ("code", "expires_at", "invite_id", "max_uses", "room_id", "scope")
     code: str
     room_id: str
     invite_id: str
     scope: str
     expires_at: int
     max_uses: int
+
+    def __init__(self, code: str, room_id: str, invite_id: str, scope: str, expires_at: int, max_uses: int) -> None:
+        self.code = code
+        self.room_id = room_id
+        self.invite_id = invite_id
+        self.scope = scope
+        self.expires_at = expires_at
+        self.max_uses = max_uses
 
     @property
     def room_address(self) -> str:
@@ -334,16 +511,24 @@ class Invite:
         }
 
 
-@dataclass(frozen=True)
-class InviteInfo:
+class InviteInfo(Value):
     """An invite as its room's owner lists it (wire `InviteInfoSchema`): audit fields, never the code."""
 
+    __slots__ = ("created_at", "expires_at", "invite_id", "max_uses", "scope", "uses")
     invite_id: str
     scope: str
     max_uses: int
     uses: int
     expires_at: int
     created_at: int
+
+    def __init__(self, invite_id: str, scope: str, max_uses: int, uses: int, expires_at: int, created_at: int) -> None:
+        self.invite_id = invite_id
+        self.scope = scope
+        self.max_uses = max_uses
+        self.uses = uses
+        self.expires_at = expires_at
+        self.created_at = created_at
 
     def wire(self) -> dict[str, Any]:
         return {
@@ -357,40 +542,66 @@ class InviteInfo:
         }
 
 
-@dataclass(frozen=True)
-class Stats:
+class Stats(Value):
     """What `GET /memory/stats` counts in the caller's own store."""
 
+    __slots__ = ("avg_valence", "concept_edges", "domains", "feedback", "fingerprints", "total_atoms")
     total_atoms: int
     domains: list[str]
     concept_edges: int
     avg_valence: float
     feedback: int
-    fingerprints: int = 0
+    fingerprints: int
+
+    def __init__(
+        self,
+        total_atoms: int,
+        domains: list[str],
+        concept_edges: int,
+        avg_valence: float,
+        feedback: int,
+        fingerprints: int = 0,
+    ) -> None:
+        self.total_atoms = total_atoms
+        self.domains = domains
+        self.concept_edges = concept_edges
+        self.avg_valence = avg_valence
+        self.feedback = feedback
+        self.fingerprints = fingerprints
 
 
-@dataclass(frozen=True)
-class Revision:
+class Revision(Value):
     """One revision of a supersession chain."""
 
+    __slots__ = ("entry", "is_head")
     entry: Entry
     is_head: bool
 
+    def __init__(self, entry: Entry, is_head: bool) -> None:
+        self.entry = entry
+        self.is_head = is_head
 
-@dataclass(frozen=True)
-class Chain:
+
+class Chain(Value):
     """Every revision reachable from one atom by supersession links, oldest first."""
 
+    __slots__ = ("atom_id", "dangling", "revisions", "truncated")
     atom_id: str
     revisions: list[Revision]
     dangling: list[str]
     truncated: bool
 
+    def __init__(self, atom_id: str, revisions: list[Revision], dangling: list[str], truncated: bool) -> None:
+        self.atom_id = atom_id
+        self.revisions = revisions
+        self.dangling = dangling
+        self.truncated = truncated
 
-@dataclass(frozen=True)
-class GraphEdge:
+
+class GraphEdge(Value):
     """Two concepts joined by the atoms that carry both."""
 
+    __slots__ = ("count", "source", "target", "updated_at", "valence", "weight")
     source: str
     target: str
     weight: float
@@ -398,31 +609,55 @@ class GraphEdge:
     count: int
     updated_at: int
 
+    def __init__(self, source: str, target: str, weight: float, valence: float, count: int, updated_at: int) -> None:
+        self.source = source
+        self.target = target
+        self.weight = weight
+        self.valence = valence
+        self.count = count
+        self.updated_at = updated_at
 
-@dataclass(frozen=True)
-class Graph:
+
+class Graph(Value):
+    __slots__ = ("edges", "min_weight_applied", "truncated")
     edges: list[GraphEdge]
     truncated: bool
     min_weight_applied: float
 
+    def __init__(self, edges: list[GraphEdge], truncated: bool, min_weight_applied: float) -> None:
+        self.edges = edges
+        self.truncated = truncated
+        self.min_weight_applied = min_weight_applied
 
-@dataclass(frozen=True)
-class DomainWipe:
+
+class DomainWipe(Value):
     """What `DELETE /memory/domain/{d}` did."""
 
+    __slots__ = ("deleted", "left_hidden", "skipped_secrets")
     deleted: int
     skipped_secrets: int
     left_hidden: int
 
+    def __init__(self, deleted: int, skipped_secrets: int, left_hidden: int) -> None:
+        self.deleted = deleted
+        self.skipped_secrets = skipped_secrets
+        self.left_hidden = left_hidden
 
-@dataclass(frozen=True)
-class Joined:
+
+class Joined(Value):
     """The answer to joining a room (wire `JoinedRoom`)."""
 
+    __slots__ = ("already_member", "name", "room_id", "scope")
     room_id: str
     name: str
     scope: str
     already_member: bool
+
+    def __init__(self, room_id: str, name: str, scope: str, already_member: bool) -> None:
+        self.room_id = room_id
+        self.name = name
+        self.scope = scope
+        self.already_member = already_member
 
     @property
     def address(self) -> str:
@@ -440,14 +675,20 @@ class Joined:
         }
 
 
-@dataclass(frozen=True)
-class SecretInfo:
+class SecretInfo(Value):
     """A vault entry as listings show it: never the value."""
 
+    __slots__ = ("alias", "concepts", "context", "created_at")
     alias: str
     context: str
     created_at: int
-    concepts: tuple[str, ...] = ()
+    concepts: tuple[str, ...]
+
+    def __init__(self, alias: str, context: str, created_at: int, concepts: tuple[str, ...] = ()) -> None:
+        self.alias = alias
+        self.context = context
+        self.created_at = created_at
+        self.concepts = concepts
 
     def wire(self) -> dict[str, Any]:
         """The wire `SecretListItem`: alias, context, time and concepts (there is no value to show)."""
@@ -459,14 +700,20 @@ class SecretInfo:
         }
 
 
-@dataclass(frozen=True)
-class KeyInfo:
+class KeyInfo(Value):
     """An API key as listings show it: never the key."""
 
+    __slots__ = ("created_at", "key_id", "principal", "revoked")
     key_id: str
     principal: str
     created_at: int
     revoked: bool
+
+    def __init__(self, key_id: str, principal: str, created_at: int, revoked: bool) -> None:
+        self.key_id = key_id
+        self.principal = principal
+        self.created_at = created_at
+        self.revoked = revoked
 
     def wire(self) -> dict[str, Any]:
         """CLI.md's `keys list` item."""
@@ -478,19 +725,27 @@ class KeyInfo:
         }
 
 
-@dataclass(frozen=True)
-class Watermark:
+class Watermark(Value):
     """The newest instant a finished walk saw, and the ids delivered at/near it (the boundary ids)."""
 
+    __slots__ = ("boundary_ids", "consumer", "created_at", "scope", "updated_at")
     scope: str | None
     consumer: str
     created_at: int | None
     boundary_ids: tuple[str, ...]
     updated_at: int
 
+    def __init__(
+        self, scope: str | None, consumer: str, created_at: int | None, boundary_ids: tuple[str, ...], updated_at: int
+    ) -> None:
+        self.scope = scope
+        self.consumer = consumer
+        self.created_at = created_at
+        self.boundary_ids = boundary_ids
+        self.updated_at = updated_at
 
-@dataclass(frozen=True)
-class WalkProgress:
+
+class WalkProgress(Value):
     """How far a walk of the feed has come: what a checkpoint saves and a resumed walk continues from.
 
     Attributes:
@@ -500,25 +755,47 @@ class WalkProgress:
         pages: requests made; `delivered` fresh entries yielded; `repeats` held entries dropped.
     """
 
-    cursor: str | None = None
-    done: bool = False
-    newest: int | None = None
-    newest_ids: tuple[str, ...] = ()
-    pages: int = 0
-    delivered: int = 0
-    repeats: int = 0
+    __slots__ = ("cursor", "delivered", "done", "newest", "newest_ids", "pages", "repeats")
+    cursor: str | None
+    done: bool
+    newest: int | None
+    newest_ids: tuple[str, ...]
+    pages: int
+    delivered: int
+    repeats: int
+
+    def __init__(
+        self,
+        cursor: str | None = None,
+        done: bool = False,
+        newest: int | None = None,
+        newest_ids: tuple[str, ...] = (),
+        pages: int = 0,
+        delivered: int = 0,
+        repeats: int = 0,
+    ) -> None:
+        self.cursor = cursor
+        self.done = done
+        self.newest = newest
+        self.newest_ids = newest_ids
+        self.pages = pages
+        self.delivered = delivered
+        self.repeats = repeats
 
 
-@dataclass(frozen=True)
-class RoomRef:
+class RoomRef(Value):
     """A room named in an empty report."""
 
+    __slots__ = ("address", "name")
     name: str
     address: str
 
+    def __init__(self, name: str, address: str) -> None:
+        self.name = name
+        self.address = address
 
-@dataclass(frozen=True)
-class EmptyReport:
+
+class EmptyReport(Value):
     """What an empty answer covered (CLI.md `empty_report`).
 
     `text` is the wire's, with stored names exact (JSON is for machines); `shown` is the same
@@ -526,15 +803,21 @@ class EmptyReport:
     (a room name's newline as `⏎`, so it cannot forge a line of the report).
     """
 
+    __slots__ = ("kind", "scope", "shown", "text", "unsearched_rooms")
     kind: EmptyKind
     scope: str | None
     text: str
-    unsearched_rooms: tuple[RoomRef, ...] = field(default=())
-    shown: str = ""
+    unsearched_rooms: tuple[RoomRef, ...]
+    shown: str
 
-    def __post_init__(self) -> None:
-        if not self.shown:
-            object.__setattr__(self, "shown", block(self.text))
+    def __init__(
+        self, kind: EmptyKind, scope: str | None, text: str, unsearched_rooms: tuple[RoomRef, ...] = (), shown: str = ""
+    ) -> None:
+        self.kind = kind
+        self.scope = scope
+        self.text = text
+        self.unsearched_rooms = unsearched_rooms
+        self.shown = shown or block(text)
 
     def wire(self) -> dict[str, Any]:
         return {

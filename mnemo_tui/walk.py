@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Iterator
-from dataclasses import dataclass, replace
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import BrokenFeed
-from mnemo_tui.model import MAX_LIMIT, Entry, RecentQuery, WalkProgress, Watermark
+from mnemo_tui.model import MAX_LIMIT, Entry, RecentQuery, Value, WalkProgress, Watermark
 
 # How far below a watermark a pass re-reads on an endpoint, whose database may let a transaction
 # that took an earlier timestamp commit after a later one (PRODUCT.md). The embedded engine's
@@ -23,12 +22,16 @@ def default_overlap(backend: Backend) -> int:
     return REMOTE_OVERLAP if backend.kind == "remote" else 0
 
 
-@dataclass(frozen=True)
-class Mark:
+class Mark(Value):
     """Where a reader stands in a scope: the newest instant it holds, and the ids it holds at or just below it."""
 
-    created_at: int | None = None
-    ids: frozenset[str] = frozenset()
+    __slots__ = ("created_at", "ids")
+    created_at: int | None
+    ids: frozenset[str]
+
+    def __init__(self, created_at: int | None = None, ids: frozenset[str] = frozenset()) -> None:
+        self.created_at = created_at
+        self.ids = ids
 
     @staticmethod
     def of(watermark: Watermark | None) -> Mark:
@@ -38,12 +41,16 @@ class Mark:
         return Mark(watermark.created_at, frozenset(watermark.boundary_ids))
 
 
-@dataclass(frozen=True)
-class Start:
+class Start(Value):
     """What is new to a reader: entries at or after `since` whose ids it does not already hold."""
 
+    __slots__ = ("held", "since")
     since: int | None
     held: frozenset[str]
+
+    def __init__(self, since: int | None, held: frozenset[str]) -> None:
+        self.since = since
+        self.held = held
 
     def is_new(self, created_at: int, atom_id: str) -> bool:
         """Whether one entry is new to the reader (the rule `catchup`, the TUI's counts and marks share)."""
@@ -145,7 +152,7 @@ class Walk:
         requests = 0
         while not self.progress.done and (self.max_pages is None or requests < self.max_pages):
             used = self.progress.cursor
-            page = self.backend.recent(replace(self.query, cursor=used))
+            page = self.backend.recent(self.query.replace(cursor=used))
             requests += 1
             number = self.progress.pages + 1
             self._advanced(page.items, used, page.next_cursor, number)
@@ -207,7 +214,7 @@ def stream_wire(backend: Backend, query: RecentQuery) -> Generator[list[str], No
     if snapshot is not None:
         yield from snapshot
         return
-    for fresh in Walk(backend, replace(query, limit=MAX_LIMIT)).pages():
+    for fresh in Walk(backend, query.replace(limit=MAX_LIMIT)).pages():
         if fresh:
             yield [entry.wire for entry in fresh]
 
@@ -219,12 +226,16 @@ LIVE_PAGES = 5
 Probe = Callable[[], tuple[int, int] | None]
 
 
-@dataclass(frozen=True)
-class LiveBatch:
+class LiveBatch(Value):
     """New entries found by one poll (newest first); `overflow` when there were too many to hold."""
 
+    __slots__ = ("entries", "overflow")
     entries: list[Entry]
     overflow: bool
+
+    def __init__(self, entries: list[Entry], overflow: bool) -> None:
+        self.entries = entries
+        self.overflow = overflow
 
 
 class LiveTracker:
@@ -293,7 +304,7 @@ class LiveTracker:
         if base is None:
             base = RecentQuery(scope=scope, include_history=include_history)
         low = base.since if since is None else since if base.since is None else max(base.since, since)
-        query = replace(base, since=low, cursor=None, limit=MAX_LIMIT)
+        query = base.replace(since=low, cursor=None, limit=MAX_LIMIT)
         # Nothing shown yet: one page is the feed's new top; the rest is reached by scrolling.
         # (`max_pages=None`: every new page, whether or not anything was shown.)
         pages = max_pages if self.frontier.newest is not None or max_pages is None else 1

@@ -11,6 +11,7 @@ command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v jq >/dev/null 2>&1 || need+=(jq)  # the README's usage examples pipe NDJSON into jq
 command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v wrk >/dev/null 2>&1 || need+=(wrk)  # the server load benchmark (benchmarks/bench_wrk.py); the tests do not need it
 command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
 [ -e /usr/share/fonts/truetype/firacode ] || [ -e /usr/share/fonts/opentype/firacode ] || need+=(fonts-firacode)
 if [ ${#need[@]} -gt 0 ]; then

@@ -8,7 +8,6 @@ import random
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
 from email.utils import parsedate_to_datetime
 from typing import Any, Literal, cast
 from urllib.parse import quote
@@ -345,8 +344,7 @@ class RemoteBackend(Backend):
         local = _client_filters(query)
         if local is None:
             return self._page(query)
-        server = replace(
-            query,
+        server = query.replace(
             author=None,
             exclude_author=None if "/" in (query.exclude_author or "") else query.exclude_author,
             cursor=None if query.cursor is None else _unbind(local, query.cursor),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from functools import lru_cache
 from typing import Any
@@ -14,6 +15,9 @@ from mnemo_tui.model import Entry, Page
 from mnemo_tui.model import dumps as _dumps
 
 _DECODER = json.JSONDecoder()
+# The C scanner under `raw_decode`, called directly (once per item of a page): it raises StopIteration
+# where `raw_decode` raises JSONDecodeError, and both end as the ValueError of `object_with_spans`.
+_scan: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 _EPOCH_DAY = date(1970, 1, 1).toordinal()
 _WS = re.compile(r"[ \t\n\r]*")
 _BLANK = frozenset(" \t\n\r")
@@ -75,19 +79,16 @@ def entry_of(item: Any, text: str | None = None) -> Entry:
 
 
 @lru_cache(maxsize=4096)
-def _day_us(day: str) -> int:
-    return (date.fromisoformat(day).toordinal() - _EPOCH_DAY) * 86_400_000_000
+def _minute_us(minute: str) -> int:
+    """Microseconds of `YYYY-MM-DDTHH:MM` (a page's entries mostly share their minute: computed once)."""
+    day = (date.fromisoformat(minute[:10]).toordinal() - _EPOCH_DAY) * 86_400_000_000
+    return day + int(minute[11:13]) * 3_600_000_000 + int(minute[14:16]) * 60_000_000
 
 
 def _canonical_us(text: str) -> int:
     """Microseconds of a time already in the canonical `YYYY-MM-DDTHH:MM:SS.ffffffZ` form."""
-    return (
-        _day_us(text[:10])
-        + int(text[11:13]) * 3_600_000_000
-        + int(text[14:16]) * 60_000_000
-        + int(text[17:19]) * 1_000_000
-        + int(text[20:26])
-    )
+    # `SS` then `ffffff` read as one number are the seconds' microseconds: SS * 10**6 + ffffff.
+    return _minute_us(text[:16]) + int(text[17:19] + text[20:26])
 
 
 def _key_orders() -> frozenset[tuple[str, ...]]:
@@ -131,7 +132,7 @@ def object_with_spans(text: str, field: str) -> tuple[dict[str, Any], list[str]]
     """
     try:
         return _object_with_spans(text, field)
-    except (IndexError, RecursionError, json.JSONDecodeError) as exc:
+    except (IndexError, RecursionError, StopIteration, json.JSONDecodeError) as exc:
         raise ValueError(str(exc)) from None
 
 
@@ -146,7 +147,7 @@ def _object_with_spans(text: str, field: str) -> tuple[dict[str, Any], list[str]
         i += 1
     else:
         while True:
-            key, i = _DECODER.raw_decode(text, i)
+            key, i = _scan(text, i)
             if not isinstance(key, str):
                 raise ValueError("object key is not a string")
             i = _skip(text, i)
@@ -160,7 +161,7 @@ def _object_with_spans(text: str, field: str) -> tuple[dict[str, Any], list[str]
                 if text[i] == "]":
                     i += 1
                 else:
-                    decode = _DECODER.raw_decode
+                    decode = _scan
                     while True:
                         start = i
                         value, i = decode(text, i)
@@ -179,7 +180,7 @@ def _object_with_spans(text: str, field: str) -> tuple[dict[str, Any], list[str]
                             i = _skip(text, i)
                 out[key] = items
             else:
-                out[key], i = _DECODER.raw_decode(text, i)
+                out[key], i = _scan(text, i)
             i = _skip(text, i)
             mark, i = text[i], i + 1
             if mark == "}":
@@ -216,12 +217,15 @@ def page_of(text: str, canonical: bool = False) -> Page:
     """
     items, spans, cursor = _page_parts(text)
     if canonical and "\n" not in text and "\r" not in text:
-        entries = []
+        entries: list[Entry] = []
+        keep = entries.append
+        shaped = _CANONICAL_TIME.match
         for item, span in zip(items, spans, strict=True):
             created = item.get("created_at") if isinstance(item, dict) else None
-            if isinstance(created, str) and _CANONICAL_TIME.match(created) and isinstance(item["atom_id"], str):
-                entries.append(Entry(atom_id=item["atom_id"], created_at=_canonical_us(created), wire=span))
+            atom = item.get("atom_id") if isinstance(created, str) else None
+            if isinstance(atom, str) and atom and isinstance(created, str) and shaped(created):
+                keep(Entry(atom, _canonical_us(created), span))
             else:
-                entries.append(entry_of(item, span))
+                keep(entry_of(item, span))
         return Page(items=entries, next_cursor=cursor)
     return Page(items=[entry_of(item, span) for item, span in zip(items, spans, strict=True)], next_cursor=cursor)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
+from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.cli.options import HOISTED, Args, CatchupArgs, RecentArgs, RootArgs
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # The fast path: `recent` and `catchup` with options it fully understands skip importing Typer
 # (about half of a cold start) and call the very same functions as the Typer commands, with the

@@ -166,12 +166,10 @@ def watermark_reset(c: Context, args: WatermarkResetArgs) -> None:
 
 
 def _endpoint_settings(c: Context, endpoint: str | None) -> Settings:
-    from dataclasses import replace
-
     from mnemo_tui.state.config import check_endpoint
 
     if endpoint:
-        return replace(c.settings, endpoint=check_endpoint(endpoint), store_path=None)
+        return c.settings.replace(endpoint=check_endpoint(endpoint), store_path=None)
     if not c.settings.endpoint:
         raise ValidationError(
             "no endpoint is selected: give --endpoint URL (e.g. http://127.0.0.1:8765/api/v1) "
@@ -192,11 +190,9 @@ def _read_key() -> str:
 
 def _check_key(settings: Settings, key: str) -> None:
     """Ask the endpoint whether it takes the key (GET /memory/rooms): a refused key raises AuthError."""
-    from dataclasses import replace
-
     from mnemo_tui.cli.context import open_backend
 
-    backend = open_backend(replace(settings, api_key=key))
+    backend = open_backend(settings.replace(api_key=key))
     try:
         backend.rooms()
     finally:

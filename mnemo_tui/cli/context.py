@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.cli.options import RootArgs
 from mnemo_tui.errors import LocalStateError, ValidationError
 from mnemo_tui.model import check_consumer
@@ -54,15 +53,15 @@ def store_path(settings: Settings, *, creates: bool) -> Path:
     return path
 
 
-@dataclass
 class Context:
     """Per-invocation context handed to every command."""
 
-    settings: Settings
-    no_pager: bool = False
-    creates_store: bool = False
-    _backend: Backend | None = field(default=None, init=False)
-    _state: StateDB | None = field(default=None, init=False)
+    def __init__(self, settings: Settings, no_pager: bool = False, creates_store: bool = False) -> None:
+        self.settings = settings
+        self.no_pager = no_pager
+        self.creates_store = creates_store
+        self._backend: Backend | None = None
+        self._state: StateDB | None = None
 
     @staticmethod
     def of(root: RootArgs) -> Context:
@@ -73,7 +72,7 @@ class Context:
 
             sys.stderr.write("".join(w + "\n" for w in settings.warnings))
         if root.utc:
-            settings = replace(settings, utc=True)
+            settings = settings.replace(utc=True)
         return Context(with_debug(settings, root.debug), no_pager=root.no_pager)
 
     @property

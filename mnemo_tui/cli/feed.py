@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from mnemo_tui import text, timefmt
+from mnemo_tui import TYPE_CHECKING, text, timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.options import CatchupArgs, RecentArgs
@@ -171,12 +169,12 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
     probe = backend.change_token
     tracker.changed(probe)  # the token before the first read: any write after it is polled for
     if query.since is not None:
-        emit([e for page in Walk(backend, replace(query, limit=MAX_LIMIT)).pages() for e in page])
+        emit([e for page in Walk(backend, query.replace(limit=MAX_LIMIT)).pages() for e in page])
     else:
         emit(backend.recent(query).items)
     if output.is_tty(sys.stderr):
         output.hint("(following: new entries appear as they land; ^C to stop)")
-    base = replace(query, cursor=None)
+    base = query.replace(cursor=None)
     pause = FOLLOW_POLL_REMOTE if probe() is None else FOLLOW_PROBE_EMBEDDED
     while True:
         time.sleep(pause)
@@ -237,7 +235,7 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide
         table = output.TableWriter(out, scope=query.scope, utc=c.utc, wide=wide)
         held: list[list[Entry]] = []
         # Every item is printed whatever the page size, so walk in the largest pages there are.
-        for fresh in Walk(backend, replace(query, limit=MAX_LIMIT)).pages():
+        for fresh in Walk(backend, query.replace(limit=MAX_LIMIT)).pages():
             if fresh:
                 if reverse:
                     held.append(fresh[::-1])

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar, overload
+from mnemo_tui import TYPE_CHECKING
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from typing import Any, Generic, TypeVar, overload
+
+    T = TypeVar("T")
+
+    class _Typed(Generic[T]):
+        """To the type checker, an option is generic in the value it reads as."""
+
+else:
+    # At run time a plain base: `mnemo recent` imports no typing (docs/architecture.md).
+
+    class _Typed:
+        def __class_getitem__(cls, item: object) -> type:
+            return cls
+
+    T = None
 
 
-class Opt(Generic[T]):
+class Opt(_Typed[T]):
     """One option (or argument) of a command: its flags, value, help and default.
 
     Declared as a class attribute of an `Args` class, it reads as the parsed value on an instance.
@@ -38,10 +53,13 @@ class Opt(Generic[T]):
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
-    @overload
-    def __get__(self, obj: None, owner: type | None = None) -> Opt[T]: ...
-    @overload
-    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+    if TYPE_CHECKING:
+
+        @overload
+        def __get__(self, obj: None, owner: type | None = None) -> Opt[T]: ...
+        @overload
+        def __get__(self, obj: object, owner: type | None = None) -> T: ...
+
     def __get__(self, obj: object | None, owner: type | None = None) -> Opt[T] | T:
         if obj is None:
             return self

@@ -6,12 +6,14 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import IO, Any
 
-from mnemo_tui import text, timefmt
+from mnemo_tui import TYPE_CHECKING, text, timefmt
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import EmptyReport, Entry
 from mnemo_tui.model import dumps as _dumps
+
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 FORMATS = ("table", "json", "ndjson")
 PIPE_WIDTH = 120

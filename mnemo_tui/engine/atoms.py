@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
 
-from mnemo_tui import timefmt
+from mnemo_tui import TYPE_CHECKING, timefmt
 from mnemo_tui.engine import fts, ids
 from mnemo_tui.engine.database import Clock, Database
 from mnemo_tui.engine.rules import check_write, wire_item, with_superseded_by
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
 from mnemo_tui.model import Entry, WriteRequest, WriteResult, dumps, room_of
+
+if TYPE_CHECKING:
+    from typing import Any
 
 _INSERT = (
     "INSERT INTO atoms(atom_id, bucket, domain, created_at, content, concepts, metadata, principal, agent,"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 import hmac
 import struct
+from functools import lru_cache
 
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import CURSOR_SHAPE, RecentQuery
@@ -20,16 +20,63 @@ _LENGTH = _BODY.size + _MAC_LEN
 
 def binding(principal: str, query: RecentQuery) -> bytes:
     """The fingerprint of what a cursor is bound to: reader, scope and every filter."""
+    return _binding(
+        principal, query.scope, query.since, query.until, query.exclude_author, query.include_history, query.author
+    )
+
+
+@lru_cache(maxsize=1024)
+def _binding(
+    principal: str,
+    scope: str | None,
+    since: int | None,
+    until: int | None,
+    exclude: str | None,
+    history: bool,
+    author: str | None,
+) -> bytes:
+    # Once per walk, not once per page: every page of a walk has the same binding.
     parts = (
         principal,
-        query.scope or "",
-        "" if query.since is None else str(query.since),
-        "" if query.until is None else str(query.until),
-        query.exclude_author or "",
-        "h" if query.include_history else "",
-        *(() if query.author is None else ("author", query.author)),
+        scope or "",
+        "" if since is None else str(since),
+        "" if until is None else str(until),
+        exclude or "",
+        "h" if history else "",
+        *(() if author is None else ("author", author)),
     )
     return hashlib.sha256("\x1f".join(parts).encode()).digest()[:8]
+
+
+def _sha256(data: bytes = b"") -> hashlib._Hash:
+    return hashlib.sha256(data)
+
+
+@lru_cache(maxsize=64)
+def _key(secret: bytes) -> hmac.HMAC:
+    """A store's HMAC-SHA256 key, prepared once per store secret; each cursor signs with a copy of it.
+
+    Through a plain constructor, `hmac` keeps the key as two prepared SHA-256 states (RFC 2104's inner
+    and outer pads) and a copy copies those: cheaper per cursor than duplicating OpenSSL's HMAC context,
+    which is what `digestmod=hashlib.sha256` would do. The MAC is the same HMAC-SHA256.
+    """
+    return hmac.new(secret, digestmod=_sha256)
+
+
+def _mac(secret: bytes, body: bytes) -> bytes:
+    mac = _key(secret).copy()
+    mac.update(body)
+    return mac.digest()[:_MAC_LEN]
+
+
+# The URL-safe base64 alphabet (`base64.urlsafe_b64*`), through binascii directly: a page pays these.
+_FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
+def _spelled(raw: bytes) -> bytes:
+    """The cursor spelling of raw bytes: URL-safe base64 without padding."""
+    return binascii.b2a_base64(raw, newline=False).translate(_TO_URLSAFE).rstrip(b"=")
 
 
 def _uuid_bytes(atom_id: str) -> bytes:
@@ -43,8 +90,7 @@ def _uuid_bytes(atom_id: str) -> bytes:
 def encode(secret: bytes, bound: bytes, created_at: int, atom_id: str) -> str:
     """Encode a position (the last entry returned) as a cursor string."""
     body = _BODY.pack(_VERSION, bound, created_at, _uuid_bytes(atom_id))
-    mac = hmac.new(secret, body, hashlib.sha256).digest()[:_MAC_LEN]
-    return base64.urlsafe_b64encode(body + mac).decode().rstrip("=")
+    return _spelled(body + _mac(secret, body)).decode()
 
 
 def decode(secret: bytes, bound: bytes, cursor: str) -> tuple[int, str]:
@@ -55,18 +101,18 @@ def decode(secret: bytes, bound: bytes, cursor: str) -> tuple[int, str]:
     """
     if not CURSOR_SHAPE.match(cursor) or "=" in cursor:
         raise ValidationError("malformed cursor")
+    text = cursor.encode()
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        raw = binascii.a2b_base64(text.translate(_FROM_URLSAFE) + b"=" * (-len(text) % 4))
     except (binascii.Error, ValueError):
         raise ValidationError("malformed cursor") from None
     if len(raw) != _LENGTH:
         raise ValidationError("malformed cursor")
     # base64 ignores the spare bits of the last character: only the canonical spelling is accepted.
-    if base64.urlsafe_b64encode(raw).decode().rstrip("=") != cursor:
+    if _spelled(raw) != text:
         raise ValidationError("malformed cursor")
     body, mac = raw[: _BODY.size], raw[_BODY.size :]
-    expected = hmac.new(secret, body, hashlib.sha256).digest()[:_MAC_LEN]
-    if not hmac.compare_digest(mac, expected):
+    if not hmac.compare_digest(mac, _mac(secret, body)):
         raise ValidationError("cursor was not issued by this store (forged or foreign)")
     version, cursor_bound, created_at, atom_bytes = _BODY.unpack(body)
     if version != _VERSION:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 import time
+from _thread import RLock  # threading.RLock itself, without importing threading at start-up
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -110,12 +110,41 @@ def _open(path: Path) -> tuple[sqlite3.Connection, int]:
         raise
 
 
+# One writer at a time per store file in this process: the connections of one process (the server's
+# database threads) queue here for the write lock, and the next is woken the moment it is free,
+# instead of polling for it in SQLite's busy handler, which sleeps up to 100 ms between tries and
+# made the tail of a loaded server. Other processes still meet at SQLite's lock (`BUSY_TIMEOUT_MS`).
+_WRITERS: dict[str, RLock] = {}
+# A child forked while another thread held one must not inherit it held: it starts with none.
+os.register_at_fork(after_in_child=_WRITERS.clear)
+
+
+def _writer(identity: str) -> RLock:
+    return _WRITERS.setdefault(identity, RLock())
+
+
 def _file_id(path: Path) -> tuple[int, int] | None:
     try:
         found = os.stat(path)
     except OSError:
         return None
     return found.st_dev, found.st_ino
+
+
+class Reading:
+    """`Database.reading()`: the lock held around the connection (a class, not a generator: every page pays it)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: Database) -> None:
+        self._store = store
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._store.lock.acquire()
+        return self._store.db
+
+    def __exit__(self, *exc: object) -> None:
+        self._store.lock.release()
 
 
 class Database:
@@ -135,7 +164,7 @@ class Database:
         # read of a store that does not exist yet sees, without creating a file).
         self.db = _open(Path(":memory:"))[0] if memory else connect(self.path, create=create)
         self.secret = bytes(self.db.execute("SELECT value FROM meta WHERE key = 'cursor_secret'").fetchone()[0])
-        self.lock = threading.RLock()
+        self.lock = RLock()
         self._file = _file_id(self.path)
         self._deadline: float | None = None
 
@@ -159,11 +188,16 @@ class Database:
         """One write transaction of this store (see `sqlitefile.immediate`), held by this thread meanwhile."""
         with self.lock:
             self._check_file()
+            writer = _writer(self.identity)
+            if not writer.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
+                raise sqlite3.OperationalError("database is locked")
             try:
                 with immediate(self.db) as db:
                     yield db
             except sqlite3.OperationalError as exc:
                 raise self._write_failure(exc) from exc
+            finally:
+                writer.release()
 
     def _write_failure(self, exc: sqlite3.OperationalError) -> Exception:
         text = str(exc)
@@ -205,11 +239,9 @@ class Database:
             if previous is None:
                 self.db.set_progress_handler(None, 0)
 
-    @contextmanager
-    def reading(self) -> Iterator[sqlite3.Connection]:
+    def reading(self) -> Reading:
         """The connection for reads (one statement is one snapshot), held by this thread meanwhile."""
-        with self.lock:
-            yield self.db
+        return Reading(self)
 
     # -- buckets: a principal's own store, or a room --------------------------------------
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from mnemo_tui import timefmt
+from mnemo_tui import TYPE_CHECKING, timefmt
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import (
     MAX_CONCEPTS,
@@ -19,6 +18,9 @@ from mnemo_tui.model import (
     parse_scope,
     room_of,
 )
+
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_QUERY = 5000
 MAX_TOP_K = 500

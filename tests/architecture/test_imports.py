@@ -175,3 +175,10 @@ def test_catchup_through_either_path_commits_the_same_way(
     assert fast["items"] == slow["items"] and len(fast["items"]) == 30
     assert fast["watermark"]["after"]["created_at"] == slow["watermark"]["after"]["created_at"]
     assert cli_main.main(["catchup", "--consumer", "fast", "--exit-code", "-f", "ndjson"]) == 1
+
+
+def test_recent_imports_no_dataclasses_inspect_or_typing(filled: Path) -> None:
+    # Building dataclasses and importing typing were half of a cold start (docs/architecture.md, "Values").
+    modules = probe(filled, "recent", "--limit", "20", "--format", "ndjson")["modules"]
+    assert isinstance(modules, list)
+    assert [m for m in ("dataclasses", "inspect", "typing") if m in modules] == []

@@ -40,7 +40,7 @@ def test_recent_wire_is_store_recent_as_text(store: Store) -> None:
             assert cursor == page.next_cursor
             if cursor is None:
                 break
-            current = RecentQuery(**{**current.__dict__, "cursor": cursor})
+            current = current.replace(cursor=cursor)
 
 
 def test_recent_wire_refuses_what_store_recent_refuses(store: Store) -> None:

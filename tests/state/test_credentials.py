@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import keyring
@@ -49,15 +48,15 @@ def test_a_key_goes_to_the_keyring_under_service_mnemo_per_endpoint(
     assert credentials.store_key(settings, KEY) == ("keyring", None)
     assert memory_keyring.secrets == {("mnemo", ENDPOINT): KEY}
     assert credentials.lookup_key(settings) == (KEY, "keyring")
-    other = replace(settings, endpoint="http://127.0.0.1:9999/api/v1")
+    other = settings.replace(endpoint="http://127.0.0.1:9999/api/v1")
     assert credentials.lookup_key(other) == (None, "none")
     assert not credentials.credentials_file(settings).exists()
 
 
 def test_mnemo_api_key_wins_over_the_keyring(settings: Settings, memory_keyring: MemoryKeyring) -> None:
     credentials.store_key(settings, KEY)
-    assert credentials.lookup_key(replace(settings, api_key="mk_live_from_env")) == ("mk_live_from_env", "env")
-    assert credentials.key_source(replace(settings, api_key="mk_live_from_env")) == "env"
+    assert credentials.lookup_key(settings.replace(api_key="mk_live_from_env")) == ("mk_live_from_env", "env")
+    assert credentials.key_source(settings.replace(api_key="mk_live_from_env")) == "env"
 
 
 def test_fail_and_null_backends_count_as_no_keyring(settings: Settings, no_keyring: None) -> None:
@@ -82,7 +81,7 @@ def test_insecure_storage_writes_a_0600_file_and_is_read_back(settings: Settings
 
 
 def test_the_file_keeps_one_key_per_endpoint(settings: Settings, no_keyring: None) -> None:
-    other = replace(settings, endpoint="https://core.example.com/api/v1")
+    other = settings.replace(endpoint="https://core.example.com/api/v1")
     credentials.store_key(settings, KEY, insecure_storage=True)
     credentials.store_key(other, "mk_live_other", insecure_storage=True)
     assert credentials.lookup_key(other) == ("mk_live_other", "file")

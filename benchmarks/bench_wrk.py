@@ -1,0 +1,351 @@
+"""Provides the server load benchmark against a bare ASGI anchor: `wrk` drives the write/page mix, pinned off the server's core.
+
+    python benchmarks/bench_wrk.py [--quick] [--seconds 10] [--connections 16]
+
+`mnemo serve` (as a user starts it: access log on, to a file) and a bare ASGI callable that runs
+the engine's own statements for the same two requests (the key lookup, then a write: `BEGIN
+IMMEDIATE`, the bucket and its clock, the row, its full-text row, the clock back, `COMMIT`; or a
+keyset page of 50) on one `sqlite3` connection, both under uvicorn with its `standard` extra,
+each on its own copy of the same seeded store. The server is pinned to core 0 and Debian's `wrk`
+(one thread, 16 connections, `wrk_mix.lua`: 40% writes, 60% pages, half of them following the
+last cursor seen) to core 1 with `taskset`, so the load generator does not eat the server's CPU.
+Runs alternate between the two servers (mnemo, bare, mnemo, bare, ...) and the medians are
+compared. Without `wrk` or `taskset` (or with fewer than 2 cores) the figures say so and are not
+measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_load import _serve  # noqa: E402
+from bench_remote import _free_port  # noqa: E402
+
+WRK = shutil.which("wrk")
+TASKSET = shutil.which("taskset")
+SCRIPT = HERE / "wrk_mix.lua"
+PRINCIPAL = "p0"
+SERVER_CORE, LOAD_CORE = "0", "1"
+
+# The anchor: the statements the engine runs for the same requests (traced from `Store.write` and
+# `Store.recent`), in the event loop, with no framework, thread hop, validation, signing or log.
+_BARE = r"""
+import hashlib, json, sqlite3, sys, time, uuid
+from datetime import UTC, datetime
+import uvicorn
+
+db = sqlite3.connect(sys.argv[1], isolation_level=None, check_same_thread=False)
+db.execute("PRAGMA journal_mode = WAL"); db.execute("PRAGMA synchronous = NORMAL"); db.execute("PRAGMA busy_timeout = 30000")
+KEY = "SELECT principal, revoked_at, key_hash FROM api_keys WHERE key_hash = ?"
+PAGE = ("SELECT a.created_at, a.atom_id, a.wire, a.superseded_by FROM atoms a WHERE a.bucket = "
+        "(SELECT bucket FROM buckets WHERE kind = 'own' AND owner = ?) {after}AND a.superseded_by IS NULL "
+        "ORDER BY a.created_at DESC, a.atom_id DESC LIMIT ?")
+INSERT = ("INSERT INTO atoms(atom_id, bucket, domain, created_at, content, concepts, metadata, principal, agent, "
+          "agent_name, client_env, external_ref, supersedes, wire, fingerprint) VALUES (?,?,?,?,?,'[]',NULL,?,NULL,NULL,'cli',NULL,NULL,?,NULL)")
+
+def iso(us):
+    return datetime.fromtimestamp(us / 1e6, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+def who(headers):
+    key = dict(headers).get(b"x-api-key", b"").decode()
+    row = db.execute(KEY, (hashlib.sha256(key.encode()).hexdigest(),)).fetchone()
+    return None if row is None or row[1] is not None else row[0]
+
+def write(principal, body):
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("SELECT coalesce(max(seq), 0) FROM atoms").fetchone()
+        bucket = db.execute("SELECT bucket FROM buckets WHERE kind = 'own' AND owner = ?", (principal,)).fetchone()[0]
+        last = db.execute("SELECT last_created_at FROM buckets WHERE bucket = ?", (bucket,)).fetchone()[0]
+        created = max(time.time_ns() // 1000, last + 1)
+        atom = str(uuid.uuid4())
+        wire = json.dumps({"atom_id": atom, "content": body["content"], "domain": body["domain"], "created_at": iso(created),
+                           "concepts": [], "provenance": {"principal": principal, "agent": None, "agent_name": None,
+                           "client_env": "cli", "is_external": False}}, ensure_ascii=False, separators=(",", ":"))
+        seq = db.execute(INSERT, (atom, bucket, body["domain"], created, body["content"], principal, wire)).lastrowid
+        db.execute("INSERT INTO atoms_fts(rowid, body) VALUES (?, ?)", (seq, " ".join(f"b{bucket}x" + w for w in body["content"].split())))
+        db.execute("UPDATE buckets SET last_created_at = ? WHERE bucket = ?", (created, bucket))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return ('{"atom_id":"' + atom + '","superseded":[],"reason":null}').encode()
+
+def page(principal, body):
+    limit = body.get("limit", 20)
+    cursor = body.get("cursor")
+    if cursor:
+        at, atom = cursor.split("_", 1)
+        rows = db.execute(PAGE.format(after="AND (a.created_at, a.atom_id) < (?, ?) "), (principal, int(at), atom, limit + 1)).fetchall()
+    else:
+        rows = db.execute(PAGE.format(after=""), (principal, limit + 1)).fetchall()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    nxt = f'"{rows[-1][0]}_{rows[-1][1]}"' if more else "null"
+    return ('{"items":[' + ",".join(r[2] for r in rows) + '],"next_cursor":' + nxt + "}").encode()
+
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    raw = b""
+    while True:
+        message = await receive()
+        raw += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    principal = who(scope["headers"])
+    if principal is None:
+        status, out = 401, b'{"code":"UNAUTHORIZED"}'
+    else:
+        body = json.loads(raw) if raw else {}
+        status, out = 200, (write if scope["path"].endswith("/write") else page)(principal, body)
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": out})
+
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning", access_log=False)
+"""
+
+
+def missing() -> str | None:
+    """Why the benchmark cannot run here, or None."""
+    if WRK is None:
+        return "wrk is not installed (apt-get install wrk; scripts/setup-dev.sh)"
+    if TASKSET is None:
+        return "taskset is not installed (util-linux)"
+    if (os.cpu_count() or 1) < 2:
+        return "fewer than 2 cores: server and wrk cannot be pinned apart"
+    return None
+
+
+def seed(path: Path, entries: int) -> str:
+    """A store with `entries` entries of `p0` in a few domains; returns p0's key."""
+    sys.path.insert(0, str(HERE.parent))
+    from mnemo_tui import timefmt
+    from mnemo_tui.engine.store import Store
+    from mnemo_tui.model import WriteRequest
+
+    store = Store(path)
+    try:
+        key = store.create_key(PRINCIPAL)[1]
+        start = timefmt.now_us() - 3_600_000_000
+        store.bulk_insert(
+            [
+                (PRINCIPAL, WriteRequest(content=f"seed {i}: " + "lorem ipsum " * 8, domain=f"seed{i % 3}"), start + i)
+                for i in range(entries)
+            ]
+        )
+    finally:
+        store.close()
+    return key
+
+
+def _pinned(cmd: list[str], core: str) -> list[str]:
+    assert TASKSET is not None
+    return [TASKSET, "-c", core, *cmd]
+
+
+def start_mnemo(store: Path, home: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`mnemo serve` pinned to the server core (taskset re-execs it there; every thread inherits it)."""
+    proc, url = _serve(store, home)
+    subprocess.run(
+        [TASKSET or "taskset", "-a", "-p", "-c", SERVER_CORE, str(proc.pid)], capture_output=True, check=True
+    )
+    return proc, url.removesuffix("/api/v1")
+
+
+def start_bare(store: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The bare ASGI app under uvicorn, pinned to the server core."""
+    import httpx
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        _pinned([sys.executable, "-c", _BARE, str(store), str(port)], SERVER_CORE),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(400):
+        try:
+            httpx.post(url + "/api/v1/memory/recent", json={"limit": 1}, timeout=2)
+            return proc, url
+        except httpx.TransportError:
+            if proc.poll() is not None:
+                raise RuntimeError("the bare app exited") from None
+            time.sleep(0.05)
+    raise RuntimeError("the bare app did not start")
+
+
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
+
+
+def _ms(text: str) -> float:
+    found = re.fullmatch(r"([0-9.]+)(us|ms|s)", text)
+    if not found:
+        raise ValueError(f"not a wrk latency: {text!r}")
+    return float(found.group(1)) * _UNITS[found.group(2)]
+
+
+def parse(out: str) -> dict[str, float]:
+    """Requests/s, p50 and p99 (ms), and errors (non-2xx answers plus socket errors) from wrk's report."""
+    rate = re.search(r"Requests/sec:\s+([0-9.]+)", out)
+    p50 = re.search(r"\s50%\s+(\S+)", out)
+    p99 = re.search(r"\s99%\s+(\S+)", out)
+    total = re.search(r"(\d+) requests in", out)
+    if not (rate and p50 and p99 and total):
+        raise RuntimeError("unexpected wrk output:\n" + out)
+    errors = sum(int(n) for n in re.findall(r"Non-2xx or 3xx responses:\s+(\d+)", out))
+    socket = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    if socket:
+        errors += sum(int(n) for n in socket.groups())
+    return {
+        "rate": float(rate.group(1)),
+        "p50": _ms(p50.group(1)),
+        "p99": _ms(p99.group(1)),
+        "requests": float(total.group(1)),
+        "errors": float(errors),
+    }
+
+
+def drive(url: str, key: str, seconds: float, connections: int) -> dict[str, float]:
+    """One wrk run against `url`, pinned to the load core."""
+    assert WRK is not None
+    env = dict(os.environ, MNEMO_BENCH_KEY=key)
+    cmd = _pinned(
+        [WRK, "-t1", f"-c{connections}", f"-d{seconds:g}s", "--latency", "--timeout", "10s", "-s", str(SCRIPT), url],
+        LOAD_CORE,
+    )
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
+    return parse(out)
+
+
+def measure(quick: bool, seconds: float | None = None, connections: int = 16) -> dict[str, Any]:
+    """Alternated wrk runs against mnemo serve and the bare app; the median of each figure per server."""
+    span = seconds if seconds is not None else (4.0 if quick else 10.0)
+    rounds = 2 if quick else 3
+    with tempfile.TemporaryDirectory(prefix="mnemo-wrk-") as tmp:
+        home = Path(tmp)
+        mnemo_store, bare_store = home / "mnemo.db", home / "bare.db"
+        key = seed(mnemo_store, 2_000 if quick else 20_000)
+        shutil.copyfile(mnemo_store, bare_store)
+        mnemo, mnemo_url = start_mnemo(mnemo_store, home)
+        bare, bare_url = start_bare(bare_store)
+        runs: dict[str, list[dict[str, float]]] = {"mnemo": [], "bare": []}
+        try:
+            drive(mnemo_url, key, 1, connections)  # warm-up: connections, page cache, code paths
+            drive(bare_url, key, 1, connections)
+            for _ in range(rounds):
+                runs["mnemo"].append(drive(mnemo_url, key, span, connections))
+                runs["bare"].append(drive(bare_url, key, span, connections))
+        finally:
+            for proc in (mnemo, bare):
+                proc.terminate()
+                proc.wait(timeout=30)
+        log = (home / "serve.log").read_text(errors="replace")
+    median = {
+        name: {k: statistics.median(r[k] for r in got) for k in got[0]} | {"errors": sum(r["errors"] for r in got)}
+        for name, got in runs.items()
+    }
+    return {
+        "mnemo": median["mnemo"],
+        "bare": median["bare"],
+        "rounds": rounds,
+        "seconds": span,
+        "connections": connections,
+        "tracebacks": log.count("Traceback"),
+        "key_in_log": key in log,
+    }
+
+
+def rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
+    m, b, c = result["mnemo"], result["bare"], result["connections"]
+    anchor = f"a bare ASGI app running the engine's statements, same uvicorn stack and pinning (median of {result['rounds']} alternated runs)"
+    return [
+        {
+            "name": f"server load (wrk, {c} connections, 40% writes, 60% pages of 50; server and wrk on separate cores): requests/s",
+            "value": round(m["rate"]),
+            "unit": "req/s",
+            "anchor": round(b["rate"]),
+            "ratio": round(m["rate"] / b["rate"], 2) if b["rate"] else None,
+            "goal": "≥ 0.8x",
+            "anchor_is": anchor,
+        },
+        {
+            "name": "server load (wrk): p50 latency",
+            "value": round(m["p50"], 2),
+            "unit": "ms",
+            "anchor": round(b["p50"], 2),
+            "ratio": round(m["p50"] / b["p50"], 2) if b["p50"] else None,
+            "goal": "—",
+            "anchor_is": anchor,
+        },
+        {
+            "name": "server load (wrk): p99 latency",
+            "value": round(m["p99"], 2),
+            "unit": "ms",
+            "anchor": round(b["p99"], 2),
+            "ratio": round(m["p99"] / b["p99"], 2) if b["p99"] else None,
+            "goal": "≤ 1.5x",
+            "anchor_is": anchor,
+        },
+        {
+            "name": f"server load (wrk): errors (non-2xx or socket) in {int(m['requests']):,} requests a run, mnemo serve",
+            "value": int(m["errors"]) + result["tracebacks"],
+            "unit": "",
+            "anchor": None,
+            "ratio": None,
+            "goal": "≤ 0",
+        },
+    ]
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    """Rows for benchmarks/run.py (one row saying why, when wrk cannot run here)."""
+    why = missing()
+    if why is not None:
+        return [
+            {
+                "name": "server load (wrk) against a bare ASGI app",
+                "value": None,
+                "unit": "",
+                "anchor": None,
+                "ratio": None,
+                "goal": "≥ 0.8x",
+                "anchor_is": f"not measured: {why}",
+            }
+        ]
+    return rows_of(measure(quick))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--seconds", type=float, default=None)
+    parser.add_argument("--connections", type=int, default=16)
+    args = parser.parse_args(argv)
+    why = missing()
+    if why is not None:
+        print(f"not measured: {why}")
+        return 0
+    result = measure(args.quick, args.seconds, args.connections)
+    print(json.dumps(result, indent=2))
+    for row in rows_of(result):
+        print(row)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
