@@ -138,6 +138,17 @@ def parse_scope(scope: str | None) -> str | None:
     return scope
 
 
+def check_consumer(name: str) -> str:
+    """A consumer's name as every front end takes it: 1 to 200 characters, not blank.
+
+    Raises:
+        ValidationError: a blank or over-long name.
+    """
+    if not name.strip() or len(name) > 200:
+        raise ValidationError("--consumer must be 1 to 200 characters")
+    return name
+
+
 def by_author(entry: Entry, spec: str) -> bool:
     """Whether an entry is by the author `spec`: its principal, or the AUTHOR column's `principal/agent`.
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.cli.options import RootArgs
 from mnemo_tui.errors import LocalStateError, ValidationError
+from mnemo_tui.model import check_consumer
 from mnemo_tui.state.config import Settings, resolve, with_debug
 
 if TYPE_CHECKING:
@@ -115,10 +116,7 @@ class Context:
         Raises:
             ValidationError: a blank or over-long name.
         """
-        name = given if given is not None else self.settings.consumer
-        if not name.strip() or len(name) > 200:
-            raise ValidationError("--consumer must be 1 to 200 characters")
-        return name
+        return check_consumer(given if given is not None else self.settings.consumer)
 
     def embedded_only(self, command: str) -> None:
         if self.settings.endpoint:

@@ -24,7 +24,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("mnemo_tui.engine", "mnemo_tui.state"),
     ("mnemo_tui.backends",),
-    ("mnemo_tui.walk", "mnemo_tui.catchup", "mnemo_tui.reports", "mnemo_tui.proof", "mnemo_tui.demo"),
+    (
+        "mnemo_tui.walk",
+        "mnemo_tui.catchup",
+        "mnemo_tui.reports",
+        "mnemo_tui.proof",
+        "mnemo_tui.demo",
+        "mnemo_tui.verbs",
+    ),
     ("mnemo_tui.cli", "mnemo_tui.tui", "mnemo_tui.server"),
 )
 # Siblings that must not know each other although they share a layer.
