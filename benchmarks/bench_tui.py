@@ -38,9 +38,10 @@ def rss_kib():
 
 from mnemo_tui.tui.data.window import FeedWindow
 from mnemo_tui.tui.screens.main import FeedScreen
+from mnemo_tui.tui.widgets.feed import FeedView
 
 asked, added = {}, {}
-_request, _add = FeedScreen.request_page, FeedWindow.add_page
+_request, _add = FeedView.request_page, FeedWindow.add_page
 
 def request_page(self, request):
     asked.setdefault(request.index, time.perf_counter())
@@ -50,7 +51,7 @@ def add_page(self, index, page):
     added.setdefault(index, time.perf_counter())
     return _add(self, index, page)
 
-FeedScreen.request_page, FeedWindow.add_page = request_page, add_page
+FeedView.request_page, FeedWindow.add_page = request_page, add_page
 
 # First paint: the first time the screen is drawn showing the scope's content (its newest rows,
 # or for an empty scope its report), not merely the app's frame.
@@ -59,7 +60,7 @@ _draw = FeedScreen._compositor_refresh
 
 def draw(self):
     _draw(self)
-    if "painted" not in marks and (self.window.row_count > 0 or self.switcher.current == "report"):
+    if "painted" not in marks and (self.feed.window.row_count > 0 or self.switcher.current == "report"):
         marks["painted"] = (time.perf_counter(), time.process_time())
 
 FeedScreen._compositor_refresh = draw
@@ -87,17 +88,17 @@ async def main():
             # request (the worker is started) to the page being in the window (the handler ran).
             times = []
             for _ in range(int(sys.argv[4])):
-                walked = len(screen.window.slots)
+                walked = len(screen.feed.window.slots)
                 screen.feed.go_bottom()
                 for _ in range(5000):
                     await asyncio.sleep(0.0002)
-                    if len(screen.window.slots) > walked or screen.window.at_end:
+                    if len(screen.feed.window.slots) > walked or screen.feed.window.at_end:
                         break
                 if walked in asked and walked in added:
                     times.append((added[walked] - asked[walked]) * 1000)
             out["page_ms"] = times
-            out["pages_held"] = screen.window.held_pages
-            out["pages_walked"] = len(screen.window.slots)
+            out["pages_held"] = screen.feed.window.held_pages
+            out["pages_walked"] = len(screen.feed.window.slots)
             out["rss_scrolled_kib"] = rss_kib()
 
 asyncio.run(main())

@@ -78,6 +78,14 @@ def editor_command() -> str:
     return (os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi").strip() or "vi"
 
 
+def pager_command(configured: str | None = None) -> str:
+    """The pager a person chose: `MNEMO_PAGER`, else `configured` (config.toml), else `PAGER`, else `less -FRX`.
+
+    `cat` or an empty value means no pager (the caller decides what that is where it must page).
+    """
+    return (os.environ.get("MNEMO_PAGER") or configured or os.environ.get("PAGER") or "less -FRX").strip()
+
+
 def edit_text(initial: str, help_lines: list[str]) -> str | None:
     """Let a person write text in their editor, as `git commit` does; None when the editor failed.
 

@@ -38,6 +38,33 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+DATABASE_SCHEMES = ("postgresql://", "postgres://")
+
+
+def database_identity(url: str) -> str:
+    """A PostgreSQL URL as it may be shown, logged and key watermarks: user, host, port and database, never a
+    password (nor any query parameter, which may carry one).
+
+    Raises:
+        ValidationError: not a postgresql:// URL, or a malformed one.
+    """
+    from urllib.parse import unquote, urlsplit
+
+    bad = ValidationError("the database URL must look like postgresql://USER:PASSWORD@HOST:PORT/DBNAME")
+    if not isinstance(url, str) or not url.startswith(DATABASE_SCHEMES):
+        raise bad
+    try:
+        parts = urlsplit(url)
+        port = parts.port or 5432
+    except ValueError:
+        raise bad from None
+    host = parts.hostname or "localhost"
+    user = unquote(parts.username or "")
+    dbname = unquote(parts.path.lstrip("/")) or user
+    shown = f"[{host}]" if ":" in host else host
+    return f"postgresql://{user + '@' if user else ''}{shown}:{port}/{dbname}"
+
+
 class Value:
     """The base of mnemo's values: fields are the annotated `__slots__`, set once by `__init__` and never after.
 
@@ -109,6 +136,17 @@ def parse_scope(scope: str | None) -> str | None:
     if len(scope) > MAX_DOMAIN:
         raise ValidationError(f"domain is at most {MAX_DOMAIN} characters, got {len(scope)}")
     return scope
+
+
+def check_consumer(name: str) -> str:
+    """A consumer's name as every front end takes it: 1 to 200 characters, not blank.
+
+    Raises:
+        ValidationError: a blank or over-long name.
+    """
+    if not name.strip() or len(name) > 200:
+        raise ValidationError("--consumer must be 1 to 200 characters")
+    return name
 
 
 def by_author(entry: Entry, spec: str) -> bool:

@@ -98,6 +98,21 @@ def for_recent(backend: Backend, query: RecentQuery) -> EmptyReport:
     return build(backend, "empty_scope", query.scope)
 
 
+def for_search(
+    backend: Backend, query: str, scope: str | None, *, since: str | None = None, until: str | None = None
+) -> EmptyReport:
+    """What an empty search covered: the scope and query, and (unscoped) the rooms it did not search.
+
+    `since` and `until` are named as the reader gave them.
+    """
+    filters = f"the query {query!r}" + "".join(
+        f" {flag} {value}" for flag, value in (("since", since), ("until", until)) if value is not None
+    )
+    if backend.recent(RecentQuery(scope=scope, limit=1, include_history=True)).items:
+        return build(backend, "no_match", scope, filters=filters)
+    return build(backend, "empty_scope", scope)
+
+
 def for_catchup(backend: Backend, scope: str | None, watermark: Watermark | None, since: int | None) -> EmptyReport:
     """The empty report of a catch-up pass that delivered nothing."""
     if watermark is not None and watermark.created_at is not None:

@@ -125,10 +125,13 @@ async def main(out: Path) -> list[Path]:
             other.write(WriteRequest(content=f"Fresh note {i + 1} while you were reading", agent="claude-code"))
         other.close()
         assert isinstance(pilot.app, MnemoApp)
-        pilot.app.feed_screen.check_live()
+        pilot.app.feed_screen.feed.check_live()
 
     async def search(pilot: Pilot[None]) -> None:
         await pilot.press("slash", *"cursor", "enter")
+
+    async def filter_(pilot: Pilot[None]) -> None:
+        await pilot.press("slash", *"flaky")
 
     async def help_(pilot: Pilot[None]) -> None:
         await pilot.press("question_mark")
@@ -137,7 +140,7 @@ async def main(out: Path) -> list[Path]:
         assert isinstance(pilot.app, MnemoApp)
         rooms = [i for i in pilot.app.feed_screen.scopes.items.values() if i.kind == "room"]
         if rooms:
-            pilot.app.feed_screen.switch_scope(rooms[0].scope)
+            pilot.app.feed_screen.open_scope(rooms[0].scope)
 
     shots = [
         await shoot(app(), "feed", out),
@@ -145,6 +148,7 @@ async def main(out: Path) -> list[Path]:
         await shoot(app(), "room", out, room),
         await shoot(app(), "new-marker", out, marker),
         await shoot(app(), "search", out, search),
+        await shoot(app(), "filter", out, filter_),
         await shoot(app(), "help", out, help_),
     ]
     empty = LocalBackend.open(work / "empty.db", "local")

@@ -13,6 +13,8 @@ command -v jq >/dev/null 2>&1 || need+=(jq)  # the README's usage examples pipe 
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)  # the server load benchmark (benchmarks/bench_wrk.py); the tests do not need it
 command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
+# the PostgreSQL engine's tests start their own cluster with the server binaries (initdb, pg_ctl)
+ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || need+=(postgresql)
 [ -e /usr/share/fonts/truetype/firacode ] || [ -e /usr/share/fonts/opentype/firacode ] || need+=(fonts-firacode)
 if [ ${#need[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

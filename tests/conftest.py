@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -72,19 +73,111 @@ def local(store: Store) -> LocalBackend:
     return LocalBackend(store, "local")
 
 
-@pytest.fixture(params=["local", "remote"])
+@pytest.fixture(scope="session")
+def pg_databases() -> Iterator[Any]:
+    """This test process's PostgreSQL cluster (started on first use) and its factory of fresh databases."""
+    import pg_helpers
+
+    if pg_helpers.binaries() is None:
+        pytest.skip(pg_helpers.NO_POSTGRES)
+    cluster = pg_helpers.start_cluster()
+    databases = pg_helpers.Databases(cluster)
+    try:
+        yield databases
+    finally:
+        pg_helpers.stop_cluster(cluster, databases)
+
+
+class Target:
+    """Where a test's engine keeps its data: an embedded store file, or a PostgreSQL database.
+
+    Attributes:
+        engine: `sqlite` or `postgres`.
+        location: the store's path, or the database's URL (with its password).
+    """
+
+    def __init__(self, engine: str, location: Path | str) -> None:
+        self.engine = engine
+        self.location = location
+
+    def open(self) -> Any:
+        """A new engine over the target (the caller closes it)."""
+        if self.engine == "postgres":
+            from mnemo_tui.engine.postgres import PgStore
+
+            return PgStore(str(self.location))
+        return Store(self.location)
+
+    def app(self, **options: Any) -> Any:
+        """The app `mnemo serve` runs over the target."""
+        from mnemo_tui.server.app import create_app
+
+        if self.engine == "postgres":
+            return create_app(database=str(self.location), **options)
+        return create_app(self.location, **options)
+
+    @property
+    def cli(self) -> list[str]:
+        """The root options of `mnemo` selecting the target."""
+        return ["--database" if self.engine == "postgres" else "--store", str(self.location)]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def targets(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[str], Target]]:
+    """A factory of fresh targets of one engine (parametrized over both): `targets(name)`."""
+    made: list[str] = []
+    databases = request.getfixturevalue("pg_databases") if request.param == "postgres" else None
+
+    def make(name: str = "store") -> Target:
+        if databases is None:
+            return Target("sqlite", tmp_path / f"{name}.db")
+        made.append(databases.create())
+        return Target("postgres", databases.cluster.url(made[-1]))
+
+    yield make
+    for name in made:
+        assert databases is not None
+        databases.drop(name)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def module_target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    """One fresh target of each engine (parametrized) for a whole module's tests."""
+    if request.param == "sqlite":
+        yield Target("sqlite", tmp_path_factory.mktemp("module") / "store.db")
+        return
+    databases = request.getfixturevalue("pg_databases")
+    name = databases.create()
+    yield Target("postgres", databases.cluster.url(name))
+    databases.drop(name)
+
+
+@pytest.fixture
+def target(targets: Callable[[str], Target]) -> Target:
+    """One fresh target of the parametrized engine."""
+    return targets("store")
+
+
+@pytest.fixture(params=["local", "remote", "local-pg", "remote-pg"])
 def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[str], Backend]]:
-    """A factory of backends over one fresh store, one per principal; parametrized over backend kinds.
+    """A factory of backends over one fresh store, one per principal; parametrized over backend kinds
+    (in this process or through `mnemo serve`) and engines (the embedded store, PostgreSQL).
 
     Every backend it returns shares the same store, so principals can meet in rooms.
     """
-    kind = request.param
+    kind, _, engine = str(request.param).partition("-")
     opened: list[Backend] = []
-    path = tmp_path / "contract.db"
+    made: list[str] = []
+    if engine == "pg":
+        databases = request.getfixturevalue("pg_databases")
+        made.append(databases.create())
+        where = Target("postgres", databases.cluster.url(made[0]))
+    else:
+        where = Target("sqlite", tmp_path / "contract.db")
     if kind == "local":
 
         def factory(principal: str = "local") -> Backend:
-            backend = LocalBackend.open(path, principal)
+            backend = LocalBackend(where.open(), principal)
             opened.append(backend)
             return backend
 
@@ -95,8 +188,8 @@ def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cal
 
         from mnemo_tui.backends.remote import RemoteBackend
 
-        admin = Store(path)
-        with served_store(path) as server:
+        admin = where.open()
+        with served_store(where) as server:
 
             def remote_factory(principal: str = "local") -> Backend:
                 _key_id, key = admin.create_key(principal)
@@ -113,6 +206,8 @@ def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cal
         raise AssertionError(kind)
     for backend in opened:
         backend.close()
+    for name in made:
+        request.getfixturevalue("pg_databases").drop(name)
 
 
 @dataclass

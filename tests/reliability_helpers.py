@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve()
 PYTHON = sys.executable
@@ -167,26 +168,30 @@ class Server:
                 kill9(self.proc)
 
 
-def make_key(store: Path, principal: str) -> str:
-    """Issue an API key for a principal on a store (the engine call behind `mnemo keys create`)."""
+def make_key(store: Path | Any, principal: str) -> str:
+    """Issue an API key for a principal on a store, or a conftest `Target` (the engine call behind `mnemo keys create`)."""
     from mnemo_tui.engine.store import Store
 
-    s = Store(store)
+    s = store.open() if hasattr(store, "engine") else Store(store)
     try:
         return s.create_key(principal)[1]
     finally:
         s.close()
 
 
-def start_server(store: Path, home: Path, principals: tuple[str, ...] = ("alice",), port: int | None = None) -> Server:
-    """Start `mnemo serve` on a free loopback port over `store`, with a key per principal; wait until healthy."""
+def start_server(
+    store: Path | Any, home: Path, principals: tuple[str, ...] = ("alice",), port: int | None = None
+) -> Server:
+    """Start `mnemo serve` on a free loopback port over `store` (or a conftest `Target`: a PostgreSQL database too),
+    with a key per principal; wait until healthy."""
     import urllib.request
 
     keys = {p: make_key(store, p) for p in principals}
     port = port or free_port()
     log = home / f"serve-{port}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    env.update({"MNEMO_HOME": str(home), "MNEMO_STORE": str(store), "NO_COLOR": "1"})
+    where = "MNEMO_DATABASE_URL" if getattr(store, "engine", "sqlite") == "postgres" else "MNEMO_STORE"
+    env.update({"MNEMO_HOME": str(home), where: str(getattr(store, "location", store)), "NO_COLOR": "1"})
     with open(log, "wb") as fh:
         proc = subprocess.Popen(
             [MNEMO, "serve", "--host", "127.0.0.1", "--port", str(port)], stdout=fh, stderr=subprocess.STDOUT, env=env

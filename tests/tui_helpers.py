@@ -98,7 +98,7 @@ def rows(app: object) -> list[Entry | None]:
     from mnemo_tui.tui import MnemoApp
 
     assert isinstance(app, MnemoApp)
-    window = app.feed_screen.window
+    window = app.feed_screen.feed.window
     return [window.entry(i) for i in range(window.row_count)]
 
 

@@ -75,8 +75,8 @@ def serving(app: Any, port: int = 0) -> Iterator[ThreadServer]:
 
 
 @contextmanager
-def served_store(path: Path, *, workers: int = 4) -> Iterator[ThreadServer]:
-    """Serve the embedded store at `path` with the app `mnemo serve` runs, for the duration of the block.
+def served_store(path: Path | Any, *, workers: int = 4) -> Iterator[ThreadServer]:
+    """Serve the embedded store at `path` (or a conftest `Target`) with the app `mnemo serve` runs, for the block.
 
     One uvicorn server per test process is started on first use and kept: each block mounts a
     fresh app (its own thread pool and connections) on it and closes that app's pool at the end,
@@ -84,7 +84,7 @@ def served_store(path: Path, *, workers: int = 4) -> Iterator[ThreadServer]:
     """
     from mnemo_tui.server.app import create_app
 
-    app = create_app(path, workers=workers)
+    app = path.app(workers=workers) if hasattr(path, "app") else create_app(path, workers=workers)
     server = _shared()
     _MOUNT.app = app
     try:
@@ -92,6 +92,7 @@ def served_store(path: Path, *, workers: int = 4) -> Iterator[ThreadServer]:
     finally:
         _MOUNT.app = None
         app.state.pool.close()
+        app.state.health.close()
 
 
 class _Mount:

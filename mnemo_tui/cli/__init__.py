@@ -161,6 +161,22 @@ def _hoist(args: list[str]) -> list[str]:
     return [*found, *head, *args[end:]]
 
 
+def _hoist_database(args: list[str]) -> list[str]:
+    """Accept the root option `--database URL` after the command too (`mnemo serve --database URL`), before a `--`."""
+    end = args.index("--") if "--" in args else len(args)
+    head, found = list(args[:end]), list[str]()
+    i = 0
+    while i < len(head):
+        if head[i] == "--database" and i + 1 < len(head):
+            found += head[i : i + 2]
+            del head[i : i + 2]
+        elif head[i].startswith("--database="):
+            found.append(head.pop(i))
+        else:
+            i += 1
+    return [*found, *head, *args[end:]] if found else args
+
+
 def _check_utf8(args: list[str]) -> None:
     """Refuse an argument that is not valid UTF-8 (exit 2) before it reaches a store or a terminal."""
     from mnemo_tui.errors import ValidationError
@@ -192,7 +208,7 @@ def _prepare_streams() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run mnemo; returns the process exit code (CLI.md)."""
     _prepare_streams()
-    args = _hoist(sys.argv[1:] if argv is None else argv)
+    args = _hoist_database(_hoist(sys.argv[1:] if argv is None else argv))
     debug = _debug_requested(args)
     from mnemo_tui.errors import MnemoError
     from mnemo_tui.text import line  # an error's message may quote an endpoint or a stored name

@@ -61,6 +61,14 @@ add(keys, "create", cmd_server.KeysCreateArgs, cmd_server.keys_create)
 add(keys, "list", cmd_server.KeysListArgs, cmd_server.keys_list)
 add(keys, "revoke", cmd_server.KeysRevokeArgs, cmd_server.keys_revoke)
 
+db = group(
+    app,
+    "db",
+    "The database behind `mnemo serve`: copy an embedded store into PostgreSQL.",
+    summary="Copy an embedded store into PostgreSQL.",
+)
+add(db, "copy", cmd_server.DbCopyArgs, cmd_server.db_copy)
+
 add(app, "tui", cmd_tui.TuiArgs, cmd_tui.tui)
 add(app, "check", cmd_proof.CheckArgs, cmd_proof.check)
 add(app, "verify", cmd_proof.VerifyArgs, cmd_proof.verify)

@@ -7,7 +7,7 @@ import sys
 import uuid
 from typing import TYPE_CHECKING
 
-from mnemo_tui import text, timefmt
+from mnemo_tui import text, timefmt, verbs
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.options import Args, arguments, entry_format_opt, flag, required_argument
@@ -203,10 +203,9 @@ def delete(c: Context, args: DeleteArgs) -> None:
                 raise NotFound(f"no entry {atom}") from None
             sys.stdout.write(f"deleted {atom}\n")
             continue
-        if room_of(entry.domain):
-            raise Forbidden(
-                f"{entry.atom_id} is an entry of room {entry.domain}: `mnemo delete` deletes your own entries only"
-            )
+        refusal = verbs.delete_refusal(entry)
+        if refusal is not None:
+            raise Forbidden(refusal)
         if entry.atom_id not in {t.atom_id for t in targets}:
             targets.append(entry)
     if not args.yes:

@@ -27,7 +27,6 @@ from mnemo_tui.model import (
     MAX_EXTERNAL_REF,
     MAX_SUPERSEDES,
     EmptyReport,
-    RecentQuery,
     SearchQuery,
     WriteRequest,
     parse_scope,
@@ -168,11 +167,5 @@ def search(c: Context, args: SearchArgs) -> None:
 
 
 def _search_empty(c: Context, query: str, scope: str | None, since: str | None, until: str | None) -> EmptyReport:
-    """What an empty search covered: the scope and query, and (unscoped) the rooms it did not search."""
-
-    filters = f"the query {query!r}" + "".join(
-        f" {flag} {value}" for flag, value in (("since", since), ("until", until)) if value is not None
-    )
-    if c.backend.recent(RecentQuery(scope=scope, limit=1, include_history=True)).items:
-        return reports.build(c.backend, "no_match", scope, filters=filters)
-    return reports.build(c.backend, "empty_scope", scope)
+    """What an empty search covered (the one rule, `reports.for_search`, which the TUI's search shows too)."""
+    return reports.for_search(c.backend, query, scope, since=since, until=until)

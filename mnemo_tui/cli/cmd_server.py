@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context, store_path
-from mnemo_tui.cli.options import Args, flag, given, number, required_argument, table_format_opt
+from mnemo_tui.cli.options import Args, flag, given, number, required, required_argument, table_format_opt, text
 from mnemo_tui.errors import LocalStateError, ValidationError
 
 if TYPE_CHECKING:
@@ -35,6 +35,10 @@ class ServeArgs(Args):
     allow_reset = flag(
         "--allow-reset", help="Let DELETE /memory/reset wipe a caller's own store (refused with 403 otherwise)."
     )
+    migrate = flag(
+        "--migrate", help="Migrate a PostgreSQL database of an older schema (under a lock; back it up first)."
+    )
+    workers = number("--workers", metavar="N", help="Database threads (and pooled connections), 1-64.", default=8)
 
 
 def serve(c: Context, args: ServeArgs) -> int:
@@ -48,14 +52,30 @@ def serve(c: Context, args: ServeArgs) -> int:
         raise ValidationError(
             f"`mnemo serve` needs the server extra ({exc.name} is missing): pip install 'mnemo-tui[server]'"
         ) from None
-    assert c.settings.store_path is not None
+    if not 1 <= args.workers <= 64:
+        raise ValidationError(f"--workers must be between 1 and 64, got {args.workers}")
+    if c.settings.database:
+        # Migrated (when --migrate allows) before anything else opens the database.
+        from mnemo_tui.backends.local import LocalBackend
+        from mnemo_tui.engine.postgres import PgStore
+
+        c._backend = LocalBackend(PgStore(c.settings.database, migrate_schema=args.migrate), c.settings.principal)
+    elif args.migrate:
+        raise ValidationError("--migrate is for a PostgreSQL database (--database); a store file migrates by itself")
     if not any(not k.revoked for k in _engine(c, "serve").list_keys()):
         sys.stderr.write(
             "mnemo serve: no active API key yet, so every call but /health will be refused (401); "
             "issue one with `mnemo keys create PRINCIPAL`\n"
         )
     try:
-        return run_server(store_path(c.settings, creates=True), host, port, allow_reset=args.allow_reset)
+        return run_server(
+            None if c.settings.database else store_path(c.settings, creates=True),
+            host,
+            port,
+            workers=args.workers,
+            allow_reset=args.allow_reset,
+            database=c.settings.database,
+        )
     except OSError as exc:
         raise ValidationError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
 
@@ -118,3 +138,51 @@ class KeysRevokeArgs(Args):
 def keys_revoke(c: Context, args: KeysRevokeArgs) -> None:
     _engine(c, "keys revoke").revoke_key(args.key_id)
     output.hint(f"Key {args.key_id} revoked: requests with it are refused from now on.")
+
+
+class DbCopyArgs(Args):
+    """Copy an embedded store into an empty PostgreSQL database, exactly (ids, times, rooms, members, keys,
+    the vault, supersession, feedback and the cursor secret): outstanding cursors continue on the database,
+    and this machine's watermarks and checkpoints of the store are carried over, so catchup and --resume do too.
+    A database that already holds data is refused; nothing is merged."""
+
+    summary = "Copy an embedded store into an empty PostgreSQL database."
+    source = required("--from", metavar="STORE", help="The embedded store file to copy.")
+    to = text("--to", metavar="URL", help="The PostgreSQL database (default: --database or MNEMO_DATABASE_URL).")
+    fmt = table_format_opt()
+
+
+def db_copy(c: Context, args: DbCopyArgs) -> None:
+    from pathlib import Path
+
+    from mnemo_tui.engine.postgres import copy_store
+    from mnemo_tui.engine.store import Store
+    from mnemo_tui.model import database_identity
+
+    fmt = output.check_format(args.fmt, allow_ndjson=False)
+    url = args.to or c.settings.database
+    if not url:
+        raise ValidationError("name the database to copy into: --to postgresql://USER@HOST/DB")
+    shown = database_identity(url)
+    path = Path(args.source).expanduser()
+    if not path.is_file():
+        raise ValidationError(f"--from {path}: no such store file")
+    store = Store(path, create=False)
+    try:
+        counts = copy_store(store, url)
+    finally:
+        store.close()
+    carried = c.state.carry(str(path.resolve()), shown)
+    if fmt == "json":
+        sys.stdout.write(
+            output.dumps({"from": str(path), "to": shown, "copied": counts, "state_carried": carried}) + "\n"
+        )
+        return
+    sys.stdout.write(
+        f"Copied {path} into {shown}: {counts['atoms']:,} entries, {counts['rooms']} rooms "
+        f"({counts['members']} members, {counts['invites']} invites), {counts['api_keys']} API keys, "
+        f"{counts['vault']} secrets, {counts['feedback']} feedback rows, and the cursor secret; "
+        f"{carried} watermark or checkpoint rows of this machine now apply to the database too.\n"
+        f"Check it: mnemo --store {path} recent --all --format ndjson > ids.ndjson; "
+        f"mnemo --database URL verify --expect ids.ndjson\n"
+    )

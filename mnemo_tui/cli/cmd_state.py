@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.cli import output
-from mnemo_tui.cli.context import Context, store_path
+from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.options import (
     Args,
     argument,
@@ -380,6 +380,12 @@ def status(c: Context, args: StatusArgs) -> None:
         data["endpoint"] = s.endpoint
         source = credentials.key_source(s)
         data["principal"] = _remote_principal(c) if source != "none" else None
+    elif s.database:
+        from mnemo_tui.model import database_identity
+
+        data["database"] = database_identity(s.database)
+        data["principal"] = s.principal
+        source = "none"
     else:
         data["store"] = str(s.store_path)
         data["principal"] = s.principal
@@ -459,7 +465,7 @@ class DemoArgs(Args):
 
 def demo(c: Context, args: DemoArgs) -> None:
     from mnemo_tui import demo as demo_data
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.cli.context import open_engine
 
     c.embedded_only("demo")
     entries, seed = args.entries, args.seed
@@ -467,8 +473,8 @@ def demo(c: Context, args: DemoArgs) -> None:
         raise ValidationError(
             f"--entries must be between {demo_data.MIN_ENTRIES} and {demo_data.MAX_ENTRIES:,}, got {entries}"
         )
-    path = store_path(c.settings, creates=True)
-    store = Store(path)
+    store = open_engine(c.settings, creates=True)
+    path = store.identity
     try:
         newest = demo_data.newest(store, c.settings.principal)
         if newest is not None and not args.force:

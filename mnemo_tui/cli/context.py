@@ -7,20 +7,35 @@ from pathlib import Path
 from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.cli.options import RootArgs
 from mnemo_tui.errors import LocalStateError, ValidationError
+from mnemo_tui.model import check_consumer
 from mnemo_tui.state.config import Settings, resolve, with_debug
 
 if TYPE_CHECKING:
     # Imported where used: `mnemo recent` opens no state database, and the embedded store needs no httpx.
     from mnemo_tui.backends import Backend
+    from mnemo_tui.engine.interface import Engine
     from mnemo_tui.state.statedb import StateDB
 
 
+def open_engine(settings: Settings, *, creates: bool = False) -> Engine:
+    """The engine the settings select: PostgreSQL for a database (psycopg imported only then), else the store file
+    (checked as `store_path` says)."""
+    if settings.database:
+        from mnemo_tui.engine.postgres import PgStore
+
+        return PgStore(settings.database)
+    from mnemo_tui.engine.store import Store
+
+    return Store(store_path(settings, creates=creates))
+
+
 def open_backend(settings: Settings, *, creates: bool = False) -> Backend:
-    """The backend the settings select: the embedded store, or the endpoint (imported only then).
+    """The backend the settings select: an engine in this process, or the endpoint (imported only then).
 
     A read never creates a store: a missing store at the default path reads as an empty one, and
     a missing store someone named (`--store`, `MNEMO_STORE`, a profile) is an error naming it.
-    A write (`creates`) creates the file, and its folder only at the default path.
+    A write (`creates`) creates the file, and its folder only at the default path. A PostgreSQL
+    database is initialized on first use (an empty one has no entries either way).
 
     Raises:
         LocalStateError: a named store that does not exist (for a read) or whose folder does not (a write).
@@ -31,6 +46,8 @@ def open_backend(settings: Settings, *, creates: bool = False) -> Backend:
         return RemoteBackend.from_settings(settings)
     from mnemo_tui.backends.local import LocalBackend
 
+    if settings.database:
+        return LocalBackend(open_engine(settings), settings.principal)
     path = store_path(settings, creates=creates)
     if not creates and not path.exists():
         return LocalBackend.empty(path, settings.principal)
@@ -65,7 +82,7 @@ class Context:
     @staticmethod
     def of(root: RootArgs) -> Context:
         """The context the root options select (flags, then environment, then config.toml)."""
-        settings = resolve(profile=root.profile, store=root.store, endpoint=root.endpoint)
+        settings = resolve(profile=root.profile, store=root.store, endpoint=root.endpoint, database=root.database)
         if settings.warnings:
             import sys
 
@@ -99,10 +116,7 @@ class Context:
         Raises:
             ValidationError: a blank or over-long name.
         """
-        name = given if given is not None else self.settings.consumer
-        if not name.strip() or len(name) > 200:
-            raise ValidationError("--consumer must be 1 to 200 characters")
-        return name
+        return check_consumer(given if given is not None else self.settings.consumer)
 
     def embedded_only(self, command: str) -> None:
         if self.settings.endpoint:

@@ -196,6 +196,9 @@ class RootArgs(Args):
     profile = text("--profile", metavar="NAME", help="Profile of config.toml to use.")
     store = text("--store", metavar="PATH", help="Embedded store file (selects the embedded engine).")
     endpoint = text("--endpoint", metavar="URL", help="REST base URL (selects the remote backend).")
+    database = text(
+        "--database", metavar="URL", help="PostgreSQL URL, postgresql://USER@HOST/DB (selects the PostgreSQL engine)."
+    )
     debug = flag("--debug", help="Show tracebacks of errors.")
     utc = flag("--utc", help="Show and read wall-clock times in UTC, not local time (also `utc = true`).")
     no_pager = flag("--no-pager", help="Never page long output on a terminal.")

@@ -335,7 +335,9 @@ def paged(fmt: str, *, no_pager: bool, configured: str | None) -> Iterator[None]
     if fmt != "table" or no_pager or not is_tty(sys.stdout):
         yield
         return
-    command = (os.environ.get("MNEMO_PAGER") or configured or os.environ.get("PAGER") or "less -FRX").strip()
+    from mnemo_tui.files import pager_command
+
+    command = pager_command(configured)
     if command in ("", "cat"):
         yield
         return

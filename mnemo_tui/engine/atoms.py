@@ -6,8 +6,8 @@ import json
 import sqlite3
 
 from mnemo_tui import TYPE_CHECKING, timefmt
-from mnemo_tui.engine import fts, ids
-from mnemo_tui.engine.database import Clock, Database
+from mnemo_tui.engine import ids
+from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_write, wire_item, with_superseded_by
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
 from mnemo_tui.model import Entry, WriteRequest, WriteResult, dumps, room_of
@@ -15,10 +15,19 @@ from mnemo_tui.model import Entry, WriteRequest, WriteResult, dumps, room_of
 if TYPE_CHECKING:
     from typing import Any
 
-_INSERT = (
-    "INSERT INTO atoms(atom_id, bucket, domain, created_at, content, concepts, metadata, principal, agent,"
-    " agent_name, client_env, external_ref, supersedes, wire, fingerprint) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+_COLUMNS = (
+    "atom_id, bucket, domain, created_at, content, concepts, metadata, principal, agent,"
+    " agent_name, client_env, external_ref, supersedes, wire, fingerprint"
 )
+
+
+def insert_sql(extra: tuple[str, ...] = ()) -> str:
+    """The statement inserting one atom: the shared columns, then an engine's own (`Database.EXTRA_ATOM_COLUMNS`)."""
+    columns = ", ".join((_COLUMNS, *extra))
+    return f"INSERT INTO atoms({columns}) VALUES ({','.join('?' * (15 + len(extra)))})"
+
+
+_INSERT = insert_sql()
 
 Row = tuple[str, WriteRequest, int]
 
@@ -34,6 +43,9 @@ BY_PREFIX = (
 
 class AtomOps(Database):
     """Writes, reads and deletes of single entries."""
+
+    INSERT = _INSERT
+    BY_PREFIX = BY_PREFIX
 
     def write(self, principal: str, req: WriteRequest) -> WriteResult:
         """Store one entry; a repeated `external_ref` returns the first atom instead.
@@ -59,8 +71,8 @@ class AtomOps(Database):
         results: list[WriteResult] = []
         deferred: list[tuple[Any, ...]] = []
         with self.transaction() as db:
-            before = int(db.execute("SELECT coalesce(max(seq), 0) FROM atoms").fetchone()[0])
-            clock = Clock(db)
+            before = self.index_mark(db)
+            clock = self.clock(db)
             buckets: dict[tuple[str, str], int] = {}
             for principal, req, wanted, metadata in sorted(checked, key=lambda r: r[2]):
                 key = (principal, req.domain if room_of(req.domain) else "")
@@ -101,18 +113,19 @@ class AtomOps(Database):
                     dumps(list(req.supersedes)) if req.supersedes else None,
                     wire_item(atom, req, created, principal),
                     req.fingerprint,
+                    *self.index_columns(bucket, req.content),
                 )
                 if req.external_ref is not None or req.supersedes:
                     # Later rows of the batch must see this one (a repeated ref, a second supersession).
-                    db.execute(_INSERT, params)
+                    db.execute(self.INSERT, params)
                     db.executemany(
                         "UPDATE atoms SET superseded_by = ? WHERE atom_id = ?", [(atom, old) for old in req.supersedes]
                     )
                 else:
                     deferred.append(params)
                 results.append(WriteResult(atom, tuple(req.supersedes)))
-            _insert_all(db, deferred)
-            fts.add_since(db, before)
+            db.executemany(self.INSERT, deferred)
+            self.index_since(db, before)
             clock.save()
         return results
 
@@ -145,7 +158,7 @@ class AtomOps(Database):
         high = prefix[:-1] + chr(ord(prefix[-1]) + 1)
         with self.reading() as db:
             rows = db.execute(
-                BY_PREFIX,
+                self.BY_PREFIX,
                 (prefix, high, principal, principal, limit),
             ).fetchall()
         return [Entry(atom_id=r[1], created_at=r[0], wire=with_superseded_by(r[2], r[3])) for r in rows]
@@ -163,7 +176,7 @@ class AtomOps(Database):
                 if db.execute("SELECT 1 FROM vault WHERE atom_id = ? AND principal = ?", (atom, principal)).fetchone():
                     raise Forbidden(f"{atom} is a secret of your vault: `mnemo delete` deletes entries, not secrets")
                 return 0
-            return _delete_one(db, bucket, atom)
+            return self.delete_one(db, bucket, atom)
 
     def atom_extras(self, atom_ids: list[str]) -> dict[str, tuple[dict[str, Any], str | None]]:
         """(metadata, external_ref) of each id; callers pass only ids the principal may already read."""
@@ -176,20 +189,15 @@ class AtomOps(Database):
             ).fetchall()
         return {r[0]: (json.loads(r[1]) if r[1] else {}, r[2]) for r in rows}
 
-
-def _insert_all(db: sqlite3.Connection, params: list[tuple[Any, ...]]) -> None:
-    db.executemany(_INSERT, params)
-
-
-def _delete_one(db: sqlite3.Connection, bucket: int | None, atom: str) -> int:
-    """The one delete path (single atoms, domains, reset): the index entry goes with the row, and what the
-    deleted atom superseded becomes the live tip again."""
-    row = db.execute(
-        "SELECT seq, bucket, content FROM atoms WHERE atom_id = ? AND bucket = ?", (atom, bucket)
-    ).fetchone()
-    if row is None:
-        return 0
-    fts.remove(db, [row])
-    db.execute("UPDATE atoms SET superseded_by = NULL WHERE superseded_by = ? AND bucket = ?", (atom, bucket))
-    db.execute("DELETE FROM feedback WHERE atom_id = ?", (atom,))
-    return int(db.execute("DELETE FROM atoms WHERE seq = ?", (row[0],)).rowcount)
+    def delete_one(self, db: sqlite3.Connection, bucket: int | None, atom: str) -> int:
+        """The one delete path (single atoms, domains, reset): the index entry goes with the row, and what the
+        deleted atom superseded becomes the live tip again."""
+        row = db.execute(
+            "SELECT seq, bucket, content FROM atoms WHERE atom_id = ? AND bucket = ?", (atom, bucket)
+        ).fetchone()
+        if row is None:
+            return 0
+        self.unindex(db, [row])
+        db.execute("UPDATE atoms SET superseded_by = NULL WHERE superseded_by = ? AND bucket = ?", (atom, bucket))
+        db.execute("DELETE FROM feedback WHERE atom_id = ?", (atom,))
+        return int(db.execute("DELETE FROM atoms WHERE seq = ?", (row[0],)).rowcount)

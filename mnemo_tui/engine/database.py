@@ -10,11 +10,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mnemo_tui import timefmt
+from mnemo_tui import TYPE_CHECKING, timefmt
+from mnemo_tui.engine import fts
 from mnemo_tui.engine.schema import LATEST, migrate
 from mnemo_tui.errors import Forbidden, LocalStateError, Timeout, Unavailable, ValidationError
 from mnemo_tui.model import room_of
 from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
+
+if TYPE_CHECKING:
+    from typing import Any
 
 BUSY_TIMEOUT_MS = 30_000
 # No entry is stamped after 9000-01-01: a writer whose clock runs wild can push its bucket's clock
@@ -245,6 +249,49 @@ class Database:
 
     # -- buckets: a principal's own store, or a room --------------------------------------
 
+    # -- what differs between engines: the clock's lock, the search index, one-snapshot streams ----
+
+    def clock(self, db: sqlite3.Connection) -> Clock:
+        """The clock of one write transaction (SQLite's write lock already serialises them)."""
+        return Clock(db)
+
+    def index_mark(self, db: sqlite3.Connection) -> int:
+        """Where the search index stands before a write transaction inserts (see `index_since`)."""
+        return int(db.execute("SELECT coalesce(max(seq), 0) FROM atoms").fetchone()[0])
+
+    def index_since(self, db: sqlite3.Connection, mark: int) -> None:
+        """Index every entry the transaction inserted after `mark` (one pass for a bulk insert)."""
+        fts.add_since(db, mark)
+
+    def unindex(self, db: sqlite3.Connection, rows: list[tuple[int, int, str]]) -> None:
+        """Drop deleted entries, given as (seq, bucket, content), from the search index."""
+        fts.remove(db, rows)
+
+    def index_columns(self, bucket: int, content: str) -> tuple[str, ...]:
+        """Values of the engine's own extra atom columns (`EXTRA_ATOM_COLUMNS`) for a new entry: none here."""
+        return ()
+
+    EXTRA_ATOM_COLUMNS: tuple[str, ...] = ()
+
+    def each_concept(self, alias: str) -> str:
+        """A FROM item yielding each concept of atom `a` as `<alias>.value`."""
+        return f"json_each(a.concepts) {alias}"
+
+    def stream(self, sql: str, params: list[Any] | tuple[Any, ...], chunk: int) -> Iterator[list[Any]]:
+        """Every row of one statement, in chunks: one statement is one snapshot."""
+        cur = self.db.cursor()
+        try:
+            cur.execute(sql, params)
+            while True:
+                rows = cur.fetchmany(chunk)
+                if not rows:
+                    return
+                yield rows
+        finally:
+            cur.close()
+
+    # -- buckets: a principal's own store, or a room --------------------------------------
+
     def own_bucket(self, principal: str, *, create: bool = False) -> int | None:
         """The principal's own bucket (created on a first write when `create`)."""
         row = self.db.execute("SELECT bucket FROM buckets WHERE kind = 'own' AND owner = ?", (principal,)).fetchone()
@@ -318,6 +365,8 @@ class Clock:
     write lock serialises the transactions that hold a `Clock`).
     """
 
+    READ_LAST = "SELECT last_created_at FROM buckets WHERE bucket = ?"
+
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
         self.last: dict[int, int] = {}
@@ -335,7 +384,7 @@ class Clock:
             )
         last = self.last.get(bucket)
         if last is None:
-            last = int(self.db.execute("SELECT last_created_at FROM buckets WHERE bucket = ?", (bucket,)).fetchone()[0])
+            last = int(self.db.execute(self.READ_LAST, (bucket,)).fetchone()[0])
         created = max(wanted, last + 1)
         self.last[bucket] = created
         return created

@@ -10,13 +10,41 @@ from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_search, query_words, with_superseded_by
-from mnemo_tui.model import Entry, Page, RecentQuery, SearchHit, SearchQuery, WirePage, room_of
+from mnemo_tui.model import Entry, Page, RecentQuery, SearchHit, SearchQuery, Value, WirePage, room_of
 
 if TYPE_CHECKING:
     from typing import Any
 
 _FEED_COLUMNS = "a.created_at, a.atom_id, a.wire, a.superseded_by"
 Row = tuple[int, str, str, str | None]
+
+
+class Matching(Value):
+    """An engine's full-text match inside the one search statement.
+
+    Attributes:
+        score: an expression, higher for a stronger match.
+        source: the FROM clause, naming the atoms `a`.
+        condition: the WHERE condition that keeps the matches.
+        params: the condition's parameters.
+        leading: parameters of `score` and `source`, which come first in the statement.
+    """
+
+    __slots__ = ("condition", "leading", "params", "score", "source")
+    score: str
+    source: str
+    condition: str
+    params: list[Any]
+    leading: list[Any]
+
+    def __init__(
+        self, score: str, source: str, condition: str, params: list[Any], leading: list[Any] | None = None
+    ) -> None:
+        self.score = score
+        self.source = source
+        self.condition = condition
+        self.params = params
+        self.leading = leading or []
 
 
 class FeedOps(Database):
@@ -89,16 +117,8 @@ class FeedOps(Database):
             sql, params = self._feed_sql(principal, q, cursors.binding(principal, q), page=False)
             if room_id is not None:
                 self.require_member(principal, room_id)
-        cur = self.db.cursor()
-        try:
-            cur.execute(sql, params)
-            while True:
-                rows: list[Row] = cur.fetchmany(chunk)
-                if not rows:
-                    return
-                yield [r[2] if r[3] is None else with_superseded_by(r[2], r[3]) for r in rows]
-        finally:
-            cur.close()
+        for rows in self.stream(sql, params, chunk):
+            yield [r[2] if r[3] is None else with_superseded_by(r[2], r[3]) for r in rows]
 
     def change_token(self) -> tuple[int, int]:
         """A cheap token that changes whenever the store's contents may have changed.
@@ -133,28 +153,37 @@ class FeedOps(Database):
         room_id = room_of(q.scope)
         with self.reading() as db:
             bucket = self.room_bucket(principal, room_id) if room_id is not None else self.own_bucket(principal)
-            expression = fts.match(bucket, words) if bucket is not None else ""
-            if not expression:
+            matching = self.matching(bucket, words) if bucket is not None else None
+            if matching is None:
                 return []
-            sql, params = _scoped(
-                principal,
-                q.scope,
-                f"{_FEED_COLUMNS}, bm25(atoms_fts) AS score",
-                "atoms_fts JOIN atoms a ON a.seq = atoms_fts.rowid",
-            )
+            sql, params = _scoped(principal, q.scope, f"{_FEED_COLUMNS}, {matching.score} AS score", matching.source)
             more, extra = _filtered(q)
-            order = "score ASC, a.created_at DESC" if q.order_by == "relevance" else "a.created_at DESC, a.atom_id DESC"
-            sql += f" AND atoms_fts MATCH ?{more} ORDER BY {order} LIMIT ?"
-            rows = db.execute(sql, [*params, expression, *extra, q.top_k]).fetchall()
-        # bm25 is negative, stronger matches lower; relevance is the strength relative to the best hit.
-        strongest = max((-float(r[4]) for r in rows), default=0.0) or 1.0
+            order = (
+                "score DESC, a.created_at DESC" if q.order_by == "relevance" else "a.created_at DESC, a.atom_id DESC"
+            )
+            sql += f" AND {matching.condition}{more} ORDER BY {order} LIMIT ?"
+            rows = db.execute(sql, [*matching.leading, *params, *matching.params, *extra, q.top_k]).fetchall()
+        # relevance is a hit's strength relative to the best hit's (a score is higher for a stronger match).
+        strongest = max((float(r[4]) for r in rows), default=0.0) or 1.0
         return [
             SearchHit(
                 entry=Entry(r[1], r[0], with_superseded_by(r[2], r[3])),
-                relevance=round(max(0.0, -float(r[4])) / strongest, 6),
+                relevance=round(max(0.0, float(r[4])) / strongest, 6),
             )
             for r in rows
         ]
+
+    def matching(self, bucket: int, words: list[str]) -> Matching | None:
+        """How a search finds the query's words in one bucket (FTS5 here; bm25 is negated so higher is stronger)."""
+        expression = fts.match(bucket, words)
+        if not expression:
+            return None
+        return Matching(
+            score="-bm25(atoms_fts)",
+            source="atoms_fts JOIN atoms a ON a.seq = atoms_fts.rowid",
+            condition="atoms_fts MATCH ?",
+            params=[expression],
+        )
 
 
 def _scoped(principal: str, scope: str | None, select: str, source: str) -> tuple[str, list[Any]]:
@@ -209,7 +238,8 @@ def _feed_statement(
     return (sql + " LIMIT ?" if page else sql), (*params, *extra)
 
 
-_PRINCIPAL_AGENT = "IFNULL(a.principal || '/' || COALESCE(NULLIF(a.agent_name, ''), a.agent), '')"
+# Portable SQL (COALESCE, not IFNULL): both engines run it.
+_PRINCIPAL_AGENT = "COALESCE(a.principal || '/' || COALESCE(NULLIF(a.agent_name, ''), a.agent), '')"
 
 
 def _filtered(q: RecentQuery | SearchQuery) -> tuple[str, list[Any]]:

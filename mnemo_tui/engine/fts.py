@@ -21,26 +21,36 @@ _TOKEN = re.compile(r"[^\W_]+")
 MAX_QUERY_WORDS = 32
 
 
+def stamped(bucket: int, content: str) -> list[str]:
+    """The tokens of a text, in order, each stamped with the bucket (`b<bucket>x<token>`)."""
+    stamp = f"b{bucket}x"
+    return [stamp + token for token in _TOKEN.findall(content)]
+
+
 def body(bucket: int, content: str) -> str:
     """What the index holds for one entry: its tokens, each stamped with the bucket."""
-    stamp = f"b{bucket}x"
-    return " ".join(stamp + token for token in _TOKEN.findall(content))
+    return " ".join(stamped(bucket, content))
+
+
+def phrases(bucket: int, words: Iterable[str]) -> list[list[str]]:
+    """A query's phrases in one bucket: each word's stamped tokens, any phrase matching (every engine's rule).
+
+    Repeated words count once; at most `MAX_QUERY_WORDS` distinct words are kept (the first ones);
+    a word without a letter or digit is no phrase (nothing can match it).
+    """
+    found: dict[tuple[str, ...], None] = {}
+    for word in words:
+        tokens = tuple(stamped(bucket, word))
+        if tokens:
+            found[tokens] = None
+            if len(found) == MAX_QUERY_WORDS:
+                break
+    return [list(p) for p in found]
 
 
 def match(bucket: int, words: Iterable[str]) -> str:
-    """The FTS5 expression of a query in one bucket: each word a phrase of stamped tokens, any of them matching.
-
-    Repeated words count once; at most `MAX_QUERY_WORDS` distinct words are kept (the first ones).
-    Returns "" when no word has a letter or digit (nothing can match).
-    """
-    phrases: dict[str, None] = {}
-    for word in words:
-        tokens = _TOKEN.findall(word)
-        if tokens:
-            phrases['"' + body(bucket, " ".join(tokens)) + '"'] = None
-            if len(phrases) == MAX_QUERY_WORDS:
-                break
-    return " OR ".join(phrases)
+    """The FTS5 expression of a query in one bucket: each phrase quoted, any of them matching ("" for none)."""
+    return " OR ".join('"' + " ".join(p) + '"' for p in phrases(bucket, words))
 
 
 def add(db: sqlite3.Connection, rows: Iterable[tuple[int, int, str]]) -> None:

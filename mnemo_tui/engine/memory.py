@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from itertools import combinations
 
 from mnemo_tui import timefmt
-from mnemo_tui.engine.atoms import AtomOps, _delete_one
+from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_write, with_superseded_by
 from mnemo_tui.errors import MnemoError, NotFound
@@ -48,13 +48,13 @@ class MemoryOps(AtomOps, Database):
             ]
             edges = int(
                 db.execute(
-                    "SELECT count(*) FROM (SELECT DISTINCT c1.value, c2.value FROM atoms a, json_each(a.concepts) c1,"
-                    " json_each(a.concepts) c2 WHERE a.bucket = ? AND a.superseded_by IS NULL AND c1.value < c2.value)",
+                    f"SELECT count(*) FROM (SELECT DISTINCT c1.value, c2.value FROM atoms a, {self.each_concept('c1')},"
+                    f" {self.each_concept('c2')} WHERE a.bucket = ? AND a.superseded_by IS NULL AND c1.value < c2.value) AS pairs",
                     (bucket,),
                 ).fetchone()[0]
             )
             row = db.execute(
-                "SELECT count(*), avg(v) FROM (SELECT avg(outcome) AS v FROM feedback WHERE bucket = ? GROUP BY atom_id)",
+                "SELECT count(*), avg(v) FROM (SELECT avg(outcome) AS v FROM feedback WHERE bucket = ? GROUP BY atom_id) AS per_atom",
                 (bucket,),
             ).fetchone()
             prints = int(
@@ -101,7 +101,7 @@ class MemoryOps(AtomOps, Database):
                 return 0, 0.0
             marks = ",".join("?" * len(found))
             mean = db.execute(
-                f"SELECT avg(v) FROM (SELECT avg(outcome) AS v FROM feedback WHERE atom_id IN ({marks}) GROUP BY atom_id)",
+                f"SELECT avg(v) FROM (SELECT avg(outcome) AS v FROM feedback WHERE atom_id IN ({marks}) GROUP BY atom_id) AS per_atom",
                 found,
             ).fetchone()[0]
         return len(found), round(float(mean or 0.0), 6)
@@ -159,7 +159,8 @@ class MemoryOps(AtomOps, Database):
         with self.transaction() as db:
             db.execute("DELETE FROM idempotency WHERE at <= ?", (now - IDEMPOTENT_US,))
             db.execute(
-                "INSERT OR REPLACE INTO idempotency(principal, key, answer, at) VALUES (?,?,?,?)",
+                "INSERT INTO idempotency(principal, key, answer, at) VALUES (?,?,?,?) "
+                "ON CONFLICT (principal, key) DO UPDATE SET answer = excluded.answer, at = excluded.at",
                 (principal, key, answer, now),
             )
 
@@ -266,7 +267,7 @@ class MemoryOps(AtomOps, Database):
                 visited.update(frontier)
                 marks = ",".join("?" * len(frontier))
                 rows = db.execute(
-                    f"SELECT DISTINCT a.atom_id, a.concepts, a.created_at FROM atoms a, json_each(a.concepts) c "
+                    f"SELECT DISTINCT a.atom_id, a.concepts, a.created_at FROM atoms a, {self.each_concept('c')} "
                     f"WHERE {where} AND c.value IN ({marks}) LIMIT ?",
                     (*base, *frontier, GRAPH_SCAN + 1),
                 ).fetchall()
@@ -311,7 +312,7 @@ class MemoryOps(AtomOps, Database):
         """How many atoms of the scope carry each concept."""
         marks = ",".join("?" * len(names))
         rows = self.db.execute(
-            f"SELECT c.value, count(DISTINCT a.atom_id) FROM atoms a, json_each(a.concepts) c "
+            f"SELECT c.value, count(DISTINCT a.atom_id) FROM atoms a, {self.each_concept('c')} "
             f"WHERE {where} AND c.value IN ({marks}) GROUP BY c.value",
             (*base, *names),
         ).fetchall()
@@ -323,27 +324,19 @@ class MemoryOps(AtomOps, Database):
         with its metadata and external_ref: JSON lines' worth. The vault is a table of its own: never in it."""
         with self.reading():
             bucket = self.own_bucket(principal)
-        cur = self.db.cursor()
-        try:
-            cur.execute(
-                "SELECT wire, superseded_by, metadata, external_ref FROM atoms WHERE bucket = ? "
-                "ORDER BY created_at, atom_id",
-                (-1 if bucket is None else bucket,),
-            )
-            while True:
-                rows = cur.fetchmany(chunk)
-                if not rows:
-                    return
-                lines = []
-                for wire, superseded_by, metadata, external_ref in rows:
-                    item = json.loads(with_superseded_by(wire, superseded_by))
-                    item["metadata"] = json.loads(metadata) if metadata else {}
-                    item["external_ref"] = external_ref
-                    # ASCII: no line separator (U+2028, NEL) a reader may split on is left raw.
-                    lines.append(json.dumps(item, separators=(",", ":")))
-                yield lines
-        finally:
-            cur.close()
+        for rows in self.stream(
+            "SELECT wire, superseded_by, metadata, external_ref FROM atoms WHERE bucket = ? ORDER BY created_at, atom_id",
+            (-1 if bucket is None else bucket,),
+            chunk,
+        ):
+            lines = []
+            for wire, superseded_by, metadata, external_ref in rows:
+                item = json.loads(with_superseded_by(wire, superseded_by))
+                item["metadata"] = json.loads(metadata) if metadata else {}
+                item["external_ref"] = external_ref
+                # ASCII: no line separator (U+2028, NEL) a reader may split on is left raw.
+                lines.append(json.dumps(item, separators=(",", ":")))
+            yield lines
 
     def delete_domain(self, principal: str, domain: str) -> DomainWipe:
         """Delete every entry of one own domain through the one delete path. Vault secrets are never in a
@@ -361,7 +354,7 @@ class MemoryOps(AtomOps, Database):
             for atom in atoms:
                 row = db.execute("SELECT supersedes FROM atoms WHERE atom_id = ?", (atom,)).fetchone()
                 hidden += sum(1 for old in json.loads(row[0] or "[]") if old not in inside)
-            deleted = sum(_delete_one(db, bucket, atom) for atom in atoms)
+            deleted = sum(self.delete_one(db, bucket, atom) for atom in atoms)
         return DomainWipe(deleted, secrets, hidden)
 
     def reset(self, principal: str) -> int:
@@ -371,7 +364,7 @@ class MemoryOps(AtomOps, Database):
             if bucket is None:
                 return 0
             atoms = [r[0] for r in db.execute("SELECT atom_id FROM atoms WHERE bucket = ?", (bucket,))]
-            deleted = sum(_delete_one(db, bucket, atom) for atom in atoms)
+            deleted = sum(self.delete_one(db, bucket, atom) for atom in atoms)
             db.execute("DELETE FROM feedback WHERE bucket = ?", (bucket,))
         return deleted
 

@@ -6,15 +6,14 @@ import hmac
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
-from mnemo_tui.engine.atoms import _delete_one
-from mnemo_tui.engine.database import Database
+from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.errors import Conflict, NotFound, ValidationError
 from mnemo_tui.model import ROOM_ID, Invite, Joined, Room, room_id_of
 
 DAY_US = 86_400 * 1_000_000
 
 
-class RoomOps(Database):
+class RoomOps(AtomOps):
     """Rooms are buckets with members; membership is joined inside every statement that reads a room."""
 
     def list_rooms(self, principal: str) -> list[Room]:
@@ -82,7 +81,7 @@ class RoomOps(Database):
             self.require_owner(principal, room_id, "delete it")
             bucket = self.room_bucket(principal, room_id)
             atoms = [r[0] for r in db.execute("SELECT atom_id FROM atoms WHERE bucket = ?", (bucket,))]
-            deleted = sum(_delete_one(db, bucket, atom) for atom in atoms)
+            deleted = sum(self.delete_one(db, bucket, atom) for atom in atoms)
             db.execute("DELETE FROM feedback WHERE bucket = ?", (bucket,))
             db.execute("DELETE FROM invites WHERE room_id = ?", (room_id,))
             db.execute("DELETE FROM members WHERE room_id = ?", (room_id,))
@@ -146,7 +145,12 @@ class RoomOps(Database):
                 raise Conflict("this invite has expired")
             if uses >= max_uses:
                 raise Conflict("this invite has been used up")
-            db.execute("UPDATE invites SET uses = uses + 1 WHERE invite_id = ?", (invite_id,))
+            # Conditional, so two joins on two servers at once can never pass `max_uses` between them.
+            taken = db.execute(
+                "UPDATE invites SET uses = uses + 1 WHERE invite_id = ? AND uses < max_uses", (invite_id,)
+            ).rowcount
+            if taken == 0:
+                raise Conflict("this invite has been used up")
             db.execute(
                 "INSERT INTO members(room_id, principal, role, scope, joined_at) VALUES (?,?,'member',?,?)",
                 (room_id, principal, scope, timefmt.now_us()),

@@ -10,7 +10,7 @@ from mnemo_tui.engine.rooms import RoomOps
 from mnemo_tui.engine.vault import VaultOps
 
 
-class Store(FeedOps, MemoryOps, AtomOps, RoomOps, VaultOps, KeyOps):
+class Store(FeedOps, MemoryOps, RoomOps, AtomOps, VaultOps, KeyOps):
     """The embedded engine: an implementation of `engine.interface.Engine` over one SQLite file.
 
     Every method takes the acting principal explicitly: the CLI passes its own, the server the

@@ -311,12 +311,20 @@ class AccessLog:
 def create_app(
     store_path: Path | str | None = None,
     *,
+    database: str | None = None,
+    migrate: bool = False,
     opener: Opener | None = None,
     workers: int = DEFAULT_WORKERS,
     request_seconds: float = REQUEST_SECONDS,
     allow_reset: bool = False,
 ) -> Starlette:
-    """The app serving WIRE.md over an engine: the embedded store file at `store_path`, or what `opener` opens."""
+    """The app serving WIRE.md over an engine: the embedded store file at `store_path`, the PostgreSQL
+    `database` (initialized when empty; an older schema migrated only with `migrate`), or what `opener` opens."""
+    if opener is None and database is not None:
+        from mnemo_tui.engine.postgres import PgStore
+
+        # One connection pool per process, shared by the workers' engines and the health probe's.
+        opener = partial(PgStore, database, migrate_schema=migrate, pool_size=workers + 1)
     if opener is None:
         assert store_path is not None
         path = Path(store_path)

@@ -13,6 +13,7 @@ from typing import TextIO
 
 import uvicorn
 
+from mnemo_tui.model import database_identity
 from mnemo_tui.server.app import PREFIX, create_app
 
 
@@ -52,11 +53,17 @@ def configure_logging(stream: TextIO) -> None:
 
 
 def serve(
-    store_path: Path, host: str = "127.0.0.1", port: int = 8765, *, workers: int = 8, allow_reset: bool = False
+    store_path: Path | None,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    *,
+    workers: int = 8,
+    allow_reset: bool = False,
+    database: str | None = None,
 ) -> int:
-    """Serve the store until SIGINT or SIGTERM; returns the process exit code (0 after a clean stop)."""
+    """Serve the store (or the PostgreSQL `database`) until SIGINT or SIGTERM; returns the exit code (0 after a clean stop)."""
     configure_logging(sys.stderr)
-    app = create_app(store_path, workers=workers, allow_reset=allow_reset)
+    app = create_app(store_path, database=database, workers=workers, allow_reset=allow_reset)
     sock = bind(host, port)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{sock.getsockname()[1]}{PREFIX}"
@@ -64,7 +71,8 @@ def serve(
         sys.stderr.write(
             f"mnemo serve: listening on {host}, beyond this machine; keys travel in clear without a TLS proxy in front\n"
         )
-    sys.stderr.write(f"mnemo serve: store {store_path}\nmnemo serve: ready at {url} (Ctrl-C to stop)\n")
+    where = f"database {database_identity(database)}" if database else f"store {store_path}"
+    sys.stderr.write(f"mnemo serve: {where}\nmnemo serve: ready at {url} (Ctrl-C to stop)\n")
     sys.stderr.flush()
     config = uvicorn.Config(
         app,

@@ -25,6 +25,8 @@ class Settings(Value):
         state_path: the state database (watermarks, checkpoints).
         store_path: the embedded store, when the embedded engine is selected.
         endpoint: the REST base URL, when the remote backend is selected.
+        database: the PostgreSQL URL, when the PostgreSQL engine is selected (it may hold a password:
+            never shown; `model.database_identity` is what may be).
         principal: who writes on the embedded store (`provenance.principal`).
         agent: the agent name in provenance, if any.
         consumer: the default consumer name.
@@ -42,6 +44,7 @@ class Settings(Value):
         "api_key",
         "config_path",
         "consumer",
+        "database",
         "debug",
         "endpoint",
         "home",
@@ -69,6 +72,7 @@ class Settings(Value):
     utc: bool
     pager: str | None
     warnings: tuple[str, ...]
+    database: str | None
 
     def __init__(
         self,
@@ -87,6 +91,7 @@ class Settings(Value):
         utc: bool = False,
         pager: str | None = None,
         warnings: tuple[str, ...] = (),
+        database: str | None = None,
     ) -> None:
         self.config_path = config_path
         self.state_path = state_path
@@ -103,10 +108,16 @@ class Settings(Value):
         self.utc = utc
         self.pager = pager
         self.warnings = warnings
+        self.database = database
+
+    def __repr__(self) -> str:
+        # A database URL's password must never reach a traceback or a log through a repr.
+        shown = "(set)" if self.database else None
+        return f"Settings(store_path={self.store_path!r}, endpoint={self.endpoint!r}, database={shown})"
 
     @property
     def backend_kind(self) -> str:
-        return "remote" if self.endpoint else "embedded"
+        return "remote" if self.endpoint else "postgres" if self.database else "embedded"
 
 
 def _dirs(home: Path | None) -> tuple[Path, Path, Path]:
@@ -122,7 +133,7 @@ def _dirs(home: Path | None) -> tuple[Path, Path, Path]:
     )
 
 
-_TEXT_KEYS = ("store", "endpoint", "state", "principal", "agent", "consumer", "pager")
+_TEXT_KEYS = ("store", "endpoint", "database", "state", "principal", "agent", "consumer", "pager")
 _BOOL_KEYS = ("utc",)
 _KEYS = (*_TEXT_KEYS, *_BOOL_KEYS)
 
@@ -243,6 +254,7 @@ def resolve(
     profile: str | None = None,
     store: str | None = None,
     endpoint: str | None = None,
+    database: str | None = None,
     env: dict[str, str] | None = None,
 ) -> Settings:
     """Resolve the settings by the precedence of PRODUCT.md: flags, environment, profile, defaults.
@@ -252,7 +264,7 @@ def resolve(
 
     Raises:
         ValidationError: an unknown profile named by a flag or `MNEMO_PROFILE`, a bad endpoint URL,
-            or both a store and an endpoint at the same level.
+            or more than one of a store, an endpoint and a database at the same level.
         LocalStateError: an unreadable `config.toml`, or a `default_profile` it does not define.
     """
     environ = os.environ if env is None else env
@@ -285,32 +297,42 @@ def resolve(
         value = section.get(key, config.get(key))
         return str(value) if value is not None and str(value).strip() else None
 
-    # The backend: a store or an endpoint, whichever the highest level names.
+    # The backend: a store, an endpoint or a database, whichever the highest level names.
     store_value: str | None = None
     endpoint_value: str | None = None
+    database_value: str | None = None
     from_file = False
     given: str | None = None
-    for level, (level_store, level_endpoint) in enumerate(
+    for level, (level_store, level_endpoint, level_database) in enumerate(
         (
-            (store, endpoint),
-            (environ.get("MNEMO_STORE"), environ.get("MNEMO_ENDPOINT")),
-            (section.get("store"), section.get("endpoint")),
-            (config.get("store"), config.get("endpoint")),
+            (store, endpoint, database),
+            (environ.get("MNEMO_STORE"), environ.get("MNEMO_ENDPOINT"), environ.get("MNEMO_DATABASE_URL")),
+            (section.get("store"), section.get("endpoint"), section.get("database")),
+            (config.get("store"), config.get("endpoint"), config.get("database")),
         )
     ):
-        if level_store and level_endpoint:
+        named = [
+            n
+            for n, v in (("a store", level_store), ("an endpoint", level_endpoint), ("a database", level_database))
+            if v
+        ]
+        if len(named) > 1:
             where = ("flags", "environment", f"profile {profile_name!r}", "config file")[level]
-            raise ValidationError(f"both a store and an endpoint are selected by the {where}; choose one")
-        if level_store or level_endpoint:
-            store_value, endpoint_value = level_store, level_endpoint
+            raise ValidationError(f"{' and '.join(named)} are selected together by the {where}; choose one")
+        if named:
+            store_value, endpoint_value, database_value = level_store, level_endpoint, level_database
             from_file = level >= 2
             given = ("--store", "MNEMO_STORE", f"profile {profile_name!r} of {config_path}", str(config_path))[level]
             break
     store_path: Path | None = None
     if store_value:
         store_path = _path_value(str(store_value), config_dir) if from_file else Path(str(store_value)).expanduser()
-    if endpoint_value is None and store_path is None:
+    if endpoint_value is None and store_path is None and database_value is None:
         store_path = data_dir / "store.db"
+    if database_value is not None:
+        from mnemo_tui.model import database_identity
+
+        database_identity(str(database_value))  # a malformed URL is exit 2 here, before anything opens
     if environ.get("MNEMO_STATE"):
         state_path = Path(environ["MNEMO_STATE"]).expanduser()
     elif section.get("state") or config.get("state"):
@@ -333,6 +355,7 @@ def resolve(
         utc=bool(section.get("utc", config.get("utc", False))),
         pager=str(section.get("pager", config.get("pager", ""))).strip() or None,
         warnings=tuple(unknown_keys(config_path, config)),
+        database=str(database_value) if database_value else None,
     )
 
 

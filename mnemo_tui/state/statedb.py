@@ -345,6 +345,21 @@ class StateDB:
 
     # -- checkpoints ----------------------------------------------------------------------
 
+    def carry(self, old: str, new: str) -> int:
+        """Give backend `new` every watermark and checkpoint of backend `old` (a store moved into a database):
+        the consumers go on, and `--resume` continues, where they were. Returns how many rows were carried."""
+        carried = 0
+        with self._transaction() as db:
+            for table, columns in (
+                ("watermarks", "principal, consumer, scope, created_at, boundary_ids, updated_at"),
+                ("checkpoints", "principal, consumer, scope, walk_id, state, updated_at"),
+            ):
+                carried += db.execute(
+                    f"INSERT OR IGNORE INTO {table}(backend, {columns}) SELECT ?, {columns} FROM {table} WHERE backend = ?",
+                    (new, old),
+                ).rowcount
+        return carried
+
     def save_checkpoint(self, key: StateKey, cp: Checkpoint) -> None:
         """Save a walk's progress (one statement, so atomic)."""
         self._execute(

@@ -27,6 +27,10 @@ def backend_identity(settings: Settings) -> str:
     """The backend a key pair belongs to: the endpoint URL, or the store file's resolved path."""
     if settings.endpoint:
         return settings.endpoint
+    if settings.database:
+        from mnemo_tui.model import database_identity
+
+        return database_identity(settings.database)
     assert settings.store_path is not None
     return str(Path(settings.store_path).resolve())
 

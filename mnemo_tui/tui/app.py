@@ -4,20 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from functools import partial
+from pathlib import Path
 from typing import ClassVar
 
+import platformdirs
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from mnemo_tui import timefmt
+from mnemo_tui import text, timefmt
 from mnemo_tui.backends import Backend
-from mnemo_tui.model import MAX_LIMIT
+from mnemo_tui.errors import MnemoError
+from mnemo_tui.model import MAX_LIMIT, check_consumer
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui.data.serial import SerialBackend
 from mnemo_tui.tui.plain import palette
 from mnemo_tui.tui.screens.help import HelpScreen
 from mnemo_tui.tui.screens.main import FeedScreen
+from mnemo_tui.tui.screens.prompt import PromptScreen
 from mnemo_tui.tui.session import Session
 
 # An embedded store is probed (one PRAGMA) twice a second; an endpoint is polled every few seconds.
@@ -104,7 +108,12 @@ class MnemoApp(App[None]):
             self.push_screen(HelpScreen())
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Each command once: Textual's "Keys" panel is our "Help"; its "Screenshot" is ours (below).
+        for command in super().get_system_commands(screen):
+            if command.title not in ("Keys", "Screenshot"):
+                yield command
+        yield SystemCommand("Help", "The keys and the marks", self.action_help)
+        yield SystemCommand("Screenshot", "Save an SVG picture of the screen", self.save_picture)
         try:
             feed = self.feed_screen
         except LookupError:
@@ -112,12 +121,42 @@ class MnemoApp(App[None]):
         yield SystemCommand(
             "Mark caught up", "Commit this scope's watermark, as `mnemo catchup` does", feed.action_catch_up
         )
-        yield SystemCommand("Search", "Search the current scope", feed.action_search)
+        yield SystemCommand("Search", "Search the current scope on the backend", feed.action_search)
         yield SystemCommand("Toggle history", "Show or hide superseded revisions", feed.action_history)
         yield SystemCommand("Refresh", "Re-read scopes, counts and the feed", feed.action_refresh)
-        yield SystemCommand("Help", "The keys", self.action_help)
+        yield SystemCommand(
+            "Switch consumer", f"Read as another consumer (now {palette(self.session.consumer)})", self.switch_consumer
+        )
         for item in feed.scopes.items.values():
             where = "own store" if item.scope is None else palette(item.scope)
             yield SystemCommand(
-                f"Open {palette(item.label)}", f"Switch the feed to {where}", partial(feed.switch_scope, item.scope)
+                f"Open {palette(item.label)}", f"Switch the feed to {where}", partial(feed.open_scope, item.scope)
             )
+
+    def switch_consumer(self) -> None:
+        """Ask for a consumer name; its watermarks then drive the counts, the marks and `c`."""
+
+        def chosen(name: str | None) -> None:
+            if name is None or name == self.session.consumer:
+                return
+            try:
+                self.session.consumer = check_consumer(name)
+            except MnemoError as exc:
+                self.notify(text.line(exc.message), title="Consumer unchanged", severity="error", markup=False)
+                return
+            self.feed_screen.action_refresh()
+            self.notify(f"Reading as consumer {text.line(name)}", title="Consumer", markup=False)
+
+        self.push_screen(PromptScreen("Read as consumer:", self.session.consumer), chosen)
+
+    def save_picture(self) -> None:
+        """Save a screenshot where it can be found: the Downloads folder if there is one, else here."""
+        folder = Path(platformdirs.user_downloads_dir())
+        if not folder.is_dir():
+            folder = Path.cwd()
+        try:
+            saved = self.save_screenshot(path=str(folder))
+        except OSError as exc:
+            self.notify(text.line(str(exc)), title="No screenshot", severity="error", markup=False)
+            return
+        self.notify(text.line(saved), title="Screenshot saved", markup=False)

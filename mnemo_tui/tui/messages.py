@@ -1,18 +1,22 @@
-"""Provides the messages workers post back to the screen: each carries the generation it was read for."""
+"""Provides the messages thread workers post to the widget that started them, and the one error translation."""
 
 from __future__ import annotations
 
 from textual.message import Message
 
-from mnemo_tui.catchup import CatchupResult
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.model import EmptyReport, Page, Watermark
-from mnemo_tui.tui.data.chain import Chain
-from mnemo_tui.tui.data.live import LiveBatch
-from mnemo_tui.tui.data.scopes import Activity, ScopeItem
+from mnemo_tui.model import Page, Watermark
+from mnemo_tui.walk import LiveBatch
 
 
-class Loaded(Message):
+def as_error(exc: BaseException) -> MnemoError:
+    """What a read raised, as the project's error: an unexpected exception (a bug) is an internal error."""
+    if isinstance(exc, MnemoError):
+        return exc
+    return MnemoError(f"internal error: {type(exc).__name__}: {exc}")
+
+
+class Read(Message, bubble=False):
     """A worker's result for one generation of the feed (a scope, a history setting, a refresh)."""
 
     def __init__(self, generation: int) -> None:
@@ -20,7 +24,7 @@ class Loaded(Message):
         self.generation = generation
 
 
-class PageLoaded(Loaded):
+class PageLoaded(Read):
     """A page of the walk, read for its index; `token` is the change probe taken before the first page."""
 
     def __init__(self, generation: int, index: int, page: Page, token: tuple[int, int] | None) -> None:
@@ -30,86 +34,26 @@ class PageLoaded(Loaded):
         self.token = token
 
 
-class PageFailed(Loaded):
+class PageFailed(Read):
     def __init__(self, generation: int, index: int, error: MnemoError) -> None:
         super().__init__(generation)
         self.index = index
         self.error = error
 
 
-class ReportLoaded(Loaded):
-    def __init__(self, generation: int, report: EmptyReport) -> None:
-        super().__init__(generation)
-        self.report = report
-
-
-class ActivityLoaded(Loaded):
-    def __init__(self, generation: int, activity: Activity) -> None:
-        super().__init__(generation)
-        self.activity = activity
-
-
-class WatermarkLoaded(Loaded):
+class WatermarkLoaded(Read):
     def __init__(self, generation: int, watermark: Watermark | None) -> None:
         super().__init__(generation)
         self.watermark = watermark
 
 
-class LiveFound(Loaded):
+class LiveFound(Read):
     def __init__(self, generation: int, batch: LiveBatch | None) -> None:
         super().__init__(generation)
         self.batch = batch
 
 
-class LiveFailed(Loaded):
+class LiveFailed(Read):
     def __init__(self, generation: int, error: MnemoError) -> None:
         super().__init__(generation)
-        self.error = error
-
-
-class ScopesLoaded(Message):
-    def __init__(self, items: list[ScopeItem]) -> None:
-        super().__init__()
-        self.items = items
-
-
-class ScopesFailed(Message):
-    def __init__(self, error: MnemoError) -> None:
-        super().__init__()
-        self.error = error
-
-
-class CountLoaded(Message):
-    def __init__(self, scope: str | None, count: int) -> None:
-        super().__init__()
-        self.scope = scope
-        self.count = count
-
-
-class ChainLoaded(Message):
-    def __init__(self, atom_id: str, chain: Chain) -> None:
-        super().__init__()
-        self.atom_id = atom_id
-        self.chain = chain
-
-
-class CaughtUp(Message):
-    def __init__(self, scope: str | None, result: CatchupResult) -> None:
-        super().__init__()
-        self.scope = scope
-        self.result = result
-
-
-class CatchUpFailed(Message):
-    def __init__(self, scope: str | None, error: MnemoError) -> None:
-        super().__init__()
-        self.scope = scope
-        self.error = error
-
-
-class Problem(Message):
-    """A background read failed outside the feed (the sidebar, a watermark, a chain): shown as a notification."""
-
-    def __init__(self, error: MnemoError) -> None:
-        super().__init__()
         self.error = error

@@ -10,9 +10,12 @@ from mnemo_tui.backends import Backend
 from mnemo_tui.walk import default_overlap
 
 
-@dataclass(frozen=True)
+@dataclass
 class Session:
-    """The collaborators and settings of one run of the app.
+    """The collaborators and settings of one run of the app (one object, shared by every widget).
+
+    Only `consumer` ever changes: the palette's "Switch consumer" sets it, then the scopes and the
+    feed are read again.
 
     Attributes:
         backend: what to read (the app's serialising wrapper around the backend it was given).
@@ -36,6 +39,14 @@ class Session:
     def overlap(self) -> int:
         """The walk's overlap on this backend: what is new, and what a live poll re-reads."""
         return default_overlap(self.backend)
+
+    @property
+    def where(self) -> str:
+        """The backend in a few words: `store.db (embedded)` or the endpoint's host and port."""
+        identity = self.backend.identity
+        if self.backend.kind == "remote":
+            return identity.split("://", 1)[-1].split("/", 1)[0]
+        return f"{Path(identity).name} (embedded)"
 
     def probe(self) -> tuple[int, int] | None:
         """The backend's cheap change token (None on a backend without one: then poll)."""

@@ -25,6 +25,8 @@ HEAVY = (
     "nacl",
     "difflib",
     "tomlkit",
+    "psycopg",
+    "psycopg_pool",
 )
 
 PROBE = """

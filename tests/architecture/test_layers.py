@@ -24,7 +24,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("mnemo_tui.engine", "mnemo_tui.state"),
     ("mnemo_tui.backends",),
-    ("mnemo_tui.walk", "mnemo_tui.catchup", "mnemo_tui.reports", "mnemo_tui.proof", "mnemo_tui.demo"),
+    (
+        "mnemo_tui.walk",
+        "mnemo_tui.catchup",
+        "mnemo_tui.reports",
+        "mnemo_tui.proof",
+        "mnemo_tui.demo",
+        "mnemo_tui.verbs",
+    ),
     ("mnemo_tui.cli", "mnemo_tui.tui", "mnemo_tui.server"),
 )
 # Siblings that must not know each other although they share a layer.
@@ -46,8 +53,8 @@ OWNED = {
     "uvicorn": ("mnemo_tui.server",),
     "keyring": ("mnemo_tui.state.credentials",),
     "nacl": ("mnemo_tui.state.sealing",),  # imported by the vault commands and demo only (test_imports)
-    "psycopg": ("mnemo_tui.engine",),
-    "psycopg_pool": ("mnemo_tui.engine",),
+    "psycopg": ("mnemo_tui.engine.postgres",),  # the PostgreSQL engine; `mnemo recent` never imports it
+    "psycopg_pool": ("mnemo_tui.engine.postgres",),
 }
 
 

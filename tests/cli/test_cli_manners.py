@@ -304,7 +304,10 @@ def test_version_short_help_and_bash_completion(cli: Cli) -> None:
     assert cli("--version").stdout == f"mnemo {__version__}\n"
     assert cli("-h").stdout == cli("--help").stdout and "Usage: mnemo" in cli("-h").stdout
     assert "Usage: mnemo rooms delete" in cli("rooms", "delete", "-h").stdout
-    script = cli("--show-completion", "bash").stdout
+    # Typer detects the shell from the process tree: run it from bash, as a person would.
+    script = subprocess.run(
+        ["bash", "-c", f"{MNEMO} --show-completion; exit $?"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
     assert "complete -o default -F _mnemo_completion mnemo" in script
     env = {"COMP_WORDS": "mnemo rec", "COMP_CWORD": "1", "_MNEMO_COMPLETE": "complete_bash"}
     assert cli(env=env).stdout.split() == ["recent"]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,15 +49,20 @@ class Walker:
 
 
 class World:
-    """A real store plus an oracle of what each scope holds, in feed order."""
+    """A real store plus an oracle of what each scope holds, in feed order.
 
-    def __init__(self, root: Path) -> None:
-        self.store = Store(root / "store.db")
-        self.alice = LocalBackend(self.store, "alice")
-        self.bob = LocalBackend(self.store, "bob")
-        room = self.store.create_room("alice", "shared")
-        code = self.store.create_invite("alice", room.room_id).code
-        self.store.join("bob", code)
+    On PostgreSQL the examples of one test share a database: each world has principals of its own
+    (`tag`), whose buckets nothing else touches, which spares every example a database.
+    """
+
+    def __init__(self, root: Path, engine: Any = None, tag: str = "") -> None:
+        self.owned = engine is None
+        self.store = Store(root / "store.db") if engine is None else engine
+        self.alice = LocalBackend(self.store, "alice" + tag)
+        self.bob = LocalBackend(self.store, "bob" + tag)
+        room = self.store.create_room("alice" + tag, "shared")
+        code = self.store.create_invite("alice" + tag, room.room_id).code
+        self.store.join("bob" + tag, code)
         self.room = room.address
         self.atoms: list[Atom] = []  # oldest first
 
@@ -89,7 +98,25 @@ class World:
         return {a.atom_id for a in self.atoms if a.visible}
 
     def close(self) -> None:
-        self.store.close()
+        if self.owned:
+            self.store.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def worlds(request: pytest.FixtureRequest) -> Iterator[Callable[[Path], World]]:
+    """Opens a fresh world per example, over the embedded store or PostgreSQL (parametrized)."""
+    if request.param == "sqlite":
+        yield World
+        return
+    databases = request.getfixturevalue("pg_databases")
+    name = databases.create()
+    from mnemo_tui.engine.postgres import PgStore
+
+    engine = PgStore(databases.cluster.url(name))
+    count = itertools.count()
+    yield lambda root: World(root, engine, f"-{next(count)}")
+    engine.close()
+    databases.drop(name)
 
 
 operation = st.one_of(
@@ -107,10 +134,10 @@ operation = st.one_of(
     ops=st.lists(operation, min_size=1, max_size=40),
 )
 def test_walks_return_exactly_what_existed_when_they_began(
-    initial: list[str], ops: list[tuple[str, object, str]]
+    worlds: Callable[[Path], World], initial: list[str], ops: list[tuple[str, object, str]]
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        world = World(Path(tmp))
+        world = worlds(Path(tmp))
         try:
             for domain in initial:
                 world.write(world.room if domain == "room" else domain)
@@ -146,7 +173,9 @@ def test_walks_return_exactly_what_existed_when_they_began(
                     step(world, walker)
                 assert walker.done
                 visible = world.visible()
-                still_there = [i for i in walker.snapshot if i in visible]
+                # An entry hidden by a supersession while the walk passed it, and restored by a delete
+                # afterwards, may be missed: only those visible all along must be there.
+                still_there = [i for i in walker.snapshot if i in visible and i not in walker.restored]
                 assert set(still_there) <= set(walker.collected) <= set(walker.snapshot) | walker.restored
         finally:
             world.close()
@@ -182,10 +211,10 @@ def step(world: World, walker: Walker) -> None:
     limit=st.integers(1, 4),
 )
 def test_catchup_passes_of_several_consumers_see_every_entry_exactly_once(
-    plan: list[tuple[str, object, int, int]], limit: int
+    worlds: Callable[[Path], World], plan: list[tuple[str, object, int, int]], limit: int
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        world = World(Path(tmp))
+        world = worlds(Path(tmp))
         state = StateDB(Path(tmp) / "state.db")
         delivered: dict[tuple[int, str | None], list[str]] = {}
         try:

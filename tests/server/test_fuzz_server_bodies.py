@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from conftest import Target
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reliability_helpers import Server, start_server
@@ -77,11 +78,12 @@ any_bodies = st.one_of(
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(tmp_path_factory: pytest.TempPathFactory, module_target: Target) -> Iterator[Server]:
+    """A real `mnemo serve` over each engine (parametrized)."""
     root = tmp_path_factory.mktemp("fuzz-server")
     home = root / "home"
     home.mkdir()
-    running = start_server(root / "store.db", home, ("alice", "bob"))
+    running = start_server(module_target, home, ("alice", "bob"))
     yield running
     running.stop()
 

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from conftest import Target
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.interface import Engine
 from mnemo_tui.server import routes
-from mnemo_tui.server.app import create_app
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -21,7 +20,7 @@ with warnings.catch_warnings():
 
 
 class Wire:
-    def __init__(self, client: TestClient, store: Store) -> None:
+    def __init__(self, client: TestClient, store: Engine) -> None:
         self.client = client
         self.store = store
         self.alice = store.create_key("alice")[1]
@@ -42,17 +41,17 @@ class Wire:
         return str(self.ok("POST", "/memory/write", {"content": content, **fields})["atom_id"])
 
 
-def _wire(tmp_path: Path, **app: Any) -> Iterator[Wire]:
-    path = tmp_path / "served.db"
-    store = Store(path)
-    with TestClient(create_app(path, workers=2, **app), raise_server_exceptions=False) as client:
+def _wire(target: Target, **app: Any) -> Iterator[Wire]:
+    store = target.open()
+    with TestClient(target.app(workers=2, **app), raise_server_exceptions=False) as client:
         yield Wire(client, store)
     store.close()
 
 
 @pytest.fixture
-def wire(tmp_path: Path) -> Iterator[Wire]:
-    yield from _wire(tmp_path)
+def wire(targets: Callable[[str], Target]) -> Iterator[Wire]:
+    """The served app over a fresh store of each engine (parametrized)."""
+    yield from _wire(targets("served"))
 
 
 def refused(response: Any, status: int, code: str) -> dict[str, Any]:
@@ -241,12 +240,11 @@ def test_a_domain_wipe_goes_through_the_delete_path(wire: Wire) -> None:
     refused(wire.call("DELETE", "/memory/domain/xroom:abc"), 400, "VALIDATION_ERROR")
 
 
-def test_reset_is_403_unless_the_server_allows_it(wire: Wire, tmp_path: Path) -> None:
+def test_reset_is_403_unless_the_server_allows_it(wire: Wire, targets: Callable[[str], Target]) -> None:
     wire.write("x")
     refused(wire.call("DELETE", "/memory/reset"), 403, "RESET_NOT_ALLOWED")
     refused(wire.call("DELETE", "/memory/reset", key=None), 401, "UNAUTHORIZED")
-    (tmp_path / "allowed").mkdir()
-    for allowed in _wire(tmp_path / "allowed", allow_reset=True):
+    for allowed in _wire(targets("allowed"), allow_reset=True):
         allowed.write("one")
         allowed.ok("POST", "/memory/write", {"content": "bob keeps his"}, key="bob")
         assert allowed.ok("DELETE", "/memory/reset") == {"deleted": 1, "status": "cleared"}

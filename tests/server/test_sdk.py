@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 import pytest
+from conftest import Target
 from mnemoverse import (
     AsyncMnemoClient,
     MnemoAuthError,
@@ -17,14 +18,13 @@ from mnemoverse import (
 )
 from wire_servers import served_store
 
-from mnemo_tui.engine.store import Store
 from mnemo_tui.model import RecentQuery
 
 
 @dataclass
 class Served:
     origin: str
-    store: Store
+    store: Any
     alice: str
     bob: str
 
@@ -37,11 +37,10 @@ class Served:
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
-    path = tmp_path / "served.db"
-    store = Store(path)
+def served(target: Target) -> Iterator[Served]:
+    store = target.open()
     alice, bob = store.create_key("alice")[1], store.create_key("bob")[1]
-    with served_store(path) as server:
+    with served_store(target) as server:
         # The SDK takes the ORIGIN and adds /api/v1 itself.
         yield Served(f"http://127.0.0.1:{server.port}", store, alice, bob)
     store.close()

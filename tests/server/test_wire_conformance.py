@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Target
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from wire_servers import Canned, from_schema, serving
 
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import (
     AuthError,
     Conflict,
@@ -29,7 +29,6 @@ from mnemo_tui.errors import (
     ValidationError,
 )
 from mnemo_tui.model import RecentQuery, SearchQuery, WriteRequest
-from mnemo_tui.server.app import create_app
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -72,13 +71,13 @@ def response_schema(path: str, method: str, status: int) -> dict[str, Any]:
 
 
 @pytest.fixture
-def recorded(tmp_path: Path) -> Iterator[list[tuple[str, str, int, Any]]]:
-    """Drive every endpoint of WIRE.md through success and failure, recording (method, path template, status, body)."""
-    path = tmp_path / "served.db"
-    store = Store(path)
+def recorded(target: Target) -> Iterator[list[tuple[str, str, int, Any]]]:
+    """Drive every endpoint of WIRE.md through success and failure, recording (method, path template, status, body),
+    over each engine (parametrized)."""
+    store = target.open()
     alice, bob = store.create_key("alice")[1], store.create_key("bob")[1]
     seen: list[tuple[str, str, int, Any]] = []
-    with TestClient(create_app(path, workers=2), raise_server_exceptions=False) as client:
+    with TestClient(target.app(workers=2), raise_server_exceptions=False) as client:
 
         def call(
             method: str,

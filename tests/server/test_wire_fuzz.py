@@ -5,18 +5,16 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Target
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from wire_servers import from_schema
 
-from mnemo_tui.engine.store import Store
 from mnemo_tui.model import WriteRequest
-from mnemo_tui.server.app import create_app
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -38,14 +36,13 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    path = Path(tmp_path_factory.mktemp("fuzz")) / "served.db"
-    store = Store(path)
+def served(module_target: Target) -> Iterator[Served]:
+    store = module_target.open()
     key = store.create_key("alice")[1]
     for i in range(5):
         store.write("alice", WriteRequest(content=f"note {i} about deploys", domain="ops" if i % 2 else "general"))
     store.create_room("alice", "design")
-    with TestClient(create_app(path, workers=2), raise_server_exceptions=False) as client:
+    with TestClient(module_target.app(workers=2), raise_server_exceptions=False) as client:
         yield Served(client, key, client.get("/openapi.json").json())
     store.close()
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +12,9 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's note about httpx2: the test client works as it is
     from starlette.testclient import TestClient
 
-from mnemo_tui.engine.store import Store
-from mnemo_tui.server.app import create_app
+from conftest import Target
+
+from mnemo_tui.engine.interface import Engine
 
 ENVELOPE = {"code", "message", "requestId", "retryable", "details"}
 ROOM = "room_01ARZ3NDEKTSV4RRFFQ69G5FAV"
@@ -23,7 +23,7 @@ ROOM = "room_01ARZ3NDEKTSV4RRFFQ69G5FAV"
 class Wire:
     """A test client on the real app, plus the served store for issuing keys."""
 
-    def __init__(self, client: TestClient, store: Store) -> None:
+    def __init__(self, client: TestClient, store: Engine) -> None:
         self.client = client
         self.store = store
 
@@ -44,10 +44,10 @@ class Wire:
 
 
 @pytest.fixture
-def wire(tmp_path: Path) -> Iterator[Wire]:
-    path = tmp_path / "served.db"
-    store = Store(path)
-    with TestClient(create_app(path, workers=2), raise_server_exceptions=False) as client:
+def wire(target: Target) -> Iterator[Wire]:
+    """The served app over a fresh store of each engine (parametrized)."""
+    store = target.open()
+    with TestClient(target.app(workers=2), raise_server_exceptions=False) as client:
         yield Wire(client, store)
     store.close()
 

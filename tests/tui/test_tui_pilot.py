@@ -61,7 +61,7 @@ async def test_opens_on_the_newest_entries_of_the_own_store(store: Store, local:
         assert screen.scope is None
         assert ids(rows(app)) == walk_ids(local)
         assert rows(app)[0].content == "entry 00029"  # type: ignore[union-attr]
-        assert screen.window.at_end
+        assert screen.feed.window.at_end
         assert app.focused is screen.feed
 
 
@@ -76,26 +76,26 @@ async def test_scroll_loading_equals_a_cursor_walk_and_holds_only_a_window(
         await settle(pilot)
         screen = app.feed_screen
         for _ in range(60):
-            if screen.window.at_end and screen.feed.cursor == screen.window.row_count - 1:
+            if screen.feed.window.at_end and screen.feed.cursor == screen.feed.window.row_count - 1:
                 break
             await pilot.press("pagedown")
             await settle(pilot, 2)
             first, last = screen.feed.visible_rows()
-            for row in range(first, min(last, screen.window.row_count - 1) + 1):
-                entry = screen.window.entry(row)
+            for row in range(first, min(last, screen.feed.window.row_count - 1) + 1):
+                entry = screen.feed.window.entry(row)
                 assert entry is not None, f"row {row} on screen is not held"
                 seen[row] = entry.atom_id
-            most_held = max(most_held, screen.window.held_pages)
-        assert screen.window.at_end
+            most_held = max(most_held, screen.feed.window.held_pages)
+        assert screen.feed.window.at_end
         walked = walk_ids(local, limit=20)
         assert [seen[i] for i in range(len(seen))] == walked
         # A window of pages, not the whole scope: the first page plus at most `keep_pages`.
         assert most_held <= 4
-        assert screen.window.held_pages < len(screen.window.slots)
+        assert screen.feed.window.held_pages < len(screen.feed.window.slots)
         # Back to the top: the evicted pages are read again with their own cursors, identically.
         await pilot.press("g")
         await settle(pilot)
-        top = [screen.window.entry(i) for i in range(30)]
+        top = [screen.feed.window.entry(i) for i in range(30)]
         assert ids(top) == walked[:30]
 
 
@@ -119,9 +119,9 @@ async def test_a_short_page_with_a_cursor_is_not_the_end(store: Store, local: Lo
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, 8)
         screen = app.feed_screen
-        assert screen.window.at_end
+        assert screen.feed.window.at_end
         assert ids(rows(app)) == walk_ids(local)
-        assert any(slot.size < 5 and slot.next_cursor for slot in screen.window.slots)
+        assert any(slot.size < 5 and slot.next_cursor for slot in screen.feed.window.slots)
 
 
 async def test_mark_caught_up_moves_the_watermark_exactly_as_catchup(
@@ -179,7 +179,7 @@ async def test_an_entry_written_while_the_app_runs_appears_on_top(
             written = other.write(req("written while the app runs", "incoming"))
         finally:
             other.close()
-        screen.check_live()
+        screen.feed.check_live()
         await settle(pilot)
         assert rows(app)[0].atom_id == written.atom_id  # type: ignore[union-attr]
         assert len(rows(app)) == 11
@@ -187,7 +187,7 @@ async def test_an_entry_written_while_the_app_runs_appears_on_top(
         # A domain that did not exist at start joins the sidebar, with its count.
         assert screen.scopes.counts.get("s:incoming") == "1"
         # Nothing changed since: the probe says so and no read is made; no repeat appears.
-        screen.check_live()
+        screen.feed.check_live()
         await settle(pilot)
         assert ids(rows(app)) == walk_ids(local)
 
@@ -217,7 +217,7 @@ async def test_scrolled_away_the_list_holds_still_and_a_marker_counts(
         await pilot.press("j", "j")
         assert screen.feed.cursor == 2
         new = [local.write(req(f"new {i}")).atom_id for i in range(3)]
-        screen.check_live()
+        screen.feed.check_live()
         await settle(pilot)
         marker = app.screen.query_one("#new-marker", NewMarker)
         assert marker.display
@@ -225,7 +225,7 @@ async def test_scrolled_away_the_list_holds_still_and_a_marker_counts(
         assert ids(rows(app)) == before
         assert screen.feed.cursor == 2
         new += [local.write(req(f"new {i}")).atom_id for i in range(3, 5)]
-        screen.check_live()
+        screen.feed.check_live()
         await settle(pilot)
         assert "5 new" in str(marker.render())
         assert ids(rows(app)) == before
@@ -306,12 +306,12 @@ async def test_a_live_failure_pauses_and_resumes(store: Store, local: LocalBacke
         await settle(pilot)
         screen = app.feed_screen
         flaky.failure = FlakyBackend.unreachable()
-        screen.check_live()
+        screen.feed.check_live()
         await settle(pilot)
         assert "live paused" in str(screen.status.render())
         flaky.failure = None
         local.write(req("after the outage"))
-        screen.check_live()
+        screen.feed.check_live()
         await settle(pilot)
         assert "live paused" not in str(screen.status.render())
         assert rows(app)[0].content == "after the outage"  # type: ignore[union-attr]
@@ -328,12 +328,12 @@ async def test_a_result_for_a_scope_the_reader_left_is_dropped(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = app.feed_screen
-        stale_generation = screen.generation
+        stale_generation = screen.feed.generation
         stale = local.recent(RecentQuery(scope="build"))
-        screen.switch_scope("notes")
+        screen.open_scope("notes")
         await settle(pilot)
-        screen.post_message(messages.PageLoaded(stale_generation, 0, stale, None))
-        screen.post_message(messages.PageLoaded(stale_generation, 1, stale, None))
+        screen.feed.post_message(messages.PageLoaded(stale_generation, 0, stale, None))
+        screen.feed.post_message(messages.PageLoaded(stale_generation, 1, stale, None))
         await settle(pilot)
         assert ids(rows(app)) == walk_ids(local, "notes")
 
@@ -367,7 +367,8 @@ async def test_sidebar_lists_scopes_with_counts_and_switches(store: Store, local
         await settle(pilot)
         assert screen.scope == "research"
         assert {e.domain for e in rows(app)} == {"research"}  # type: ignore[union-attr]
-        assert sum(screen.activity_panel.query_one("#activity-spark").data or []) == 2  # type: ignore[attr-defined]
+        assert screen.activity_panel.activity is not None
+        assert sum(screen.activity_panel.activity.counts) == 2
 
 
 async def test_history_toggle_detail_and_supersession_chain(store: Store, local: LocalBackend, state: StateDB) -> None:
@@ -378,7 +379,7 @@ async def test_history_toggle_detail_and_supersession_chain(store: Store, local:
         screen = app.feed_screen
         contents = [e.content for e in rows(app)]  # type: ignore[union-attr]
         assert not any(c.startswith("Plan: ship the TUI with a fixed") for c in contents)
-        await pilot.press("h")
+        await pilot.press("v")
         await settle(pilot)
         contents = [e.content for e in rows(app)]  # type: ignore[union-attr]
         assert any(c.startswith("Plan: ship the TUI with a fixed") for c in contents)
@@ -446,22 +447,29 @@ async def test_the_command_palette_switches_scope(store: Store, local: LocalBack
         assert {e.domain for e in rows(app)} == {"research"}  # type: ignore[union-attr]
 
 
-async def test_keys_typed_into_the_search_box_are_text_not_commands(
+async def test_keys_typed_into_the_filter_and_the_search_box_are_text_not_commands(
     store: Store, local: LocalBackend, state: StateDB
 ) -> None:
     fill(store, 5)
     app = make_app(local, state)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("slash", *"qghjkcr?")
+        await pilot.press("slash", *"qghjkcrydwv?")
         await settle(pilot)
         from textual.widgets import Input
 
         assert app.is_running
-        assert app.screen.query_one("#search-input", Input).value == "qghjkcr?"
+        assert app.feed_screen.filter_bar.value == "qghjkcrydwv?"
         assert app.feed_screen.feed.watermark is None  # `c` did not mark anything caught up
+        assert app.screen is app.feed_screen and len(rows(app)) == 5  # `d` deleted nothing
+        await pilot.press("enter")  # the same words to the server-side search
+        await settle(pilot)
+        await pilot.press(*"qc")
+        assert app.screen.query_one("#search-input", Input).value == "qghjkcrydwv?qc"
         await pilot.press("escape")
         assert app.screen is app.feed_screen
+        await pilot.press("escape")
+        assert not app.feed_screen.filter_bar.display and app.feed_screen.feed.filter == ""
 
 
 async def test_help_and_quit(store: Store, local: LocalBackend, state: StateDB) -> None:

@@ -59,19 +59,19 @@ async def test_scrolling_an_endpoint_equals_its_cursor_walk_and_live_entries_arr
             await settle(pilot)
             screen = app.feed_screen
             for _ in range(20):
-                if screen.window.at_end:
+                if screen.feed.window.at_end:
                     break
                 await pilot.press("G")
                 await settle(pilot, 2)
-            assert screen.window.at_end
+            assert screen.feed.window.at_end
             assert ids(rows(app)) == walk(backend, 20)
             await pilot.press("g")
             written = local.write(req("written while the app runs"))
-            screen.check_live()  # an endpoint has no probe: it is polled from the newest instant shown
+            screen.feed.check_live()  # an endpoint has no probe: it is polled from the newest instant shown
             await settle(pilot)
             assert rows(app)[0].atom_id == written.atom_id  # type: ignore[union-attr]
             assert len(set(ids(rows(app)))) == len(rows(app)) == 71
-            screen.check_live()
+            screen.feed.check_live()
             await settle(pilot)
             assert len(rows(app)) == 71
     finally:

@@ -23,9 +23,9 @@ def app_on(backend: Any, state: StateDB, **kwargs: Any) -> MnemoApp:
 
 
 def then(
-    *keys: str, extra: Callable[[Pilot[None]], Awaitable[None]] | None = None
+    *keys: str, extra: Callable[[Pilot[None]], Awaitable[None]] | None = None, notices: bool = False
 ) -> Callable[[Pilot[None]], Awaitable[None]]:
-    """Settle, press keys, run `extra`, settle again, and drop toasts (their timing is not the subject)."""
+    """Settle, press keys, run `extra`, settle again, and drop toasts unless they are the subject (`notices`)."""
 
     async def run(pilot: Pilot[None]) -> None:
         await settle(pilot)
@@ -35,7 +35,8 @@ def then(
         if extra is not None:
             await extra(pilot)
             await settle(pilot)
-        pilot.app.clear_notifications()
+        if not notices:
+            pilot.app.clear_notifications()
         await pilot.pause()
 
     return run
@@ -64,7 +65,7 @@ class TestFeed:
         assert snap_compare(app_on(sample, state, scope="xroom:" + ROOM_OPS), terminal_size=SIZE, run_before=then())
 
     def test_with_history(self, snap_compare: Compare, sample: LocalBackend, state: StateDB) -> None:
-        assert snap_compare(app_on(sample, state), terminal_size=SIZE, run_before=then("h"))
+        assert snap_compare(app_on(sample, state), terminal_size=SIZE, run_before=then("v"))
 
     def test_marked_caught_up(self, snap_compare: Compare, sample: LocalBackend, state: StateDB) -> None:
         assert snap_compare(app_on(sample, state), terminal_size=SIZE, run_before=then("c"))
@@ -75,7 +76,7 @@ class TestFeed:
         async def write(pilot: Pilot[None]) -> None:
             store.bulk_insert([("local", req(f"fresh {i}"), NOW - (5 - i) * MINUTE) for i in range(3)])
             assert isinstance(pilot.app, MnemoApp)
-            pilot.app.feed_screen.check_live()
+            pilot.app.feed_screen.feed.check_live()
 
         assert snap_compare(app_on(sample, state), terminal_size=SIZE, run_before=then("j", "j", extra=write))
 
@@ -83,6 +84,33 @@ class TestFeed:
         store.bulk_insert([("local", req(f"note {i:03d}", "notes"), NOW - (200 - i) * 7 * MINUTE) for i in range(120)])
         app = app_on(local, state, page_size=25)
         assert snap_compare(app, terminal_size=SIZE, run_before=then(*["pagedown"] * 6, "G"))
+
+
+LONG = "Long: the walk holds only the boundary ids, " + "so memory stays flat however long the walk runs; " * 4
+WIDE = "幅の広い文字：カーソルは飛ばさず、繰り返さない。見出しは切れても読める。" * 2
+
+
+@pytest.fixture
+def varied(store: Store, sample: LocalBackend) -> LocalBackend:
+    """The sample store plus a long entry and one of wide (two-cell) characters."""
+    store.bulk_insert([("local", req(LONG, "research"), NOW - 3 * MINUTE), ("local", req(WIDE), NOW - 2 * MINUTE)])
+    return sample
+
+
+@pytest.mark.parametrize("size", [(140, 40), (80, 24), (60, 20)], ids=["140x40", "80x24", "60x20"])
+class TestSizes:
+    def test_feed(self, snap_compare: Compare, varied: LocalBackend, state: StateDB, size: tuple[int, int]) -> None:
+        assert snap_compare(app_on(varied, state), terminal_size=size, run_before=then())
+
+    def test_history_marks_and_the_change(
+        self, snap_compare: Compare, varied: LocalBackend, state: StateDB, size: tuple[int, int]
+    ) -> None:
+        # With history: the superseded plan is the fourth row; its detail shows what the next revision changed.
+        keys = ("v", "j", "j", "j", "enter")
+        assert snap_compare(app_on(varied, state), terminal_size=size, run_before=then(*keys))
+
+    def test_help(self, snap_compare: Compare, varied: LocalBackend, state: StateDB, size: tuple[int, int]) -> None:
+        assert snap_compare(app_on(varied, state), terminal_size=size, run_before=then("question_mark"))
 
 
 class TestDetail:
@@ -122,3 +150,29 @@ class TestDialogs:
 
     def test_help(self, snap_compare: Compare, sample: LocalBackend, state: StateDB) -> None:
         assert snap_compare(app_on(sample, state), terminal_size=SIZE, run_before=then("question_mark"))
+
+
+class TestActing:
+    def test_filter_as_you_type(self, snap_compare: Compare, sample: LocalBackend, state: StateDB) -> None:
+        assert snap_compare(app_on(sample, state), terminal_size=SIZE, run_before=then("slash", *"plan"))
+
+    def test_search_that_finds_nothing_names_the_unsearched_rooms(
+        self, snap_compare: Compare, sample: LocalBackend, state: StateDB
+    ) -> None:
+        keys = ("slash", *"zebra", "enter")
+        assert snap_compare(app_on(sample, state), terminal_size=SIZE, run_before=then(*keys))
+
+    def test_a_room_entry_cannot_be_revised_notice(
+        self, snap_compare: Compare, sample: LocalBackend, state: StateDB
+    ) -> None:
+        app = app_on(sample, state, scope="xroom:" + ROOM_OPS)
+        assert snap_compare(app, terminal_size=SIZE, run_before=then("e", notices=True))
+
+    def test_delete_asks_first(self, snap_compare: Compare, sample: LocalBackend, state: StateDB) -> None:
+        assert snap_compare(app_on(sample, state), terminal_size=SIZE, run_before=then("d"))
+
+    def test_caught_up_offers_undo(self, snap_compare: Compare, sample: LocalBackend, state: StateDB) -> None:
+        assert snap_compare(app_on(sample, state), terminal_size=SIZE, run_before=then("c", notices=True))
+
+    def test_copied_id_notice(self, snap_compare: Compare, sample: LocalBackend, state: StateDB) -> None:
+        assert snap_compare(app_on(sample, state), terminal_size=SIZE, run_before=then("y", notices=True))

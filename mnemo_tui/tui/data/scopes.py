@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from mnemo_tui.backends import Backend
-from mnemo_tui.model import MAX_LIMIT, RecentQuery, Watermark
+from mnemo_tui.model import MAX_LIMIT, RecentQuery, Room, Watermark
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.walk import Start, Walk
 
@@ -21,6 +22,7 @@ class ScopeItem:
     scope: str | None
     label: str
     kind: str  # "own", "domain" or "room"
+    room: Room | None = None
 
     @property
     def key(self) -> str:
@@ -32,7 +34,7 @@ def list_scopes(backend: Backend) -> list[ScopeItem]:
     """The own store, each own domain, each room the reader belongs to."""
     items = [ScopeItem(None, "Own store", "own")]
     items += [ScopeItem(domain, domain, "domain") for domain in backend.domains()]
-    items += [ScopeItem(room.address, room.name, "room") for room in backend.rooms()]
+    items += [ScopeItem(room.address, room.name, "room", room) for room in backend.rooms()]
     return items
 
 
@@ -62,6 +64,20 @@ def load_watermark(state: StateDB, backend: Backend, consumer: str, scope: str |
     return state.load(StateKey.of(backend, consumer, scope))
 
 
+def count_base(own: Watermark | None, mine: Watermark | None) -> tuple[Watermark | None, bool]:
+    """Where a domain's count starts: the later of its own watermark and the own store's (display only).
+
+    The own store's watermark covers every own domain, so after `mnemo catchup` of the own store a
+    domain's entries before it are read even if the domain's own watermark is older. Returns the
+    watermark to count from and whether it is the own store's.
+    """
+    if own is None or own.created_at is None:
+        return mine, False
+    if mine is None or mine.created_at is None or own.created_at > mine.created_at:
+        return own, True
+    return mine, False
+
+
 @dataclass(frozen=True)
 class Activity:
     """Entries per time bucket, oldest first, each counted up to a cap; and what the buckets span."""
@@ -71,20 +87,51 @@ class Activity:
     label: str
     capped: bool
 
+    @property
+    def unit(self) -> str:
+        return UNITS[self.bucket]
+
+    @property
+    def heights(self) -> list[float]:
+        """The counts on a log scale: a quiet bucket still shows beside a busy one, and zero stays zero."""
+        return [math.log1p(c) for c in self.counts]
+
+
+MINUTE = 60_000_000
+FILL = 0.8  # the share of a bucket's cap its expected count may reach
+# Bucket widths from fine to coarse, and how many of each the picture shows.
+LADDER = ((MINUTE, 30), (5 * MINUTE, 24), (15 * MINUTE, 24), (HOUR, 24), (DAY, 30))
+UNITS = {MINUTE: "min", 5 * MINUTE: "5 min", 15 * MINUTE: "15 min", HOUR: "hour", DAY: "day"}
+EACH = {MINUTE: "by minute", 5 * MINUTE: "by 5 min", 15 * MINUTE: "by 15 min", HOUR: "hourly", DAY: "daily"}
+SPANS = {MINUTE: "30 min", 5 * MINUTE: "2 h", 15 * MINUTE: "6 h", HOUR: "24 h", DAY: "30 days"}
+
+
+def bucket_width(newest: int | None, oldest_of_page: int | None, page: int = MAX_LIMIT) -> int:
+    """The bucket width that fits the scope's pace: the coarsest one a bucket is not expected to fill.
+
+    The first page's span gives the pace (`page` entries in that time). With one width for every
+    scope, the buckets of a busy one would all be capped and draw a flat line.
+    """
+    if newest is None or oldest_of_page is None:
+        return DAY
+    span = max(newest - oldest_of_page, 1)
+    for width, _ in reversed(LADDER):
+        if width * page / span <= FILL * COUNT_CAP:
+            return width
+    return LADDER[0][0]
+
 
 def activity(backend: Backend, scope: str | None, now: int, newest: int | None, oldest_of_page: int | None) -> Activity:
     """Entries over time for a scope: one bounded read per bucket, so the cost does not grow with the scope.
 
-    Hourly buckets over a day when the scope's first page spans less than a day (a busy scope),
-    else daily buckets over 30 days. Each bucket is counted up to one page (100).
+    The bucket width follows the scope's pace (`bucket_width`); each bucket is counted up to one page (100).
     """
-    busy = newest is not None and oldest_of_page is not None and newest - oldest_of_page < DAY
-    width, n, label = (HOUR, 24, "last 24 h, per hour") if busy else (DAY, 30, "last 30 days, per day")
-    end = now
+    width = bucket_width(newest, oldest_of_page)
+    n = dict(LADDER)[width]
     counts: list[int] = []
     capped = False
     for i in range(n, 0, -1):
-        low = end - i * width
+        low = now - i * width
         high = low + width - 1
         if newest is None or low > newest:
             counts.append(0)
@@ -92,4 +139,4 @@ def activity(backend: Backend, scope: str | None, now: int, newest: int | None, 
         page = backend.recent(RecentQuery(scope=scope, since=low, until=high, limit=MAX_LIMIT))
         counts.append(len(page.items))
         capped = capped or page.next_cursor is not None
-    return Activity(tuple(counts), width, label, capped)
+    return Activity(tuple(counts), width, f"{SPANS[width]}, {EACH[width]}", capped)

@@ -1,4 +1,4 @@
-"""Provides `HelpScreen`: the keys, in one place (`?`)."""
+"""Provides `HelpScreen`: the keys and the marks, in one place (`?`); it fits 80×24 and scrolls where it does not."""
 
 from __future__ import annotations
 
@@ -7,38 +7,54 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Markdown
+from textual.widgets import Static
 
-HELP = """\
-# mnemo — keys
+KEYS: tuple[tuple[str, str], ...] = (
+    ("j k ↓ ↑  g G", "move / the newest (and the new ones held), the last loaded"),
+    ("ctrl+d ctrl+u", "half a page; ctrl+f ctrl+b, PgDn PgUp, space: a page"),
+    ("enter  escape", "open the entry whole / close the detail pane"),
+    ("tab  b  1..9", "scopes and feed / show or hide the sidebar / open scope n"),
+    ("/", "filter the loaded entries as you type; enter searches"),
+    ("y  Y", "copy the short id / the content (OSC 52)"),
+    ("o  e  w  d", "open in $PAGER / revise in $EDITOR / write / delete"),
+    ("c  u", "mark caught up, as mnemo catchup / undo it (10 s)"),
+    ("v  r", "show superseded revisions / refresh, retry"),
+    ("ctrl+p  ?  q", "palette (scopes, consumer, all) / this help / quit"),
+)
 
-| key | does |
-| --- | --- |
-| j k ↓ ↑ | next / previous entry (or scope, in the sidebar) |
-| g G | newest entry (and the new ones held) / last row loaded |
-| enter | open the entry: content, provenance, concepts, revisions |
-| escape | close the detail pane |
-| tab | move between the scopes and the feed |
-| / | search the current scope |
-| c | mark this scope caught up, as the catchup command does |
-| h | show or hide superseded revisions |
-| r | refresh scopes, counts and feed; retry after an error |
-| ctrl+p | command palette: switch scope, every action |
-| ? | this help |
-| q | quit |
+MARKS: tuple[tuple[str, str], ...] = (
+    ("●", "newer than your consumer's watermark; the sidebar counts them"),
+    ("12↑", "a domain counted from the own store's later watermark"),
+    ("superseded →", "an old revision (history shown) and the id that replaced it"),
+    ("▲ N new", "new entries held while you read further down: g shows them"),
+)
 
-A `●` marks entries newer than your consumer's watermark. The sidebar counts them per scope
-(up to 99+). New entries appear on top while you are at the top of the feed; when you have
-scrolled away, a "N new" marker waits for you instead.
-"""
+
+def help_text() -> Content:
+    """The keys and the marks as two aligned columns."""
+    lines = [Content.styled("mnemo — keys", "bold $accent"), Content("")]
+    for key, does in KEYS:
+        lines.append(Content.assemble((f"{key:<15}", "bold"), does))
+    lines += [Content(""), Content.styled("Marks", "bold $accent")]
+    for mark, means in MARKS:
+        lines.append(Content.assemble((f"{mark:<15}", "bold"), means))
+    lines += [
+        Content(""),
+        Content.styled("Ids are the 8 characters `mnemo show` and `mnemo delete` take.", "$text-muted"),
+    ]
+    return Content("\n").join(lines)
 
 
 class HelpScreen(ModalScreen[None]):
-    """The keys and what the markers mean."""
+    """The keys and what the marks mean."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "dismiss", "Close")]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
-            yield Markdown(HELP, id="help-text")
+            yield Static(help_text(), id="help-text")
+
+    def on_mount(self) -> None:
+        self.query_one("#help-box").focus()  # arrows and page keys scroll it where it does not fit

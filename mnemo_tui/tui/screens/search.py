@@ -11,23 +11,27 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label, OptionList
+from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from mnemo_tui import text
+from mnemo_tui import reports, text
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.model import Entry, SearchHit, SearchQuery, describe_scope
-from mnemo_tui.tui.plain import plain
+from mnemo_tui.model import EmptyReport, Entry, SearchHit, SearchQuery, describe_scope
+from mnemo_tui.tui.messages import as_error
+from mnemo_tui.tui.plain import plain, plain_block
 from mnemo_tui.tui.session import Session
-from mnemo_tui.tui.widgets.feed import absolute, headline
+from mnemo_tui.tui.widgets.rows import absolute, headline
 
 
 class SearchDone(Message):
-    def __init__(self, token: int, hits: list[SearchHit] | None, error: MnemoError | None) -> None:
+    def __init__(
+        self, token: int, hits: list[SearchHit] | None, error: MnemoError | None, report: EmptyReport | None = None
+    ) -> None:
         super().__init__()
         self.token = token
         self.hits = hits
         self.error = error
+        self.report = report
 
 
 class SearchScreen(ModalScreen[Entry | None]):
@@ -38,10 +42,12 @@ class SearchScreen(ModalScreen[Entry | None]):
     query_input = getters.query_one("#search-input", Input)
     results = getters.query_one("#search-results", OptionList)
     caption = getters.query_one("#search-caption", Label)
+    report = getters.query_one("#search-report", Static)
 
-    def __init__(self, session: Session, scope: str | None, include_history: bool) -> None:
+    def __init__(self, session: Session, scope: str | None, include_history: bool, words: str = "") -> None:
         super().__init__()
         self.session = session
+        self.words = words
         self.scope = scope
         self.include_history = include_history
         self.hits: dict[str, Entry] = {}
@@ -52,29 +58,42 @@ class SearchScreen(ModalScreen[Entry | None]):
             yield Label(plain(f"Search {describe_scope(self.scope, text.quoted)}"), id="search-title")
             yield Input(placeholder="words to look for …", id="search-input", select_on_focus=False)
             yield Label("Enter to search · ↓ to the results · Esc to go back", id="search-caption")
+            yield Static("", id="search-report")
             yield OptionList(id="search-results")
 
     def on_mount(self) -> None:
         self.query_input.cursor_blink = False
         self.query_input.focus()
+        self.report.display = False
+        if self.words:
+            self.query_input.value = self.words
+            self._search(self.words)
 
     @on(Input.Submitted)
     def submitted(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
-        if not text:
+        words = event.value.strip()
+        if not words:
             self.caption.update("Type some words first: the feed itself is the read without a query.")
             return
+        self._search(words)
+
+    def _search(self, words: str) -> None:
         self._token += 1
         self.caption.update("Searching …")
-        self.run_search(self._token, text)
+        self.report.display = False
+        self.run_search(self._token, words)
 
-    @work(thread=True, exclusive=True)
-    def run_search(self, token: int, text: str) -> None:
-        query = SearchQuery(query=text, scope=self.scope, include_history=self.include_history, top_k=50)
+    @work(thread=True, exclusive=True, exit_on_error=False)
+    def run_search(self, token: int, words: str) -> None:
+        query = SearchQuery(query=words, scope=self.scope, include_history=self.include_history, top_k=50)
+        backend = self.session.backend
         try:
-            self.post_message(SearchDone(token, self.session.backend.search(query), None))
-        except MnemoError as exc:
-            self.post_message(SearchDone(token, None, exc))
+            hits = backend.search(query)
+            # Nothing found: the same report as `mnemo search`, naming the rooms an unscoped search left out.
+            report = None if hits else reports.for_search(backend, words, self.scope)
+            self.post_message(SearchDone(token, hits, None, report))
+        except Exception as exc:  # noqa: BLE001 - shown in the dialog, which stays open
+            self.post_message(SearchDone(token, None, as_error(exc)))
 
     @on(SearchDone)
     def done(self, message: SearchDone) -> None:
@@ -98,6 +117,9 @@ class SearchScreen(ModalScreen[Entry | None]):
             for hit in message.hits
         )
         n = len(message.hits)
+        if message.report is not None:
+            self.report.update(plain_block(message.report.shown))
+            self.report.display = True
         self.caption.update(f"{n} hit{'s' if n != 1 else ''} · Enter opens one · Esc to go back")
         if n:
             self.results.highlighted = 0

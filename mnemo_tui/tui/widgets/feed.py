@@ -1,60 +1,67 @@
-"""Provides `FeedView`: the feed as a line-API widget that renders only the rows on screen."""
+"""Provides `FeedView`: the feed of one scope, which owns its page window, its page reads and its live polls."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import ClassVar
 
 from rich.cells import set_cell_size
 from rich.segment import Segment
 from rich.style import Style
+from textual import on, work
 from textual.binding import Binding, BindingType
-from textual.cache import LRUCache
+from textual.events import Click
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from mnemo_tui import text, timefmt
-from mnemo_tui.model import Entry, Watermark
-from mnemo_tui.tui.data.window import FeedWindow
-from mnemo_tui.walk import unread
+from mnemo_tui.errors import MnemoError
+from mnemo_tui.model import Entry, RecentQuery, Watermark
+from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.tui import messages as msg
+from mnemo_tui.tui.data.window import FeedWindow, PageRequest
+from mnemo_tui.tui.session import Session
+from mnemo_tui.tui.widgets.rows import RowPainter
+from mnemo_tui.walk import LiveTracker, unread
 
 # Load the next page when the reader is this many rows from the last one known.
 PREFETCH_ROWS = 40
-
-
-def headline(entry: Entry) -> str:
-    """The entry's first line as a feed shows it: a Markdown heading's `#` marks dropped."""
-    line = entry.first_line
-    return line.lstrip("#").strip() or line if line.startswith("#") else line
-
-
-def absolute(us: int) -> str:
-    """`2026-11-30 07:45` (UTC)."""
-    return timefmt.to_iso(us)[:16].replace("T", " ")
+# New entries held while the reader is away from the top; past this the scope is re-read.
+PENDING_CAP = 500
 
 
 class FeedView(ScrollView, can_focus=True):
-    """The rows of a `FeedWindow`, newest first, with a cursor row; asks for pages as the reader scrolls."""
+    """The rows of one scope, newest first, with a cursor row.
+
+    It reads its own pages (one cursor walk, a window of them held), its consumer's watermark (the
+    `●` marks) and what is new (live polls), in thread workers that post their result to it; it
+    tells the screen what a person should see next through the messages below.
+    """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "feed--cursor",
         "feed--new",
         "feed--time",
+        "feed--id",
         "feed--author",
         "feed--domain",
+        "feed--tag",
         "feed--text",
+        "feed--superseded",
         "feed--end",
         "feed--pending",
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("j,down", "cursor_down", "Down", show=False),
         Binding("k,up", "cursor_up", "Up", show=False),
-        Binding("pagedown,space", "page_down", "Page down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("enter", "select", "Open", show=True),
+        Binding("pagedown,space,ctrl+f", "page_down", "Page down", show=False),
+        Binding("pageup,ctrl+b", "page_up", "Page up", show=False),
+        Binding("ctrl+d", "half_page(1)", "Half page down", show=False),
+        Binding("ctrl+u", "half_page(-1)", "Half page up", show=False),
+        Binding("enter", "select", "Open", show=False),
+        Binding("g,home", "top", "Top", show=False),
+        Binding("G,end", "bottom", "Bottom", show=False),
     ]
 
     cursor: reactive[int] = reactive(0, always_update=True)
@@ -62,10 +69,9 @@ class FeedView(ScrollView, can_focus=True):
     class Highlighted(Message):
         """The cursor moved onto an entry (None while its page is loading)."""
 
-        def __init__(self, entry: Entry | None, row: int) -> None:
+        def __init__(self, entry: Entry | None) -> None:
             super().__init__()
             self.entry = entry
-            self.row = row
 
     class Selected(Message):
         """The reader pressed enter on an entry."""
@@ -74,51 +80,213 @@ class FeedView(ScrollView, can_focus=True):
             super().__init__()
             self.entry = entry
 
-    class NeedRows(Message):
-        """The rows on screen (or just below) are not held: read the next page or the evicted ones."""
+    class Opened(Message):
+        """The first page of a scope arrived: `empty` when the scope has nothing to show at all."""
 
-        def __init__(self, first: int, last: int) -> None:
+        def __init__(self, query: RecentQuery, empty: bool, newest: int | None, oldest: int | None) -> None:
             super().__init__()
-            self.first = first
-            self.last = last
+            self.query = query
+            self.empty = empty
+            self.newest = newest
+            self.oldest = oldest
 
-    class Moved(Message):
-        """The viewport or cursor moved (the screen decides whether the reader left the top)."""
+    class Failed(Message):
+        """A read failed; `blank` when the feed has nothing to show instead (the first page)."""
 
-    def __init__(self, window: FeedWindow, clock: Callable[[], int], *, id: str | None = None) -> None:
+        def __init__(self, error: MnemoError, blank: bool) -> None:
+            super().__init__()
+            self.error = error
+            self.blank = blank
+
+    class Arrived(Message):
+        """New entries were found by a live poll (shown on top, or held: `held` of them wait)."""
+
+        def __init__(self, entries: list[Entry], held: int, overflow: bool) -> None:
+            super().__init__()
+            self.entries = entries
+            self.held = held
+            self.overflow = overflow
+
+    class Changed(Message):
+        """What the status line says changed (rows loaded, the watermark, live paused or not)."""
+
+    def __init__(self, session: Session, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.window = window
-        self.clock = clock
+        self.session = session
+        self.scope: str | None = None
+        self.include_history = False
+        self.generation = 0
+        self.window = FeedWindow(keep_pages=session.keep_pages)
+        self.tracker = LiveTracker(session.overlap)
+        self.pending: list[Entry] = []
+        self.pending_overflow = False
         self.watermark: Watermark | None = None
         self.unread = unread(None, 0)
+        self.live_error: str | None = None
         self.loading = True
         self.room_names: dict[str, str] = {}
+        self.filter = ""
+        self._matches: list[Entry] = []
+        self._inflight: set[int] = set()
+        self._live_busy = False
         self._styles: dict[str, Style] = {}
-        # Rendered rows by what they show; a repaint of an unchanged screen builds no strips.
-        self._lines: LRUCache[tuple[str, bool, int, str, bool], Strip] = LRUCache(256)
+        self.painter = RowPainter(self._style)
 
-    # -- data ---------------------------------------------------------------------------
+    # -- the scope: its pages, its watermark ----------------------------------------------
 
-    def set_watermark(self, watermark: Watermark | None, overlap: int) -> None:
-        """Mark as new what is new to the reader with this watermark (the rule of `catchup`)."""
-        self.watermark = watermark
-        self.unread = unread(watermark, overlap)
-        self._lines.clear()
-        self.refresh()
-
-    def set_window(self, window: FeedWindow) -> None:
-        """Show another window (a new scope or a reload) from the top."""
-        self.window = window
+    def open(self, scope: str | None, include_history: bool) -> None:
+        """Show a scope from its newest entry; anything still in flight for the previous one is dropped."""
+        self.scope, self.include_history = scope, include_history
+        self.generation += 1
+        self.window = FeedWindow(keep_pages=self.session.keep_pages)
+        self.tracker = LiveTracker(self.session.overlap)
+        self.pending, self.pending_overflow = [], False
+        self.filter, self._matches = "", []
+        self._inflight.clear()
+        self.set_watermark(None)
         self.loading = True
         self.cursor = 0
         self.scroll_to(y=0, animate=False, immediate=True)
-        self.rows_changed()
+        self.painter.clear()
+        self._resized()
+        self.request_page(PageRequest(0, None))
+        self.load_watermark(self.generation, scope)
 
-    def rows_changed(self, shift: int = 0) -> None:
-        """The window gained rows (`shift` of them on top): resize, keep the cursor on its entry."""
-        if shift and self.cursor:
-            self.cursor = self.cursor + shift
-        self.virtual_size = Size(0, self.window.row_count + 1)
+    def read_query(self, cursor: str | None = None) -> RecentQuery:
+        """The feed's read of its scope (at a cursor)."""
+        return RecentQuery(
+            scope=self.scope, limit=self.session.page_size, cursor=cursor, include_history=self.include_history
+        )
+
+    def request_page(self, request: PageRequest) -> None:
+        if request.index not in self._inflight:
+            self._inflight.add(request.index)
+            self.load_page(self.generation, request.index, self.read_query(request.cursor))
+
+    @work(thread=True, group="feed", exit_on_error=False)
+    def load_page(self, generation: int, index: int, query: RecentQuery) -> None:
+        session = self.session
+        try:
+            token = session.probe() if index == 0 else None
+            self.post_message(msg.PageLoaded(generation, index, session.backend.recent(query), token))
+        except Exception as exc:  # noqa: BLE001 - even a bug in a read becomes a message, not a dead terminal
+            self.post_message(msg.PageFailed(generation, index, msg.as_error(exc)))
+
+    @on(msg.PageLoaded)
+    def _page_loaded(self, message: msg.PageLoaded) -> None:
+        if message.generation != self.generation:
+            return
+        self._inflight.discard(message.index)
+        first = not self.window.started
+        if message.index == 0 and first:
+            self.tracker.token = message.token
+        if not self.window.add_page(message.index, message.page):
+            return
+        self.tracker.observe(message.page.items)
+        self.loading = False
+        top, bottom = self.visible_rows()
+        self.window.evict(top, bottom)
+        self._resized()
+        if message.index == 0 and first:
+            items = message.page.items
+            empty = not items and message.page.next_cursor is None
+            newest, oldest = (items[0].created_at, items[-1].created_at) if items else (None, None)
+            self.post_message(self.Opened(self.read_query(), empty, newest, oldest))
+            self.post_message(self.Highlighted(self.current))
+        self.post_message(self.Changed())
+
+    @on(msg.PageFailed)
+    def _page_failed(self, message: msg.PageFailed) -> None:
+        if message.generation == self.generation:
+            self._inflight.discard(message.index)
+            self.post_message(self.Failed(message.error, not self.window.started))
+
+    @work(thread=True, group="state", exit_on_error=False)
+    def load_watermark(self, generation: int, scope: str | None) -> None:
+        session = self.session
+        try:
+            state = StateDB(session.state_path)
+            try:
+                mark = state.load(StateKey.of(session.backend, session.consumer, scope))
+            finally:
+                state.close()
+        except MnemoError:
+            return  # the marks stay off; the sidebar's count for the scope says `?` for the same cause
+        self.post_message(msg.WatermarkLoaded(generation, mark))
+
+    @on(msg.WatermarkLoaded)
+    def _watermark_loaded(self, message: msg.WatermarkLoaded) -> None:
+        if message.generation == self.generation:
+            self.set_watermark(message.watermark)
+
+    def set_watermark(self, watermark: Watermark | None) -> None:
+        """Mark as new what is new to the reader with this watermark (the rule of `catchup`)."""
+        self.watermark = watermark
+        self.unread = unread(watermark, self.session.overlap)
+        self.painter.clear()
+        self.refresh()
+        self.post_message(self.Changed())
+
+    # -- live -----------------------------------------------------------------------------
+
+    def check_live(self) -> None:
+        """Look for new entries (one poll at a time; none before the first page has arrived)."""
+        if self._live_busy or not self.window.started:
+            return
+        self._live_busy = True
+        self.poll(self.generation, self.tracker, self.scope, self.include_history)
+
+    @work(thread=True, group="live", exit_on_error=False)
+    def poll(self, generation: int, tracker: LiveTracker, scope: str | None, history: bool) -> None:
+        backend = self.session.backend
+        try:
+            batch = tracker.poll(backend, scope, history) if tracker.changed(self.session.probe) else None
+            self.post_message(msg.LiveFound(generation, batch))
+        except Exception as exc:  # noqa: BLE001 - a failing poll pauses live updates; it never closes the app
+            self.post_message(msg.LiveFailed(generation, msg.as_error(exc)))
+
+    @on(msg.LiveFound)
+    def _live_found(self, message: msg.LiveFound) -> None:
+        self._live_busy = False
+        if self.live_error is not None:
+            self.live_error = None
+            self.post_message(self.Changed())
+        batch = message.batch
+        if message.generation != self.generation or batch is None or not (batch.entries or batch.overflow):
+            return
+        self.tracker.observe(batch.entries)
+        self.pending[:0] = batch.entries
+        self.pending_overflow = self.pending_overflow or batch.overflow or len(self.pending) > PENDING_CAP
+        del self.pending[PENDING_CAP:]
+        if self.at_top:
+            self.show_pending()
+        self.post_message(self.Arrived(batch.entries, len(self.pending), self.pending_overflow))
+
+    @on(msg.LiveFailed)
+    def _live_failed(self, message: msg.LiveFailed) -> None:
+        self._live_busy = False
+        self.live_error = message.error.message
+        self.post_message(self.Changed())
+
+    def show_pending(self) -> None:
+        """Show the held new entries on top (or re-read the scope when there were too many to hold)."""
+        if self.pending_overflow:
+            self.open(self.scope, self.include_history)
+            return
+        if not self.pending:
+            return
+        self.window.prepend(self.pending)
+        self.pending = []
+        self._resized()
+        self.post_message(self.Highlighted(self.current))
+        self.post_message(self.Changed())
+
+    # -- shape and movement -----------------------------------------------------------------
+
+    def _resized(self) -> None:
+        if self.filter:
+            self._matches = self._matching()
+        self.virtual_size = Size(0, self.row_count + 1)
         self.refresh()
         self.check_needs()
 
@@ -129,7 +297,33 @@ class FeedView(ScrollView, can_focus=True):
 
     @property
     def current(self) -> Entry | None:
-        return self.window.entry(self.cursor)
+        return self.entry_at(self.cursor)
+
+    # -- the rows shown: the window, or the loaded entries that match the filter ------------
+
+    @property
+    def row_count(self) -> int:
+        return len(self._matches) if self.filter else self.window.row_count
+
+    def entry_at(self, row: int) -> Entry | None:
+        """The entry shown at a row (None while its page is loading)."""
+        if self.filter:
+            return self._matches[row] if 0 <= row < len(self._matches) else None
+        return self.window.entry(row)
+
+    def set_filter(self, value: str) -> None:
+        """Show only the loaded entries whose text, author, domain or id contain `value` (any case)."""
+        self.filter = value.strip().casefold()
+        self._matches = []
+        self.painter.clear()
+        self._resized()
+        self.cursor = 0
+        self.scroll_to(y=0, animate=False, immediate=True)
+
+    def _matching(self) -> list[Entry]:
+        wanted = self.filter
+        loaded = [*self.window.head, *(e for slot in self.window.slots for e in slot.items or ())]
+        return [e for e in loaded if wanted in f"{e.content}\n{e.author}\n{e.domain}\n{e.atom_id}".casefold()]
 
     def visible_rows(self) -> tuple[int, int]:
         """First and last row index on screen."""
@@ -139,7 +333,7 @@ class FeedView(ScrollView, can_focus=True):
     def set_room_names(self, names: dict[str, str]) -> None:
         """Show room entries under their rooms' names (the rendered rows are redrawn)."""
         self.room_names = names
-        self._lines.clear()
+        self.painter.clear()
         self.refresh()
 
     def place(self, domain: str) -> str:
@@ -148,29 +342,34 @@ class FeedView(ScrollView, can_focus=True):
         return f"#{name}" if name else domain
 
     def check_needs(self) -> None:
-        """Ask for the pages the viewport needs: evicted ones on screen, or the next one near the end."""
-        first, last = self.visible_rows()
-        wants_next = not self.window.at_end and last + PREFETCH_ROWS >= self.window.row_count
-        if self.window.missing(first, last) or (wants_next and self.window.started):
-            self.post_message(self.NeedRows(first, last))
-
-    # -- movement -----------------------------------------------------------------------
+        """Read the pages the viewport needs: evicted ones on screen, or the next one near the end."""
+        if self.filter:
+            return  # the filter narrows what is loaded; `enter` asks the server
+        top, bottom = self.visible_rows()
+        for request in self.window.missing(top, bottom):
+            self.request_page(request)
+        nxt = self.window.next_request()
+        if nxt is not None and self.window.started and bottom + PREFETCH_ROWS >= self.window.row_count:
+            self.request_page(nxt)
 
     def validate_cursor(self, value: int) -> int:
-        return max(0, min(value, max(self.window.row_count - 1, 0)))
+        return max(0, min(value, max(self.row_count - 1, 0)))
 
     def watch_cursor(self, old: int, new: int) -> None:
         self._scroll_cursor_into_view()
         self.refresh()
-        self.post_message(self.Highlighted(self.window.entry(new), new))
-        self.post_message(self.Moved())
-        self.check_needs()
+        self.post_message(self.Highlighted(self.entry_at(new)))
+        self._moved()
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
         if round(old_value) != round(new_value):
-            self.post_message(self.Moved())
-            self.check_needs()
+            self._moved()
+
+    def _moved(self) -> None:
+        if self.pending and self.at_top:
+            self.show_pending()
+        self.check_needs()
 
     def on_resize(self) -> None:
         # The detail pane opening (or the terminal shrinking) must not hide the row being read.
@@ -196,12 +395,23 @@ class FeedView(ScrollView, can_focus=True):
     def action_page_up(self) -> None:
         self.cursor -= max(self.scrollable_content_region.height - 1, 1)
 
+    def action_half_page(self, direction: int) -> None:
+        self.cursor += direction * max(self.scrollable_content_region.height // 2, 1)
+
+    def action_top(self) -> None:
+        self.go_top()
+
+    def action_bottom(self) -> None:
+        self.go_bottom()
+
     def go_top(self) -> None:
+        """The newest row, and the new entries held for the reader."""
         self.cursor = 0
         self.scroll_to(y=0, animate=False, immediate=True)
+        self.show_pending()
 
     def go_bottom(self) -> None:
-        self.cursor = self.window.row_count - 1
+        self.cursor = self.row_count - 1
         self.scroll_to(y=self.virtual_size.height, animate=False, immediate=True)
 
     def action_select(self) -> None:
@@ -209,16 +419,14 @@ class FeedView(ScrollView, can_focus=True):
         if entry is not None:
             self.post_message(self.Selected(entry))
 
-    def on_click(self, event: object) -> None:
-        offset = getattr(event, "y", None)
-        if isinstance(offset, int):
-            self.cursor = round(self.scroll_y) + offset
+    def on_click(self, event: Click) -> None:
+        self.cursor = round(self.scroll_y) + event.y
 
     # -- rendering ----------------------------------------------------------------------
 
     def notify_style_update(self) -> None:
         self._styles.clear()
-        self._lines.clear()
+        self.painter.clear()
         super().notify_style_update()
 
     def _style(self, name: str) -> Style:
@@ -233,46 +441,26 @@ class FeedView(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         row = round(self.scroll_y) + y
         width = self.scrollable_content_region.width
-        count = self.window.row_count
+        count = self.row_count
         if row < count:
-            entry = self.window.entry(row)
+            entry = self.entry_at(row)
             if entry is None:
                 return Strip([Segment(set_cell_size("   … loading", width), self._style("feed--pending"))], width)
-            return self._entry_line(entry, row == self.cursor, width)
-        if row == count:
-            if self.window.at_end:
-                text = "── end of the feed ──" if count else ""
-            else:
-                text = "── loading older entries … ──" if (self.loading or not self.window.at_end) else ""
-            return Strip([Segment(set_cell_size(text.center(width), width), self._style("feed--end"))], width)
-        return Strip.blank(width, self._style("base"))
-
-    def _entry_line(self, entry: Entry, is_cursor: bool, width: int) -> Strip:
-        age = timefmt.relative(entry.created_at, self.clock())
-        fresh = self.unread.is_new(entry.created_at, entry.atom_id)
-        key = (entry.atom_id, is_cursor, width, age, fresh)
-        cached = self._lines.get(key)
-        if cached is not None:
-            return cached
-        cols: list[tuple[str, Style]] = [
-            (" ● " if fresh else "   ", self._style("feed--new")),
-            (age.rjust(8) + "  ", self._style("feed--time")),
-        ]
-        if width >= 80:
-            cols.append((absolute(entry.created_at) + "  ", self._style("feed--time")))
-        if width >= 60:
-            wide = width >= 95
-            author, domain = (
-                set_cell_size(text.line(entry.author), 18 if wide else 14),
-                set_cell_size(text.line(self.place(entry.domain)), 14 if wide else 12),
+            return self.painter.paint(
+                entry,
+                width=width,
+                now=self.session.clock(),
+                fresh=self.unread.is_new(entry.created_at, entry.atom_id),
+                cursor=row == self.cursor,
+                # Inside a domain or a room every row has the same domain: its column gives way to content.
+                show_domain=self.scope is None,
+                place=self.place(entry.domain),
             )
-            cols.append((author + "  ", self._style("feed--author")))
-            cols.append((domain + "  ", self._style("feed--domain")))
-        used = sum(len(text) for text, _ in cols)
-        cols.append((set_cell_size(text.line(headline(entry)), max(width - used, 0)), self._style("feed--text")))
-        if is_cursor:
-            cursor = self._style("feed--cursor")
-            cols = [(text, style + cursor) for text, style in cols]
-        strip = Strip([Segment(text, style) for text, style in cols], width).crop(0, width)
-        self._lines[key] = strip
-        return strip
+        if row == count:
+            end = "── loading older entries … ──"
+            if self.filter:
+                end = f"── {count} of {self.window.row_count} loaded entries match · enter searches them all ──"
+            elif self.window.at_end:
+                end = "── end of the feed ──" if count else ""
+            return Strip([Segment(set_cell_size(end.center(width), width), self._style("feed--end"))], width)
+        return Strip.blank(width, self._style("base"))

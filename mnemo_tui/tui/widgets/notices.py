@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
@@ -9,10 +10,12 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from mnemo_tui import text
+from mnemo_tui import reports, text
 from mnemo_tui.errors import AuthError, MnemoError, Unavailable
-from mnemo_tui.model import EmptyReport
+from mnemo_tui.model import EmptyReport, RecentQuery
+from mnemo_tui.tui.messages import as_error
 from mnemo_tui.tui.plain import plain, plain_block
+from mnemo_tui.tui.session import Session
 
 
 class NewMarker(Static):
@@ -27,7 +30,7 @@ class NewMarker(Static):
 
 
 class ReportView(Vertical):
-    """An empty scope's report; the rooms it did not search can be selected to switch to them."""
+    """An empty scope's report, which it reads itself; the rooms it did not search can be selected."""
 
     class RoomChosen(Message):
         """The reader picked an unsearched room."""
@@ -35,6 +38,49 @@ class ReportView(Vertical):
         def __init__(self, address: str) -> None:
             super().__init__()
             self.address = address
+
+    class Ready(Message):
+        """The report is read and shown (or its read failed: `error`)."""
+
+        def __init__(self, error: MnemoError | None) -> None:
+            super().__init__()
+            self.error = error
+
+    class _Read(Message, bubble=False):
+        def __init__(self, token: int, report: EmptyReport | None, error: MnemoError | None) -> None:
+            super().__init__()
+            self.token = token
+            self.report = report
+            self.error = error
+
+    def __init__(self, session: Session, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.session = session
+        self._token = 0
+
+    def load(self, query: RecentQuery) -> None:
+        """Read the empty report of a read (the one `mnemo recent` prints)."""
+        self._token += 1
+        self._read(self._token, query)
+
+    def forget(self) -> None:
+        """The scope changed: a report still being read is for the old one."""
+        self._token += 1
+
+    @work(thread=True, group="report", exit_on_error=False)
+    def _read(self, token: int, query: RecentQuery) -> None:
+        try:
+            self.post_message(self._Read(token, reports.for_recent(self.session.backend, query), None))
+        except Exception as exc:  # noqa: BLE001 - shown as the feed's error, with a retry
+            self.post_message(self._Read(token, None, as_error(exc)))
+
+    @on(_Read)
+    def _loaded(self, message: _Read) -> None:
+        if message.token != self._token:
+            return
+        if message.report is not None:
+            self.show(message.report)
+        self.post_message(self.Ready(message.error))
 
     def compose(self) -> ComposeResult:
         yield Static("", id="report-text")

@@ -1,43 +1,207 @@
-"""Provides the sidebar: the scope list with counts of new entries, and the activity picture of one scope."""
+"""Provides the sidebar: the scopes with their counts of new entries (and `c`), and the activity picture of one scope."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
+from textual.message import Message
 from textual.widgets import Label, OptionList, Sparkline
 from textual.widgets.option_list import Option
 
 from mnemo_tui import text
+from mnemo_tui.catchup import CatchUp, CatchupResult
+from mnemo_tui.errors import MnemoError
+from mnemo_tui.model import Watermark
+from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.tui.data import scopes
 from mnemo_tui.tui.data.scopes import Activity, ScopeItem
+from mnemo_tui.tui.messages import as_error
+from mnemo_tui.tui.session import Session
+from mnemo_tui.tui.widgets.rows import fit
+from mnemo_tui.walk import default_overlap, unread
 
-NAME_WIDTH = 20
+# `12↑`: a domain counted from the own store's watermark, which is later than its own.
+FROM_OWN = "↑"
 
 
 class ScopeList(OptionList):
-    """Own store, its domains and the rooms, each with its count of entries new to this consumer."""
+    """Own store, its domains and the rooms, each with its count of entries new to this consumer.
+
+    It reads the scopes and their counts itself, and marks a scope caught up (`c`) for the screen.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
     ]
 
-    def __init__(self, *, id: str | None = None) -> None:
+    class Listed(Message):
+        """The scopes were (re-)read."""
+
+        def __init__(self, items: list[ScopeItem]) -> None:
+            super().__init__()
+            self.items = items
+
+    class CaughtUp(Message):
+        """A scope was marked caught up (`result.before` is the watermark it had)."""
+
+        def __init__(self, scope: str | None, result: CatchupResult) -> None:
+            super().__init__()
+            self.scope = scope
+            self.result = result
+
+    class Restored(Message):
+        """An undo put a scope's watermark back (`watermark` is what it is now)."""
+
+        def __init__(self, scope: str | None, watermark: Watermark | None) -> None:
+            super().__init__()
+            self.scope = scope
+            self.watermark = watermark
+
+    class Failed(Message, bubble=False):
+        def __init__(self, title: str, error: MnemoError) -> None:
+            super().__init__()
+            self.title = title
+            self.error = error
+
+    class _Counted(Message, bubble=False):
+        def __init__(self, scope: str | None, count: int, from_own: bool) -> None:
+            super().__init__()
+            self.scope = scope
+            self.count = count
+            self.from_own = from_own
+
+    class _Read(Message, bubble=False):
+        def __init__(self, items: list[ScopeItem]) -> None:
+            super().__init__()
+            self.items = items
+
+    def __init__(self, session: Session, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.session = session
         self.items: dict[str, ScopeItem] = {}
         self.counts: dict[str, str] = {}
         self.current: str | None = None
+        self.catching_up = False
+
+    @staticmethod
+    def key_of(scope: str | None) -> str:
+        """The option id of a scope."""
+        return ScopeItem(scope, "", "own").key
+
+    # -- reads ------------------------------------------------------------------------------
+
+    @work(thread=True, group="scopes", exit_on_error=False)
+    def load(self) -> None:
+        """Read the scopes (then their counts)."""
+        try:
+            self.post_message(self._Read(scopes.list_scopes(self.session.backend)))
+        except Exception as exc:  # noqa: BLE001 - a failed read is a notification, never a closed app
+            self.post_message(self.Failed("Could not list scopes", as_error(exc)))
+
+    @on(_Read)
+    def _read(self, message: _Read) -> None:
+        self.show_scopes(message.items, self.current_scope)
+        for item in message.items:
+            self.set_count(item.scope, "…")
+        self.count()
+        self.post_message(self.Listed(message.items))
+
+    @work(thread=True, group="counts", exclusive=True, exit_on_error=False)
+    def count(self) -> None:
+        """Count each scope's new entries from this consumer's watermark, posting each count as it is known."""
+        session, items = self.session, list(self.items.values())
+        backend, overlap = session.backend, default_overlap(session.backend)
+        try:
+            state = StateDB(session.state_path)
+        except MnemoError as exc:
+            self.post_message(self.Failed("Could not read the watermarks", exc))
+            return
+        try:
+            own = scopes.load_watermark(state, backend, session.consumer, None)
+            for item in items:
+                try:
+                    mine = scopes.load_watermark(state, backend, session.consumer, item.scope)
+                    base, from_own = scopes.count_base(own, mine) if item.kind == "domain" else (mine, False)
+                    found = scopes.count_new(backend, unread(base, overlap), item.scope)
+                    self.post_message(self._Counted(item.scope, found, from_own))
+                except Exception:  # noqa: BLE001 - one scope's failure is its `?`; the others still count
+                    self.post_message(self._Counted(item.scope, -1, False))
+        finally:
+            state.close()
+
+    @on(_Counted)
+    def _counted(self, message: _Counted) -> None:
+        shown = "?" if message.count < 0 else scopes.format_count(message.count)
+        self.set_count(message.scope, shown + FROM_OWN if shown and message.from_own else shown)
+
+    @work(thread=True, group="catchup", exit_on_error=False)
+    def catch_up(self, scope: str | None) -> None:
+        """Mark a scope caught up exactly as `mnemo catchup` does: the same walk and commit, output discarded."""
+        session = self.session
+        try:
+            state = StateDB(session.state_path)
+            try:
+                walk = CatchUp(session.backend, state, consumer=session.consumer, scope=scope)
+                self.post_message(self.CaughtUp(scope, walk.run(lambda entries: None, commit=True)))
+            finally:
+                state.close()
+        except Exception as exc:  # noqa: BLE001 - a failed pass commits nothing and says so
+            self.post_message(self.Failed("Could not mark caught up", as_error(exc)))
+
+    @work(thread=True, group="catchup", exit_on_error=False)
+    def restore(self, scope: str | None, consumer: str, before: Watermark | None) -> None:
+        """Undo a `c`: put back the watermark it replaced, exactly (none: forget the one it made)."""
+        session = self.session
+        try:
+            state = StateDB(session.state_path)
+            try:
+                key = StateKey.of(session.backend, consumer, scope)
+                if before is None or before.created_at is None:
+                    state.reset(key)
+                    back = None
+                else:
+                    back = state.commit(key, before.created_at, before.boundary_ids, force=True)
+            finally:
+                state.close()
+        except Exception as exc:  # noqa: BLE001 - the watermark stays where `c` put it, and the reader is told
+            self.post_message(self.Failed("Could not undo", as_error(exc)))
+            return
+        self.post_message(self.Restored(scope, back))
+
+    @on(CaughtUp)
+    @on(Restored)
+    def _caught_up(self) -> None:
+        self.catching_up = False
+        self.count()
+
+    @on(Failed)
+    def _failed(self, message: Failed) -> None:
+        self.catching_up = False
+        self.app.notify(text.line(message.error.message), title=message.title, severity="error", markup=False)
+
+    # -- drawing ----------------------------------------------------------------------------
+
+    @property
+    def current_scope(self) -> str | None:
+        item = self.items.get(self.current or "")
+        return item.scope if item is not None else None
 
     def show_scopes(self, items: list[ScopeItem], current: str | None) -> None:
         """Replace the list; keep the current scope highlighted."""
         self.items = {item.key: item for item in items}
-        self.current = ScopeItem(current, "", "own").key
+        self.current = self.key_of(current)
+        self._redraw()
+
+    def _redraw(self) -> None:
         options: list[Option | None] = []
         rooms_started = False
-        for item in items:
+        for item in self.items.values():
             if item.kind == "room" and not rooms_started:
                 rooms_started = True
                 options.append(None)
@@ -46,58 +210,104 @@ class ScopeList(OptionList):
         if not rooms_started:
             options.append(None)
             options.append(Option(Content.styled("No rooms joined", "italic $text-muted"), disabled=True))
+        highlighted = self.highlighted
         self.set_options(options)
         if self.current in self.items:
             self.highlighted = self.get_option_index(self.current)
+        elif highlighted is not None and highlighted < self.option_count:
+            self.highlighted = highlighted
+
+    def on_resize(self) -> None:
+        if self.items:
+            self._redraw()  # names are cut to the width the sidebar has now
 
     def mark_current(self, scope: str | None) -> None:
         """Show which scope the feed is on."""
         previous = self.current
-        self.current = ScopeItem(scope, "", "own").key
+        self.current = self.key_of(scope)
         for key in (previous, self.current):
             if key in self.items:
                 self.replace_option_prompt(key, self._prompt(self.items[key]))
         if self.current in self.items:
             self.highlighted = self.get_option_index(self.current)
 
-    def set_count(self, scope: str | None, text: str) -> None:
+    def set_count(self, scope: str | None, shown: str) -> None:
         """Show a scope's count of new entries (`12`, `99+`, `…` while counting, blank for none)."""
-        key = ScopeItem(scope, "", "own").key
-        self.counts[key] = text
+        key = self.key_of(scope)
+        self.counts[key] = shown
         if key in self.items:
             self.replace_option_prompt(key, self._prompt(self.items[key]))
 
     def _prompt(self, item: ScopeItem) -> Content:
         marker = "▶ " if item.key == self.current else "  "
         indent = "  " if item.kind == "domain" else ""
-        name = (indent + text.line(item.label))[:NAME_WIDTH]
         count = self.counts.get(item.key, "")
+        width = max(self.scrollable_content_region.width, 16)
+        name = fit(indent + text.line(item.label), width - 2 - 4)
+        counted = count and count != "…" and count != "?"
         return Content.assemble(
             (marker, "bold $accent"),
-            (name.ljust(NAME_WIDTH), "bold" if item.kind == "own" else ""),
-            (count.rjust(4), "bold $accent" if count and count != "…" else "$text-muted"),
+            (name, "bold" if item.kind == "own" else ""),
+            (count.rjust(4), "bold $accent" if counted else "$text-muted"),
         )
 
 
 class ActivityPanel(Vertical):
-    """Entries over time of the selected scope, as a sparkline with its span and peak."""
+    """Entries over time of the selected scope, as a sparkline (log scale) with its span and peak."""
+
+    class _Read(Message, bubble=False):
+        def __init__(self, token: int, activity: Activity) -> None:
+            super().__init__()
+            self.token = token
+            self.activity = activity
+
+    def __init__(self, session: Session, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.session = session
+        self.activity: Activity | None = None
+        self._token = 0
 
     def compose(self) -> ComposeResult:
         yield Label("Activity", id="activity-title")
         yield Sparkline([], id="activity-spark")
         yield Label("", id="activity-caption")
 
+    def load(self, scope: str | None, newest: int | None, oldest: int | None) -> None:
+        """Read a scope's activity (what the feed's first page spans sets the pace)."""
+        self._token += 1
+        self._read(self._token, scope, newest, oldest)
+
+    def clear(self) -> None:
+        """A scope is being opened: its picture is not known yet (a late one for the old scope is dropped)."""
+        self._token += 1
+        self.show(None)
+
+    @work(thread=True, group="activity", exclusive=True, exit_on_error=False)
+    def _read(self, token: int, scope: str | None, newest: int | None, oldest: int | None) -> None:
+        session = self.session
+        try:
+            found = scopes.activity(session.backend, scope, session.clock(), newest, oldest)
+        except Exception:  # noqa: BLE001 - the picture is a glance: without it the panel says so, nothing else
+            return
+        self.post_message(self._Read(token, found))
+
+    @on(_Read)
+    def _loaded(self, message: _Read) -> None:
+        if message.token == self._token:
+            self.show(message.activity)
+
     def show(self, activity: Activity | None) -> None:
         """Show one scope's activity (None while it is being read)."""
+        self.activity = activity
         spark = self.query_one("#activity-spark", Sparkline)
         caption = self.query_one("#activity-caption", Label)
         if activity is None:
             spark.data = []
             caption.update("…")
             return
-        spark.data = [float(c) for c in activity.counts]
+        spark.data = activity.heights
         peak = max(activity.counts, default=0)
         total = sum(activity.counts)
         more = "+" if activity.capped else ""
-        unit = "hour" if activity.label.endswith("hour") else "day"
-        caption.update(f"{activity.label}\n{total}{more} entries, peak {peak}{more}/{unit}")
+        # Short lines, so the caption stays whole in the narrowest sidebar (16 cells of text).
+        caption.update(f"{activity.label}\n{total:,}{more} entries\npeak {peak}{more}/{activity.unit}")

@@ -1,0 +1,143 @@
+"""Provides the PostgreSQL engine's schema: numbered migrations, the same tables as the embedded store's.
+
+Every text column sorts by code point (`COLLATE "C"`), as SQLite does, so a feed's keyset order,
+`domains()` and every listing read the same on both engines whatever the database's locale.
+Statements here are plain SQL with `?` parameters, run by `engine.postgres` (the one owner of
+the driver) inside one transaction per migration, under an advisory lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+
+class Executes(Protocol):
+    def execute(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> Any: ...
+
+
+Migration = Callable[[Executes], None]
+T = 'text COLLATE "C"'
+
+_INITIAL = [
+    f"CREATE TABLE meta (key {T} PRIMARY KEY, value bytea NOT NULL)",
+    # A bucket is one store: a principal's own store or a room. Its row is also the lock that
+    # orders its writers (see docs/architecture.md): `last_created_at` is read FOR UPDATE.
+    f"""CREATE TABLE buckets (
+        bucket bigserial PRIMARY KEY,
+        kind {T} NOT NULL CHECK (kind IN ('own', 'room')),
+        owner {T} NOT NULL,
+        last_created_at bigint NOT NULL DEFAULT 0,
+        UNIQUE (kind, owner)
+    )""",
+    f"""CREATE TABLE atoms (
+        seq bigserial PRIMARY KEY,
+        atom_id {T} NOT NULL UNIQUE,
+        bucket bigint NOT NULL REFERENCES buckets(bucket),
+        domain {T} NOT NULL,
+        created_at bigint NOT NULL,
+        content {T} NOT NULL,
+        concepts {T} NOT NULL,
+        metadata {T},
+        principal {T} NOT NULL,
+        agent {T},
+        agent_name {T},
+        client_env {T},
+        external_ref {T},
+        supersedes {T},
+        superseded_by {T},
+        wire {T} NOT NULL,
+        fingerprint {T}
+    )""",
+    "CREATE INDEX atoms_feed ON atoms (bucket, created_at, atom_id)",
+    "CREATE INDEX atoms_domain_feed ON atoms (bucket, domain, created_at, atom_id)",
+    "CREATE UNIQUE INDEX atoms_external_ref ON atoms (bucket, external_ref) WHERE external_ref IS NOT NULL",
+    "CREATE INDEX atoms_fingerprint ON atoms (bucket, fingerprint) WHERE fingerprint IS NOT NULL",
+    f"""CREATE TABLE rooms (
+        room_id {T} PRIMARY KEY,
+        bucket bigint NOT NULL UNIQUE REFERENCES buckets(bucket),
+        name {T} NOT NULL,
+        description {T},
+        owner {T} NOT NULL,
+        created_at bigint NOT NULL,
+        archived integer NOT NULL DEFAULT 0,
+        UNIQUE (owner, name)
+    )""",
+    f"""CREATE TABLE members (
+        room_id {T} NOT NULL REFERENCES rooms(room_id),
+        principal {T} NOT NULL,
+        role {T} NOT NULL CHECK (role IN ('owner', 'member')),
+        scope {T} NOT NULL CHECK (scope IN ('read', 'read_write')),
+        joined_at bigint NOT NULL,
+        PRIMARY KEY (room_id, principal)
+    )""",
+    "CREATE INDEX members_by_principal ON members (principal, joined_at)",
+    f"""CREATE TABLE invites (
+        invite_id {T} PRIMARY KEY,
+        room_id {T} NOT NULL REFERENCES rooms(room_id),
+        code_hash {T} NOT NULL UNIQUE,
+        scope {T} NOT NULL CHECK (scope IN ('read', 'read_write')),
+        expires_at bigint NOT NULL,
+        max_uses bigint NOT NULL,
+        uses bigint NOT NULL DEFAULT 0,
+        created_by {T} NOT NULL,
+        created_at bigint NOT NULL
+    )""",
+    f"""CREATE TABLE vault (
+        atom_id {T} PRIMARY KEY,
+        principal {T} NOT NULL,
+        alias {T} NOT NULL,
+        context {T} NOT NULL,
+        sealed {T} NOT NULL,
+        concepts {T} NOT NULL DEFAULT '[]',
+        created_at bigint NOT NULL,
+        UNIQUE (principal, alias)
+    )""",
+    f"""CREATE TABLE api_keys (
+        key_id {T} PRIMARY KEY,
+        principal {T} NOT NULL,
+        key_hash {T} NOT NULL UNIQUE,
+        created_at bigint NOT NULL,
+        revoked_at bigint
+    )""",
+    f"""CREATE TABLE feedback (
+        atom_id {T} NOT NULL,
+        bucket bigint NOT NULL,
+        outcome double precision NOT NULL,
+        at bigint NOT NULL
+    )""",
+    "CREATE INDEX feedback_by_atom ON feedback (atom_id)",
+    "CREATE INDEX feedback_by_bucket ON feedback (bucket)",
+    f"""CREATE TABLE idempotency (
+        principal {T} NOT NULL,
+        key {T} NOT NULL,
+        answer {T} NOT NULL,
+        at bigint NOT NULL,
+        PRIMARY KEY (principal, key)
+    )""",
+]
+
+
+def m001_initial(db: Executes) -> None:
+    import secrets
+
+    for statement in _INITIAL:
+        db.execute(statement)
+    db.execute("INSERT INTO meta(key, value) VALUES ('cursor_secret', ?)", (secrets.token_bytes(32),))
+    db.execute("INSERT INTO meta(key, value) VALUES ('store_id', ?)", (secrets.token_hex(8).encode(),))
+
+
+def m002_search(db: Executes) -> None:
+    # Each entry's words as a tsvector of bucket-stamped lexemes (engine/fts.py's rule), written by
+    # the insert path; a GIN index finds one bucket's postings of a word and nothing else.
+    db.execute("ALTER TABLE atoms ADD COLUMN search tsvector NOT NULL DEFAULT ''::tsvector")
+    db.execute("CREATE INDEX atoms_search ON atoms USING gin (search)")
+
+
+# Each migration is applied in its own transaction; `search_backfill` is run by the engine after
+# m002 on a database that already held entries (it needs the Python tokenizer).
+MIGRATIONS: list[tuple[int, str, Migration]] = [
+    (1, "initial", m001_initial),
+    (2, "full-text search", m002_search),
+]
+LATEST = MIGRATIONS[-1][0]

@@ -1,0 +1,561 @@
+"""Provides `PgStore`: the engine over PostgreSQL (psycopg 3 and psycopg_pool), for `mnemo serve` past one machine.
+
+It is the embedded engine's operations (engine/feed.py, atoms.py, memory.py, rooms.py, vault.py,
+keys.py) over a different `Database`: the same statements, written with `?` and sent with `%s`,
+and the few places where the databases differ overridden here (the clock's per-bucket row lock,
+full-text search, one-snapshot streams, the change token). Any number of servers may share one
+database: everything a server knows (the cursor secret, key hashes, rooms, the vault) lives in it.
+This module is the one owner of psycopg.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any
+
+import psycopg
+import psycopg.errors
+from psycopg import conninfo as pg_conninfo
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from mnemo_tui.engine import fts
+from mnemo_tui.engine import pg_schema as schema
+from mnemo_tui.engine.atoms import AtomOps, insert_sql
+from mnemo_tui.engine.database import Clock, Database
+from mnemo_tui.engine.feed import FeedOps, Matching
+from mnemo_tui.engine.keys import KeyOps
+from mnemo_tui.engine.memory import MemoryOps
+from mnemo_tui.engine.rooms import RoomOps
+from mnemo_tui.engine.vault import VaultOps
+from mnemo_tui.errors import Conflict, LocalStateError, MnemoError, Timeout, Unavailable, ValidationError
+from mnemo_tui.model import database_identity
+
+DEFAULT_POOL = 8
+CONNECT_SECONDS = 5.0  # to get a connection from the pool (the database down: 503 after this)
+MIGRATION_LOCK = 0x6D6E656D6F  # the advisory lock migrations are applied under ("mnemo")
+OWN_BUCKETS_KEPT = 10_000  # principals whose own bucket an engine remembers
+LEXEME_BYTES = 2046  # PostgreSQL's longest lexeme; a longer token is not indexed (nor matched)
+# The current statement_timeout of each pooled connection, so it is set only when it changes.
+_MIGRATED: set[str] = set()  # URLs whose schema this process found current (checked once per process)
+_TIMEOUTS: weakref.WeakKeyDictionary[psycopg.Connection[Any], int] = weakref.WeakKeyDictionary()
+
+
+def _parts(url: str) -> dict[str, Any]:
+    try:
+        return dict(pg_conninfo.conninfo_to_dict(url))
+    except psycopg.ProgrammingError:
+        raise ValidationError("the database URL is malformed (expected postgresql://USER@HOST:PORT/DBNAME)") from None
+
+
+def redacted(url: str) -> str:
+    """The database URL as it may be shown, logged and used as an identity: never its password (see model)."""
+    return database_identity(url)
+
+
+def _scrub(url: str, text: str) -> str:
+    """A driver message with the URL's password (if any) taken out."""
+    try:
+        password = _parts(url).get("password")
+    except ValidationError:
+        return "(a message about a malformed database URL)"
+    return text.replace(str(password), "***") if password else text
+
+
+@lru_cache(maxsize=512)
+def _pg(sql: str) -> str:
+    """A statement written with `?` parameters (as every shared statement is), with psycopg's `%s`."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+def _param(value: Any) -> Any:
+    # PostgreSQL's text holds no NUL: stored as U+FFFD. Reads never see it, since every read returns
+    # the stored wire JSON, where a NUL is the escape \u0000.
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+
+
+def _params(params: Any) -> Any:
+    return [_param(p) for p in params]
+
+
+class PgConnection:
+    """One pooled connection, spoken to as the shared statements expect (`execute`, `executemany`)."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        return self.conn.execute(_pg(sql), _params(params))
+
+    def executemany(self, sql: str, rows: Any) -> None:
+        rows = [_params(r) for r in rows]
+        if rows:
+            with self.conn.cursor() as cur:
+                cur.executemany(_pg(sql), rows)
+
+
+IDLE_CHECK_SECONDS = 2.0  # a connection idle longer is pinged when checked out (a restarted database is noticed)
+_LAST_USED: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = weakref.WeakKeyDictionary()
+
+
+def _check_if_idle(conn: psycopg.Connection[Any]) -> None:
+    """The pool's check on checkout: a round trip only for a connection idle for a while.
+
+    A connection in steady use is known good; one that sat idle may have been cut (a database
+    restart, a proxy's idle timeout) and is replaced here instead of failing a request.
+    """
+    if time.monotonic() - _LAST_USED.get(conn, 0.0) > IDLE_CHECK_SECONDS:
+        ConnectionPool.check_connection(conn)
+
+
+class _Pools:
+    """One connection pool per database URL in a process, shared by every engine (thread) over it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pools: dict[str, tuple[ConnectionPool[Any], int]] = {}
+
+    def acquire(self, url: str, size: int) -> ConnectionPool[Any]:
+        with self.lock:
+            found = self.pools.get(url)
+            if found is None:
+                pool: ConnectionPool[Any] = ConnectionPool(
+                    url,
+                    min_size=1,
+                    max_size=max(1, size),
+                    kwargs={"autocommit": True},
+                    check=_check_if_idle,
+                    timeout=CONNECT_SECONDS,
+                    num_workers=1,
+                    open=False,
+                    name="mnemo",
+                )
+                try:
+                    pool.open(wait=True, timeout=CONNECT_SECONDS)
+                except PoolTimeout:
+                    pool.close()
+                    raise Unavailable(
+                        f"the database {redacted(url)} cannot be reached (no connection within {CONNECT_SECONDS:g} s)"
+                    ) from None
+                found = (pool, 0)
+            self.pools[url] = (found[0], found[1] + 1)
+            return found[0]
+
+    def release(self, url: str) -> None:
+        with self.lock:
+            pool, count = self.pools[url]
+            if count > 1:
+                self.pools[url] = (pool, count - 1)
+                return
+            del self.pools[url]
+        pool.close()
+
+
+POOLS = _Pools()
+
+
+def failure(url: str, exc: BaseException, limit: float | None = None) -> MnemoError | None:
+    """The mnemo error a driver failure means (None: a bug, left to the caller's 500), password scrubbed."""
+    text = _scrub(url, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+    if isinstance(exc, psycopg.errors.QueryCanceled):
+        seconds = limit if limit is not None else 0.0
+        return Timeout(
+            f"the request ran past its {seconds:g} s limit and was stopped; ask for less (fewer or rarer words, a smaller top_k)",
+            details={"reason": "deadline", "limit_seconds": seconds},
+        )
+    if isinstance(exc, psycopg.errors.TransactionRollback):  # a deadlock or serialization failure
+        return Unavailable("the write met a concurrent one and was rolled back; retry it")
+    if isinstance(exc, psycopg.errors.UniqueViolation):
+        return Conflict("a concurrent write made the same thing first; retry to see it")
+    if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+        return Unavailable(f"the database {redacted(url)} is read-only (a replica?): point mnemo at the primary")
+    if isinstance(exc, PoolTimeout | psycopg.OperationalError):
+        return Unavailable(f"the database {redacted(url)} is unavailable ({text}); retry shortly")
+    if isinstance(exc, psycopg.DataError):
+        return ValidationError(f"the database refused a value: {text}")
+    return None
+
+
+def migrate(url: str, *, allowed: bool, upto: int = schema.LATEST) -> int:
+    """Initialize an empty database, or apply pending migrations when `allowed`, under an advisory lock.
+
+    Two servers starting at once cannot both migrate: the second waits for the lock, then finds
+    the work done. `upto` stops at an older schema (what an older mnemo made: rehearsals, tests).
+    Returns the schema version.
+
+    Raises:
+        LocalStateError: an older schema without `allowed` (`--migrate`), or a newer one.
+    """
+    with psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_SECONDS)) as conn:
+        db = PgConnection(conn)
+        version = _version(db)
+        if version == upto:
+            return version
+        db.execute("SELECT pg_advisory_lock(?)", (MIGRATION_LOCK,))
+        try:
+            version = _version(db)
+            if version > schema.LATEST:
+                raise LocalStateError(
+                    f"the database {redacted(url)} was written by a newer mnemo (schema {version}, this one knows "
+                    f"{schema.LATEST}); upgrade mnemo"
+                )
+            if 0 < version < upto and not allowed:
+                raise LocalStateError(
+                    f"the database {redacted(url)} has schema {version} and this mnemo needs {schema.LATEST}: "
+                    "back it up, then start one server with `mnemo serve --migrate` (the others wait for it)"
+                )
+            for number, _name, fn in schema.MIGRATIONS:
+                if number <= version or number > upto:
+                    continue
+                with conn.transaction():
+                    if number == 1:
+                        db.execute("CREATE TABLE mnemo_schema (version integer NOT NULL)")
+                        db.execute("INSERT INTO mnemo_schema(version) VALUES (0)")
+                    fn(db)
+                    if number == 2:
+                        _backfill_search(db)
+                    db.execute("UPDATE mnemo_schema SET version = ?", (number,))
+                version = number
+        finally:
+            db.execute("SELECT pg_advisory_unlock(?)", (MIGRATION_LOCK,))
+    return version
+
+
+def _version(db: PgConnection) -> int:
+    if db.execute("SELECT to_regclass('mnemo_schema')").fetchone()[0] is None:
+        if db.execute("SELECT to_regclass('atoms')").fetchone()[0] is not None:
+            raise LocalStateError("the database holds tables named like mnemo's but no mnemo schema: use another")
+        return 0
+    return int(db.execute("SELECT version FROM mnemo_schema").fetchone()[0])
+
+
+def _backfill_search(db: PgConnection) -> None:
+    rows = db.execute("SELECT seq, bucket, content FROM atoms").fetchall()
+    db.executemany("UPDATE atoms SET search = ?::tsvector WHERE seq = ?", [(vector(b, c), s) for s, b, c in rows])
+
+
+def _lexemes(bucket: int, text: str) -> list[str]:
+    return [t.lower() for t in fts.stamped(bucket, text) if len(t.encode()) <= LEXEME_BYTES]
+
+
+def _quoted(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def vector(bucket: int, content: str) -> str:
+    """An entry's tsvector literal: its bucket-stamped tokens with their positions (engine/fts.py's words)."""
+    return " ".join(f"{_quoted(lex)}:{min(i, 16383)}" for i, lex in enumerate(_lexemes(bucket, content), 1))
+
+
+def query(bucket: int, words: list[str]) -> str:
+    """A query's tsquery literal in one bucket: each word a phrase of stamped tokens, any phrase matching."""
+    found: list[str] = []
+    for phrase in fts.phrases(bucket, words):
+        lexemes = [t.lower() for t in phrase]
+        if all(len(t.encode()) <= LEXEME_BYTES for t in lexemes):
+            found.append("(" + " <-> ".join(_quoted(t) for t in lexemes) + ")")
+    return " | ".join(dict.fromkeys(found))
+
+
+class PgClock(Clock):
+    """The clock over PostgreSQL: a bucket's last instant is read `FOR UPDATE`, so the row lock is held to commit.
+
+    Two transactions writing one bucket, on any servers, are thereby serialised: the second reads
+    the first's committed instant only once the first has committed, and stamps after it.
+    """
+
+    READ_LAST = "SELECT last_created_at FROM buckets WHERE bucket = ? FOR UPDATE"
+
+
+class PgDatabase(Database):
+    """One PostgreSQL database through a shared pool; the `Database` the embedded engine's operations run on.
+
+    Attributes:
+        url: the database URL as given (with its password: never shown; see `redacted`).
+        identity: the URL without its password, what watermarks are keyed by.
+    """
+
+    def __init__(self, url: str, *, migrate_schema: bool = False, pool_size: int = DEFAULT_POOL) -> None:
+        self.identity = redacted(url)  # first: a malformed URL is refused before anything connects
+        self.url = url
+        self._limit: float | None = None
+        self._own: dict[str, int] = {}
+        self._current: PgConnection | None = None
+        try:
+            if url not in _MIGRATED:
+                migrate(url, allowed=migrate_schema)
+                _MIGRATED.add(url)
+            self.pool = POOLS.acquire(url, pool_size)
+        except psycopg.Error as exc:
+            raise failure(url, exc) or Unavailable("the database cannot be opened") from None
+        self._closed = False
+        try:
+            with self.reading() as db:
+                self.secret = bytes(db.execute("SELECT value FROM meta WHERE key = 'cursor_secret'").fetchone()[0])
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            POOLS.release(self.url)
+
+    @property  # type: ignore[override]
+    def db(self) -> PgConnection:
+        """The connection of the block this thread is in (`reading` or `transaction`)."""
+        assert self._current is not None, "a statement outside reading() or transaction()"
+        return self._current
+
+    @db.setter
+    def db(self, value: Any) -> None:  # pragma: no cover - set by the embedded engine only
+        raise AttributeError("a PostgreSQL engine's connection comes from its pool")
+
+    def _check_file(self) -> None:
+        return None
+
+    @contextmanager
+    def _checkout(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection of the pool for the block, under this engine's time limit; driver failures translated."""
+        try:
+            with self.pool.connection() as conn:
+                wanted = 0 if self._limit is None else max(1, int(self._limit * 1000))
+                if _TIMEOUTS.get(conn) != wanted:
+                    conn.execute(f"SET statement_timeout = {wanted}")
+                    _TIMEOUTS[conn] = wanted
+                try:
+                    yield conn
+                finally:
+                    _LAST_USED[conn] = time.monotonic()
+        except (psycopg.Error, PoolTimeout) as exc:
+            translated = failure(self.url, exc, self._limit)
+            if translated is None:
+                raise
+            raise translated from None
+
+    @contextmanager
+    def _connection(self) -> Iterator[PgConnection]:
+        """The connection of this thread's block (the one already held when nested)."""
+        if self._current is not None:
+            yield self._current
+            return
+        with self._checkout() as conn:
+            self._current = PgConnection(conn)
+            try:
+                yield self._current
+            finally:
+                self._current = None
+
+    @contextmanager
+    def reading(self) -> Iterator[PgConnection]:  # type: ignore[override]
+        """A connection for reads: autocommit, so one statement is one snapshot (as on SQLite)."""
+        with self._connection() as db:
+            yield db
+
+    @contextmanager
+    def transaction(self) -> Iterator[PgConnection]:  # type: ignore[override]
+        """One write transaction (READ COMMITTED; a bucket's writers are ordered by its row lock, see `PgClock`)."""
+        with self._connection() as db, db.conn.transaction():
+            yield db
+
+    @contextmanager
+    def time_limit(self, seconds: float | None) -> Iterator[None]:
+        """Every statement run inside the block is stopped by the server past `seconds` (`statement_timeout`)."""
+        previous = self._limit
+        self._limit = seconds
+        try:
+            yield
+        finally:
+            self._limit = previous
+
+    def ping(self) -> None:
+        with self.reading() as db:
+            db.execute("SELECT count(*) FROM meta").fetchone()
+
+    # -- what differs from SQLite ----------------------------------------------------------
+    def clock(self, db: Any) -> Clock:
+        return PgClock(db)
+
+    def index_mark(self, db: Any) -> int:
+        return 0  # each row carries its own tsvector, written by the insert
+
+    def index_since(self, db: Any, mark: int) -> None:
+        return None
+
+    def unindex(self, db: Any, rows: list[tuple[int, int, str]]) -> None:
+        return None  # the tsvector goes with its row
+
+    EXTRA_ATOM_COLUMNS = ("search",)
+
+    def index_columns(self, bucket: int, content: str) -> tuple[str, ...]:
+        return (vector(bucket, content),)
+
+    def each_concept(self, alias: str) -> str:
+        return f"jsonb_array_elements_text(a.concepts::jsonb) AS {alias}(value)"
+
+    def stream(self, sql: str, params: list[Any] | tuple[Any, ...], chunk: int) -> Iterator[list[Any]]:
+        """Every row of one statement through a server-side cursor, in chunks, from one snapshot."""
+        # Its own connection, never this thread's block's: the stream may be read while other calls run.
+        with self._checkout() as conn, conn.transaction(), conn.cursor(name="mnemo_stream") as cur:
+            cur.execute(_pg(sql), _params(params))
+            while True:
+                rows = cur.fetchmany(chunk)
+                if not rows:
+                    return
+                yield rows
+
+    def own_bucket(self, principal: str, *, create: bool = False) -> int | None:
+        """The principal's own bucket, remembered once found: an own bucket's id never changes and it is
+        never deleted, so every read after the first spares the database a round trip."""
+        found = self._own.get(principal)
+        if found is None:
+            found = super().own_bucket(principal, create=create)
+            # Only what is committed is remembered: a bucket made in a transaction may yet be rolled back.
+            committed = self.db.conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            if found is not None and committed and len(self._own) < OWN_BUCKETS_KEPT:
+                self._own[principal] = found
+        return found
+
+    def create_bucket(self, kind: str, owner: str) -> int:
+        """A new bucket, or the one a concurrent transaction just made for the same owner."""
+        self.db.execute(
+            "INSERT INTO buckets(kind, owner) VALUES (?, ?) ON CONFLICT (kind, owner) DO NOTHING", (kind, owner)
+        )
+        return int(
+            self.db.execute("SELECT bucket FROM buckets WHERE kind = ? AND owner = ?", (kind, owner)).fetchone()[0]
+        )
+
+    def writable_bucket(self, principal: str, domain: str) -> int:
+        """The bucket a write goes to, locked until commit before anything of it is read (see `PgClock`).
+
+        Locked first, so a repeated `external_ref` or a supersession checked next is checked
+        against every commit of the bucket before this one.
+        """
+        bucket = super().writable_bucket(principal, domain)
+        self.db.execute("SELECT 1 FROM buckets WHERE bucket = ? FOR UPDATE", (bucket,))
+        return bucket
+
+    def change_token(self) -> tuple[int, int]:
+        """A token that moves whenever any transaction of the cluster starts writing or ends (never misses a commit)."""
+        with self.reading() as db:
+            snapshot = str(db.execute("SELECT pg_current_snapshot()::text").fetchone()[0])
+        return zlib.crc32(snapshot.encode()), len(snapshot)
+
+
+class PgStore(PgDatabase, FeedOps, MemoryOps, RoomOps, AtomOps, VaultOps, KeyOps):
+    """The PostgreSQL engine: an implementation of `engine.interface.Engine` over one database.
+
+    Open one per thread (as the server does); they share one connection pool per URL.
+    """
+
+    kind = "postgres"
+    INSERT = insert_sql(PgDatabase.EXTRA_ATOM_COLUMNS).replace("?,?)", "?,?::tsvector)")
+    BY_PREFIX = AtomOps.BY_PREFIX.replace("CROSS JOIN", "JOIN")  # PostgreSQL orders joins itself
+
+    def matching(self, bucket: int, words: list[str]) -> Matching | None:
+        """PostgreSQL's full-text search: `@@` on the bucket-stamped tsvector, ranked by `ts_rank`."""
+        expression = query(bucket, words)
+        if not expression:
+            return None
+        return Matching(
+            score="ts_rank(a.search, ?::tsquery)",
+            source="atoms a",
+            condition="a.search @@ ?::tsquery",
+            params=[expression],
+            leading=[expression],
+        )
+
+
+def wait_until_up(url: str, seconds: float) -> None:
+    """Wait (bounded) until the database accepts connections (for tests and start-up scripts)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            psycopg.connect(url, connect_timeout=2).close()
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+# -- moving an embedded store into PostgreSQL ----------------------------------------------------
+
+# Every table of the embedded store, with the columns both engines hold, in an order that keeps
+# every reference valid. `atoms` gains its tsvector on the way.
+COPIED: tuple[tuple[str, str], ...] = (
+    ("buckets", "bucket, kind, owner, last_created_at"),
+    (
+        "atoms",
+        "seq, atom_id, bucket, domain, created_at, content, concepts, metadata, principal, agent, agent_name, "
+        "client_env, external_ref, supersedes, superseded_by, wire, fingerprint",
+    ),
+    ("rooms", "room_id, bucket, name, description, owner, created_at, archived"),
+    ("members", "room_id, principal, role, scope, joined_at"),
+    ("invites", "invite_id, room_id, code_hash, scope, expires_at, max_uses, uses, created_by, created_at"),
+    ("vault", "atom_id, principal, alias, context, sealed, concepts, created_at"),
+    ("api_keys", "key_id, principal, key_hash, created_at, revoked_at"),
+    ("feedback", "atom_id, bucket, outcome, at"),
+    ("idempotency", "principal, key, answer, at"),
+)
+HOLDS_DATA = ("buckets", "atoms", "rooms", "vault", "api_keys", "feedback", "idempotency")
+
+
+def copy_store(source: Any, url: str) -> dict[str, int]:
+    """Copy an embedded store (an open `Store`) into the PostgreSQL database at `url`, exactly.
+
+    Ids, times, buckets and their clocks, rooms, members, invites, keys, the vault, supersession,
+    feedback, remembered answers and the cursor secret move as they are, so cursors issued by the
+    store continue on the database. The store is read in one snapshot; the database is written in
+    one transaction (all or nothing). Returns the rows copied per table.
+
+    Raises:
+        Conflict: the database already holds data (nothing is written).
+        Unavailable: the database cannot be reached.
+    """
+    target = PgStore(url)
+    counts: dict[str, int] = {}
+    try:
+        with target._checkout() as conn, source.reading() as src:
+            db = PgConnection(conn)
+            for table in HOLDS_DATA:
+                if db.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0]:
+                    raise Conflict(
+                        f"the database {target.identity} already holds data ({table}); "
+                        "copy into an empty database (the copy never merges)"
+                    )
+            src.execute("BEGIN")  # one snapshot of the store for the whole copy
+            try:
+                with conn.transaction():
+                    for key, value in src.execute("SELECT key, value FROM meta"):
+                        db.execute(
+                            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                            (key, bytes(value)),
+                        )
+                    for table, columns in COPIED:
+                        extra = ", search" if table == "atoms" else ""
+                        counts[table] = 0
+                        with conn.cursor().copy(f"COPY {table} ({columns}{extra}) FROM STDIN") as out:
+                            for row in src.execute(f"SELECT {columns} FROM {table}"):
+                                values = _params(row)
+                                if table == "atoms":
+                                    values.append(vector(int(row[2]), str(row[5])))  # bucket, content
+                                out.write_row(values)
+                                counts[table] += 1
+                    for table, column in (("buckets", "bucket"), ("atoms", "seq")):
+                        db.execute(
+                            f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+                            f"greatest((SELECT max({column}) FROM {table}), 1))"
+                        )
+            finally:
+                src.execute("COMMIT")
+    except (psycopg.Error, PoolTimeout) as exc:
+        raise failure(url, exc) or Unavailable("the copy failed") from None
+    finally:
+        target.close()
+    return counts

@@ -1,0 +1,204 @@
+"""A real PostgreSQL for the tests: one cluster per test process (xdist worker), a database per test from a template.
+
+The cluster is `initdb`-ed into a temporary folder owned by the `postgres` system user and run
+with `runuser -u postgres -- pg_ctl` when the tests run as root (CI does; `initdb` refuses root),
+or as the current user otherwise. It listens on a free 127.0.0.1 port and a socket in its folder;
+host connections need a password (scram), so the tests can prove a URL's password never shows.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import queue
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+PASSWORD = "pw-" + secrets.token_hex(8)  # the tests look for it in every output, log and error
+USER = "mnemo"
+
+
+def binaries() -> Path | None:
+    """The folder of the PostgreSQL server binaries (initdb, pg_ctl), or None when there are none."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(p.split("/")[4]))
+    if found:
+        return Path(found[-1]).parent
+    pg_ctl = shutil.which("pg_ctl")
+    return Path(pg_ctl).parent if pg_ctl else None
+
+
+NO_POSTGRES = (
+    "no PostgreSQL server binaries (initdb, pg_ctl) on this machine: scripts/setup-dev.sh installs Debian's postgresql"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Cluster:
+    """A running cluster of the tests: `url(db)` for the mnemo role (with its password), `admin` for setup."""
+
+    folder: Path
+    bindir: Path
+    port: int
+    as_postgres: bool
+
+    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        command = [str(self.bindir / args[0]), *args[1:]]
+        if self.as_postgres:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        return subprocess.run(command, capture_output=True, text=True, check=check, timeout=120)
+
+    @property
+    def data(self) -> Path:
+        return self.folder / "data"
+
+    def url(self, dbname: str, password: str | None = PASSWORD) -> str:
+        secret = f":{password}" if password is not None else ""
+        return f"postgresql://{USER}{secret}@127.0.0.1:{self.port}/{dbname}"
+
+    def admin_url(self, dbname: str = "postgres") -> str:
+        owner = "postgres" if self.as_postgres else pwd.getpwuid(os.getuid()).pw_name
+        return f"host={self.folder} port={self.port} user={owner} dbname={dbname}"
+
+    def start(self) -> None:
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.folder / "log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
+            "start",
+        )
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop", check=False)
+
+    def restart(self) -> None:
+        self.stop("fast")
+        self.start()
+
+
+def start_cluster() -> Cluster:
+    """initdb and start a fresh cluster (bounded: each step has a timeout)."""
+    bindir = binaries()
+    assert bindir is not None
+    as_postgres = os.getuid() == 0
+    folder = Path(tempfile.mkdtemp(prefix="mnemo-pg-"))
+    if as_postgres:
+        pw = pwd.getpwnam("postgres")
+        os.chown(folder, pw.pw_uid, pw.pw_gid)
+    os.chmod(folder, 0o700)
+    cluster = Cluster(folder, bindir, _free_port(), as_postgres)
+    pwfile = folder / "pw"
+    pwfile.write_text("postgres-" + secrets.token_hex(8) + "\n")
+    if as_postgres:
+        os.chown(pwfile, pwd.getpwnam("postgres").pw_uid, -1)
+    cluster._run(
+        "initdb",
+        "-D",
+        str(cluster.data),
+        "--auth-local=trust",
+        "--auth-host=scram-sha-256",
+        f"--pwfile={pwfile}",
+        "--no-sync",
+        "-E",
+        "UTF8",
+        "--locale=C.UTF-8",
+    )
+    cluster.start()
+    import psycopg
+
+    with psycopg.connect(cluster.admin_url(), autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {USER} LOGIN CREATEDB PASSWORD '{PASSWORD}'")
+        conn.execute(f"CREATE DATABASE mnemo_template OWNER {USER}")
+    from mnemo_tui.engine.postgres import migrate
+
+    migrate(cluster.url("mnemo_template"), allowed=True)
+    return cluster
+
+
+class Databases:
+    """Fresh databases of one cluster, each a copy of the migrated template with a cursor secret of its own.
+
+    A thread keeps `AHEAD` of them made in advance, so a test rarely waits for one.
+    """
+
+    AHEAD = 2
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.count = 0
+        self.lock = threading.Lock()
+        self.ready: queue.Queue[str] = queue.Queue(maxsize=self.AHEAD)
+        self.stopping = threading.Event()
+        self.maker = threading.Thread(target=self._make_ahead, daemon=True)
+        self.maker.start()
+
+    def _make_ahead(self) -> None:
+        while not self.stopping.is_set():
+            name = self._create("mnemo_template")
+            while not self.stopping.is_set():
+                try:
+                    self.ready.put(name, timeout=0.5)
+                    break
+                except queue.Full:
+                    continue
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.maker.join(timeout=30)
+
+    def create(self, *, template: str = "mnemo_template") -> str:
+        """A fresh database (a copy of the migrated template unless told otherwise)."""
+        if template == "mnemo_template":
+            return self.ready.get(timeout=60)
+        return self._create(template)
+
+    def _create(self, template: str) -> str:
+        import psycopg
+
+        with self.lock:
+            self.count += 1
+            name = f"t{os.getpid()}_{self.count}"
+        with psycopg.connect(self.cluster.admin_url(), autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name} TEMPLATE {template} OWNER {USER} STRATEGY FILE_COPY")
+        if template == "mnemo_template":
+            with psycopg.connect(self.cluster.admin_url(name), autocommit=True) as conn:
+                conn.execute("UPDATE meta SET value = %s WHERE key = 'cursor_secret'", (secrets.token_bytes(32),))
+                conn.execute("UPDATE meta SET value = %s WHERE key = 'store_id'", (secrets.token_hex(8).encode(),))
+        return name
+
+    def empty(self) -> str:
+        """A database with no mnemo schema at all."""
+        return self.create(template="template0")
+
+    def drop(self, name: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.cluster.admin_url(), autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def stop_cluster(cluster: Cluster, databases: Databases | None = None) -> None:
+    if databases is not None:
+        databases.close()
+    cluster.stop("immediate")
+    shutil.rmtree(cluster.folder, ignore_errors=True)

@@ -1,0 +1,307 @@
+"""The TUI for acting (issue 19): copy, write, delete, filter as you type, undo of `c`, keys, who you are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, Static
+from tui_helpers import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, req, sample_store, settle
+
+from mnemo_tui.backends.local import LocalBackend
+from mnemo_tui.catchup import CatchUp
+from mnemo_tui.engine.store import Store
+from mnemo_tui.errors import NotFound
+from mnemo_tui.model import RecentQuery
+from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.tui import MnemoApp
+from mnemo_tui.tui.screens.confirm import ConfirmScreen
+from mnemo_tui.tui.widgets.rows import short_id
+
+pytestmark = pytest.mark.anyio
+SIZE = (120, 36)
+ROOM_READ = "room_01JDK0READ00000000000000E5"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def app_on(backend: LocalBackend, state: StateDB, **kwargs: object) -> MnemoApp:
+    return MnemoApp(backend, state, clock=clock, poll_interval=None, **kwargs)  # type: ignore[arg-type]
+
+
+def notices(app: MnemoApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+def total(local: LocalBackend, scope: str | None = None) -> int:
+    return len(local.recent(RecentQuery(scope=scope, limit=100, include_history=True)).items)
+
+
+async def press(pilot: Pilot[None], *keys: str) -> None:
+    await pilot.press(*keys)
+    await settle(pilot)
+
+
+# -- 1. actions on an entry -----------------------------------------------------------------------
+
+
+async def test_y_copies_the_short_id_and_shift_y_the_content(store: Store, local: LocalBackend, state: StateDB) -> None:
+    sample_store(store)
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        entry = app.feed_screen.feed.current
+        assert entry is not None
+        await press(pilot, "y")
+        assert app.clipboard == short_id(entry.atom_id)
+        assert any("Copied id" in n and "OSC 52" in n for n in notices(app))
+        await press(pilot, "Y")
+        assert app.clipboard == entry.content
+
+
+async def test_e_on_a_room_entry_or_an_old_revision_writes_nothing(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    sample_store(store)
+    before = total(local), total(local, "xroom:" + ROOM_OPS)
+    app = app_on(local, state, scope="xroom:" + ROOM_OPS)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "e")
+        assert any("room entries cannot be superseded" in n for n in notices(app))
+        await press(pilot, "d")
+        assert any("delete removes your own entries only" in n for n in notices(app))
+        assert not isinstance(app.screen, ConfirmScreen)
+        screen = app.feed_screen
+        screen.open_scope("general", include_history=True)
+        await settle(pilot)
+        rows = [screen.feed.window.entry(i) for i in range(screen.feed.window.row_count)]
+        screen.feed.cursor = next(i for i, e in enumerate(rows) if e is not None and e.superseded_by)
+        await press(pilot, "e")
+        assert any("is an old revision" in n for n in notices(app))
+    assert (total(local), total(local, "xroom:" + ROOM_OPS)) == before
+
+
+async def test_w_in_a_room_read_only_to_the_reader_writes_nothing(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    room = store.create_room("alice", "announcements", room_id=ROOM_READ)
+    code = store.create_invite("alice", room.room_id, scope="read").code
+    store.join("local", code)
+    store.bulk_insert([("alice", req("Office closed on Friday", room.address), NOW - MINUTE)])
+    app = app_on(local, state, scope=room.address)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "w")
+        assert any("read-only member of room announcements" in n for n in notices(app))
+    assert total(local, room.address) == 1
+
+
+async def test_d_asks_first_and_only_y_deletes(store: Store, local: LocalBackend, state: StateDB) -> None:
+    fill(store, 3)
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        entry = app.feed_screen.feed.current
+        assert entry is not None
+        await press(pilot, "d")
+        assert isinstance(app.screen, ConfirmScreen)
+        assert short_id(entry.atom_id) in str(app.screen.query_one("#confirm-question", Static).render())
+        await press(pilot, "x")  # anything but y keeps it
+        assert app.screen is app.feed_screen and local.get(entry.atom_id).atom_id == entry.atom_id
+        await press(pilot, "d", "y")
+        with pytest.raises(NotFound):
+            local.get(entry.atom_id)
+        assert entry.atom_id not in {e.atom_id for e in app.feed_screen.feed.window.slots[0].items or []}
+        assert any(f"deleted {short_id(entry.atom_id)}" in n for n in notices(app))
+
+
+# -- 2. filter as you type; the server's search --------------------------------------------------
+
+
+async def test_slash_filters_the_loaded_feed_as_you_type(store: Store, local: LocalBackend, state: StateDB) -> None:
+    sample_store(store)
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        feed = app.feed_screen.feed
+        loaded = feed.window.row_count
+        await press(pilot, "slash", *"plan")
+        shown = [feed.entry_at(i) for i in range(feed.row_count)]
+        assert shown and all(e is not None and "plan" in e.content.lower() for e in shown)
+        await press(pilot, *"xyz")
+        assert feed.row_count == 0
+        await press(pilot, *["backspace"] * 7)
+        assert feed.row_count == loaded  # an empty filter shows every row again
+        await press(pilot, *"NIGHTLY")  # any case
+        assert [e.content for e in map(feed.entry_at, range(feed.row_count)) if e] == [
+            "Nightly digest sent: 14 new entries across 3 domains",
+            "Renamed the consumer of the nightly job to nightly-digest",
+        ]
+        await press(pilot, "escape")
+        assert feed.row_count == loaded and app.focused is feed
+
+
+async def test_enter_searches_the_server_and_nothing_found_names_the_unsearched_rooms(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    sample_store(store)
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "slash", *"quarantined", "enter")
+        assert app.screen.query_one("#search-input", Input).value == "quarantined"
+        assert "1 hit" in str(app.screen.query_one("#search-caption").render())
+        await press(pilot, "escape", "ctrl+a")
+        await press(pilot, *"zebra", "enter")
+        report = str(app.screen.query_one("#search-report", Static).render())
+        assert "zebra" in report and f"xroom:{ROOM_OPS}" in report and "ops" in report
+
+
+# -- 3. undo of `c` --------------------------------------------------------------------------------
+
+
+async def test_u_after_c_restores_the_previous_watermark_exactly(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 40)
+    CatchUp(local, state, consumer="me", scope=None).run(lambda entries: None, commit=True)
+    key = StateKey.of(local, "me", None)
+    before = state.load(key)
+    assert before is not None
+    store.bulk_insert([("local", req(f"later {i}"), NOW + i) for i in range(5)])
+    app = app_on(local, state, consumer="me")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.feed_screen.scopes.counts["own"] == "5"
+        await press(pilot, "c")
+        moved = state.load(key)
+        assert moved is not None and moved.created_at != before.created_at
+        assert any("press u within" in n for n in notices(app))
+        await press(pilot, "u")
+        after = state.load(key)
+        assert after is not None
+        assert (after.created_at, after.boundary_ids) == (before.created_at, before.boundary_ids)
+        assert app.feed_screen.scopes.counts["own"] == "5"
+        await press(pilot, "u")  # only once
+        assert any("Nothing to undo" in n for n in notices(app))
+
+
+async def test_undo_of_a_first_c_leaves_no_watermark(store: Store, local: LocalBackend, state: StateDB) -> None:
+    fill(store, 3)
+    app = app_on(local, state, consumer="fresh")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "c")
+        assert state.load(StateKey.of(local, "fresh", None)) is not None
+        await press(pilot, "u")
+        assert state.load(StateKey.of(local, "fresh", None)) is None
+        assert app.feed_screen.feed.watermark is None
+
+
+# -- 4. keys people know ---------------------------------------------------------------------------
+
+
+async def test_half_pages_pages_tab_number_keys_click_and_the_history_key(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    sample_store(store)
+    fill(store, 80, domain="notes", start=NOW - 5000 * MINUTE)
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        feed = screen.feed
+        page = feed.scrollable_content_region.height
+        await press(pilot, "ctrl+d")
+        assert feed.cursor == page // 2
+        await press(pilot, "ctrl+u")
+        assert feed.cursor == 0
+        await press(pilot, "ctrl+f")
+        assert feed.cursor == page - 1
+        await press(pilot, "ctrl+b")
+        assert feed.cursor == 0
+        await press(pilot, "pagedown")
+        assert feed.cursor == page - 1
+        await press(pilot, "g")
+        await press(pilot, "tab")
+        assert app.focused is screen.scopes
+        await press(pilot, "tab")
+        assert app.focused is feed
+        await press(pilot, "2")  # the second line of the sidebar: the first domain
+        assert screen.scope == list(screen.scopes.items.values())[1].scope == "build"
+        await press(pilot, "1")
+        assert screen.scope is None
+        await pilot.click("#feed", offset=(10, 3))
+        await settle(pilot)
+        assert feed.cursor == 3
+        await press(pilot, "h")  # vim's left: no longer the history toggle
+        assert not feed.include_history
+        await press(pilot, "v")
+        assert feed.include_history
+
+
+async def test_the_palette_lists_each_command_once_and_a_screenshot_lands_in_a_folder_that_exists(
+    store: Store, local: LocalBackend, state: StateDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fill(store, 3)
+    monkeypatch.setenv("HOME", str(tmp_path / "nohome"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "nohome" / ".config"))
+    monkeypatch.chdir(tmp_path)
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        titles = [command.title for command in app.get_system_commands(app.screen)]
+        assert len(titles) == len(set(titles))
+        assert "Keys" not in titles and titles.count("Help") == 1 and titles.count("Screenshot") == 1
+        app.save_picture()
+        assert list(tmp_path.glob("*.svg"))  # no Downloads folder: the current one
+        downloads = tmp_path / "nohome" / "Downloads"
+        downloads.mkdir(parents=True)
+        app.save_picture()
+        assert list(downloads.glob("*.svg"))
+
+
+# -- 5. who you are ---------------------------------------------------------------------------------
+
+
+async def test_the_status_names_consumer_and_backend_and_the_palette_switches_consumer(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 150)
+    CatchUp(local, state, consumer="me", scope=None).run(lambda entries: None, commit=True)
+    app = app_on(local, state, consumer="me")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        status = str(screen.status.render())
+        assert "me on store.db (embedded)" in status
+        assert screen.scopes.counts["own"] == ""
+        app.switch_consumer()
+        await settle(pilot)
+        await press(pilot, *"reviewer", "enter")
+        assert app.session.consumer == "reviewer"
+        assert screen.scopes.counts["own"] == "99+"  # reviewer has read nothing yet
+        assert screen.feed.watermark is None
+        assert "reviewer on store.db (embedded)" in str(screen.status.render())
+        # `c` now commits reviewer's watermark, and me's is untouched.
+        await press(pilot, "c")
+        assert state.load(StateKey.of(local, "reviewer", None)) is not None
+
+
+async def test_a_room_entry_is_opened_from_the_room_scope_with_its_number_key(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    ops = add_room(store, "ops", ROOM_OPS)
+    store.bulk_insert([("local", req("room entry", ops), NOW - MINUTE)])
+    fill(store, 2)
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        number = [i.scope for i in app.feed_screen.scopes.items.values()].index(ops) + 1
+        await press(pilot, str(number))
+        assert app.feed_screen.scope == ops
