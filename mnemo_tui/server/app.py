@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import sqlite3
 import time
@@ -24,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mnemo_tui import __version__
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.store import Store
-from mnemo_tui.errors import AuthError, LocalStateError, MnemoError, PayloadTooLarge, Unavailable
+from mnemo_tui.errors import LocalStateError, MnemoError, PayloadTooLarge, Unavailable
 from mnemo_tui.server import auth, routes
 from mnemo_tui.server.envelope import Refused, dumps, error, ok, request_id
 from mnemo_tui.server.pool import DEFAULT_WORKERS, EnginePool, Opener
@@ -102,43 +101,9 @@ def _translate(exc: BaseException) -> MnemoError:
     return Refused(500, "INTERNAL", "internal server error")
 
 
-class KnownKeys:
-    """The keys this server has just mapped to a principal (by digest, never the key), with that principal.
-
-    A request with a body normally makes two database-thread hops: the key lookup before a byte of the
-    body is read, then the work. A key found here skips the first: its body is read, then the work's hop
-    looks the key up again before anything else, exactly as a request without a body does. So a made-up
-    key never gets here (it is looked up before its body, as always), a revoked one is refused by the
-    work's lookup (and dropped from here), and no work ever runs under a key that does not map. A request
-    whose body is refused (413, 408, 503) drops its key too, so only keys whose requests keep reaching
-    the lookup stay. Bounded: emptied past `LIMIT` keys.
-    """
-
-    LIMIT = 1024
-
-    def __init__(self) -> None:
-        self._principals: dict[bytes, str] = {}
-
-    @staticmethod
-    def digest(key: str) -> bytes:
-        return hashlib.sha256(key.encode()).digest()
-
-    def get(self, digest: bytes) -> str | None:
-        return self._principals.get(digest)
-
-    def add(self, digest: bytes, principal: str) -> None:
-        if len(self._principals) >= self.LIMIT:
-            self._principals.clear()
-        self._principals[digest] = principal
-
-    def drop(self, digest: bytes) -> None:
-        self._principals.pop(digest, None)
-
-
 def endpoint(work: Work, *, body: bool = True) -> Handler:
-    """An authenticated endpoint: the key is looked up before a byte of the body is read (unless this server
-    mapped it just before, see `KnownKeys`), and again in the database thread the work runs in, as the
-    key's principal, before the work."""
+    """An authenticated endpoint: the key is checked before a byte of the body is read, then the work runs
+    in a database thread as the key's principal."""
 
     async def handle(request: Request) -> Response:
         rid = request_id(request)
@@ -147,31 +112,18 @@ def endpoint(work: Work, *, body: bool = True) -> Handler:
             pool: EnginePool = request.app.state.pool
             params = dict(request.path_params)
             headers = {"idempotency-key": v} if (v := request.headers.get("idempotency-key")) is not None else {}
-            raw = b""
-            known: KnownKeys = request.app.state.keys
-            digest = known.digest(key) if body else b""
             if body:
-                who = known.get(digest)
-                if who is None:
-                    who = await pool.run(lambda engine: engine.principal_for_key(key))
-                    known.add(digest, who)
+                who = await pool.run(lambda engine: engine.principal_for_key(key))
                 request.scope["mnemo.principal"] = who
-                try:
-                    raw = await read_body(request, request.app.state.bodies)
-                except BaseException:
-                    known.drop(digest)
-                    raise
+                call = Call(raw=await read_body(request, request.app.state.bodies), params=params, headers=headers)
+                return ok(await pool.run(lambda engine: work(engine, who, call)))
 
             def run(engine: Engine) -> Any:
                 who = engine.principal_for_key(key)
                 request.scope["mnemo.principal"] = who
-                return work(engine, who, Call(raw=raw, params=params, headers=headers))
+                return work(engine, who, Call(params=params, headers=headers))
 
-            try:
-                return ok(await pool.run(run))
-            except AuthError:
-                known.drop(digest)
-                raise
+            return ok(await pool.run(run))
         except Exception as exc:  # noqa: BLE001 - every failure becomes an envelope
             return error(_translate(exc), rid)
 
@@ -388,6 +340,5 @@ def create_app(
     app.state.pool = pool
     app.state.health = health_pool
     app.state.bodies = BodyBudget()
-    app.state.keys = KnownKeys()
     app.state.openapi = dumps(document())
     return app
