@@ -115,7 +115,9 @@ async def settle(pilot: Pilot[None], rounds: int = 4) -> None:
     quiet = 0
     for done in range(60):
         await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+        # A real pause lets a screen refresh happen, and with it what waits for one
+        # (`call_after_refresh`: the feed asks for its next page once it knows how many rows show).
+        await pilot.pause(0.02)
         quiet = quiet + 1 if len(pilot.app.workers) == 0 else 0
         if done + 1 >= rounds and quiet >= 2:
             return

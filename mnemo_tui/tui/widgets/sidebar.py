@@ -221,6 +221,11 @@ class ScopeList(OptionList):
         if self.items:
             self._redraw()  # names are cut to the width the sidebar has now
 
+    def watch_show_vertical_scrollbar(self, shown: bool) -> None:
+        # A scrollbar coming or going changes the width names are cut to, without a resize.
+        if self.items:
+            self.call_after_refresh(self._redraw)
+
     def mark_current(self, scope: str | None) -> None:
         """Show which scope the feed is on."""
         previous = self.current
