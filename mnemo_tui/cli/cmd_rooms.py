@@ -95,8 +95,9 @@ def rooms_delete(c: Context, args: RoomsDeleteArgs) -> None:
     backend = c.backend
     ref = args.room
     if not args.yes:
-        ref = room_id_of(args.room, backend.rooms)
-        room = next((r for r in backend.rooms() if r.room_id == ref), None)
+        rooms = backend.rooms()  # listed once: for the name, the role and the question
+        ref = room_id_of(args.room, lambda: rooms)
+        room = next((r for r in rooms if r.room_id == ref), None)
         if room is not None and room.role != "owner":
             raise Forbidden("only the room's owner can delete it")
         name = safe.line(room.name) if room is not None else ref

@@ -162,9 +162,8 @@ def _walk_checks(
 ) -> tuple[CheckResult, CheckResult]:
     walk_name, probe_name = CHECK_NAMES[0], CHECK_NAMES[1]
     try:
-        seeded = written
-        for i in range(SEED_PROBES):
-            seeded.append(backend.write(_probe(scope, f"probe {i + 1}/{SEED_PROBES}", run_id)).atom_id)
+        for i in range(SEED_PROBES):  # each id kept as it is written, so the clean-up finds it whatever fails
+            written.append(backend.write(_probe(scope, f"probe {i + 1}/{SEED_PROBES}", run_id)).atom_id)
         seeded = list(written)
         low = backend.get(seeded[0]).created_at
     except FATAL:
