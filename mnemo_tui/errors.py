@@ -8,6 +8,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+class WouldWait(Exception):
+    """An engine told never to wait (`Engine.never_wait`) did not begin a write whose lock another holds:
+    nothing was done, and the caller does it where waiting is fine. Never an answer, so no `MnemoError`."""
+
+
 class MnemoError(Exception):
     """Base of every error mnemo raises on purpose.
 

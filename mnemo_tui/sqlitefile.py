@@ -47,14 +47,20 @@ def create_whole(path: Path, build: Callable[[Path], None]) -> None:
 
 
 @contextmanager
-def immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def immediate(db: sqlite3.Connection, *, busy: type[Exception] | None = None) -> Iterator[sqlite3.Connection]:
     """One write transaction on an autocommit connection: `BEGIN IMMEDIATE` (the write lock first, so what
     the block reads is current), committed when the block ends, rolled back when it raises.
 
     Python's default deferred transactions read outside the write lock and fail with `SQLITE_BUSY`,
     without waiting, when they upgrade: every write of mnemo's files goes through here instead.
+    `busy`: raised instead of SQLite's error when the write lock is held, before anything began.
     """
-    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if busy is not None and ("locked" in str(exc) or "busy" in str(exc)):
+            raise busy(str(exc)) from None
+        raise
     try:
         yield db
     except BaseException:

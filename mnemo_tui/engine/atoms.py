@@ -103,7 +103,7 @@ class AtomOps(Database):
                     req.domain,
                     created,
                     req.content,
-                    dumps(list(req.concepts)),
+                    dumps(list(req.concepts)) if req.concepts else "[]",
                     metadata,
                     principal,
                     req.agent,

@@ -7,13 +7,13 @@ import sqlite3
 import time
 from _thread import RLock  # threading.RLock itself, without importing threading at start-up
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from mnemo_tui import TYPE_CHECKING, timefmt
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.schema import LATEST, migrate
-from mnemo_tui.errors import Forbidden, LocalStateError, Timeout, Unavailable, ValidationError
+from mnemo_tui.errors import Forbidden, LocalStateError, Timeout, Unavailable, ValidationError, WouldWait
 from mnemo_tui.model import room_of
 from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
 
@@ -151,6 +151,29 @@ class Reading:
         self._store.lock.release()
 
 
+# About a millisecond of SQLite's work here: a keyset page of 100 entries takes a few thousand.
+BRIEF_STEPS = 100_000
+
+
+def _stop() -> int:
+    return 1
+
+
+class Brief:
+    """`Database.briefly()` (a class, not a generator: every read on the event loop pays it)."""
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.set_progress_handler(_stop, BRIEF_STEPS)
+
+    def __exit__(self, *exc: object) -> None:
+        self._db.set_progress_handler(None, 0)
+
+
 class Database:
     """One store file and one connection to it; the base every part of the embedded engine builds on.
 
@@ -171,6 +194,7 @@ class Database:
         self.lock = RLock()
         self._file = _file_id(self.path)
         self._deadline: float | None = None
+        self._waits = True  # False after never_wait(): no lock is waited for
 
     def close(self) -> None:
         self.db.close()
@@ -193,10 +217,12 @@ class Database:
         with self.lock:
             self._check_file()
             writer = _writer(self.identity)
-            if not writer.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
+            if not (writer.acquire(timeout=BUSY_TIMEOUT_MS / 1000) if self._waits else writer.acquire(False)):
+                if not self._waits:
+                    raise WouldWait("another write of this process holds the store")
                 raise sqlite3.OperationalError("database is locked")
             try:
-                with immediate(self.db) as db:
+                with immediate(self.db, busy=None if self._waits else WouldWait) as db:
                     yield db
             except sqlite3.OperationalError as exc:
                 raise self._write_failure(exc) from exc
@@ -215,6 +241,20 @@ class Database:
                 "free some space and retry"
             )
         return exc
+
+    def never_wait(self) -> bool:
+        """No wait for a lock on this connection: a read under WAL waits for nothing else, so it answers at
+        once or fails with `database is locked`; a write whose lock is held is not begun (`WouldWait`).
+        See docs/server.md, "Work on the event loop"."""
+        self.db.execute("PRAGMA busy_timeout = 0")
+        self._waits = False
+        return True
+
+    def briefly(self) -> AbstractContextManager[None]:
+        """A block in which every statement is stopped (`sqlite3.OperationalError: interrupted`) once it has
+        run `BRIEF_STEPS` steps of SQLite's machine: a count, not a clock, so a thread that waits for the
+        interpreter meanwhile does not cut a short read."""
+        return Brief(self.db)
 
     @contextmanager
     def time_limit(self, seconds: float | None) -> Iterator[None]:

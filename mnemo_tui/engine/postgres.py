@@ -15,7 +15,7 @@ import time
 import weakref
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -372,6 +372,13 @@ class PgDatabase(Database):
             yield
         finally:
             self._limit = previous
+
+    def never_wait(self) -> bool:
+        """Every call is a round trip to the server: none is made on an event loop."""
+        return False
+
+    def briefly(self) -> AbstractContextManager[None]:
+        raise NotImplementedError("a PostgreSQL engine never answers on an event loop (never_wait is False)")
 
     def ping(self) -> None:
         with self.reading() as db:

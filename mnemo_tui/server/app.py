@@ -6,27 +6,19 @@ import asyncio
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
-
-from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
-from starlette.middleware import Middleware
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
-from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mnemo_tui import __version__
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import LocalStateError, MnemoError, PayloadTooLarge, Unavailable
-from mnemo_tui.server import auth, routes
+from mnemo_tui.server import asgi, auth, routes
+from mnemo_tui.server.asgi import ClientDisconnect, Receive, Request, Response, Route, Router, Scope, Send
 from mnemo_tui.server.envelope import Refused, dumps, error, ok, request_id
-from mnemo_tui.server.pool import DEFAULT_WORKERS, EnginePool, Opener
+from mnemo_tui.server.pool import DEFAULT_WORKERS, READ, WRITE, EnginePool, Opener
 from mnemo_tui.server.routes import Call
 from mnemo_tui.server.validate import document
 
@@ -70,7 +62,7 @@ async def read_body(request: Request, budget: BodyBudget | None = None) -> bytes
     size = 0
     try:
         async with asyncio.timeout(BODY_SECONDS):
-            async for chunk in request.stream():
+            async for chunk in request.chunks():
                 size += len(chunk)
                 if size > MAX_BODY:
                     raise PayloadTooLarge(f"request body is over {MAX_BODY} bytes", details={"limit": MAX_BODY})
@@ -101,65 +93,73 @@ def _translate(exc: BaseException) -> MnemoError:
     return Refused(500, "INTERNAL", "internal server error")
 
 
-def endpoint(work: Work, *, body: bool = True) -> Handler:
+class Served:
+    """What every endpoint of one app shares: its database threads, the probes' thread, the budget of
+    bodies in flight, the OpenAPI document."""
+
+    def __init__(self, pool: EnginePool, health: EnginePool, openapi: bytes) -> None:
+        self.pool = pool
+        self.health = health
+        self.bodies = BodyBudget()
+        self.openapi = openapi
+
+    async def principal(self, key: str) -> str:
+        """The key's principal, checked before anything else of the request is read: on the event loop
+        when the engine answers at once (an embedded store under no lock), else in a database thread."""
+        return await self.pool.run(lambda engine: engine.principal_for_key(key), at_once=READ)
+
+
+def endpoint(work: Work, served: Served, *, body: bool = True, at_once: str | None = None) -> Handler:
     """An authenticated endpoint: the key is checked before a byte of the body is read, then the work runs
-    in a database thread as the key's principal."""
+    in a database thread as the key's principal, or on the event loop when it can be done there at once
+    (`at_once`, see `EnginePool.run`)."""
 
     async def handle(request: Request) -> Response:
-        rid = request_id(request)
         try:
             key = auth.presented_key(request)
-            pool: EnginePool = request.app.state.pool
-            params = dict(request.path_params)
             headers = {"idempotency-key": v} if (v := request.headers.get("idempotency-key")) is not None else {}
-            if body:
-                who = await pool.run(lambda engine: engine.principal_for_key(key))
-                request.scope["mnemo.principal"] = who
-                call = Call(raw=await read_body(request, request.app.state.bodies), params=params, headers=headers)
-                return ok(await pool.run(lambda engine: work(engine, who, call)))
-
-            def run(engine: Engine) -> Any:
-                who = engine.principal_for_key(key)
-                request.scope["mnemo.principal"] = who
-                return work(engine, who, Call(params=params, headers=headers))
-
-            return ok(await pool.run(run))
+            who = await served.principal(key)
+            request.scope["mnemo.principal"] = who
+            raw = await read_body(request, served.bodies) if body else b""
+            call = Call(raw=raw, params=request.params, headers=headers)
+            return ok(await served.pool.run(lambda engine: work(engine, who, call), at_once=at_once))
         except Exception as exc:  # noqa: BLE001 - every failure becomes an envelope
-            return error(_translate(exc), rid)
+            return error(_translate(exc), request_id(request))
 
     return handle
 
 
-async def health(request: Request) -> Response:
-    """`GET /health` (no key): whether the store answers, on a thread of its own (never behind the pool)."""
-    pool: EnginePool = request.app.state.health
-    try:
-        await pool.run(lambda engine: engine.ping())
-    except Exception as exc:  # noqa: BLE001
-        return error(_translate(exc) if isinstance(exc, MnemoError) else Unavailable("store unavailable"), None)
-    return ok({"status": "ok", "database": True, "version": __version__})
+def probe(served: Served) -> Handler:
+    """`GET /health` and `GET /ready` (no key): whether the store answers, on a thread of its own (never behind the pool)."""
+
+    async def health(request: Request) -> Response:
+        try:
+            await served.health.run(lambda engine: engine.ping())
+        except Exception as exc:  # noqa: BLE001
+            return error(_translate(exc) if isinstance(exc, MnemoError) else Unavailable("store unavailable"), None)
+        return ok({"status": "ok", "database": True, "version": __version__})
+
+    return health
 
 
-async def ready(request: Request) -> Response:
-    """`GET /ready` (no key): the readiness probe, the same check as `/health` (503 when the store is down)."""
-    return await health(request)
-
-
-async def health_ready(request: Request) -> Response:
+def readiness(served: Served) -> Handler:
     """`GET /health/ready` (no key): `ready` is whether the store answers; 503 with the same body when not."""
-    pool: EnginePool = request.app.state.health
-    try:
-        await pool.run(lambda engine: engine.ping())
-        up = True
-    except Exception:  # noqa: BLE001
-        up = False
-    body = {
-        "ready": up,
-        "degraded": False,
-        "checks": {"database": up, "engine": up, "warm": True},
-        "version": __version__,
-    }
-    return Response(dumps(body), status_code=200 if up else 503, media_type="application/json")
+
+    async def health_ready(request: Request) -> Response:
+        try:
+            await served.health.run(lambda engine: engine.ping())
+            up = True
+        except Exception:  # noqa: BLE001
+            up = False
+        body = {
+            "ready": up,
+            "degraded": False,
+            "checks": {"database": up, "engine": up, "warm": True},
+            "version": __version__,
+        }
+        return Response(dumps(body), status=200 if up else 503)
+
+    return health_ready
 
 
 def reset_refused(engine: Engine, who: str, call: Call) -> Any:
@@ -169,51 +169,51 @@ def reset_refused(engine: Engine, who: str, call: Call) -> Any:
     )
 
 
+# The endpoints that only read, through an index, an answer of bounded size (a feed page, one entry or
+# its chain, the room and secret lists): tried on the event loop first. Searches, the graph, counts,
+# the domain list and the export always run in a database thread.
+BOUNDED_READS = frozenset(
+    {
+        routes.recent,
+        routes.atom_get,
+        routes.atom_chain,
+        routes.atom_by_external_ref,
+        routes.rooms_list,
+        routes.rooms_invites,
+        routes.vault_list,
+    }
+)
+
+# One entry written (its size bounded by the body's): done on the event loop when its lock is free.
+BOUNDED_WRITES = frozenset({routes.write})
+
 # Paths that answer without a key; every other /api/v1 path checks the key before it is routed.
 PUBLIC = frozenset({PREFIX + "/health", PREFIX + "/ready", PREFIX + "/health/ready", "/openapi.json"})
 
 
-async def _key_refusal(request: Request) -> Response | None:
+async def _key_refusal(request: Request, served: Served) -> Response | None:
     """The 401 a request to an unknown /api/v1 path, or with a wrong method, gets before its 404 or 405."""
-    if request.url.path in PUBLIC or not request.url.path.startswith(PREFIX):
+    if request.path in PUBLIC or not request.path.startswith(PREFIX):
         return None
     try:
-        key = auth.presented_key(request)
-        pool: EnginePool = request.app.state.pool
-        await pool.run(lambda engine: engine.principal_for_key(key))
+        await served.principal(auth.presented_key(request))
     except Exception as exc:  # noqa: BLE001
         return error(_translate(exc), request_id(request))
     return None
 
 
-async def openapi(request: Request) -> Response:
-    """`GET /openapi.json` (no key)."""
-    return ok(request.app.state.openapi)
-
-
-async def http_error(request: Request, exc: Exception) -> Response:
+async def unrouted(request: Request, served: Served, allow: set[str] | None) -> Response:
+    """The answer to a request no route takes: 401 without a good key under /api/v1, else 404 for an
+    unknown path or 405 (with `Allow`) for a method its path does not answer."""
+    refused = await _key_refusal(request, served)
+    if refused is not None:
+        return refused
     rid = request_id(request)
-    status = exc.status_code if isinstance(exc, HTTPException) else 500
-    if status in (404, 405):
-        refused = await _key_refusal(request)
-        if refused is not None:
-            return refused
-    if status == 404:
-        return error(Refused(404, "NOT_FOUND", f"no such endpoint: {request.method} {request.url.path}"), rid)
-    if status == 405:
-        answer = error(
-            Refused(405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed on {request.url.path}"), rid
-        )
-        allow = (exc.headers or {}).get("Allow") if isinstance(exc, HTTPException) else None
-        if allow:  # Starlette's order is a set's: sorted, so the header is the same on every run
-            answer.headers["Allow"] = ", ".join(sorted(m.strip() for m in allow.split(",")))
-        return answer
-    detail = exc.detail if isinstance(exc, HTTPException) else "internal server error"
-    return error(Refused(status, "INTERNAL" if status >= 500 else "BAD_REQUEST", str(detail)), rid)
-
-
-async def internal_error(request: Request, exc: Exception) -> Response:
-    return error(_translate(exc), request_id(request))
+    if allow is None:
+        return error(Refused(404, "NOT_FOUND", f"no such endpoint: {request.method} {request.path}"), rid)
+    answer = error(Refused(405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed on {request.path}"), rid)
+    answer.headers["Allow"] = ", ".join(sorted(allow))
+    return answer
 
 
 def loggable(text: str) -> str:
@@ -224,40 +224,70 @@ def loggable(text: str) -> str:
     return text.encode("unicode_escape").decode("ascii").replace('"', "\\x22")
 
 
-class AccessLog:
-    """One line per request: client, method, path (keys redacted), status, time. Never a header."""
+def access_line(scope: Scope, status: int, started: float) -> str:
+    """A request's access-log line: client, method, path (keys redacted), status, time. Never a header."""
+    client = scope.get("client") or ("-", 0)
+    return '%s:%s "%s %s" %s %.1fms principal=%s' % (  # noqa: UP031 - the cheapest formatting there is
+        loggable(str(client[0])),
+        client[1],
+        loggable(scope["method"]),
+        loggable(auth.redact(scope["path"])),
+        status,
+        (time.perf_counter() - started) * 1000,
+        loggable(str(scope.get("mnemo.principal", "-"))),
+    )
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+
+def to_access_logger(line: str) -> None:
+    """An access line as a record of the `mnemo.access` logger (`mnemo serve` writes them in batches instead)."""
+    if access.isEnabledFor(logging.INFO):
+        access.info("%s", line)
+
+
+class App:
+    """The ASGI app: routes a request, answers it whole, logs it; closes its database threads at shutdown."""
+
+    def __init__(self, router: Router, served: Served, access: Callable[[str], None] = to_access_logger) -> None:
+        self.router = router
+        self.state = served
+        self.access = access
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
+        kind = scope["type"]
+        if kind == "lifespan":
+            await asgi.lifespan(receive, send, self.close)
+            return
+        if kind != "http":  # a websocket: refused
+            await send({"type": "websocket.close", "code": 1008})
             return
         started = time.perf_counter()
-        status = [500]
-
-        async def sending(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-            await send(message)
-
+        status = 500
         try:
-            await self.app(scope, receive, sending)
+            found = self.router.find(scope["method"], scope["path"])
+            if isinstance(found, asgi.Missing):
+                request = Request(scope, receive)
+                answer = await unrouted(request, self.state, found.allow)
+            else:
+                handler, params = found
+                request = Request(scope, receive, params)
+                answer = await handler(request)
+            status = answer.status
+            await answer.send(send)
+        except Exception as exc:  # noqa: BLE001 - the last word: an envelope, never a bare 500
+            answer = error(_translate(exc), None)
+            status = answer.status
+            await answer.send(send)
         finally:
-            if access.isEnabledFor(logging.INFO):
-                client = scope.get("client") or ("-", 0)
-                who = scope.get("mnemo.principal", "-")
-                access.info(
-                    '%s:%s "%s %s" %s %.1fms principal=%s',
-                    loggable(str(client[0])),
-                    client[1],
-                    loggable(scope["method"]),
-                    loggable(auth.redact(scope["path"])),
-                    status[0],
-                    (time.perf_counter() - started) * 1000,
-                    loggable(str(who)),
-                )
+            self.access(access_line(scope, status, started))
+
+    def close(self) -> None:
+        self.state.pool.close()
+        self.state.health.close()
+
+
+async def openapi(request: Request, served: Served) -> Response:
+    """`GET /openapi.json` (no key)."""
+    return ok(served.openapi)
 
 
 def create_app(
@@ -269,9 +299,11 @@ def create_app(
     workers: int = DEFAULT_WORKERS,
     request_seconds: float = REQUEST_SECONDS,
     allow_reset: bool = False,
-) -> Starlette:
+    access: Callable[[str], None] = to_access_logger,
+) -> App:
     """The app serving WIRE.md over an engine: the embedded store file at `store_path`, the PostgreSQL
-    `database` (initialized when empty; an older schema migrated only with `migrate`), or what `opener` opens."""
+    `database` (initialized when empty; an older schema migrated only with `migrate`), or what `opener` opens;
+    each request's access line goes to `access`."""
     if opener is None and database is not None:
         from mnemo_tui.engine.postgres import PgStore
 
@@ -282,63 +314,49 @@ def create_app(
         path = Path(store_path)
         Store(path).close()  # created (and migrated) here, once; every later connection needs it to exist
         opener = partial(Store, path, create=False)
-    pool = EnginePool(opener, workers=workers, limit=request_seconds)
-    health_pool = EnginePool(opener, workers=1, limit=HEALTH_SECONDS)
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            pool.close()
-            health_pool.close()
-
-    def at(path: str, work: Work, method: str, *, body: bool | None = None) -> Route:
-        return Route(PREFIX + path, endpoint(work, body=method == "POST" if body is None else body), methods=[method])
-
-    app = Starlette(
-        routes=[
-            Route(PREFIX + "/health", health, methods=["GET"]),
-            Route(PREFIX + "/ready", ready, methods=["GET"]),
-            Route(PREFIX + "/health/ready", health_ready, methods=["GET"]),
-            Route("/openapi.json", openapi, methods=["GET"]),
-            at("/memory/recent", routes.recent, "POST"),
-            at("/memory/read", routes.read, "POST"),
-            at("/memory/read-batch", routes.read_batch, "POST"),
-            at("/memory/query", routes.query, "POST"),
-            at("/memory/write", routes.write, "POST"),
-            at("/memory/rooms", routes.rooms_list, "GET"),
-            at("/memory/rooms", routes.rooms_create, "POST"),
-            at("/memory/rooms/join", routes.rooms_join, "POST"),
-            at("/memory/rooms/{room_id}/invites", routes.rooms_invite, "POST"),
-            at("/vault/secrets", routes.vault_list, "GET"),
-            at("/vault/secrets", routes.vault_add, "POST"),
-            at("/vault/secrets/by-alias/{alias}", routes.vault_sealed, "GET"),
-            at("/memory/atoms/{atom_id}", routes.atom_get, "GET"),
-            at("/memory/atoms/{atom_id}", routes.atom_delete, "DELETE"),
-            at("/memory/domains", routes.domains, "GET"),
-            at("/memory/stats", routes.stats, "GET"),
-            at("/memory/feedback", routes.feedback, "POST"),
-            at("/memory/write-batch", routes.write_batch, "POST"),
-            at("/memory/write_batch", routes.write_batch, "POST"),
-            at("/memory/graph", routes.graph, "POST"),
-            at("/memory/consolidate", routes.consolidate, "POST"),
-            at("/memory/atoms/by-external-ref", routes.atom_by_external_ref, "POST"),
-            at("/memory/atoms/{atom_id}/chain", routes.atom_chain, "GET"),
-            at("/memory/rooms/{room_id}/invites", routes.rooms_invites, "GET"),
-            at("/memory/rooms/{room_id}", routes.rooms_delete, "DELETE"),
-            at("/memory/export", routes.export, "GET"),
-            at("/memory/domain/{domain}", routes.domain_delete, "DELETE"),
-            at("/memory/reset", routes.reset if allow_reset else reset_refused, "DELETE"),
-        ],
-        middleware=[Middleware(AccessLog)],
-        exception_handlers={HTTPException: http_error, Exception: internal_error},
-        lifespan=lifespan,
+    served = Served(
+        EnginePool(opener, workers=workers, limit=request_seconds),
+        EnginePool(opener, workers=1, limit=HEALTH_SECONDS),
+        dumps(document()),
     )
-    # A path with a trailing slash is an unknown route (404 with the envelope), never a bare redirect.
-    app.router.redirect_slashes = False
-    app.state.pool = pool
-    app.state.health = health_pool
-    app.state.bodies = BodyBudget()
-    app.state.openapi = dumps(document())
-    return app
+    by_path: dict[str, dict[str, Handler]] = {}
+
+    def at(path: str, work: Work, method: str, *, body: bool | None = None) -> None:
+        at_once = READ if work in BOUNDED_READS else WRITE if work in BOUNDED_WRITES else None
+        handler = endpoint(work, served, body=method == "POST" if body is None else body, at_once=at_once)
+        by_path.setdefault(PREFIX + path, {})[method] = handler
+
+    health = probe(served)
+    for probe_path, handler in (("/health", health), ("/ready", health), ("/health/ready", readiness(served))):
+        by_path[PREFIX + probe_path] = {"GET": handler}
+    by_path["/openapi.json"] = {"GET": partial(openapi, served=served)}
+    at("/memory/recent", routes.recent, "POST")
+    at("/memory/read", routes.read, "POST")
+    at("/memory/read-batch", routes.read_batch, "POST")
+    at("/memory/query", routes.query, "POST")
+    at("/memory/write", routes.write, "POST")
+    at("/memory/rooms", routes.rooms_list, "GET")
+    at("/memory/rooms", routes.rooms_create, "POST")
+    at("/memory/rooms/join", routes.rooms_join, "POST")
+    at("/memory/rooms/{room_id}/invites", routes.rooms_invite, "POST")
+    at("/vault/secrets", routes.vault_list, "GET")
+    at("/vault/secrets", routes.vault_add, "POST")
+    at("/vault/secrets/by-alias/{alias}", routes.vault_sealed, "GET")
+    at("/memory/atoms/{atom_id}", routes.atom_get, "GET")
+    at("/memory/atoms/{atom_id}", routes.atom_delete, "DELETE")
+    at("/memory/domains", routes.domains, "GET")
+    at("/memory/stats", routes.stats, "GET")
+    at("/memory/feedback", routes.feedback, "POST")
+    at("/memory/write-batch", routes.write_batch, "POST")
+    at("/memory/write_batch", routes.write_batch, "POST")
+    at("/memory/graph", routes.graph, "POST")
+    at("/memory/consolidate", routes.consolidate, "POST")
+    at("/memory/atoms/by-external-ref", routes.atom_by_external_ref, "POST")
+    at("/memory/atoms/{atom_id}/chain", routes.atom_chain, "GET")
+    at("/memory/rooms/{room_id}/invites", routes.rooms_invites, "GET")
+    at("/memory/rooms/{room_id}", routes.rooms_delete, "DELETE")
+    at("/memory/export", routes.export, "GET")
+    at("/memory/domain/{domain}", routes.domain_delete, "DELETE")
+    at("/memory/reset", routes.reset if allow_reset else reset_refused, "DELETE")
+    # A path with a trailing slash is an unknown route (404 with the envelope), never a redirect.
+    return App(Router([Route(path, handlers) for path, handlers in by_path.items()]), served, access)

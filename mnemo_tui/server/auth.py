@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 
-from starlette.requests import Request
-
 from mnemo_tui.errors import AuthError
+from mnemo_tui.server.asgi import Request
 
 # Keys are looked up by their SHA-256 (the store keeps nothing else) and compared with
 # hmac.compare_digest by the engine's `principal_for_key`; this only refuses what cannot be a key.

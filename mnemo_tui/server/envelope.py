@@ -5,13 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from starlette.requests import Request
-from starlette.responses import Response
-
 from mnemo_tui.errors import MnemoError, RateLimited
 from mnemo_tui.model import dumps as model_dumps
+from mnemo_tui.server.asgi import Request, Response
 
-JSON = "application/json"
 _REQUEST_ID = re.compile(r"^[\x21-\x7e]{1,128}$")
 
 
@@ -36,8 +33,8 @@ def ok(body: bytes | Any) -> Response:
     if isinstance(body, Raw):
         return Response(body.body, media_type=body.media_type)
     if isinstance(body, bytes):
-        return Response(body, media_type=JSON, headers=CANONICAL)
-    return Response(dumps(body), media_type=JSON)
+        return Response(body, headers=dict(CANONICAL))
+    return Response(dumps(body))
 
 
 def request_id(request: Request) -> str | None:
@@ -63,4 +60,4 @@ def error(exc: MnemoError, rid: str | None) -> Response:
     headers = {"X-Request-Id": rid} if rid else {}
     if exc.retryable or isinstance(exc, RateLimited):
         headers["Retry-After"] = "1"
-    return Response(dumps(exc.envelope(rid)), status_code=exc.status, media_type=JSON, headers=headers)
+    return Response(dumps(exc.envelope(rid)), status=exc.status, headers=headers)

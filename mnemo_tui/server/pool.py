@@ -1,18 +1,21 @@
-"""Provides the server's database threads: a thread pool in which each worker holds its own engine connection."""
+"""Provides the server's database threads: worker threads that each hold their own engine connection."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from queue import SimpleQueue
+from typing import Any, TypeVar
 
 from mnemo_tui.engine.interface import Engine
+from mnemo_tui.errors import MnemoError, WouldWait
 
 T = TypeVar("T")
 DEFAULT_WORKERS = 8
 Opener = Callable[[], Engine]
+READ, WRITE = "read", "write"  # what `EnginePool.run(at_once=...)` may do on the event loop
+Job = tuple[Callable[[Engine], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
 
 
 class EnginePool:
@@ -20,6 +23,8 @@ class EnginePool:
 
     SQLite serialises writers itself (WAL, `BEGIN IMMEDIATE`, `busy_timeout`); readers on their
     own connections never wait for each other, so concurrent clients share nothing but the file.
+    A call is one hop each way: a job on a queue the workers wait on, and its result handed back to
+    the event loop (`call_soon_threadsafe`), with nothing between.
 
     Args:
         opener: opens one engine connection (called once up front, so a bad store fails at start-up,
@@ -31,10 +36,17 @@ class EnginePool:
     def __init__(self, opener: Opener, workers: int = DEFAULT_WORKERS, *, limit: float | None = None) -> None:
         self._opener = opener
         self.limit = limit
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mnemo-db")
         self._local = threading.local()
         self._guard = threading.Lock()
-        self._opened: list[Engine] = [opener()]
+        first = opener()
+        self._opened: list[Engine] = [first]
+        # The engine opened up front answers on the event loop what it can answer without waiting.
+        self._now = first if first.never_wait() else None
+        self._jobs: SimpleQueue[Job | None] = SimpleQueue()
+        self._threads = [
+            threading.Thread(target=self._work, name=f"mnemo-db-{n}", daemon=True) for n in range(max(1, workers))
+        ]
+        self._started = False
 
     def engine(self) -> Engine:
         """This thread's engine, opened on first use."""
@@ -46,19 +58,92 @@ class EnginePool:
                 self._opened.append(found)
         return found
 
-    async def run(self, fn: Callable[[Engine], T]) -> T:
-        """Run `fn(engine)` in a worker thread with that thread's engine."""
+    async def run(self, fn: Callable[[Engine], T], *, at_once: str | None = None) -> T:
+        """Run `fn(engine)` in a worker thread with that thread's engine.
+
+        `at_once` tries it first on the calling thread (the event loop), when the engine can answer there
+        without waiting for a lock or a network (`Engine.never_wait`); what would wait is done in a
+        worker thread, as any other call (docs/server.md, "Work on the event loop"):
+        - `READ`, a read: stopped, and done whole in a thread, when it would wait or runs more than a
+          moment (`Engine.briefly`);
+        - `WRITE`, one bounded write: done in a thread when its write lock is held (`WouldWait`, raised
+          before anything began; nothing else is retried, so nothing is ever written twice).
+
+        Raises:
+            MnemoError: what `fn` raises as its answer (an unknown key is an answer, not a wait).
+        """
+        engine = self._now
+        if at_once == WRITE and engine is not None:
+            try:
+                return fn(engine)
+            except WouldWait:
+                pass
+        elif at_once == READ and engine is not None:
+            try:
+                with engine.briefly():
+                    return fn(engine)
+            except MnemoError:
+                raise
+            except Exception:  # noqa: BLE001 - it would have waited, or run long: a database thread does it
+                pass
+        if not self._started:
+            with self._guard:
+                if not self._started:
+                    for thread in self._threads:
+                        thread.start()
+                    self._started = True
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._call, fn)
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put((fn, future, loop))
+        return await future
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            fn, future, loop = job
+            try:
+                result = self._call(fn)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, whatever it is
+                self._settle(loop, future, None, exc)
+            else:
+                self._settle(loop, future, result, None)
+
+    @staticmethod
+    def _settle(
+        loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any, exc: BaseException | None
+    ) -> None:
+        def settle() -> None:
+            if future.cancelled():
+                return
+            if exc is not None:
+                future.set_exception(exc)
+            else:
+                future.set_result(result)
+
+        try:
+            loop.call_soon_threadsafe(settle)
+        except RuntimeError:  # the loop closed meanwhile: nobody waits for this answer any more
+            pass
 
     def _call(self, fn: Callable[[Engine], T]) -> T:
         engine = self.engine()
+
         with engine.time_limit(self.limit):
             return fn(engine)
 
     def close(self) -> None:
-        """Stop the workers and close every connection."""
-        self._executor.shutdown(wait=True, cancel_futures=True)
+        """Stop the workers (jobs not yet started are dropped) and close every connection."""
+        while not self._jobs.empty():
+            job = self._jobs.get_nowait()
+            if job is not None:
+                job[2].call_soon_threadsafe(job[1].cancel)
+        if self._started:
+            for _ in self._threads:
+                self._jobs.put(None)
+            for thread in self._threads:
+                thread.join()
         with self._guard:
             for engine in self._opened:
                 engine.close()

@@ -7,6 +7,10 @@ import logging
 import signal
 import socket
 import sys
+import threading
+import time
+from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import TextIO
@@ -41,15 +45,72 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def configure_logging(stream: TextIO) -> None:
+FLUSH_SECONDS = 0.2
+
+
+class BatchedHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Log lines written in batches: at most `FLUSH_SECONDS` after they were logged, at once for a warning
+    or worse, and all of them when the handler closes. A write per request was a system call on the
+    event loop each time (and a hand-over of the interpreter to any database thread waiting for it)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self._pending: list[str] = []
+        self._second, self._stamp = -1, ""
+        self._stopped = threading.Event()
+        self._flusher = threading.Thread(target=self._flush_now_and_then, name="mnemo-log", daemon=True)
+        self._flusher.start()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._pending.append(self.format(record) + self.terminator)  # under the handler's lock
+        except Exception:  # noqa: BLE001 - logging's own rule: a bad record never stops the program
+            self.handleError(record)
+            return
+        if record.levelno >= logging.WARNING:
+            self.flush()
+
+    def line(self, name: str, message: str) -> None:
+        """An INFO line of logger `name`, as the formatter would spell it, without building a record
+        (the access log's one line a request)."""
+        now = time.time()
+        second = int(now)
+        if second != self._second:
+            self._second, self._stamp = second, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
+        text = f"{self._stamp},{int((now - second) * 1000):03d} {name} INFO {message}\n"
+        with self.lock or nullcontext():
+            self._pending.append(text)
+
+    def flush(self) -> None:
+        with self.lock or nullcontext():
+            lines, self._pending = self._pending, []
+            if lines:
+                self.stream.write("".join(lines))
+                self.stream.flush()
+
+    def _flush_now_and_then(self) -> None:
+        while not self._stopped.wait(FLUSH_SECONDS):
+            self.flush()
+
+    def close(self) -> None:
+        self._stopped.set()
+        self.flush()
+        super().close()
+
+
+def configure_logging(stream: TextIO) -> BatchedHandler:
     """Access and error lines on `stream` (stderr): the access log never holds a key or a header."""
-    handler = logging.StreamHandler(stream)
+    handler = BatchedHandler(stream)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    # A record carries no thread, process or source line (the format shows none): each costs a look-up.
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
+    logging._srcfile = None
     for name in ("mnemo.access", "mnemo.server", "uvicorn.error"):
         logger = logging.getLogger(name)
         logger.handlers[:] = [handler]
         logger.setLevel(logging.INFO)
         logger.propagate = False
+    return handler
 
 
 def serve(
@@ -62,8 +123,14 @@ def serve(
     database: str | None = None,
 ) -> int:
     """Serve the store (or the PostgreSQL `database`) until SIGINT or SIGTERM; returns the exit code (0 after a clean stop)."""
-    configure_logging(sys.stderr)
-    app = create_app(store_path, database=database, workers=workers, allow_reset=allow_reset)
+    log_handler = configure_logging(sys.stderr)
+    app = create_app(
+        store_path,
+        database=database,
+        workers=workers,
+        allow_reset=allow_reset,
+        access=partial(log_handler.line, "mnemo.access"),
+    )
     sock = bind(host, port)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{sock.getsockname()[1]}{PREFIX}"
@@ -97,5 +164,6 @@ def serve(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         sock.close()
+        log_handler.close()
     sys.stderr.write("mnemo serve: stopped\n")
     return 0

@@ -49,7 +49,7 @@ OWNED = {
     "rich": ("mnemo_tui.tui",),
     "typer": ("mnemo_tui.cli.commands", "mnemo_tui.cli"),
     "httpx": ("mnemo_tui.backends.remote",),
-    "starlette": ("mnemo_tui.server",),
+    "starlette": (),  # tests only (TestClient): the server has its own HTTP layer
     "uvicorn": ("mnemo_tui.server",),
     "keyring": ("mnemo_tui.state.credentials",),
     "nacl": ("mnemo_tui.state.sealing",),  # imported by the vault commands and demo only (test_imports)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -93,16 +94,26 @@ def test_the_server_stops_a_request_at_its_deadline_with_a_final_503(tmp_path: P
 def test_health_answers_while_every_database_thread_is_busy(tmp_path: Path) -> None:
     app = create_app(tmp_path / "served.db", workers=2)
     release = threading.Event()
+    inside = threading.Semaphore(0)
+
+    def hold(engine: Store) -> None:
+        inside.release()
+        release.wait(30)
+
+    async def occupy() -> None:
+        await asyncio.gather(*(app.state.pool.run(hold) for _ in range(2)))
+
     with TestClient(app, raise_server_exceptions=False) as client:
-        busy = [app.state.pool._executor.submit(release.wait, 30) for _ in range(2)]
+        holder = threading.Thread(target=asyncio.run, args=(occupy(),))
+        holder.start()
         try:
+            assert inside.acquire(timeout=20) and inside.acquire(timeout=20)  # both threads are held
             started = time.monotonic()
             answer = client.get("/api/v1/health")
             waited = time.monotonic() - started
         finally:
             release.set()
-        for future in busy:
-            future.result(timeout=30)
+            holder.join(timeout=30)
     assert answer.status_code == 200 and answer.json()["database"] is True
     assert waited < 25  # it did not queue behind the two blocked threads (which hold for 30 s)
 

@@ -1,0 +1,163 @@
+"""Provides the server's HTTP layer over ASGI: the request, the answer, the routing table and the app's lifespan.
+
+What `mnemo serve` needs of a web framework and no more: uvicorn speaks HTTP, this maps a method and
+a path to an endpoint, and every request costs a dictionary look-up (docs/server.md, "The HTTP layer").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+JSON = "application/json"
+
+
+class ClientDisconnect(Exception):
+    """The client went away before its request body arrived whole."""
+
+
+class Request:
+    """One HTTP request: its method, path, headers (lower-case names, the first of a repeated one wins),
+    the parameters its route took from the path, and the ASGI scope and receive channel."""
+
+    __slots__ = ("headers", "method", "params", "path", "receive", "scope")
+
+    def __init__(self, scope: Scope, receive: Receive, params: dict[str, str] | None = None) -> None:
+        self.scope = scope
+        self.receive = receive
+        self.method: str = scope["method"]
+        self.path: str = scope["path"]
+        self.params = params or {}
+        # ASGI servers give header names in lower case; latin-1 is HTTP's own reading of header bytes.
+        self.headers: dict[str, str] = {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])}
+
+    async def chunks(self) -> Any:
+        """The body as it arrives, chunk by chunk.
+
+        Raises:
+            ClientDisconnect: the client went away first.
+        """
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnect
+            chunk = message.get("body", b"")
+            if chunk:
+                yield chunk
+            if not message.get("more_body", False):
+                return
+
+
+class Response:
+    """One whole answer: status, body and headers (`Content-Type` and `Content-Length` are added)."""
+
+    __slots__ = ("body", "headers", "media_type", "status")
+
+    def __init__(
+        self, body: bytes, status: int = 200, media_type: str = JSON, headers: dict[str, str] | None = None
+    ) -> None:
+        self.body = body
+        self.status = status
+        self.media_type = media_type
+        self.headers = headers if headers is not None else {}
+
+    async def send(self, send: Send) -> None:
+        media = self.media_type
+        if media.startswith("text/") and "charset" not in media:
+            media += "; charset=utf-8"
+        raw = [(b"content-length", str(len(self.body)).encode()), (b"content-type", media.encode("latin-1"))]
+        raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
+        await send({"type": "http.response.start", "status": self.status, "headers": raw})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+_PARAM = re.compile(r"{([a-z_]+)}")
+
+
+class Route:
+    """A path (with `{name}` parts matching one path segment each) and the methods it answers; GET answers HEAD."""
+
+    __slots__ = ("handlers", "path", "pattern")
+
+    def __init__(self, path: str, handlers: dict[str, Handler]) -> None:
+        self.path = path
+        self.handlers = dict(handlers)
+        if "GET" in self.handlers:
+            self.handlers.setdefault("HEAD", self.handlers["GET"])
+        if _PARAM.search(path):
+            parts = _PARAM.split(path)
+            regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[^/]+)" for i, p in enumerate(parts))
+            self.pattern: re.Pattern[str] | None = re.compile(regex + "$")
+        else:
+            self.pattern = None
+
+    def match(self, path: str) -> dict[str, str] | None:
+        if self.pattern is None:
+            return {} if path == self.path else None
+        found = self.pattern.match(path)
+        return None if found is None else found.groupdict()
+
+
+class Router:
+    """Routes in order: the first whose path and method match answers. A path that no route has is
+    `Missing(None)`; a path some route has, asked with a method none of them answers, `Missing(allow)`.
+
+    A literal path asked with a method it answers (every hot request) is one dictionary look-up.
+    """
+
+    def __init__(self, routes: list[Route]) -> None:
+        self.routes = routes
+        self._direct: dict[tuple[str, str], Handler] = {}
+        for route in routes:
+            if route.pattern is None:
+                for method in route.handlers:
+                    # Only where no earlier route with parameters would have taken the request.
+                    found = self._scan(method, route.path)
+                    if isinstance(found, tuple) and not found[1]:
+                        self._direct.setdefault((method, route.path), found[0])
+
+    def find(self, method: str, path: str) -> tuple[Handler, dict[str, str]] | Missing:
+        handler = self._direct.get((method, path))
+        if handler is not None:
+            return handler, {}
+        return self._scan(method, path)
+
+    def _scan(self, method: str, path: str) -> tuple[Handler, dict[str, str]] | Missing:
+        allow: set[str] | None = None
+        for route in self.routes:
+            params = route.match(path)
+            if params is None:
+                continue
+            handler = route.handlers.get(method)
+            if handler is not None:
+                return handler, params
+            allow = (allow or set()) | set(route.handlers)
+        return Missing(allow)
+
+
+class Missing:
+    """No route answers: `allow` is None for an unknown path, else the methods its routes answer."""
+
+    __slots__ = ("allow",)
+
+    def __init__(self, allow: set[str] | None) -> None:
+        self.allow = allow
+
+
+async def lifespan(receive: Receive, send: Send, on_shutdown: Callable[[], None]) -> None:
+    """The ASGI lifespan protocol: nothing to do at start-up, `on_shutdown` at the end."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            on_shutdown()
+            await send({"type": "lifespan.shutdown.complete"})
+            return

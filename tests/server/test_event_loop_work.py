@@ -1,0 +1,178 @@
+"""Work the server does on its event loop (docs/server.md, "Work on the event loop"): what would wait, or run
+long, is done in a database thread instead; a write is never done twice; the HTTP layer and the log batches."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import re
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from mnemo_tui.engine.store import Store
+from mnemo_tui.errors import WouldWait
+from mnemo_tui.model import RecentQuery, WriteRequest
+from mnemo_tui.server.asgi import Missing, Route, Router
+from mnemo_tui.server.pool import READ, WRITE, EnginePool
+from mnemo_tui.server.run import configure_logging
+
+
+def _threads_used(pool: EnginePool) -> bool:
+    return pool._started  # the workers start with the first call that needs one
+
+
+def test_a_write_on_the_loop_whose_lock_another_process_holds_waits_in_a_thread_and_lands_once(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "served.db"
+    Store(path).close()
+    pool = EnginePool(lambda: Store(path, create=False), workers=2)
+    other = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False
+    )  # as another process: SQLite's lock only
+    other.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.5, lambda: other.execute("COMMIT")).start()
+
+    async def main() -> str:
+        result = await pool.run(lambda e: e.write("alice", WriteRequest(content="once")), at_once=WRITE)
+        return result.atom_id
+
+    started = time.monotonic()
+    atom = asyncio.run(main())
+    waited = time.monotonic() - started
+    other.close()
+    store = Store(path)
+    contents = [e.content for e in store.recent("alice", RecentQuery(limit=10)).items]
+    store.close()
+    pool.close()
+    assert contents == ["once"] and atom  # written exactly once
+    assert waited >= 0.4 and _threads_used(pool)  # it waited for the lock, in a database thread
+
+
+def test_a_write_whose_lock_this_process_holds_is_not_begun_on_the_loop(tmp_path: Path) -> None:
+    path = tmp_path / "served.db"
+    holder = Store(path)
+    loop_engine = Store(path, create=False)
+    assert loop_engine.never_wait() is True
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with holder.transaction():  # another thread of this process is writing
+            inside.set()
+            release.wait(20)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert inside.wait(20)
+        try:
+            loop_engine.write("alice", WriteRequest(content="never"))
+            raised = False
+        except WouldWait:
+            raised = True
+    finally:
+        release.set()
+        thread.join(20)
+    assert raised
+    assert loop_engine.recent("alice", RecentQuery(limit=5)).items == []  # nothing began, nothing is left
+    loop_engine.write("alice", WriteRequest(content="now"))  # the lock is free: written at once
+    assert [e.content for e in holder.recent("alice", RecentQuery(limit=5)).items] == ["now"]
+    loop_engine.close()
+    holder.close()
+
+
+def test_a_read_past_its_moment_on_the_loop_is_done_whole_in_a_thread(tmp_path: Path) -> None:
+    path = tmp_path / "served.db"
+    store = Store(path)
+    # Every entry is by the excluded author: the page scans all of them to find none.
+    store.bulk_insert([("alice", WriteRequest(content=f"e{i}"), i + 1) for i in range(20_000)])
+    expected = store.recent("alice", RecentQuery(exclude_author="alice", limit=20))
+    store.close()
+    pool = EnginePool(lambda: Store(path, create=False), workers=1)
+    query = RecentQuery(exclude_author="alice", limit=20)
+
+    async def main() -> object:
+        return await pool.run(lambda e: e.recent("alice", query), at_once=READ)
+
+    page = asyncio.run(main())
+    used = _threads_used(pool)
+    pool.close()
+    assert page == expected and used
+
+    quick = EnginePool(lambda: Store(path, create=False), workers=1)
+
+    async def top() -> object:
+        return await quick.run(lambda e: e.recent("alice", RecentQuery(limit=20)), at_once=READ)
+
+    first = asyncio.run(top())
+    assert len(first.items) == 20 and not _threads_used(quick)  # answered on the loop  # type: ignore[attr-defined]
+    quick.close()
+
+
+def test_a_read_on_the_loop_does_not_wait_for_a_writer(tmp_path: Path) -> None:
+    path = tmp_path / "served.db"
+    store = Store(path)
+    store.write("alice", WriteRequest(content="before"))
+    pool = EnginePool(lambda: Store(path, create=False), workers=1)
+    with store.transaction() as db:  # a writer holds the lock for the whole read
+        db.execute("UPDATE buckets SET last_created_at = last_created_at")
+
+        async def main() -> list[str]:
+            page = await pool.run(lambda e: e.recent("alice", RecentQuery(limit=5)), at_once=READ)
+            return [e.content for e in page.items]
+
+        contents = asyncio.run(main())
+    used = _threads_used(pool)
+    pool.close()
+    store.close()
+    assert contents == ["before"] and not used
+
+
+def test_the_router_answers_like_the_routes_in_order() -> None:
+    async def a(request: object) -> object: ...
+    async def b(request: object) -> object: ...
+    async def c(request: object) -> object: ...
+
+    router = Router(
+        [
+            Route("/x/{item}", {"GET": a, "DELETE": a}),
+            Route("/x/special", {"POST": b}),
+            Route("/y", {"GET": c}),
+        ]
+    )
+    assert router.find("POST", "/x/special") == (b, {})
+    assert router.find("GET", "/x/special") == (a, {"item": "special"})  # the earlier route takes it
+    assert router.find("HEAD", "/y") == (c, {})
+    missing = router.find("PUT", "/x/special")
+    assert isinstance(missing, Missing) and missing.allow == {"GET", "HEAD", "DELETE", "POST"}
+    unknown = router.find("GET", "/y/")
+    assert isinstance(unknown, Missing) and unknown.allow is None
+    assert isinstance(router.find("GET", "/x/a/b"), Missing)  # a parameter is one path segment
+
+
+def test_log_lines_are_batched_but_never_lost_and_a_warning_is_written_at_once() -> None:
+    stream = io.StringIO()
+    handler = configure_logging(stream)
+    try:
+        logging.getLogger("mnemo.access").info("line %d", 1)
+        logging.getLogger("mnemo.server").warning("trouble")
+        assert stream.getvalue().count("\n") == 2 and "line 1" in stream.getvalue()  # the warning flushed both
+        logging.getLogger("mnemo.access").info("line %d", 2)
+        deadline = time.monotonic() + 10
+        while "line 2" not in stream.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "line 2" in stream.getvalue()  # written within the flush interval, without a warning
+        logging.getLogger("mnemo.access").info("line %d", 3)
+        handler.line("mnemo.access", "line 4")  # the access log's own lines, spelled as the records are
+    finally:
+        handler.close()
+        for name in ("mnemo.access", "mnemo.server", "uvicorn.error"):
+            logging.getLogger(name).handlers.clear()
+    assert "line 3" in stream.getvalue()  # closing writes what is pending
+    lines = stream.getvalue().splitlines()
+    shape = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} mnemo\.(access|server) (INFO|WARNING) ")
+    assert len(lines) == 5 and all(shape.match(line) for line in lines), lines
+    assert lines[-1].endswith(" mnemo.access INFO line 4")
