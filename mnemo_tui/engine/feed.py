@@ -118,7 +118,7 @@ class FeedOps(Database):
             if room_id is not None:
                 self.require_member(principal, room_id)
         for rows in self.stream(sql, params, chunk):
-            yield [r[2] if r[3] is None else with_superseded_by(r[2], r[3]) for r in rows]
+            yield [wire if later is None else with_superseded_by(wire, later) for wire, later in rows]
 
     def change_token(self) -> tuple[int, int]:
         """A cheap token that changes whenever the store's contents may have changed.
@@ -229,7 +229,8 @@ def _feed_statement(
     q = RecentQuery(
         scope=scope, since=since, until=until, exclude_author=exclude, include_history=history, author=author
     )
-    sql, params = _scoped(principal, scope, _FEED_COLUMNS, "atoms a")
+    # A stream prints wire texts and reads no position: it selects only them.
+    sql, params = _scoped(principal, scope, _FEED_COLUMNS if page else "a.wire, a.superseded_by", "atoms a")
     more, extra = _filtered(q)
     sql += more
     if positioned:

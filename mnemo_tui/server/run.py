@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import logging
 import signal
@@ -131,6 +132,10 @@ def serve(
         allow_reset=allow_reset,
         access=partial(log_handler.line, "mnemo.access"),
     )
+    # Everything made so far (modules, the app, its routes) lives as long as the process: kept out of
+    # the collector's passes, which then look only at what requests make.
+    gc.collect()
+    gc.freeze()
     sock = bind(host, port)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{sock.getsockname()[1]}{PREFIX}"
