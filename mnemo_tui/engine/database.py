@@ -118,13 +118,42 @@ def _open(path: Path) -> tuple[sqlite3.Connection, int]:
 # database threads) queue here for the write lock, and the next is woken the moment it is free,
 # instead of polling for it in SQLite's busy handler, which sleeps up to 100 ms between tries and
 # made the tail of a loaded server. Other processes still meet at SQLite's lock (`BUSY_TIMEOUT_MS`).
-_WRITERS: dict[str, RLock] = {}
+class Writer:
+    """One store file's write lock in this process, and how many threads are waiting for it."""
+
+    __slots__ = ("_count", "_lock", "waiting")
+
+    def __init__(self) -> None:
+        self._lock = RLock()
+        self._count = RLock()
+        self.waiting = 0
+
+    def acquire(self, blocking: bool) -> bool:
+        return bool(self._lock.acquire(blocking))
+
+    def acquire_waiting(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds, counted among the waiting meanwhile."""
+        if self._lock.acquire(False):
+            return True
+        with self._count:
+            self.waiting += 1
+        try:
+            return bool(self._lock.acquire(timeout=timeout))
+        finally:
+            with self._count:
+                self.waiting -= 1
+
+    def release(self) -> None:
+        self._lock.release()
+
+
+_WRITERS: dict[str, Writer] = {}
 # A child forked while another thread held one must not inherit it held: it starts with none.
 os.register_at_fork(after_in_child=_WRITERS.clear)
 
 
-def _writer(identity: str) -> RLock:
-    return _WRITERS.setdefault(identity, RLock())
+def _writer(identity: str) -> Writer:
+    return _WRITERS.setdefault(identity, Writer())
 
 
 def _file_id(path: Path) -> tuple[int, int] | None:
@@ -217,9 +246,11 @@ class Database:
         with self.lock:
             self._check_file()
             writer = _writer(self.identity)
-            if not (writer.acquire(timeout=BUSY_TIMEOUT_MS / 1000) if self._waits else writer.acquire(False)):
-                if not self._waits:
+            if not self._waits:
+                # Never ahead of a thread already waiting for the lock: it would wait for ever.
+                if writer.waiting or not writer.acquire(False):
                     raise WouldWait("another write of this process holds the store")
+            elif not writer.acquire_waiting(BUSY_TIMEOUT_MS / 1000):
                 raise sqlite3.OperationalError("database is locked")
             try:
                 with immediate(self.db, busy=None if self._waits else WouldWait) as db:
@@ -247,8 +278,16 @@ class Database:
         once or fails with `database is locked`; a write whose lock is held is not begun (`WouldWait`).
         See docs/server.md, "Work on the event loop"."""
         self.db.execute("PRAGMA busy_timeout = 0")
+        # Its commits never copy the log back (a page copy and two fsyncs, on an event loop): `checkpoint`
+        # does, in a thread that may wait (EnginePool).
+        self.db.execute("PRAGMA wal_autocheckpoint = 0")
         self._waits = False
         return True
+
+    def checkpoint(self) -> None:
+        """A passive checkpoint: copy the write-ahead log back into the store as far as no reader needs it."""
+        with self.reading() as db:
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def briefly(self) -> AbstractContextManager[None]:
         """A block in which every statement is stopped (`sqlite3.OperationalError: interrupted`) once it has

@@ -99,6 +99,11 @@ class Engine(Protocol):
         call it); False when every call waits for a network anyway (the connection is left as it was)."""
         ...
 
+    def checkpoint(self) -> None:
+        """Write what the engine holds in its log back into the store, without waiting for readers (a no-op
+        where the database does it itself)."""
+        ...
+
     def briefly(self) -> AbstractContextManager[None]:
         """A block whose statements are stopped (an exception that is no `MnemoError`) once they have run
         for more than a moment, measured in the engine's own work (only after `never_wait()` said True)."""

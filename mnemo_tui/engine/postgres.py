@@ -377,6 +377,9 @@ class PgDatabase(Database):
         """Every call is a round trip to the server: none is made on an event loop."""
         return False
 
+    def checkpoint(self) -> None:
+        """PostgreSQL checkpoints by itself."""
+
     def briefly(self) -> AbstractContextManager[None]:
         raise NotImplementedError("a PostgreSQL engine never answers on an event loop (never_wait is False)")
 

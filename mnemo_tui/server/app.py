@@ -16,7 +16,17 @@ from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import LocalStateError, MnemoError, PayloadTooLarge, Unavailable
 from mnemo_tui.server import asgi, auth, routes
-from mnemo_tui.server.asgi import ClientDisconnect, Receive, Request, Response, Route, Router, Scope, Send
+from mnemo_tui.server.asgi import (
+    ClientDisconnect,
+    Message,
+    Receive,
+    Request,
+    Response,
+    Route,
+    Router,
+    Scope,
+    Send,
+)
 from mnemo_tui.server.envelope import Refused, dumps, error, ok, request_id
 from mnemo_tui.server.pool import DEFAULT_WORKERS, READ, WRITE, EnginePool, Opener
 from mnemo_tui.server.routes import Call
@@ -262,6 +272,12 @@ class App:
             return
         started = time.perf_counter()
         status = 500
+        began: list[bool] = []
+
+        async def sending(message: Message) -> None:
+            began.append(True)
+            await send(message)
+
         try:
             found = self.router.find(scope["method"], scope["path"])
             if isinstance(found, asgi.Missing):
@@ -272,8 +288,10 @@ class App:
                 request = Request(scope, receive, params)
                 answer = await handler(request)
             status = answer.status
-            await answer.send(send)
-        except Exception as exc:  # noqa: BLE001 - the last word: an envelope, never a bare 500
+            await answer.send(sending)
+        except Exception as exc:
+            if began:  # the answer is on its way (the client went away): nothing more can be said
+                raise
             answer = error(_translate(exc), None)
             status = answer.status
             await answer.send(send)

@@ -158,6 +158,10 @@ async def lifespan(receive: Receive, send: Send, on_shutdown: Callable[[], None]
         if message["type"] == "lifespan.startup":
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            on_shutdown()
+            try:
+                on_shutdown()
+            except Exception as exc:  # noqa: BLE001 - said to the server, which logs it
+                await send({"type": "lifespan.shutdown.failed", "message": str(exc)})
+                return
             await send({"type": "lifespan.shutdown.complete"})
             return

@@ -5,16 +5,20 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from queue import SimpleQueue
+from contextlib import suppress
+from queue import Empty, SimpleQueue
 from typing import Any, TypeVar
 
 from mnemo_tui.engine.interface import Engine
-from mnemo_tui.errors import MnemoError, WouldWait
+from mnemo_tui.errors import MnemoError, Unavailable, WouldWait
 
 T = TypeVar("T")
 DEFAULT_WORKERS = 8
 Opener = Callable[[], Engine]
 READ, WRITE = "read", "write"  # what `EnginePool.run(at_once=...)` may do on the event loop
+# Writes on the event loop between two checkpoints in a thread: a few pages each, about SQLite's own
+# automatic checkpoint of 1,000 pages.
+CHECKPOINT_WRITES = 256
 Job = tuple[Callable[[Engine], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
 
 
@@ -47,6 +51,8 @@ class EnginePool:
             threading.Thread(target=self._work, name=f"mnemo-db-{n}", daemon=True) for n in range(max(1, workers))
         ]
         self._started = False
+        self._closed = False
+        self._written_at_once = 0
 
     def engine(self) -> Engine:
         """This thread's engine, opened on first use."""
@@ -72,12 +78,19 @@ class EnginePool:
         Raises:
             MnemoError: what `fn` raises as its answer (an unknown key is an answer, not a wait).
         """
+        if self._closed:
+            raise Unavailable("the server is stopping")
         engine = self._now
         if at_once == WRITE and engine is not None:
             try:
-                return fn(engine)
+                result = fn(engine)
             except WouldWait:
                 pass
+            else:
+                self._written_at_once += 1
+                if self._written_at_once % CHECKPOINT_WRITES == 0:
+                    self._checkpoint()
+                return result
         elif at_once == READ and engine is not None:
             try:
                 with engine.briefly():
@@ -133,12 +146,27 @@ class EnginePool:
         with engine.time_limit(self.limit):
             return fn(engine)
 
+    def _checkpoint(self) -> None:
+        """Copy the write-ahead log back into the store in a database thread, nobody waiting for it: the
+        event loop's connection never does it at commit (`Engine.never_wait`), and its writes are most."""
+
+        def done(future: asyncio.Future[None]) -> None:
+            if not future.cancelled():
+                future.exception()  # a failed checkpoint is retried by the next one; nothing to report
+
+        asyncio.ensure_future(self.run(lambda engine: engine.checkpoint())).add_done_callback(done)
+
     def close(self) -> None:
-        """Stop the workers (jobs not yet started are dropped) and close every connection."""
-        while not self._jobs.empty():
-            job = self._jobs.get_nowait()
+        """Stop the workers (jobs not yet started are cancelled) and close every connection."""
+        self._closed = True
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except Empty:
+                break
             if job is not None:
-                job[2].call_soon_threadsafe(job[1].cancel)
+                with suppress(RuntimeError):  # its loop is closed: nobody waits for it
+                    job[2].call_soon_threadsafe(job[1].cancel)
         if self._started:
             for _ in self._threads:
                 self._jobs.put(None)

@@ -47,6 +47,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 FLUSH_SECONDS = 0.2
+MAX_PENDING = 10_000  # lines held at most while the stream does not take them
 
 
 class BatchedHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -58,13 +59,14 @@ class BatchedHandler(logging.StreamHandler):  # type: ignore[type-arg]
         super().__init__(stream)
         self._pending: list[str] = []
         self._second, self._stamp = -1, ""
+        self._lost = 0  # lines the stream could not take
         self._stopped = threading.Event()
         self._flusher = threading.Thread(target=self._flush_now_and_then, name="mnemo-log", daemon=True)
         self._flusher.start()
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self._pending.append(self.format(record) + self.terminator)  # under the handler's lock
+            self._keep(self.format(record) + self.terminator)  # under the handler's lock
         except Exception:  # noqa: BLE001 - logging's own rule: a bad record never stops the program
             self.handleError(record)
             return
@@ -80,14 +82,25 @@ class BatchedHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self._second, self._stamp = second, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
         text = f"{self._stamp},{int((now - second) * 1000):03d} {name} INFO {message}\n"
         with self.lock or nullcontext():
-            self._pending.append(text)
+            self._keep(text)
+
+    def _keep(self, text: str) -> None:
+        # Bounded: where the stream cannot take lines (it raises), the oldest pending ones go first.
+        if len(self._pending) >= MAX_PENDING:
+            del self._pending[: MAX_PENDING // 2]
+            self._lost += MAX_PENDING // 2
+        self._pending.append(text)
 
     def flush(self) -> None:
         with self.lock or nullcontext():
             lines, self._pending = self._pending, []
-            if lines:
+            if not lines:
+                return
+            try:
                 self.stream.write("".join(lines))
                 self.stream.flush()
+            except Exception:  # noqa: BLE001 - a full disk or a closed pipe loses log lines, never a request
+                self._lost += len(lines)
 
     def _flush_now_and_then(self) -> None:
         while not self._stopped.wait(FLUSH_SECONDS):

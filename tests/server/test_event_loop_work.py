@@ -11,9 +11,10 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from mnemo_tui.engine.store import Store
-from mnemo_tui.errors import WouldWait
+from mnemo_tui.errors import Unavailable, WouldWait
 from mnemo_tui.model import RecentQuery, WriteRequest
 from mnemo_tui.server.asgi import Missing, Route, Router
 from mnemo_tui.server.pool import READ, WRITE, EnginePool
@@ -176,3 +177,95 @@ def test_log_lines_are_batched_but_never_lost_and_a_warning_is_written_at_once()
     shape = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} mnemo\.(access|server) (INFO|WARNING) ")
     assert len(lines) == 5 and all(shape.match(line) for line in lines), lines
     assert lines[-1].endswith(" mnemo.access INFO line 4")
+
+
+def test_a_closed_pool_refuses_at_once_and_closing_never_raises(tmp_path: Path) -> None:
+    path = tmp_path / "served.db"
+    Store(path).close()
+    pool = EnginePool(lambda: Store(path, create=False), workers=1)
+    gone = asyncio.new_event_loop()
+    stuck: asyncio.Future[None] = gone.create_future()
+    gone.close()
+    pool._jobs.put((lambda e: None, stuck, gone))  # a job whose caller's loop is already closed
+    pool.close()  # drops it without raising
+
+    async def after() -> object:
+        return await asyncio.wait_for(pool.run(lambda e: e.ping(), at_once=READ), 5)
+
+    try:
+        asyncio.run(after())
+        refused = False
+    except Unavailable:
+        refused = True
+    assert refused
+
+
+def test_the_loop_writes_and_a_thread_copies_the_log_back(tmp_path: Path, monkeypatch: Any) -> None:
+    import mnemo_tui.server.pool as pool_module
+
+    monkeypatch.setattr(pool_module, "CHECKPOINT_WRITES", 5)
+    path = tmp_path / "served.db"
+    Store(path).close()
+    pool = EnginePool(lambda: Store(path, create=False), workers=1)
+    assert pool._now is not None and pool._now.db.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+
+    async def main() -> None:
+        for i in range(5):
+            await pool.run(lambda e, i=i: e.write("alice", WriteRequest(content=f"w{i}")), at_once=WRITE)
+        for _ in range(200):  # the checkpoint runs in a thread, nobody waiting for it
+            await asyncio.sleep(0.02)
+            if _in_file(path) == 5:
+                return
+
+    asyncio.run(main())
+    pool.close()
+    assert _in_file(path) == 5  # the store file itself holds them, not only its log
+
+
+def _in_file(path: Path) -> int:
+    """Entries in the store file itself, its write-ahead log ignored (what a checkpoint copied back)."""
+    db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        return int(db.execute("SELECT count(*) FROM atoms").fetchone()[0])
+    finally:
+        db.close()
+
+
+def test_the_loop_never_writes_ahead_of_a_thread_waiting_for_the_lock(tmp_path: Path) -> None:
+    from mnemo_tui.engine.database import _writer
+
+    path = tmp_path / "served.db"
+    loop_engine = Store(path)
+    loop_engine.never_wait()
+    writer = _writer(loop_engine.identity)
+    writer.waiting += 1  # a database thread is waiting for the lock (free this instant)
+    try:
+        try:
+            loop_engine.write("alice", WriteRequest(content="not first"))
+            refused = False
+        except WouldWait:
+            refused = True
+    finally:
+        writer.waiting -= 1
+    assert refused
+    loop_engine.write("alice", WriteRequest(content="now"))
+    assert [e.content for e in loop_engine.recent("alice", RecentQuery(limit=5)).items] == ["now"]
+    loop_engine.close()
+
+
+def test_a_stream_that_fails_loses_log_lines_never_a_request() -> None:
+    class Broken(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(28, "No space left on device")
+
+    handler = configure_logging(Broken())
+    try:
+        for i in range(25_000):
+            handler.line("mnemo.access", f"line {i}")
+        logging.getLogger("mnemo.server").warning("store unavailable")  # flushes at once: must not raise
+        assert len(handler._pending) <= 10_000  # bounded while the stream takes nothing
+        assert handler._flusher.is_alive()
+    finally:
+        handler.close()
+        for name in ("mnemo.access", "mnemo.server", "uvicorn.error"):
+            logging.getLogger(name).handlers.clear()
