@@ -47,11 +47,15 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 class BodyBudget:
-    """The bytes of request bodies being received at once, bounded over every connection."""
+    """The request bodies being received at once, over every connection: their bytes, bounded, and how
+    long each takes, watched by one timer for all of them (a timer per request was a cost of each)."""
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = BODIES_IN_FLIGHT if limit is None else limit
         self.used = 0
+        self._due: dict[asyncio.Task[Any], float] = {}
+        self._cut: set[asyncio.Task[Any]] = set()
+        self._watching = False
 
     def take(self, size: int) -> None:
         if self.used + size > self.limit:
@@ -61,8 +65,42 @@ class BodyBudget:
     def give(self, size: int) -> None:
         self.used -= size
 
+    def expect(self, task: asyncio.Task[Any]) -> None:
+        """`task` starts receiving a body, due within `BODY_SECONDS`."""
+        loop = asyncio.get_running_loop()
+        self._due[task] = loop.time() + BODY_SECONDS
+        if not self._watching:
+            self._watching = True
+            loop.call_later(_period(), self._watch, loop)
 
-async def read_body(request: Request, budget: BodyBudget | None = None) -> bytes:
+    def arrived(self, task: asyncio.Task[Any]) -> bool:
+        """`task` is done receiving; whether it was cut off for taking too long."""
+        self._due.pop(task, None)
+        if task in self._cut:
+            self._cut.discard(task)
+            return True
+        return False
+
+    def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        # A task in `_due` is suspended only in `receive()` (see `read_body`): cancelling it ends that wait.
+        now = loop.time()
+        for task, due in list(self._due.items()):
+            if now >= due:
+                del self._due[task]
+                self._cut.add(task)
+                task.cancel()
+        if self._due:
+            loop.call_later(_period(), self._watch, loop)
+        else:
+            self._watching = False
+
+
+def _period() -> float:
+    # A late body is cut off at most a tenth of its allowance after it was due.
+    return max(0.01, BODY_SECONDS / 10)
+
+
+async def read_body(request: Request, budget: BodyBudget) -> bytes:
     """The request body, refused with 413 before it is read whole when it is over 1 MiB, with 408 when it
     takes over `BODY_SECONDS` to arrive, and with 503 when the bodies in flight would pass their budget."""
     declared = request.headers.get("content-length")
@@ -70,20 +108,24 @@ async def read_body(request: Request, budget: BodyBudget | None = None) -> bytes
         raise PayloadTooLarge(f"request body is over {MAX_BODY} bytes", details={"limit": MAX_BODY})
     chunks: list[bytes] = []
     size = 0
+    task = asyncio.current_task()
+    assert task is not None
+    budget.expect(task)
     try:
-        async with asyncio.timeout(BODY_SECONDS):
-            async for chunk in request.chunks():
-                size += len(chunk)
-                if size > MAX_BODY:
-                    raise PayloadTooLarge(f"request body is over {MAX_BODY} bytes", details={"limit": MAX_BODY})
-                if budget is not None:
-                    budget.take(len(chunk))
-                chunks.append(chunk)
-    except TimeoutError:
+        async for chunk in request.chunks():
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise PayloadTooLarge(f"request body is over {MAX_BODY} bytes", details={"limit": MAX_BODY})
+            budget.take(len(chunk))
+            chunks.append(chunk)
+    except asyncio.CancelledError:
+        if not budget.arrived(task):
+            raise
+        task.uncancel()
         raise Refused(408, "REQUEST_TIMEOUT", f"the request body did not arrive within {BODY_SECONDS:g} s") from None
     finally:
-        if budget is not None:
-            budget.give(sum(len(c) for c in chunks))
+        budget.arrived(task)
+        budget.give(sum(len(c) for c in chunks))
     return b"".join(chunks)
 
 
