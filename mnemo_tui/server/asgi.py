@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
+from functools import lru_cache
 from typing import Any
 
 Scope = dict[str, Any]
@@ -68,13 +69,18 @@ class Response:
         self.headers = headers if headers is not None else {}
 
     async def send(self, send: Send) -> None:
-        media = self.media_type
-        if media.startswith("text/") and "charset" not in media:
-            media += "; charset=utf-8"
-        raw = [(b"content-length", str(len(self.body)).encode()), (b"content-type", media.encode("latin-1"))]
-        raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
+        raw = [(b"content-length", str(len(self.body)).encode()), _content_type(self.media_type)]
+        if self.headers:
+            raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
         await send({"type": "http.response.start", "status": self.status, "headers": raw})
         await send({"type": "http.response.body", "body": self.body})
+
+
+@lru_cache(maxsize=16)
+def _content_type(media: str) -> tuple[bytes, bytes]:
+    if media.startswith("text/") and "charset" not in media:
+        media += "; charset=utf-8"
+    return b"content-type", media.encode("latin-1")
 
 
 Handler = Callable[[Request], Awaitable[Response]]

@@ -39,4 +39,4 @@ def presented_key(request: Request) -> str:
 
 def redact(text: str) -> str:
     """The text with anything shaped like an API key blanked (for logs)."""
-    return _KEY_TOKEN.sub("mk_[redacted]", text)
+    return _KEY_TOKEN.sub("mk_[redacted]", text) if "mk_" in text else text
