@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import MnemoError, ValidationError
-from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, WriteRequest, room_of
+from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, Value, WriteRequest, room_of
 from mnemo_tui.server.envelope import Raw, dumps
 from mnemo_tui.server.validate import BodyInvalid, require, require_uuid
 
@@ -19,13 +18,21 @@ DUPLICATE_REASON = "duplicate external_ref: the first atom was returned"
 MAX_ANSWER = 16 << 20  # bytes one search answer may hold (read, read-batch, query)
 
 
-@dataclass(frozen=True)
-class Call:
-    """One request as the endpoint functions see it: the raw body and the path parameters."""
+class Call(Value):
+    """One request as the endpoint functions see it: the raw body, the path parameters, the headers an
+    endpoint reads."""
 
-    raw: bytes = b""
-    params: dict[str, str] = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)
+    __slots__ = ("headers", "params", "raw")
+    raw: bytes
+    params: dict[str, str]
+    headers: dict[str, str]
+
+    def __init__(
+        self, raw: bytes = b"", params: dict[str, str] | None = None, headers: dict[str, str] | None = None
+    ) -> None:
+        self.raw = raw
+        self.params = {} if params is None else params
+        self.headers = {} if headers is None else headers
 
     def body(self) -> Any:
         """The parsed JSON body (an empty body reads as `{}`).
