@@ -316,6 +316,11 @@ class RecentQuery(Value):
         self.include_history = include_history
         self.author = author
 
+    def filters(self) -> tuple[str | None, int | None, int | None, str | None, bool, str | None]:
+        """What a walk is bound to, page after page: scope, times, authors, history (not the cursor or
+        the limit). A cursor is signed for these (`engine.cursor.binding`), a statement built for them."""
+        return self.scope, self.since, self.until, self.exclude_author, self.include_history, self.author
+
     def validated(self) -> RecentQuery:
         """Check every field; raises ValidationError naming the first bad one."""
         parse_scope(self.scope)

@@ -20,9 +20,7 @@ _LENGTH = _BODY.size + _MAC_LEN
 
 def binding(principal: str, query: RecentQuery) -> bytes:
     """The fingerprint of what a cursor is bound to: reader, scope and every filter."""
-    return _binding(
-        principal, query.scope, query.since, query.until, query.exclude_author, query.include_history, query.author
-    )
+    return _binding(principal, *query.filters())
 
 
 @lru_cache(maxsize=1024)

@@ -53,17 +53,7 @@ class FeedOps(Database):
     def _feed_sql(self, principal: str, q: RecentQuery, bound: bytes, *, page: bool) -> tuple[str, tuple[Any, ...]]:
         """The keyset statement of a feed read: scope, filters, position (from the cursor), newest first;
         a page's ends in `LIMIT ?` (its parameter is the caller's)."""
-        sql, params = _feed_statement(
-            principal,
-            q.scope,
-            q.since,
-            q.until,
-            q.exclude_author,
-            q.include_history,
-            q.author,
-            q.cursor is not None,
-            page,
-        )
+        sql, params = _feed_statement(principal, q.filters(), q.cursor is not None, page)
         if q.cursor is None:
             return sql, params
         return sql, (*params, *cursors.decode(self.secret, bound, q.cursor))
@@ -212,20 +202,13 @@ def _scoped(principal: str, scope: str | None, select: str, source: str) -> tupl
 
 @lru_cache(maxsize=256, typed=True)
 def _feed_statement(
-    principal: str,
-    scope: str | None,
-    since: int | None,
-    until: int | None,
-    exclude: str | None,
-    history: bool,
-    author: str | None,
-    positioned: bool,
-    page: bool,
+    principal: str, filters: tuple[Any, ...], positioned: bool, page: bool
 ) -> tuple[str, tuple[Any, ...]]:
     """A feed read's statement and its parameters but the position's and the limit's, once per walk (not
     once per page): every page of a walk has the same scope and filters, so the same text (whose hash
     `sqlite3`'s statement cache then finds already computed); the cursor's two values come last, then
     a page's limit."""
+    scope, since, until, exclude, history, author = filters
     q = RecentQuery(
         scope=scope, since=since, until=until, exclude_author=exclude, include_history=history, author=author
     )

@@ -18,7 +18,6 @@ from mnemo_tui.errors import LocalStateError, MnemoError, PayloadTooLarge, Unava
 from mnemo_tui.server import asgi, auth, routes
 from mnemo_tui.server.asgi import (
     ClientDisconnect,
-    Message,
     Receive,
     Request,
     Response,
@@ -314,31 +313,24 @@ class App:
             return
         started = time.perf_counter()
         status = 500
-        began: list[bool] = []
-
-        async def sending(message: Message) -> None:
-            began.append(True)
-            await send(message)
-
         try:
-            found = self.router.find(scope["method"], scope["path"])
-            if isinstance(found, asgi.Missing):
-                request = Request(scope, receive)
-                answer = await unrouted(request, self.state, found.allow)
-            else:
-                handler, params = found
-                request = Request(scope, receive, params)
-                answer = await handler(request)
+            try:
+                answer = await self._answer(scope, receive)
+            except Exception as exc:  # noqa: BLE001 - the last word: an envelope, never a bare 500
+                answer = error(_translate(exc), None)
             status = answer.status
-            await answer.send(sending)
-        except Exception as exc:
-            if began:  # the answer is on its way (the client went away): nothing more can be said
-                raise
-            answer = error(_translate(exc), None)
-            status = answer.status
+            # Once the answer is on its way nothing more can be said: a failure sending it (the client
+            # went away) ends the request.
             await answer.send(send)
         finally:
             self.access(access_line(scope, status, started))
+
+    async def _answer(self, scope: Scope, receive: Receive) -> Response:
+        found = self.router.find(scope["method"], scope["path"])
+        if isinstance(found, asgi.Missing):
+            return await unrouted(Request(scope, receive), self.state, found.allow)
+        handler, params = found
+        return await handler(Request(scope, receive, params))
 
     def close(self) -> None:
         self.state.pool.close()
@@ -376,7 +368,7 @@ def create_app(
         opener = partial(Store, path, create=False)
     served = Served(
         EnginePool(opener, workers=workers, limit=request_seconds),
-        EnginePool(opener, workers=1, limit=HEALTH_SECONDS),
+        EnginePool(opener, workers=1, limit=HEALTH_SECONDS, on_loop=False),
         dumps(document()),
     )
     by_path: dict[str, dict[str, Handler]] = {}

@@ -35,9 +35,13 @@ class EnginePool:
             then once per worker thread).
         workers: how many database threads.
         limit: seconds any one call may run in its thread (every statement is stopped past it).
+        on_loop: whether the connection opened up front answers on the event loop what it can
+            (`run(at_once=...)`); the health probe's pool never does.
     """
 
-    def __init__(self, opener: Opener, workers: int = DEFAULT_WORKERS, *, limit: float | None = None) -> None:
+    def __init__(
+        self, opener: Opener, workers: int = DEFAULT_WORKERS, *, limit: float | None = None, on_loop: bool = True
+    ) -> None:
         self._opener = opener
         self.limit = limit
         self._local = threading.local()
@@ -45,7 +49,7 @@ class EnginePool:
         first = opener()
         self._opened: list[Engine] = [first]
         # The engine opened up front answers on the event loop what it can answer without waiting.
-        self._now = first if first.never_wait() else None
+        self._now = first if on_loop and first.never_wait() else None
         self._jobs: SimpleQueue[Job | None] = SimpleQueue()
         self._threads = [
             threading.Thread(target=self._work, name=f"mnemo-db-{n}", daemon=True) for n in range(max(1, workers))

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import Unavailable, WouldWait
 from mnemo_tui.model import RecentQuery, WriteRequest
@@ -69,15 +71,11 @@ def test_a_write_whose_lock_this_process_holds_is_not_begun_on_the_loop(tmp_path
     thread.start()
     try:
         assert inside.wait(20)
-        try:
+        with pytest.raises(WouldWait):
             loop_engine.write("alice", WriteRequest(content="never"))
-            raised = False
-        except WouldWait:
-            raised = True
     finally:
         release.set()
         thread.join(20)
-    assert raised
     assert loop_engine.recent("alice", RecentQuery(limit=5)).items == []  # nothing began, nothing is left
     loop_engine.write("alice", WriteRequest(content="now"))  # the lock is free: written at once
     assert [e.content for e in holder.recent("alice", RecentQuery(limit=5)).items] == ["now"]
@@ -192,12 +190,8 @@ def test_a_closed_pool_refuses_at_once_and_closing_never_raises(tmp_path: Path) 
     async def after() -> object:
         return await asyncio.wait_for(pool.run(lambda e: e.ping(), at_once=READ), 5)
 
-    try:
+    with pytest.raises(Unavailable):
         asyncio.run(after())
-        refused = False
-    except Unavailable:
-        refused = True
-    assert refused
 
 
 def test_the_loop_writes_and_a_thread_copies_the_log_back(tmp_path: Path, monkeypatch: Any) -> None:
@@ -240,14 +234,10 @@ def test_the_loop_never_writes_ahead_of_a_thread_waiting_for_the_lock(tmp_path: 
     writer = _writer(loop_engine.identity)
     writer.waiting += 1  # a database thread is waiting for the lock (free this instant)
     try:
-        try:
+        with pytest.raises(WouldWait):
             loop_engine.write("alice", WriteRequest(content="not first"))
-            refused = False
-        except WouldWait:
-            refused = True
     finally:
         writer.waiting -= 1
-    assert refused
     loop_engine.write("alice", WriteRequest(content="now"))
     assert [e.content for e in loop_engine.recent("alice", RecentQuery(limit=5)).items] == ["now"]
     loop_engine.close()
