@@ -155,6 +155,23 @@ def _minimal(client: Any) -> Any:
     return step
 
 
+def _stdlib(url: str) -> Any:
+    """The same minimal client on the stdlib's `http.client` (what `RemoteBackend` now runs on)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port)
+    headers = {"Content-Type": "application/json"}
+
+    def step(cursor: str | None) -> tuple[int, str | None]:
+        conn.request("POST", parts.path + "/memory/recent", json.dumps({"limit": LIMIT, "cursor": cursor}), headers)
+        body = json.loads(conn.getresponse().read())
+        return len(body["items"]), body["next_cursor"]
+
+    return step
+
+
 def _backend(backend: Any) -> Any:
     def step(cursor: str | None) -> tuple[int, str | None]:
         page = backend.recent(RecentQuery(limit=LIMIT, cursor=cursor))
@@ -174,11 +191,12 @@ def _stream(backend: Any) -> Any:
 
 
 def interleaved(serve_url: str, bare_url: str, key: str, store: Path, n: int) -> dict[str, float]:
-    """Seconds of four walks of the same `n` entries, advanced in turn page by page, so noise hits all four.
+    """Seconds of six walks of the same `n` entries, advanced in turn page by page, so noise hits all six.
 
     `remote`: walk.stream_wire over RemoteBackend (what `recent --all` does) -> mnemo serve; `pages`: RemoteBackend.recent
     page by page (what `catchup` does); `bare`: a minimal httpx client -> the bare app;
-    `minimal`: the same minimal client -> mnemo serve; `local`: LocalBackend on the store.
+    `minimal`: the same minimal client -> mnemo serve; `local`: LocalBackend on the store; `bare_stdlib`: a minimal
+    client on `http.client` (the transport RemoteBackend runs on) -> the bare app.
     """
     import httpx
 
@@ -192,11 +210,16 @@ def interleaved(serve_url: str, bare_url: str, key: str, store: Path, n: int) ->
             _Walker("bare", _minimal(bare)),
             _Walker("minimal", _minimal(mini)),
             _Walker("local", _backend(local)),
+            _Walker("bare_stdlib", _stdlib(bare_url)),
         ]
+        # Each round starts one walker further on, so that no walk always follows the same other one
+        # (the first request to a server that sat idle while the others ran is the slow one).
+        turn = 0
         while not all(w.done for w in walkers):
-            for walker in walkers:
+            for walker in walkers[turn:] + walkers[:turn]:
                 if not walker.done:
                     walker.advance()
+            turn = (turn + 1) % len(walkers)
     remote.close()
     paged.close()
     local.close()
@@ -254,8 +277,9 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             for proc in (serve, bare):
                 proc.terminate()
                 proc.wait(timeout=30)
-    rate, pages_rate, bare_rate, minimal_rate, local_rate = (
-        n / statistics.median(r[name] for r in runs) for name in ("remote", "pages", "bare", "minimal", "local")
+    rate, pages_rate, bare_rate, minimal_rate, local_rate, stdlib_rate = (
+        n / statistics.median(r[name] for r in runs)
+        for name in ("remote", "pages", "bare", "minimal", "local", "bare_stdlib")
     )
     bare_is = "a bare ASGI app (the same keyset SQL, one connection) under uvicorn, minimal httpx client"
     return [
@@ -279,6 +303,13 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             bare_rate,
             "≥ 0.9x",
             bare_is,
+        ),
+        _row(
+            "the streamed walk against the bare app read by a minimal `http.client` client (RemoteBackend's transport)",
+            rate,
+            stdlib_rate,
+            "—",
+            "the bare ASGI app, minimal http.client client",
         ),
         _row(f"local walk of {n:,} entries at limit {LIMIT} (LocalBackend)", local_rate, rate, "—", "the remote walk"),
         _ms(f"page latency p50, {WALKERS} concurrent walkers (mnemo serve)", p50, bare_p50),

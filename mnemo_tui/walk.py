@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Iterator
+from operator import attrgetter
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import BrokenFeed
@@ -15,6 +16,8 @@ REMOTE_OVERLAP = 2_000_000
 # Pages in a row with a cursor but no entry before a walk is declared stuck (a page may be short,
 # even empty, and still carry a cursor; an endless run of them is a feed that never advances).
 MAX_EMPTY_PAGES = 1000
+_ATOM_ID = attrgetter("atom_id")
+_CREATED_AT = attrgetter("created_at")
 
 
 def default_overlap(backend: Backend) -> int:
@@ -93,6 +96,16 @@ class Frontier:
         if created_at >= self.newest - self.overlap:
             self._ids[atom_id] = created_at
 
+    def observe_all(self, entries: list[Entry]) -> None:
+        """`observe` each entry; a page wholly below the overlap (every page of a long walk but its first
+        few) changes nothing, which one look at its newest time tells."""
+        if not entries:
+            return
+        if self.newest is not None and max(map(_CREATED_AT, entries)) < self.newest - self.overlap:
+            return
+        for entry in entries:
+            self.observe(entry.created_at, entry.atom_id)
+
     @property
     def ids(self) -> tuple[str, ...]:
         """The ids at or within the overlap below the newest instant, in the order they were seen."""
@@ -156,20 +169,24 @@ class Walk:
             requests += 1
             number = self.progress.pages + 1
             self._advanced(page.items, used, page.next_cursor, number)
+            ids = list(map(_ATOM_ID, page.items))
             fresh: list[Entry] = []
             repeats = 0
-            for entry in page.items:
-                atom = entry.atom_id
-                if atom in self.held or atom in self._previous:
-                    repeats += 1
-                    if self.on_repeat is not None:
-                        self.on_repeat(entry)
-                else:
-                    fresh.append(entry)
-                    if self.hold_all:
-                        self.held.add(atom)
-                self.frontier.observe(entry.created_at, atom)
-            self._previous = frozenset(e.atom_id for e in page.items)
+            if self.held.isdisjoint(ids) and self._previous.isdisjoint(ids) and not self.hold_all:
+                fresh = list(page.items)  # nothing held: the whole page is fresh (most pages of a walk)
+            else:
+                for entry in page.items:
+                    atom = entry.atom_id
+                    if atom in self.held or atom in self._previous:
+                        repeats += 1
+                        if self.on_repeat is not None:
+                            self.on_repeat(entry)
+                    else:
+                        fresh.append(entry)
+                        if self.hold_all:
+                            self.held.add(atom)
+            self.frontier.observe_all(page.items)
+            self._previous = frozenset(ids)
             p = self.progress
             self.progress = WalkProgress(
                 cursor=page.next_cursor,

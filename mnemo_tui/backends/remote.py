@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import time
 import uuid
@@ -12,11 +13,10 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Literal, cast
 from urllib.parse import quote
 
-import httpx
-
 from mnemo_tui import __version__
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, time_of, wire_time
+from mnemo_tui.backends.transport import Answer, Transport, TransportError
 from mnemo_tui.errors import (
     BY_CODE,
     AuthError,
@@ -51,7 +51,8 @@ from mnemo_tui.model import (
 from mnemo_tui.state.config import Settings
 from mnemo_tui.state.credentials import lookup_key
 
-TIMEOUT = httpx.Timeout(connect=5.0, read=30.0, write=30.0, pool=5.0)
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 30.0  # any one send or receive
 RETRIES = 4
 BACKOFF = 0.25
 MAX_WAIT = 30.0
@@ -69,7 +70,6 @@ _BY_STATUS: dict[int, type[MnemoError]] = {
 }
 _TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
 _NOT_PROCESSED_STATUS = frozenset({429, 503})
-_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
 def check_key(key: str) -> str:
@@ -128,7 +128,7 @@ def _text(body: Any, name: str, default: str = "") -> str:
     return value if isinstance(value, str) else default
 
 
-def error_of(response: httpx.Response) -> MnemoError:
+def error_of(response: Answer) -> MnemoError:
     """The project's error for a non-2xx answer: the flat envelope, `{"detail": ...}`, or a 422 list."""
     status = response.status_code
     cls = _BY_STATUS.get(status) or (Unavailable if status >= 500 else ValidationError)
@@ -171,7 +171,7 @@ def error_of(response: httpx.Response) -> MnemoError:
 _MAY_BE_404 = ("/memory/atoms/", "/memory/rooms/join", "/vault/secrets/by-alias/")
 
 
-def _said_retryable(response: httpx.Response) -> bool | None:
+def _said_retryable(response: Answer) -> bool | None:
     """The envelope's `retryable`, when the answer says it."""
     try:
         body = response.json()
@@ -181,7 +181,7 @@ def _said_retryable(response: httpx.Response) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _retry_after(response: Answer) -> float | None:
     value = response.headers.get("retry-after")
     if not value:
         return None
@@ -210,7 +210,8 @@ class RemoteBackend(Backend):
         endpoint: str,
         api_key: str,
         *,
-        timeout: httpx.Timeout = TIMEOUT,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        read_timeout: float = READ_TIMEOUT,
         retries: int = RETRIES,
         backoff: float = BACKOFF,
         max_wait: float = MAX_WAIT,
@@ -226,16 +227,21 @@ class RemoteBackend(Backend):
         self.backoff = backoff
         self.max_wait = max_wait
         self._sleep = sleep
-        self._client = httpx.Client(
-            base_url=endpoint,
-            timeout=timeout,
-            headers={
-                "X-Api-Key": api_key,
-                "User-Agent": f"mnemo/{__version__}",
-                "Accept": "application/json",
-                "Content-Type": "application/json",
-            },
-        )
+        try:
+            self._client = Transport(
+                endpoint,
+                {
+                    "X-Api-Key": api_key,
+                    "User-Agent": f"mnemo/{__version__}",
+                    "Accept": "application/json",
+                    "Content-Type": "application/json",
+                },
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
+                environ=os.environ,
+            )
+        except ValueError as exc:
+            raise ValidationError(f"endpoint {endpoint!r} is not a usable URL ({exc})") from None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RemoteBackend:
@@ -272,7 +278,7 @@ class RemoteBackend(Backend):
         except (ValueError, RecursionError):
             raise Unavailable(f"{self.identity} answered {method} {path} with a body that is not JSON") from None
 
-    def _send(self, method: str, path: str, body: Any = None, *, idempotent: bool = True) -> httpx.Response:
+    def _send(self, method: str, path: str, body: Any = None, *, idempotent: bool = True) -> Answer:
         """One call, retried with backoff on 429, 503, `retryable: true` and connection failures.
 
         A write without `external_ref` is retried only when the endpoint cannot have processed it
@@ -283,18 +289,15 @@ class RemoteBackend(Backend):
         attempt = 0
         while True:
             try:
-                response = self._client.request(method, path, content=content, headers=headers)
-            except httpx.TransportError as exc:
-                if attempt < self.retries and (idempotent or isinstance(exc, _NOT_SENT)):
+                response = self._client.request(method, path, content, headers)
+            except TransportError as exc:
+                if attempt < self.retries and (idempotent or not exc.sent):
                     self._sleep(self._delay(attempt))
                     attempt += 1
                     continue
-                reason = type(exc).__name__
                 raise Unavailable(
-                    f"cannot reach {self.identity} ({reason}) after {attempt + 1} attempt(s); is the server up?"
+                    f"cannot reach {self.identity} ({exc.reason}) after {attempt + 1} attempt(s); is the server up?"
                 ) from None
-            except httpx.InvalidURL as exc:
-                raise ValidationError(f"endpoint {self.identity!r} is not a usable URL ({exc})") from None
             if response.status_code < 300:
                 return response
             if response.status_code == 404 and not path.startswith(_MAY_BE_404):

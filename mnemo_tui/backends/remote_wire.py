@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 from mnemo_tui import timefmt
@@ -21,7 +22,15 @@ _scan: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignor
 _EPOCH_DAY = date(1970, 1, 1).toordinal()
 _WS = re.compile(r"[ \t\n\r]*")
 _BLANK = frozenset(" \t\n\r")
-_CANONICAL_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+# ASCII digits only (`\d` would take any script's) and a clock time that exists; the date is checked
+# where it is read (`_canonical_us`: February 30th is a ValueError there).
+_TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
+_CANONICAL_TIME = re.compile(_TIME + r"\Z")
+# Every time of a page, each followed by a line break (see `_bulk`).
+_TIMES = re.compile(f"(?:{_TIME}\n)*")
+_TIME_LEN = 27
+_ATOM_ID = itemgetter("atom_id")
+_CREATED_AT = itemgetter("created_at")
 
 
 _MIN_US = timefmt.from_datetime(datetime(1, 1, 1, tzinfo=UTC))
@@ -53,7 +62,10 @@ def entry_of(item: Any, text: str | None = None) -> Entry:
         raise Unavailable("the endpoint answered with an item that is not an object")
     if text is not None and _canonical(item, text):
         # Already the RecentItem as `mnemo serve` stores it: keep its own text, skip re-encoding.
-        return Entry(atom_id=item["atom_id"], created_at=_canonical_us(item["created_at"]), wire=text)
+        try:
+            return Entry(atom_id=item["atom_id"], created_at=_canonical_us(item["created_at"]), wire=text)
+        except ValueError:
+            pass  # a date that does not exist (February 30th): read below, its text kept
     atom = item.get("atom_id") or item.get("id")
     if not isinstance(atom, str) or not atom:
         raise Unavailable("the endpoint answered with an item without an atom_id")
@@ -217,15 +229,38 @@ def page_of(text: str, canonical: bool = False) -> Page:
     """
     items, spans, cursor = _page_parts(text)
     if canonical and "\n" not in text and "\r" not in text:
-        entries: list[Entry] = []
-        keep = entries.append
-        shaped = _CANONICAL_TIME.match
-        for item, span in zip(items, spans, strict=True):
-            created = item.get("created_at") if isinstance(item, dict) else None
-            atom = item.get("atom_id") if isinstance(created, str) else None
-            if isinstance(atom, str) and atom and isinstance(created, str) and shaped(created):
-                keep(Entry(atom, _canonical_us(created), span))
-            else:
-                keep(entry_of(item, span))
+        entries = _bulk(items, spans)
+        if entries is None:
+            entries = [_trusted(item, span) for item, span in zip(items, spans, strict=True)]
         return Page(items=entries, next_cursor=cursor)
     return Page(items=[entry_of(item, span) for item, span in zip(items, spans, strict=True)], next_cursor=cursor)
+
+
+def _bulk(items: list[Any], spans: list[str]) -> list[Entry] | None:
+    """The entries of a trusted page whose every item has an atom id and a canonical time, built a list at a
+    time (no Python loop of ours per item); None when one item has not (each is then read on its own)."""
+    try:
+        atoms = list(map(_ATOM_ID, items))
+        created = list(map(_CREATED_AT, items))
+        # join() refuses what is not a string; equal lengths and one pattern over the joined times check
+        # every time (a line break inside one would break the 28-character blocks).
+        "".join(atoms)  # a TypeError unless every atom id is a string
+        if not all(atoms):
+            return None
+        if created and (set(map(len, created)) != {_TIME_LEN} or not _TIMES.fullmatch("\n".join(created) + "\n")):
+            return None
+        return list(map(Entry, atoms, map(_canonical_us, created), spans))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _trusted(item: Any, span: str) -> Entry:
+    """One item of a trusted page: its own text kept when it has an atom id and a canonical time."""
+    created = item.get("created_at") if isinstance(item, dict) else None
+    atom = item.get("atom_id") if isinstance(created, str) else None
+    if isinstance(atom, str) and atom and isinstance(created, str) and _CANONICAL_TIME.match(created):
+        try:
+            return Entry(atom, _canonical_us(created), span)
+        except ValueError:
+            pass  # a date that does not exist
+    return entry_of(item, span)

@@ -1,0 +1,327 @@
+"""The remote backend's transport (`backends/transport.py`): kept-alive connections, timeouts, proxies, TLS.
+
+Every server here is a real socket on 127.0.0.1 speaking HTTP/1.1 by hand, so the test decides
+exactly when a connection closes, when an answer never comes, and what a proxy sees.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mnemo_tui.backends.remote import RemoteBackend
+from mnemo_tui.backends.transport import NotSent, Transport, TransportError, _stale, proxy_for
+from mnemo_tui.errors import Unavailable, ValidationError
+from mnemo_tui.model import RecentQuery, WriteRequest
+
+KEY = "mk_live_" + "5" * 32
+ITEM = {
+    "atom_id": "00000000-0000-4000-8000-000000000001",
+    "content": "x",
+    "domain": "general",
+    "created_at": "2026-01-01T00:00:00.000000Z",
+    "concepts": [],
+}
+WRITTEN = {"atom_id": ITEM["atom_id"], "stored": True, "superseded": []}
+
+
+class Request:
+    def __init__(self, line: str, headers: dict[str, str], body: bytes, connection: int) -> None:
+        self.line = line
+        self.headers = headers
+        self.body = body
+        self.connection = connection
+
+
+def _read_request(stream: Any) -> tuple[str, dict[str, str], bytes] | None:
+    line = stream.readline()
+    if not line:
+        return None
+    headers: dict[str, str] = {}
+    while True:
+        raw = stream.readline()
+        if raw in (b"\r\n", b"\n", b""):
+            break
+        name, _, value = raw.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    body = stream.read(int(headers.get("content-length", "0")))
+    return line.decode("latin-1").strip(), headers, body
+
+
+def answer(status: int, body: Any, *, close: bool = False) -> bytes:
+    raw = json.dumps(body).encode()
+    head = f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(raw)}\r\n"
+    return (head + ("Connection: close\r\n" if close else "") + "\r\n").encode() + raw
+
+
+# handler(request) -> (bytes to send, or None to send nothing and hold the connection; close after)
+Handler = Callable[[Request], tuple[bytes | None, bool]]
+
+
+class RawServer:
+    """A loopback HTTP/1.1 server run by hand: every request it read, on which connection it came."""
+
+    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None) -> None:
+        self.handler = handler
+        self.tls = tls
+        self.seen: list[Request] = []
+        self.connections = 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn, self.connections), daemon=True).start()
+
+    def _serve(self, conn: socket.socket, number: int) -> None:
+        try:
+            if self.tls is not None:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            stream = conn.makefile("rb")
+            while True:
+                read = _read_request(stream)
+                if read is None:
+                    break
+                request = Request(*read, connection=number)
+                self.seen.append(request)
+                out, close = self.handler(request)
+                if out is None:
+                    self.held.append(conn)  # no answer, ever: the client's read timeout must end it
+                    return
+                conn.sendall(out)
+                if close:
+                    break
+        except OSError:
+            pass
+        conn.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+@contextmanager
+def raw_server(handler: Handler, tls: ssl.SSLContext | None = None) -> Iterator[RawServer]:
+    server = RawServer(handler, tls)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def _pages(request: Request) -> tuple[bytes | None, bool]:
+    if request.line.startswith("POST") and "/memory/write" in request.line:
+        return answer(200, WRITTEN), False
+    return answer(200, {"items": [ITEM], "next_cursor": None}), False
+
+
+# -- kept-alive connections --------------------------------------------------------------------------------
+
+
+def test_a_walk_reuses_one_connection() -> None:
+    with raw_server(_pages) as server:
+        backend = RemoteBackend(f"http://127.0.0.1:{server.port}/api/v1", KEY)
+        for _ in range(5):
+            assert [e.atom_id for e in backend.recent(RecentQuery()).items] == [ITEM["atom_id"]]
+        backend.close()
+    assert server.connections == 1 and len(server.seen) == 5
+    first = server.seen[0]
+    assert first.line == "POST /api/v1/memory/recent HTTP/1.1"
+    assert first.headers["x-api-key"] == KEY and first.headers["user-agent"].startswith("mnemo/")
+    assert json.loads(first.body)["limit"] == 20
+
+
+def test_a_connection_the_endpoint_closed_is_opened_again_and_a_write_is_sent_once() -> None:
+    # The server closes every connection after its answer without saying so (no `Connection: close`),
+    # as a proxy's idle timeout does: the next request must see that before it sends, and open another.
+    def once(request: Request) -> tuple[bytes | None, bool]:
+        return _pages(request)[0], True
+
+    with raw_server(once) as server:
+        sleeps: list[float] = []
+        backend = RemoteBackend(f"http://127.0.0.1:{server.port}/api/v1", KEY, sleep=sleeps.append)
+        backend.recent(RecentQuery())
+        _wait_closed_by_peer(backend)
+        assert backend.write(WriteRequest(content="once")).atom_id == ITEM["atom_id"]
+        _wait_closed_by_peer(backend)
+        backend.recent(RecentQuery())
+        backend.close()
+    writes = [r for r in server.seen if "/memory/write" in r.line]
+    assert len(writes) == 1 and json.loads(writes[0].body)["content"] == "once"
+    assert server.connections == 3 and sleeps == []  # one connection a request, no retry
+
+
+def _wait_closed_by_peer(backend: RemoteBackend) -> None:
+    """Until the server's close of the kept-alive connection has reached this side (at once on loopback)."""
+    conn = backend._client._conn
+    for _ in range(200):
+        if conn is None or conn.sock is None or _stale(conn.sock):
+            return
+        time.sleep(0.01)
+    raise AssertionError("the server's close never reached the client")
+
+
+def test_an_answer_with_connection_close_ends_the_connection() -> None:
+    def closing(request: Request) -> tuple[bytes | None, bool]:
+        return answer(200, {"items": [], "next_cursor": None}, close=True), True
+
+    with raw_server(closing) as server:
+        backend = RemoteBackend(f"http://127.0.0.1:{server.port}/api/v1", KEY)
+        for _ in range(3):
+            assert backend.recent(RecentQuery()).items == []
+        backend.close()
+    assert server.connections == 3
+
+
+# -- what never answers ------------------------------------------------------------------------------------
+
+
+def test_an_endpoint_that_never_answers_times_out_and_a_write_is_not_sent_twice() -> None:
+    with raw_server(lambda request: (None, False)) as server:
+        url = f"http://127.0.0.1:{server.port}/api/v1"
+        sleeps: list[float] = []
+        backend = RemoteBackend(url, KEY, sleep=sleeps.append, read_timeout=0.3)
+        with pytest.raises(Unavailable, match=r"timed out\) after 1 attempt"):
+            backend.write(WriteRequest(content="maybe stored"))
+        assert len(server.seen) == 1 and sleeps == []  # sent once: it may have been stored
+        with pytest.raises(Unavailable, match=r"timed out\) after 3 attempt"):
+            RemoteBackend(url, KEY, sleep=sleeps.append, read_timeout=0.3, retries=2).recent(RecentQuery())
+        assert len(server.seen) == 4 and len(sleeps) == 2  # a read is retried
+
+
+def test_a_refused_connection_is_not_sent_so_even_a_write_is_retried() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    transport = Transport(f"http://127.0.0.1:{port}", {}, connect_timeout=1, read_timeout=1, environ={})
+    with pytest.raises(NotSent) as refused:
+        transport.request("GET", "/health", None, {})
+    assert refused.value.sent is False and refused.value.reason == "connection refused"
+    sleeps: list[float] = []
+    backend = RemoteBackend(f"http://127.0.0.1:{port}/api/v1", KEY, sleep=sleeps.append, retries=2)
+    with pytest.raises(Unavailable, match=r"connection refused\) after 3 attempt"):
+        backend.write(WriteRequest(content="x"))
+    assert len(sleeps) == 2
+
+
+def test_a_truncated_answer_is_a_transport_error() -> None:
+    def truncated(request: Request) -> tuple[bytes | None, bool]:
+        return answer(200, {"items": []})[:-3], True
+
+    with raw_server(truncated) as server:
+        transport = Transport(f"http://127.0.0.1:{server.port}", {}, connect_timeout=1, read_timeout=1, environ={})
+        with pytest.raises(TransportError) as cut:
+            transport.request("GET", "/x", None, {})
+    assert cut.value.sent is True and cut.value.reason == "IncompleteRead"
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["ftp://host/api/v1", "http:///api/v1", "http://host:99999/api/v1", "http://u:p@host/api/v1", "http://h/a?q=1"],
+)
+def test_an_endpoint_url_it_cannot_use_is_a_validation_error(url: str) -> None:
+    with pytest.raises(ValidationError, match="URL"):
+        RemoteBackend(url, KEY)
+
+
+# -- proxies from the environment --------------------------------------------------------------------------
+
+
+def test_which_proxy_the_environment_names() -> None:
+    env = {"HTTPS_PROXY": "http://user:p%40ss@proxy.example:3128", "http_proxy": "proxy.example:8080"}
+    https = proxy_for("https", "mnemo.example.com", env)
+    assert https is not None and (https.host, https.port) == ("proxy.example", 3128)
+    assert https.authorization == "Basic dXNlcjpwQHNz"  # user:p@ss
+    plain = proxy_for("http", "mnemo.example.com", env)
+    assert plain is not None and (plain.host, plain.port, plain.authorization) == ("proxy.example", 8080, None)
+    assert proxy_for("http", "mnemo.example.com", {"ALL_PROXY": "http://p:1"}) is not None
+    assert proxy_for("https", "mnemo.example.com", {}) is None
+    for loopback in ("127.0.0.1", "127.8.9.1", "::1", "localhost", "api.localhost"):
+        assert proxy_for("http", loopback, env) is None
+    for no_proxy in ("*", "example.com", ".example.com", "other.org, mnemo.example.com"):
+        assert proxy_for("https", "mnemo.example.com", {**env, "NO_PROXY": no_proxy}) is None
+    assert proxy_for("https", "mnemo.example.com", {**env, "no_proxy": "ample.com"}) is not None
+    for bad in ("socks5://p:1080", "https://p:443", "http://:8080", "http://p:notaport"):
+        with pytest.raises(ValueError, match="not an http:// proxy"):
+            proxy_for("https", "mnemo.example.com", {"HTTPS_PROXY": bad})
+
+
+def test_a_request_goes_through_the_proxy_the_environment_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The proxy (a real socket) answers for the endpoint: a plain-HTTP request through a proxy names the
+    # whole URL and carries the proxy's credentials; the endpoint's name is never resolved here.
+    with raw_server(_pages) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://me:secret@127.0.0.1:{proxy.port}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        backend = RemoteBackend("http://mnemo.invalid:8765/api/v1", KEY)
+        assert [e.atom_id for e in backend.recent(RecentQuery()).items] == [ITEM["atom_id"]]
+        backend.close()
+    (seen,) = proxy.seen
+    assert seen.line == "POST http://mnemo.invalid:8765/api/v1/memory/recent HTTP/1.1"
+    assert seen.headers["proxy-authorization"] == "Basic bWU6c2VjcmV0"  # me:secret
+    assert seen.headers["x-api-key"] == KEY
+
+
+def test_a_proxy_that_is_not_http_is_a_validation_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://127.0.0.1:1080")
+    with pytest.raises(ValidationError, match="not an http:// proxy"):
+        RemoteBackend("https://mnemo.example.com/api/v1", KEY)
+
+
+# -- TLS ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def certificate(tmp_path: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1, made with the openssl command for this test only."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is not installed")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subject = ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+    files = ["-keyout", str(key), "-out", str(cert)]
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", *subject, *files],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+def test_tls_is_verified_against_the_trusted_certificates(
+    certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, key = certificate
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    with raw_server(_pages, tls=context) as server:
+        url = f"https://127.0.0.1:{server.port}/api/v1"
+        untrusted = RemoteBackend(url, KEY, sleep=lambda _s: None, retries=1)
+        with pytest.raises(Unavailable, match="TLS certificate not trusted"):
+            untrusted.recent(RecentQuery())
+        assert server.seen == []  # nothing was sent to an endpoint that could not prove who it is
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        trusted = RemoteBackend(url, KEY)
+        assert [e.atom_id for e in trusted.recent(RecentQuery()).items] == [ITEM["atom_id"]]
+        trusted.close()
+    assert len(server.seen) == 1 and server.seen[0].headers["x-api-key"] == KEY
