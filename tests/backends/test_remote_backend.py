@@ -278,6 +278,30 @@ def test_a_page_declared_canonical_keeps_each_items_text_but_never_a_line_break(
     assert entry.wire == compact and entry.created_at == page_of(page).items[0].created_at
 
 
+@pytest.mark.parametrize(
+    "created",
+    [
+        "2026-02-30T00:00:00.000000Z",
+        "2026-13-01T00:00:00.000000Z",
+        "٢٠٢٦-01-01T00:00:00.000000Z",
+        "2026-01-01T24:00:00.000000Z",
+    ],
+    ids=["february-30", "month-13", "arabic-digits", "hour-24"],
+)
+def test_a_trusted_page_with_a_time_that_does_not_exist_keeps_it_as_text(created: str) -> None:
+    # A server that says its page is canonical is trusted for its items' text, not for their times: a
+    # time in the canonical shape that names no instant is read as text (created_at 0), never raised.
+    from mnemo_tui.backends.remote_wire import page_of
+
+    good = {**ITEM, "created_at": "2026-01-01T00:00:00.000001Z", "concepts": []}
+    bad = {**good, "atom_id": "00000000-0000-4000-8000-000000000002", "created_at": created}
+    body = json.dumps({"items": [good, bad], "next_cursor": None}, separators=(",", ":"), ensure_ascii=False)
+    entries = page_of(body, canonical=True).items
+    assert [e.atom_id for e in entries] == [good["atom_id"], bad["atom_id"]]
+    assert entries[0].created_at == 1_767_225_600_000_001 and entries[1].created_at == 0
+    assert json.loads(entries[1].wire)["created_at"] == created
+
+
 def test_login_status_watermarks_and_demo_over_an_endpoint(cli: Any, served: tuple[ThreadServer, Store, str]) -> None:
     server, store, key = served
     LocalBackend(store, "alice").write(WriteRequest(content="hello"))
