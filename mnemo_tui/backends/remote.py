@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -17,6 +16,7 @@ from mnemo_tui import __version__
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, time_of, wire_time
 from mnemo_tui.backends.transport import Answer, Transport, TransportError
+from mnemo_tui.digests import sha256
 from mnemo_tui.errors import (
     BY_CODE,
     AuthError,
@@ -89,7 +89,7 @@ def check_key(key: str) -> str:
 
 def key_principal(key: str) -> str:
     """The watermark principal of a key: `key:` + 12 hex chars of its SHA-256 (the key itself is never stored)."""
-    return "key:" + hashlib.sha256(key.encode()).hexdigest()[:12]
+    return "key:" + sha256(key.encode()).hexdigest()[:12]
 
 
 def _number(value: Any) -> float:
@@ -104,7 +104,7 @@ def _client_filters(query: RecentQuery) -> str | None:
     if query.author is None and "/" not in (query.exclude_author or ""):
         return None
     spec = f"{query.author or ''}\x1f{query.exclude_author or ''}"
-    return "a" + hashlib.sha256(spec.encode()).hexdigest()[:10] + "-"
+    return "a" + sha256(spec.encode()).hexdigest()[:10] + "-"
 
 
 def _bind(binding: str, cursor: str) -> str:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import binascii
-import hashlib
-import hmac
 import struct
 from functools import lru_cache
 
+from mnemo_tui import TYPE_CHECKING
+from mnemo_tui.digests import compare_digest, sha256
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import CURSOR_SHAPE, RecentQuery
+from mnemo_tui.model import RecentQuery
+
+if TYPE_CHECKING:
+    from hashlib import _Hash
 
 _VERSION = 1
 # version (1) | binding fingerprint (8) | created_at (8, signed) | atom_id (16) | mac (16)
@@ -43,7 +46,7 @@ def _binding(
         "h" if history else "",
         *(() if author is None else ("author", author)),
     )
-    return hashlib.sha256("\x1f".join(parts).encode()).digest()[:8]
+    return sha256("\x1f".join(parts).encode()).digest()[:8]
 
 
 _BLOCK = 64  # SHA-256's block size: RFC 2104's pads are one block
@@ -52,16 +55,16 @@ _OUTER_PAD = bytes(x ^ 0x5C for x in range(256))
 
 
 @lru_cache(maxsize=64)
-def _pads(secret: bytes) -> tuple[hashlib._Hash, hashlib._Hash]:
+def _pads(secret: bytes) -> tuple[_Hash, _Hash]:
     """A store's HMAC-SHA256 key as RFC 2104's two SHA-256 states (key ^ ipad, key ^ opad), once per secret.
 
     What `hmac.new(secret, digestmod=hashlib.sha256)` prepares, without the `hmac.HMAC` wrapper a
     cursor would copy and drive in Python; each cursor copies the two states. The MAC is the same
     HMAC-SHA256 (tests/engine/test_cursor_mac.py checks it against `hmac`), so issued cursors stay valid.
     """
-    key = hashlib.sha256(secret).digest() if len(secret) > _BLOCK else secret
+    key = sha256(secret).digest() if len(secret) > _BLOCK else secret
     key = key.ljust(_BLOCK, b"\0")
-    return hashlib.sha256(key.translate(_INNER_PAD)), hashlib.sha256(key.translate(_OUTER_PAD))
+    return sha256(key.translate(_INNER_PAD)), sha256(key.translate(_OUTER_PAD))
 
 
 def _mac(secret: bytes, body: bytes) -> bytes:
@@ -110,27 +113,27 @@ def decode(secret: bytes, bound: bytes, cursor: str) -> tuple[int, str]:
         ValidationError: for a malformed, non-canonical, forged or foreign cursor.
     """
     # Length, alphabet and canonical last character first: then base64 decodes exactly _LENGTH bytes,
-    # spelled back as the same text (the check `_spelled(raw) == text` was, without re-encoding).
-    if (
-        len(cursor) != _SPELLED_LEN
-        or cursor[-1] not in _CANONICAL_LAST
-        or "=" in cursor
-        or not CURSOR_SHAPE.match(cursor)
-    ):
+    # spelled back as the same text (the check `_spelled(raw) == text` was, without re-encoding). The
+    # alphabet: ASCII (`encode`), `+`, `/` and `=` dropped (so the length no longer matches), and any
+    # other byte outside base64's refused by binascii's strict mode.
+    if len(cursor) != _SPELLED_LEN or cursor[-1] not in _CANONICAL_LAST:
         raise ValidationError("malformed cursor")
     try:
-        raw = binascii.a2b_base64(cursor.encode().translate(_FROM_URLSAFE) + _PADDING)
-    except (binascii.Error, ValueError):
+        spelled = cursor.encode("ascii").translate(_FROM_URLSAFE, b"+/=")
+        if len(spelled) != _SPELLED_LEN:
+            raise ValueError("not the URL-safe alphabet")
+        raw = binascii.a2b_base64(spelled + _PADDING, strict_mode=True)
+    except (binascii.Error, ValueError):  # UnicodeEncodeError is a ValueError
         raise ValidationError("malformed cursor") from None
     if len(raw) != _LENGTH:
         raise ValidationError("malformed cursor")
     body, mac = raw[: _BODY.size], raw[_BODY.size :]
-    if not hmac.compare_digest(mac, _mac(secret, body)):
+    if not compare_digest(mac, _mac(secret, body)):
         raise ValidationError("cursor was not issued by this store (forged or foreign)")
     version, cursor_bound, created_at, atom_bytes = _BODY.unpack(body)
     if version != _VERSION:
         raise ValidationError("cursor of an unknown format")
-    if not hmac.compare_digest(cursor_bound, bound):
+    if not compare_digest(cursor_bound, bound):
         raise ValidationError("cursor does not belong to this scope and these filters")
     h = atom_bytes.hex()
     return created_at, f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

@@ -50,30 +50,27 @@ class Matching(Value):
 class FeedOps(Database):
     """The feed and search: every read of many entries is one statement over one scope."""
 
-    def _feed_sql(self, principal: str, q: RecentQuery, bound: bytes, *, page: bool) -> tuple[str, tuple[Any, ...]]:
-        """The keyset statement of a feed read: scope, filters, position (from the cursor), newest first;
-        a page's ends in `LIMIT ?` (its parameter is the caller's)."""
-        sql, params = _feed_statement(principal, q.filters(), q.cursor is not None, page)
+    def _positioned(self, plan: FeedPlan, q: RecentQuery) -> tuple[Any, ...]:
+        """A plan's parameters with the position of the query's cursor (checked here) after them."""
         if q.cursor is None:
-            return sql, params
-        return sql, (*params, *cursors.decode(self.secret, bound, q.cursor))
+            return plan.params
+        return (*plan.params, *cursors.decode(self.secret, plan.bound, q.cursor))
 
     def _page(self, principal: str, q: RecentQuery) -> tuple[list[Row], str | None]:
         """The one page builder: `limit + 1` rows (so the last page carries no cursor), the membership
         check of an empty room read, and the next cursor from the last row returned."""
         q.validated()
-        room_id = room_of(q.scope)
-        bound = cursors.binding(principal, q)
+        plan = _feed_plan(principal, q.filters(), q.cursor is not None, True)
+        params = self._positioned(plan, q)
         with self.reading() as db:
-            sql, params = self._feed_sql(principal, q, bound, page=True)
-            rows: list[Row] = db.execute(sql, (*params, q.limit + 1)).fetchall()
-            if not rows and room_id is not None:
-                self.require_member(principal, room_id)
+            rows: list[Row] = db.execute(plan.sql, (*params, q.limit + 1)).fetchall()
+            if not rows and plan.room_id is not None:
+                self.require_member(principal, plan.room_id)
         if len(rows) <= q.limit:
             return rows, None
-        rows = rows[: q.limit]
+        del rows[q.limit :]
         last = rows[-1]
-        return rows, cursors.encode(self.secret, bound, last[0], last[1])
+        return rows, cursors.encode(self.secret, plan.bound, last[0], last[1])
 
     def recent(self, principal: str, q: RecentQuery) -> Page:
         """One page of the feed, newest first, with the cursor of the next page (None at the end).
@@ -84,7 +81,7 @@ class FeedOps(Database):
         """
         rows, cursor = self._page(principal, q)
         return Page(
-            items=[Entry(r[1], r[0], r[2] if r[3] is None else with_superseded_by(r[2], r[3])) for r in rows],
+            items=[Entry(a, c, w if s is None else with_superseded_by(w, s)) for c, a, w, s in rows],
             next_cursor=cursor,
         )
 
@@ -92,7 +89,7 @@ class FeedOps(Database):
         """The same page as `recent`, as the entries' wire texts (what the server sends), with no `Entry` built."""
         rows, cursor = self._page(principal, q)
         return WirePage(
-            items=[r[2] if r[3] is None else with_superseded_by(r[2], r[3]) for r in rows], next_cursor=cursor
+            items=[w if s is None else with_superseded_by(w, s) for _c, _a, w, s in rows], next_cursor=cursor
         )
 
     def stream_wire(self, principal: str, q: RecentQuery, chunk: int = 2000) -> Iterator[list[str]]:
@@ -102,12 +99,12 @@ class FeedOps(Database):
         when it began: the same promise as a cursor walk, at a fraction of the cost.
         """
         q.validated()
-        room_id = room_of(q.scope)
-        with self.reading():
-            sql, params = self._feed_sql(principal, q, cursors.binding(principal, q), page=False)
-            if room_id is not None:
-                self.require_member(principal, room_id)
-        for rows in self.stream(sql, params, chunk):
+        plan = _feed_plan(principal, q.filters(), q.cursor is not None, False)
+        params = self._positioned(plan, q)
+        if plan.room_id is not None:
+            with self.reading():
+                self.require_member(principal, plan.room_id)
+        for rows in self.stream(plan.sql, params, chunk):
             yield [wire if later is None else with_superseded_by(wire, later) for wire, later in rows]
 
     def change_token(self) -> tuple[int, int]:
@@ -200,14 +197,34 @@ def _scoped(principal: str, scope: str | None, select: str, source: str) -> tupl
     return sql, params
 
 
+class FeedPlan(Value):
+    """What every page of one walk shares, built once per walk (`_feed_plan`), not once per page.
+
+    Attributes:
+        sql: the statement; a page's ends in `LIMIT ?`. The same text page after page, whose hash
+            `sqlite3`'s statement cache then finds already computed.
+        params: its parameters but the position's (the cursor's two values come next) and the limit's.
+        bound: the cursor binding of the reader and these filters (`cursor.binding`).
+        room_id: the room of a room scope (None otherwise), whose membership an empty read checks.
+    """
+
+    __slots__ = ("bound", "params", "room_id", "sql")
+    sql: str
+    params: tuple[Any, ...]
+    bound: bytes
+    room_id: str | None
+
+    def __init__(self, sql: str, params: tuple[Any, ...], bound: bytes, room_id: str | None) -> None:
+        self.sql = sql
+        self.params = params
+        self.bound = bound
+        self.room_id = room_id
+
+
 @lru_cache(maxsize=256, typed=True)
-def _feed_statement(
-    principal: str, filters: tuple[Any, ...], positioned: bool, page: bool
-) -> tuple[str, tuple[Any, ...]]:
-    """A feed read's statement and its parameters but the position's and the limit's, once per walk (not
-    once per page): every page of a walk has the same scope and filters, so the same text (whose hash
-    `sqlite3`'s statement cache then finds already computed); the cursor's two values come last, then
-    a page's limit."""
+def _feed_plan(principal: str, filters: tuple[Any, ...], positioned: bool, page: bool) -> FeedPlan:
+    """The plan of a feed read for a reader and `RecentQuery.filters()`, with a position or without,
+    as a page (`LIMIT ?`) or a stream."""
     scope, since, until, exclude, history, author = filters
     q = RecentQuery(
         scope=scope, since=since, until=until, exclude_author=exclude, include_history=history, author=author
@@ -219,7 +236,7 @@ def _feed_statement(
     if positioned:
         sql += " AND (a.created_at, a.atom_id) < (?, ?)"
     sql += " ORDER BY a.created_at DESC, a.atom_id DESC"
-    return (sql + " LIMIT ?" if page else sql), (*params, *extra)
+    return FeedPlan(sql + " LIMIT ?" if page else sql, (*params, *extra), cursors.binding(principal, q), room_of(scope))
 
 
 # Portable SQL (COALESCE, not IFNULL): both engines run it.

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
+
+from mnemo_tui.digests import sha256
 
 # secrets and uuid are imported where used: `mnemo recent` never needs them, and they cost its cold start.
 
@@ -48,4 +49,4 @@ def api_key() -> str:
 
 def digest(secret: str) -> str:
     """The stored form of a code or key: SHA-256 hex (they carry 128+ random bits, so no salt is needed)."""
-    return hashlib.sha256(secret.encode()).hexdigest()
+    return sha256(secret.encode()).hexdigest()

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import hmac
-
 from mnemo_tui import timefmt
+from mnemo_tui.digests import compare_digest
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.database import Database
 from mnemo_tui.errors import AuthError, NotFound, ValidationError
@@ -61,7 +60,7 @@ class KeyOps(Database):
             row = db.execute(
                 "SELECT principal, revoked_at, key_hash FROM api_keys WHERE key_hash = ?", (wanted,)
             ).fetchone()
-        if row is None or not hmac.compare_digest(row[2], wanted):
+        if row is None or not compare_digest(row[2], wanted):
             raise AuthError("unknown API key", details={"reason": "invalid_key"})
         if row[1] is not None:
             raise AuthError("this API key has been revoked", details={"reason": "revoked_key"})

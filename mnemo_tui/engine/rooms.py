@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import hmac
-
 from mnemo_tui import timefmt
+from mnemo_tui.digests import compare_digest
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.errors import Conflict, NotFound, ValidationError
@@ -133,7 +132,7 @@ class RoomOps(AtomOps):
                 "FROM invites i JOIN rooms r ON r.room_id = i.room_id WHERE i.code_hash = ?",
                 (ids.digest(code),),
             ).fetchone()
-            if row is None or not hmac.compare_digest(row[7], ids.digest(code)):
+            if row is None or not compare_digest(row[7], ids.digest(code)):
                 raise NotFound("unknown invite code")
             invite_id, room_id, scope, expires, max_uses, uses, name, _ = row
             member = db.execute(

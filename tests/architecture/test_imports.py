@@ -90,6 +90,8 @@ def test_the_engine_imports_no_uuid_secrets_or_typer_to_read_a_page(filled: Path
     modules = probe(filled, "recent", "--limit", "5", "--format", "ndjson")["modules"]
     assert isinstance(modules, list)
     assert "uuid" not in modules and "secrets" not in modules and "mnemo_tui.state.statedb" not in modules
+    # Nor OpenSSL (~4 ms): the cursor's SHA-256 and comparison are CPython's own (mnemo_tui/digests.py).
+    assert "_hashlib" not in modules and "hashlib" not in modules and "hmac" not in modules
 
 
 def test_other_commands_go_through_typer(filled: Path) -> None:
