@@ -199,14 +199,16 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     store = Store(path)
     bare = sqlite3.connect(path)
     bucket = bare.execute("SELECT bucket FROM buckets WHERE kind = 'own' AND owner = ?", (PRINCIPAL,)).fetchone()[0]
+    # The engine's statement selects what it returns: the feed keeps only rows no later version replaced,
+    # so it does not read `superseded_by` (engine/feed.py, `FeedPlan.spliced`); nor does the anchor.
     keyset = (
-        "SELECT created_at, atom_id, wire, superseded_by FROM atoms WHERE bucket = ? {extra}"
+        "SELECT created_at, atom_id, wire FROM atoms WHERE bucket = ? {extra}"
         "AND superseded_by IS NULL ORDER BY created_at DESC, atom_id DESC LIMIT ?"
     )
     top_sql = keyset.format(extra="")
     deep_sql = keyset.format(extra="AND (created_at, atom_id) < (?, ?) ")
     offset_sql = (
-        "SELECT created_at, atom_id, wire, superseded_by FROM atoms WHERE bucket = ? AND superseded_by IS NULL "
+        "SELECT created_at, atom_id, wire FROM atoms WHERE bucket = ? AND superseded_by IS NULL "
         "ORDER BY created_at DESC, atom_id DESC LIMIT ? OFFSET ?"
     )
     position = bare.execute(

@@ -51,7 +51,7 @@ import uvicorn
 db = sqlite3.connect(sys.argv[1], isolation_level=None, check_same_thread=False)
 db.execute("PRAGMA journal_mode = WAL"); db.execute("PRAGMA synchronous = NORMAL"); db.execute("PRAGMA busy_timeout = 30000")
 KEY = "SELECT principal, revoked_at, key_hash FROM api_keys WHERE key_hash = ?"
-PAGE = ("SELECT a.created_at, a.atom_id, a.wire, a.superseded_by FROM atoms a WHERE a.bucket = "
+PAGE = ("SELECT a.created_at, a.atom_id, a.wire FROM atoms a WHERE a.bucket = "
         "(SELECT bucket FROM buckets WHERE kind = 'own' AND owner = ?) {after}AND a.superseded_by IS NULL "
         "ORDER BY a.created_at DESC, a.atom_id DESC LIMIT ?")
 INSERT = ("INSERT INTO atoms(atom_id, bucket, domain, created_at, content, concepts, metadata, principal, agent, "

@@ -221,6 +221,7 @@ class Database:
         self.db = _open(Path(":memory:"))[0] if memory else connect(self.path, create=create)
         self.secret = bytes(self.db.execute("SELECT value FROM meta WHERE key = 'cursor_secret'").fetchone()[0])
         self.lock = RLock()
+        self._reading = Reading(self)  # one for every read: it holds nothing of a read
         self._file = _file_id(self.path)
         self._deadline: float | None = None
         self._waits = True  # False after never_wait(): no lock is waited for
@@ -324,7 +325,7 @@ class Database:
 
     def reading(self) -> Reading:
         """The connection for reads (one statement is one snapshot), held by this thread meanwhile."""
-        return Reading(self)
+        return self._reading
 
     # -- buckets: a principal's own store, or a room --------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import lru_cache
+from operator import itemgetter
 
 from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.engine import cursor as cursors
@@ -16,7 +17,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 _FEED_COLUMNS = "a.created_at, a.atom_id, a.wire, a.superseded_by"
-Row = tuple[int, str, str, str | None]
+_FIRST = itemgetter(0)
+_WIRE = itemgetter(2)
 
 
 class Matching(Value):
@@ -56,21 +58,24 @@ class FeedOps(Database):
             return plan.params
         return (*plan.params, *cursors.decode(self.secret, plan.bound, q.cursor))
 
-    def _page(self, principal: str, q: RecentQuery) -> tuple[list[Row], str | None]:
+    def _page(self, principal: str, q: RecentQuery) -> tuple[list[Any], str | None, bool]:
         """The one page builder: `limit + 1` rows (so the last page carries no cursor), the membership
-        check of an empty room read, and the next cursor from the last row returned."""
+        check of an empty room read, and the next cursor from the last row returned.
+
+        Rows are (created_at, atom_id, wire), with superseded_by fourth where the plan says a row can
+        have one (`FeedPlan.spliced`)."""
         q.validated()
         plan = _feed_plan(principal, q.filters(), q.cursor is not None, True)
         params = self._positioned(plan, q)
         with self.reading() as db:
-            rows: list[Row] = db.execute(plan.sql, (*params, q.limit + 1)).fetchall()
+            rows: list[Any] = db.execute(plan.sql, (*params, q.limit + 1)).fetchall()
             if not rows and plan.room_id is not None:
                 self.require_member(principal, plan.room_id)
         if len(rows) <= q.limit:
-            return rows, None
+            return rows, None, plan.spliced
         del rows[q.limit :]
         last = rows[-1]
-        return rows, cursors.encode(self.secret, plan.bound, last[0], last[1])
+        return rows, cursors.encode(self.secret, plan.bound, last[0], last[1]), plan.spliced
 
     def recent(self, principal: str, q: RecentQuery) -> Page:
         """One page of the feed, newest first, with the cursor of the next page (None at the end).
@@ -79,18 +84,17 @@ class FeedOps(Database):
             ValidationError: bad limit, scope, times or cursor.
             Forbidden: a room the principal is not a member of, or that does not exist.
         """
-        rows, cursor = self._page(principal, q)
-        return Page(
-            items=[Entry(a, c, w if s is None else with_superseded_by(w, s)) for c, a, w, s in rows],
-            next_cursor=cursor,
-        )
+        rows, cursor, spliced = self._page(principal, q)
+        if spliced:
+            return Page([Entry(a, c, w if s is None else with_superseded_by(w, s)) for c, a, w, s in rows], cursor)
+        return Page([Entry(a, c, w) for c, a, w in rows], cursor)
 
     def recent_wire(self, principal: str, q: RecentQuery) -> WirePage:
         """The same page as `recent`, as the entries' wire texts (what the server sends), with no `Entry` built."""
-        rows, cursor = self._page(principal, q)
-        return WirePage(
-            items=[w if s is None else with_superseded_by(w, s) for _c, _a, w, s in rows], next_cursor=cursor
-        )
+        rows, cursor, spliced = self._page(principal, q)
+        if spliced:
+            return WirePage([w if s is None else with_superseded_by(w, s) for _c, _a, w, s in rows], cursor)
+        return WirePage(list(map(_WIRE, rows)), cursor)
 
     def stream_wire(self, principal: str, q: RecentQuery, chunk: int = 2000) -> Iterator[list[str]]:
         """Every remaining entry of a walk as wire JSON strings, in chunks, from one statement.
@@ -105,7 +109,10 @@ class FeedOps(Database):
             with self.reading():
                 self.require_member(principal, plan.room_id)
         for rows in self.stream(plan.sql, params, chunk):
-            yield [wire if later is None else with_superseded_by(wire, later) for wire, later in rows]
+            if plan.spliced:
+                yield [wire if later is None else with_superseded_by(wire, later) for wire, later in rows]
+            else:
+                yield list(map(_FIRST, rows))
 
     def change_token(self) -> tuple[int, int]:
         """A cheap token that changes whenever the store's contents may have changed.
@@ -206,19 +213,24 @@ class FeedPlan(Value):
         params: its parameters but the position's (the cursor's two values come next) and the limit's.
         bound: the cursor binding of the reader and these filters (`cursor.binding`).
         room_id: the room of a room scope (None otherwise), whose membership an empty read checks.
+        spliced: whether a row can name a later version (history is read, or a room, where the filter
+            is inert): `superseded_by` is then selected last and spliced into the wire text. Otherwise
+            the statement keeps only rows without one, and does not read the column.
     """
 
-    __slots__ = ("bound", "params", "room_id", "sql")
+    __slots__ = ("bound", "params", "room_id", "spliced", "sql")
     sql: str
     params: tuple[Any, ...]
     bound: bytes
     room_id: str | None
+    spliced: bool
 
-    def __init__(self, sql: str, params: tuple[Any, ...], bound: bytes, room_id: str | None) -> None:
+    def __init__(self, sql: str, params: tuple[Any, ...], bound: bytes, room_id: str | None, spliced: bool) -> None:
         self.sql = sql
         self.params = params
         self.bound = bound
         self.room_id = room_id
+        self.spliced = spliced
 
 
 @lru_cache(maxsize=256, typed=True)
@@ -229,14 +241,18 @@ def _feed_plan(principal: str, filters: tuple[Any, ...], positioned: bool, page:
     q = RecentQuery(
         scope=scope, since=since, until=until, exclude_author=exclude, include_history=history, author=author
     )
+    room_id = room_of(scope)
+    spliced = not _current_only(q)
     # A stream prints wire texts and reads no position: it selects only them.
-    sql, params = _scoped(principal, scope, _FEED_COLUMNS if page else "a.wire, a.superseded_by", "atoms a")
+    columns = "a.created_at, a.atom_id, a.wire" if page else "a.wire"
+    sql, params = _scoped(principal, scope, columns + (", a.superseded_by" if spliced else ""), "atoms a")
     more, extra = _filtered(q)
     sql += more
     if positioned:
         sql += " AND (a.created_at, a.atom_id) < (?, ?)"
     sql += " ORDER BY a.created_at DESC, a.atom_id DESC"
-    return FeedPlan(sql + " LIMIT ?" if page else sql, (*params, *extra), cursors.binding(principal, q), room_of(scope))
+    sql = sql + " LIMIT ?" if page else sql
+    return FeedPlan(sql, (*params, *extra), cursors.binding(principal, q), room_id, spliced)
 
 
 # Portable SQL (COALESCE, not IFNULL): both engines run it.
@@ -260,7 +276,12 @@ def _filtered(q: RecentQuery | SearchQuery) -> tuple[str, list[Any]]:
     if q.exclude_author is not None:
         sql += f" AND a.principal != ? AND {_PRINCIPAL_AGENT} != ?"
         params += [q.exclude_author, q.exclude_author]
-    # Room entries cannot be superseded, so the read-side filter is inert there.
-    if not q.include_history and room_of(q.scope) is None:
+    if _current_only(q):
         sql += " AND a.superseded_by IS NULL"
     return sql, params
+
+
+def _current_only(q: RecentQuery | SearchQuery) -> bool:
+    """Whether a read keeps only entries no later version replaced (then none of its rows names one).
+    Room entries cannot be superseded, so the read-side filter is inert there."""
+    return not q.include_history and room_of(q.scope) is None
