@@ -161,6 +161,22 @@ def _reason(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def _answer(conn: http.client.HTTPConnection) -> Answer:
+    response = conn.getresponse()
+    body = response.read()
+    return Answer(response.status, {name.lower(): value for name, value in response.getheaders()}, body)
+
+
+def _early_answer(conn: http.client.HTTPConnection) -> Answer | None:
+    """The answer an endpoint sent while the request was still being sent, if one is waiting to be read."""
+    if conn.sock is None or not _stale(conn.sock):
+        return None
+    try:
+        return _answer(conn)
+    except (OSError, http.client.HTTPException):
+        return None
+
+
 class Transport:
     """Requests to one endpoint over one kept-alive connection (opened again when the endpoint closed it).
 
@@ -241,17 +257,26 @@ class Transport:
             conn = self._conn = None
         if conn is None:
             conn = self._conn = self._open()
+        target = self._origin + self.base_path + path
         try:
-            conn.request(
-                method, self._origin + self.base_path + path, body=content, headers={**self.headers, **headers}
-            )
-            response = conn.getresponse()
-            body = response.read()
+            conn.request(method, target, body=content, headers={**self.headers, **headers})
+        except OSError as exc:
+            # An endpoint may answer before it has read a body it refuses (a 413) and stop reading it:
+            # that answer, when it came, is the one to return, not the failure to send the rest.
+            early = _early_answer(conn)
+            self.close()
+            if early is None:
+                raise TransportError(_reason(exc)) from None
+            return early
+        except http.client.HTTPException as exc:
+            self.close()
+            raise TransportError(_reason(exc)) from None
+        try:
+            answer = _answer(conn)
         except (OSError, http.client.HTTPException) as exc:
             self.close()
             raise TransportError(_reason(exc)) from None
-        answer = Answer(response.status, {name.lower(): value for name, value in response.getheaders()}, body)
-        if response.will_close:
+        if conn.sock is None:  # the answer said `Connection: close`: http.client closed the connection
             self.close()
         return answer
 

@@ -22,7 +22,7 @@ import pytest
 
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.backends.transport import NotSent, Transport, TransportError, _stale, proxy_for
-from mnemo_tui.errors import Unavailable, ValidationError
+from mnemo_tui.errors import PayloadTooLarge, Unavailable, ValidationError
 from mnemo_tui.model import RecentQuery, WriteRequest
 
 KEY = "mk_live_" + "5" * 32
@@ -234,6 +234,38 @@ def test_a_truncated_answer_is_a_transport_error() -> None:
         with pytest.raises(TransportError) as cut:
             transport.request("GET", "/x", None, {})
     assert cut.value.sent is True and cut.value.reason == "IncompleteRead"
+
+
+def test_an_answer_sent_before_the_body_was_read_is_the_answer() -> None:
+    # The endpoint refuses the body from its headers (413) and reads no more of it: the client's send
+    # stalls once the buffers are full and times out, and the answer waiting for it is what it returns.
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    held: list[socket.socket] = []
+
+    def refuse() -> None:
+        conn, _ = listener.accept()
+        held.append(conn)
+        stream = conn.makefile("rb")
+        while stream.readline() not in (b"\r\n", b""):
+            pass
+        refusal = {"code": "PAYLOAD_TOO_LARGE", "message": "request body is over 1048576 bytes", "retryable": False}
+        conn.sendall(answer(413, refusal, close=True))
+
+    threading.Thread(target=refuse, daemon=True).start()
+    sleeps: list[float] = []
+    backend = RemoteBackend(
+        f"http://127.0.0.1:{listener.getsockname()[1]}/api/v1", KEY, sleep=sleeps.append, read_timeout=0.5
+    )
+    try:
+        with pytest.raises(PayloadTooLarge, match="over 1048576 bytes"):
+            backend.write(WriteRequest(content="x" * 20_000_000))
+    finally:
+        backend.close()
+        listener.close()
+        for conn in held:
+            conn.close()
+    assert sleeps == []
 
 
 @pytest.mark.parametrize(
