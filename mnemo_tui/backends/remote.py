@@ -123,6 +123,15 @@ def _unbind(binding: str, cursor: str) -> str:
     return cursor[len(binding) :]
 
 
+def _without_userinfo(url: str) -> str:
+    """A URL as it may be shown: a `user:password@` in it replaced by `***@`."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rsplit("@", 1)[1]
+    return scheme + sep + authority + slash + path
+
+
 def _text(body: Any, name: str, default: str = "") -> str:
     value = body.get(name) if isinstance(body, dict) else None
     return value if isinstance(value, str) else default
@@ -241,7 +250,7 @@ class RemoteBackend(Backend):
                 environ=os.environ,
             )
         except ValueError as exc:
-            raise ValidationError(f"endpoint {endpoint!r} is not a usable URL ({exc})") from None
+            raise ValidationError(f"endpoint {_without_userinfo(endpoint)!r} is not a usable URL ({exc})") from None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RemoteBackend:

@@ -18,7 +18,12 @@ import socket
 import ssl
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
+
+# The largest answer read (a page of 100 entries at the largest content is well under it): a body
+# declared or sent beyond it is a transport error, not a memory error.
+MAX_ANSWER = 256 << 20
+_CHUNK = 1 << 16
 
 
 class TransportError(Exception):
@@ -39,6 +44,10 @@ class NotSent(TransportError):
     """The connection (or the proxy's tunnel) never opened: nothing of the request left this machine."""
 
     sent = False
+
+
+class TooLarge(ValueError):
+    """An answer larger than `MAX_ANSWER`."""
 
 
 class Answer:
@@ -85,16 +94,39 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _bypassed(host: str, no_proxy: str) -> bool:
-    """Whether `NO_PROXY` names the host: `*`, the host itself, or a domain it is in (`example.com`, `.example.com`)."""
-    for entry in no_proxy.replace(" ", "").split(","):
-        name = entry.lower().lstrip(".")
-        if entry == "*" or (name and (host == name or host.endswith("." + name))):
+def _bypassed(host: str, port: int, no_proxy: str) -> bool:
+    """Whether `NO_PROXY` names the endpoint, as curl reads it: `*`, the host, a domain it is in
+    (`example.com`, `.example.com`), either with `:port` (then only that port), an address range
+    (`10.0.0.0/8`); a `scheme://` in front of an entry is ignored."""
+    import ipaddress
+
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    for raw in no_proxy.replace(" ", "").lower().split(","):
+        entry = raw.split("://", 1)[-1].rstrip("/")
+        if entry == "*":
+            return True
+        name, _, wanted = entry.rpartition(":") if entry.count(":") == 1 else (entry, "", "")
+        if wanted and wanted != str(port):
+            continue
+        name = name.strip("[]").lstrip(".")
+        if not name:
+            continue
+        if address is not None and "/" in name:
+            try:
+                if address in ipaddress.ip_network(name, strict=False):
+                    return True
+            except ValueError:
+                pass
+            continue
+        if host == name or host.endswith("." + name):
             return True
     return False
 
 
-def proxy_for(scheme: str, host: str, environ: Mapping[str, str]) -> Proxy | None:
+def proxy_for(scheme: str, host: str, environ: Mapping[str, str], port: int | None = None) -> Proxy | None:
     """The proxy the environment names for an endpoint (`<scheme>_proxy`, then `all_proxy`, each in either case).
 
     A loopback endpoint is never proxied (a proxy's loopback is not this machine's), nor one `NO_PROXY` names.
@@ -103,7 +135,8 @@ def proxy_for(scheme: str, host: str, environ: Mapping[str, str]) -> Proxy | Non
         ValueError: a proxy URL that is not `http://host[:port]`.
     """
     host = host.lower()
-    if _loopback(host) or _bypassed(host, environ.get("no_proxy") or environ.get("NO_PROXY") or ""):
+    port = port or (443 if scheme == "https" else 80)
+    if _loopback(host) or _bypassed(host, port, environ.get("no_proxy") or environ.get("NO_PROXY") or ""):
         return None
     url = ""
     for name in (f"{scheme}_proxy", "all_proxy"):
@@ -143,6 +176,10 @@ def _tls() -> ssl.SSLContext:
 def _stale(sock: socket.socket) -> bool:
     """Whether a kept-alive connection was closed by the other end (or holds bytes nobody asked for)."""
     try:
+        if hasattr(select, "poll"):  # no limit on the descriptor's number, unlike select()
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
         readable, _, _ = select.select([sock], [], [], 0)
     except (OSError, ValueError):
         return True
@@ -158,13 +195,33 @@ def _reason(exc: BaseException) -> str:
         return "host name not found"
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused"
+    if type(exc) is OSError and str(exc).startswith("Tunnel connection failed"):
+        return f"the proxy refused the tunnel: {str(exc).split(':', 1)[1].strip()}"  # its status line, no secret
+    if isinstance(exc, TooLarge):
+        return str(exc)
+    if isinstance(exc, ValueError) and not isinstance(exc, UnicodeError):
+        return "a malformed answer"  # e.g. a chunk size that is not a number
     return type(exc).__name__
 
 
 def _answer(conn: http.client.HTTPConnection) -> Answer:
+    """The whole answer, read in chunks up to MAX_ANSWER (http.client would allocate a declared length at once).
+
+    Raises:
+        OSError, http.client.HTTPException, ValueError: the answer did not come whole, or was malformed.
+        TooLarge: it was larger than MAX_ANSWER.
+    """
     response = conn.getresponse()
-    body = response.read()
-    return Answer(response.status, {name.lower(): value for name, value in response.getheaders()}, body)
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := response.read(_CHUNK):
+        size += len(chunk)
+        if size > MAX_ANSWER:
+            raise TooLarge(f"an answer over {MAX_ANSWER >> 20} MiB")
+        chunks.append(chunk)
+    if response.length:  # read(amt) ends quietly where the body stopped short of its declared length
+        raise http.client.IncompleteRead(b"", response.length)
+    return Answer(response.status, {name.lower(): value for name, value in response.getheaders()}, b"".join(chunks))
 
 
 def _early_answer(conn: http.client.HTTPConnection) -> Answer | None:
@@ -173,7 +230,7 @@ def _early_answer(conn: http.client.HTTPConnection) -> Answer | None:
         return None
     try:
         return _answer(conn)
-    except (OSError, http.client.HTTPException):
+    except (OSError, ValueError, http.client.HTTPException):
         return None
 
 
@@ -208,15 +265,24 @@ class Transport:
         if parts.query or parts.fragment:
             raise ValueError("an endpoint URL has no query or fragment")
         self.https = parts.scheme == "https"
-        self.host = parts.hostname
+        try:  # the host as DNS and the request line spell it: IDNA (`bücher.example` is `xn--bcher-kva.example`)
+            self.host = (
+                parts.hostname.encode("idna").decode("ascii") if not parts.hostname.isascii() else parts.hostname
+            )
+            if not self.host.startswith("[") and ":" not in self.host:
+                self.host.encode("idna")  # an empty or over-long label is refused here, not at connect
+        except UnicodeError:
+            raise ValueError(f"the host {parts.hostname!r} is not a valid host name") from None
         self.port = parts.port or (443 if self.https else 80)  # a port that is not a number raises ValueError
-        self.base_path = parts.path.rstrip("/")
+        # Percent-encoded as httpx did (what is already %-encoded stays as it is).
+        self.base_path = quote(parts.path.rstrip("/"), safe="/%!$&'()*+,;=:@~")
         self.headers = dict(headers)
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
-        self.proxy = proxy_for(parts.scheme, self.host, environ)
+        self.proxy = proxy_for(parts.scheme, self.host, environ, self.port)
         # Through a proxy, a plain-HTTP request names the whole URL; a TLS one goes through a tunnel.
-        self._origin = f"http://{parts.netloc}" if self.proxy is not None and not self.https else ""
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        self._origin = f"http://{shown}:{self.port}" if self.proxy is not None and not self.https else ""
         if self.proxy is not None and not self.https and self.proxy.authorization:
             self.headers["Proxy-Authorization"] = self.proxy.authorization
         self._conn: http.client.HTTPConnection | None = None
@@ -226,18 +292,21 @@ class Transport:
         proxy = self.proxy
         host, port = (proxy.host, proxy.port) if proxy is not None else (self.host, self.port)
         conn: http.client.HTTPConnection
-        if self.https:
-            if self._context is None:
-                self._context = _tls()
-            conn = http.client.HTTPSConnection(host, port, timeout=self.connect_timeout, context=self._context)
-            if proxy is not None:
-                tunnel = {"Proxy-Authorization": proxy.authorization} if proxy.authorization else None
-                conn.set_tunnel(self.host, self.port, headers=tunnel)
-        else:
-            conn = http.client.HTTPConnection(host, port, timeout=self.connect_timeout)
+        try:
+            if self.https:
+                if self._context is None:
+                    self._context = _tls()
+                conn = http.client.HTTPSConnection(host, port, timeout=self.connect_timeout, context=self._context)
+                if proxy is not None:
+                    tunnel = {"Proxy-Authorization": proxy.authorization} if proxy.authorization else None
+                    conn.set_tunnel(self.host, self.port, headers=tunnel)
+            else:
+                conn = http.client.HTTPConnection(host, port, timeout=self.connect_timeout)
+        except (OSError, ValueError) as exc:  # the TLS certificates could not be loaded
+            raise NotSent(_reason(exc)) from None
         try:
             conn.connect()
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, ValueError, http.client.HTTPException) as exc:  # UnicodeError is a ValueError
             conn.close()
             raise NotSent(_reason(exc)) from None
         assert conn.sock is not None
@@ -268,12 +337,12 @@ class Transport:
             if early is None:
                 raise TransportError(_reason(exc)) from None
             return early
-        except http.client.HTTPException as exc:
+        except (ValueError, http.client.HTTPException) as exc:  # a header http.client refuses to send
             self.close()
-            raise TransportError(_reason(exc)) from None
+            raise TransportError(f"the request could not be sent ({type(exc).__name__})") from None
         try:
             answer = _answer(conn)
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, ValueError, http.client.HTTPException) as exc:
             self.close()
             raise TransportError(_reason(exc)) from None
         if conn.sock is None:  # the answer said `Connection: close`: http.client closed the connection

@@ -277,6 +277,41 @@ def test_an_endpoint_url_it_cannot_use_is_a_validation_error(url: str) -> None:
         RemoteBackend(url, KEY)
 
 
+def test_an_answer_declaring_an_impossible_length_is_a_transport_error() -> None:
+    def liar(request: Request) -> tuple[bytes | None, bool]:
+        return b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n{}", True
+
+    with raw_server(liar) as server:
+        backend = RemoteBackend(f"http://127.0.0.1:{server.port}/api/v1", KEY, sleep=lambda _s: None, retries=0)
+        with pytest.raises(Unavailable, match=r"IncompleteRead\) after 1 attempt"):
+            backend.recent(RecentQuery())
+
+
+def test_an_endpoint_path_and_host_are_sent_as_the_request_line_spells_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    with raw_server(_pages) as server:
+        backend = RemoteBackend(f"http://127.0.0.1:{server.port}/mnémo space/api/v1", KEY)
+        backend.recent(RecentQuery())
+        backend.close()
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.port}")
+        through = RemoteBackend("http://bücher.example:8765/api/v1", KEY)
+        through.recent(RecentQuery())
+        through.close()
+    assert server.seen[0].line == "POST /mn%C3%A9mo%20space/api/v1/memory/recent HTTP/1.1"
+    assert server.seen[1].line == "POST http://xn--bcher-kva.example:8765/api/v1/memory/recent HTTP/1.1"
+
+
+@pytest.mark.parametrize("host", ["a..b", "x" * 64 + ".example"])
+def test_a_host_that_is_no_host_name_is_a_validation_error(host: str) -> None:
+    with pytest.raises(ValidationError, match="not a valid host name"):
+        RemoteBackend(f"https://{host}/api/v1", KEY)
+
+
+def test_credentials_in_an_endpoint_url_are_never_shown() -> None:
+    with pytest.raises(ValidationError) as refused:
+        RemoteBackend("https://me:hunter2@mnemo.example.com/api/v1", KEY)
+    assert "hunter2" not in str(refused.value) and "***@mnemo.example.com" in str(refused.value)
+
+
 # -- proxies from the environment --------------------------------------------------------------------------
 
 
@@ -294,6 +329,12 @@ def test_which_proxy_the_environment_names() -> None:
     for no_proxy in ("*", "example.com", ".example.com", "other.org, mnemo.example.com"):
         assert proxy_for("https", "mnemo.example.com", {**env, "NO_PROXY": no_proxy}) is None
     assert proxy_for("https", "mnemo.example.com", {**env, "no_proxy": "ample.com"}) is not None
+    # curl's forms: a port (only that port), a scheme in front (ignored), an address range.
+    assert proxy_for("http", "internal.corp", {**env, "NO_PROXY": "internal.corp:8765"}, 8765) is None
+    assert proxy_for("http", "internal.corp", {**env, "NO_PROXY": "internal.corp:8765"}, 80) is not None
+    assert proxy_for("http", "internal.corp", {**env, "NO_PROXY": "http://internal.corp"}) is None
+    assert proxy_for("http", "10.1.2.3", {**env, "NO_PROXY": "10.0.0.0/8"}) is None
+    assert proxy_for("http", "11.1.2.3", {**env, "NO_PROXY": "10.0.0.0/8"}) is not None
     for bad in ("socks5://p:1080", "https://p:443", "http://:8080", "http://p:notaport"):
         with pytest.raises(ValueError, match="not an http:// proxy"):
             proxy_for("https", "mnemo.example.com", {"HTTPS_PROXY": bad})
@@ -313,6 +354,24 @@ def test_a_request_goes_through_the_proxy_the_environment_names(monkeypatch: pyt
     assert seen.line == "POST http://mnemo.invalid:8765/api/v1/memory/recent HTTP/1.1"
     assert seen.headers["proxy-authorization"] == "Basic bWU6c2VjcmV0"  # me:secret
     assert seen.headers["x-api-key"] == KEY
+
+
+def test_a_proxy_that_refuses_the_tunnel_says_so_and_nothing_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(request: Request) -> tuple[bytes | None, bool]:
+        return b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n", True
+
+    with raw_server(refuse) as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", f"http://me:secret@127.0.0.1:{proxy.port}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        sleeps: list[float] = []
+        backend = RemoteBackend("https://mnemo.invalid/api/v1", KEY, sleep=sleeps.append, retries=1)
+        with pytest.raises(Unavailable, match="the proxy refused the tunnel: 407") as refused:
+            backend.write(WriteRequest(content="x"))
+    assert "secret" not in str(refused.value) and len(sleeps) == 1  # not sent: a write may be retried
+    assert [r.line for r in proxy.seen] == ["CONNECT mnemo.invalid:443 HTTP/1.0"] * 2
+    assert proxy.seen[0].headers["proxy-authorization"] == "Basic bWU6c2VjcmV0"
+    assert "x-api-key" not in proxy.seen[0].headers  # the key goes only inside the tunnel
 
 
 def test_a_proxy_that_is_not_http_is_a_validation_error(monkeypatch: pytest.MonkeyPatch) -> None:
