@@ -286,9 +286,24 @@ class Database:
         return True
 
     def checkpoint(self) -> None:
-        """A passive checkpoint: copy the write-ahead log back into the store as far as no reader needs it."""
-        with self.reading() as db:
-            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        """A passive checkpoint: copy the write-ahead log back into the store as far as no reader needs it,
+        with this process's writes held off meanwhile.
+
+        A checkpoint that writes keep overtaking never copies the whole log, and a log never copied
+        whole is never started over: it grows without end (hundreds of MB in a minute of `mnemo serve`
+        under load), and every read looks through it. Holding the writes off (the in-process write
+        lock, among the waiting, so the event loop writes in a thread meanwhile) lets it finish, and
+        the next write start the log over. It never waits for a reader: one that still needs part of
+        the log leaves that part to the next checkpoint.
+        """
+        writer = _writer(self.identity)
+        if not writer.acquire_waiting(BUSY_TIMEOUT_MS / 1000):
+            return  # writes kept the lock all this while: the next checkpoint tries again
+        try:
+            with self.reading() as db:
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        finally:
+            writer.release()
 
     def briefly(self) -> AbstractContextManager[None]:
         """A block in which every statement is stopped (`sqlite3.OperationalError: interrupted`) once it has

@@ -216,6 +216,49 @@ def test_the_loop_writes_and_a_thread_copies_the_log_back(tmp_path: Path, monkey
     assert _in_file(path) == 5  # the store file itself holds them, not only its log
 
 
+def test_a_checkpoint_holds_this_processs_writes_off_so_the_log_starts_over(tmp_path: Path) -> None:
+    # A checkpoint that the loop's writes keep overtaking never copies the whole log, and such a log is
+    # never started over: under load it grew by hundreds of MB a minute. It waits for the in-process
+    # write lock (counted among the waiting, so the loop writes in a thread meanwhile) before it copies.
+    from mnemo_tui.engine.database import _writer
+
+    path = tmp_path / "served.db"
+    engine = Store(path)
+    for i in range(50):
+        engine.write("alice", WriteRequest(content=f"w{i}"))
+    engine.db.execute("PRAGMA wal_autocheckpoint = 0")
+    for i in range(50):
+        engine.write("alice", WriteRequest(content=f"x{i}"))  # a log of some hundred frames
+    writer = _writer(engine.identity)
+    writer.acquire(True)  # a write of this process is under way
+    other = Store(path)
+    copier = threading.Thread(target=other.checkpoint)
+    copier.start()
+    try:
+        for _ in range(3000):  # bounded: the thread counts itself among the waiting at once
+            if writer.waiting == 1:
+                break
+            copier.join(0.01)
+        assert writer.waiting == 1 and copier.is_alive()  # it waits for the write, it does not race it
+    finally:
+        writer.release()
+    copier.join(30)
+    assert not copier.is_alive()
+    engine.write("alice", WriteRequest(content="after"))  # the whole log was copied: it starts over
+    assert _log_frames(path) < 20  # the one write's frames, not the fifty before it
+    other.close()
+    engine.close()
+
+
+def _log_frames(path: Path) -> int:
+    """Frames in the write-ahead log since it last started over (what a passive checkpoint reports)."""
+    db = sqlite3.connect(path)
+    try:
+        return int(db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1])
+    finally:
+        db.close()
+
+
 def _in_file(path: Path) -> int:
     """Entries in the store file itself, its write-ahead log ignored (what a checkpoint copied back)."""
     db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
