@@ -287,15 +287,19 @@ class Database:
 
     def checkpoint(self) -> None:
         """A passive checkpoint: copy the write-ahead log back into the store as far as no reader needs it,
-        with this process's writes held off meanwhile.
+        then the rest with this process's writes held off for that moment.
 
         A checkpoint that writes keep overtaking never copies the whole log, and a log never copied
         whole is never started over: it grows without end (hundreds of MB in a minute of `mnemo serve`
-        under load), and every read looks through it. Holding the writes off (the in-process write
-        lock, among the waiting, so the event loop writes in a thread meanwhile) lets it finish, and
-        the next write start the log over. It never waits for a reader: one that still needs part of
-        the log leaves that part to the next checkpoint.
+        under load), and every read looks through more of it. So the bulk is copied while writes go
+        on, and what they added meanwhile (a few writes' pages) is copied with the in-process write
+        lock held (counted among the waiting, so the event loop's writes go to a thread for that
+        moment); the next write then starts the log over. It never waits for a reader: one that still
+        needs part of the log leaves that part to the next checkpoint.
         """
+        with self.reading() as db:
+            # Its count of the log is the log when it began: writes may have added to it since.
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         writer = _writer(self.identity)
         if not writer.acquire_waiting(BUSY_TIMEOUT_MS / 1000):
             return  # writes kept the lock all this while: the next checkpoint tries again

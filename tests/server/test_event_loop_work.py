@@ -216,19 +216,23 @@ def test_the_loop_writes_and_a_thread_copies_the_log_back(tmp_path: Path, monkey
     assert _in_file(path) == 5  # the store file itself holds them, not only its log
 
 
-def test_a_checkpoint_holds_this_processs_writes_off_so_the_log_starts_over(tmp_path: Path) -> None:
+def test_a_checkpoint_copies_the_rest_of_the_log_with_this_processs_writes_held_off(tmp_path: Path) -> None:
     # A checkpoint that the loop's writes keep overtaking never copies the whole log, and such a log is
-    # never started over: under load it grew by hundreds of MB a minute. It waits for the in-process
-    # write lock (counted among the waiting, so the loop writes in a thread meanwhile) before it copies.
+    # never started over: under load it grew by hundreds of MB a minute. What the first, unlocked copy
+    # could not take, it copies holding the in-process write lock (counted among the waiting, so the
+    # loop writes in a thread meanwhile); then the next write starts the log over.
     from mnemo_tui.engine.database import _writer
 
     path = tmp_path / "served.db"
     engine = Store(path)
-    for i in range(50):
-        engine.write("alice", WriteRequest(content=f"w{i}"))
     engine.db.execute("PRAGMA wal_autocheckpoint = 0")
+    for i in range(20):
+        engine.write("alice", WriteRequest(content=f"w{i}"))
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM atoms").fetchone()  # a snapshot that needs the log's later part
     for i in range(50):
-        engine.write("alice", WriteRequest(content=f"x{i}"))  # a log of some hundred frames
+        engine.write("alice", WriteRequest(content=f"x{i}"))  # what the first copy cannot take
     writer = _writer(engine.identity)
     writer.acquire(True)  # a write of this process is under way
     other = Store(path)
@@ -240,12 +244,14 @@ def test_a_checkpoint_holds_this_processs_writes_off_so_the_log_starts_over(tmp_
                 break
             copier.join(0.01)
         assert writer.waiting == 1 and copier.is_alive()  # it waits for the write, it does not race it
+        reader.execute("COMMIT")  # the old snapshot is gone: now the whole log can be copied
     finally:
         writer.release()
     copier.join(30)
     assert not copier.is_alive()
     engine.write("alice", WriteRequest(content="after"))  # the whole log was copied: it starts over
-    assert _log_frames(path) < 20  # the one write's frames, not the fifty before it
+    assert _log_frames(path) < 20  # the one write's frames, not the seventy before it
+    reader.close()
     other.close()
     engine.close()
 
