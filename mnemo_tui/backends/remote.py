@@ -15,7 +15,7 @@ from urllib.parse import quote
 from mnemo_tui import __version__
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, time_of, wire_time
-from mnemo_tui.backends.transport import Answer, Transport, TransportError
+from mnemo_tui.backends.transport import Answer, BadProxy, Transport, TransportError
 from mnemo_tui.digests import sha256
 from mnemo_tui.errors import (
     BY_CODE,
@@ -249,6 +249,8 @@ class RemoteBackend(Backend):
                 read_timeout=read_timeout,
                 environ=os.environ,
             )
+        except BadProxy as exc:
+            raise ValidationError(f"{exc}: fix or unset HTTPS_PROXY, HTTP_PROXY and ALL_PROXY") from None
         except ValueError as exc:
             raise ValidationError(f"endpoint {_without_userinfo(endpoint)!r} is not a usable URL ({exc})") from None
 

@@ -46,6 +46,10 @@ class NotSent(TransportError):
     sent = False
 
 
+class BadProxy(ValueError):
+    """A proxy named by the environment that mnemo cannot use."""
+
+
 class TooLarge(ValueError):
     """An answer larger than `MAX_ANSWER`."""
 
@@ -132,7 +136,7 @@ def proxy_for(scheme: str, host: str, environ: Mapping[str, str], port: int | No
     A loopback endpoint is never proxied (a proxy's loopback is not this machine's), nor one `NO_PROXY` names.
 
     Raises:
-        ValueError: a proxy URL that is not `http://host[:port]`.
+        BadProxy: a proxy URL that is not `http://host[:port]`.
     """
     host = host.lower()
     port = port or (443 if scheme == "https" else 80)
@@ -152,7 +156,7 @@ def proxy_for(scheme: str, host: str, environ: Mapping[str, str], port: int | No
         port = 0
     if parts.scheme != "http" or not parts.hostname or not port:
         shown = f"{parts.scheme}://{parts.hostname or ''}"
-        raise ValueError(f"the proxy {shown} from the environment is not an http:// proxy, the only kind mnemo uses")
+        raise BadProxy(f"the proxy {shown} from the environment is not an http:// proxy, the only kind mnemo uses")
     authorization = None
     if parts.username is not None:
         pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()

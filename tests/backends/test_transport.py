@@ -376,7 +376,9 @@ def test_a_proxy_that_refuses_the_tunnel_says_so_and_nothing_is_sent(monkeypatch
 
 def test_a_proxy_that_is_not_http_is_a_validation_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "socks5://127.0.0.1:1080")
-    with pytest.raises(ValidationError, match="not an http:// proxy"):
+    with pytest.raises(
+        ValidationError, match="not an http:// proxy, the only kind mnemo uses: fix or unset HTTPS_PROXY"
+    ):
         RemoteBackend("https://mnemo.example.com/api/v1", KEY)
 
 
