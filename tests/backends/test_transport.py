@@ -204,10 +204,20 @@ def test_an_endpoint_that_never_answers_times_out_and_a_write_is_not_sent_twice(
         backend = RemoteBackend(url, KEY, sleep=sleeps.append, read_timeout=0.3)
         with pytest.raises(Unavailable, match=r"timed out\) after 1 attempt"):
             backend.write(WriteRequest(content="maybe stored"))
-        assert len(server.seen) == 1 and sleeps == []  # sent once: it may have been stored
+        _wait_seen(server, 1)
+        assert len(server.seen) == 1 and sleeps == []  # sent once ("after 1 attempt"): it may have been stored
         with pytest.raises(Unavailable, match=r"timed out\) after 3 attempt"):
             RemoteBackend(url, KEY, sleep=sleeps.append, read_timeout=0.3, retries=2).recent(RecentQuery())
+        _wait_seen(server, 4)
         assert len(server.seen) == 4 and len(sleeps) == 2  # a read is retried
+
+
+def _wait_seen(server: RawServer, count: int) -> None:
+    """Until the server's threads have read `count` requests (the client may give up before they run)."""
+    for _ in range(1000):  # bounded: 10 s
+        if len(server.seen) >= count:
+            return
+        time.sleep(0.01)
 
 
 def test_a_refused_connection_is_not_sent_so_even_a_write_is_retried() -> None:
@@ -255,7 +265,7 @@ def test_an_answer_sent_before_the_body_was_read_is_the_answer() -> None:
     threading.Thread(target=refuse, daemon=True).start()
     sleeps: list[float] = []
     backend = RemoteBackend(
-        f"http://127.0.0.1:{listener.getsockname()[1]}/api/v1", KEY, sleep=sleeps.append, read_timeout=0.5
+        f"http://127.0.0.1:{listener.getsockname()[1]}/api/v1", KEY, sleep=sleeps.append, read_timeout=2
     )
     try:
         with pytest.raises(PayloadTooLarge, match="over 1048576 bytes"):
