@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import time
@@ -285,8 +284,8 @@ class RemoteBackend(Backend):
         """One call's parsed JSON answer (see `_send`)."""
         response = self._send(method, path, body, idempotent=idempotent)
         try:
-            return json.loads(response.content)
-        except (ValueError, RecursionError):
+            return response.json()
+        except ValueError:
             raise Unavailable(f"{self.identity} answered {method} {path} with a body that is not JSON") from None
 
     def _send(self, method: str, path: str, body: Any = None, *, idempotent: bool = True) -> Answer:

@@ -20,6 +20,13 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
+from mnemo_tui import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ipaddress import IPv4Address, IPv6Address
+
+    IPAddress = IPv4Address | IPv6Address
+
 # The largest answer read (a page of 100 entries at the largest content is well under it): a body
 # declared or sent beyond it is a transport error, not a memory error.
 MAX_ANSWER = 256 << 20
@@ -87,27 +94,12 @@ class Proxy:
         self.authorization = authorization
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    import ipaddress
-
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _bypassed(host: str, port: int, no_proxy: str) -> bool:
+def _bypassed(host: str, address: IPAddress | None, port: int, no_proxy: str) -> bool:
     """Whether `NO_PROXY` names the endpoint, as curl reads it: `*`, the host, a domain it is in
     (`example.com`, `.example.com`), either with `:port` (then only that port), an address range
     (`10.0.0.0/8`); a `scheme://` in front of an entry is ignored."""
     import ipaddress
 
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        address = None
     for raw in no_proxy.replace(" ", "").lower().split(","):
         entry = raw.split("://", 1)[-1].rstrip("/")
         if entry == "*":
@@ -138,9 +130,16 @@ def proxy_for(scheme: str, host: str, environ: Mapping[str, str], port: int | No
     Raises:
         BadProxy: a proxy URL that is not `http://host[:port]`.
     """
+    import ipaddress
+
     host = host.lower()
     port = port or (443 if scheme == "https" else 80)
-    if _loopback(host) or _bypassed(host, port, environ.get("no_proxy") or environ.get("NO_PROXY") or ""):
+    try:
+        address: IPAddress | None = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    loopback = host == "localhost" or host.endswith(".localhost") or (address is not None and address.is_loopback)
+    if loopback or _bypassed(host, address, port, environ.get("no_proxy") or environ.get("NO_PROXY") or ""):
         return None
     url = ""
     for name in (f"{scheme}_proxy", "all_proxy"):
@@ -269,12 +268,11 @@ class Transport:
         if parts.query or parts.fragment:
             raise ValueError("an endpoint URL has no query or fragment")
         self.https = parts.scheme == "https"
-        try:  # the host as DNS and the request line spell it: IDNA (`bücher.example` is `xn--bcher-kva.example`)
-            self.host = (
-                parts.hostname.encode("idna").decode("ascii") if not parts.hostname.isascii() else parts.hostname
-            )
-            if not self.host.startswith("[") and ":" not in self.host:
-                self.host.encode("idna")  # an empty or over-long label is refused here, not at connect
+        # The host as DNS and the request line spell it: IDNA (`bücher.example` is `xn--bcher-kva.example`),
+        # an empty or over-long label refused here, not at connect; an IPv6 address (urlsplit drops its
+        # brackets) as it is.
+        try:
+            self.host = parts.hostname if ":" in parts.hostname else parts.hostname.encode("idna").decode("ascii")
         except UnicodeError:
             raise ValueError(f"the host {parts.hostname!r} is not a valid host name") from None
         self.port = parts.port or (443 if self.https else 80)  # a port that is not a number raises ValueError

@@ -60,7 +60,7 @@ def _pads(secret: bytes) -> tuple[_Hash, _Hash]:
 
     What `hmac.new(secret, digestmod=hashlib.sha256)` prepares, without the `hmac.HMAC` wrapper a
     cursor would copy and drive in Python; each cursor copies the two states. The MAC is the same
-    HMAC-SHA256 (tests/engine/test_cursor_mac.py checks it against `hmac`), so issued cursors stay valid.
+    HMAC-SHA256 (tests/engine/test_cursor_format.py checks it against `hmac`), so issued cursors stay valid.
     """
     key = sha256(secret).digest() if len(secret) > _BLOCK else secret
     key = key.ljust(_BLOCK, b"\0")
