@@ -211,7 +211,14 @@ class Database:
         identity: what watermarks of this store are keyed by (the path).
         db: the connection (autocommit: transactions are explicit, see `transaction`).
         secret: the store's cursor secret.
+        stream_rows: the rows of a stream's chunk when its caller does not say (`stream`).
     """
+
+    # No round trip to save in-process, and a chunk of ~50 KB of text is what the allocator reuses
+    # from one chunk to the next: 2,000 rows (~0.8 MB) were mapped afresh for every chunk, for the
+    # rows' strings and again for the text the CLI joins them into (173,000 page faults on an
+    # 800,000-entry `recent --all`, against 2,500 with 128 rows, and more than half its time).
+    stream_rows = 128
 
     def __init__(self, path: Path | str, *, create: bool = True, memory: bool = False) -> None:
         self.path = Path(path).resolve()
@@ -377,7 +384,8 @@ class Database:
         return f"json_each(a.concepts) {alias}"
 
     def stream(self, sql: str, params: list[Any] | tuple[Any, ...], chunk: int) -> Iterator[list[Any]]:
-        """Every row of one statement, in chunks: one statement is one snapshot."""
+        """Every row of one statement, in chunks of `chunk` rows (the last one shorter): one statement is
+        one snapshot."""
         cur = self.db.cursor()
         try:
             cur.execute(sql, params)

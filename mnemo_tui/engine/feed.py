@@ -96,8 +96,9 @@ class FeedOps(Database):
             return WirePage([w if s is None else with_superseded_by(w, s) for _c, _a, w, s in rows], cursor)
         return WirePage(list(map(_WIRE, rows)), cursor)
 
-    def stream_wire(self, principal: str, q: RecentQuery, chunk: int = 2000) -> Iterator[list[str]]:
-        """Every remaining entry of a walk as wire JSON strings, in chunks, from one statement.
+    def stream_wire(self, principal: str, q: RecentQuery, chunk: int | None = None) -> Iterator[list[str]]:
+        """Every remaining entry of a walk as wire JSON strings, in chunks (of `chunk` rows, or the
+        engine's `stream_rows`), from one statement.
 
         One statement reads one snapshot, so the stream holds exactly the entries that existed
         when it began: the same promise as a cursor walk, at a fraction of the cost.
@@ -108,7 +109,7 @@ class FeedOps(Database):
         if plan.room_id is not None:
             with self.reading():
                 self.require_member(principal, plan.room_id)
-        for rows in self.stream(plan.sql, params, chunk):
+        for rows in self.stream(plan.sql, params, chunk or self.stream_rows):
             if plan.spliced:
                 yield [wire if later is None else with_superseded_by(wire, later) for wire, later in rows]
             else:

@@ -319,7 +319,7 @@ class MemoryOps(AtomOps, Database):
         return {str(r[0]): int(r[1]) for r in rows}
 
     # -- export, wipes and reset --------------------------------------------------------------
-    def export(self, principal: str, chunk: int = 2000) -> Iterator[list[str]]:
+    def export(self, principal: str, chunk: int | None = None) -> Iterator[list[str]]:
         """Every entry of the principal's own store, oldest first, history included, each its wire item
         with its metadata and external_ref: JSON lines' worth. The vault is a table of its own: never in it."""
         with self.reading():
@@ -327,7 +327,7 @@ class MemoryOps(AtomOps, Database):
         for rows in self.stream(
             "SELECT wire, superseded_by, metadata, external_ref FROM atoms WHERE bucket = ? ORDER BY created_at, atom_id",
             (-1 if bucket is None else bucket,),
-            chunk,
+            chunk or self.stream_rows,
         ):
             lines = []
             for wire, superseded_by, metadata, external_ref in rows:

@@ -280,6 +280,8 @@ class PgDatabase(Database):
         identity: the URL without its password, what watermarks are keyed by.
     """
 
+    stream_rows = 2000  # a chunk is a round trip to the server here
+
     def __init__(self, url: str, *, migrate_schema: bool = False, pool_size: int = DEFAULT_POOL) -> None:
         self.identity = redacted(url)  # first: a malformed URL is refused before anything connects
         self.url = url

@@ -137,6 +137,10 @@ def test_stream_wire_is_the_snapshot_on_the_embedded_store_and_the_walk_on_an_en
     chunks = list(stream_wire(backend, RecentQuery(limit=5)))
     assert [json.loads(w)["atom_id"] for chunk in chunks for w in chunk] == ids
     assert (backend.snapshot_wire(RecentQuery()) is None) == (backend.kind == "remote")
+    if isinstance(backend, LocalBackend):  # the snapshot comes in chunks of the engine's size, not a page's
+        rows = backend.engine.stream_rows
+        assert [len(c) for c in chunks] == [min(rows, 130 - i) for i in range(0, 130, rows)]
+        assert [len(c) for c in backend.engine.stream_wire("alice", RecentQuery(), chunk=50)] == [50, 50, 30]
 
 
 # -- one rule of what is new --------------------------------------------------------------------
