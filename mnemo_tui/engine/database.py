@@ -182,22 +182,31 @@ class Reading:
 
 # About a millisecond of SQLite's work here: a keyset page of 100 entries takes a few thousand.
 BRIEF_STEPS = 100_000
-
-
-def _stop() -> int:
-    return 1
+# SQLite calls a progress handler every N steps of a statement counted over all its runs (a cached
+# statement's count goes on from one run to the next), not from the start of this one: a handler
+# that stopped at its first call stopped one short read in every hundred or so, part done, to be
+# done again in a thread. So it is called every BRIEF_TICK steps and stops at its
+# BRIEF_STEPS / BRIEF_TICK-th call inside the block.
+BRIEF_TICK = 1_000
 
 
 class Brief:
-    """`Database.briefly()` (a class, not a generator: every read on the event loop pays it)."""
+    """`Database.briefly()`, one per connection (a class, not a generator: every read on the event loop pays it)."""
 
-    __slots__ = ("_db",)
+    __slots__ = ("_db", "_left", "_tick")
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
+        self._left = 0
+        self._tick = self._count  # the handler, bound once
+
+    def _count(self) -> int:
+        self._left -= 1
+        return 1 if self._left <= 0 else 0
 
     def __enter__(self) -> None:
-        self._db.set_progress_handler(_stop, BRIEF_STEPS)
+        self._left = BRIEF_STEPS // BRIEF_TICK
+        self._db.set_progress_handler(self._tick, BRIEF_TICK)
 
     def __exit__(self, *exc: object) -> None:
         self._db.set_progress_handler(None, 0)
@@ -229,6 +238,7 @@ class Database:
         self.secret = bytes(self.db.execute("SELECT value FROM meta WHERE key = 'cursor_secret'").fetchone()[0])
         self.lock = RLock()
         self._reading = Reading(self)  # one for every read: it holds nothing of a read
+        self._brief = Brief(self.db)  # the same: a connection runs one block at a time
         self._file = _file_id(self.path)
         self._deadline: float | None = None
         self._waits = True  # False after never_wait(): no lock is waited for
@@ -317,10 +327,10 @@ class Database:
             writer.release()
 
     def briefly(self) -> AbstractContextManager[None]:
-        """A block in which every statement is stopped (`sqlite3.OperationalError: interrupted`) once it has
-        run `BRIEF_STEPS` steps of SQLite's machine: a count, not a clock, so a thread that waits for the
-        interpreter meanwhile does not cut a short read."""
-        return Brief(self.db)
+        """A block in which a statement is stopped (`sqlite3.OperationalError: interrupted`) once the block's
+        statements have run `BRIEF_STEPS` steps of SQLite's machine (to within `BRIEF_TICK`): a count, not
+        a clock, so a thread that waits for the interpreter meanwhile does not cut a short read."""
+        return self._brief
 
     @contextmanager
     def time_limit(self, seconds: float | None) -> Iterator[None]:

@@ -111,6 +111,25 @@ def test_a_read_past_its_moment_on_the_loop_is_done_whole_in_a_thread(tmp_path: 
     quick.close()
 
 
+def test_short_reads_on_the_loop_are_never_cut_however_many_ran_before(tmp_path: Path) -> None:
+    # SQLite counts a cached statement's steps over all its runs: the moment is this block's alone.
+    path = tmp_path / "served.db"
+    store = Store(path)
+    store.bulk_insert([("alice", WriteRequest(content=f"e{i}"), i + 1) for i in range(300)])
+    store.close()
+    pool = EnginePool(lambda: Store(path, create=False), workers=1)
+    query = RecentQuery(limit=100)
+
+    async def main() -> int:
+        pages = [await pool.run(lambda e: e.recent_wire("alice", query), at_once=READ) for _ in range(400)]
+        return sum(len(p.items) for p in pages)
+
+    total = asyncio.run(main())  # ~1,500 steps a page: 600,000 in all, six times the moment
+    used = _threads_used(pool)
+    pool.close()
+    assert total == 400 * 100 and not used
+
+
 def test_a_read_on_the_loop_does_not_wait_for_a_writer(tmp_path: Path) -> None:
     path = tmp_path / "served.db"
     store = Store(path)
