@@ -27,9 +27,24 @@ def now_us() -> int:
 
 def to_iso(us: int) -> str:
     """Format microseconds as UTC ISO-8601 with microseconds and `Z` (`2026-11-30T07:00:00.123456Z`)."""
-    d = EPOCH + timedelta(microseconds=us)
+    second, micro = divmod(us, 1_000_000)
+    return f"{_iso_second(second)}.{micro:06d}Z"
+
+
+_last_second: tuple[int, str] = (0, "1970-01-01T00:00:00")
+
+
+def _iso_second(second: int) -> str:
+    """The spelling of a whole second (`2026-11-30T07:00:00`), the last one kept: writes come in runs of one second."""
+    global _last_second
+    last = _last_second  # one read: another thread may replace it meanwhile
+    if last[0] == second:
+        return last[1]
+    d = EPOCH + timedelta(seconds=second)
     # Spelled out rather than strftime, whose %Y drops the leading zeros of years before 1000.
-    return f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}.{d.microsecond:06d}Z"
+    text = f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}"
+    _last_second = (second, text)
+    return text
 
 
 def from_datetime(value: datetime) -> int:

@@ -111,7 +111,11 @@ async def read_body(request: Request, budget: BodyBudget) -> bytes:
     assert task is not None
     budget.expect(task)
     try:
-        async for chunk in request.chunks():
+        more = True
+        while more:
+            chunk, more = await request.body_part()
+            if not chunk:
+                continue
             size += len(chunk)
             if size > MAX_BODY:
                 raise PayloadTooLarge(f"request body is over {MAX_BODY} bytes", details={"limit": MAX_BODY})
@@ -270,22 +274,31 @@ async def unrouted(request: Request, served: Served, allow: set[str] | None) -> 
 def loggable(text: str) -> str:
     """A field as the access log writes it: every control, quote, backslash and non-ASCII character
     escaped, so no request can write a line, or a field, of its own (`%0A` in a path arrives as a newline)."""
-    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+    if _plain(text):
         return text
     return text.encode("unicode_escape").decode("ascii").replace('"', "\\x22")
+
+
+def _plain(text: str) -> bool:
+    # Character by character: text made of plain pieces is plain, and the other way round.
+    return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
 
 
 def access_line(scope: Scope, status: int, started: float) -> str:
     """A request's access-log line: client, method, path (keys redacted), status, time. Never a header."""
     client = scope.get("client") or ("-", 0)
+    host, method, path = str(client[0]), scope["method"], auth.redact(scope["path"])
+    principal = str(scope.get("mnemo.principal", "-"))
+    if not _plain(host + method + path + principal):  # one check for the four fields (all of them, nearly always)
+        host, method, path, principal = loggable(host), loggable(method), loggable(path), loggable(principal)
     return '%s:%s "%s %s" %s %.1fms principal=%s' % (  # noqa: UP031 - the cheapest formatting there is
-        loggable(str(client[0])),
+        host,
         client[1],
-        loggable(scope["method"]),
-        loggable(auth.redact(scope["path"])),
+        method,
+        path,
         status,
         (time.perf_counter() - started) * 1000,
-        loggable(str(scope.get("mnemo.principal", "-"))),
+        principal,
     )
 
 

@@ -38,21 +38,19 @@ class Request:
         # ASGI servers give header names in lower case; latin-1 is HTTP's own reading of header bytes.
         self.headers: dict[str, str] = {k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])}
 
-    async def chunks(self) -> Any:
-        """The body as it arrives, chunk by chunk.
+    async def body_part(self) -> tuple[bytes, bool]:
+        """The next part of the body as it arrives (maybe empty), and whether more of it follows.
+
+        A coroutine called once a part, not an async generator: the event loop tracks every async
+        generator it starts (a weak set, and a finalizer), a cost each request paid for nothing.
 
         Raises:
             ClientDisconnect: the client went away first.
         """
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                raise ClientDisconnect
-            chunk = message.get("body", b"")
-            if chunk:
-                yield chunk
-            if not message.get("more_body", False):
-                return
+        message = await self.receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect
+        return message.get("body", b""), bool(message.get("more_body", False))
 
 
 class Response:

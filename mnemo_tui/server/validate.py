@@ -101,9 +101,12 @@ def check(schema: dict[str, Any], value: Any, loc: tuple[str | int, ...] = ("bod
     if ref is not None:
         return check(schemas()[ref.rsplit("/", 1)[-1]], value, loc)
     if "anyOf" in schema:
-        failures = [check(option, value, loc) for option in schema["anyOf"]]
-        if any(not f for f in failures):
-            return []
+        failures = []
+        for option in schema["anyOf"]:
+            found = check(option, value, loc)
+            if not found:
+                return []  # the first option that takes it: the others need not be tried
+            failures.append(found)
         return min(failures, key=len)
     errors: list[Detail] = []
     kind = schema.get("type")
@@ -175,16 +178,25 @@ def require(schema_name: str, value: Any) -> dict[str, Any]:
     Raises:
         BodyInvalid: the body does not match (422 with the `detail` list).
     """
-    schema = schemas()[schema_name]
-    errors = check(schema, value)
+    errors = check(schemas()[schema_name], value)
     if errors:
         raise BodyInvalid(errors)
     assert isinstance(value, dict)
     filled = dict(value)
-    for name, prop in schema.get("properties", {}).items():
-        if name not in filled and "default" in prop:
-            filled[name] = prop["default"]
+    for name, default in _defaults(schema_name):
+        if name not in filled:
+            filled[name] = default
     return filled
+
+
+@lru_cache(maxsize=64)
+def _defaults(schema_name: str) -> tuple[tuple[str, Any], ...]:
+    """A component schema's properties that have a default, with it (once per schema, not per request)."""
+    return tuple(
+        (name, prop["default"])
+        for name, prop in schemas()[schema_name].get("properties", {}).items()
+        if "default" in prop
+    )
 
 
 def require_uuid(value: str, name: str) -> str:

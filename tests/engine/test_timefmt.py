@@ -36,6 +36,18 @@ def test_iso_round_trips_every_representable_instant(us: int) -> None:
     assert timefmt.parse_iso(timefmt.to_iso(us)) == us
 
 
+@given(st.lists(st.integers(min_value=timefmt.MIN_US, max_value=timefmt.MAX_US), min_size=1, max_size=8), st.data())
+def test_iso_spells_each_instant_as_datetime_does_whatever_came_before(
+    instants: list[int], data: st.DataObject
+) -> None:
+    # The spelling of the last whole second is kept: instants in the same second, the one just before
+    # and a far one in turn must each get their own.
+    near = instants[0] + data.draw(st.integers(min_value=-1_000_001, max_value=1_000_001))
+    for us in [*instants, min(max(near, timefmt.MIN_US), timefmt.MAX_US), instants[0]]:
+        d = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)
+        assert timefmt.to_iso(us) == d.strftime("%Y-%m-%dT%H:%M:%S.%fZ").rjust(27, "0")
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
