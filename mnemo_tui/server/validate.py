@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Callable
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -95,69 +96,229 @@ def _format_ok(value: str, fmt: str) -> bool:
     return True
 
 
-def check(schema: dict[str, Any], value: Any, loc: tuple[str | int, ...] = ("body",)) -> list[Detail]:
-    """Every way `value` fails `schema` (a subset of JSON Schema: what the hosted schemas use)."""
+Loc = tuple[str | int, ...]
+Checker = Callable[[Any, Loc], list[Detail]]
+Rule = Callable[[Any, Loc], Detail | None]
+
+
+@lru_cache(maxsize=64)
+def _named(name: str) -> Checker:
+    """The checker of a component schema, compiled once (a request body is checked by it, not by reading
+    the schema), with a quick test first: what it accepts the full check accepts, so only a body it does
+    not accept (a failing one, or one of an unusual shape) pays for the full check."""
+    schema = schemas()[name]
+    full, quick = compiled(schema), accepts(schema)
+    if quick is None:
+        return full
+
+    def checker(value: Any, loc: Loc) -> list[Detail]:
+        return [] if quick(value) else full(value, loc)
+
+    return checker
+
+
+# Keywords that say nothing of what a value may be.
+_NOTES = frozenset({"title", "description", "default", "example", "examples", "deprecated"})
+
+
+def accepts(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
+    """A quick test of an object schema's values, or None where it has none: one function of plain tests,
+    written from the schema once and compiled, true only of a value the full check finds nothing wrong
+    with (a value it is false of goes to the full check, which finds what is wrong, if anything).
+
+    It knows the forms a body's fields take (strings, integers, numbers, booleans with bounds, arrays
+    of them, free objects, any of them or null); a field of any other form, or a name the schema does
+    not list, makes it false.
+    """
+    if set(schema) - _NOTES > {"type", "properties", "required", "additionalProperties"}:
+        return None
+    if schema.get("type") != "object" or not schema.get("properties"):
+        return None
+    lines = ["def accepts(value):", "    if type(value) is not dict:", "        return False"]
+    lines.append("    for name, item in value.items():")
+    tests = [(name, _quick(prop, "item")) for name, prop in schema["properties"].items()]
+    known = [(name, test) for name, test in tests if test is not None]
+    if not known:
+        return None
+    for i, (name, test) in enumerate(known):
+        lines += [
+            f"        {'if' if i == 0 else 'elif'} name == {name!r}:",
+            f"            if not ({test}):",
+            "                return False",
+        ]
+    lines += ["        else:", "            return False"]
+    for name in schema.get("required", ()):
+        lines += [f"    if {name!r} not in value:", "        return False"]
+    lines.append("    return True")
+    namespace: dict[str, Any] = {}
+    exec("\n".join(lines), namespace)  # our own text: names as literals, numbers from the bundled schema
+    found: Callable[[Any], bool] = namespace["accepts"]
+    return found
+
+
+def _quick(schema: dict[str, Any], x: str) -> str | None:
+    """An expression true of `x` only when `x` passes `schema` (None for a form it does not know)."""
+    keys = set(schema) - _NOTES
+    if keys == {"anyOf"}:
+        options = [_quick(option, x) for option in schema["anyOf"]]
+        known = [f"({test})" for test in options if test is not None]
+        return " or ".join(known) if known else None
+    kind = schema.get("type")
+    bounds = []
+    if kind == "null" and keys == {"type"}:
+        return f"{x} is None"
+    if kind == "boolean" and keys == {"type"}:
+        return f"type({x}) is bool"
+    if kind == "string" and keys <= {"type", "minLength", "maxLength"}:
+        bounds = [f"type({x}) is str"]
+        bounds += [f"len({x}) >= {schema['minLength']!r}"] if "minLength" in schema else []
+        bounds += [f"len({x}) <= {schema['maxLength']!r}"] if "maxLength" in schema else []
+    elif kind in ("integer", "number") and keys <= {"type", "minimum", "maximum"}:
+        bounds = [f"type({x}) is int" if kind == "integer" else f"(type({x}) is int or type({x}) is float)"]
+        bounds += [f"{x} >= {schema['minimum']!r}"] if "minimum" in schema else []
+        bounds += [f"{x} <= {schema['maximum']!r}"] if "maximum" in schema else []
+    elif kind == "array" and keys <= {"type", "items", "minItems", "maxItems"}:
+        each = _quick(schema["items"], x + "_") if "items" in schema else "True"
+        if each is None:
+            return None
+        bounds = [f"type({x}) is list"]
+        bounds += [f"len({x}) >= {schema['minItems']!r}"] if "minItems" in schema else []
+        bounds += [f"len({x}) <= {schema['maxItems']!r}"] if "maxItems" in schema else []
+        bounds += [f"all({each} for {x}_ in {x})"]
+    elif (
+        kind == "object"
+        and keys <= {"type", "additionalProperties"}
+        and schema.get("additionalProperties", True) is True
+    ):
+        return f"type({x}) is dict"
+    return " and ".join(bounds) if bounds else None
+
+
+def compiled(schema: dict[str, Any]) -> Checker:
+    """A schema (a subset of JSON Schema: what the hosted schemas use) as a function of (value, loc)
+    returning every way the value fails it.
+
+    The schema's keywords are read once, here: what a request pays is the checks its schema has.
+    The rules, in order: `$ref`; `anyOf` (none of the other keywords beside it count); `type` and
+    `enum` (each a failure on its own); then by the value's own type, every string, number or array
+    bound it breaks, an array's items (when its bounds hold), an object's missing, unknown and
+    failing properties.
+    """
     ref = schema.get("$ref")
     if ref is not None:
-        return check(schemas()[ref.rsplit("/", 1)[-1]], value, loc)
+        name = ref.rsplit("/", 1)[-1]
+
+        def referenced(value: Any, loc: Loc) -> list[Detail]:
+            return _named(name)(value, loc)  # looked up when used: a schema may refer to itself
+
+        return referenced
     if "anyOf" in schema:
-        failures = []
-        for option in schema["anyOf"]:
-            found = check(option, value, loc)
-            if not found:
-                return []  # the first option that takes it: the others need not be tried
-            failures.append(found)
-        return min(failures, key=len)
-    errors: list[Detail] = []
-    kind = schema.get("type")
-    if kind is not None and not _is_type(value, kind):
-        return [{"type": f"{kind}_type", "loc": list(loc), "msg": f"Input should be {_TYPE_WORDS[kind]}"}]
-    if "enum" in schema and value not in schema["enum"]:
-        options = ", ".join(repr(v) for v in schema["enum"])
-        return [{"type": "enum", "loc": list(loc), "msg": f"Input should be {options}"}]
-    if isinstance(value, str):
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            errors.append(_bound(loc, "string_too_short", f"at least {schema['minLength']} character(s)"))
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            errors.append(_bound(loc, "string_too_long", f"at most {schema['maxLength']} character(s)"))
-        if "pattern" in schema and not _pattern(schema["pattern"]).search(value):
-            errors.append(_bound(loc, "string_pattern_mismatch", f"match pattern '{schema['pattern']}'"))
-        if "format" in schema and not _format_ok(value, schema["format"]):
-            errors.append(
-                {
-                    "type": f"{schema['format']}_parsing",
-                    "loc": list(loc),
-                    "msg": f"Input should be a valid {schema['format']}",
-                }
+        options = [compiled(option) for option in schema["anyOf"]]
+
+        def any_of(value: Any, loc: Loc) -> list[Detail]:
+            failures = []
+            for option in options:
+                found = option(value, loc)
+                if not found:
+                    return []  # the first option that takes it: the others need not be tried
+                failures.append(found)
+            return min(failures, key=len)
+
+        return any_of
+    kind: str | None = schema.get("type")
+    has_enum, enum = "enum" in schema, list(schema.get("enum", ()))
+    strings, numbers, arrays = _string_rules(schema), _number_rules(schema), _array_rules(schema)
+    items = compiled(schema["items"]) if schema.get("items") is not None else None
+    props = {name: compiled(prop) for name, prop in schema.get("properties", {}).items()}
+    required = tuple(schema.get("required", ()))
+    extra = schema.get("additionalProperties", True)
+    forbid = extra is False
+    extra_check = compiled(extra) if isinstance(extra, dict) else None
+
+    def checker(value: Any, loc: Loc) -> list[Detail]:
+        if kind is not None and not _is_type(value, kind):
+            return [{"type": f"{kind}_type", "loc": list(loc), "msg": f"Input should be {_TYPE_WORDS[kind]}"}]
+        if has_enum and value not in enum:
+            options = ", ".join(repr(v) for v in enum)
+            return [{"type": "enum", "loc": list(loc), "msg": f"Input should be {options}"}]
+        errors: list[Detail] = []
+        if isinstance(value, str):
+            _apply(strings, value, loc, errors)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            _apply(numbers, value, loc, errors)
+        elif isinstance(value, list):
+            _apply(arrays, value, loc, errors)
+            if items is not None and not errors:
+                for i, item in enumerate(value):
+                    errors += items(item, (*loc, i))
+        elif isinstance(value, dict):
+            for name in required:
+                if name not in value:
+                    errors.append({"type": "missing", "loc": [*loc, name], "msg": "Field required"})
+            for name, item in value.items():
+                prop = props.get(name)
+                if prop is not None:
+                    errors += prop(item, (*loc, name))
+                elif forbid:
+                    errors.append(
+                        {"type": "extra_forbidden", "loc": [*loc, name], "msg": "Extra inputs are not permitted"}
+                    )
+                elif extra_check is not None:
+                    errors += extra_check(item, (*loc, name))
+        return errors
+
+    return checker
+
+
+def _apply(rules: list[Rule], value: Any, loc: Loc, errors: list[Detail]) -> None:
+    for rule in rules:
+        found = rule(value, loc)
+        if found is not None:
+            errors.append(found)
+
+
+def _string_rules(schema: dict[str, Any]) -> list[Rule]:
+    rules: list[Rule] = []
+    if "minLength" in schema:
+        low, short = schema["minLength"], f"at least {schema['minLength']} character(s)"
+        rules.append(lambda v, loc: _bound(loc, "string_too_short", short) if len(v) < low else None)
+    if "maxLength" in schema:
+        high, long = schema["maxLength"], f"at most {schema['maxLength']} character(s)"
+        rules.append(lambda v, loc: _bound(loc, "string_too_long", long) if len(v) > high else None)
+    if "pattern" in schema:
+        pattern, words = _pattern(schema["pattern"]), f"match pattern '{schema['pattern']}'"
+        rules.append(lambda v, loc: None if pattern.search(v) else _bound(loc, "string_pattern_mismatch", words))
+    if "format" in schema:
+        fmt = schema["format"]
+        failed = {"type": f"{fmt}_parsing", "msg": f"Input should be a valid {fmt}"}
+        rules.append(
+            lambda v, loc: (
+                None if _format_ok(v, fmt) else {"type": failed["type"], "loc": list(loc), "msg": failed["msg"]}
             )
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            errors.append(_bound(loc, "greater_than_equal", f"greater than or equal to {_num(schema['minimum'])}"))
-        if "maximum" in schema and value > schema["maximum"]:
-            errors.append(_bound(loc, "less_than_equal", f"less than or equal to {_num(schema['maximum'])}"))
-    elif isinstance(value, list):
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            errors.append(_bound(loc, "too_short", f"at least {schema['minItems']} item(s)"))
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            errors.append(_bound(loc, "too_long", f"at most {schema['maxItems']} item(s)"))
-        items = schema.get("items")
-        if items is not None and not errors:
-            for i, item in enumerate(value):
-                errors += check(items, item, (*loc, i))
-    elif isinstance(value, dict):
-        props: dict[str, Any] = schema.get("properties", {})
-        for name in schema.get("required", ()):
-            if name not in value:
-                errors.append({"type": "missing", "loc": [*loc, name], "msg": "Field required"})
-        extra = schema.get("additionalProperties", True)
-        for name, item in value.items():
-            if name in props:
-                errors += check(props[name], item, (*loc, name))
-            elif extra is False:
-                errors.append({"type": "extra_forbidden", "loc": [*loc, name], "msg": "Extra inputs are not permitted"})
-            elif isinstance(extra, dict):
-                errors += check(extra, item, (*loc, name))
-    return errors
+        )
+    return rules
+
+
+def _number_rules(schema: dict[str, Any]) -> list[Rule]:
+    rules: list[Rule] = []
+    if "minimum" in schema:
+        low, words = schema["minimum"], f"greater than or equal to {_num(schema['minimum'])}"
+        rules.append(lambda v, loc: _bound(loc, "greater_than_equal", words) if v < low else None)
+    if "maximum" in schema:
+        high, top = schema["maximum"], f"less than or equal to {_num(schema['maximum'])}"
+        rules.append(lambda v, loc: _bound(loc, "less_than_equal", top) if v > high else None)
+    return rules
+
+
+def _array_rules(schema: dict[str, Any]) -> list[Rule]:
+    rules: list[Rule] = []
+    if "minItems" in schema:
+        low, few = schema["minItems"], f"at least {schema['minItems']} item(s)"
+        rules.append(lambda v, loc: _bound(loc, "too_short", few) if len(v) < low else None)
+    if "maxItems" in schema:
+        high, many = schema["maxItems"], f"at most {schema['maxItems']} item(s)"
+        rules.append(lambda v, loc: _bound(loc, "too_long", many) if len(v) > high else None)
+    return rules
 
 
 def _num(value: float) -> str:
@@ -178,7 +339,7 @@ def require(schema_name: str, value: Any) -> dict[str, Any]:
     Raises:
         BodyInvalid: the body does not match (422 with the `detail` list).
     """
-    errors = check(schemas()[schema_name], value)
+    errors = _named(schema_name)(value, ("body",))
     if errors:
         raise BodyInvalid(errors)
     assert isinstance(value, dict)
