@@ -27,7 +27,7 @@ from mnemo_tui.server.asgi import (
     Send,
 )
 from mnemo_tui.server.envelope import Refused, dumps, error, ok, request_id
-from mnemo_tui.server.pool import DEFAULT_WORKERS, READ, WRITE, EnginePool, Opener
+from mnemo_tui.server.pool import DEFAULT_WORKERS, LOOKUP, READ, WRITE, EnginePool, Opener
 from mnemo_tui.server.routes import Call
 from mnemo_tui.server.validate import document
 
@@ -161,7 +161,7 @@ class Served:
     async def principal(self, key: str) -> str:
         """The key's principal, checked before anything else of the request is read: on the event loop
         when the engine answers at once (an embedded store under no lock), else in a database thread."""
-        return await self.pool.run(lambda engine: engine.principal_for_key(key), at_once=READ)
+        return await self.pool.run(lambda engine: engine.principal_for_key(key), at_once=LOOKUP)
 
 
 def endpoint(work: Work, served: Served, *, body: bool = True, at_once: str | None = None) -> Handler:

@@ -15,7 +15,7 @@ from mnemo_tui.errors import MnemoError, Unavailable, WouldWait
 T = TypeVar("T")
 DEFAULT_WORKERS = 8
 Opener = Callable[[], Engine]
-READ, WRITE = "read", "write"  # what `EnginePool.run(at_once=...)` may do on the event loop
+READ, LOOKUP, WRITE = "read", "lookup", "write"  # what `EnginePool.run(at_once=...)` may do on the event loop
 # Writes on the event loop between two checkpoints in a thread: a few pages each, about SQLite's own
 # automatic checkpoint of 1,000 pages.
 CHECKPOINT_WRITES = 256
@@ -76,6 +76,8 @@ class EnginePool:
         worker thread, as any other call (docs/server.md, "Work on the event loop"):
         - `READ`, a read: stopped, and done whole in a thread, when it would wait or runs more than a
           moment (`Engine.briefly`);
+        - `LOOKUP`, a read of one row by a unique key (an API key's): the same, without counting its
+          steps, which it has too few of to run long;
         - `WRITE`, one bounded write: done in a thread when its write lock is held (`WouldWait`, raised
           before anything began; nothing else is retried, so nothing is ever written twice).
 
@@ -95,8 +97,10 @@ class EnginePool:
                 if self._written_at_once % CHECKPOINT_WRITES == 0:
                     self._checkpoint()
                 return result
-        elif at_once == READ and engine is not None:
+        elif at_once is not None and engine is not None:
             try:
+                if at_once == LOOKUP:
+                    return fn(engine)
                 with engine.briefly():
                     return fn(engine)
             except MnemoError:
