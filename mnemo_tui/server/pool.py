@@ -97,7 +97,7 @@ class EnginePool:
                 if self._written_at_once % CHECKPOINT_WRITES == 0:
                     self._checkpoint()
                 return result
-        elif at_once is not None and engine is not None:
+        elif at_once in (READ, LOOKUP) and engine is not None:
             try:
                 if at_once == LOOKUP:
                     return fn(engine)

@@ -130,8 +130,8 @@ def accepts(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
     of them, free objects, any of them or null); a field of any other form, or a name the schema does
     not list, makes it false.
     """
-    if set(schema) - _NOTES > {"type", "properties", "required", "additionalProperties"}:
-        return None
+    if set(schema) - _NOTES - {"type", "properties", "required", "additionalProperties"}:
+        return None  # `anyOf`, `$ref`, `enum` and the like beside the properties: the full check only
     if schema.get("type") != "object" or not schema.get("properties"):
         return None
     lines = ["def accepts(value):", "    if type(value) is not dict:", "        return False"]

@@ -160,3 +160,50 @@ def test_a_body_the_quick_test_refuses_gets_the_full_checks_errors() -> None:
         (["body", "cursor"], "string_type"),
     ]
     assert require("RecentRequestSchema", {"limit": 5.0})["limit"] == 5.0  # 5.0 is an integer to the schema
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "expected"),
+    [
+        # anyOf with options failing by different counts: the option with the fewest errors answers.
+        ("QueryRequestSchema", {"query": "q", "domains": [1, 2, 3]}, [("null_type", ["body", "domains"])]),
+        # Missing required fields first, then each field in the body's order, unknown ones included.
+        (
+            "WriteRequestSchema",
+            {"domain": 5, "concepts": "x", "zzz": 1},
+            [
+                ("missing", ["body", "content"]),
+                ("string_type", ["body", "domain"]),
+                ("array_type", ["body", "concepts"]),
+                ("extra_forbidden", ["body", "zzz"]),
+            ],
+        ),
+        (
+            "RecentRequestSchema",
+            {"limit": True, "since": "not a time", "include_history": "no"},
+            [
+                ("integer_type", ["body", "limit"]),
+                ("date-time_parsing", ["body", "since"]),
+                ("boolean_type", ["body", "include_history"]),
+            ],
+        ),
+    ],
+)
+def test_a_bad_body_gets_every_error_in_the_hosted_services_order(
+    name: str, body: dict[str, Any], expected: list[tuple[str, list[Any]]]
+) -> None:
+    with pytest.raises(BodyInvalid) as caught:
+        require(name, body)
+    assert [(e["type"], e["loc"]) for e in caught.value.detail] == expected
+
+
+@pytest.mark.parametrize(
+    "beside",
+    [{"anyOf": [{"required": ["b"]}]}, {"enum": [{"a": "ok"}]}, {"$ref": "#/components/schemas/JoinRoomRequestSchema"}],
+)
+def test_an_object_schema_with_a_keyword_beside_its_properties_gets_no_quick_test(beside: dict[str, Any]) -> None:
+    # The full check honours `anyOf`, `enum` and `$ref` over the properties: a quick test of the
+    # properties alone would accept what it refuses.
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, **beside}
+    assert accepts(schema) is None
+    assert compiled(schema)({"a": "x"}, ("body",)) != []
