@@ -82,10 +82,7 @@ class BatchedHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self._second, self._stamp = second, time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
         text = f"{self._stamp},{int((now - second) * 1000):03d} {name} INFO {message}\n"
         with self.lock or nullcontext():
-            if len(self._pending) < MAX_PENDING:
-                self._pending.append(text)
-            else:
-                self._keep(text)
+            self._keep(text)
 
     def _keep(self, text: str) -> None:
         # Bounded: where the stream cannot take lines (it raises), the oldest pending ones go first.

@@ -170,20 +170,15 @@ def _quick(schema: dict[str, Any], x: str) -> str | None:
     if kind == "boolean" and keys == {"type"}:
         return f"type({x}) is bool"
     if kind == "string" and keys <= {"type", "minLength", "maxLength"}:
-        bounds = [f"type({x}) is str"]
-        bounds += [f"len({x}) >= {schema['minLength']!r}"] if "minLength" in schema else []
-        bounds += [f"len({x}) <= {schema['maxLength']!r}"] if "maxLength" in schema else []
+        bounds = [f"type({x}) is str", *_within(f"len({x})", schema, "minLength", "maxLength")]
     elif kind in ("integer", "number") and keys <= {"type", "minimum", "maximum"}:
         bounds = [f"type({x}) is int" if kind == "integer" else f"(type({x}) is int or type({x}) is float)"]
-        bounds += [f"{x} >= {schema['minimum']!r}"] if "minimum" in schema else []
-        bounds += [f"{x} <= {schema['maximum']!r}"] if "maximum" in schema else []
+        bounds += _within(x, schema, "minimum", "maximum")
     elif kind == "array" and keys <= {"type", "items", "minItems", "maxItems"}:
         each = _quick(schema["items"], x + "_") if "items" in schema else "True"
         if each is None:
             return None
-        bounds = [f"type({x}) is list"]
-        bounds += [f"len({x}) >= {schema['minItems']!r}"] if "minItems" in schema else []
-        bounds += [f"len({x}) <= {schema['maxItems']!r}"] if "maxItems" in schema else []
+        bounds = [f"type({x}) is list", *_within(f"len({x})", schema, "minItems", "maxItems")]
         bounds += [f"all({each} for {x}_ in {x})"]
     elif (
         kind == "object"
@@ -192,6 +187,11 @@ def _quick(schema: dict[str, Any], x: str) -> str | None:
     ):
         return f"type({x}) is dict"
     return " and ".join(bounds) if bounds else None
+
+
+def _within(measure: str, schema: dict[str, Any], low: str, high: str) -> list[str]:
+    """The tests of an expression against a schema's lower and upper bound, those it has."""
+    return [f"{measure} {op} {schema[key]!r}" for op, key in ((">=", low), ("<=", high)) if key in schema]
 
 
 def compiled(schema: dict[str, Any]) -> Checker:
@@ -277,14 +277,20 @@ def _apply(rules: list[Rule], value: Any, loc: Loc, errors: list[Detail]) -> Non
             errors.append(found)
 
 
-def _string_rules(schema: dict[str, Any]) -> list[Rule]:
+def _length_rules(schema: dict[str, Any], keys: tuple[str, str], kinds: tuple[str, str], unit: str) -> list[Rule]:
+    """The rules of a string's or an array's shortest and longest length (`minLength`/`maxLength`, `minItems`/`maxItems`)."""
     rules: list[Rule] = []
-    if "minLength" in schema:
-        low, short = schema["minLength"], f"at least {schema['minLength']} character(s)"
-        rules.append(lambda v, loc: _bound(loc, "string_too_short", short) if len(v) < low else None)
-    if "maxLength" in schema:
-        high, long = schema["maxLength"], f"at most {schema['maxLength']} character(s)"
-        rules.append(lambda v, loc: _bound(loc, "string_too_long", long) if len(v) > high else None)
+    if keys[0] in schema:
+        low, short = schema[keys[0]], f"at least {schema[keys[0]]} {unit}"
+        rules.append(lambda v, loc: _bound(loc, kinds[0], short) if len(v) < low else None)
+    if keys[1] in schema:
+        high, long = schema[keys[1]], f"at most {schema[keys[1]]} {unit}"
+        rules.append(lambda v, loc: _bound(loc, kinds[1], long) if len(v) > high else None)
+    return rules
+
+
+def _string_rules(schema: dict[str, Any]) -> list[Rule]:
+    rules = _length_rules(schema, ("minLength", "maxLength"), ("string_too_short", "string_too_long"), "character(s)")
     if "pattern" in schema:
         pattern, words = _pattern(schema["pattern"]), f"match pattern '{schema['pattern']}'"
         rules.append(lambda v, loc: None if pattern.search(v) else _bound(loc, "string_pattern_mismatch", words))
@@ -311,14 +317,7 @@ def _number_rules(schema: dict[str, Any]) -> list[Rule]:
 
 
 def _array_rules(schema: dict[str, Any]) -> list[Rule]:
-    rules: list[Rule] = []
-    if "minItems" in schema:
-        low, few = schema["minItems"], f"at least {schema['minItems']} item(s)"
-        rules.append(lambda v, loc: _bound(loc, "too_short", few) if len(v) < low else None)
-    if "maxItems" in schema:
-        high, many = schema["maxItems"], f"at most {schema['maxItems']} item(s)"
-        rules.append(lambda v, loc: _bound(loc, "too_long", many) if len(v) > high else None)
-    return rules
+    return _length_rules(schema, ("minItems", "maxItems"), ("too_short", "too_long"), "item(s)")
 
 
 def _num(value: float) -> str:
