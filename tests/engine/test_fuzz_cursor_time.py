@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mnemo_tui import timefmt
@@ -17,7 +17,7 @@ from mnemo_tui.cli import main
 from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import RecentQuery, WriteRequest
+from mnemo_tui.model import RecentQuery, WriteRequest, cursor_shaped
 
 ALPHABET = string.ascii_letters + string.digits + "-_"
 SECRET = b"s" * 32
@@ -49,6 +49,17 @@ def test_any_string_that_was_not_issued_is_a_validation_error(text: str) -> None
         cursors.decode(SECRET, BOUND, text)
 
 
+@given(text=st.one_of(hostile_text, st.text(alphabet=ALPHABET + "=\u00e9+/. \n\x00\ud800", max_size=520)))
+@example(text="")
+@example(text="A" * 512)
+@example(text="A" * 513)
+@example(text="\ud800")
+@example(text="AB\u00e9")
+def test_a_cursor_has_a_cursors_shape_when_it_is_1_to_512_characters_of_the_url_safe_alphabet(text: str) -> None:
+    # The shape every backend checks before a cursor is sent or decoded (RecentQuery.validated), by its definition.
+    assert cursor_shaped(text) == (0 < len(text) <= 512 and set(text) <= set(ALPHABET + "="))
+
+
 @given(position=positions, data=st.data())
 def test_every_edit_of_a_real_cursor_is_refused(position: tuple[int, str], data: st.DataObject) -> None:
     text = cursors.encode(SECRET, BOUND, *position)
@@ -75,7 +86,8 @@ def test_every_edit_of_a_real_cursor_is_refused(position: tuple[int, str], data:
 
 
 def test_every_single_character_substitution_of_a_cursor_is_refused() -> None:
-    """Exhaustive over one real cursor: base64's spare bits in the last character included."""
+    """Exhaustive over one issued cursor: every character of the URL-safe alphabet in every place (upper-case
+    hex digits, which `bytes.fromhex` reads, included). Version 1: tests/engine/test_cursor_format.py."""
     text = cursors.encode(SECRET, BOUND, 1_796_000_000_000_000, str(uuid.uuid4()))
     refused = 0
     for i in range(len(text)):
