@@ -63,7 +63,7 @@ def entry_of(item: Any, text: str | None = None) -> Entry:
     if text is not None and _canonical(item, text):
         # Already the RecentItem as `mnemo serve` stores it: keep its own text, skip re-encoding.
         try:
-            return Entry(atom_id=item["atom_id"], created_at=_canonical_us(item["created_at"]), wire=text)
+            return Entry.of(atom_id=item["atom_id"], created_at=_canonical_us(item["created_at"]), wire=text)
         except ValueError:
             pass  # a date that does not exist (February 30th): read below, its text kept
     atom = item.get("atom_id") or item.get("id")
@@ -87,7 +87,7 @@ def entry_of(item: Any, text: str | None = None) -> Entry:
     superseded_by = item.get("superseded_by")
     if isinstance(superseded_by, str) and superseded_by:
         wire["superseded_by"] = superseded_by
-    return Entry(atom_id=atom, created_at=created or 0, wire=_dumps(wire))
+    return Entry.of(atom_id=atom, created_at=created or 0, wire=_dumps(wire))
 
 
 @lru_cache(maxsize=4096)
@@ -249,7 +249,7 @@ def _bulk(items: list[Any], spans: list[str]) -> list[Entry] | None:
             return None
         if created and (set(map(len, created)) != {_TIME_LEN} or not _TIMES.fullmatch("\n".join(created) + "\n")):
             return None
-        return list(map(Entry, atoms, map(_canonical_us, created), spans))
+        return list(map(Entry, zip(map(_canonical_us, created), atoms, spans, strict=True)))
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -260,7 +260,7 @@ def _trusted(item: Any, span: str) -> Entry:
     atom = item.get("atom_id") if isinstance(created, str) else None
     if isinstance(atom, str) and atom and isinstance(created, str) and _CANONICAL_TIME.match(created):
         try:
-            return Entry(atom, _canonical_us(created), span)
+            return Entry((_canonical_us(created), atom, span))
         except ValueError:
             pass  # a date that does not exist
     return entry_of(item, span)

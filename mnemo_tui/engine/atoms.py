@@ -145,7 +145,7 @@ class AtomOps(Database):
             ).fetchone()
         if row is None:
             raise NotFound(f"no entry {atom}")
-        return Entry(atom_id=row[1], created_at=row[0], wire=with_superseded_by(row[2], row[3]))
+        return Entry((row[0], row[1], with_superseded_by(row[2], row[3])))
 
     def by_prefix(self, principal: str, prefix: str, limit: int = 6) -> list[Entry]:
         """The readable entries whose id starts with `prefix` (lower-case hex and hyphens), at most `limit`.
@@ -161,7 +161,7 @@ class AtomOps(Database):
                 self.BY_PREFIX,
                 (prefix, high, principal, principal, limit),
             ).fetchall()
-        return [Entry(atom_id=r[1], created_at=r[0], wire=with_superseded_by(r[2], r[3])) for r in rows]
+        return [Entry((r[0], r[1], with_superseded_by(r[2], r[3]))) for r in rows]
 
     def delete(self, principal: str, atom: str) -> int:
         """Delete one entry of one's own store (administrative); returns how many rows went (0 or 1).

@@ -363,6 +363,12 @@ class Database:
         """The connection for reads (one statement is one snapshot), held by this thread meanwhile."""
         return self._reading
 
+    def fetch_all(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """Every row of one read statement (one snapshot), read as `with reading() as db:` reads: a page's
+        rows, without the two calls of `Reading`'s methods from the interpreter (~3,000 instructions)."""
+        with self.lock:
+            return self.db.execute(sql, params).fetchall()
+
     # -- buckets: a principal's own store, or a room --------------------------------------
 
     # -- what differs between engines: the clock's lock, the search index, one-snapshot streams ----

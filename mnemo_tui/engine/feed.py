@@ -11,7 +11,17 @@ from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_search, query_words, with_superseded_by
-from mnemo_tui.model import Entry, Page, RecentQuery, SearchHit, SearchQuery, Value, WirePage, room_of
+from mnemo_tui.model import (
+    Entry,
+    Page,
+    RecentQuery,
+    SearchHit,
+    SearchQuery,
+    Value,
+    WirePage,
+    check_limit,
+    room_of,
+)
 
 if TYPE_CHECKING:
     from typing import Any
@@ -63,17 +73,21 @@ class FeedOps(Database):
         check of an empty room read, and the next cursor from the last row returned.
 
         Rows are (created_at, atom_id, wire), with superseded_by fourth where the plan says a row can
-        have one (`FeedPlan.spliced`)."""
-        q.validated()
+        have one (`FeedPlan.spliced`).
+
+        What `RecentQuery.validated` checks, checked where it is cheapest: the scope and the times by
+        the plan, once a walk (`_feed_plan` is cached); the limit here; the cursor by decoding it, which
+        refuses all that its shape check would, with the same message."""
         plan = _feed_plan(principal, q.filters(), q.cursor is not None, True)
+        limit = check_limit(q.limit)
         params = self._positioned(plan, q)
-        with self.reading() as db:
-            rows: list[Any] = db.execute(plan.sql, (*params, q.limit + 1)).fetchall()
-            if not rows and plan.room_id is not None:
+        rows = self.fetch_all(plan.sql, (*params, limit + 1))
+        if not rows and plan.room_id is not None:
+            with self.reading():
                 self.require_member(principal, plan.room_id)
-        if len(rows) <= q.limit:
+        if len(rows) <= limit:
             return rows, None, plan.spliced
-        del rows[q.limit :]
+        del rows[limit:]
         last = rows[-1]
         return rows, cursors.encode(self.secret, plan.bound, last[0], last[1]), plan.spliced
 
@@ -86,8 +100,8 @@ class FeedOps(Database):
         """
         rows, cursor, spliced = self._page(principal, q)
         if spliced:
-            return Page([Entry(a, c, w if s is None else with_superseded_by(w, s)) for c, a, w, s in rows], cursor)
-        return Page([Entry(a, c, w) for c, a, w in rows], cursor)
+            return Page([Entry((c, a, w if s is None else with_superseded_by(w, s))) for c, a, w, s in rows], cursor)
+        return Page(list(map(Entry, rows)), cursor)
 
     def recent_wire(self, principal: str, q: RecentQuery) -> WirePage:
         """The same page as `recent`, as the entries' wire texts (what the server sends), with no `Entry` built."""
@@ -162,7 +176,7 @@ class FeedOps(Database):
         strongest = max((float(r[4]) for r in rows), default=0.0) or 1.0
         return [
             SearchHit(
-                entry=Entry(r[1], r[0], with_superseded_by(r[2], r[3])),
+                entry=Entry((r[0], r[1], with_superseded_by(r[2], r[3]))),
                 relevance=round(max(0.0, float(r[4])) / strongest, 6),
             )
             for r in rows
@@ -237,11 +251,15 @@ class FeedPlan(Value):
 @lru_cache(maxsize=256, typed=True)
 def _feed_plan(principal: str, filters: tuple[Any, ...], positioned: bool, page: bool) -> FeedPlan:
     """The plan of a feed read for a reader and `RecentQuery.filters()`, with a position or without,
-    as a page (`LIMIT ?`) or a stream."""
+    as a page (`LIMIT ?`) or a stream.
+
+    Raises:
+        ValidationError: a bad scope, or `until` before `since`.
+    """
     scope, since, until, exclude, history, author = filters
     q = RecentQuery(
         scope=scope, since=since, until=until, exclude_author=exclude, include_history=history, author=author
-    )
+    ).validated()  # raises for a bad scope or times: nothing is cached then
     room_id = room_of(scope)
     spliced = not _current_only(q)
     # A stream prints wire texts and reads no position: it selects only them.

@@ -359,6 +359,12 @@ class PgDatabase(Database):
         with self._connection() as db:
             yield db
 
+    def fetch_all(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        """Every row of one read statement (one snapshot)."""
+        with self.reading() as db:
+            rows: list[Any] = db.execute(sql, params).fetchall()
+            return rows
+
     @contextmanager
     def transaction(self) -> Iterator[PgConnection]:  # type: ignore[override]
         """One write transaction (READ COMMITTED; a bucket's writers are ordered by its row lock, see `PgClock`)."""

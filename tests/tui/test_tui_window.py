@@ -11,7 +11,7 @@ from mnemo_tui.tui.data.window import FeedWindow, PageRequest
 
 
 def entry(i: int) -> Entry:
-    return Entry(atom_id=f"id-{i:05d}", created_at=1_000_000 - i, wire="{}")
+    return Entry.of(atom_id=f"id-{i:05d}", created_at=1_000_000 - i, wire="{}")
 
 
 def paged(total: int, sizes: list[int]) -> list[Page]:
