@@ -38,7 +38,7 @@ CURSOR_MAX = 512
 
 def cursor_shaped(cursor: str) -> bool:
     """Whether a cursor has a cursor's shape: 1 to 512 characters of the URL-safe base64 alphabet."""
-    if not 0 < len(cursor) <= CURSOR_MAX or not cursor.isascii():
+    if not isinstance(cursor, str) or not 0 < len(cursor) <= CURSOR_MAX or not cursor.isascii():
         return False
     spelled = cursor.encode()
     # Letters and digits only (the issued cursors, hex) is the quick answer.
@@ -143,6 +143,8 @@ def parse_scope(scope: str | None) -> str | None:
     """
     if scope is None:
         return None
+    if not isinstance(scope, str):
+        raise ValidationError(f"scope must be text, got {scope!r}")
     if scope.startswith(ROOM_PREFIX):
         room_id = scope[len(ROOM_PREFIX) :]
         if not ROOM_ID.match(room_id):
@@ -371,6 +373,12 @@ class RecentQuery(Value):
         """Check every field; raises ValidationError naming the first bad one."""
         parse_scope(self.scope)
         check_limit(self.limit)
+        for name, when in (("since", self.since), ("until", self.until)):
+            if when is not None and (isinstance(when, bool) or not isinstance(when, int)):
+                raise ValidationError(f"{name} must be a time in microseconds, got {when!r}")
+        for name, who in (("author", self.author), ("exclude_author", self.exclude_author)):
+            if who is not None and not isinstance(who, str):
+                raise ValidationError(f"{name} must be text, got {who!r}")
         if self.since is not None and self.until is not None and self.until < self.since:
             raise ValidationError("until is before since")
         if self.cursor is not None and not cursor_shaped(self.cursor):

@@ -102,6 +102,8 @@ def decode(secret: bytes, bound: bytes, cursor: str) -> tuple[int, str]:
     Raises:
         ValidationError: for a malformed, non-canonical, forged or foreign cursor.
     """
+    if not isinstance(cursor, str):
+        raise ValidationError("malformed cursor")
     if len(cursor) != _SPELLED_LEN:
         if len(cursor) == _V1_SPELLED_LEN:
             return _decode_v1(secret, bound, cursor)

@@ -75,11 +75,8 @@ class FeedOps(Database):
         Rows are (created_at, atom_id, wire), with superseded_by fourth where the plan says a row can
         have one (`FeedPlan.spliced`).
 
-        What `RecentQuery.validated` checks, checked where it is cheapest: the scope and the times by
-        the plan, once a walk (`_feed_plan` is cached); the limit here; the cursor by decoding it, which
-        refuses all that its shape check would, with the same message."""
-        plan = _feed_plan(principal, q.filters(), q.cursor is not None, True)
-        limit = check_limit(q.limit)
+        What `RecentQuery.validated` checks, checked where it is cheapest (`_checked_plan`)."""
+        limit, plan = _checked_plan(principal, q, True)
         params = self._positioned(plan, q)
         rows = self.fetch_all(plan.sql, (*params, limit + 1))
         if not rows and plan.room_id is not None:
@@ -117,8 +114,7 @@ class FeedOps(Database):
         One statement reads one snapshot, so the stream holds exactly the entries that existed
         when it began: the same promise as a cursor walk, at a fraction of the cost.
         """
-        q.validated()
-        plan = _feed_plan(principal, q.filters(), q.cursor is not None, False)
+        plan = _checked_plan(principal, q, False)[1]
         params = self._positioned(plan, q)
         if plan.room_id is not None:
             with self.reading():
@@ -246,6 +242,24 @@ class FeedPlan(Value):
         self.bound = bound
         self.room_id = room_id
         self.spliced = spliced
+
+
+def _checked_plan(principal: str, q: RecentQuery, page: bool) -> tuple[int, FeedPlan]:
+    """A query's limit and the plan of its read, every field checked as `RecentQuery.validated` checks it,
+    in the order the engines answer: the limit, then the scope and the times by the plan, once a walk
+    (`_feed_plan` is cached), then the cursor by decoding it (`_positioned`), which refuses all that the
+    shape check would, with the same message.
+
+    Raises:
+        ValidationError: the first bad field.
+    """
+    limit = check_limit(q.limit)
+    filters = q.filters()
+    try:
+        return limit, _feed_plan(principal, filters, q.cursor is not None, page)
+    except TypeError:  # an unhashable filter (a list, a dict): the engine is called with the wrong types
+        q.validated()  # names it
+        raise
 
 
 @lru_cache(maxsize=256, typed=True)
