@@ -8,7 +8,7 @@ import sqlite3
 from mnemo_tui import TYPE_CHECKING, timefmt
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.database import Database
-from mnemo_tui.engine.rules import check_write, wire_item, with_superseded_by
+from mnemo_tui.engine.rules import check_write, spliced_entry, wire_item
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
 from mnemo_tui.model import Entry, WriteRequest, WriteResult, dumps, room_of
 
@@ -145,7 +145,7 @@ class AtomOps(Database):
             ).fetchone()
         if row is None:
             raise NotFound(f"no entry {atom}")
-        return Entry((row[0], row[1], with_superseded_by(row[2], row[3])))
+        return spliced_entry(row)
 
     def by_prefix(self, principal: str, prefix: str, limit: int = 6) -> list[Entry]:
         """The readable entries whose id starts with `prefix` (lower-case hex and hyphens), at most `limit`.
@@ -161,7 +161,7 @@ class AtomOps(Database):
                 self.BY_PREFIX,
                 (prefix, high, principal, principal, limit),
             ).fetchall()
-        return [Entry((r[0], r[1], with_superseded_by(r[2], r[3]))) for r in rows]
+        return [spliced_entry(r) for r in rows]
 
     def delete(self, principal: str, atom: str) -> int:
         """Delete one entry of one's own store (administrative); returns how many rows went (0 or 1).

@@ -10,7 +10,7 @@ from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.database import Database
-from mnemo_tui.engine.rules import check_search, query_words, with_superseded_by
+from mnemo_tui.engine.rules import check_search, query_words, spliced_entry, with_superseded_by
 from mnemo_tui.model import (
     Entry,
     Page,
@@ -172,7 +172,7 @@ class FeedOps(Database):
         strongest = max((float(r[4]) for r in rows), default=0.0) or 1.0
         return [
             SearchHit(
-                entry=Entry((r[0], r[1], with_superseded_by(r[2], r[3]))),
+                entry=spliced_entry(r),
                 relevance=round(max(0.0, float(r[4])) / strongest, 6),
             )
             for r in rows

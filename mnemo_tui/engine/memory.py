@@ -10,7 +10,7 @@ from itertools import combinations
 from mnemo_tui import timefmt
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.database import Database
-from mnemo_tui.engine.rules import check_write, with_superseded_by
+from mnemo_tui.engine.rules import check_write, spliced_entry, with_superseded_by
 from mnemo_tui.errors import MnemoError, NotFound
 from mnemo_tui.model import (
     Chain,
@@ -234,7 +234,7 @@ class MemoryOps(AtomOps, Database):
                 sql += " AND domain = ?"
                 params.append(scope)
             rows = db.execute(sql + " ORDER BY created_at DESC LIMIT 10", params).fetchall()
-        return [Entry((r[0], r[1], with_superseded_by(r[2], r[3]))) for r in rows]
+        return [spliced_entry(r) for r in rows]
 
     # -- the concept graph ----------------------------------------------------------------
     def graph(

@@ -13,6 +13,7 @@ from mnemo_tui.model import (
     MAX_EXTERNAL_REF,
     MAX_METADATA_BYTES,
     MAX_SUPERSEDES,
+    Entry,
     WriteRequest,
     dumps,
     parse_scope,
@@ -31,6 +32,12 @@ def with_superseded_by(wire: str, superseded_by: str | None) -> str:
     if superseded_by is None:
         return wire
     return f'{wire[:-1]},"superseded_by":"{superseded_by}"}}'
+
+
+def spliced_entry(row: tuple[Any, ...]) -> Entry:
+    """The `Entry` of a row that selects `created_at, atom_id, wire, superseded_by` first, the later
+    version spliced into its wire text (`with_superseded_by`)."""
+    return Entry((row[0], row[1], with_superseded_by(row[2], row[3])))
 
 
 def wire_item(atom: str, req: WriteRequest, created: int, principal: str) -> str:
