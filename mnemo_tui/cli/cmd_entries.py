@@ -105,6 +105,9 @@ def write(c: Context, args: WriteArgs) -> None:
         )
     )
     sys.stdout.write(safe(result.atom_id) + "\n")  # an endpoint answered it
+    if not result.created:
+        # stdout stays what CLI.md fixes (the first atom's id); the person learns nothing new was stored.
+        output.hint(f"note: nothing written: --ref '{safe(args.ref or '')}' was already used by this entry")
 
 
 class SearchArgs(Args):

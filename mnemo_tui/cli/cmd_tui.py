@@ -9,7 +9,7 @@ from mnemo_tui import text
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.options import Args, scope_opt
 from mnemo_tui.cli.options import text as text_opt
-from mnemo_tui.errors import MnemoError
+from mnemo_tui.errors import MnemoError, ValidationError
 from mnemo_tui.model import parse_scope
 
 if TYPE_CHECKING:
@@ -34,6 +34,11 @@ class TuiFailed(MnemoError):
 
 def tui(c: Context, args: TuiArgs) -> None:
     scope_value = parse_scope(args.scope)
+    # Textual with no terminal never exits (it spins writing escape codes): refuse before starting it.
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise ValidationError(
+            "mnemo tui needs a terminal (stdin and stdout are not one); in a script or CI use mnemo recent or mnemo catchup"
+        )
     consumer_name = c.consumer(args.consumer)
     backend = c.backend
     state = c.state

@@ -13,6 +13,14 @@ from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import DEFAULT_LIMIT, MAX_LIMIT, Entry, RecentQuery, parse_scope
 from mnemo_tui.walk import Walk, stream_wire
 
+# CLI.md's exit code 7: a catch-up whose output was closed before the pass ended (a pager quit early,
+# a closed pipe) moved no watermark; it is not an interrupt (130), so a script can tell the two apart.
+EXIT_OUTPUT_CLOSED = 7
+OUTPUT_CLOSED = (
+    "mnemo: the output was closed before the catch-up ended (a pager quit early, or a closed pipe); "
+    "the watermark did not move: the next pass re-reads (or run again with --resume)"
+)
+
 if TYPE_CHECKING:
     from mnemo_tui.backends import Backend
     from mnemo_tui.catchup import CatchupResult
@@ -356,8 +364,8 @@ def _catchup(c: Context, args: CatchupArgs, fmt: str) -> int:
     except BrokenPipeError:
         output.silence_stdout()
         progress.done()
-        output.hint("mnemo: output closed mid-walk; the watermark was not moved (run again, or --resume)")
-        return 130
+        output.hint(OUTPUT_CLOSED)
+        return EXIT_OUTPUT_CLOSED
     progress.done()
     report = None
     if result.delivered == 0:
@@ -401,5 +409,5 @@ def _catchup_summary(result: CatchupResult, consumer: str, utc: bool) -> str:
     noun = "entry" if delivered == 1 else "entries"
     requests = "1 request" if pages == 1 else f"{pages} requests"
     text = f"{delivered} new {noun} for consumer {consumer!r} in {requests}; {moved}"
-    again = "1 entry" if repeats == 1 else f"{repeats} entries"
-    return text + (f"; {again} you already had were not shown again" if repeats else "")
+    again = "1 entry you already had was" if repeats == 1 else f"{repeats} entries you already had were"
+    return text + (f"; {again} not shown again" if repeats else "")

@@ -335,10 +335,14 @@ def paged(fmt: str, *, no_pager: bool, configured: str | None) -> Iterator[None]
     if fmt != "table" or no_pager or not is_tty(sys.stdout):
         yield
         return
-    from mnemo_tui.files import pager_command
+    from mnemo_tui.files import pager_command, pager_missing
 
     command = pager_command(configured)
     if command in ("", "cat"):
+        yield
+        return
+    if pager_missing(command):
+        hint(f"mnemo: the pager {text.quoted(command)} could not be started (not found); printing without it")
         yield
         return
     import subprocess

@@ -1,0 +1,149 @@
+"""What a new user hit that did the wrong thing (issue 35), each through the installed console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import MNEMO
+
+from mnemo_tui.catchup import CatchupResult
+from mnemo_tui.cli.feed import _catchup_summary
+from tests.cli.test_cli_manners import fill, in_terminal
+
+pytestmark = pytest.mark.timeout(120)
+Cli = Callable[..., Any]
+
+
+def test_tui_without_a_terminal_says_so_and_exits_2(isolated_home: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env["MNEMO_HOME"] = str(isolated_home)
+    # The timeout only guards the test run; the assertion is the code and the message.
+    proc = subprocess.run(
+        [MNEMO, "tui"], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert proc.returncode == 2
+    assert "mnemo tui needs a terminal" in proc.stderr
+    assert "\x1b" not in proc.stderr and proc.stdout == ""
+
+
+def test_a_pager_that_cannot_start_is_named_and_the_output_printed_without_it(cli: Cli, isolated_home: Path) -> None:
+    fill(isolated_home, 5)
+    shown = in_terminal(isolated_home, ["recent"], env={"PAGER": "/nonexistent/pager"})
+    assert "could not be started" in shown and "/nonexistent/pager" in shown
+    assert "entry 4" in shown and "entry 0" in shown
+    # A catch-up through it still ends, and commits.
+    in_terminal(isolated_home, ["catchup"], env={"PAGER": "/nonexistent/pager"})
+    assert json.loads(cli("watermark", "show", "-f", "json").stdout)["created_at"] is not None
+
+
+def test_a_pager_quit_early_during_catchup_is_exit_7_and_moves_no_watermark(
+    cli: Cli, isolated_home: Path, tmp_path: Path
+) -> None:
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    fill(isolated_home, 3000)
+    quitter = tmp_path / "quitter.sh"
+    quitter.write_text("#!/bin/sh\nexit 0\n")  # a pager whose reader pressed q at once
+    quitter.chmod(0o755)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env.update({"MNEMO_HOME": str(isolated_home), "NO_COLOR": "1", "TERM": "xterm", "PAGER": str(quitter)})
+    proc = subprocess.Popen([MNEMO, "catchup"], stdin=slave, stdout=slave, stderr=subprocess.PIPE, env=env)
+    os.close(slave)
+    try:
+        _out, err = proc.communicate(timeout=90)
+    finally:
+        os.close(master)
+    assert proc.returncode == 7, err
+    assert b"closed before the catch-up ended" in err and b"Traceback" not in err
+    assert cli("watermark", "show", "-f", "json").stdout == "null\n"
+
+
+def test_catchup_into_a_closed_pipe_is_exit_7(isolated_home: Path) -> None:
+    fill(isolated_home, 3000)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env["MNEMO_HOME"] = str(isolated_home)
+    proc = subprocess.run(
+        f'{MNEMO} catchup --format ndjson | head -n 2; echo "status ${{PIPESTATUS[0]}}"',
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert proc.stdout.splitlines()[-1] == "status 7", proc.stderr
+    assert "closed before the catch-up ended" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("missing", "args", "extra"),
+    [
+        ("psycopg", ["--database", "postgresql://u@127.0.0.1:9/db", "recent"], "postgres"),
+        ("uvicorn", ["serve", "--port", "0"], "server"),
+    ],
+)
+def test_a_missing_extra_is_named_with_exit_2(isolated_home: Path, missing: str, args: list[str], extra: str) -> None:
+    # The package made unimportable exactly as in a venv without the extra.
+    probe = "import sys; sys.modules[sys.argv[1]] = None; from mnemo_tui.cli import main; sys.exit(main(sys.argv[2:]))"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env["MNEMO_HOME"] = str(isolated_home)
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, missing, *args], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert f"pip install 'mnemo-tui[{extra}]'" in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_a_repeated_ref_returns_the_first_id_and_says_nothing_was_written(cli: Cli) -> None:
+    first = cli("write", "old text", "--ref", "job-1")
+    again = cli("write", "new text", "--ref", "job-1")
+    assert first.code == again.code == 0
+    assert again.stdout == first.stdout and "note: nothing written" in again.stderr
+    assert "nothing written" not in first.stderr
+
+
+def test_a_store_path_that_is_a_folder_or_not_a_store_gets_advice_that_fits(
+    cli: Cli, isolated_home: Path, tmp_path: Path
+) -> None:
+    folder = cli("--store", str(tmp_path), "recent")
+    assert folder.code == 6 and "is a folder, not a store file" in folder.stderr
+    other = tmp_path / "passwd"
+    other.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    not_store = cli("--store", str(other), "recent")
+    assert not_store.code == 6 and "is not a mnemo store" in not_store.stderr
+    assert other.read_text().startswith("root:")  # untouched
+    missing = cli("--store", str(tmp_path / "nope" / "store.db"), "recent")
+    assert missing.code == 6 and "its folder does not exist" in missing.stderr and "creates it" not in missing.stderr
+    absent = cli("--store", str(tmp_path / "store.db"), "recent")
+    assert absent.code == 6 and "creates it" in absent.stderr
+
+
+@pytest.mark.parametrize(
+    ("repeats", "said"),
+    [(1, "1 entry you already had was not shown again"), (3, "3 entries you already had were not shown again")],
+)
+def test_the_catchup_summary_agrees_in_number(repeats: int, said: str) -> None:
+    result = CatchupResult(
+        delivered=2,
+        pages=1,
+        repeats_skipped=repeats,
+        resumed=False,
+        before=None,
+        after=None,
+        committed=True,
+        since=None,
+    )
+    assert _catchup_summary(result, "default", utc=True).endswith(said)
