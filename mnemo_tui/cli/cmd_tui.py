@@ -40,6 +40,9 @@ def tui(c: Context, args: TuiArgs) -> None:
             "mnemo tui needs a terminal (stdin and stdout are not one); in a script or CI use mnemo recent or mnemo catchup"
         )
     consumer_name = c.consumer(args.consumer)
+    from mnemo_tui.cli.feed import resolved_scope
+
+    scope_value = resolved_scope(c, scope_value)  # a room's name opens that room, as `catchup` reads it
     backend = c.backend
     state = c.state
     from mnemo_tui.tui import MnemoApp  # the one command that starts the TUI imports it

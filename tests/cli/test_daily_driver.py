@@ -147,3 +147,19 @@ def test_the_catchup_summary_agrees_in_number(repeats: int, said: str) -> None:
         since=None,
     )
     assert _catchup_summary(result, "default", utc=True).endswith(said)
+
+
+def test_a_write_never_resolves_a_name_to_a_room_and_watermarks_resolve_it_as_catchup_does(cli: Cli) -> None:
+    address = cli("rooms", "create", "team-x").stdout.strip()
+    assert address.startswith("xroom:room_")
+    refused = cli("write", "private text", "--scope", "team-x")
+    assert refused.code == 2 and f"--scope {address}" in refused.stderr
+    assert json.loads(cli("recent", "--all", "-f", "json").stdout)["items"] == []  # no own domain was made
+    assert cli("write", "room text", "--scope", address).code == 0
+    caught = json.loads(cli("catchup", "--scope", "team-x", "-f", "json").stdout)
+    assert caught["scope"] == address and [i["content"] for i in caught["items"]] == ["room text"]
+    shown = json.loads(cli("watermark", "show", "--scope", "team-x", "-f", "json").stdout)
+    assert shown["scope"] == address and shown["created_at"] == caught["watermark"]["after"]["created_at"]
+    moved = json.loads(cli("watermark", "set", "1h", "--scope", "team-x", "-f", "json").stdout)
+    assert moved["scope"] == address
+    assert [m["scope"] for m in json.loads(cli("watermark", "list", "-f", "json").stdout)] == [address]
