@@ -163,3 +163,15 @@ def test_a_write_never_resolves_a_name_to_a_room_and_watermarks_resolve_it_as_ca
     moved = json.loads(cli("watermark", "set", "1h", "--scope", "team-x", "-f", "json").stdout)
     assert moved["scope"] == address
     assert [m["scope"] for m in json.loads(cli("watermark", "list", "-f", "json").stdout)] == [address]
+
+
+@pytest.mark.parametrize("since", ["-1h", "2 days ago", "1d ago", "3 hours ago", "-90s"])
+def test_times_as_people_type_them_read_as_spans(cli: Cli, since: str) -> None:
+    assert cli("write", "just written").code == 0
+    got = cli("recent", "--since", since, "-f", "ndjson")
+    assert got.code == 0 and [json.loads(x)["content"] for x in got.stdout.splitlines()] == ["just written"]
+
+
+def test_a_month_is_refused_not_read_as_a_minute(cli: Cli) -> None:
+    got = cli("recent", "--since", "1M")
+    assert got.code == 2 and "minutes are `m`; months are not a span here" in got.stderr
