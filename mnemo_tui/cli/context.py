@@ -138,6 +138,23 @@ class Context:
             self._backend = open_backend(self.settings, creates=self.creates_store)
         return self._backend
 
+    def store_missing(self) -> bool:
+        """Whether the settings select the default embedded store and it does not exist (yet).
+
+        A store someone named (`--store`, `MNEMO_STORE`, a profile) is not waited for: a missing one is
+        a typo more often than a store to come, and reads say so (exit 6).
+        """
+        s = self.settings
+        path = s.store_path
+        return not (s.endpoint or s.database or s.store_given) and path is not None and not path.exists()
+
+    def reopen(self) -> Backend:
+        """The backend opened again: a store created since this command first looked finds its file."""
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+        return self.backend
+
     @property
     def state(self) -> StateDB:
         if self._state is None:

@@ -158,10 +158,17 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
 
     from mnemo_tui.walk import LiveTracker, default_overlap
 
-    backend = c.backend
     out = sys.stdout
+    if c.store_missing():
+        # A store created later (a first `mnemo write`, `mnemo demo`) is followed from then on, as the TUI does.
+        if output.is_tty(sys.stderr):
+            output.hint("(no store yet: following from when one is created; ^C to stop)")
+        while c.store_missing():
+            time.sleep(FOLLOW_PROBE_EMBEDDED)
+        c.reopen()
+    backend = c.backend
     tracker = LiveTracker(default_overlap(backend))
-    table = output.TableWriter(out, scope=query.scope, utc=c.utc) if fmt == "table" else None
+    table = output.TableWriter(out, scope=query.scope, utc=c.utc, follow=True) if fmt == "table" else None
 
     def emit(entries: list[Entry]) -> None:
         if not entries:
@@ -243,16 +250,18 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide
         table = output.TableWriter(out, scope=query.scope, utc=c.utc, wide=wide)
         held: list[list[Entry]] = []
         # Every item is printed whatever the page size, so walk in the largest pages there are.
-        for fresh in Walk(backend, query.replace(limit=MAX_LIMIT)).pages():
-            if fresh:
-                if reverse:
-                    held.append(fresh[::-1])
-                else:
-                    table.rows(fresh)
-                    out.flush()
-                count += len(fresh)
-                progress.update(count)
-        progress.done()
+        try:
+            for fresh in Walk(backend, query.replace(limit=MAX_LIMIT)).pages():
+                if fresh:
+                    if reverse:
+                        held.append(fresh[::-1])
+                    else:
+                        table.rows(fresh)
+                        out.flush()
+                    count += len(fresh)
+                    progress.update(count)
+        finally:
+            progress.done()  # also when the reader went away (`| head`): no count is left on the terminal
         if held:
             table.rows([e for page in reversed(held) for e in page])
         if count == 0:
@@ -280,7 +289,7 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide
                 progress.update(count)
     finally:
         source.close()  # a reader gone mid-stream (`| head`) ends the snapshot's statement now
-    progress.done()
+        progress.done()
     report = None
     if count == 0:
         from mnemo_tui import reports

@@ -175,3 +175,115 @@ def test_times_as_people_type_them_read_as_spans(cli: Cli, since: str) -> None:
 def test_a_month_is_refused_not_read_as_a_minute(cli: Cli) -> None:
     got = cli("recent", "--since", "1M")
     assert got.code == 2 and "minutes are `m`; months are not a span here" in got.stderr
+
+
+def _pty_run(
+    home: Path, command: str, *, columns: int, until: Callable[[str], bool], env: dict[str, str] | None = None
+) -> str:
+    """Run a shell command with stdin, stdout and stderr on one pseudo-terminal until `until(shown)` (bounded)."""
+    import fcntl
+    import pty
+    import select
+    import signal
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    full = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") and k not in ("NO_COLOR", "COLUMNS")}
+    full.update({"MNEMO_HOME": str(home), "NO_COLOR": "1", "TERM": "xterm", **(env or {})})
+    proc = subprocess.Popen(
+        ["bash", "-c", command], stdin=slave, stdout=slave, stderr=slave, env=full, start_new_session=True
+    )
+    os.close(slave)
+    got = b""
+    try:
+        for _ in range(1200):  # 0.1 s rounds: bounded
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                got += chunk
+            if until(got.decode(errors="replace")):
+                break
+            if proc.poll() is not None and not ready:
+                break
+        else:
+            raise AssertionError(f"never shown: {got.decode(errors='replace')[-2000:]}")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=30)
+        os.close(master)
+    return got.decode(errors="replace").replace("\r\n", "\n")
+
+
+def test_follow_on_a_store_that_does_not_exist_yet_sees_it_created(cli: Cli, isolated_home: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env["MNEMO_HOME"] = str(isolated_home)
+    follow = subprocess.Popen(
+        [MNEMO, "recent", "--follow", "-f", "ndjson"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert cli("write", "the very first entry").code == 0
+        assert follow.stdout is not None
+        line = follow.stdout.readline()  # blocks until the follower prints; the test's timeout guards it
+        assert json.loads(line)["content"] == "the very first entry"
+    finally:
+        follow.send_signal(__import__("signal").SIGINT)
+        follow.wait(timeout=30)
+
+
+def test_follow_rows_that_arrive_later_fit_the_terminal(isolated_home: Path) -> None:
+    from mnemo_tui import timefmt
+    from mnemo_tui.engine.store import Store
+    from mnemo_tui.model import WriteRequest
+
+    store = Store(isolated_home / "store.db")
+    store.bulk_insert([("local", WriteRequest("an old one", "a"), timefmt.now_us() - 70_000_000)])
+    store.close()
+    ids: list[str] = []
+
+    def later_writes(shown: str) -> bool:
+        if "an old one" in shown and not ids:
+            later = Store(isolated_home / "store.db")
+            for n in range(3):
+                request = WriteRequest(f"just now, entry {n} " + "x" * 80, f"a-much-longer-domain-{n}")
+                ids.append(later.write("local", request).atom_id)
+            later.close()
+        return bool(ids) and all(i[:8] in shown for i in ids)
+
+    shown = _pty_run(isolated_home, f"{MNEMO} recent --follow", columns=80, until=later_writes)
+    rows = [r for r in shown.splitlines() if "entry " in r or "an old one" in r]
+    assert len(rows) == 4
+    from mnemo_tui import text
+
+    for row in rows:
+        assert text.cells(row) <= 80, row
+    for atom_id in ids:
+        assert any(row.endswith(atom_id[:8]) for row in rows)  # the id whole, on its own row
+
+
+@pytest.mark.parametrize("columns", [45, 60, 69])
+def test_a_narrow_table_keeps_a_short_id(cli: Cli, isolated_home: Path, columns: int) -> None:
+    ids = fill(isolated_home, 3)
+    rows = cli("recent", env={"COLUMNS": str(columns)}).stdout.splitlines()[1:]
+    assert [r[-8:] for r in rows] == [i[:8] for i in reversed(ids)]
+    assert all(len(r) <= columns for r in rows)
+
+
+def test_the_progress_line_is_erased_when_the_reader_stops_early(isolated_home: Path) -> None:
+    fill(isolated_home, 4000)
+    # stdout into `head`, stderr on the terminal: the first page (100 rows) fits the pipe's buffer, so the
+    # count is always shown before the reader goes away; it must not be left behind.
+    shown = _pty_run(isolated_home, f"{MNEMO} recent --all | head -n 2 > /dev/null", columns=100, until=lambda s: False)
+    assert "so far" in shown
+    assert shown.rfind("\x1b[K") > shown.rfind("so far")
