@@ -86,6 +86,25 @@ def pager_command(configured: str | None = None) -> str:
     return (os.environ.get("MNEMO_PAGER") or configured or os.environ.get("PAGER") or "less -FRX").strip()
 
 
+def pager_missing(command: str) -> bool:
+    """Whether the program a pager command starts cannot be found (`PAGER=/nonexistent`).
+
+    A shell would print its own error and exit, and the output written to it would be lost; git
+    prints without the pager instead, and so does mnemo. A first word that sets a variable
+    (`LESS=R less`) cannot be judged here and counts as found.
+    """
+    import shlex
+    import shutil
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    if not words or "=" in words[0].split("/")[0]:
+        return False
+    return shutil.which(words[0]) is None
+
+
 def edit_text(initial: str, help_lines: list[str]) -> str | None:
     """Let a person write text in their editor, as `git commit` does; None when the editor failed.
 

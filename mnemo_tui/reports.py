@@ -68,7 +68,10 @@ def _lines(
             width = max(len(n) for n in names)
             # An address comes from the endpoint too: shown through the same sanitizer as a name.
             lines += [f"  - {n.ljust(width)}  {name(r.address)}" for n, r in zip(names, rooms, strict=True)]
-            lines.append(f"Re-run with --scope {name(rooms[0].address) if len(rooms) == 1 else 'xroom:…'} to read it.")
+            if len(rooms) == 1:
+                lines.append(f"Re-run with --scope {name(rooms[0].address)} to read it.")
+            else:
+                lines.append("Re-run with --scope set to one of these addresses to read it.")
         else:
             lines.append("You belong to no shared rooms, so no room went unsearched.")
     return "\n".join(lines)

@@ -10,8 +10,19 @@ from mnemo_tui.errors import ValidationError
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_SPAN = re.compile(r"^(?:\d{1,12}[wdhms])+$")
-_SPAN_PART = re.compile(r"(\d+)([wdhms])")
+# A span is parts like `2h`, `30m` or `3 hours`, run together (`1h30m`) or spaced; `-1h` and `2 days ago`
+# are how journalctl and git spell the same span before now.
+_SPAN = re.compile(r"^(?:\s*\d{1,12}\s*[a-z]+)+\s*$")
+_SPAN_PART = re.compile(r"(\d{1,12})\s*([a-z]+)")
+_UNIT_WORDS = {
+    **{w: "s" for w in ("s", "sec", "secs", "second", "seconds")},
+    **{w: "m" for w in ("m", "min", "mins", "minute", "minutes")},
+    **{w: "h" for w in ("h", "hr", "hrs", "hour", "hours")},
+    **{w: "d" for w in ("d", "day", "days")},
+    **{w: "w" for w in ("w", "week", "weeks")},
+}
+# `1M` read as a minute (after lower-casing) would be a silent surprise to whoever meant a month.
+_MONTHS_MEANT = re.compile(r"\d\s*(?:M(?![A-Za-z])|(?i:mo|months?)\b)")
 # The instants a datetime can show: 0001-01-01 and 9999-12-31 (UTC), in microseconds since the epoch.
 MIN_US = -62_135_596_800_000_000
 MAX_US = 253_402_300_799_999_999
@@ -122,17 +133,37 @@ def parse_iso(text: str, *, field: str = "time", utc: bool = True) -> int:
 def parse_span(text: str, field: str = "span") -> int | None:
     """Microseconds of a relative span like `90s`, `2h`, `1h30m`, `1w`; None if it is not one.
 
-    Units are `w`, `d`, `h`, `m` (minutes) and `s`, combined in any order (`1h30m`, `30m1h`).
+    Units are `w`, `d`, `h`, `m` (minutes) and `s`, or their English words (`3 hours`, `2 days`),
+    combined in any order (`1h30m`, `30m1h`).
+
+    Raises:
+        ValidationError: a month (`1M`, `2 months`): minutes are `m`, and months are not a span here.
     """
-    value = text.strip().lower()
+    stripped = text.strip()
+    if _MONTHS_MEANT.search(stripped):
+        raise ValidationError(f"{field}: {text!r}: minutes are `m`; months are not a span here")
+    value = stripped.lower()
     if not _SPAN.match(value):
         return None
-    span = sum(int(n) * _UNITS[unit] for n, unit in _SPAN_PART.findall(value)) * 1_000_000
+    parts = _SPAN_PART.findall(value)
+    if any(unit not in _UNIT_WORDS for _n, unit in parts):
+        return None
+    span = sum(int(n) * _UNITS[_UNIT_WORDS[unit]] for n, unit in parts) * 1_000_000
     if span > MAX_US - MIN_US:
         raise ValidationError(
             f"{field}: {text!r} is out of range: longer than any span between two instants (years 1 to 9999)"
         )
     return span
+
+
+def _before_now(text: str) -> str:
+    """A span as a time before now: `-1h` and `2 days ago` (journalctl's and git's spellings) are `1h`, `2 days`."""
+    value = text.strip()
+    if value.startswith("-"):
+        return value[1:]
+    if value.lower().endswith(" ago"):
+        return value[: -len(" ago")]
+    return value
 
 
 def parse_time(
@@ -180,7 +211,7 @@ def _parse_time(text: str, field: str, end_of_day: bool, current: int, utc: bool
         today = wall(current, utc)
         hour, minute, second = int(clock[1]), int(clock[2]), int(clock[3] or 0)
         return _from_wall(datetime(today.year, today.month, today.day, hour, minute, second), utc)
-    span = parse_span(value, field)
+    span = parse_span(_before_now(text), field)
     if span is not None:
         return current - span
     if _DATE_ONLY.match(value):
@@ -194,8 +225,8 @@ def _parse_time(text: str, field: str, end_of_day: bool, current: int, utc: bool
         return parse_iso(text, field=field, utc=utc)
     except ValidationError:
         raise ValidationError(
-            f"{field}: {text!r} is not a time (use ISO-8601, a date, HH:MM, a span such as 15m or 1h30m, "
-            "now, today or yesterday)"
+            f"{field}: {text!r} is not a time (use ISO-8601, a date, HH:MM, a span such as 15m, 1h30m or "
+            "2 days ago, now, today or yesterday)"
         ) from None
 
 
@@ -213,7 +244,7 @@ def parse_overlap(text: str) -> int:
     value = text.strip().lower()
     if value in ("0", "0s"):
         return 0
-    span = parse_span(value, "--overlap")
+    span = parse_span(text, "--overlap")
     if span is None:
         raise ValidationError(f"--overlap: {text!r} is not a span (use e.g. 2s, 1m, or 0)")
     return span

@@ -29,11 +29,25 @@ def revise_refusal(entry: Entry) -> str | None:
     return None
 
 
-def write_refusal(scope: str | None, rooms: list[Room]) -> str | None:
-    """Why the reader may not write into a scope (None: it may): a room it reads only, or does not belong to."""
+def write_refusal(scope: str | None, rooms: list[Room], own_domains: list[str] | None = None) -> str | None:
+    """Why the reader may not write into a scope (None: it may): a room it reads only, or does not belong to.
+
+    A name is never resolved to a room for a write, as it is for a read (CLI.md's scope syntax): private
+    text must not land in a shared room by a guess, nor a room's text in a new own domain by a typo. So a
+    name that no own domain has (`own_domains`, when known) but a room of the reader's has is refused,
+    naming the room's address.
+    """
     room = room_of(scope) if scope else None
     if room is None:
-        return None
+        if scope is None or own_domains is None or scope in own_domains:
+            return None
+        named = next((r for r in rooms if r.name == scope), None)
+        if named is None:
+            return None
+        return (
+            f"your own store has no domain {text.quoted(scope)}, but you belong to a room of that name; "
+            f"a write never guesses a room: to write there, use --scope {text.line(named.address)}"
+        )
     found = next((r for r in rooms if r.room_id == room), None)
     if found is None:
         return f"you are not a member of room {text.line(scope or '')}"

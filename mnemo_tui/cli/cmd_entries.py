@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from mnemo_tui import reports
+from mnemo_tui import reports, verbs
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.feed import check_limit_flag, parse_times, resolved_scope, room_name_hint
@@ -30,6 +30,7 @@ from mnemo_tui.model import (
     SearchQuery,
     WriteRequest,
     parse_scope,
+    room_of,
 )
 from mnemo_tui.text import line as safe
 
@@ -80,6 +81,10 @@ def write(c: Context, args: WriteArgs) -> None:
     if not content.strip():
         raise ValidationError("the entry's content is empty")
     domain = parse_scope(args.scope) or "general"
+    if args.scope is not None and room_of(domain) is None and domain not in c.backend.domains():
+        refusal = verbs.write_refusal(domain, c.backend.rooms(), own_domains=[])
+        if refusal is not None:
+            raise ValidationError(refusal)
     concepts = tuple(args.concept or ())
     supersedes = tuple(args.supersedes or ())
     if len(concepts) > MAX_CONCEPTS:
@@ -105,6 +110,9 @@ def write(c: Context, args: WriteArgs) -> None:
         )
     )
     sys.stdout.write(safe(result.atom_id) + "\n")  # an endpoint answered it
+    if not result.created:
+        # stdout stays what CLI.md fixes (the first atom's id); the person learns nothing new was stored.
+        output.hint(f"note: nothing written: --ref '{safe(args.ref or '')}' was already used by this entry")
 
 
 class SearchArgs(Args):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.cli import output
-from mnemo_tui.cli.context import Context, store_path
+from mnemo_tui.cli.context import Context, needs_extra, store_path
 from mnemo_tui.cli.options import Args, flag, given, number, required, required_argument, table_format_opt, text
 from mnemo_tui.errors import LocalStateError, ValidationError
 
@@ -46,20 +46,19 @@ def serve(c: Context, args: ServeArgs) -> int:
     host, port = args.host, args.port
     if not 0 <= port <= 65535:
         raise ValidationError(f"--port must be between 0 and 65535, got {port}")
-    try:
+    with needs_extra("server", "mnemo serve"):
         from mnemo_tui.server.run import serve as run_server
-    except ImportError as exc:
-        raise ValidationError(
-            f"`mnemo serve` needs the server extra ({exc.name} is missing): pip install 'mnemo-tui[server]'"
-        ) from None
     if not 1 <= args.workers <= 64:
         raise ValidationError(f"--workers must be between 1 and 64, got {args.workers}")
     if c.settings.database:
         # Migrated (when --migrate allows) before anything else opens the database.
         from mnemo_tui.backends.local import LocalBackend
-        from mnemo_tui.engine.postgres import PgStore
 
-        c._backend = LocalBackend(PgStore(c.settings.database, migrate_schema=args.migrate), c.settings.principal)
+        with needs_extra("postgres", "--database"):
+            from mnemo_tui.engine.postgres import PgStore
+
+        engine = PgStore(c.settings.database, migrate_schema=args.migrate)
+        c._backend = LocalBackend(engine, c.settings.principal)
     elif args.migrate:
         raise ValidationError("--migrate is for a PostgreSQL database (--database); a store file migrates by itself")
     if not any(not k.revoked for k in _engine(c, "serve").list_keys()):
@@ -155,7 +154,6 @@ class DbCopyArgs(Args):
 def db_copy(c: Context, args: DbCopyArgs) -> None:
     from pathlib import Path
 
-    from mnemo_tui.engine.postgres import copy_store
     from mnemo_tui.engine.store import Store
     from mnemo_tui.model import database_identity
 
@@ -169,6 +167,9 @@ def db_copy(c: Context, args: DbCopyArgs) -> None:
         raise ValidationError(f"--from {path}: no such store file")
     store = Store(path, create=False)
     try:
+        with needs_extra("postgres", "mnemo db copy"):
+            from mnemo_tui.engine.postgres import copy_store
+
         counts = copy_store(store, url)
     finally:
         store.close()

@@ -35,9 +35,11 @@ def _consumer(c: Context, consumer: str | None) -> str:
     return c.consumer(consumer)
 
 
-def _scope(scope: str | None) -> str | None:
+def _scope(c: Context, scope: str | None) -> str | None:
+    """A watermark command's scope, resolved as `catchup` resolves it (a room's name reads that room)."""
+    from mnemo_tui.cli.feed import resolved_scope
 
-    return parse_scope(scope)
+    return resolved_scope(c, parse_scope(scope))
 
 
 def _scope_label(scope: str | None) -> str:
@@ -121,7 +123,7 @@ class WatermarkShowArgs(ConsumerScopeArgs):
 
 def watermark_show(c: Context, args: WatermarkShowArgs) -> None:
     output.check_format(args.fmt, allow_ndjson=False)
-    scope_value, name = _scope(args.scope), _consumer(c, args.consumer)
+    scope_value, name = _scope(c, args.scope), _consumer(c, args.consumer)
     mark = c.state.load(StateKey.of(c.backend, name, scope_value))
     _write_watermark(mark, args.fmt, scope=scope_value, consumer=name, utc=c.utc)
 
@@ -137,7 +139,7 @@ class WatermarkSetArgs(ConsumerScopeArgs):
 def watermark_set(c: Context, args: WatermarkSetArgs) -> None:
 
     output.check_format(args.fmt, allow_ndjson=False)
-    scope_value, name = _scope(args.scope), _consumer(c, args.consumer)
+    scope_value, name = _scope(c, args.scope), _consumer(c, args.consumer)
     instant = timefmt.parse_time(args.time, field="watermark set", utc=c.utc)
     mark = c.state.commit(StateKey.of(c.backend, name, scope_value), instant, (), force=True)
     _write_watermark(mark, args.fmt, scope=scope_value, consumer=name, utc=c.utc)
@@ -153,7 +155,7 @@ class WatermarkResetArgs(ConsumerScopeArgs):
 
 
 def watermark_reset(c: Context, args: WatermarkResetArgs) -> None:
-    scope_value, name = _scope(args.scope), _consumer(c, args.consumer)
+    scope_value, name = _scope(c, args.scope), _consumer(c, args.consumer)
     existed = c.state.reset(StateKey.of(c.backend, name, scope_value))
     where = _scope_phrase(scope_value)
     if existed:

@@ -9,7 +9,7 @@ from mnemo_tui import text
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.options import Args, scope_opt
 from mnemo_tui.cli.options import text as text_opt
-from mnemo_tui.errors import MnemoError
+from mnemo_tui.errors import MnemoError, ValidationError
 from mnemo_tui.model import parse_scope
 
 if TYPE_CHECKING:
@@ -34,7 +34,15 @@ class TuiFailed(MnemoError):
 
 def tui(c: Context, args: TuiArgs) -> None:
     scope_value = parse_scope(args.scope)
+    # Textual with no terminal never exits (it spins writing escape codes): refuse before starting it.
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise ValidationError(
+            "mnemo tui needs a terminal (stdin and stdout are not one); in a script or CI use mnemo recent or mnemo catchup"
+        )
     consumer_name = c.consumer(args.consumer)
+    from mnemo_tui.cli.feed import resolved_scope
+
+    scope_value = resolved_scope(c, scope_value)  # a room's name opens that room, as `catchup` reads it
     backend = c.backend
     state = c.state
     from mnemo_tui.tui import MnemoApp  # the one command that starts the TUI imports it

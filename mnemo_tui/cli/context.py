@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from mnemo_tui import TYPE_CHECKING
@@ -17,11 +19,27 @@ if TYPE_CHECKING:
     from mnemo_tui.state.statedb import StateDB
 
 
+@contextmanager
+def needs_extra(extra: str, what: str) -> Iterator[None]:
+    """Imports of an optional extra: without it, exit 2 naming the extra to install (never an internal error).
+
+    Raises:
+        ValidationError: a module of the extra is not installed.
+    """
+    try:
+        yield
+    except ImportError as exc:
+        raise ValidationError(
+            f"{what} needs the {extra} extra ({exc.name} is missing): pip install 'mnemo-tui[{extra}]'"
+        ) from None
+
+
 def open_engine(settings: Settings, *, creates: bool = False) -> Engine:
     """The engine the settings select: PostgreSQL for a database (psycopg imported only then), else the store file
     (checked as `store_path` says)."""
     if settings.database:
-        from mnemo_tui.engine.postgres import PgStore
+        with needs_extra("postgres", "--database"):
+            from mnemo_tui.engine.postgres import PgStore
 
         return PgStore(settings.database)
     from mnemo_tui.engine.store import Store
@@ -59,14 +77,32 @@ def store_path(settings: Settings, *, creates: bool) -> Path:
     path = settings.store_path
     assert path is not None
     given = settings.store_given
+    named = f" (named by {given})" if given is not None else ""
+    if path.is_dir():
+        raise LocalStateError(f"{path}{named} is a folder, not a store file: name the file, e.g. {path / 'store.db'}")
+    if path.is_file() and not _sqlite_header(path):
+        raise LocalStateError(
+            f"{path}{named} is not a mnemo store (not an SQLite database): check the path, "
+            "or if it was your store and is damaged, move it aside to start a new one"
+        )
     if given is not None and not path.exists():
+        if not path.parent.is_dir():
+            raise LocalStateError(f"no store at {path}{named}, and its folder does not exist: check the path")
         if not creates:
             raise LocalStateError(
-                f"no store at {path} (named by {given}); check the path (a write such as `mnemo write` creates it)"
+                f"no store at {path}{named}; check the path (a write such as `mnemo write` creates it)"
             )
-        if not path.parent.is_dir():
-            raise LocalStateError(f"cannot create the store {path} (named by {given}): its folder does not exist")
     return path
+
+
+def _sqlite_header(path: Path) -> bool:
+    """Whether a file starts as every SQLite database does (an empty file is left to the engine to judge)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(16)
+    except OSError:
+        return True  # unreadable: the engine says why, with its own advice
+    return not head or head == b"SQLite format 3\x00"
 
 
 class Context:
@@ -101,6 +137,23 @@ class Context:
         if self._backend is None:
             self._backend = open_backend(self.settings, creates=self.creates_store)
         return self._backend
+
+    def store_missing(self) -> bool:
+        """Whether the settings select the default embedded store and it does not exist (yet).
+
+        A store someone named (`--store`, `MNEMO_STORE`, a profile) is not waited for: a missing one is
+        a typo more often than a store to come, and reads say so (exit 6).
+        """
+        s = self.settings
+        path = s.store_path
+        return not (s.endpoint or s.database or s.store_given) and path is not None and not path.exists()
+
+    def reopen(self) -> Backend:
+        """The backend opened again: a store created since this command first looked finds its file."""
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+        return self.backend
 
     @property
     def state(self) -> StateDB:

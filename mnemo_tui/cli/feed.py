@@ -13,6 +13,14 @@ from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import DEFAULT_LIMIT, MAX_LIMIT, Entry, RecentQuery, parse_scope
 from mnemo_tui.walk import Walk, stream_wire
 
+# CLI.md's exit code 7: a catch-up whose output was closed before the pass ended (a pager quit early,
+# a closed pipe) moved no watermark; it is not an interrupt (130), so a script can tell the two apart.
+EXIT_OUTPUT_CLOSED = 7
+OUTPUT_CLOSED = (
+    "mnemo: the output was closed before the catch-up ended (a pager quit early, or a closed pipe); "
+    "the watermark did not move: the next pass re-reads (or run again with --resume)"
+)
+
 if TYPE_CHECKING:
     from mnemo_tui.backends import Backend
     from mnemo_tui.catchup import CatchupResult
@@ -150,10 +158,17 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
 
     from mnemo_tui.walk import LiveTracker, default_overlap
 
-    backend = c.backend
     out = sys.stdout
+    if c.store_missing():
+        # A store created later (a first `mnemo write`, `mnemo demo`) is followed from then on, as the TUI does.
+        if output.is_tty(sys.stderr):
+            output.hint("(no store yet: following from when one is created; ^C to stop)")
+        while c.store_missing():
+            time.sleep(FOLLOW_PROBE_EMBEDDED)
+        c.reopen()
+    backend = c.backend
     tracker = LiveTracker(default_overlap(backend))
-    table = output.TableWriter(out, scope=query.scope, utc=c.utc) if fmt == "table" else None
+    table = output.TableWriter(out, scope=query.scope, utc=c.utc, follow=True) if fmt == "table" else None
 
     def emit(entries: list[Entry]) -> None:
         if not entries:
@@ -235,16 +250,18 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide
         table = output.TableWriter(out, scope=query.scope, utc=c.utc, wide=wide)
         held: list[list[Entry]] = []
         # Every item is printed whatever the page size, so walk in the largest pages there are.
-        for fresh in Walk(backend, query.replace(limit=MAX_LIMIT)).pages():
-            if fresh:
-                if reverse:
-                    held.append(fresh[::-1])
-                else:
-                    table.rows(fresh)
-                    out.flush()
-                count += len(fresh)
-                progress.update(count)
-        progress.done()
+        try:
+            for fresh in Walk(backend, query.replace(limit=MAX_LIMIT)).pages():
+                if fresh:
+                    if reverse:
+                        held.append(fresh[::-1])
+                    else:
+                        table.rows(fresh)
+                        out.flush()
+                    count += len(fresh)
+                    progress.update(count)
+        finally:
+            progress.done()  # also when the reader went away (`| head`): no count is left on the terminal
         if held:
             table.rows([e for page in reversed(held) for e in page])
         if count == 0:
@@ -272,7 +289,7 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide
                 progress.update(count)
     finally:
         source.close()  # a reader gone mid-stream (`| head`) ends the snapshot's statement now
-    progress.done()
+        progress.done()
     report = None
     if count == 0:
         from mnemo_tui import reports
@@ -356,8 +373,8 @@ def _catchup(c: Context, args: CatchupArgs, fmt: str) -> int:
     except BrokenPipeError:
         output.silence_stdout()
         progress.done()
-        output.hint("mnemo: output closed mid-walk; the watermark was not moved (run again, or --resume)")
-        return 130
+        output.hint(OUTPUT_CLOSED)
+        return EXIT_OUTPUT_CLOSED
     progress.done()
     report = None
     if result.delivered == 0:
@@ -401,5 +418,5 @@ def _catchup_summary(result: CatchupResult, consumer: str, utc: bool) -> str:
     noun = "entry" if delivered == 1 else "entries"
     requests = "1 request" if pages == 1 else f"{pages} requests"
     text = f"{delivered} new {noun} for consumer {consumer!r} in {requests}; {moved}"
-    again = "1 entry" if repeats == 1 else f"{repeats} entries"
-    return text + (f"; {again} you already had were not shown again" if repeats else "")
+    again = "1 entry you already had was" if repeats == 1 else f"{repeats} entries you already had were"
+    return text + (f"; {again} not shown again" if repeats else "")

@@ -167,6 +167,11 @@ class Progress:
             self.shown = False
 
 
+# The widest WHEN a row can show (`Nov 28 14:03`; `just now`, `59m ago` and `2025-11-28` are narrower).
+WHEN_WIDTH = 12
+ID_WIDTH = 8
+
+
 class TableWriter:
     """Writes entries as aligned lines, page by page, so a long walk streams instead of buffering.
 
@@ -186,6 +191,7 @@ class TableWriter:
         *,
         utc: bool = False,
         wide: bool = False,
+        follow: bool = False,
     ) -> None:
         self.out = out or sys.stdout
         self.color = color_enabled(self.out)
@@ -193,28 +199,35 @@ class TableWriter:
         self.now = timefmt.now_us() if now is None else now
         self.utc = utc
         self.wrap = wide
+        # Rows that arrive later (`--follow`) must fit the widths the first page set: none are narrowed to it.
+        self.follow = follow
         self.header_done = False
         self.count = 0
-        self.when_w = 12
+        self.when_w = WHEN_WIDTH
         self.author_w, self.domain_w = (18, 16) if self.width >= 80 else (12, 10)
-        self.show_id = self.width >= 70
-        self.show_domain = scope is None
+        # A short id stays at any width: the domain gives way first (below 70 columns), then the author (50).
+        self.show_domain = scope is None and self.width >= 70
+        if self.width < 50:
+            self.author_w = 0
         self._layout()
 
     def _layout(self) -> None:
         domain = self.domain_w + 2 if self.show_domain else 0
-        self.indent = self.when_w + 2 + self.author_w + 2 + domain
-        self.content_w = max(10, self.width - self.indent - (10 if self.show_id else 0))
+        author = self.author_w + 2 if self.author_w else 0
+        self.indent = self.when_w + 2 + author + domain
+        self.content_w = max(8, self.width - self.indent - (ID_WIDTH + 2))
 
     def _when(self, entry: Entry) -> str:
         return timefmt.when(entry.created_at, self.now, self.utc)
 
     def _fit(self, entries: list[Entry]) -> None:
         """Narrow the columns to what the first page needs, so the content gets the room."""
-        if entries:
+        if entries and not self.follow:
             header = "WHEN (UTC)" if self.utc else "WHEN"
             self.when_w = max(len(header), *(len(self._when(e)) for e in entries))
-            self.author_w = min(self.author_w, max(len("AUTHOR"), *(text.cells(text.line(e.author)) for e in entries)))
+            if self.author_w:
+                widest = max(len("AUTHOR"), *(text.cells(text.line(e.author)) for e in entries))
+                self.author_w = min(self.author_w, widest)
             self.domain_w = min(self.domain_w, max(len("DOMAIN"), *(text.cells(text.line(e.domain)) for e in entries)))
             self._layout()
 
@@ -225,8 +238,9 @@ class TableWriter:
         """Write the column header once."""
         if not self.header_done:
             domain = f"{'DOMAIN':<{self.domain_w}}  " if self.show_domain else ""
+            author = f"{'AUTHOR':<{self.author_w}}  " if self.author_w else ""
             when = "WHEN (UTC)" if self.utc else "WHEN"
-            line = f"{when:<{self.when_w}}  {'AUTHOR':<{self.author_w}}  {domain}CONTENT"
+            line = f"{when:<{self.when_w}}  {author}{domain}CONTENT"
             self.out.write(self._style(line, "1") + "\n")
             self.header_done = True
 
@@ -241,9 +255,9 @@ class TableWriter:
             self.count += 1
             when = text.pad(self._when(entry), self.when_w)
             extra = " (superseded)" if entry.superseded_by else ""
-            author = text.pad(_clip(entry.author, self.author_w), self.author_w)
+            author = text.pad(_clip(entry.author, self.author_w), self.author_w) + "  " if self.author_w else ""
             domain = text.pad(_clip(entry.domain, self.domain_w), self.domain_w) + "  " if self.show_domain else ""
-            lead = f"{self._style(when, '36')}  {self._style(author, '33')}  {domain}"
+            lead = f"{self._style(when, '36')}  {self._style(author, '33')}{domain}"
             if self.wrap:
                 parts = _wrapped(entry.content, max(1, room - len(extra))) or ["(blank)"]
                 first = parts[0]
@@ -251,9 +265,8 @@ class TableWriter:
                 parts = []
                 first = _clip(entry.first_line or "(blank)", max(1, room - len(extra)))
             line = f"{lead}{first}{self._style(extra, '2')}"
-            if self.show_id:
-                gap = max(2, room - text.cells(first) - len(extra) + 2)
-                line += " " * gap + self._style(entry.atom_id[:8], "2")
+            gap = max(2, room - text.cells(first) - len(extra) + 2)
+            line += " " * gap + self._style(entry.atom_id[:ID_WIDTH], "2")
             lines.append(line + "\n")
             lines.extend(" " * self.indent + part + "\n" for part in parts[1:])
         self.out.write("".join(lines))
@@ -335,10 +348,14 @@ def paged(fmt: str, *, no_pager: bool, configured: str | None) -> Iterator[None]
     if fmt != "table" or no_pager or not is_tty(sys.stdout):
         yield
         return
-    from mnemo_tui.files import pager_command
+    from mnemo_tui.files import pager_command, pager_missing
 
     command = pager_command(configured)
     if command in ("", "cat"):
+        yield
+        return
+    if pager_missing(command):
+        hint(f"mnemo: the pager {text.quoted(command)} could not be started (not found); printing without it")
         yield
         return
     import subprocess

@@ -16,7 +16,7 @@ from textual.app import App, SuspendNotSupported
 from textual.widget import Widget
 
 from mnemo_tui import text, timefmt, verbs
-from mnemo_tui.files import edit_text, editor_command, pager_command
+from mnemo_tui.files import edit_text, editor_command, pager_command, pager_missing
 from mnemo_tui.model import Entry, Room, WriteRequest
 from mnemo_tui.tui.messages import as_error
 from mnemo_tui.tui.screens.confirm import ConfirmScreen
@@ -26,7 +26,7 @@ from mnemo_tui.tui.widgets.rows import headline, short_id
 T = TypeVar("T")
 
 # What an empty or unchanged file from the editor means: nothing is written.
-NOTHING_WRITTEN = "nothing written: the text was empty or unchanged"
+NOTHING_WRITTEN = "nothing written"
 
 
 class EntryActions:
@@ -90,6 +90,9 @@ class EntryActions:
         command = pager_command()
         if command in ("", "cat", "less -FRX"):
             command = "less -R"
+        if pager_missing(command):
+            self.notice(f"the pager {text.quoted(command)} could not be started (not found)", error=True)
+            return
         head = f"{entry.atom_id}  {timefmt.to_iso(entry.created_at)}  {entry.author}  {entry.domain}\n\n"
         shown = text.block(head + entry.content) + "\n"
         env = {**os.environ, "LESS": os.environ.get("LESS", "R").replace("F", "")}
@@ -102,8 +105,11 @@ class EntryActions:
         if written is None:
             self.notice(f"the editor ({text.line(editor_command())}) failed or was not found: {NOTHING_WRITTEN}")
             return None
-        if not written.strip() or written.strip("\n") == initial.strip("\n"):
-            self.notice(NOTHING_WRITTEN)
+        if not written.strip():
+            self.notice(f"{NOTHING_WRITTEN}: the text was empty")
+            return None
+        if written.strip("\n") == initial.strip("\n"):
+            self.notice(f"{NOTHING_WRITTEN}: the text was unchanged")
             return None
         return written
 

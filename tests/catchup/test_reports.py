@@ -25,7 +25,7 @@ def test_unscoped_empty_report_names_every_room_and_how_to_read_it(make_backend:
     ]
     for room in (design, ops):
         assert room.address in report.text and room.name in report.text
-    assert report.text.splitlines()[-1] == "Re-run with --scope xroom:… to read it."
+    assert report.text.splitlines()[-1] == "Re-run with --scope set to one of these addresses to read it."
     wire = report.wire()
     assert wire["unsearched_rooms"] == [
         {"name": "design", "address": design.address},

@@ -108,7 +108,7 @@ def test_empty_unscoped_search_names_the_unsearched_rooms(demo: Any) -> None:
     assert "matches the query 'zzqqxxnothing'" in table.stdout
     for room in rooms:
         assert room["address"] in table.stdout and room["name"] in table.stdout
-    assert table.stdout.rstrip().endswith("Re-run with --scope xroom:… to read it.")
+    assert table.stdout.rstrip().endswith("Re-run with --scope set to one of these addresses to read it.")
     # NDJSON: stdout stays empty, the same report goes to stderr (CLI.md common rules).
     nd = demo("search", "zzqqxxnothing", "--format", "ndjson")
     assert nd.code == 0 and nd.stdout == "" and nd.stderr.strip() == table.stdout.strip()

@@ -79,7 +79,7 @@ ACTIVATE = ". .venv/bin/activate && "
 def test_the_setup_line_installs_what_the_readme_uses_and_puts_mnemo_on_the_path() -> None:
     line = setup_line()
     install, _, main_job = line.partition(ACTIVATE)
-    assert main_job == "mnemo demo && mnemo catchup"  # run by the next test, after the install
+    assert main_job == "mnemo demo && mnemo catchup --no-pager"  # run by the next test, after the install
     assert "'.[server]'" in install  # the team-server block needs the server extra
     joined = "\n".join(usage_blocks("sh"))
     assert "mnemo serve" in joined and ".venv/bin/activate" in README.read_text().split("## Usage")[0]

@@ -89,6 +89,18 @@ def test_date_only_is_midnight_for_since_and_last_microsecond_for_until() -> Non
         ("0s", 0),
         ("2H", 7200),
         (" 15m ", 900),
+        # As journalctl and git spell them (CLI.md's time grammar).
+        ("2 days ago", 2 * 86400),
+        ("1d ago", 86400),
+        ("3 hours ago", 3 * 3600),
+        ("-1h", 3600),
+        ("-90s", 90),
+        ("-5m", 300),
+        ("15 m", 900),
+        ("1h 30m", 5400),
+        ("1 hour 30 minutes ago", 5400),
+        ("1 week ago", 7 * 86400),
+        ("45 secs ago", 45),
     ],
 )
 def test_relative_spans_count_back_from_the_clients_clock(text: str, seconds: int) -> None:
@@ -111,10 +123,11 @@ def test_now_today_and_yesterday() -> None:
         "   ",
         "soon",
         "15",
-        "15 m",
-        "1h 30m",
-        "-5m",
         "5ms",
+        "--5m",
+        "ago",
+        "1h ago ago",
+        "3 fortnights ago",
         "1y",
         "m",
         "2026-13-01",
@@ -188,3 +201,10 @@ def test_overlap_spans() -> None:
 )
 def test_relative_ages_read_naturally(age_seconds: int, text: str) -> None:
     assert timefmt.relative(NOW - age_seconds * 1_000_000, NOW) == text
+
+
+@pytest.mark.parametrize("text", ["1M", "3M", "2 months ago", "1mo", "1M30m"])
+def test_a_month_is_refused_saying_minutes_are_m(text: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        parse(text, field="--since")
+    assert "minutes are `m`; months are not a span here" in info.value.message and info.value.exit_code == 2

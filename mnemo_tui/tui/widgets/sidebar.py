@@ -315,4 +315,5 @@ class ActivityPanel(Vertical):
         total = sum(activity.counts)
         more = "+" if activity.capped else ""
         # Short lines, so the caption stays whole in the narrowest sidebar (16 cells of text).
-        caption.update(f"{activity.label}\n{total:,}{more} entries\npeak {peak}{more}/{activity.unit}")
+        noun = "entry" if total == 1 and not more else "entries"
+        caption.update(f"{activity.label}\n{total:,}{more} {noun}\npeak {peak}{more}/{activity.unit}")

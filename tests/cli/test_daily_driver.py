@@ -1,0 +1,289 @@
+"""What a new user hit that did the wrong thing (issue 35), each through the installed console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import MNEMO
+
+from mnemo_tui.catchup import CatchupResult
+from mnemo_tui.cli.feed import _catchup_summary
+from tests.cli.test_cli_manners import fill, in_terminal
+
+pytestmark = pytest.mark.timeout(120)
+Cli = Callable[..., Any]
+
+
+def test_tui_without_a_terminal_says_so_and_exits_2(isolated_home: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env["MNEMO_HOME"] = str(isolated_home)
+    # The timeout only guards the test run; the assertion is the code and the message.
+    proc = subprocess.run(
+        [MNEMO, "tui"], stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert proc.returncode == 2
+    assert "mnemo tui needs a terminal" in proc.stderr
+    assert "\x1b" not in proc.stderr and proc.stdout == ""
+
+
+def test_a_pager_that_cannot_start_is_named_and_the_output_printed_without_it(cli: Cli, isolated_home: Path) -> None:
+    fill(isolated_home, 5)
+    shown = in_terminal(isolated_home, ["recent"], env={"PAGER": "/nonexistent/pager"})
+    assert "could not be started" in shown and "/nonexistent/pager" in shown
+    assert "entry 4" in shown and "entry 0" in shown
+    # A catch-up through it still ends, and commits.
+    in_terminal(isolated_home, ["catchup"], env={"PAGER": "/nonexistent/pager"})
+    assert json.loads(cli("watermark", "show", "-f", "json").stdout)["created_at"] is not None
+
+
+def test_a_pager_quit_early_during_catchup_is_exit_7_and_moves_no_watermark(
+    cli: Cli, isolated_home: Path, tmp_path: Path
+) -> None:
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    fill(isolated_home, 3000)
+    quitter = tmp_path / "quitter.sh"
+    quitter.write_text("#!/bin/sh\nexit 0\n")  # a pager whose reader pressed q at once
+    quitter.chmod(0o755)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env.update({"MNEMO_HOME": str(isolated_home), "NO_COLOR": "1", "TERM": "xterm", "PAGER": str(quitter)})
+    proc = subprocess.Popen([MNEMO, "catchup"], stdin=slave, stdout=slave, stderr=subprocess.PIPE, env=env)
+    os.close(slave)
+    try:
+        _out, err = proc.communicate(timeout=90)
+    finally:
+        os.close(master)
+    assert proc.returncode == 7, err
+    assert b"closed before the catch-up ended" in err and b"Traceback" not in err
+    assert cli("watermark", "show", "-f", "json").stdout == "null\n"
+
+
+def test_catchup_into_a_closed_pipe_is_exit_7(isolated_home: Path) -> None:
+    fill(isolated_home, 3000)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env["MNEMO_HOME"] = str(isolated_home)
+    proc = subprocess.run(
+        f'{MNEMO} catchup --format ndjson | head -n 2; echo "status ${{PIPESTATUS[0]}}"',
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert proc.stdout.splitlines()[-1] == "status 7", proc.stderr
+    assert "closed before the catch-up ended" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("missing", "args", "extra"),
+    [
+        ("psycopg", ["--database", "postgresql://u@127.0.0.1:9/db", "recent"], "postgres"),
+        ("uvicorn", ["serve", "--port", "0"], "server"),
+    ],
+)
+def test_a_missing_extra_is_named_with_exit_2(isolated_home: Path, missing: str, args: list[str], extra: str) -> None:
+    # The package made unimportable exactly as in a venv without the extra.
+    probe = "import sys; sys.modules[sys.argv[1]] = None; from mnemo_tui.cli import main; sys.exit(main(sys.argv[2:]))"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env["MNEMO_HOME"] = str(isolated_home)
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, missing, *args], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert f"pip install 'mnemo-tui[{extra}]'" in proc.stderr and "internal error" not in proc.stderr
+
+
+def test_a_repeated_ref_returns_the_first_id_and_says_nothing_was_written(cli: Cli) -> None:
+    first = cli("write", "old text", "--ref", "job-1")
+    again = cli("write", "new text", "--ref", "job-1")
+    assert first.code == again.code == 0
+    assert again.stdout == first.stdout and "note: nothing written" in again.stderr
+    assert "nothing written" not in first.stderr
+
+
+def test_a_store_path_that_is_a_folder_or_not_a_store_gets_advice_that_fits(
+    cli: Cli, isolated_home: Path, tmp_path: Path
+) -> None:
+    folder = cli("--store", str(tmp_path), "recent")
+    assert folder.code == 6 and "is a folder, not a store file" in folder.stderr
+    other = tmp_path / "passwd"
+    other.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    not_store = cli("--store", str(other), "recent")
+    assert not_store.code == 6 and "is not a mnemo store" in not_store.stderr
+    assert other.read_text().startswith("root:")  # untouched
+    missing = cli("--store", str(tmp_path / "nope" / "store.db"), "recent")
+    assert missing.code == 6 and "its folder does not exist" in missing.stderr and "creates it" not in missing.stderr
+    absent = cli("--store", str(tmp_path / "store.db"), "recent")
+    assert absent.code == 6 and "creates it" in absent.stderr
+
+
+@pytest.mark.parametrize(
+    ("repeats", "said"),
+    [(1, "1 entry you already had was not shown again"), (3, "3 entries you already had were not shown again")],
+)
+def test_the_catchup_summary_agrees_in_number(repeats: int, said: str) -> None:
+    result = CatchupResult(
+        delivered=2,
+        pages=1,
+        repeats_skipped=repeats,
+        resumed=False,
+        before=None,
+        after=None,
+        committed=True,
+        since=None,
+    )
+    assert _catchup_summary(result, "default", utc=True).endswith(said)
+
+
+def test_a_write_never_resolves_a_name_to_a_room_and_watermarks_resolve_it_as_catchup_does(cli: Cli) -> None:
+    address = cli("rooms", "create", "team-x").stdout.strip()
+    assert address.startswith("xroom:room_")
+    refused = cli("write", "private text", "--scope", "team-x")
+    assert refused.code == 2 and f"--scope {address}" in refused.stderr
+    assert json.loads(cli("recent", "--all", "-f", "json").stdout)["items"] == []  # no own domain was made
+    assert cli("write", "room text", "--scope", address).code == 0
+    caught = json.loads(cli("catchup", "--scope", "team-x", "-f", "json").stdout)
+    assert caught["scope"] == address and [i["content"] for i in caught["items"]] == ["room text"]
+    shown = json.loads(cli("watermark", "show", "--scope", "team-x", "-f", "json").stdout)
+    assert shown["scope"] == address and shown["created_at"] == caught["watermark"]["after"]["created_at"]
+    moved = json.loads(cli("watermark", "set", "1h", "--scope", "team-x", "-f", "json").stdout)
+    assert moved["scope"] == address
+    assert [m["scope"] for m in json.loads(cli("watermark", "list", "-f", "json").stdout)] == [address]
+
+
+@pytest.mark.parametrize("since", ["-1h", "2 days ago", "1d ago", "3 hours ago", "-90s"])
+def test_times_as_people_type_them_read_as_spans(cli: Cli, since: str) -> None:
+    assert cli("write", "just written").code == 0
+    got = cli("recent", "--since", since, "-f", "ndjson")
+    assert got.code == 0 and [json.loads(x)["content"] for x in got.stdout.splitlines()] == ["just written"]
+
+
+def test_a_month_is_refused_not_read_as_a_minute(cli: Cli) -> None:
+    got = cli("recent", "--since", "1M")
+    assert got.code == 2 and "minutes are `m`; months are not a span here" in got.stderr
+
+
+def _pty_run(
+    home: Path, command: str, *, columns: int, until: Callable[[str], bool], env: dict[str, str] | None = None
+) -> str:
+    """Run a shell command with stdin, stdout and stderr on one pseudo-terminal until `until(shown)` (bounded)."""
+    import fcntl
+    import pty
+    import select
+    import signal
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    full = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") and k not in ("NO_COLOR", "COLUMNS")}
+    full.update({"MNEMO_HOME": str(home), "NO_COLOR": "1", "TERM": "xterm", **(env or {})})
+    proc = subprocess.Popen(
+        ["bash", "-c", command], stdin=slave, stdout=slave, stderr=slave, env=full, start_new_session=True
+    )
+    os.close(slave)
+    got = b""
+    try:
+        for _ in range(1200):  # 0.1 s rounds: bounded
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                got += chunk
+            if until(got.decode(errors="replace")):
+                break
+            if proc.poll() is not None and not ready:
+                break
+        else:
+            raise AssertionError(f"never shown: {got.decode(errors='replace')[-2000:]}")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=30)
+        os.close(master)
+    return got.decode(errors="replace").replace("\r\n", "\n")
+
+
+def test_follow_on_a_store_that_does_not_exist_yet_sees_it_created(cli: Cli, isolated_home: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env["MNEMO_HOME"] = str(isolated_home)
+    follow = subprocess.Popen(
+        [MNEMO, "recent", "--follow", "-f", "ndjson"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert cli("write", "the very first entry").code == 0
+        assert follow.stdout is not None
+        line = follow.stdout.readline()  # blocks until the follower prints; the test's timeout guards it
+        assert json.loads(line)["content"] == "the very first entry"
+    finally:
+        follow.send_signal(__import__("signal").SIGINT)
+        follow.wait(timeout=30)
+
+
+def test_follow_rows_that_arrive_later_fit_the_terminal(isolated_home: Path) -> None:
+    from mnemo_tui import timefmt
+    from mnemo_tui.engine.store import Store
+    from mnemo_tui.model import WriteRequest
+
+    store = Store(isolated_home / "store.db")
+    store.bulk_insert([("local", WriteRequest("an old one", "a"), timefmt.now_us() - 70_000_000)])
+    store.close()
+    ids: list[str] = []
+
+    def later_writes(shown: str) -> bool:
+        if "an old one" in shown and not ids:
+            later = Store(isolated_home / "store.db")
+            for n in range(3):
+                request = WriteRequest(f"just now, entry {n} " + "x" * 80, f"a-much-longer-domain-{n}")
+                ids.append(later.write("local", request).atom_id)
+            later.close()
+        return bool(ids) and all(i[:8] in shown for i in ids)
+
+    shown = _pty_run(isolated_home, f"{MNEMO} recent --follow", columns=80, until=later_writes)
+    rows = [r for r in shown.splitlines() if "entry " in r or "an old one" in r]
+    assert len(rows) == 4
+    from mnemo_tui import text
+
+    for row in rows:
+        assert text.cells(row) <= 80, row
+    for atom_id in ids:
+        assert any(row.endswith(atom_id[:8]) for row in rows)  # the id whole, on its own row
+
+
+@pytest.mark.parametrize("columns", [45, 60, 69])
+def test_a_narrow_table_keeps_a_short_id(cli: Cli, isolated_home: Path, columns: int) -> None:
+    ids = fill(isolated_home, 3)
+    rows = cli("recent", env={"COLUMNS": str(columns)}).stdout.splitlines()[1:]
+    assert [r[-8:] for r in rows] == [i[:8] for i in reversed(ids)]
+    assert all(len(r) <= columns for r in rows)
+
+
+def test_the_progress_line_is_erased_when_the_reader_stops_early(isolated_home: Path) -> None:
+    fill(isolated_home, 4000)
+    # stdout into `head`, stderr on the terminal: the first page (100 rows) fits the pipe's buffer, so the
+    # count is always shown before the reader goes away; it must not be left behind.
+    shown = _pty_run(isolated_home, f"{MNEMO} recent --all | head -n 2 > /dev/null", columns=100, until=lambda s: False)
+    assert "so far" in shown
+    assert shown.rfind("\x1b[K") > shown.rfind("so far")
