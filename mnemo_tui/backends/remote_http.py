@@ -110,7 +110,10 @@ def _tls() -> ssl.SSLContext:
 def _root(exc: BaseException) -> BaseException:
     """The first cause of an httpx error that is not itself httpx's or httpcore's (the OSError underneath)."""
     seen = exc
-    while (cause := seen.__cause__ or seen.__context__) is not None and cause is not seen:
+    for _ in range(8):  # httpx's error, httpcore's, then the socket's or the TLS library's
+        cause = seen.__cause__ or seen.__context__
+        if cause is None:
+            break
         seen = cause
         if not type(seen).__module__.startswith(("httpx", "httpcore")):
             break
@@ -127,6 +130,8 @@ def _reason(exc: httpx.HTTPError) -> str:
         return "timed out"
     if isinstance(exc, httpx.RemoteProtocolError):
         said = str(exc)
+        if "without sending a response" in said:
+            return "the connection closed without an answer"
         return "the answer was cut short" if "peer closed" in said or "incomplete" in said else "a malformed answer"
     if isinstance(exc, httpx.LocalProtocolError):
         return "the request could not be sent (LocalProtocolError)"
