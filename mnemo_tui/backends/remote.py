@@ -6,28 +6,28 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Callable
-from email.utils import parsedate_to_datetime
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, cast
 from urllib.parse import quote
 
 from mnemo_tui import __version__
 from mnemo_tui.backends import Backend
-from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, time_of, wire_time
-from mnemo_tui.backends.transport import Answer, BadProxy, Transport, TransportError
-from mnemo_tui.digests import sha256
-from mnemo_tui.errors import (
-    BY_CODE,
-    AuthError,
-    Conflict,
-    Forbidden,
-    MnemoError,
-    NotFound,
-    PayloadTooLarge,
-    RateLimited,
-    Unavailable,
-    ValidationError,
+from mnemo_tui.backends.proxies import BadProxy
+from mnemo_tui.backends.remote_http import (
+    NOT_PROCESSED_STATUS,
+    TRANSIENT_STATUS,
+    Answer,
+    DeadlinePassed,
+    Http,
+    TooLarge,
+    TransportError,
+    error_of,
+    retry_after,
+    said_retryable,
 )
+from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, time_of, wire_time
+from mnemo_tui.digests import sha256
+from mnemo_tui.errors import AuthError, NotFound, Unavailable, ValidationError
 from mnemo_tui.model import (
     ROOM_PREFIX,
     Detail,
@@ -55,20 +55,25 @@ READ_TIMEOUT = 30.0  # any one send or receive
 RETRIES = 4
 BACKOFF = 0.25
 MAX_WAIT = 30.0
-_BY_STATUS: dict[int, type[MnemoError]] = {
-    400: ValidationError,
-    401: AuthError,
-    403: Forbidden,
-    404: NotFound,
-    408: Unavailable,  # the server gave up waiting for the body: not a usage error
-    409: Conflict,
-    413: PayloadTooLarge,
-    422: ValidationError,
-    429: RateLimited,
-    503: Unavailable,
-}
-_TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
-_NOT_PROCESSED_STATUS = frozenset({429, 503})
+DEADLINE = 60.0  # seconds for one call's whole answer, retries included (MNEMO_DEADLINE)
+
+
+def deadline_of(environ: Mapping[str, str]) -> float:
+    """The deadline of one call: `MNEMO_DEADLINE` seconds when set, else `DEADLINE`.
+
+    Raises:
+        ValidationError: a value that is not a number of seconds above zero.
+    """
+    value = environ.get("MNEMO_DEADLINE", "").strip()
+    if not value:
+        return DEADLINE
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise ValidationError(f"MNEMO_DEADLINE is {value!r}: it must be a number of seconds above zero (e.g. 60)")
+    return seconds
 
 
 def check_key(key: str) -> str:
@@ -136,71 +141,8 @@ def _text(body: Any, name: str, default: str = "") -> str:
     return value if isinstance(value, str) else default
 
 
-def error_of(response: Answer) -> MnemoError:
-    """The project's error for a non-2xx answer: the flat envelope, `{"detail": ...}`, or a 422 list."""
-    status = response.status_code
-    cls = _BY_STATUS.get(status) or (Unavailable if status >= 500 else ValidationError)
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    message = f"the endpoint answered HTTP {status}"
-    details: dict[str, Any] | None = None
-    retryable: bool | None = None
-    if isinstance(body, dict):
-        code = body.get("code")
-        if status not in _BY_STATUS and isinstance(code, str) and code in BY_CODE:
-            cls = BY_CODE[code]
-        detail = body.get("detail")
-        if isinstance(body.get("message"), str) and body["message"]:
-            message = body["message"]
-        elif isinstance(detail, str) and detail:
-            message = detail
-        elif isinstance(detail, list) and detail:
-            parts = []
-            for problem in detail[:3]:
-                if isinstance(problem, dict):
-                    loc = [str(p) for p in problem.get("loc") or [] if p != "body"]
-                    parts.append(f"{'.'.join(loc) or 'body'}: {problem.get('msg', 'invalid')}")
-            message = "; ".join(parts) or message
-        if isinstance(body.get("details"), dict):
-            details = body["details"]
-        if isinstance(body.get("retryable"), bool):
-            retryable = body["retryable"]
-    if cls is AuthError:
-        message += " (check MNEMO_API_KEY, or run `mnemo login`)"
-    exc = cls(message, details=details)
-    if retryable is not None:
-        exc.retryable = retryable
-    return exc
-
-
 # The only calls whose 404 is an answer (an unknown atom, invite code or secret alias) rather than a wrong base URL.
 _MAY_BE_404 = ("/memory/atoms/", "/memory/rooms/join", "/vault/secrets/by-alias/")
-
-
-def _said_retryable(response: Answer) -> bool | None:
-    """The envelope's `retryable`, when the answer says it."""
-    try:
-        body = response.json()
-    except ValueError:
-        return None
-    value = body.get("retryable") if isinstance(body, dict) else None
-    return value if isinstance(value, bool) else None
-
-
-def _retry_after(response: Answer) -> float | None:
-    value = response.headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
 
 
 class RemoteBackend(Backend):
@@ -223,6 +165,7 @@ class RemoteBackend(Backend):
         retries: int = RETRIES,
         backoff: float = BACKOFF,
         max_wait: float = MAX_WAIT,
+        deadline: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         endpoint = endpoint.rstrip("/")
@@ -234,9 +177,10 @@ class RemoteBackend(Backend):
         self.retries = retries
         self.backoff = backoff
         self.max_wait = max_wait
+        self.deadline = deadline_of(os.environ) if deadline is None else deadline
         self._sleep = sleep
         try:
-            self._client = Transport(
+            self._client = Http(
                 endpoint,
                 {
                     "X-Api-Key": api_key,
@@ -292,17 +236,28 @@ class RemoteBackend(Backend):
         """One call, retried with backoff on 429, 503, `retryable: true` and connection failures.
 
         A write without `external_ref` is retried only when the endpoint cannot have processed it
-        (the connection never opened, or a 429/503 answer), so a retry never writes twice.
+        (the connection never opened, or a 429/503 answer), so a retry never writes twice. The whole
+        call, retries and waits included, has `self.deadline` seconds; an answer refused for its size
+        is not asked for again.
         """
         content = None if body is None else dumps(body).encode()
         headers = {"X-Request-Id": uuid.uuid4().hex}
+        deadline = time.monotonic() + self.deadline
         attempt = 0
         while True:
             try:
-                response = self._client.request(method, path, content, headers)
+                response = self._client.request(method, path, content, headers, deadline)
+            except DeadlinePassed:
+                raise Unavailable(
+                    f"no whole answer from {self.identity} to {method} {path} within the deadline of "
+                    f"{self.deadline:g} s (set MNEMO_DEADLINE to wait longer)"
+                ) from None
+            except TooLarge as exc:
+                raise Unavailable(f"{self.identity} sent {exc.reason} to {method} {path}; not asked again") from None
             except TransportError as exc:
-                if attempt < self.retries and (idempotent or not exc.sent):
-                    self._sleep(self._delay(attempt))
+                wait = self._delay(attempt)
+                if attempt < self.retries and (idempotent or not exc.sent) and time.monotonic() + wait < deadline:
+                    self._sleep(wait)
                     attempt += 1
                     continue
                 raise Unavailable(
@@ -318,13 +273,14 @@ class RemoteBackend(Backend):
                     "ends in /api/v1 (e.g. http://127.0.0.1:8765/api/v1)"
                 )
             problem = error_of(response)
-            said = _said_retryable(response)
+            said = said_retryable(response)
             # The endpoint's own word wins (a 503 that says `retryable: false` is a deadline, not a blip).
-            transient = said if said is not None else (problem.retryable or response.status_code in _TRANSIENT_STATUS)
-            allowed = idempotent or response.status_code in _NOT_PROCESSED_STATUS
-            if transient and allowed and attempt < self.retries:
-                wait = _retry_after(response)
-                self._sleep(min(self.max_wait, wait) if wait is not None else self._delay(attempt))
+            transient = said if said is not None else (problem.retryable or response.status_code in TRANSIENT_STATUS)
+            allowed = idempotent or response.status_code in NOT_PROCESSED_STATUS
+            said_wait = retry_after(response)
+            wait = min(self.max_wait, said_wait) if said_wait is not None else self._delay(attempt)
+            if transient and allowed and attempt < self.retries and time.monotonic() + wait < deadline:
+                self._sleep(wait)
                 attempt += 1
                 continue
             if transient and attempt:

@@ -49,7 +49,7 @@ OWNED = {
     "textual": ("mnemo_tui.tui",),
     "rich": ("mnemo_tui.tui",),
     "typer": ("mnemo_tui.cli.commands", "mnemo_tui.cli"),
-    "httpx": (),  # tests and benchmarks only: the remote backend's transport is the stdlib's
+    "httpx": ("mnemo_tui.backends.remote_http",),  # opened with a remote backend only (test_imports)
     "starlette": (),  # tests only (TestClient): the server has its own HTTP layer
     "uvicorn": ("mnemo_tui.server",),
     "keyring": ("mnemo_tui.state.credentials",),

@@ -139,13 +139,14 @@ def test_a_write_is_retried_only_when_it_cannot_have_been_stored(canned: tuple[C
 
 
 def test_an_unreachable_endpoint_is_unavailable_after_retries() -> None:
-    with socket.socket() as sock:
+    with socket.socket() as sock:  # bound, never listening, held for the whole test: nothing listens here
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    sleeps: list[float] = []
-    backend = RemoteBackend(f"http://127.0.0.1:{port}/api/v1", KEY, sleep=sleeps.append, retries=3)
-    with pytest.raises(Unavailable, match="cannot reach"):
-        backend.recent(RecentQuery())
+        sleeps: list[float] = []
+        backend = RemoteBackend(f"http://127.0.0.1:{port}/api/v1", KEY, sleep=sleeps.append, retries=3)
+        with pytest.raises(Unavailable, match="cannot reach"):
+            backend.recent(RecentQuery())
+        backend.close()
     assert len(sleeps) == 3
 
 

@@ -1,4 +1,5 @@
-"""The remote backend's transport (`backends/transport.py`): kept-alive connections, timeouts, proxies, TLS.
+"""The remote backend's HTTP side (`backends/remote_http.py` on httpx): kept-alive connections, timeouts, the
+deadline and the size bound, proxies, TLS.
 
 Every server here is a real socket on 127.0.0.1 speaking HTTP/1.1 by hand, so the test decides
 exactly when a connection closes, when an answer never comes, and what a proxy sees.
@@ -20,8 +21,9 @@ from typing import Any
 
 import pytest
 
+from mnemo_tui.backends import remote_http
+from mnemo_tui.backends.proxies import proxy_for
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.backends.transport import NotSent, Transport, TransportError, _stale, proxy_for
 from mnemo_tui.errors import PayloadTooLarge, Unavailable, ValidationError
 from mnemo_tui.model import RecentQuery, WriteRequest
 
@@ -77,6 +79,7 @@ class RawServer:
         self.tls = tls
         self.seen: list[Request] = []
         self.connections = 0
+        self.closed = 0  # connections this server has closed
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.stop = threading.Event()
@@ -113,6 +116,7 @@ class RawServer:
         except OSError:
             pass
         conn.close()
+        self.closed += 1
 
     def close(self) -> None:
         self.stop.set()
@@ -162,9 +166,9 @@ def test_a_connection_the_endpoint_closed_is_opened_again_and_a_write_is_sent_on
         sleeps: list[float] = []
         backend = RemoteBackend(f"http://127.0.0.1:{server.port}/api/v1", KEY, sleep=sleeps.append)
         backend.recent(RecentQuery())
-        _wait_closed_by_peer(backend)
+        _wait_closed(server, 1)
         assert backend.write(WriteRequest(content="once")).atom_id == ITEM["atom_id"]
-        _wait_closed_by_peer(backend)
+        _wait_closed(server, 2)
         backend.recent(RecentQuery())
         backend.close()
     writes = [r for r in server.seen if "/memory/write" in r.line]
@@ -172,14 +176,13 @@ def test_a_connection_the_endpoint_closed_is_opened_again_and_a_write_is_sent_on
     assert server.connections == 3 and sleeps == []  # one connection a request, no retry
 
 
-def _wait_closed_by_peer(backend: RemoteBackend) -> None:
-    """Until the server's close of the kept-alive connection has reached this side (at once on loopback)."""
-    conn = backend._client._conn
-    for _ in range(200):
-        if conn is None or conn.sock is None or _stale(conn.sock):
+def _wait_closed(server: RawServer, count: int) -> None:
+    """Until the server has closed `count` connections (its close reaches a loopback peer as it happens)."""
+    for _ in range(1000):  # bounded: 10 s
+        if server.closed >= count:
             return
         time.sleep(0.01)
-    raise AssertionError("the server's close never reached the client")
+    raise AssertionError("the server never closed the connection")
 
 
 def test_an_answer_with_connection_close_ends_the_connection() -> None:
@@ -212,6 +215,54 @@ def test_an_endpoint_that_never_answers_times_out_and_a_write_is_not_sent_twice(
         assert len(server.seen) == 4 and len(sleeps) == 2  # a read is retried
 
 
+@contextmanager
+def dripping_server() -> Iterator[RawServer]:
+    """A loopback endpoint that answers 200 with a declared body, then sends it a byte every 0.1 s."""
+    stop = threading.Event()
+    listener = socket.create_server(("127.0.0.1", 0))
+    seen = RawServer.__new__(RawServer)
+    seen.port, seen.seen = listener.getsockname()[1], []
+
+    def drip() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            read = _read_request(conn.makefile("rb"))
+            assert read is not None
+            seen.seen.append(Request(*read, connection=1))
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3000\r\n\r\n")
+            for _ in range(3000):  # bounded: 300 s, ended at once by the client's close or the test's end
+                if stop.wait(0.1):
+                    return
+                try:
+                    conn.sendall(b" ")
+                except OSError:
+                    return
+
+    threading.Thread(target=drip, daemon=True).start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        listener.close()
+
+
+def test_an_endpoint_that_drips_its_answer_meets_the_deadline_and_exit_5(cli: Any) -> None:
+    with dripping_server() as server:
+        env = {"MNEMO_ENDPOINT": f"http://127.0.0.1:{server.port}/api/v1", "MNEMO_API_KEY": KEY, "MNEMO_DEADLINE": "1"}
+        result = cli("recent", env=env)
+    assert result.code == 5, result.stderr
+    assert "no whole answer from http://127.0.0.1:" in result.stderr
+    assert "to POST /memory/recent within the deadline of 1 s (set MNEMO_DEADLINE to wait longer)" in result.stderr
+    assert "Traceback" not in result.stderr and KEY not in result.stderr
+    assert len(server.seen) == 1  # a deadline passed is not asked again
+
+
+def test_a_deadline_that_is_no_number_of_seconds_is_a_usage_error(cli: Any) -> None:
+    env = {"MNEMO_ENDPOINT": "http://127.0.0.1:9/api/v1", "MNEMO_API_KEY": KEY, "MNEMO_DEADLINE": "soon"}
+    result = cli("recent", env=env)
+    assert result.code == 2 and "MNEMO_DEADLINE is 'soon': it must be a number of seconds above zero" in result.stderr
+
+
 def _wait_seen(server: RawServer, count: int) -> None:
     """Until the server's threads have read `count` requests (the client may give up before they run)."""
     for _ in range(1000):  # bounded: 10 s
@@ -221,34 +272,33 @@ def _wait_seen(server: RawServer, count: int) -> None:
 
 
 def test_a_refused_connection_is_not_sent_so_even_a_write_is_retried() -> None:
-    with socket.socket() as sock:
+    with socket.socket() as sock:  # bound, never listening, held for the whole test: nothing listens here
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    transport = Transport(f"http://127.0.0.1:{port}", {}, connect_timeout=1, read_timeout=1, environ={})
-    with pytest.raises(NotSent) as refused:
-        transport.request("GET", "/health", None, {})
-    assert refused.value.sent is False and refused.value.reason == "connection refused"
-    sleeps: list[float] = []
-    backend = RemoteBackend(f"http://127.0.0.1:{port}/api/v1", KEY, sleep=sleeps.append, retries=2)
-    with pytest.raises(Unavailable, match=r"connection refused\) after 3 attempt"):
-        backend.write(WriteRequest(content="x"))
+        sleeps: list[float] = []
+        backend = RemoteBackend(f"http://127.0.0.1:{port}/api/v1", KEY, sleep=sleeps.append, retries=2)
+        with pytest.raises(Unavailable, match=r"connection refused\) after 3 attempt"):
+            backend.write(WriteRequest(content="x"))
+        backend.close()
     assert len(sleeps) == 2
 
 
-def test_a_truncated_answer_is_a_transport_error() -> None:
+def test_a_truncated_answer_is_no_answer_and_a_write_is_not_sent_twice() -> None:
     def truncated(request: Request) -> tuple[bytes | None, bool]:
-        return answer(200, {"items": []})[:-3], True
+        return answer(200, WRITTEN)[:-3], True
 
     with raw_server(truncated) as server:
-        transport = Transport(f"http://127.0.0.1:{server.port}", {}, connect_timeout=1, read_timeout=1, environ={})
-        with pytest.raises(TransportError) as cut:
-            transport.request("GET", "/x", None, {})
-    assert cut.value.sent is True and cut.value.reason == "IncompleteRead"
+        sleeps: list[float] = []
+        backend = RemoteBackend(f"http://127.0.0.1:{server.port}/api/v1", KEY, sleep=sleeps.append)
+        with pytest.raises(Unavailable, match=r"the answer was cut short\) after 1 attempt"):
+            backend.write(WriteRequest(content="maybe stored"))
+        backend.close()
+    assert len(server.seen) == 1 and sleeps == []
 
 
 def test_an_answer_sent_before_the_body_was_read_is_the_answer() -> None:
-    # The endpoint refuses the body from its headers (413) and reads no more of it: the client's send
-    # stalls once the buffers are full and times out, and the answer waiting for it is what it returns.
+    # The endpoint refuses the body from its headers (413), reads no more of it and closes: the client's
+    # send fails, and the answer waiting for it is what it returns (never "cannot reach").
     listener = socket.create_server(("127.0.0.1", 0))
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     held: list[socket.socket] = []
@@ -261,6 +311,7 @@ def test_an_answer_sent_before_the_body_was_read_is_the_answer() -> None:
             pass
         refusal = {"code": "PAYLOAD_TOO_LARGE", "message": "request body is over 1048576 bytes", "retryable": False}
         conn.sendall(answer(413, refusal, close=True))
+        conn.close()  # as a server does after `Connection: close`: the rest of the body is refused
 
     threading.Thread(target=refuse, daemon=True).start()
     sleeps: list[float] = []
@@ -287,14 +338,36 @@ def test_an_endpoint_url_it_cannot_use_is_a_validation_error(url: str) -> None:
         RemoteBackend(url, KEY)
 
 
-def test_an_answer_declaring_an_impossible_length_is_a_transport_error() -> None:
+def test_an_answer_declaring_an_impossible_length_is_refused_and_not_asked_again() -> None:
     def liar(request: Request) -> tuple[bytes | None, bool]:
         return b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n{}", True
 
     with raw_server(liar) as server:
-        backend = RemoteBackend(f"http://127.0.0.1:{server.port}/api/v1", KEY, sleep=lambda _s: None, retries=0)
-        with pytest.raises(Unavailable, match=r"IncompleteRead\) after 1 attempt"):
+        sleeps: list[float] = []
+        backend = RemoteBackend(f"http://127.0.0.1:{server.port}/api/v1", KEY, sleep=sleeps.append)
+        with pytest.raises(Unavailable, match=r"an answer over 256 MiB to POST /memory/recent; not asked again"):
             backend.recent(RecentQuery())
+        backend.close()
+    assert len(server.seen) == 1 and sleeps == []
+
+
+def test_an_answer_sent_beyond_the_bound_is_refused_as_it_streams_and_not_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No declared length (chunked): the bound is met while the body comes in, not after.
+    monkeypatch.setattr(remote_http, "MAX_ANSWER", 1 << 20)
+
+    def endless(request: Request) -> tuple[bytes | None, bool]:
+        chunk = b"%x\r\n%s\r\n" % (1 << 16, b" " * (1 << 16))
+        return b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk * 40 + b"0\r\n\r\n", True
+
+    with raw_server(endless) as server:
+        sleeps: list[float] = []
+        backend = RemoteBackend(f"http://127.0.0.1:{server.port}/api/v1", KEY, sleep=sleeps.append)
+        with pytest.raises(Unavailable, match=r"an answer over 1 MiB to POST /memory/recent; not asked again"):
+            backend.recent(RecentQuery())
+        backend.close()
+    assert len(server.seen) == 1 and sleeps == []
 
 
 def test_an_endpoint_path_and_host_are_sent_as_the_request_line_spells_them(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -379,7 +452,7 @@ def test_a_proxy_that_refuses_the_tunnel_says_so_and_nothing_is_sent(monkeypatch
         with pytest.raises(Unavailable, match="the proxy refused the tunnel: 407") as refused:
             backend.write(WriteRequest(content="x"))
     assert "secret" not in str(refused.value) and len(sleeps) == 1  # not sent: a write may be retried
-    assert [r.line for r in proxy.seen] == ["CONNECT mnemo.invalid:443 HTTP/1.0"] * 2
+    assert [r.line.rsplit(" ", 1)[0] for r in proxy.seen] == ["CONNECT mnemo.invalid:443"] * 2
     assert proxy.seen[0].headers["proxy-authorization"] == "Basic bWU6c2VjcmV0"
     assert "x-api-key" not in proxy.seen[0].headers  # the key goes only inside the tunnel
 

@@ -96,7 +96,5 @@ def test_the_server_imports_neither_the_cli_nor_the_tui() -> None:
 
 def test_the_remote_backend_imports_no_server_and_no_ui() -> None:
     loaded = _modules_after("import mnemo_tui.backends.remote")
-    assert "http.client" in loaded  # its transport is the stdlib's (backends/transport.py), not httpx
-    assert not {
-        m for m in loaded if m.startswith(("httpx", "starlette", "uvicorn", "textual", "typer", "mnemo_tui.server"))
-    }
+    assert "httpx" in loaded  # its HTTP client (backends/remote_http.py), imported with it and nowhere else
+    assert not {m for m in loaded if m.startswith(("starlette", "uvicorn", "textual", "typer", "mnemo_tui.server"))}

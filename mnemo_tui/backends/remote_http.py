@@ -1,0 +1,336 @@
+"""Provides the remote backend's HTTP side on httpx: one kept-alive client, our TLS and proxy, a deadline, bounded answers.
+
+httpx does the protocol (framing, keep-alive, a pooled connection checked before reuse, the proxy's
+tunnel); this module adds what httpx 0.28 does not: TLS against the system's store plus certifi's
+(one `ssl.SSLContext`), the proxy chosen by our `NO_PROXY` rule (`backends/proxies.py`, so
+`trust_env=False`), an overall deadline per request and a bound on an answer's size, both checked
+while the body streams in, and failures sorted into "never sent" and "no answer". It also says what
+an answer's status means to mnemo (`error_of`), so `remote.py` keeps only the calls and the retries.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import time
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import httpx
+
+from mnemo_tui.backends.proxies import proxy_for
+from mnemo_tui.errors import (
+    BY_CODE,
+    AuthError,
+    Conflict,
+    Forbidden,
+    MnemoError,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    Unavailable,
+    ValidationError,
+)
+
+# The largest answer read (a page of 100 entries at the largest content is well under it): a body
+# declared or sent beyond it is refused, not a memory error, and not fetched again.
+MAX_ANSWER = 256 << 20
+
+
+class TransportError(Exception):
+    """A request that got no answer; `reason` says why in a few words (never a key or a body).
+
+    Attributes:
+        sent: False when the connection never opened, so the endpoint cannot have seen the request.
+        final: True when asking again cannot help (the deadline passed, the answer is too large).
+    """
+
+    sent = True
+    final = False
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class NotSent(TransportError):
+    """The connection (or the proxy's tunnel) never opened: nothing of the request left this machine."""
+
+    sent = False
+
+
+class DeadlinePassed(TransportError):
+    """The request's overall deadline passed before its whole answer came."""
+
+    final = True
+
+
+class TooLarge(TransportError):
+    """An answer declared or sent beyond `MAX_ANSWER`."""
+
+    final = True
+
+
+class Answer:
+    """One HTTP answer, read whole: status, headers (names lower-cased; a repeated one keeps its last value), body."""
+
+    __slots__ = ("content", "headers", "status_code")
+
+    def __init__(self, status_code: int, headers: dict[str, str], content: bytes) -> None:
+        self.status_code = status_code
+        self.headers = headers
+        self.content = content
+
+    def json(self) -> Any:
+        """The body as JSON.
+
+        Raises:
+            ValueError: the body is not JSON (nested too deep counts as not JSON).
+        """
+        try:
+            return json.loads(self.content)
+        except RecursionError:
+            raise ValueError("the body is nested too deeply") from None
+
+
+def _tls() -> ssl.SSLContext:
+    """Certificates verified, host names checked: the system's store (and `SSL_CERT_FILE`/`SSL_CERT_DIR`), plus certifi's."""
+    context = ssl.create_default_context()
+    try:
+        import certifi
+    except ImportError:  # pragma: no cover - certifi comes with httpx; the system's store then stands alone
+        return context
+    context.load_verify_locations(certifi.where())
+    return context
+
+
+def _root(exc: BaseException) -> BaseException:
+    """The first cause of an httpx error that is not itself httpx's or httpcore's (the OSError underneath)."""
+    seen = exc
+    for _ in range(8):  # httpx's error, httpcore's, then the socket's or the TLS library's
+        cause = seen.__cause__ or seen.__context__
+        if cause is None:
+            break
+        seen = cause
+        if not type(seen).__module__.startswith(("httpx", "httpcore")):
+            break
+    return seen
+
+
+def _reason(exc: httpx.HTTPError) -> str:
+    """A failure in a few words: never the endpoint's bytes, a key or a body."""
+    if isinstance(exc, httpx.ProxyError):
+        status = str(exc).split(" ", 1)[0]
+        shown = str(exc) if status.isdigit() and str(exc).isprintable() and len(str(exc)) < 80 else "no tunnel"
+        return f"the proxy refused the tunnel: {shown}"  # its status line, which holds no secret
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        said = str(exc)
+        if "without sending a response" in said:
+            return "the connection closed without an answer"
+        return "the answer was cut short" if "peer closed" in said or "incomplete" in said else "a malformed answer"
+    if isinstance(exc, httpx.LocalProtocolError):
+        return "the request could not be sent (LocalProtocolError)"
+    root = _root(exc)
+    if isinstance(root, ssl.SSLCertVerificationError):
+        return f"TLS certificate not trusted: {root.verify_message}"
+    if isinstance(root, ssl.SSLError):
+        return f"TLS failed ({root.reason or type(root).__name__})"
+    if isinstance(root, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(root, socket.gaierror):
+        return "host name not found"
+    if isinstance(root, ConnectionResetError):
+        return "connection reset"
+    return type(exc).__name__
+
+
+class Http:
+    """Requests to one endpoint through one kept-alive `httpx.Client`.
+
+    Args:
+        base_url: `http(s)://host[:port][/path]`; every request's path is appended to it.
+        headers: sent with every request.
+        connect_timeout: seconds to open the connection (and a proxy's tunnel).
+        read_timeout: seconds any one send or receive may wait.
+        environ: where proxies are named (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`).
+
+    Raises:
+        ValueError: a URL that is not `http(s)://host...`, with credentials in it, or a bad proxy.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        headers: Mapping[str, str],
+        *,
+        connect_timeout: float,
+        read_timeout: float,
+        environ: Mapping[str, str],
+    ) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("not an http:// or https:// URL with a host")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("credentials do not belong in the endpoint URL (the key is sent as a header)")
+        if parts.query or parts.fragment:
+            raise ValueError("an endpoint URL has no query or fragment")
+        https = parts.scheme == "https"
+        # The host as DNS spells it (`bücher.example` is `xn--bcher-kva.example`), an empty or over-long
+        # label refused here, not at connect; an IPv6 address (urlsplit drops its brackets) as it is.
+        try:
+            host = parts.hostname if ":" in parts.hostname else parts.hostname.encode("idna").decode("ascii")
+        except UnicodeError:
+            raise ValueError(f"the host {parts.hostname!r} is not a valid host name") from None
+        port = parts.port or (443 if https else 80)  # a port that is not a number raises ValueError
+        shown = f"[{host}]" if ":" in host else host
+        path = quote(parts.path.rstrip("/"), safe="/%!$&'()*+,;=:@~")  # what is already %-encoded stays
+        self.base = f"{parts.scheme}://{shown}:{port}{path}"
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        chosen = proxy_for(parts.scheme, host, environ, port)
+        proxy = None
+        if chosen is not None:
+            auth = {"Proxy-Authorization": chosen.authorization} if chosen.authorization else None
+            proxy = httpx.Proxy(f"http://{chosen.host}:{chosen.port}", headers=auth)
+        self._client = httpx.Client(
+            headers={**headers, "Accept-Encoding": "identity"},  # the size bound is on the bytes that come
+            verify=_tls() if https else False,
+            trust_env=False,
+            proxy=proxy,
+            follow_redirects=False,
+        )
+
+    def request(
+        self, method: str, path: str, content: bytes | None, headers: Mapping[str, str], deadline: float
+    ) -> Answer:
+        """One request and its whole answer, by `deadline` (a `time.monotonic()` instant).
+
+        Raises:
+            NotSent: the connection could not be opened.
+            DeadlinePassed: the deadline passed before the whole answer came.
+            TooLarge: the answer was declared or sent beyond MAX_ANSWER.
+            TransportError: the request was (or may have been) sent and no whole answer came back.
+        """
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise DeadlinePassed("the deadline passed")
+        wait = min(self.read_timeout, left)
+        timeout = httpx.Timeout(wait, connect=min(self.connect_timeout, left), pool=min(self.connect_timeout, left))
+        try:
+            with self._client.stream(
+                method, self.base + path, content=content, headers=headers, timeout=timeout
+            ) as response:
+                declared = response.headers.get("content-length", "")
+                if declared.isdigit() and int(declared) > MAX_ANSWER:
+                    raise TooLarge(f"an answer over {MAX_ANSWER >> 20} MiB")
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > MAX_ANSWER:
+                        raise TooLarge(f"an answer over {MAX_ANSWER >> 20} MiB")
+                    if time.monotonic() > deadline:
+                        raise DeadlinePassed("the deadline passed")
+                    chunks.append(chunk)
+                return Answer(
+                    response.status_code,
+                    {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in response.headers.raw},
+                    b"".join(chunks),
+                )
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError) as exc:
+            raise NotSent(_reason(exc)) from None
+        except httpx.TimeoutException as exc:
+            if time.monotonic() >= deadline:
+                raise DeadlinePassed("the deadline passed") from None
+            raise TransportError(_reason(exc)) from None
+        except httpx.HTTPError as exc:  # ReadError, WriteError, RemoteProtocolError, DecodingError...
+            raise TransportError(_reason(exc)) from None
+
+    def close(self) -> None:
+        """Close the client and its connection."""
+        self._client.close()
+
+
+_BY_STATUS: dict[int, type[MnemoError]] = {
+    400: ValidationError,
+    401: AuthError,
+    403: Forbidden,
+    404: NotFound,
+    408: Unavailable,  # the server gave up waiting for the body: not a usage error
+    409: Conflict,
+    413: PayloadTooLarge,
+    422: ValidationError,
+    429: RateLimited,
+    503: Unavailable,
+}
+TRANSIENT_STATUS = frozenset({429, 502, 503, 504})
+NOT_PROCESSED_STATUS = frozenset({429, 503})
+
+
+def error_of(response: Answer) -> MnemoError:
+    """The project's error for a non-2xx answer: the flat envelope, `{"detail": ...}`, or a 422 list."""
+    status = response.status_code
+    cls = _BY_STATUS.get(status) or (Unavailable if status >= 500 else ValidationError)
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    message = f"the endpoint answered HTTP {status}"
+    details: dict[str, Any] | None = None
+    retryable: bool | None = None
+    if isinstance(body, dict):
+        code = body.get("code")
+        if status not in _BY_STATUS and isinstance(code, str) and code in BY_CODE:
+            cls = BY_CODE[code]
+        detail = body.get("detail")
+        if isinstance(body.get("message"), str) and body["message"]:
+            message = body["message"]
+        elif isinstance(detail, str) and detail:
+            message = detail
+        elif isinstance(detail, list) and detail:
+            parts = []
+            for problem in detail[:3]:
+                if isinstance(problem, dict):
+                    loc = [str(p) for p in problem.get("loc") or [] if p != "body"]
+                    parts.append(f"{'.'.join(loc) or 'body'}: {problem.get('msg', 'invalid')}")
+            message = "; ".join(parts) or message
+        if isinstance(body.get("details"), dict):
+            details = body["details"]
+        if isinstance(body.get("retryable"), bool):
+            retryable = body["retryable"]
+    if cls is AuthError:
+        message += " (check MNEMO_API_KEY, or run `mnemo login`)"
+    exc = cls(message, details=details)
+    if retryable is not None:
+        exc.retryable = retryable
+    return exc
+
+
+def said_retryable(response: Answer) -> bool | None:
+    """The envelope's `retryable`, when the answer says it."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    value = body.get("retryable") if isinstance(body, dict) else None
+    return value if isinstance(value, bool) else None
+
+
+def retry_after(response: Answer) -> float | None:
+    """The answer's `Retry-After` in seconds (a number or an HTTP date), when it has one."""
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
