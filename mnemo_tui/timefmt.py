@@ -10,13 +10,13 @@ from mnemo_tui.errors import ValidationError
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_SPAN = re.compile(r"^(?:\d{1,12}[wdhms])+$")
+_SPAN = re.compile(r"^(?:\d{1,12}[wdhms])+\Z")
 _SPAN_PART = re.compile(r"(\d+)([wdhms])")
 # The instants a datetime can show: 0001-01-01 and 9999-12-31 (UTC), in microseconds since the epoch.
 MIN_US = -62_135_596_800_000_000
 MAX_US = 253_402_300_799_999_999
-_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_CLOCK = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?$")
+_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
+_CLOCK = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?\Z")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
