@@ -5,7 +5,7 @@
 `mnemo serve` (as a user starts it: access log on, to a file) and a bare ASGI callable that runs
 the engine's own statements for the same two requests (the key lookup, then a write: `BEGIN
 IMMEDIATE`, the bucket and its clock, the row, its full-text row, the clock back, `COMMIT`; or a
-keyset page of 50) on one `sqlite3` connection, both under uvicorn with its `standard` extra,
+keyset page of 50) on one `sqlite3` connection, both under uvicorn's h11 protocol with the bounds of `server/edges.py`,
 each on its own copy of the same seeded store. The server is pinned to core 0 and Debian's `wrk`
 (one thread, 16 connections, `wrk_mix.lua`: 40% writes, 60% pages, half of them following the
 last cursor seen) to core 1 with `taskset`, so the load generator does not eat the server's CPU.
@@ -116,7 +116,9 @@ async def app(scope, receive, send):
     await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": out})
 
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning", access_log=False)
+# The server stack `mnemo serve` runs: uvicorn's h11 protocol under the edges' bounds (issue 32).
+from mnemo_tui.server.edges import Edges
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning", access_log=False, **Edges().uvicorn_options())
 """
 
 

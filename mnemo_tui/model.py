@@ -27,7 +27,7 @@ MAX_SUPERSEDES = 32
 MAX_EXTERNAL_REF = 255
 MAX_SECRET_CONTEXT = 10_000  # the hosted service's CreateSecretRequest.context maxLength
 ROOM_PREFIX = "xroom:"
-ROOM_ID = re.compile(r"^room_[0-9A-HJKMNP-TV-Z]{26}$")
+ROOM_ID = re.compile(r"^room_[0-9A-HJKMNP-TV-Z]{26}\Z")
 # What a cursor may be spelled with (the URL-safe base64 alphabet and its padding), at most 512 characters.
 # Checked on the ASCII bytes, letters and digits first, then by deleting the alphabet (all of it is the
 # alphabet when nothing is left): a page pays it, and `str.strip` searched the 65 characters for each of
@@ -45,7 +45,7 @@ def cursor_shaped(cursor: str) -> bool:
     return spelled.isalnum() or not spelled.translate(None, CURSOR_ALPHABET)
 
 
-ALIAS_SHAPE = re.compile(r"^[A-Za-z0-9._-]+$")
+ALIAS_SHAPE = re.compile(r"^[A-Za-z0-9._-]+\Z")  # \Z: `$` also matches before a final newline
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))

@@ -12,7 +12,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # A span is parts like `2h`, `30m` or `3 hours`, run together (`1h30m`) or spaced; `-1h` and `2 days ago`
 # are how journalctl and git spell the same span before now.
-_SPAN = re.compile(r"^(?:\s*\d{1,12}\s*[a-z]+)+\s*$")
+_SPAN = re.compile(r"^(?:\s*\d{1,12}\s*[a-z]+)+\s*\Z")
 _SPAN_PART = re.compile(r"(\d{1,12})\s*([a-z]+)")
 _UNIT_WORDS = {
     **{w: "s" for w in ("s", "sec", "secs", "second", "seconds")},
@@ -26,8 +26,8 @@ _MONTHS_MEANT = re.compile(r"\d\s*(?:M(?![A-Za-z])|(?i:mo|months?)\b)")
 # The instants a datetime can show: 0001-01-01 and 9999-12-31 (UTC), in microseconds since the epoch.
 MIN_US = -62_135_596_800_000_000
 MAX_US = 253_402_300_799_999_999
-_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_CLOCK = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?$")
+_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
+_CLOCK = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)(?::([0-5]\d))?\Z")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 

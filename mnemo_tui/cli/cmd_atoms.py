@@ -23,7 +23,7 @@ SHOWN_CANDIDATES = 5
 # An endpoint has no prefix lookup: at most this many entries (own store, then each room) are walked.
 WALK_BUDGET = 10_000
 MAX_CHAIN = 100
-_PREFIX = re.compile(r"^[0-9a-f-]+$")
+_PREFIX = re.compile(r"^[0-9a-f-]+\Z")
 
 
 def first_line(entry: Entry) -> str:

@@ -39,6 +39,19 @@ class ServeArgs(Args):
         "--migrate", help="Migrate a PostgreSQL database of an older schema (under a lock; back it up first)."
     )
     workers = number("--workers", metavar="N", help="Database threads (and pooled connections), 1-64.", default=8)
+    # The HTTP edges' bounds (docs/security.md); the defaults are those of server/edges.py.
+    max_connections = number(
+        "--max-connections", metavar="N", help="Connections open at once, 1-100000; past it 503.", default=1000
+    )
+    header_timeout = number(
+        "--header-timeout", metavar="SECONDS", help="Time to send a request's headers, 1-3600; then 408.", default=10
+    )
+    max_header_bytes = number(
+        "--max-header-bytes",
+        metavar="N",
+        help="Request line and headers, 1024-1048576 bytes; past it 431.",
+        default=16384,
+    )
 
 
 def serve(c: Context, args: ServeArgs) -> int:
@@ -47,9 +60,17 @@ def serve(c: Context, args: ServeArgs) -> int:
     if not 0 <= port <= 65535:
         raise ValidationError(f"--port must be between 0 and 65535, got {port}")
     with needs_extra("server", "mnemo serve"):
+        from mnemo_tui.server.edges import Edges
         from mnemo_tui.server.run import serve as run_server
     if not 1 <= args.workers <= 64:
         raise ValidationError(f"--workers must be between 1 and 64, got {args.workers}")
+    for name, value, low, high in (
+        ("--max-connections", args.max_connections, 1, 100_000),
+        ("--header-timeout", args.header_timeout, 1, 3600),
+        ("--max-header-bytes", args.max_header_bytes, 1024, 1 << 20),
+    ):
+        if not low <= value <= high:
+            raise ValidationError(f"{name} must be between {low} and {high}, got {value}")
     if c.settings.database:
         # Migrated (when --migrate allows) before anything else opens the database.
         from mnemo_tui.backends.local import LocalBackend
@@ -74,6 +95,7 @@ def serve(c: Context, args: ServeArgs) -> int:
             workers=args.workers,
             allow_reset=args.allow_reset,
             database=c.settings.database,
+            edges=Edges(args.max_connections, args.header_timeout, args.max_header_bytes),
         )
     except OSError as exc:
         raise ValidationError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None

@@ -339,7 +339,7 @@ class App:
             self.access(access_line(scope, status, started))
 
     async def _answer(self, scope: Scope, receive: Receive) -> Response:
-        found = self.router.find(scope["method"], scope["path"])
+        found = self.router.find(scope["method"], scope)
         if isinstance(found, asgi.Missing):
             return await unrouted(Request(scope, receive), self.state, found.allow)
         handler, params = found

@@ -10,6 +10,7 @@ import re
 from collections.abc import Awaitable, Callable
 from functools import lru_cache
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -82,31 +83,54 @@ def _content_type(media: str) -> tuple[bytes, bytes]:
 
 
 Handler = Callable[[Request], Awaitable[Response]]
-_PARAM = re.compile(r"{([a-z_]+)}")
+_PARAM = re.compile(r"{([a-z_]+)}\Z")
+Segments = tuple[str, ...]
+
+
+def path_segments(scope: Scope) -> Segments | None:
+    """The request path's segments, each percent-decoded once from the raw path, so that `%2F` stays inside
+    its segment (`/memory/domain/team%2Falpha` names the domain `team/alpha`); None when a segment is not
+    UTF-8. A server that gives no raw path leaves only the decoded one to split."""
+    raw = scope.get("raw_path")
+    if raw is None:
+        return tuple(scope["path"].split("/"))
+    try:
+        return tuple(unquote_to_bytes(part).decode() for part in raw.partition(b"?")[0].split(b"/"))
+    except UnicodeDecodeError:
+        return None
 
 
 class Route:
-    """A path (with `{name}` parts matching one path segment each) and the methods it answers; GET answers HEAD."""
+    """A path (with `{name}` parts standing for one whole path segment each) and the methods it answers; GET answers HEAD."""
 
-    __slots__ = ("handlers", "path", "pattern")
+    __slots__ = ("handlers", "names", "path", "segments")
 
     def __init__(self, path: str, handlers: dict[str, Handler]) -> None:
         self.path = path
         self.handlers = dict(handlers)
         if "GET" in self.handlers:
             self.handlers.setdefault("HEAD", self.handlers["GET"])
-        if _PARAM.search(path):
-            parts = _PARAM.split(path)
-            regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[^/]+)" for i, p in enumerate(parts))
-            self.pattern: re.Pattern[str] | None = re.compile(regex + "$")
-        else:
-            self.pattern = None
+        self.segments = tuple(path.split("/"))
+        # Each segment's parameter name, or None for a literal segment.
+        self.names = tuple(found[1] if (found := _PARAM.match(part)) else None for part in self.segments)
 
-    def match(self, path: str) -> dict[str, str] | None:
-        if self.pattern is None:
-            return {} if path == self.path else None
-        found = self.pattern.match(path)
-        return None if found is None else found.groupdict()
+    @property
+    def literal(self) -> bool:
+        return not any(self.names)
+
+    def match(self, segments: Segments) -> dict[str, str] | None:
+        if len(segments) != len(self.segments):
+            return None
+        params = {}
+        for mine, theirs, name in zip(self.segments, segments, self.names, strict=True):
+            if name is None:
+                if mine != theirs:
+                    return None
+            elif not theirs:  # a parameter is never empty
+                return None
+            else:
+                params[name] = theirs
+        return params
 
 
 class Router:
@@ -120,23 +144,29 @@ class Router:
         self.routes = routes
         self._direct: dict[tuple[str, str], Handler] = {}
         for route in routes:
-            if route.pattern is None:
+            if route.literal:
                 for method in route.handlers:
                     # Only where no earlier route with parameters would have taken the request.
-                    found = self._scan(method, route.path)
+                    found = self._scan(method, route.segments)
                     if isinstance(found, tuple) and not found[1]:
                         self._direct.setdefault((method, route.path), found[0])
 
-    def find(self, method: str, path: str) -> tuple[Handler, dict[str, str]] | Missing:
-        handler = self._direct.get((method, path))
-        if handler is not None:
-            return handler, {}
-        return self._scan(method, path)
+    def find(self, method: str, scope: Scope) -> tuple[Handler, dict[str, str]] | Missing:
+        """The handler of a request (by its ASGI scope) and the parameters its path gave."""
+        raw = scope.get("raw_path")
+        if raw is not None and b"%" not in raw:  # nothing escaped: the decoded path is the raw one
+            handler = self._direct.get((method, scope["path"]))
+            if handler is not None:
+                return handler, {}
+        segments = path_segments(scope)
+        if segments is None:
+            return Missing(None)
+        return self._scan(method, segments)
 
-    def _scan(self, method: str, path: str) -> tuple[Handler, dict[str, str]] | Missing:
+    def _scan(self, method: str, segments: Segments) -> tuple[Handler, dict[str, str]] | Missing:
         allow: set[str] | None = None
         for route in self.routes:
-            params = route.match(path)
+            params = route.match(segments)
             if params is None:
                 continue
             handler = route.handlers.get(method)

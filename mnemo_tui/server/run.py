@@ -5,12 +5,14 @@ from __future__ import annotations
 import gc
 import ipaddress
 import logging
+import resource
 import signal
 import socket
 import sys
 import threading
 import time
 from contextlib import nullcontext
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from types import FrameType
@@ -20,6 +22,7 @@ import uvicorn
 
 from mnemo_tui.model import database_identity
 from mnemo_tui.server.app import PREFIX, create_app
+from mnemo_tui.server.edges import Edges
 
 
 def is_loopback(host: str) -> bool:
@@ -44,6 +47,32 @@ def bind(host: str, port: int) -> socket.socket:
     sock.bind((host, port))
     sock.listen(2048)
     return sock
+
+
+SPARE_FILES = 256  # descriptors kept for the store, its threads and the log besides the connections
+
+
+def file_room(edges: Edges) -> Edges:
+    """`edges` with room for its connections in the process's descriptor limit: the soft limit raised as
+    far as the hard one allows, else fewer connections (said on stderr). Past the limit, accepting fails
+    and every new client is reset."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = edges.max_connections + SPARE_FILES
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+        if soft < wanted:
+            fewer = max(1, soft - SPARE_FILES)
+            sys.stderr.write(
+                f"mnemo serve: the descriptor limit ({soft}) leaves room for {fewer} connections, "
+                f"not {edges.max_connections}\n"
+            )
+            return replace(edges, max_connections=fewer)
+    return edges
 
 
 FLUSH_SECONDS = 0.2
@@ -135,8 +164,11 @@ def serve(
     workers: int = 8,
     allow_reset: bool = False,
     database: str | None = None,
+    edges: Edges | None = None,
 ) -> int:
-    """Serve the store (or the PostgreSQL `database`) until SIGINT or SIGTERM; returns the exit code (0 after a clean stop)."""
+    """Serve the store (or the PostgreSQL `database`) until SIGINT or SIGTERM, its connections bounded by
+    `edges`; returns the exit code (0 after a clean stop)."""
+    edges = file_room(edges or Edges())
     log_handler = configure_logging(sys.stderr)
     app = create_app(
         store_path,
@@ -166,6 +198,7 @@ def serve(
         lifespan="on",
         server_header=False,
         timeout_graceful_shutdown=5,
+        **edges.uvicorn_options(),
     )
     server = uvicorn.Server(config)
     stopping: list[int] = []

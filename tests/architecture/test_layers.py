@@ -52,6 +52,7 @@ OWNED = {
     "httpx": ("mnemo_tui.backends.remote_http",),  # opened with a remote backend only (test_imports)
     "starlette": (),  # tests only (TestClient): the server has its own HTTP layer
     "uvicorn": ("mnemo_tui.server",),
+    "h11": ("mnemo_tui.server.edges",),  # uvicorn's HTTP/1.1 parser, under the edges' bounds
     "keyring": ("mnemo_tui.state.credentials",),
     "nacl": ("mnemo_tui.state.sealing",),  # imported by the vault commands and demo only (test_imports)
     "psycopg": ("mnemo_tui.engine.postgres",),  # the PostgreSQL engine; `mnemo recent` never imports it

@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 
@@ -161,14 +162,27 @@ def test_the_router_answers_like_the_routes_in_order() -> None:
             Route("/y", {"GET": c}),
         ]
     )
-    assert router.find("POST", "/x/special") == (b, {})
-    assert router.find("GET", "/x/special") == (a, {"item": "special"})  # the earlier route takes it
-    assert router.find("HEAD", "/y") == (c, {})
-    missing = router.find("PUT", "/x/special")
+
+    def at(path: str) -> dict[str, object]:  # the scope uvicorn gives: the decoded path and the raw one
+        return {"path": unquote(path), "raw_path": path.encode()}
+
+    assert router.find("POST", at("/x/special")) == (b, {})
+    assert router.find("GET", at("/x/special")) == (a, {"item": "special"})  # the earlier route takes it
+    assert router.find("HEAD", at("/y")) == (c, {})
+    missing = router.find("PUT", at("/x/special"))
     assert isinstance(missing, Missing) and missing.allow == {"GET", "HEAD", "DELETE", "POST"}
-    unknown = router.find("GET", "/y/")
+    unknown = router.find("GET", at("/y/"))
     assert isinstance(unknown, Missing) and unknown.allow is None
-    assert isinstance(router.find("GET", "/x/a/b"), Missing)  # a parameter is one path segment
+    assert isinstance(router.find("GET", at("/x/a/b")), Missing)  # a parameter is one path segment
+    # Routed on the raw path, each segment decoded once: an escaped slash stays inside its segment.
+    assert router.find("GET", at("/x/a%2Fb")) == (a, {"item": "a/b"})
+    assert router.find("GET", at("/x/a%252Fb")) == (a, {"item": "a%2Fb"})
+    assert router.find("GET", at("/%79")) == (c, {})
+    assert isinstance(router.find("GET", at("/x%2Fspecial")), Missing)
+    assert router.find("GET", at("/x/caf%C3%A9")) == (a, {"item": "caf\u00e9"})
+    not_utf8 = router.find("GET", at("/x/%FF"))
+    assert isinstance(not_utf8, Missing) and not_utf8.allow is None
+    assert router.find("GET", {"path": "/x/a"}) == (a, {"item": "a"})  # a server without raw_path
 
 
 def test_log_lines_are_batched_but_never_lost_and_a_warning_is_written_at_once() -> None:
