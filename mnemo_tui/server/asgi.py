@@ -110,27 +110,29 @@ class Route:
 
 
 class Router:
-    """Routes in order: the first whose path and method match answers. A path that no route has is
+    """A literal path is its route's alone (`/memory/rooms/join` is never a `{room_id}`); any other path is
+    the first route with parameters whose path and method match. A path that no route has is
     `Missing(None)`; a path some route has, asked with a method none of them answers, `Missing(allow)`.
 
     A literal path asked with a method it answers (every hot request) is one dictionary look-up.
     """
 
     def __init__(self, routes: list[Route]) -> None:
-        self.routes = routes
-        self._direct: dict[tuple[str, str], Handler] = {}
-        for route in routes:
-            if route.pattern is None:
-                for method in route.handlers:
-                    # Only where no earlier route with parameters would have taken the request.
-                    found = self._scan(method, route.path)
-                    if isinstance(found, tuple) and not found[1]:
-                        self._direct.setdefault((method, route.path), found[0])
+        self.routes = [route for route in routes if route.pattern is not None]
+        self._literal = {route.path: route for route in reversed(routes) if route.pattern is None}
+        self._direct: dict[tuple[str, str], Handler] = {
+            (method, path): handler
+            for path, route in self._literal.items()
+            for method, handler in route.handlers.items()
+        }
 
     def find(self, method: str, path: str) -> tuple[Handler, dict[str, str]] | Missing:
         handler = self._direct.get((method, path))
         if handler is not None:
             return handler, {}
+        literal = self._literal.get(path)
+        if literal is not None:
+            return Missing(set(literal.handlers))
         return self._scan(method, path)
 
     def _scan(self, method: str, path: str) -> tuple[Handler, dict[str, str]] | Missing:

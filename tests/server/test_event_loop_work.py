@@ -149,7 +149,7 @@ def test_a_read_on_the_loop_does_not_wait_for_a_writer(tmp_path: Path) -> None:
     assert contents == ["before"] and not used
 
 
-def test_the_router_answers_like_the_routes_in_order() -> None:
+def test_a_literal_path_is_its_routes_alone_and_other_paths_go_to_the_routes_in_order() -> None:
     async def a(request: object) -> object: ...
     async def b(request: object) -> object: ...
     async def c(request: object) -> object: ...
@@ -158,14 +158,19 @@ def test_the_router_answers_like_the_routes_in_order() -> None:
         [
             Route("/x/{item}", {"GET": a, "DELETE": a}),
             Route("/x/special", {"POST": b}),
+            Route("/x/{item}", {"PUT": c}),
             Route("/y", {"GET": c}),
         ]
     )
     assert router.find("POST", "/x/special") == (b, {})
-    assert router.find("GET", "/x/special") == (a, {"item": "special"})  # the earlier route takes it
+    assert router.find("GET", "/x/other") == (a, {"item": "other"})
+    assert router.find("PUT", "/x/other") == (c, {"item": "other"})  # the next route with the path and method
     assert router.find("HEAD", "/y") == (c, {})
-    missing = router.find("PUT", "/x/special")
-    assert isinstance(missing, Missing) and missing.allow == {"GET", "HEAD", "DELETE", "POST"}
+    for method in ("GET", "DELETE", "PUT"):  # `/x/special` is not an `{item}`: its own methods only
+        missing = router.find(method, "/x/special")
+        assert isinstance(missing, Missing) and missing.allow == {"POST"}
+    other = router.find("PATCH", "/x/other")
+    assert isinstance(other, Missing) and other.allow == {"GET", "HEAD", "DELETE", "PUT"}
     unknown = router.find("GET", "/y/")
     assert isinstance(unknown, Missing) and unknown.allow is None
     assert isinstance(router.find("GET", "/x/a/b"), Missing)  # a parameter is one path segment
