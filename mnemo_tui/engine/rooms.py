@@ -36,10 +36,10 @@ class RoomOps(AtomOps):
             Conflict: the principal already has a room of that name.
         """
         name = name.strip() if isinstance(name, str) else ""
-        if not 1 <= len(name) <= 100:
-            raise ValidationError("room name must be 1 to 100 characters")
-        if description is not None and len(description) > 1000:
-            raise ValidationError("room description is at most 1000 characters")
+        if not 1 <= len(name) <= 200:  # the hosted schema's bounds (CreateRoomRequestSchema)
+            raise ValidationError("room name must be 1 to 200 characters")
+        if description is not None and len(description) > 2000:
+            raise ValidationError("room description is at most 2000 characters")
         if room_id is not None and not ROOM_ID.match(room_id):
             raise ValidationError(f"{room_id!r} is not a room id")
         with self.transaction() as db:

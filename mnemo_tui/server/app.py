@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sqlite3
 import time
 from collections.abc import Awaitable, Callable
-from functools import partial
+from functools import lru_cache, partial
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,6 @@ from mnemo_tui.server.asgi import (
 from mnemo_tui.server.envelope import Refused, dumps, error, ok, request_id
 from mnemo_tui.server.pool import DEFAULT_WORKERS, LOOKUP, READ, WRITE, EnginePool, Opener
 from mnemo_tui.server.routes import Call
-from mnemo_tui.server.validate import document
 
 MAX_BODY = 1 << 20  # 1 MiB
 # What one request may cost the server at most (docs/security.md).
@@ -42,6 +43,16 @@ log = logging.getLogger("mnemo.server")
 access = logging.getLogger("mnemo.access")
 
 Work = Callable[[Engine, str, Call], Any]
+
+
+@lru_cache(maxsize=1)
+def document() -> dict[str, Any]:
+    """The server's OpenAPI description (its component schemas are the hosted service's; `bodies.py` follows them)."""
+    text = resources.files("mnemo_tui.server").joinpath("openapi.json").read_text(encoding="utf-8")
+    doc: dict[str, Any] = json.loads(text)
+    return doc
+
+
 Handler = Callable[[Request], Awaitable[Response]]
 
 

@@ -134,22 +134,21 @@ class Route:
 
 
 class Router:
-    """Routes in order: the first whose path and method match answers. A path that no route has is
+    """A literal path is its route's alone (`/memory/rooms/join` is never a `{room_id}`); any other path is
+    the first route with parameters whose path and method match. A path that no route has is
     `Missing(None)`; a path some route has, asked with a method none of them answers, `Missing(allow)`.
 
     A literal path asked with a method it answers (every hot request) is one dictionary look-up.
     """
 
     def __init__(self, routes: list[Route]) -> None:
-        self.routes = routes
-        self._direct: dict[tuple[str, str], Handler] = {}
-        for route in routes:
-            if route.literal:
-                for method in route.handlers:
-                    # Only where no earlier route with parameters would have taken the request.
-                    found = self._scan(method, route.segments)
-                    if isinstance(found, tuple) and not found[1]:
-                        self._direct.setdefault((method, route.path), found[0])
+        self.routes = [route for route in routes if not route.literal]
+        self._literal: dict[Segments, Route] = {route.segments: route for route in reversed(routes) if route.literal}
+        self._direct: dict[tuple[str, str], Handler] = {
+            (method, route.path): handler
+            for route in self._literal.values()
+            for method, handler in route.handlers.items()
+        }
 
     def find(self, method: str, scope: Scope) -> tuple[Handler, dict[str, str]] | Missing:
         """The handler of a request (by its ASGI scope) and the parameters its path gave."""
@@ -161,6 +160,10 @@ class Router:
         segments = path_segments(scope)
         if segments is None:
             return Missing(None)
+        literal = self._literal.get(segments)
+        if literal is not None:
+            handler = literal.handlers.get(method)
+            return (handler, {}) if handler is not None else Missing(set(literal.handlers))
         return self._scan(method, segments)
 
     def _scan(self, method: str, segments: Segments) -> tuple[Handler, dict[str, str]] | Missing:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from typing import Any
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import MnemoError, ValidationError
 from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, Value, WriteRequest, room_of
+from mnemo_tui.server import bodies
+from mnemo_tui.server.bodies import M, require_uuid
 from mnemo_tui.server.envelope import Raw, dumps
-from mnemo_tui.server.validate import BodyInvalid, require, require_uuid
 
 DUPLICATE_REASON = "duplicate external_ref: the first atom was returned"
 MAX_ANSWER = 16 << 20  # bytes one search answer may hold (read, read-batch, query)
@@ -34,70 +34,9 @@ class Call(Value):
         self.params = {} if params is None else params
         self.headers = {} if headers is None else headers
 
-    def body(self) -> Any:
-        """The parsed JSON body (an empty body reads as `{}`).
-
-        Raises:
-            ValidationError: the body is not JSON.
-        """
-        if not self.raw.strip():
-            return {}
-        try:
-            # As `json.loads` reads bytes (UTF-8, -16 or -32, surrogates passed through), with one decoder.
-            text = self.raw.decode(json.detect_encoding(self.raw), "surrogatepass")
-            value = _BODY.decode(text)
-        except _NotJson as exc:
-            raise BodyInvalid([{"type": "json_invalid", "loc": ["body"], "msg": str(exc)}]) from None
-        except (ValueError, UnicodeDecodeError):
-            raise ValidationError("request body is not valid JSON") from None
-        except RecursionError:
-            raise ValidationError("request body is nested too deeply") from None
-        # A lone surrogate comes from a `\u` escape or is in the text itself: neither, none to find.
-        where = _lone_surrogate(value, ("body",)) if "\\u" in text or not _encodable(text) else None
-        if where is not None:
-            loc = list(where)
-            raise BodyInvalid([{"type": "string_unicode", "loc": loc, "msg": "Input should be valid Unicode text"}])
-        return value
-
-
-class _NotJson(ValueError):
-    """NaN, Infinity and -Infinity: Python reads them, JSON has no such numbers."""
-
-
-def _no_constant(name: str) -> Any:
-    raise _NotJson(f"{name} is not a JSON number")
-
-
-_BODY = json.JSONDecoder(parse_constant=_no_constant)
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _lone_surrogate(value: Any, loc: tuple[str | int, ...]) -> tuple[str | int, ...] | None:
-    """Where a string holds a lone surrogate (a `\\ud800` escape): text that cannot be stored or sent."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return loc
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = _lone_surrogate(key, loc) or _lone_surrogate(item, (*loc, key))
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found = _lone_surrogate(item, (*loc, index))
-            if found is not None:
-                return found
-    return None
+    def body(self, model: type[M]) -> M:
+        """The body read as `model` (`bodies.parse`: 422 when it does not fit, 400 when it is not JSON)."""
+        return bodies.parse(model, self.raw)
 
 
 def _time(value: str | None) -> int | None:
@@ -113,15 +52,15 @@ def _cursor_json(cursor: str | None) -> bytes:
 
 def recent(engine: Engine, who: str, call: Call) -> bytes:
     """`POST /memory/recent`: one page of the feed, the stored wire items joined as they are."""
-    b = require("RecentRequestSchema", call.body())
+    b = call.body(bodies.Recent)
     query = RecentQuery(
-        scope=b.get("domain"),
-        since=_time(b.get("since")),
-        until=_time(b.get("until")),
-        exclude_author=b.get("exclude_author"),
-        limit=int(b["limit"]),
-        cursor=b.get("cursor"),
-        include_history=bool(b["include_history"]),
+        scope=b.domain,
+        since=_time(b.since),
+        until=_time(b.until),
+        exclude_author=b.exclude_author,
+        limit=b.limit,
+        cursor=b.cursor,
+        include_history=b.include_history,
     )
     page = engine.recent_wire(who, query)
     return b'{"items":[' + ",".join(page.items).encode() + b'],"next_cursor":' + _cursor_json(page.next_cursor) + b"}"
@@ -173,13 +112,6 @@ def _matches_metadata(metadata: dict[str, Any], conditions: list[dict[str, Any]]
     return True
 
 
-def _diversity(b: dict[str, Any]) -> float:
-    value = b.get("diversity", 0.0)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise BodyInvalid([{"type": "float_range", "loc": ["body", "diversity"], "msg": "Input should be 0 to 1"}])
-    return float(value)
-
-
 def _near_copy(text: str) -> str:
     return " ".join(text.lower().split())
 
@@ -190,7 +122,7 @@ def _read(engine: Engine, who: str, b: dict[str, Any], budget: AnswerBudget | No
     since, until = _time(b.get("since")), _time(b.get("until"))
     if since is not None and until is not None and until < since:
         raise ValidationError("until is before since")
-    diversity = _diversity(b)
+    diversity = float(b.get("diversity", 0.0))
     top_k = int(b["top_k"])
     hints = [c for c in b.get("concepts") or [] if isinstance(c, str)]
     conditions: list[dict[str, Any]] = list(b.get("metadata_filter") or [])
@@ -295,7 +227,7 @@ def _read(engine: Engine, who: str, b: dict[str, Any], budget: AnswerBudget | No
 
 def read(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/read`: search one scope (rooms after the membership check)."""
-    return _read(engine, who, require("ReadRequestSchema", call.body()))
+    return _read(engine, who, call.body(bodies.Read).model_dump())
 
 
 def _refuse_rooms(domains: list[str | None], endpoint: str) -> None:
@@ -305,8 +237,7 @@ def _refuse_rooms(domains: list[str | None], endpoint: str) -> None:
 
 def read_batch(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/read-batch`: several searches of one's own store (no rooms)."""
-    b = require("ReadBatchRequestSchema", call.body())
-    queries = [require("ReadRequestSchema", q) for q in b["queries"]]
+    queries = [q.model_dump() for q in call.body(bodies.ReadBatch).queries]
     _refuse_rooms([q.get("domain") for q in queries], "read-batch")
     budget = AnswerBudget()
     return {"results": [_read(engine, who, q, budget) for q in queries]}
@@ -314,7 +245,7 @@ def read_batch(engine: Engine, who: str, call: Call) -> dict[str, Any]:
 
 def query(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/query`: one search over several own domains (no rooms)."""
-    b = require("QueryRequestSchema", call.body())
+    b = call.body(bodies.Query).model_dump()
     domains: list[str] = list(b.get("domains") or [])
     _refuse_rooms(list(domains), "query")
     base = {
@@ -337,25 +268,25 @@ def query(engine: Engine, who: str, call: Call) -> dict[str, Any]:
 # -- writes ---------------------------------------------------------------------------------
 
 
-def _write_request(b: dict[str, Any]) -> WriteRequest:
-    author: dict[str, Any] = b.get("author") or {}
+def _write_request(b: bodies.Write) -> WriteRequest:
+    author = b.author or bodies.Author()
     return WriteRequest(
-        content=b["content"],
-        domain=b["domain"],
-        concepts=tuple(b.get("concepts") or ()),
-        metadata=b.get("metadata"),
-        external_ref=b.get("external_ref"),
-        supersedes=tuple(b.get("supersedes") or ()),
-        agent=author.get("agent"),
-        agent_name=author.get("agent_name"),
-        client_env=author.get("client_env") or "api",
-        fingerprint=b.get("fingerprint"),
+        content=b.content,
+        domain=b.domain,
+        concepts=tuple(b.concepts),
+        metadata=b.metadata if "metadata" in b.model_fields_set else None,
+        external_ref=b.external_ref,
+        supersedes=tuple(str(old) for old in b.supersedes or ()),
+        agent=author.agent,
+        agent_name=author.agent_name,
+        client_env=author.client_env or "api",
+        fingerprint=b.fingerprint,
     )
 
 
 def write(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/write`: the principal comes from the key; `author` may name the agent only."""
-    result = engine.write(who, _write_request(require("WriteRequestSchema", call.body())))
+    result = engine.write(who, _write_request(call.body(bodies.Write)))
     return {
         "stored": True,
         "atom_id": result.atom_id,
@@ -375,8 +306,8 @@ def rooms_list(engine: Engine, who: str, call: Call) -> list[dict[str, Any]]:
 
 def rooms_create(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/rooms`."""
-    b = require("CreateRoomRequestSchema", call.body())
-    room = engine.create_room(who, b["name"], b.get("description"))
+    b = call.body(bodies.CreateRoom)
+    room = engine.create_room(who, b.name, b.description)
     return room.created(
         f"Write and read with domain {room.address}. Bring others in with an invite: "
         f"POST /memory/rooms/{room.room_id}/invites (mnemo rooms invite {room.address})."
@@ -385,18 +316,15 @@ def rooms_create(engine: Engine, who: str, call: Call) -> dict[str, Any]:
 
 def rooms_invite(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/rooms/{room_id}/invites` (owner only; an unknown room reads like a foreign one)."""
-    b = require("CreateInviteRequestSchema", call.body())
+    b = call.body(bodies.CreateInvite)
     room_id = call.params["room_id"]
-    invite = engine.create_invite(
-        who, room_id, scope=b["scope"], expires_days=int(b["expires_in_days"]), max_uses=int(b["max_uses"])
-    )
+    invite = engine.create_invite(who, room_id, scope=b.scope, expires_days=b.expires_in_days, max_uses=b.max_uses)
     return invite.wire()
 
 
 def rooms_join(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/rooms/join`: joining twice is a no-op success."""
-    b = require("JoinRoomRequestSchema", call.body())
-    joined = engine.join(who, b["code"])
+    joined = engine.join(who, call.body(bodies.JoinRoom).code)
     return joined.wire(f"Read it with domain {joined.address} (mnemo recent --scope {joined.address}).")
 
 
@@ -417,9 +345,9 @@ def vault_list(engine: Engine, who: str, call: Call) -> dict[str, Any]:
 
 def vault_add(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /vault/secrets`: the sealed value is stored and never returned."""
-    b = require("CreateSecretRequest", call.body())
-    atom = engine.vault_add(who, b["alias"], b["context"], b["sealed_secret_b64"], tuple(b.get("concepts") or ()))
-    return {"atom_id": atom, "alias": b["alias"]}
+    b = call.body(bodies.CreateSecret)
+    atom = engine.vault_add(who, b.alias, b.context, b.sealed_secret_b64, tuple(b.concepts))
+    return {"atom_id": atom, "alias": b.alias}
 
 
 def vault_sealed(engine: Engine, who: str, call: Call) -> dict[str, Any]:
@@ -467,7 +395,6 @@ def domains(engine: Engine, who: str, call: Call) -> dict[str, Any]:
 
 # -- the rest of the memory plane ----------------------------------------------------------
 
-MAX_BATCH = 500
 MAX_IDEMPOTENCY_KEY = 240
 MAX_EXPORT = 64 << 20  # bytes one export answer may hold
 GRAPH_FLOOR = 0.05  # the weight floor of an unfiltered walk of depth >= 2 (as the hosted service applies)
@@ -493,12 +420,8 @@ def stats(engine: Engine, who: str, call: Call) -> dict[str, Any]:
 def feedback(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/feedback`: the outcome is recorded for each of one's own atoms named."""
     started = time.perf_counter()
-    b = require("FeedbackRequestSchema", call.body())
-    if len(b["atom_ids"]) > MAX_BATCH:
-        raise BodyInvalid(
-            [{"type": "too_long", "loc": ["body", "atom_ids"], "msg": f"Input should have at most {MAX_BATCH} items"}]
-        )
-    updated, mean = engine.feedback(who, [str(uuid.UUID(a)) for a in b["atom_ids"]], float(b["outcome"]))
+    b = call.body(bodies.Feedback)
+    updated, mean = engine.feedback(who, [str(a) for a in b.atom_ids], b.outcome)
     return {
         "updated_count": updated,
         "avg_valence": mean,
@@ -524,15 +447,7 @@ def write_batch(engine: Engine, who: str, call: Call) -> bytes:
         before = engine.remembered(who, key)
         if before is not None:
             return before.encode()
-    b = require("WriteBatchRequestSchema", call.body())
-    refused = [
-        {"type": "value_error", "loc": ["body", "items", i, "supersedes"], "msg": "supersedes is refused in a batch"}
-        for i, item in enumerate(b["items"])
-        if item.get("supersedes")
-    ]
-    if refused:
-        raise BodyInvalid(refused)
-    items = [require("WriteRequestSchema", item) for item in b["items"]]
+    items = call.body(bodies.WriteBatch).items
     results = engine.write_batch(who, [_write_request(item) for item in items])
     answers: list[dict[str, Any]] = []
     for index, result in enumerate(results):
@@ -591,8 +506,7 @@ def atom_chain(engine: Engine, who: str, call: Call) -> dict[str, Any]:
 
 def atom_by_external_ref(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/atoms/by-external-ref`: the atom of one's own store written with that ref (404 otherwise)."""
-    b = require("ExternalRefRequestSchema", call.body())
-    atom = engine.by_external_ref(who, b["external_ref"])
+    atom = engine.by_external_ref(who, call.body(bodies.ExternalRef).external_ref)
     return atom_get(engine, who, Call(params={"atom_id": atom}))
 
 
@@ -642,8 +556,7 @@ def consolidate(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/consolidate`: the embedded engine never merges or compresses entries (every entry is
     kept as written, which the feed's completeness rests on); the answer reports the domain unchanged."""
     started = time.perf_counter()
-    b = require("ConsolidateRequestSchema", call.body())
-    domain = b.get("domain")
+    domain = call.body(bodies.Consolidate).domain
     if domain is not None and room_of(domain) is not None:
         raise ValidationError("a room is not consolidated; name one of your own domains")
     count = engine.count_atoms(who, domain)
@@ -660,16 +573,10 @@ def consolidate(engine: Engine, who: str, call: Call) -> dict[str, Any]:
 
 def graph(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`POST /memory/graph`: the concepts around the seeds, joined by the live atoms that carry both."""
-    b = require("GraphRequestSchema", call.body())
-    depth = int(b["depth"])
-    given = b.get("min_weight")
-    floor = float(given) if given is not None else (GRAPH_FLOOR if depth >= 2 else 0.0)
-    seeds = [s for s in b["seeds"] if isinstance(s, str)]
-    if any(len(s) > 200 for s in seeds):
-        raise BodyInvalid(
-            [{"type": "string_too_long", "loc": ["body", "seeds"], "msg": "each seed is at most 200 characters"}]
-        )
-    g = engine.graph(who, seeds, depth=depth, domain=b.get("domain"), min_weight=floor, limit=int(b["limit"]))
+    b = call.body(bodies.Graph)
+    depth = b.depth
+    floor = b.min_weight if b.min_weight is not None else (GRAPH_FLOOR if depth >= 2 else 0.0)
+    g = engine.graph(who, list(b.seeds), depth=depth, domain=b.domain, min_weight=floor, limit=b.limit)
     degree: dict[str, int] = {}
     for e in g.edges:
         degree[e.source] = degree.get(e.source, 0) + 1

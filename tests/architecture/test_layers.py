@@ -53,6 +53,8 @@ OWNED = {
     "starlette": (),  # tests only (TestClient): the server has its own HTTP layer
     "uvicorn": ("mnemo_tui.server",),
     "h11": ("mnemo_tui.server.edges",),  # uvicorn's HTTP/1.1 parser, under the edges' bounds
+    "pydantic": ("mnemo_tui.server",),  # request bodies; `mnemo serve` only (test_imports)
+    "pydantic_core": ("mnemo_tui.server",),
     "keyring": ("mnemo_tui.state.credentials",),
     "nacl": ("mnemo_tui.state.sealing",),  # imported by the vault commands and demo only (test_imports)
     "psycopg": ("mnemo_tui.engine.postgres",),  # the PostgreSQL engine; `mnemo recent` never imports it

@@ -150,7 +150,7 @@ def test_a_read_on_the_loop_does_not_wait_for_a_writer(tmp_path: Path) -> None:
     assert contents == ["before"] and not used
 
 
-def test_the_router_answers_like_the_routes_in_order() -> None:
+def test_a_literal_path_is_its_routes_alone_and_other_paths_go_to_the_routes_in_order() -> None:
     async def a(request: object) -> object: ...
     async def b(request: object) -> object: ...
     async def c(request: object) -> object: ...
@@ -159,6 +159,7 @@ def test_the_router_answers_like_the_routes_in_order() -> None:
         [
             Route("/x/{item}", {"GET": a, "DELETE": a}),
             Route("/x/special", {"POST": b}),
+            Route("/x/{item}", {"PUT": c}),
             Route("/y", {"GET": c}),
         ]
     )
@@ -167,10 +168,16 @@ def test_the_router_answers_like_the_routes_in_order() -> None:
         return {"path": unquote(path), "raw_path": path.encode()}
 
     assert router.find("POST", at("/x/special")) == (b, {})
-    assert router.find("GET", at("/x/special")) == (a, {"item": "special"})  # the earlier route takes it
+    assert router.find("GET", at("/x/other")) == (a, {"item": "other"})
+    assert router.find("PUT", at("/x/other")) == (c, {"item": "other"})  # the next route with the path and method
     assert router.find("HEAD", at("/y")) == (c, {})
-    missing = router.find("PUT", at("/x/special"))
-    assert isinstance(missing, Missing) and missing.allow == {"GET", "HEAD", "DELETE", "POST"}
+    for method in ("GET", "DELETE", "PUT"):  # `/x/special` is not an `{item}`: its own methods only
+        missing = router.find(method, at("/x/special"))
+        assert isinstance(missing, Missing) and missing.allow == {"POST"}
+        escaped = router.find(method, at("/x/speci%61l"))  # the same literal path, spelled escaped
+        assert isinstance(escaped, Missing) and escaped.allow == {"POST"}
+    other = router.find("PATCH", at("/x/other"))
+    assert isinstance(other, Missing) and other.allow == {"GET", "HEAD", "DELETE", "PUT"}
     unknown = router.find("GET", at("/y/"))
     assert isinstance(unknown, Missing) and unknown.allow is None
     assert isinstance(router.find("GET", at("/x/a/b")), Missing)  # a parameter is one path segment

@@ -4,6 +4,7 @@ each answers bad input (the envelope and the documented status, never a 5xx)."""
 from __future__ import annotations
 
 import json
+import uuid
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -257,9 +258,29 @@ def test_consolidate_reports_that_nothing_is_merged(wire: Wire) -> None:
     wire.write("b", domain="d")
     answer = wire.ok("POST", "/memory/consolidate", {"domain": "d"})
     assert answer["atoms_before"] == answer["atoms_after"] == 2 and answer["compression_ratio"] == 1.0
-    assert wire.ok("POST", "/memory/consolidate", None)["atoms_before"] == 2
+    assert wire.ok("POST", "/memory/consolidate", {})["atoms_before"] == 2
+    refused(wire.call("POST", "/memory/consolidate", None), 422, "VALIDATION_ERROR")  # a body is required
     refused(wire.call("POST", "/memory/consolidate", {"domain": 1}), 422, "VALIDATION_ERROR")
     refused(wire.call("POST", "/memory/consolidate", {"domain": "xroom:r"}), 400, "VALIDATION_ERROR")
+
+
+# Every operation that takes a body (the room invites' path has a parameter).
+POSTED = (
+    "/memory/recent",
+    "/memory/read",
+    "/memory/read-batch",
+    "/memory/query",
+    "/memory/write",
+    "/memory/rooms",
+    "/memory/rooms/join",
+    "/vault/secrets",
+    "/memory/feedback",
+    "/memory/write-batch",
+    "/memory/write_batch",
+    "/memory/graph",
+    "/memory/consolidate",
+    "/memory/atoms/by-external-ref",
+)
 
 
 def test_the_probes_need_no_key_and_everything_else_checks_it_before_routing(wire: Wire) -> None:
@@ -273,5 +294,23 @@ def test_the_probes_need_no_key_and_everything_else_checks_it_before_routing(wir
     assert wrong.headers["allow"] == "GET, HEAD"
     refused(wire.call("GET", "/memory/nowhere"), 404, "NOT_FOUND")
     # A required body that is missing is a 422 (never an empty success).
-    for path in ("/memory/write", "/memory/read", "/memory/graph", "/memory/write-batch", "/memory/feedback"):
-        refused(wire.call("POST", path), 422, "VALIDATION_ERROR")
+    for path in (*POSTED, "/memory/rooms/r1/invites"):
+        missing = wire.call("POST", path)
+        refused(missing, 422, "VALIDATION_ERROR")
+        assert missing.json()["details"]["errors"] == [{"type": "missing", "loc": ["body"], "msg": "Field required"}]
+    # A literal path is never taken for an `{id}`: its `Allow` is its own methods.
+    for path, allow in (("/memory/atoms/by-external-ref", "POST"), ("/memory/rooms/join", "POST")):
+        for method in ("GET", "DELETE", "PUT"):
+            wrong = wire.call(method, path)
+            refused(wrong, 405, "METHOD_NOT_ALLOWED")
+            assert wrong.headers["allow"] == allow
+    assert wire.call("PUT", "/memory/atoms/" + str(uuid.uuid4())).headers["allow"] == "DELETE, GET, HEAD"
+
+
+def test_a_room_takes_the_hosted_schemas_bounds_and_past_them_is_a_422(wire: Wire) -> None:
+    room = wire.ok("POST", "/memory/rooms", {"name": "n" * 200, "description": "d" * 2000})
+    assert room["name"] == "n" * 200
+    for body, field in (({"name": "m" * 201}, "name"), ({"name": "m", "description": "d" * 2001}, "description")):
+        answer = wire.call("POST", "/memory/rooms", body)
+        refused(answer, 422, "VALIDATION_ERROR")
+        assert [e["loc"] for e in answer.json()["details"]["errors"]] == [["body", field]]

@@ -191,7 +191,7 @@ def test_every_answer_of_mnemo_serve_validates_against_the_hosted_schemas(
 
 
 def test_our_openapi_keeps_the_hosted_schemas_verbatim() -> None:
-    from mnemo_tui.server.validate import document
+    from mnemo_tui.server.app import document
 
     ours = document()["components"]["schemas"]
     for name, schema in ours.items():

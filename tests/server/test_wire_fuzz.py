@@ -48,7 +48,7 @@ def served(module_target: Target) -> Iterator[Served]:
 
 
 def operations() -> list[tuple[str, str]]:
-    from mnemo_tui.server.validate import document
+    from mnemo_tui.server.app import document
 
     return [(path, method) for path, ops in document()["paths"].items() for method in ops]
 
