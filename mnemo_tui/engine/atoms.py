@@ -201,3 +201,18 @@ class AtomOps(Database):
         db.execute("UPDATE atoms SET superseded_by = NULL WHERE superseded_by = ? AND bucket = ?", (atom, bucket))
         db.execute("DELETE FROM feedback WHERE atom_id = ?", (atom,))
         return int(db.execute("DELETE FROM atoms WHERE seq = ?", (row[0],)).rowcount)
+
+    def delete_set(self, db: sqlite3.Connection, bucket: int, domain: str | None = None) -> int:
+        """The delete path of a set (a domain of a bucket, or the whole bucket): what `delete_one` does for
+        each atom, in a fixed number of statements whatever the set's size, so a 10,000-entry room is
+        deleted within a request's deadline (one statement per atom scanned the bucket for each)."""
+        where, params = ("bucket = ?", (bucket,)) if domain is None else ("bucket = ? AND domain = ?", (bucket, domain))
+        self.unindex(db, db.execute(f"SELECT seq, bucket, content FROM atoms WHERE {where}", params).fetchall())
+        if domain is not None:  # a whole bucket leaves no predecessor behind
+            db.execute(
+                "UPDATE atoms SET superseded_by = NULL WHERE bucket = ? AND domain <> ? AND superseded_by IN "
+                "(SELECT atom_id FROM atoms WHERE bucket = ? AND domain = ?)",
+                (bucket, domain, bucket, domain),
+            )
+        db.execute(f"DELETE FROM feedback WHERE atom_id IN (SELECT atom_id FROM atoms WHERE {where})", params)
+        return int(db.execute(f"DELETE FROM atoms WHERE {where}", params).rowcount)

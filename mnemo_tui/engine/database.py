@@ -212,6 +212,14 @@ class Brief:
         self._db.set_progress_handler(None, 0)
 
 
+def deadline(seconds: float) -> Timeout:
+    """The error of a request stopped at its deadline (both engines)."""
+    return Timeout(
+        f"the request ran past its {seconds:g} s limit and was stopped; ask for less (fewer or rarer words, a smaller top_k)",
+        details={"reason": "deadline", "limit_seconds": seconds},
+    )
+
+
 class Database:
     """One store file and one connection to it; the base every part of the embedded engine builds on.
 
@@ -241,6 +249,7 @@ class Database:
         self._brief = Brief(self.db)  # the same: a connection runs one block at a time
         self._file = _file_id(self.path)
         self._deadline: float | None = None
+        self._limit: float | None = None  # the seconds of the time limit the deadline comes from
         self._waits = True  # False after never_wait(): no lock is waited for
 
     def close(self) -> None:
@@ -280,6 +289,8 @@ class Database:
 
     def _write_failure(self, exc: sqlite3.OperationalError) -> Exception:
         text = str(exc)
+        if "interrupted" in text and self._limit is not None:
+            return deadline(self._limit)  # raised here, so a caller can say what was rolled back
         if "readonly" in text:
             return LocalStateError(
                 f"store {self.path} is read-only (a read-only mount or file): it can be read, not written"
@@ -342,20 +353,17 @@ class Database:
         if seconds is None:
             yield
             return
-        previous = self._deadline
-        self._deadline = time.monotonic() + seconds
+        previous, previous_limit = self._deadline, self._limit
+        self._deadline, self._limit = time.monotonic() + seconds, seconds
         self.db.set_progress_handler(lambda: int(time.monotonic() > (self._deadline or float("inf"))), 5_000)
         try:
             yield
         except sqlite3.OperationalError as exc:
             if "interrupted" not in str(exc):
                 raise
-            raise Timeout(
-                f"the request ran past its {seconds:g} s limit and was stopped; ask for less (fewer or rarer words, a smaller top_k)",
-                details={"reason": "deadline", "limit_seconds": seconds},
-            ) from None
+            raise deadline(seconds) from None
         finally:
-            self._deadline = previous
+            self._deadline, self._limit = previous, previous_limit
             if previous is None:
                 self.db.set_progress_handler(None, 0)
 

@@ -346,15 +346,12 @@ class MemoryOps(AtomOps, Database):
             secrets = int(db.execute("SELECT count(*) FROM vault WHERE principal = ?", (principal,)).fetchone()[0])
             if bucket is None:
                 return DomainWipe(0, secrets, 0)
-            atoms = [
-                r[0] for r in db.execute("SELECT atom_id FROM atoms WHERE bucket = ? AND domain = ?", (bucket, domain))
-            ]
-            inside = set(atoms)
-            hidden = 0
-            for atom in atoms:
-                row = db.execute("SELECT supersedes FROM atoms WHERE atom_id = ?", (atom,)).fetchone()
-                hidden += sum(1 for old in json.loads(row[0] or "[]") if old not in inside)
-            deleted = sum(self.delete_one(db, bucket, atom) for atom in atoms)
+            rows = db.execute(
+                "SELECT atom_id, supersedes FROM atoms WHERE bucket = ? AND domain = ?", (bucket, domain)
+            ).fetchall()
+            inside = {r[0] for r in rows}
+            hidden = sum(1 for _, before in rows for old in json.loads(before or "[]") if old not in inside)
+            deleted = self.delete_set(db, bucket, domain)
         return DomainWipe(deleted, secrets, hidden)
 
     def reset(self, principal: str) -> int:
@@ -363,8 +360,7 @@ class MemoryOps(AtomOps, Database):
             bucket = self.own_bucket(principal)
             if bucket is None:
                 return 0
-            atoms = [r[0] for r in db.execute("SELECT atom_id FROM atoms WHERE bucket = ?", (bucket,))]
-            deleted = sum(self.delete_one(db, bucket, atom) for atom in atoms)
+            deleted = self.delete_set(db, bucket)
             db.execute("DELETE FROM feedback WHERE bucket = ?", (bucket,))
         return deleted
 

@@ -27,13 +27,13 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from mnemo_tui.engine import fts
 from mnemo_tui.engine import pg_schema as schema
 from mnemo_tui.engine.atoms import AtomOps, insert_sql
-from mnemo_tui.engine.database import Clock, Database
+from mnemo_tui.engine.database import Clock, Database, deadline
 from mnemo_tui.engine.feed import FeedOps, Matching
 from mnemo_tui.engine.keys import KeyOps
 from mnemo_tui.engine.memory import MemoryOps
 from mnemo_tui.engine.rooms import RoomOps
 from mnemo_tui.engine.vault import VaultOps
-from mnemo_tui.errors import Conflict, LocalStateError, MnemoError, Timeout, Unavailable, ValidationError
+from mnemo_tui.errors import Conflict, LocalStateError, MnemoError, Unavailable, ValidationError
 from mnemo_tui.model import database_identity
 
 DEFAULT_POOL = 8
@@ -163,11 +163,7 @@ def failure(url: str, exc: BaseException, limit: float | None = None) -> MnemoEr
     """The mnemo error a driver failure means (None: a bug, left to the caller's 500), password scrubbed."""
     text = _scrub(url, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
     if isinstance(exc, psycopg.errors.QueryCanceled):
-        seconds = limit if limit is not None else 0.0
-        return Timeout(
-            f"the request ran past its {seconds:g} s limit and was stopped; ask for less (fewer or rarer words, a smaller top_k)",
-            details={"reason": "deadline", "limit_seconds": seconds},
-        )
+        return deadline(limit if limit is not None else 0.0)
     if isinstance(exc, psycopg.errors.TransactionRollback):  # a deadlock or serialization failure
         return Unavailable("the write met a concurrent one and was rolled back; retry it")
     if isinstance(exc, psycopg.errors.UniqueViolation):

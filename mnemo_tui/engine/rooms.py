@@ -79,8 +79,7 @@ class RoomOps(AtomOps):
         with self.transaction() as db:
             self.require_owner(principal, room_id, "delete it")
             bucket = self.room_bucket(principal, room_id)
-            atoms = [r[0] for r in db.execute("SELECT atom_id FROM atoms WHERE bucket = ?", (bucket,))]
-            deleted = sum(self.delete_one(db, bucket, atom) for atom in atoms)
+            deleted = self.delete_set(db, bucket)
             db.execute("DELETE FROM feedback WHERE bucket = ?", (bucket,))
             db.execute("DELETE FROM invites WHERE room_id = ?", (room_id,))
             db.execute("DELETE FROM members WHERE room_id = ?", (room_id,))

@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
-from mnemo_tui.errors import MnemoError, ValidationError
+from mnemo_tui.errors import MnemoError, Timeout, ValidationError
 from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, Value, WriteRequest, room_of
 from mnemo_tui.server.envelope import Raw, dumps
 from mnemo_tui.server.validate import BodyInvalid, require, require_uuid
 
+T = TypeVar("T")
 DUPLICATE_REASON = "duplicate external_ref: the first atom was returned"
 MAX_ANSWER = 16 << 20  # bytes one search answer may hold (read, read-batch, query)
 
@@ -400,11 +402,27 @@ def rooms_join(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     return joined.wire(f"Read it with domain {joined.address} (mnemo recent --scope {joined.address}).")
 
 
+def _whole_delete(what: str, delete: Callable[[], T], parts: bool = False) -> T:
+    """A deletion of many entries, which is one transaction: past the deadline it is rolled back whole,
+    and the answer says so and what to do (docs/server.md)."""
+    try:
+        return delete()
+    except Timeout as exc:
+        seconds = exc.details.get("limit_seconds", 0) if exc.details else 0
+        raise Timeout(
+            f"deleting {what} ran past the request's {seconds:g} s limit and was rolled back whole: nothing was "
+            "deleted; retry when the server is less busy"
+            + (", or delete some of its entries first (DELETE /memory/atoms/{atom_id})" if parts else ""),
+            details=exc.details,
+        ) from None
+
+
 def rooms_delete(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`DELETE /memory/rooms/{room_id}`: our extension (the hosted plane has none); owner only, the room's
     entries, invites and members go with it; an unknown room reads like a foreign one (403)."""
     room_id = call.params["room_id"]
-    return {"room_id": room_id, "deleted": engine.delete_room(who, room_id), "status": "deleted"}
+    deleted = _whole_delete("the room", lambda: engine.delete_room(who, room_id))
+    return {"room_id": room_id, "deleted": deleted, "status": "deleted"}
 
 
 # -- vault ----------------------------------------------------------------------------------
@@ -624,7 +642,7 @@ def domain_delete(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     domain = call.params["domain"]
     if room_of(domain) is not None:
         raise ValidationError("a room is not wiped by domain; delete its entries one by one")
-    wipe = engine.delete_domain(who, domain)
+    wipe = _whole_delete("the domain", lambda: engine.delete_domain(who, domain), parts=True)
     return {
         "deleted": wipe.deleted,
         "domain": domain,
@@ -635,7 +653,10 @@ def domain_delete(engine: Engine, who: str, call: Call) -> dict[str, Any]:
 
 def reset(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`DELETE /memory/reset`: every entry of one's own store (only when the server allows it; app.py)."""
-    return {"deleted": engine.reset(who), "status": "cleared"}
+    return {
+        "deleted": _whole_delete("your store's entries", lambda: engine.reset(who), parts=True),
+        "status": "cleared",
+    }
 
 
 def consolidate(engine: Engine, who: str, call: Call) -> dict[str, Any]:

@@ -1,0 +1,167 @@
+"""Hostile hands II, the engines (issue 34, docs/security.md): bounded work per request, deletes that finish,
+retries that write once, text every engine stores alike, honest failures. Each test on both engines."""
+
+from __future__ import annotations
+
+import sqlite3
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from conftest import Target
+
+from mnemo_tui.engine import pg_schema
+from mnemo_tui.engine.interface import Engine
+from mnemo_tui.engine.postgres import PgStore, migrate
+from mnemo_tui.engine.store import Store
+from mnemo_tui.errors import Timeout
+from mnemo_tui.model import RecentQuery, WriteRequest
+from mnemo_tui.server import routes
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
+
+MANY = 10_000
+
+
+class Served:
+    """The app `mnemo serve` runs over a target, with alice's key, and an engine over the same data."""
+
+    def __init__(self, client: TestClient, engine: Engine) -> None:
+        self.client = client
+        self.engine = engine
+        self.key = engine.create_key("alice")[1]
+
+    def call(self, method: str, path: str, body: Any = None, **kw: Any) -> Any:
+        headers = {"X-Api-Key": self.key, **kw.pop("headers", {})}
+        return self.client.request(method, "/api/v1" + path, json=body, headers=headers, **kw)
+
+
+def _served(target: Target, **app: Any) -> Iterator[Served]:
+    engine = target.open()
+    try:
+        with TestClient(target.app(workers=2, **app), raise_server_exceptions=False) as client:
+            yield Served(client, engine)
+    finally:
+        engine.close()
+
+
+@pytest.fixture
+def served(target: Target) -> Iterator[Served]:
+    yield from _served(target)
+
+
+def _fill(engine: Engine, domain: str, count: int, start: int = 1) -> None:
+    engine.bulk_insert(
+        [("alice", WriteRequest(content=f"entry {i} of {domain}", domain=domain), start + i) for i in range(count)]
+    )
+
+
+def _count(engine: Engine, scope: str) -> int:
+    """The entries of a scope, walked page by page."""
+    count, cursor = 0, None
+    for _ in range(MANY // 100 + 2):
+        page = engine.recent("alice", RecentQuery(scope=scope, limit=100, cursor=cursor))
+        count, cursor = count + len(page.items), page.next_cursor
+        if cursor is None:
+            return count
+    raise AssertionError("the walk did not end")
+
+
+# -- deletes that finish (3) ---------------------------------------------------------------------
+
+
+def test_a_domain_of_ten_thousand_entries_is_deleted_within_the_deadline(served: Served) -> None:
+    engine = served.engine
+    _fill(engine, "big", MANY)
+    kept = engine.write("alice", WriteRequest(content="elsewhere", domain="kept"))
+    # A revision chain across domains: the predecessor outside the domain becomes the live tip again.
+    old = engine.write("alice", WriteRequest(content="before", domain="kept"))
+    engine.write("alice", WriteRequest(content="after", domain="big", supersedes=(old.atom_id,)))
+    response = served.call("DELETE", "/memory/domain/big")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["deleted"] == MANY + 1 and body["superseded_predecessors_left_hidden_count"] == 1
+    assert engine.count_atoms("alice", "big") == 0 and engine.count_atoms("alice", None) == 2
+    assert engine.get("alice", kept.atom_id).content == "elsewhere"
+    assert "superseded_by" not in engine.get("alice", old.atom_id).data
+    hits = served.call("POST", "/memory/read", {"query": "entry", "top_k": 5})
+    assert hits.status_code == 200 and hits.json()["items"] == []  # the search index followed
+
+
+def test_a_room_of_ten_thousand_entries_is_deleted_within_the_deadline(served: Served) -> None:
+    room = served.call("POST", "/memory/rooms", {"name": "crowded"}).json()["room_id"]
+    _fill(served.engine, f"xroom:{room}", MANY)
+    response = served.call("DELETE", f"/memory/rooms/{room}")
+    assert response.status_code == 200, response.text
+    assert response.json()["deleted"] == MANY
+    assert served.call("GET", f"/memory/rooms/{room}/invites").status_code == 403  # the room is gone
+
+
+def test_reset_of_ten_thousand_entries_finishes(target: Target) -> None:
+    served_iter = _served(target, allow_reset=True)
+    served = next(served_iter)
+    try:
+        _fill(served.engine, "big", MANY)
+        response = served.call("DELETE", "/memory/reset")
+        assert response.status_code == 200, response.text
+        assert response.json()["deleted"] == MANY and served.engine.count_atoms("alice", None) == 0
+    finally:
+        served_iter.close()
+
+
+@pytest.mark.parametrize("endpoint", ["domain", "room"])
+def test_a_deletion_past_its_deadline_deletes_nothing_and_says_what_to_do(target: Target, endpoint: str) -> None:
+    engine = target.open()
+    try:
+        room = engine.create_room("alice", "crowded").room_id
+        scope = "big" if endpoint == "domain" else f"xroom:{room}"
+        _fill(engine, scope, MANY)
+        call = routes.Call(params={"domain": "big", "room_id": room})
+        delete = routes.domain_delete if endpoint == "domain" else routes.rooms_delete
+        # A limit already past when the first statement checks it: the deletion is stopped, whatever the machine.
+        with pytest.raises(Timeout) as stopped, engine.time_limit(1e-9):
+            delete(engine, "alice", call)
+        assert "rolled back whole: nothing was deleted" in stopped.value.message
+        assert stopped.value.status == 503 and "retry" in stopped.value.message
+        with engine.reading():
+            left = engine.room_bucket("alice", room)  # the room is still there
+        assert left is not None
+        assert _count(engine, scope) == MANY
+    finally:
+        engine.close()
+
+
+def test_an_upgraded_sqlite_store_gains_the_superseded_by_index(tmp_path: Any) -> None:
+    path = tmp_path / "older.db"
+    Store(path).close()
+    with sqlite3.connect(path) as db:  # the store as mnemo's schema 4 left it
+        db.execute("DROP INDEX atoms_superseded_by")
+        db.execute("PRAGMA user_version = 4")
+    store = Store(path)
+    try:
+        names = [r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")]
+        assert "atoms_superseded_by" in names
+        plan = " ".join(
+            str(r[-1])
+            for r in store.db.execute(
+                "EXPLAIN QUERY PLAN UPDATE atoms SET superseded_by = NULL WHERE superseded_by = ?", ("x",)
+            )
+        )
+        assert "atoms_superseded_by" in plan
+    finally:
+        store.close()
+
+
+def test_an_upgraded_postgres_database_gains_the_index_with_migrate(pg_databases: Any) -> None:
+    url = pg_databases.cluster.url(pg_databases.empty())
+    assert migrate(url, allowed=True, upto=2) == 2
+    with pytest.raises(Exception, match="--migrate"):
+        PgStore(url)
+    assert migrate(url, allowed=True) == pg_schema.LATEST
+    with psycopg.connect(url) as conn:
+        found = conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'atoms'").fetchall()
+    assert ("atoms_superseded_by",) in found
