@@ -182,11 +182,9 @@ class AtomOps(Database):
         """(metadata, external_ref) of each id; callers pass only ids the principal may already read."""
         if not atom_ids:
             return {}
-        marks = ",".join("?" * len(atom_ids))
+        named, values = self.one_of("atom_id", atom_ids)
         with self.reading() as db:
-            rows = db.execute(
-                f"SELECT atom_id, metadata, external_ref FROM atoms WHERE atom_id IN ({marks})", atom_ids
-            ).fetchall()
+            rows = db.execute(f"SELECT atom_id, metadata, external_ref FROM atoms WHERE {named}", values).fetchall()
         return {r[0]: (json.loads(r[1]) if r[1] else {}, r[2]) for r in rows}
 
     def delete_one(self, db: sqlite3.Connection, bucket: int | None, atom: str) -> int:

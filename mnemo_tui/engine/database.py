@@ -14,7 +14,7 @@ from mnemo_tui import TYPE_CHECKING, timefmt
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.schema import LATEST, migrate
 from mnemo_tui.errors import Forbidden, LocalStateError, Timeout, Unavailable, ValidationError, WouldWait
-from mnemo_tui.model import room_of
+from mnemo_tui.model import dumps, room_of
 from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
 
 if TYPE_CHECKING:
@@ -367,6 +367,12 @@ class Database:
             if previous is None:
                 self.db.set_progress_handler(None, 0)
 
+    def check_time(self) -> None:
+        """Raise `Timeout` when the block's time limit has passed: what a loop of Python inside a request
+        calls between steps (the progress handler stops statements, not Python)."""
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            raise deadline(self._limit or 0.0)
+
     def reading(self) -> Reading:
         """The connection for reads (one statement is one snapshot), held by this thread meanwhile."""
         return self._reading
@@ -406,6 +412,11 @@ class Database:
     def each_concept(self, alias: str) -> str:
         """A FROM item yielding each concept of atom `a` as `<alias>.value`."""
         return f"json_each(a.concepts) {alias}"
+
+    def one_of(self, column: str, values: list[str]) -> tuple[str, list[Any]]:
+        """`column` is one of `values`, as a condition with one parameter however many values there are
+        (one variable per value passed SQLite's limit of variables once data made the list long)."""
+        return f"{column} IN (SELECT value FROM json_each(?))", [dumps(values)]
 
     def stream(self, sql: str, params: list[Any] | tuple[Any, ...], chunk: int) -> Iterator[list[Any]]:
         """Every row of one statement, in chunks of `chunk` rows (the last one shorter): one statement is

@@ -96,6 +96,10 @@ class Engine(Protocol):
         """Stop every statement run inside the block after `seconds` with `errors.Timeout`."""
         ...
 
+    def check_time(self) -> None:
+        """Raise `errors.Timeout` once the block of `time_limit` has run past its seconds (for loops of Python)."""
+        ...
+
     def never_wait(self) -> bool:
         """Make this connection fail at once wherever it would wait for a lock (an event loop may then
         call it); False when every call waits for a network anyway (the connection is left as it was)."""

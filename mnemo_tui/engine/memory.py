@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from itertools import combinations
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_write, spliced_entry, with_superseded_by
-from mnemo_tui.errors import MnemoError, NotFound
+from mnemo_tui.errors import MnemoError, NotFound, Unprocessable
 from mnemo_tui.model import (
     Chain,
     DomainWipe,
@@ -28,6 +27,7 @@ from mnemo_tui.model import (
 
 CHAIN_MAX = 200  # revisions one chain answer may resolve
 GRAPH_SCAN = 5000  # atoms one graph hop may read
+GRAPH_PAIRS = 200_000  # (concept, frontier concept) pairs one graph hop may weigh (then 422)
 IDEMPOTENT_US = 24 * 3600 * 1_000_000  # how long a remembered answer is kept
 
 
@@ -86,12 +86,9 @@ class MemoryOps(AtomOps, Database):
             if bucket is None or not atom_ids:
                 return 0, 0.0
             wanted = sorted(set(atom_ids))
-            marks = ",".join("?" * len(wanted))
+            named, values = self.one_of("atom_id", wanted)
             found = [
-                r[0]
-                for r in db.execute(
-                    f"SELECT atom_id FROM atoms WHERE bucket = ? AND atom_id IN ({marks})", (bucket, *wanted)
-                )
+                r[0] for r in db.execute(f"SELECT atom_id FROM atoms WHERE bucket = ? AND {named}", (bucket, *values))
             ]
             db.executemany(
                 "INSERT INTO feedback(atom_id, bucket, outcome, at) VALUES (?,?,?,?)",
@@ -99,10 +96,10 @@ class MemoryOps(AtomOps, Database):
             )
             if not found:
                 return 0, 0.0
-            marks = ",".join("?" * len(found))
+            named, values = self.one_of("atom_id", found)
             mean = db.execute(
-                f"SELECT avg(v) FROM (SELECT avg(outcome) AS v FROM feedback WHERE atom_id IN ({marks}) GROUP BY atom_id) AS per_atom",
-                found,
+                f"SELECT avg(v) FROM (SELECT avg(outcome) AS v FROM feedback WHERE {named} GROUP BY atom_id) AS per_atom",
+                values,
             ).fetchone()[0]
         return len(found), round(float(mean or 0.0), 6)
 
@@ -110,10 +107,10 @@ class MemoryOps(AtomOps, Database):
         """The mean reported outcome of each id that has feedback (callers pass only readable ids)."""
         if not atom_ids:
             return {}
-        marks = ",".join("?" * len(atom_ids))
+        named, values = self.one_of("atom_id", atom_ids)
         with self.reading() as db:
             rows = db.execute(
-                f"SELECT atom_id, avg(outcome) FROM feedback WHERE atom_id IN ({marks}) GROUP BY atom_id", atom_ids
+                f"SELECT atom_id, avg(outcome) FROM feedback WHERE {named} GROUP BY atom_id", values
             ).fetchall()
         return {r[0]: float(r[1]) for r in rows}
 
@@ -265,26 +262,43 @@ class MemoryOps(AtomOps, Database):
                 if not frontier:
                     break
                 visited.update(frontier)
-                marks = ",".join("?" * len(frontier))
+                named, values = self.one_of("c.value", frontier)
                 rows = db.execute(
                     f"SELECT DISTINCT a.atom_id, a.concepts, a.created_at FROM atoms a, {self.each_concept('c')} "
-                    f"WHERE {where} AND c.value IN ({marks}) LIMIT ?",
-                    (*base, *frontier, GRAPH_SCAN + 1),
+                    f"WHERE {where} AND {named} LIMIT ?",
+                    (*base, *values, GRAPH_SCAN + 1),
                 ).fetchall()
                 if len(rows) > GRAPH_SCAN:
                     truncated, rows = True, rows[:GRAPH_SCAN]
                 pairs: dict[tuple[str, str], list[tuple[str, int]]] = {}
                 wanted = set(frontier)
+                steps = 0
                 for atom_id, concepts, created in rows:
-                    names = sorted(set(json.loads(concepts)))
-                    for a, b in combinations(names, 2):
-                        if a in wanted or b in wanted:
-                            pairs.setdefault((a, b), []).append((atom_id, int(created)))
+                    self.check_time()
+                    carried = set(json.loads(concepts))
+                    near = carried & wanted
+                    # Only pairs with a concept of the frontier: |names| x |near| steps, not |names|^2.
+                    steps += len(carried) * len(near)
+                    if steps > GRAPH_PAIRS:
+                        raise Unprocessable(
+                            f"the graph would weigh more than {GRAPH_PAIRS:,} pairs of concepts in one hop "
+                            "(GRAPH_PAIRS); ask for fewer hops (depth) or rarer seeds",
+                            details={"limit_pairs": GRAPH_PAIRS},
+                        )
+                    found_here: set[tuple[str, str]] = set()
+                    for a in near:
+                        for b in carried:
+                            if a != b:
+                                found_here.add((a, b) if a < b else (b, a))
+                    for pair in found_here:
+                        pairs.setdefault(pair, []).append((atom_id, int(created)))
                 names = sorted({n for pair in pairs for n in pair})
                 carrying = self._carrying(where, base, names) if names else {}
                 valence = self.valences(sorted({a for atoms in pairs.values() for a, _ in atoms}))
                 found: set[str] = set()
-                for (a, b), atoms in pairs.items():
+                for n, ((a, b), atoms) in enumerate(pairs.items()):
+                    if n % 4096 == 0:
+                        self.check_time()
                     if (a, b) in edges:
                         continue
                     count = len(atoms)
@@ -310,11 +324,11 @@ class MemoryOps(AtomOps, Database):
 
     def _carrying(self, where: str, base: list[object], names: list[str]) -> dict[str, int]:
         """How many atoms of the scope carry each concept."""
-        marks = ",".join("?" * len(names))
+        named, values = self.one_of("c.value", names)
         rows = self.db.execute(
             f"SELECT c.value, count(DISTINCT a.atom_id) FROM atoms a, {self.each_concept('c')} "
-            f"WHERE {where} AND c.value IN ({marks}) GROUP BY c.value",
-            (*base, *names),
+            f"WHERE {where} AND {named} GROUP BY c.value",
+            (*base, *values),
         ).fetchall()
         return {str(r[0]): int(r[1]) for r in rows}
 

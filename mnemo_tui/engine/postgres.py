@@ -282,6 +282,7 @@ class PgDatabase(Database):
         self.identity = redacted(url)  # first: a malformed URL is refused before anything connects
         self.url = url
         self._limit: float | None = None
+        self._deadline: float | None = None
         self._own: dict[str, int] = {}
         self._current: PgConnection | None = None
         try:
@@ -370,12 +371,13 @@ class PgDatabase(Database):
     @contextmanager
     def time_limit(self, seconds: float | None) -> Iterator[None]:
         """Every statement run inside the block is stopped by the server past `seconds` (`statement_timeout`)."""
-        previous = self._limit
+        previous = self._limit, self._deadline
         self._limit = seconds
+        self._deadline = None if seconds is None else time.monotonic() + seconds
         try:
             yield
         finally:
-            self._limit = previous
+            self._limit, self._deadline = previous
 
     def never_wait(self) -> bool:
         """Every call is a round trip to the server: none is made on an event loop."""
@@ -411,6 +413,10 @@ class PgDatabase(Database):
 
     def each_concept(self, alias: str) -> str:
         return f"jsonb_array_elements_text(a.concepts::jsonb) AS {alias}(value)"
+
+    def one_of(self, column: str, values: list[str]) -> tuple[str, list[Any]]:
+        """`column` is one of `values`: one array parameter."""
+        return f"{column} = ANY(?::text[])", [values]
 
     def stream(self, sql: str, params: list[Any] | tuple[Any, ...], chunk: int) -> Iterator[list[Any]]:
         """Every row of one statement through a server-side cursor, in chunks, from one snapshot."""

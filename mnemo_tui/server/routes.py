@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
-from mnemo_tui.errors import MnemoError, Timeout, ValidationError
+from mnemo_tui.errors import MnemoError, Timeout, Unprocessable, ValidationError
 from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, Value, WriteRequest, room_of
 from mnemo_tui.server.envelope import Raw, dumps
 from mnemo_tui.server.validate import BodyInvalid, require, require_uuid
@@ -18,6 +18,7 @@ from mnemo_tui.server.validate import BodyInvalid, require, require_uuid
 T = TypeVar("T")
 DUPLICATE_REASON = "duplicate external_ref: the first atom was returned"
 MAX_ANSWER = 16 << 20  # bytes one search answer may hold (read, read-batch, query)
+MAX_CONDITIONS = 64  # metadata_filter conditions one read may hold (each is evaluated for every candidate)
 
 
 class Call(Value):
@@ -196,6 +197,11 @@ def _read(engine: Engine, who: str, b: dict[str, Any], budget: AnswerBudget | No
     top_k = int(b["top_k"])
     hints = [c for c in b.get("concepts") or [] if isinstance(c, str)]
     conditions: list[dict[str, Any]] = list(b.get("metadata_filter") or [])
+    if len(conditions) > MAX_CONDITIONS:
+        raise Unprocessable(
+            f"metadata_filter holds at most {MAX_CONDITIONS} conditions (MAX_CONDITIONS), got {len(conditions)}",
+            details={"limit_conditions": MAX_CONDITIONS},
+        )
     authors = {field: b[name] for name, field in _AUTHOR.items() if b.get(name) is not None}
     external = b.get("author_is_external")
     recency = b.get("order_by") == "recency" or b.get("strategy") == "temporal"
@@ -231,8 +237,10 @@ def _read(engine: Engine, who: str, b: dict[str, Any], budget: AnswerBudget | No
         if external is True:  # every author of an embedded store is internal
             continue
         metadata = extras.get(hit.entry.atom_id, ({}, None))[0]
-        if conditions and not _matches_metadata(metadata, conditions):
-            continue
+        if conditions:
+            engine.check_time()  # the conditions are Python: the deadline that stops SQL does not stop them
+            if not _matches_metadata(metadata, conditions):
+                continue
         v = valence.get(hit.entry.atom_id, 0.0)
         score = hit.relevance * (1 + FEEDBACK_WEIGHT * v)
         if hints and set(hints) & set(data.get("concepts") or []):
@@ -284,8 +292,12 @@ def _read(engine: Engine, who: str, b: dict[str, Any], budget: AnswerBudget | No
         items.append(item)
     expanded: list[str] = []
     if hints and b.get("include_associations", True):
-        graph = engine.graph(who, hints[:20], depth=1, domain=b.get("domain"), min_weight=0.0, limit=50)
-        expanded = sorted({n for e in graph.edges for n in (e.source, e.target)} - set(hints))
+        try:
+            graph = engine.graph(who, hints[:20], depth=1, domain=b.get("domain"), min_weight=0.0, limit=50)
+        except Unprocessable:
+            pass  # concepts past the graph's cap expand to nothing: the read itself still answers
+        else:
+            expanded = sorted({n for e in graph.edges for n in (e.source, e.target)} - set(hints))
     return {
         "items": items,
         "episodic_hit": bool(episodic),

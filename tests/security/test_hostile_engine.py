@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from conftest import Target
 
-from mnemo_tui.engine import pg_schema
+from mnemo_tui.engine import memory, pg_schema
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.postgres import PgStore, migrate
 from mnemo_tui.engine.store import Store
@@ -165,3 +165,127 @@ def test_an_upgraded_postgres_database_gains_the_index_with_migrate(pg_databases
     with psycopg.connect(url) as conn:
         found = conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'atoms'").fetchall()
     assert ("atoms_superseded_by",) in found
+
+
+# -- no statement with a variable per row of data (1) ------------------------------------------------
+
+
+def _crowded(engine: Engine, entries: int, domain: str = "crowded") -> None:
+    """Entries of 256 concepts each, all sharing "seed", the others each entry's own."""
+    engine.bulk_insert(
+        [
+            (
+                "alice",
+                WriteRequest(
+                    content=f"crowded {i}", domain=domain, concepts=("seed", *(f"c{i}-{j}" for j in range(255)))
+                ),
+                i + 1,
+            )
+            for i in range(entries)
+        ]
+    )
+
+
+def test_no_statement_takes_a_variable_per_concept_or_atom(target: Target) -> None:
+    engine = target.open()
+    try:
+        if target.engine == "sqlite":
+            # SQLite's real limit, lowered: a statement with one variable per concept (511 here) is refused.
+            engine.db.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 100)
+        _crowded(engine, 2)
+        graph = engine.graph("alice", ["seed"], depth=2, domain=None, min_weight=0.0, limit=500)
+        assert len(graph.edges) == 500 and graph.truncated
+        assert {e.count for e in graph.edges} == {1}
+        ids = [e.atom_id for e in engine.recent("alice", RecentQuery(limit=2)).items]
+        assert engine.feedback("alice", ids * 200, 1.0) == (2, 1.0)
+        assert set(engine.valences(ids * 200)) == set(ids) and set(engine.atom_extras(ids * 200)) == set(ids)
+    finally:
+        engine.close()
+
+
+def test_reads_with_concepts_answer_over_a_crowded_bucket(served: Served) -> None:
+    _crowded(served.engine, 20)
+    graph = served.call("POST", "/memory/graph", {"seeds": ["seed"], "depth": 1, "limit": 500})
+    assert graph.status_code == 200, graph.text
+    assert len(graph.json()["edges"]) == 500 and graph.json()["truncated"] is True
+    for path in ("/memory/read", "/memory/query"):
+        response = served.call("POST", path, {"query": "crowded", "concepts": ["seed"], "top_k": 5})
+        assert response.status_code == 200, response.text
+        assert len(response.json()["items"]) == 5 and len(response.json()["expanded_concepts"]) > 0
+
+
+# -- bounded work in Python (2) -------------------------------------------------------------------
+
+
+def test_the_graphs_pairs_per_hop_are_capped_with_a_422_naming_the_cap(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(memory, "GRAPH_PAIRS", 1000)  # 5 entries weigh 5 x 255 pairs with "seed"
+    _crowded(served.engine, 5)
+    response = served.call("POST", "/memory/graph", {"seeds": ["seed"], "depth": 1, "limit": 10})
+    assert response.status_code == 422, response.text
+    assert "1,000 pairs" in response.json()["message"] and response.json()["details"] == {"limit_pairs": 1000}
+    # A read with those concepts still answers: the association expansion is skipped past the cap.
+    read = served.call("POST", "/memory/read", {"query": "crowded", "concepts": ["seed"], "top_k": 5})
+    assert read.status_code == 200 and len(read.json()["items"]) == 5 and read.json()["expanded_concepts"] == []
+
+
+def test_the_graphs_loop_checks_the_deadline_at_every_atom(target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = target.open()
+    try:
+        _crowded(engine, 30)
+        checks: list[int] = []
+
+        def counted() -> None:  # the deadline passes at the tenth check
+            checks.append(1)
+            if len(checks) == 10:
+                raise Timeout("stopped", details={"reason": "deadline"})
+
+        monkeypatch.setattr(engine, "check_time", counted)
+        with pytest.raises(Timeout):
+            engine.graph("alice", ["seed"], depth=1, domain=None, min_weight=0.0, limit=10)
+        assert len(checks) == 10  # stopped inside the loop over 30 atoms, at the check that saw it
+    finally:
+        engine.close()
+
+
+def test_metadata_filter_conditions_are_capped_with_a_422_naming_the_cap(served: Served) -> None:
+    served.engine.write("alice", WriteRequest(content="tagged words", metadata={"k": "v"}))
+    condition = {"key": "k", "op": "eq", "value": "v"}
+    at_cap = served.call(
+        "POST", "/memory/read", {"query": "tagged", "metadata_filter": [condition] * routes.MAX_CONDITIONS}
+    )
+    assert at_cap.status_code == 200 and len(at_cap.json()["items"]) == 1
+    past = served.call("POST", "/memory/read", {"query": "tagged", "metadata_filter": [condition] * 25_000})
+    assert past.status_code == 422, past.text
+    assert "at most 64 conditions" in past.json()["message"]
+    assert past.json()["details"] == {"limit_conditions": routes.MAX_CONDITIONS}
+
+
+def test_metadata_filter_evaluation_checks_the_deadline_at_every_candidate(
+    target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = target.open()
+    try:
+        engine.bulk_insert(
+            [("alice", WriteRequest(content=f"tagged {i}", metadata={"k": i}), i + 1) for i in range(30)]
+        )
+        checks: list[int] = []
+
+        def counted() -> None:
+            checks.append(1)
+            if len(checks) == 10:
+                raise Timeout("stopped", details={"reason": "deadline"})
+
+        monkeypatch.setattr(engine, "check_time", counted)
+        body = {
+            "query": "tagged",
+            "top_k": 50,
+            "include_history": False,
+            "metadata_filter": [{"key": "k", "value": -1}],
+        }
+        with pytest.raises(Timeout):
+            routes._read(engine, "alice", body)
+        assert len(checks) == 10
+    finally:
+        engine.close()
