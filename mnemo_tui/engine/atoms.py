@@ -68,65 +68,70 @@ class AtomOps(Database):
     def _insert_rows(self, rows: list[Row]) -> list[WriteResult]:
         """The one insert path: every write, single or bulk, goes through it in one transaction."""
         checked = [(principal, req, wanted, check_write(req)) for principal, req, wanted in rows]
+        with self.transaction() as db:
+            return self.insert_checked(db, checked)
+
+    def insert_checked(self, db: Any, checked: list[tuple[str, WriteRequest, int, str | None]]) -> list[WriteResult]:
+        """The one insert path inside a write transaction: rows of (principal, request, wanted created_at,
+        its metadata as `check_write` serialized it)."""
         results: list[WriteResult] = []
         deferred: list[tuple[Any, ...]] = []
-        with self.transaction() as db:
-            before = self.index_mark(db)
-            clock = self.clock(db)
-            buckets: dict[tuple[str, str], int] = {}
-            for principal, req, wanted, metadata in sorted(checked, key=lambda r: r[2]):
-                key = (principal, req.domain if room_of(req.domain) else "")
-                bucket = buckets.get(key)
-                if bucket is None:
-                    bucket = buckets[key] = self.writable_bucket(principal, req.domain)
-                if req.external_ref is not None:
-                    row = db.execute(
-                        "SELECT atom_id, supersedes FROM atoms WHERE bucket = ? AND external_ref = ?",
-                        (bucket, req.external_ref),
-                    ).fetchone()
-                    if row is not None:
-                        results.append(WriteResult(row[0], tuple(json.loads(row[1] or "[]")), created=False))
-                        continue
-                for old in req.supersedes:
-                    found = db.execute(
-                        "SELECT superseded_by FROM atoms WHERE atom_id = ? AND bucket = ?", (old, bucket)
-                    ).fetchone()
-                    if found is None:
-                        raise NotFound(f"cannot supersede {old}: no such entry in your own store")
-                    if found[0] is not None:
-                        raise ValidationError(f"cannot supersede {old}: it is already superseded by {found[0]}")
-                created = clock.next(bucket, wanted)
-                atom = ids.atom_id()
-                params = (
-                    atom,
-                    bucket,
-                    req.domain,
-                    created,
-                    req.content,
-                    dumps(list(req.concepts)) if req.concepts else "[]",
-                    metadata,
-                    principal,
-                    req.agent,
-                    req.agent_name,
-                    req.client_env,
-                    req.external_ref,
-                    dumps(list(req.supersedes)) if req.supersedes else None,
-                    wire_item(atom, req, created, principal),
-                    req.fingerprint,
-                    *self.index_columns(bucket, req.content),
+        before = self.index_mark(db)
+        clock = self.clock(db)
+        buckets: dict[tuple[str, str], int] = {}
+        for principal, req, wanted, metadata in sorted(checked, key=lambda r: r[2]):
+            key = (principal, req.domain if room_of(req.domain) else "")
+            bucket = buckets.get(key)
+            if bucket is None:
+                bucket = buckets[key] = self.writable_bucket(principal, req.domain)
+            if req.external_ref is not None:
+                row = db.execute(
+                    "SELECT atom_id, supersedes FROM atoms WHERE bucket = ? AND external_ref = ?",
+                    (bucket, req.external_ref),
+                ).fetchone()
+                if row is not None:
+                    results.append(WriteResult(row[0], tuple(json.loads(row[1] or "[]")), created=False))
+                    continue
+            for old in req.supersedes:
+                found = db.execute(
+                    "SELECT superseded_by FROM atoms WHERE atom_id = ? AND bucket = ?", (old, bucket)
+                ).fetchone()
+                if found is None:
+                    raise NotFound(f"cannot supersede {old}: no such entry in your own store")
+                if found[0] is not None:
+                    raise ValidationError(f"cannot supersede {old}: it is already superseded by {found[0]}")
+            created = clock.next(bucket, wanted)
+            atom = ids.atom_id()
+            params = (
+                atom,
+                bucket,
+                req.domain,
+                created,
+                req.content,
+                dumps(list(req.concepts)) if req.concepts else "[]",
+                metadata,
+                principal,
+                req.agent,
+                req.agent_name,
+                req.client_env,
+                req.external_ref,
+                dumps(list(req.supersedes)) if req.supersedes else None,
+                wire_item(atom, req, created, principal),
+                req.fingerprint,
+                *self.index_columns(bucket, req.content),
+            )
+            if req.external_ref is not None or req.supersedes:
+                # Later rows of the batch must see this one (a repeated ref, a second supersession).
+                db.execute(self.INSERT, params)
+                db.executemany(
+                    "UPDATE atoms SET superseded_by = ? WHERE atom_id = ?", [(atom, old) for old in req.supersedes]
                 )
-                if req.external_ref is not None or req.supersedes:
-                    # Later rows of the batch must see this one (a repeated ref, a second supersession).
-                    db.execute(self.INSERT, params)
-                    db.executemany(
-                        "UPDATE atoms SET superseded_by = ? WHERE atom_id = ?", [(atom, old) for old in req.supersedes]
-                    )
-                else:
-                    deferred.append(params)
-                results.append(WriteResult(atom, tuple(req.supersedes)))
-            db.executemany(self.INSERT, deferred)
-            self.index_since(db, before)
-            clock.save()
+            else:
+                deferred.append(params)
+            results.append(WriteResult(atom, tuple(req.supersedes)))
+        db.executemany(self.INSERT, deferred)
+        self.index_since(db, before)
+        clock.save()
         return results
 
     def get(self, principal: str, atom: str) -> Entry:

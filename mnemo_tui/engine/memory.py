@@ -4,7 +4,9 @@ concept graph, export, domain wipes and reset, invites listed, and remembered id
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.atoms import AtomOps
@@ -29,6 +31,19 @@ CHAIN_MAX = 200  # revisions one chain answer may resolve
 GRAPH_SCAN = 5000  # atoms one graph hop may read
 GRAPH_PAIRS = 200_000  # (concept, frontier concept) pairs one graph hop may weigh (then 422)
 IDEMPOTENT_US = 24 * 3600 * 1_000_000  # how long a remembered answer is kept
+
+
+@contextmanager
+def _savepoint(db: Any) -> Iterator[None]:
+    """A part of a write transaction undone alone when it raises (SQL both engines speak)."""
+    db.execute("SAVEPOINT batch_part")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK TO SAVEPOINT batch_part")
+        db.execute("RELEASE SAVEPOINT batch_part")
+        raise
+    db.execute("RELEASE SAVEPOINT batch_part")
 
 
 class MemoryOps(AtomOps, Database):
@@ -116,28 +131,61 @@ class MemoryOps(AtomOps, Database):
 
     # -- batches ---------------------------------------------------------------------------
     def write_batch(self, principal: str, reqs: list[WriteRequest]) -> list[WriteResult | MnemoError]:
-        """Store each request through the one insert path: every valid item in one transaction; when that
-        transaction is refused (a room one cannot write), item by item, so each gets its own answer."""
+        """Store each request through the one insert path, in one transaction: every valid item at once; when
+        that is refused (a room one cannot write), item by item, each in a savepoint, so each gets its own answer."""
+        with self.transaction() as db:
+            return self._batch_in(db, principal, reqs)
+
+    def write_batch_once(
+        self,
+        principal: str,
+        key: str,
+        reqs: list[WriteRequest],
+        answer: Callable[[list[WriteResult | MnemoError]], str],
+    ) -> str:
+        """`write_batch` under an idempotency key of the principal's: the key is claimed, the batch written and
+        its answer (`answer(results)`) kept in one transaction, so of concurrent requests with one key exactly
+        one writes and the others wait for it and return its answer, byte for byte (24 hours)."""
+        now = timefmt.now_us()
+        with self.transaction() as db:
+            db.execute("DELETE FROM idempotency WHERE at <= ?", (now - IDEMPOTENT_US,))
+            # The claim: a second transaction with the key waits here (the row's lock, or SQLite's write lock)
+            # until the first ends, then finds the key taken and reads the answer the first committed.
+            claimed = db.execute(
+                "INSERT INTO idempotency(principal, key, answer, at) VALUES (?,?,'',?) "
+                "ON CONFLICT (principal, key) DO NOTHING",
+                (principal, key, now),
+            ).rowcount
+            if claimed != 1:
+                row = db.execute(
+                    "SELECT answer FROM idempotency WHERE principal = ? AND key = ?", (principal, key)
+                ).fetchone()
+                return str(row[0])
+            text = answer(self._batch_in(db, principal, reqs))
+            db.execute("UPDATE idempotency SET answer = ? WHERE principal = ? AND key = ?", (text, principal, key))
+        return text
+
+    def _batch_in(self, db: Any, principal: str, reqs: list[WriteRequest]) -> list[WriteResult | MnemoError]:
         results: list[WriteResult | MnemoError | None] = [None] * len(reqs)
-        valid: list[int] = []
+        valid: list[tuple[int, str | None]] = []
         for i, req in enumerate(reqs):
             try:
-                check_write(req)
+                valid.append((i, check_write(req)))
             except MnemoError as exc:
                 results[i] = exc
-            else:
-                valid.append(i)
         now = timefmt.now_us()
         try:
-            written = self._insert_rows([(principal, reqs[i], now) for i in valid])
+            with _savepoint(db):
+                written = self.insert_checked(db, [(principal, reqs[i], now, meta) for i, meta in valid])
         except MnemoError:
-            for i in valid:
+            for i, meta in valid:
                 try:
-                    results[i] = self._insert_rows([(principal, reqs[i], now)])[0]
+                    with _savepoint(db):
+                        results[i] = self.insert_checked(db, [(principal, reqs[i], now, meta)])[0]
                 except MnemoError as exc:
                     results[i] = exc
         else:
-            for i, result in zip(valid, written, strict=True):
+            for (i, _), result in zip(valid, written, strict=True):
                 results[i] = result
         return [r for r in results if r is not None]
 
@@ -149,17 +197,6 @@ class MemoryOps(AtomOps, Database):
                 (principal, key, timefmt.now_us() - IDEMPOTENT_US),
             ).fetchone()
         return None if row is None else str(row[0])
-
-    def remember(self, principal: str, key: str, answer: str) -> None:
-        """Keep the answer of an idempotent request (older answers of everyone are forgotten here)."""
-        now = timefmt.now_us()
-        with self.transaction() as db:
-            db.execute("DELETE FROM idempotency WHERE at <= ?", (now - IDEMPOTENT_US,))
-            db.execute(
-                "INSERT INTO idempotency(principal, key, answer, at) VALUES (?,?,?,?) "
-                "ON CONFLICT (principal, key) DO UPDATE SET answer = excluded.answer, at = excluded.at",
-                (principal, key, answer, now),
-            )
 
     # -- single atoms by other handles ------------------------------------------------------
     def by_external_ref(self, principal: str, external_ref: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import MnemoError, Timeout, Unprocessable, ValidationError
-from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, Value, WriteRequest, room_of
+from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, Value, WriteRequest, WriteResult, room_of
 from mnemo_tui.server.envelope import Raw, dumps
 from mnemo_tui.server.validate import BodyInvalid, require, require_uuid
 
@@ -563,7 +563,14 @@ def write_batch(engine: Engine, who: str, call: Call) -> bytes:
     if refused:
         raise BodyInvalid(refused)
     items = [require("WriteRequestSchema", item) for item in b["items"]]
-    results = engine.write_batch(who, [_write_request(item) for item in items])
+    reqs = [_write_request(item) for item in items]
+    if key is None:
+        return _batch_answer(engine.write_batch(who, reqs))
+    # Claimed with the write: a concurrent request with the key waits for this one and returns its answer.
+    return engine.write_batch_once(who, key, reqs, lambda results: _batch_answer(results).decode()).encode()
+
+
+def _batch_answer(results: list[WriteResult | MnemoError]) -> bytes:
     answers: list[dict[str, Any]] = []
     for index, result in enumerate(results):
         if isinstance(result, MnemoError):
@@ -588,12 +595,9 @@ def write_batch(engine: Engine, who: str, call: Call) -> bytes:
                     "error": None,
                 }
             )
-    body = dumps(
+    return dumps(
         {"total_count": len(answers), "stored_count": sum(1 for a in answers if a["stored"]), "results": answers}
     )
-    if key is not None:
-        engine.remember(who, key, body.decode())
-    return body
 
 
 def atom_chain(engine: Engine, who: str, call: Call) -> dict[str, Any]:

@@ -3,7 +3,9 @@ retries that write once, text every engine stores alike, honest failures. Each t
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import threading
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -287,5 +289,52 @@ def test_metadata_filter_evaluation_checks_the_deadline_at_every_candidate(
         with pytest.raises(Timeout):
             routes._read(engine, "alice", body)
         assert len(checks) == 10
+    finally:
+        engine.close()
+
+
+# -- retries that write once (4) ------------------------------------------------------------------
+
+
+def test_twenty_concurrent_retries_with_one_key_write_once_and_answer_alike(target: Target) -> None:
+    body = json.dumps({"items": [{"content": f"batch item {i}", "domain": "once"} for i in range(200)]}).encode()
+    engines = [target.open() for _ in range(20)]
+    barrier = threading.Barrier(20)
+    answers: list[bytes | BaseException] = []
+
+    def retry(engine: Engine) -> None:
+        barrier.wait(timeout=60)
+        try:
+            answers.append(routes.write_batch(engine, "alice", routes.Call(body, {}, {"idempotency-key": "k-1"})))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            answers.append(exc)
+
+    threads = [threading.Thread(target=retry, args=(e,)) for e in engines]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert len(answers) == 20 and all(isinstance(a, bytes) for a in answers), answers
+        assert len(set(answers)) == 1  # byte for byte
+        assert json.loads(answers[0])["stored_count"] == 200  # type: ignore[arg-type]
+        assert engines[0].count_atoms("alice", "once") == 200
+        # A later retry gets the same answer; another key writes again.
+        again = routes.write_batch(engines[0], "alice", routes.Call(body, {}, {"idempotency-key": "k-1"}))
+        assert again == answers[0] and engines[0].count_atoms("alice", "once") == 200
+        routes.write_batch(engines[0], "alice", routes.Call(body, {}, {"idempotency-key": "k-2"}))
+        assert engines[0].count_atoms("alice", "once") == 400
+    finally:
+        for engine in engines:
+            engine.close()
+
+
+def test_a_keyed_batch_refused_in_part_keeps_each_items_answer(target: Target) -> None:
+    engine = target.open()
+    try:
+        items = [{"content": "mine", "domain": "d"}, {"content": "theirs", "domain": "xroom:room_" + "0" * 26}]
+        body = json.dumps({"items": items}).encode()
+        first = json.loads(routes.write_batch(engine, "alice", routes.Call(body, {}, {"idempotency-key": "k"})))
+        assert [r["stored"] for r in first["results"]] == [True, False] and engine.count_atoms("alice", "d") == 1
     finally:
         engine.close()
