@@ -205,6 +205,8 @@ class MemoryOps(AtomOps, Database):
         Raises:
             NotFound: no such atom.
         """
+        if "\x00" in external_ref:  # no ref is stored with one (refuse_nul): on every engine, nothing found
+            raise NotFound("no entry with that external_ref")
         with self.reading() as db:
             bucket = self.own_bucket(principal)
             row = db.execute(
@@ -257,6 +259,8 @@ class MemoryOps(AtomOps, Database):
             Forbidden: a room one is not a member of.
         """
         room_id = room_of(scope)
+        if "\x00" in fingerprint:  # none is stored with one (refuse_nul): on every engine, nothing found
+            return []
         with self.reading() as db:
             bucket = self.room_bucket(principal, room_id) if room_id is not None else self.own_bucket(principal)
             sql = (
@@ -290,7 +294,7 @@ class MemoryOps(AtomOps, Database):
             if domain is not None and room_id is None:
                 where += " AND a.domain = ?"
                 base.append(domain)
-            frontier = sorted(set(seeds))
+            frontier = sorted({s for s in seeds if "\x00" not in s})  # no concept holds a NUL (refuse_nul)
             visited: set[str] = set()
             edges: dict[tuple[str, str], GraphEdge] = {}
             truncated = False

@@ -32,6 +32,7 @@ from mnemo_tui.engine.feed import FeedOps, Matching
 from mnemo_tui.engine.keys import KeyOps
 from mnemo_tui.engine.memory import MemoryOps
 from mnemo_tui.engine.rooms import RoomOps
+from mnemo_tui.engine.rules import refuse_nul
 from mnemo_tui.engine.vault import VaultOps
 from mnemo_tui.errors import Conflict, LocalStateError, MnemoError, Unavailable, ValidationError
 from mnemo_tui.model import database_identity
@@ -74,9 +75,11 @@ def _pg(sql: str) -> str:
 
 
 def _param(value: Any) -> Any:
-    # PostgreSQL's text holds no NUL: stored as U+FFFD. Reads never see it, since every read returns
-    # the stored wire JSON, where a NUL is the escape \u0000.
-    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+    # PostgreSQL's text holds no NUL. Text to be stored is refused before (rules.refuse_nul); any other NUL
+    # is refused here too, never mapped to another character, which made two different texts one.
+    if isinstance(value, str) and "\x00" in value:
+        refuse_nul("a text", value)
+    return value
 
 
 def _params(params: Any) -> Any:
@@ -562,7 +565,8 @@ def copy_store(source: Any, url: str) -> dict[str, int]:
                         counts[table] = 0
                         with conn.cursor().copy(f"COPY {table} ({columns}{extra}) FROM STDIN") as out:
                             for row in src.execute(f"SELECT {columns} FROM {table}"):
-                                values = _params(row)
+                                # An older store may hold a NUL, which PostgreSQL's text cannot: U+FFFD instead.
+                                values = [v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in row]
                                 if table == "atoms":
                                     values.append(vector(int(row[2]), str(row[5])))  # bucket, content
                                 out.write_row(values)

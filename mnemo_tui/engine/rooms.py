@@ -6,6 +6,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.digests import compare_digest
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.atoms import AtomOps
+from mnemo_tui.engine.rules import refuse_nul
 from mnemo_tui.errors import Conflict, NotFound, ValidationError
 from mnemo_tui.model import ROOM_ID, Invite, Joined, Room, room_id_of
 
@@ -40,6 +41,8 @@ class RoomOps(AtomOps):
             raise ValidationError("room name must be 1 to 100 characters")
         if description is not None and len(description) > 1000:
             raise ValidationError("room description is at most 1000 characters")
+        refuse_nul("room name", name)
+        refuse_nul("room description", description)
         if room_id is not None and not ROOM_ID.match(room_id):
             raise ValidationError(f"{room_id!r} is not a room id")
         with self.transaction() as db:

@@ -14,11 +14,11 @@ import psycopg
 import pytest
 from conftest import Target
 
-from mnemo_tui.engine import memory, pg_schema
+from mnemo_tui.engine import memory, pg_schema, rules
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.postgres import PgStore, migrate
 from mnemo_tui.engine.store import Store
-from mnemo_tui.errors import Timeout
+from mnemo_tui.errors import Timeout, Unprocessable
 from mnemo_tui.model import RecentQuery, WriteRequest
 from mnemo_tui.server import routes
 
@@ -338,3 +338,70 @@ def test_a_keyed_batch_refused_in_part_keeps_each_items_answer(target: Target) -
         assert [r["stored"] for r in first["results"]] == [True, False] and engine.count_atoms("alice", "d") == 1
     finally:
         engine.close()
+
+
+# -- text every engine stores alike (5) and bounded depth (6) -----------------------------------------
+
+NUL_WRITES = [
+    ("content", {"content": "a\x00b"}),
+    ("domain", {"content": "x", "domain": "d\x00"}),
+    ("a concept", {"content": "x", "concepts": ["ok", "c\x00"]}),
+    ("a metadata key", {"content": "x", "metadata": {"k\x00": 1}}),
+    ("a metadata value", {"content": "x", "metadata": {"k": ["ok", {"deep": "v\x00"}]}}),
+    ("external_ref", {"content": "x", "external_ref": "x\x00y"}),
+    ("fingerprint", {"content": "x", "fingerprint": "f\x00"}),
+]
+
+
+@pytest.mark.parametrize(("field", "item"), NUL_WRITES, ids=[f for f, _ in NUL_WRITES])
+def test_a_nul_in_any_stored_text_is_a_422_on_every_engine(served: Served, field: str, item: dict[str, Any]) -> None:
+    response = served.call("POST", "/memory/write", item)
+    assert response.status_code == 422, response.text
+    assert response.json()["message"].startswith(field) and "NUL" in response.json()["message"]
+    batch = served.call("POST", "/memory/write-batch", {"items": [{"content": "fine"}, item]})
+    assert batch.status_code == 200 and [r["stored"] for r in batch.json()["results"]] == [True, False]
+    assert served.engine.count_atoms("alice", None) == 1  # only the fine one
+    # The embedded path (the CLI's) refuses it the same way.
+    request = WriteRequest(
+        content=item["content"],
+        domain=item.get("domain", "general"),
+        concepts=tuple(item.get("concepts", ())),
+        metadata=item.get("metadata"),
+        external_ref=item.get("external_ref"),
+        fingerprint=item.get("fingerprint"),
+    )
+    with pytest.raises(Unprocessable, match="NUL"):
+        served.engine.write("alice", request)
+
+
+def test_a_nul_in_a_secret_or_a_room_is_refused_and_lookups_with_one_find_nothing(served: Served) -> None:
+    with pytest.raises(Unprocessable):
+        served.engine.vault_add("alice", "alias", "con\x00text", "c2VhbGVk")
+    with pytest.raises(Unprocessable):
+        served.engine.create_room("alice", "na\x00me")
+    # "x\ufffdy" is stored; "x\x00y" is another text and finds nothing (PostgreSQL mapped one onto the other).
+    stored = served.engine.write("alice", WriteRequest(content="x", external_ref="x\ufffdy", fingerprint="f\ufffd"))
+    found = served.call("POST", "/memory/atoms/by-external-ref", {"external_ref": "x\ufffdy"})
+    assert found.status_code == 200 and found.json()["atom_id"] == stored.atom_id
+    assert served.call("POST", "/memory/atoms/by-external-ref", {"external_ref": "x\x00y"}).status_code == 404
+    read = served.call("POST", "/memory/read", {"query": "x", "fingerprint": "f\x00"})
+    assert read.status_code == 200 and read.json()["episodic_hit"] is False
+    graph = served.call("POST", "/memory/graph", {"seeds": ["s\x00"], "depth": 1})
+    assert graph.status_code == 200 and graph.json()["edges"] == []
+
+
+def test_metadata_nested_deeper_than_the_bound_is_a_422_not_a_500(served: Served) -> None:
+    deep: Any = "leaf"
+    for _ in range(965):
+        deep = {"k": deep}
+    raw = '{"content":"deep","metadata":' + '{"k":' * 965 + '"leaf"' + "}" * 965 + "}"
+    response = served.call("POST", "/memory/write", content=raw.encode(), headers={"Content-Type": "application/json"})
+    assert 400 <= response.status_code < 500, response.text
+    at_bound: Any = "leaf"
+    for _ in range(rules.MAX_METADATA_DEPTH):
+        at_bound = {"k": at_bound}
+    assert served.call("POST", "/memory/write", {"content": "ok", "metadata": at_bound}).status_code == 200
+    with pytest.raises(Unprocessable, match="nested more than 64"):
+        served.engine.write("alice", WriteRequest(content="deep", metadata=deep))
+    assert served.engine.count_atoms("alice", None) == 1
+
