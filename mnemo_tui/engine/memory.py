@@ -224,7 +224,11 @@ class MemoryOps(AtomOps, Database):
         """
         self.get(principal, atom)
         with self.reading() as db:
-            bucket = self.own_bucket(principal)
+            # The atom's own bucket, which `get` found readable: one's own store or a room (not always one's own).
+            row = db.execute("SELECT bucket FROM atoms WHERE atom_id = ?", (atom,)).fetchone()
+            if row is None:
+                raise NotFound(f"no entry {atom}")
+            bucket = int(row[0])
             seen: dict[str, tuple[int, str, str | None, list[str]]] = {}
             dangling: list[str] = []
             todo = [atom]

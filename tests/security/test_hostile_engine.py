@@ -405,3 +405,15 @@ def test_metadata_nested_deeper_than_the_bound_is_a_422_not_a_500(served: Served
         served.engine.write("alice", WriteRequest(content="deep", metadata=deep))
     assert served.engine.count_atoms("alice", None) == 1
 
+
+# -- the chain of a room entry (8) ----------------------------------------------------------------
+
+
+def test_the_chain_of_a_room_entry_is_complete(served: Served) -> None:
+    room = served.engine.create_room("alice", "team")
+    atom = served.engine.write("alice", WriteRequest(content="in the room", domain=room.address)).atom_id
+    chain = served.call("GET", f"/memory/atoms/{atom}/chain")
+    assert chain.status_code == 200, chain.text
+    body = chain.json()
+    assert body["dangling"] == [] and body["truncated"] is False
+    assert [(r["id"], r["is_head"], r["content"]) for r in body["revisions"]] == [(atom, True, "in the room")]
