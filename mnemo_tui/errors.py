@@ -52,6 +52,13 @@ class ValidationError(MnemoError):
     exit_code = 2
 
 
+class Unprocessable(ValidationError):
+    """A well-formed request past one of the engine's bounds (a cap on work, text no engine stores): 422,
+    the message naming the bound."""
+
+    status = 422
+
+
 class AuthError(MnemoError):
     """No key, a refused key, or no place to keep a key."""
 

@@ -14,7 +14,7 @@ from mnemo_tui import TYPE_CHECKING, timefmt
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.schema import LATEST, migrate
 from mnemo_tui.errors import Forbidden, LocalStateError, Timeout, Unavailable, ValidationError, WouldWait
-from mnemo_tui.model import room_of
+from mnemo_tui.model import dumps, room_of
 from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
 
 if TYPE_CHECKING:
@@ -212,6 +212,14 @@ class Brief:
         self._db.set_progress_handler(None, 0)
 
 
+def deadline(seconds: float) -> Timeout:
+    """The error of a request stopped at its deadline (both engines)."""
+    return Timeout(
+        f"the request ran past its {seconds:g} s limit and was stopped; ask for less (fewer or rarer words, a smaller top_k)",
+        details={"reason": "deadline", "limit_seconds": seconds},
+    )
+
+
 class Database:
     """One store file and one connection to it; the base every part of the embedded engine builds on.
 
@@ -241,6 +249,7 @@ class Database:
         self._brief = Brief(self.db)  # the same: a connection runs one block at a time
         self._file = _file_id(self.path)
         self._deadline: float | None = None
+        self._limit: float | None = None  # the seconds of the time limit the deadline comes from
         self._waits = True  # False after never_wait(): no lock is waited for
 
     def close(self) -> None:
@@ -280,6 +289,8 @@ class Database:
 
     def _write_failure(self, exc: sqlite3.OperationalError) -> Exception:
         text = str(exc)
+        if "interrupted" in text and self._limit is not None:
+            return deadline(self._limit)  # raised here, so a caller can say what was rolled back
         if "readonly" in text:
             return LocalStateError(
                 f"store {self.path} is read-only (a read-only mount or file): it can be read, not written"
@@ -342,22 +353,25 @@ class Database:
         if seconds is None:
             yield
             return
-        previous = self._deadline
-        self._deadline = time.monotonic() + seconds
+        previous, previous_limit = self._deadline, self._limit
+        self._deadline, self._limit = time.monotonic() + seconds, seconds
         self.db.set_progress_handler(lambda: int(time.monotonic() > (self._deadline or float("inf"))), 5_000)
         try:
             yield
         except sqlite3.OperationalError as exc:
             if "interrupted" not in str(exc):
                 raise
-            raise Timeout(
-                f"the request ran past its {seconds:g} s limit and was stopped; ask for less (fewer or rarer words, a smaller top_k)",
-                details={"reason": "deadline", "limit_seconds": seconds},
-            ) from None
+            raise deadline(seconds) from None
         finally:
-            self._deadline = previous
+            self._deadline, self._limit = previous, previous_limit
             if previous is None:
                 self.db.set_progress_handler(None, 0)
+
+    def check_time(self) -> None:
+        """Raise `Timeout` when the block's time limit has passed: what a loop of Python inside a request
+        calls between steps (the progress handler stops statements, not Python)."""
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            raise deadline(self._limit or 0.0)
 
     def reading(self) -> Reading:
         """The connection for reads (one statement is one snapshot), held by this thread meanwhile."""
@@ -398,6 +412,11 @@ class Database:
     def each_concept(self, alias: str) -> str:
         """A FROM item yielding each concept of atom `a` as `<alias>.value`."""
         return f"json_each(a.concepts) {alias}"
+
+    def one_of(self, column: str, values: list[str]) -> tuple[str, list[Any]]:
+        """`column` is one of `values`, as a condition with one parameter however many values there are
+        (one variable per value passed SQLite's limit of variables once data made the list long)."""
+        return f"{column} IN (SELECT value FROM json_each(?))", [dumps(values)]
 
     def stream(self, sql: str, params: list[Any] | tuple[Any, ...], chunk: int) -> Iterator[list[Any]]:
         """Every row of one statement, in chunks of `chunk` rows (the last one shorter): one statement is

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 
 from mnemo_tui import TYPE_CHECKING
@@ -56,7 +56,13 @@ class Engine(Protocol):
     def valences(self, atom_ids: list[str]) -> dict[str, float]: ...
     def write_batch(self, principal: str, reqs: list[m.WriteRequest]) -> list[m.WriteResult | MnemoError]: ...
     def remembered(self, principal: str, key: str) -> str | None: ...
-    def remember(self, principal: str, key: str, answer: str) -> None: ...
+    def write_batch_once(
+        self,
+        principal: str,
+        key: str,
+        reqs: list[m.WriteRequest],
+        answer: Callable[[list[m.WriteResult | MnemoError]], str],
+    ) -> str: ...
     def by_external_ref(self, principal: str, external_ref: str) -> str: ...
     def by_fingerprint(self, principal: str, scope: str | None, fingerprint: str) -> list[m.Entry]: ...
     def chain(self, principal: str, atom: str) -> m.Chain: ...
@@ -94,6 +100,10 @@ class Engine(Protocol):
     # -- the connection -------------------------------------------------------------------
     def time_limit(self, seconds: float | None) -> AbstractContextManager[None]:
         """Stop every statement run inside the block after `seconds` with `errors.Timeout`."""
+        ...
+
+    def check_time(self) -> None:
+        """Raise `errors.Timeout` once the block of `time_limit` has run past its seconds (for loops of Python)."""
         ...
 
     def never_wait(self) -> bool:

@@ -4,14 +4,15 @@ concept graph, export, domain wipes and reset, invites listed, and remembered id
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from itertools import combinations
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_write, spliced_entry, with_superseded_by
-from mnemo_tui.errors import MnemoError, NotFound
+from mnemo_tui.errors import MnemoError, NotFound, Unprocessable
 from mnemo_tui.model import (
     Chain,
     DomainWipe,
@@ -28,7 +29,21 @@ from mnemo_tui.model import (
 
 CHAIN_MAX = 200  # revisions one chain answer may resolve
 GRAPH_SCAN = 5000  # atoms one graph hop may read
+GRAPH_PAIRS = 200_000  # (concept, frontier concept) pairs one graph hop may weigh (then 422)
 IDEMPOTENT_US = 24 * 3600 * 1_000_000  # how long a remembered answer is kept
+
+
+@contextmanager
+def _savepoint(db: Any) -> Iterator[None]:
+    """A part of a write transaction undone alone when it raises (SQL both engines speak)."""
+    db.execute("SAVEPOINT batch_part")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK TO SAVEPOINT batch_part")
+        db.execute("RELEASE SAVEPOINT batch_part")
+        raise
+    db.execute("RELEASE SAVEPOINT batch_part")
 
 
 class MemoryOps(AtomOps, Database):
@@ -86,12 +101,9 @@ class MemoryOps(AtomOps, Database):
             if bucket is None or not atom_ids:
                 return 0, 0.0
             wanted = sorted(set(atom_ids))
-            marks = ",".join("?" * len(wanted))
+            named, values = self.one_of("atom_id", wanted)
             found = [
-                r[0]
-                for r in db.execute(
-                    f"SELECT atom_id FROM atoms WHERE bucket = ? AND atom_id IN ({marks})", (bucket, *wanted)
-                )
+                r[0] for r in db.execute(f"SELECT atom_id FROM atoms WHERE bucket = ? AND {named}", (bucket, *values))
             ]
             db.executemany(
                 "INSERT INTO feedback(atom_id, bucket, outcome, at) VALUES (?,?,?,?)",
@@ -99,10 +111,10 @@ class MemoryOps(AtomOps, Database):
             )
             if not found:
                 return 0, 0.0
-            marks = ",".join("?" * len(found))
+            named, values = self.one_of("atom_id", found)
             mean = db.execute(
-                f"SELECT avg(v) FROM (SELECT avg(outcome) AS v FROM feedback WHERE atom_id IN ({marks}) GROUP BY atom_id) AS per_atom",
-                found,
+                f"SELECT avg(v) FROM (SELECT avg(outcome) AS v FROM feedback WHERE {named} GROUP BY atom_id) AS per_atom",
+                values,
             ).fetchone()[0]
         return len(found), round(float(mean or 0.0), 6)
 
@@ -110,37 +122,70 @@ class MemoryOps(AtomOps, Database):
         """The mean reported outcome of each id that has feedback (callers pass only readable ids)."""
         if not atom_ids:
             return {}
-        marks = ",".join("?" * len(atom_ids))
+        named, values = self.one_of("atom_id", atom_ids)
         with self.reading() as db:
             rows = db.execute(
-                f"SELECT atom_id, avg(outcome) FROM feedback WHERE atom_id IN ({marks}) GROUP BY atom_id", atom_ids
+                f"SELECT atom_id, avg(outcome) FROM feedback WHERE {named} GROUP BY atom_id", values
             ).fetchall()
         return {r[0]: float(r[1]) for r in rows}
 
     # -- batches ---------------------------------------------------------------------------
     def write_batch(self, principal: str, reqs: list[WriteRequest]) -> list[WriteResult | MnemoError]:
-        """Store each request through the one insert path: every valid item in one transaction; when that
-        transaction is refused (a room one cannot write), item by item, so each gets its own answer."""
+        """Store each request through the one insert path, in one transaction: every valid item at once; when
+        that is refused (a room one cannot write), item by item, each in a savepoint, so each gets its own answer."""
+        with self.transaction() as db:
+            return self._batch_in(db, principal, reqs)
+
+    def write_batch_once(
+        self,
+        principal: str,
+        key: str,
+        reqs: list[WriteRequest],
+        answer: Callable[[list[WriteResult | MnemoError]], str],
+    ) -> str:
+        """`write_batch` under an idempotency key of the principal's: the key is claimed, the batch written and
+        its answer (`answer(results)`) kept in one transaction, so of concurrent requests with one key exactly
+        one writes and the others wait for it and return its answer, byte for byte (24 hours)."""
+        now = timefmt.now_us()
+        with self.transaction() as db:
+            db.execute("DELETE FROM idempotency WHERE at <= ?", (now - IDEMPOTENT_US,))
+            # The claim: a second transaction with the key waits here (the row's lock, or SQLite's write lock)
+            # until the first ends, then finds the key taken and reads the answer the first committed.
+            claimed = db.execute(
+                "INSERT INTO idempotency(principal, key, answer, at) VALUES (?,?,'',?) "
+                "ON CONFLICT (principal, key) DO NOTHING",
+                (principal, key, now),
+            ).rowcount
+            if claimed != 1:
+                row = db.execute(
+                    "SELECT answer FROM idempotency WHERE principal = ? AND key = ?", (principal, key)
+                ).fetchone()
+                return str(row[0])
+            text = answer(self._batch_in(db, principal, reqs))
+            db.execute("UPDATE idempotency SET answer = ? WHERE principal = ? AND key = ?", (text, principal, key))
+        return text
+
+    def _batch_in(self, db: Any, principal: str, reqs: list[WriteRequest]) -> list[WriteResult | MnemoError]:
         results: list[WriteResult | MnemoError | None] = [None] * len(reqs)
-        valid: list[int] = []
+        valid: list[tuple[int, str | None]] = []
         for i, req in enumerate(reqs):
             try:
-                check_write(req)
+                valid.append((i, check_write(req)))
             except MnemoError as exc:
                 results[i] = exc
-            else:
-                valid.append(i)
         now = timefmt.now_us()
         try:
-            written = self._insert_rows([(principal, reqs[i], now) for i in valid])
+            with _savepoint(db):
+                written = self.insert_checked(db, [(principal, reqs[i], now, meta) for i, meta in valid])
         except MnemoError:
-            for i in valid:
+            for i, meta in valid:
                 try:
-                    results[i] = self._insert_rows([(principal, reqs[i], now)])[0]
+                    with _savepoint(db):
+                        results[i] = self.insert_checked(db, [(principal, reqs[i], now, meta)])[0]
                 except MnemoError as exc:
                     results[i] = exc
         else:
-            for i, result in zip(valid, written, strict=True):
+            for (i, _), result in zip(valid, written, strict=True):
                 results[i] = result
         return [r for r in results if r is not None]
 
@@ -153,17 +198,6 @@ class MemoryOps(AtomOps, Database):
             ).fetchone()
         return None if row is None else str(row[0])
 
-    def remember(self, principal: str, key: str, answer: str) -> None:
-        """Keep the answer of an idempotent request (older answers of everyone are forgotten here)."""
-        now = timefmt.now_us()
-        with self.transaction() as db:
-            db.execute("DELETE FROM idempotency WHERE at <= ?", (now - IDEMPOTENT_US,))
-            db.execute(
-                "INSERT INTO idempotency(principal, key, answer, at) VALUES (?,?,?,?) "
-                "ON CONFLICT (principal, key) DO UPDATE SET answer = excluded.answer, at = excluded.at",
-                (principal, key, answer, now),
-            )
-
     # -- single atoms by other handles ------------------------------------------------------
     def by_external_ref(self, principal: str, external_ref: str) -> str:
         """The id of the principal's own atom written with `external_ref`.
@@ -171,6 +205,8 @@ class MemoryOps(AtomOps, Database):
         Raises:
             NotFound: no such atom.
         """
+        if "\x00" in external_ref:  # no ref is stored with one (refuse_nul): on every engine, nothing found
+            raise NotFound("no entry with that external_ref")
         with self.reading() as db:
             bucket = self.own_bucket(principal)
             row = db.execute(
@@ -188,7 +224,11 @@ class MemoryOps(AtomOps, Database):
         """
         self.get(principal, atom)
         with self.reading() as db:
-            bucket = self.own_bucket(principal)
+            # The atom's own bucket, which `get` found readable: one's own store or a room (not always one's own).
+            row = db.execute("SELECT bucket FROM atoms WHERE atom_id = ?", (atom,)).fetchone()
+            if row is None:
+                raise NotFound(f"no entry {atom}")
+            bucket = int(row[0])
             seen: dict[str, tuple[int, str, str | None, list[str]]] = {}
             dangling: list[str] = []
             todo = [atom]
@@ -223,6 +263,8 @@ class MemoryOps(AtomOps, Database):
             Forbidden: a room one is not a member of.
         """
         room_id = room_of(scope)
+        if "\x00" in fingerprint:  # none is stored with one (refuse_nul): on every engine, nothing found
+            return []
         with self.reading() as db:
             bucket = self.room_bucket(principal, room_id) if room_id is not None else self.own_bucket(principal)
             sql = (
@@ -256,7 +298,7 @@ class MemoryOps(AtomOps, Database):
             if domain is not None and room_id is None:
                 where += " AND a.domain = ?"
                 base.append(domain)
-            frontier = sorted(set(seeds))
+            frontier = sorted({s for s in seeds if "\x00" not in s})  # no concept holds a NUL (refuse_nul)
             visited: set[str] = set()
             edges: dict[tuple[str, str], GraphEdge] = {}
             truncated = False
@@ -265,26 +307,43 @@ class MemoryOps(AtomOps, Database):
                 if not frontier:
                     break
                 visited.update(frontier)
-                marks = ",".join("?" * len(frontier))
+                named, values = self.one_of("c.value", frontier)
                 rows = db.execute(
                     f"SELECT DISTINCT a.atom_id, a.concepts, a.created_at FROM atoms a, {self.each_concept('c')} "
-                    f"WHERE {where} AND c.value IN ({marks}) LIMIT ?",
-                    (*base, *frontier, GRAPH_SCAN + 1),
+                    f"WHERE {where} AND {named} LIMIT ?",
+                    (*base, *values, GRAPH_SCAN + 1),
                 ).fetchall()
                 if len(rows) > GRAPH_SCAN:
                     truncated, rows = True, rows[:GRAPH_SCAN]
                 pairs: dict[tuple[str, str], list[tuple[str, int]]] = {}
                 wanted = set(frontier)
+                steps = 0
                 for atom_id, concepts, created in rows:
-                    names = sorted(set(json.loads(concepts)))
-                    for a, b in combinations(names, 2):
-                        if a in wanted or b in wanted:
-                            pairs.setdefault((a, b), []).append((atom_id, int(created)))
+                    self.check_time()
+                    carried = set(json.loads(concepts))
+                    near = carried & wanted
+                    # Only pairs with a concept of the frontier: |names| x |near| steps, not |names|^2.
+                    steps += len(carried) * len(near)
+                    if steps > GRAPH_PAIRS:
+                        raise Unprocessable(
+                            f"the graph would weigh more than {GRAPH_PAIRS:,} pairs of concepts in one hop "
+                            "(GRAPH_PAIRS); ask for fewer hops (depth) or rarer seeds",
+                            details={"limit_pairs": GRAPH_PAIRS},
+                        )
+                    found_here: set[tuple[str, str]] = set()
+                    for a in near:
+                        for b in carried:
+                            if a != b:
+                                found_here.add((a, b) if a < b else (b, a))
+                    for pair in found_here:
+                        pairs.setdefault(pair, []).append((atom_id, int(created)))
                 names = sorted({n for pair in pairs for n in pair})
                 carrying = self._carrying(where, base, names) if names else {}
                 valence = self.valences(sorted({a for atoms in pairs.values() for a, _ in atoms}))
                 found: set[str] = set()
-                for (a, b), atoms in pairs.items():
+                for n, ((a, b), atoms) in enumerate(pairs.items()):
+                    if n % 4096 == 0:
+                        self.check_time()
                     if (a, b) in edges:
                         continue
                     count = len(atoms)
@@ -310,11 +369,11 @@ class MemoryOps(AtomOps, Database):
 
     def _carrying(self, where: str, base: list[object], names: list[str]) -> dict[str, int]:
         """How many atoms of the scope carry each concept."""
-        marks = ",".join("?" * len(names))
+        named, values = self.one_of("c.value", names)
         rows = self.db.execute(
             f"SELECT c.value, count(DISTINCT a.atom_id) FROM atoms a, {self.each_concept('c')} "
-            f"WHERE {where} AND c.value IN ({marks}) GROUP BY c.value",
-            (*base, *names),
+            f"WHERE {where} AND {named} GROUP BY c.value",
+            (*base, *values),
         ).fetchall()
         return {str(r[0]): int(r[1]) for r in rows}
 
@@ -346,15 +405,12 @@ class MemoryOps(AtomOps, Database):
             secrets = int(db.execute("SELECT count(*) FROM vault WHERE principal = ?", (principal,)).fetchone()[0])
             if bucket is None:
                 return DomainWipe(0, secrets, 0)
-            atoms = [
-                r[0] for r in db.execute("SELECT atom_id FROM atoms WHERE bucket = ? AND domain = ?", (bucket, domain))
-            ]
-            inside = set(atoms)
-            hidden = 0
-            for atom in atoms:
-                row = db.execute("SELECT supersedes FROM atoms WHERE atom_id = ?", (atom,)).fetchone()
-                hidden += sum(1 for old in json.loads(row[0] or "[]") if old not in inside)
-            deleted = sum(self.delete_one(db, bucket, atom) for atom in atoms)
+            rows = db.execute(
+                "SELECT atom_id, supersedes FROM atoms WHERE bucket = ? AND domain = ?", (bucket, domain)
+            ).fetchall()
+            inside = {r[0] for r in rows}
+            hidden = sum(1 for _, before in rows for old in json.loads(before or "[]") if old not in inside)
+            deleted = self.delete_set(db, bucket, domain)
         return DomainWipe(deleted, secrets, hidden)
 
     def reset(self, principal: str) -> int:
@@ -363,8 +419,7 @@ class MemoryOps(AtomOps, Database):
             bucket = self.own_bucket(principal)
             if bucket is None:
                 return 0
-            atoms = [r[0] for r in db.execute("SELECT atom_id FROM atoms WHERE bucket = ?", (bucket,))]
-            deleted = sum(self.delete_one(db, bucket, atom) for atom in atoms)
+            deleted = self.delete_set(db, bucket)
             db.execute("DELETE FROM feedback WHERE bucket = ?", (bucket,))
         return deleted
 

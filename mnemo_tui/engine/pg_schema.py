@@ -134,10 +134,17 @@ def m002_search(db: Executes) -> None:
     db.execute("CREATE INDEX atoms_search ON atoms USING gin (search)")
 
 
+def m003_superseded_by(db: Executes) -> None:
+    # A delete clears `superseded_by` where it names the deleted atom: without an index each delete
+    # scanned its bucket (see engine/schema.py's migration 5).
+    db.execute("CREATE INDEX atoms_superseded_by ON atoms (superseded_by) WHERE superseded_by IS NOT NULL")
+
+
 # Each migration is applied in its own transaction; `search_backfill` is run by the engine after
 # m002 on a database that already held entries (it needs the Python tokenizer).
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "full-text search", m002_search),
+    (3, "superseded_by indexed", m003_superseded_by),
 ]
 LATEST = MIGRATIONS[-1][0]

@@ -27,13 +27,14 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from mnemo_tui.engine import fts
 from mnemo_tui.engine import pg_schema as schema
 from mnemo_tui.engine.atoms import AtomOps, insert_sql
-from mnemo_tui.engine.database import Clock, Database
+from mnemo_tui.engine.database import Clock, Database, deadline
 from mnemo_tui.engine.feed import FeedOps, Matching
 from mnemo_tui.engine.keys import KeyOps
 from mnemo_tui.engine.memory import MemoryOps
 from mnemo_tui.engine.rooms import RoomOps
+from mnemo_tui.engine.rules import refuse_nul
 from mnemo_tui.engine.vault import VaultOps
-from mnemo_tui.errors import Conflict, LocalStateError, MnemoError, Timeout, Unavailable, ValidationError
+from mnemo_tui.errors import Conflict, LocalStateError, MnemoError, Unavailable, ValidationError
 from mnemo_tui.model import database_identity
 
 DEFAULT_POOL = 8
@@ -74,9 +75,11 @@ def _pg(sql: str) -> str:
 
 
 def _param(value: Any) -> Any:
-    # PostgreSQL's text holds no NUL: stored as U+FFFD. Reads never see it, since every read returns
-    # the stored wire JSON, where a NUL is the escape \u0000.
-    return value.replace("\x00", "\ufffd") if isinstance(value, str) and "\x00" in value else value
+    # PostgreSQL's text holds no NUL. Text to be stored is refused before (rules.refuse_nul); any other NUL
+    # is refused here too, never mapped to another character, which made two different texts one.
+    if isinstance(value, str) and "\x00" in value:
+        refuse_nul("a text", value)
+    return value
 
 
 def _params(params: Any) -> Any:
@@ -163,11 +166,7 @@ def failure(url: str, exc: BaseException, limit: float | None = None) -> MnemoEr
     """The mnemo error a driver failure means (None: a bug, left to the caller's 500), password scrubbed."""
     text = _scrub(url, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
     if isinstance(exc, psycopg.errors.QueryCanceled):
-        seconds = limit if limit is not None else 0.0
-        return Timeout(
-            f"the request ran past its {seconds:g} s limit and was stopped; ask for less (fewer or rarer words, a smaller top_k)",
-            details={"reason": "deadline", "limit_seconds": seconds},
-        )
+        return deadline(limit if limit is not None else 0.0)
     if isinstance(exc, psycopg.errors.TransactionRollback):  # a deadlock or serialization failure
         return Unavailable("the write met a concurrent one and was rolled back; retry it")
     if isinstance(exc, psycopg.errors.UniqueViolation):
@@ -286,6 +285,7 @@ class PgDatabase(Database):
         self.identity = redacted(url)  # first: a malformed URL is refused before anything connects
         self.url = url
         self._limit: float | None = None
+        self._deadline: float | None = None
         self._own: dict[str, int] = {}
         self._current: PgConnection | None = None
         try:
@@ -374,12 +374,13 @@ class PgDatabase(Database):
     @contextmanager
     def time_limit(self, seconds: float | None) -> Iterator[None]:
         """Every statement run inside the block is stopped by the server past `seconds` (`statement_timeout`)."""
-        previous = self._limit
+        previous = self._limit, self._deadline
         self._limit = seconds
+        self._deadline = None if seconds is None else time.monotonic() + seconds
         try:
             yield
         finally:
-            self._limit = previous
+            self._limit, self._deadline = previous
 
     def never_wait(self) -> bool:
         """Every call is a round trip to the server: none is made on an event loop."""
@@ -415,6 +416,10 @@ class PgDatabase(Database):
 
     def each_concept(self, alias: str) -> str:
         return f"jsonb_array_elements_text(a.concepts::jsonb) AS {alias}(value)"
+
+    def one_of(self, column: str, values: list[str]) -> tuple[str, list[Any]]:
+        """`column` is one of `values`: one array parameter."""
+        return f"{column} = ANY(?::text[])", [values]
 
     def stream(self, sql: str, params: list[Any] | tuple[Any, ...], chunk: int) -> Iterator[list[Any]]:
         """Every row of one statement through a server-side cursor, in chunks, from one snapshot."""
@@ -560,7 +565,8 @@ def copy_store(source: Any, url: str) -> dict[str, int]:
                         counts[table] = 0
                         with conn.cursor().copy(f"COPY {table} ({columns}{extra}) FROM STDIN") as out:
                             for row in src.execute(f"SELECT {columns} FROM {table}"):
-                                values = _params(row)
+                                # An older store may hold a NUL, which PostgreSQL's text cannot: U+FFFD instead.
+                                values = [v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in row]
                                 if table == "atoms":
                                     values.append(vector(int(row[2]), str(row[5])))  # bucket, content
                                 out.write_row(values)

@@ -6,6 +6,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.digests import compare_digest
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.atoms import AtomOps
+from mnemo_tui.engine.rules import refuse_nul
 from mnemo_tui.errors import Conflict, NotFound, ValidationError
 from mnemo_tui.model import ROOM_ID, Invite, Joined, Room, room_id_of
 
@@ -40,6 +41,8 @@ class RoomOps(AtomOps):
             raise ValidationError("room name must be 1 to 200 characters")
         if description is not None and len(description) > 2000:
             raise ValidationError("room description is at most 2000 characters")
+        refuse_nul("room name", name)
+        refuse_nul("room description", description)
         if room_id is not None and not ROOM_ID.match(room_id):
             raise ValidationError(f"{room_id!r} is not a room id")
         with self.transaction() as db:
@@ -79,8 +82,7 @@ class RoomOps(AtomOps):
         with self.transaction() as db:
             self.require_owner(principal, room_id, "delete it")
             bucket = self.room_bucket(principal, room_id)
-            atoms = [r[0] for r in db.execute("SELECT atom_id FROM atoms WHERE bucket = ?", (bucket,))]
-            deleted = sum(self.delete_one(db, bucket, atom) for atom in atoms)
+            deleted = self.delete_set(db, bucket)
             db.execute("DELETE FROM feedback WHERE bucket = ?", (bucket,))
             db.execute("DELETE FROM invites WHERE room_id = ?", (room_id,))
             db.execute("DELETE FROM members WHERE room_id = ?", (room_id,))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from mnemo_tui import TYPE_CHECKING, timefmt
-from mnemo_tui.errors import ValidationError
+from mnemo_tui.errors import Unprocessable, ValidationError
 from mnemo_tui.model import (
     MAX_CONCEPTS,
     MAX_CONTENT,
@@ -25,6 +25,43 @@ if TYPE_CHECKING:
 
 MAX_QUERY = 5000
 MAX_TOP_K = 500
+MAX_METADATA_DEPTH = 64  # objects and lists nested in metadata (its serializer recursed ~1,000 levels, then failed)
+
+
+def refuse_nul(field: str, value: object) -> None:
+    """Raise `Unprocessable` when a text to be stored holds a NUL: PostgreSQL's text cannot hold one, so every
+    engine refuses it alike (a NUL in a search query is only a word separator, see `query_words`)."""
+    if isinstance(value, str) and "\x00" in value:
+        raise Unprocessable(
+            f"{field} holds a NUL character (\\u0000), which no text is stored with; remove it",
+            details={"field": field},
+        )
+
+
+def check_metadata_tree(metadata: object) -> None:
+    """Metadata's depth and text, walked without recursion: at most `MAX_METADATA_DEPTH` levels, no NUL in a
+    key or a string.
+
+    Raises:
+        Unprocessable: nested too deep, or a NUL in a key or a string.
+    """
+    stack: list[tuple[object, int]] = [(metadata, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > MAX_METADATA_DEPTH:
+                raise Unprocessable(
+                    f"metadata is nested more than {MAX_METADATA_DEPTH} levels deep (MAX_METADATA_DEPTH)",
+                    details={"limit_depth": MAX_METADATA_DEPTH},
+                )
+            if isinstance(value, dict):
+                for key, inner in value.items():
+                    refuse_nul("a metadata key", key)
+                    stack.append((inner, depth + 1))
+            else:
+                stack.extend((inner, depth + 1) for inner in value)
+        else:
+            refuse_nul("a metadata value", value)
 
 
 def with_superseded_by(wire: str, superseded_by: str | None) -> str:
@@ -80,6 +117,18 @@ def check_write(req: WriteRequest) -> str | None:
             raise ValidationError("room entries cannot supersede (supersedes is refused with an xroom: domain)")
     if len(req.concepts) > MAX_CONCEPTS:
         raise ValidationError(f"at most {MAX_CONCEPTS} concepts")
+    for field, value in (
+        ("content", req.content),
+        ("domain", req.domain),
+        ("external_ref", req.external_ref),
+        ("fingerprint", req.fingerprint),
+        ("agent", req.agent),
+        ("agent_name", req.agent_name),
+        ("client_env", req.client_env),
+    ):
+        refuse_nul(field, value)
+    for concept in req.concepts:
+        refuse_nul("a concept", concept)
     if req.external_ref is not None and not 1 <= len(req.external_ref) <= MAX_EXTERNAL_REF:
         raise ValidationError(f"external_ref must be 1 to {MAX_EXTERNAL_REF} characters")
     if len(req.supersedes) > MAX_SUPERSEDES:
@@ -96,6 +145,7 @@ def check_write(req: WriteRequest) -> str | None:
                 raise ValidationError(f"supersedes: {old!r} is not an atom id") from None
     if req.metadata is None:
         return None
+    check_metadata_tree(req.metadata)
     try:
         metadata = json.dumps(req.metadata, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except ValueError:

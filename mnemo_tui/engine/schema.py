@@ -178,6 +178,13 @@ def m004_feedback(db: sqlite3.Connection) -> None:
     )
 
 
+@migration(5, "superseded_by indexed")
+def m005_superseded_by(db: sqlite3.Connection) -> None:
+    # A delete clears `superseded_by` where it names the deleted atom: without an index each delete
+    # scanned its bucket, and a 10,000-entry domain or room could not be deleted within a request.
+    db.execute("CREATE INDEX atoms_superseded_by ON atoms (superseded_by) WHERE superseded_by IS NOT NULL")
+
+
 def migrate(db: sqlite3.Connection) -> int:
     """Apply every pending migration, each in its own `BEGIN IMMEDIATE` transaction; returns the version."""
     version = int(db.execute("PRAGMA user_version").fetchone()[0])

@@ -7,6 +7,7 @@ import json
 from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.database import Database
+from mnemo_tui.engine.rules import refuse_nul
 from mnemo_tui.errors import Conflict, NotFound, ValidationError
 from mnemo_tui.model import ALIAS_SHAPE, MAX_SECRET_CONTEXT, SecretInfo
 
@@ -40,6 +41,9 @@ class VaultOps(Database):
             raise ValidationError("the secret's value is empty")
         if len(context) > MAX_SECRET_CONTEXT:
             raise ValidationError(f"context is at most {MAX_SECRET_CONTEXT} characters")
+        refuse_nul("context", context)
+        for concept in concepts:
+            refuse_nul("a concept", concept)
         with self.transaction() as db:
             if db.execute("SELECT 1 FROM vault WHERE principal = ? AND alias = ?", (principal, alias)).fetchone():
                 raise Conflict(f"a secret named {alias!r} exists already")

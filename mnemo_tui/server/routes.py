@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
-from mnemo_tui.errors import MnemoError, ValidationError
-from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, Value, WriteRequest, room_of
+from mnemo_tui.errors import MnemoError, Timeout, Unprocessable, ValidationError
+from mnemo_tui.model import ROOM_PREFIX, RecentQuery, SearchQuery, Value, WriteRequest, WriteResult, room_of
 from mnemo_tui.server import bodies
 from mnemo_tui.server.bodies import M, require_uuid
 from mnemo_tui.server.envelope import Raw, dumps
 
+T = TypeVar("T")
 DUPLICATE_REASON = "duplicate external_ref: the first atom was returned"
 MAX_ANSWER = 16 << 20  # bytes one search answer may hold (read, read-batch, query)
+MAX_CONDITIONS = 64  # metadata_filter conditions one read may hold (each is evaluated for every candidate)
 
 
 class Call(Value):
@@ -126,6 +129,11 @@ def _read(engine: Engine, who: str, b: dict[str, Any], budget: AnswerBudget | No
     top_k = int(b["top_k"])
     hints = [c for c in b.get("concepts") or [] if isinstance(c, str)]
     conditions: list[dict[str, Any]] = list(b.get("metadata_filter") or [])
+    if len(conditions) > MAX_CONDITIONS:
+        raise Unprocessable(
+            f"metadata_filter holds at most {MAX_CONDITIONS} conditions (MAX_CONDITIONS), got {len(conditions)}",
+            details={"limit_conditions": MAX_CONDITIONS},
+        )
     authors = {field: b[name] for name, field in _AUTHOR.items() if b.get(name) is not None}
     external = b.get("author_is_external")
     recency = b.get("order_by") == "recency" or b.get("strategy") == "temporal"
@@ -161,8 +169,10 @@ def _read(engine: Engine, who: str, b: dict[str, Any], budget: AnswerBudget | No
         if external is True:  # every author of an embedded store is internal
             continue
         metadata = extras.get(hit.entry.atom_id, ({}, None))[0]
-        if conditions and not _matches_metadata(metadata, conditions):
-            continue
+        if conditions:
+            engine.check_time()  # the conditions are Python: the deadline that stops SQL does not stop them
+            if not _matches_metadata(metadata, conditions):
+                continue
         v = valence.get(hit.entry.atom_id, 0.0)
         score = hit.relevance * (1 + FEEDBACK_WEIGHT * v)
         if hints and set(hints) & set(data.get("concepts") or []):
@@ -214,8 +224,12 @@ def _read(engine: Engine, who: str, b: dict[str, Any], budget: AnswerBudget | No
         items.append(item)
     expanded: list[str] = []
     if hints and b.get("include_associations", True):
-        graph = engine.graph(who, hints[:20], depth=1, domain=b.get("domain"), min_weight=0.0, limit=50)
-        expanded = sorted({n for e in graph.edges for n in (e.source, e.target)} - set(hints))
+        try:
+            graph = engine.graph(who, hints[:20], depth=1, domain=b.get("domain"), min_weight=0.0, limit=50)
+        except Unprocessable:
+            pass  # concepts past the graph's cap expand to nothing: the read itself still answers
+        else:
+            expanded = sorted({n for e in graph.edges for n in (e.source, e.target)} - set(hints))
     return {
         "items": items,
         "episodic_hit": bool(episodic),
@@ -328,11 +342,27 @@ def rooms_join(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     return joined.wire(f"Read it with domain {joined.address} (mnemo recent --scope {joined.address}).")
 
 
+def _whole_delete(what: str, delete: Callable[[], T], parts: bool = False) -> T:
+    """A deletion of many entries, which is one transaction: past the deadline it is rolled back whole,
+    and the answer says so and what to do (docs/server.md)."""
+    try:
+        return delete()
+    except Timeout as exc:
+        seconds = exc.details.get("limit_seconds", 0) if exc.details else 0
+        raise Timeout(
+            f"deleting {what} ran past the request's {seconds:g} s limit and was rolled back whole: nothing was "
+            "deleted; retry when the server is less busy"
+            + (", or delete some of its entries first (DELETE /memory/atoms/{atom_id})" if parts else ""),
+            details=exc.details,
+        ) from None
+
+
 def rooms_delete(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`DELETE /memory/rooms/{room_id}`: our extension (the hosted plane has none); owner only, the room's
     entries, invites and members go with it; an unknown room reads like a foreign one (403)."""
     room_id = call.params["room_id"]
-    return {"room_id": room_id, "deleted": engine.delete_room(who, room_id), "status": "deleted"}
+    deleted = _whole_delete("the room", lambda: engine.delete_room(who, room_id))
+    return {"room_id": room_id, "deleted": deleted, "status": "deleted"}
 
 
 # -- vault ----------------------------------------------------------------------------------
@@ -448,7 +478,14 @@ def write_batch(engine: Engine, who: str, call: Call) -> bytes:
         if before is not None:
             return before.encode()
     items = call.body(bodies.WriteBatch).items
-    results = engine.write_batch(who, [_write_request(item) for item in items])
+    reqs = [_write_request(item) for item in items]
+    if key is None:
+        return _batch_answer(engine.write_batch(who, reqs))
+    # Claimed with the write: a concurrent request with the key waits for this one and returns its answer.
+    return engine.write_batch_once(who, key, reqs, lambda results: _batch_answer(results).decode()).encode()
+
+
+def _batch_answer(results: list[WriteResult | MnemoError]) -> bytes:
     answers: list[dict[str, Any]] = []
     for index, result in enumerate(results):
         if isinstance(result, MnemoError):
@@ -473,12 +510,9 @@ def write_batch(engine: Engine, who: str, call: Call) -> bytes:
                     "error": None,
                 }
             )
-    body = dumps(
+    return dumps(
         {"total_count": len(answers), "stored_count": sum(1 for a in answers if a["stored"]), "results": answers}
     )
-    if key is not None:
-        engine.remember(who, key, body.decode())
-    return body
 
 
 def atom_chain(engine: Engine, who: str, call: Call) -> dict[str, Any]:
@@ -538,7 +572,7 @@ def domain_delete(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     domain = call.params["domain"]
     if room_of(domain) is not None:
         raise ValidationError("a room is not wiped by domain; delete its entries one by one")
-    wipe = engine.delete_domain(who, domain)
+    wipe = _whole_delete("the domain", lambda: engine.delete_domain(who, domain), parts=True)
     return {
         "deleted": wipe.deleted,
         "domain": domain,
@@ -549,7 +583,10 @@ def domain_delete(engine: Engine, who: str, call: Call) -> dict[str, Any]:
 
 def reset(engine: Engine, who: str, call: Call) -> dict[str, Any]:
     """`DELETE /memory/reset`: every entry of one's own store (only when the server allows it; app.py)."""
-    return {"deleted": engine.reset(who), "status": "cleared"}
+    return {
+        "deleted": _whole_delete("your store's entries", lambda: engine.reset(who), parts=True),
+        "status": "cleared",
+    }
 
 
 def consolidate(engine: Engine, who: str, call: Call) -> dict[str, Any]:

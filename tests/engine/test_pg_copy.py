@@ -33,7 +33,7 @@ def _fill(path: Path) -> dict[str, Any]:
         store.vault_add("local", "db-pass", "the staging database", "c2VhbGVk")
         key = store.create_key("local")[1]
         store.feedback("local", [ids[3], ids[4]], 0.5)
-        store.remember("local", "idem-1", '{"ok":true}')
+        store.write_batch_once("local", "idem-1", [], lambda _: '{"ok":true}')
         page = store.recent("local", RecentQuery(limit=10))
         return {"ids": ids, "newer": newer.atom_id, "room": room, "key": key, "page": page}
     finally:
