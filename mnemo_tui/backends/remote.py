@@ -224,6 +224,7 @@ class RemoteBackend(Backend):
         backoff: float = BACKOFF,
         max_wait: float = MAX_WAIT,
         sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         endpoint = endpoint.rstrip("/")
         if not endpoint.startswith(("http://", "https://")):
@@ -235,6 +236,7 @@ class RemoteBackend(Backend):
         self.backoff = backoff
         self.max_wait = max_wait
         self._sleep = sleep
+        self._jitter = jitter  # a draw in [0, 1) that spreads the waits of many clients (tests fix it)
         try:
             self._client = Transport(
                 endpoint,
@@ -278,7 +280,7 @@ class RemoteBackend(Backend):
     # -- transport ----------------------------------------------------------------------------
 
     def _delay(self, attempt: int) -> float:
-        return float(min(self.max_wait, self.backoff * (2**attempt) * (0.5 + random.random() / 2)))
+        return float(min(self.max_wait, self.backoff * (2**attempt) * (0.5 + self._jitter() / 2)))
 
     def _call(self, method: str, path: str, body: Any = None, *, idempotent: bool = True) -> Any:
         """One call's parsed JSON answer (see `_send`)."""
