@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from wire_servers import refusing_port
 
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.backends.transport import NotSent, Transport, TransportError, _stale, proxy_for
@@ -221,17 +222,16 @@ def _wait_seen(server: RawServer, count: int) -> None:
 
 
 def test_a_refused_connection_is_not_sent_so_even_a_write_is_retried() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+    with refusing_port() as sock:
         port = sock.getsockname()[1]
-    transport = Transport(f"http://127.0.0.1:{port}", {}, connect_timeout=1, read_timeout=1, environ={})
-    with pytest.raises(NotSent) as refused:
-        transport.request("GET", "/health", None, {})
-    assert refused.value.sent is False and refused.value.reason == "connection refused"
-    sleeps: list[float] = []
-    backend = RemoteBackend(f"http://127.0.0.1:{port}/api/v1", KEY, sleep=sleeps.append, retries=2)
-    with pytest.raises(Unavailable, match=r"connection refused\) after 3 attempt"):
-        backend.write(WriteRequest(content="x"))
+        transport = Transport(f"http://127.0.0.1:{port}", {}, connect_timeout=1, read_timeout=1, environ={})
+        with pytest.raises(NotSent) as refused:
+            transport.request("GET", "/health", None, {})
+        assert refused.value.sent is False and refused.value.reason == "connection refused"
+        sleeps: list[float] = []
+        backend = RemoteBackend(f"http://127.0.0.1:{port}/api/v1", KEY, sleep=sleeps.append, retries=2)
+        with pytest.raises(Unavailable, match=r"connection refused\) after 3 attempt"):
+            backend.write(WriteRequest(content="x"))
     assert len(sleeps) == 2
 
 
