@@ -6,24 +6,32 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 
+# What the tests need: without it they would skip, and CI (CI=true) fails on any skip.
 need=()
-command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v jq >/dev/null 2>&1 || need+=(jq)  # the README's usage examples pipe NDJSON into jq
-command -v curl >/dev/null 2>&1 || need+=(curl)
-command -v wrk >/dev/null 2>&1 || need+=(wrk)  # the server load benchmark (benchmarks/bench_wrk.py); the tests do not need it
-command -v rsvg-convert >/dev/null 2>&1 || need+=(librsvg2-bin)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)  # a self-signed certificate for the TLS test
+command -v unshare >/dev/null 2>&1 || need+=(util-linux)  # the read-only mount test, as root
 # the PostgreSQL engine's tests start their own cluster with the server binaries (initdb, pg_ctl)
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || need+=(postgresql)
-[ -e /usr/share/fonts/truetype/firacode ] || [ -e /usr/share/fonts/opentype/firacode ] || need+=(fonts-firacode)
-if [ ${#need[@]} -gt 0 ]; then
-  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    echo "setup-dev: installing ${need[*]}" >&2
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null) \
-      || echo "setup-dev: could not install ${need[*]}; the tests that need them will be skipped" >&2
-  else
-    echo "setup-dev: missing ${need[*]} (install them for the full suite)" >&2
-  fi
+# What the benchmarks and screenshots use; the tests do not.
+want=()
+command -v sqlite3 >/dev/null 2>&1 || want+=(sqlite3)
+command -v curl >/dev/null 2>&1 || want+=(curl)
+command -v wrk >/dev/null 2>&1 || want+=(wrk)  # the server load benchmark (benchmarks/bench_wrk.py)
+command -v rsvg-convert >/dev/null 2>&1 || want+=(librsvg2-bin)
+[ -e /usr/share/fonts/truetype/firacode ] || [ -e /usr/share/fonts/opentype/firacode ] || want+=(fonts-firacode)
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ] || return 1
+  echo "setup-dev: installing $*" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+if [ ${#want[@]} -gt 0 ]; then
+  apt_install "${want[@]}" || echo "setup-dev: missing ${want[*]} (the benchmarks and screenshots use them)" >&2
+fi
+if [ ${#need[@]} -gt 0 ] && ! apt_install "${need[@]}"; then
+  echo "setup-dev: cannot install ${need[*]}, which the tests need; install them and run again" >&2
+  exit 1
 fi
 
 python3 -m venv "$VENV"

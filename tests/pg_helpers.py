@@ -40,6 +40,7 @@ NO_POSTGRES = (
 
 
 def _free_port() -> int:
+    """A port free now (postgres must be told one; `start_cluster` retries when it was taken meanwhile)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -123,7 +124,18 @@ def start_cluster() -> Cluster:
         "UTF8",
         "--locale=C.UTF-8",
     )
-    cluster.start()
+    # postgres binds the port itself (`-p`): one picked free may be taken by another test process
+    # before the cluster starts; then the log says so and the cluster starts again on another port.
+    for attempt in range(5):
+        try:
+            cluster.start()
+            break
+        except subprocess.CalledProcessError:
+            log = cluster.folder / "log"
+            if attempt == 4 or "already in use" not in (log.read_text(errors="replace") if log.exists() else ""):
+                raise
+            log.unlink()
+            cluster.port = _free_port()
     import psycopg
 
     with psycopg.connect(cluster.admin_url(), autocommit=True) as conn:

@@ -11,12 +11,13 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -131,11 +132,9 @@ def all_entries(store: Path, scope_bucket_sql: str = "") -> list[tuple[int, str,
 # -- a real `mnemo serve` -------------------------------------------------------------------
 
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+# The line `mnemo serve` prints once its socket is bound: with `--port 0` the OS picks the port and
+# this line names it, so no port is chosen here, released, then raced for by another test process.
+READY = re.compile(r"ready at (http://\S+/api/v1)")
 
 
 @dataclass
@@ -179,28 +178,32 @@ def make_key(store: Path | Any, principal: str) -> str:
         s.close()
 
 
-def start_server(
-    store: Path | Any, home: Path, principals: tuple[str, ...] = ("alice",), port: int | None = None
-) -> Server:
-    """Start `mnemo serve` on a free loopback port over `store` (or a conftest `Target`: a PostgreSQL database too),
-    with a key per principal; wait until healthy."""
+def start_server(store: Path | Any, home: Path, principals: tuple[str, ...] = ("alice",)) -> Server:
+    """Start `mnemo serve` on a loopback port the OS picks over `store` (or a conftest `Target`: a
+    PostgreSQL database too), with a key per principal; wait until it names its port and is healthy."""
     import urllib.request
 
     keys = {p: make_key(store, p) for p in principals}
-    port = port or free_port()
-    log = home / f"serve-{port}.log"
+    fd, log_name = tempfile.mkstemp(prefix="serve-", suffix=".log", dir=home)
+    log = Path(log_name)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
     where = "MNEMO_DATABASE_URL" if getattr(store, "engine", "sqlite") == "postgres" else "MNEMO_STORE"
     env.update({"MNEMO_HOME": str(home), where: str(getattr(store, "location", store)), "NO_COLOR": "1"})
-    with open(log, "wb") as fh:
+    with os.fdopen(fd, "wb") as fh:
         proc = subprocess.Popen(
-            [MNEMO, "serve", "--host", "127.0.0.1", "--port", str(port)], stdout=fh, stderr=subprocess.STDOUT, env=env
+            [MNEMO, "serve", "--host", "127.0.0.1", "--port", "0"], stdout=fh, stderr=subprocess.STDOUT, env=env
         )
-    server = Server(store=store, home=home, port=port, proc=proc, log=log, keys=keys)
-    deadline = time.monotonic() + 30
+    server = Server(store=store, home=home, port=0, proc=proc, log=log, keys=keys)
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"mnemo serve exited with {proc.returncode}: {server.log_text()[-2000:]}")
+        if not server.port:
+            ready = READY.search(server.log_text())
+            if ready is None:
+                time.sleep(0.05)
+                continue
+            server.port = int(urllib.parse.urlsplit(ready.group(1)).port or 0)
         try:
             with urllib.request.urlopen(server.base + "/health", timeout=2) as resp:
                 if resp.status == 200:
@@ -208,7 +211,7 @@ def start_server(
         except OSError:
             time.sleep(0.1)
     server.stop()
-    raise RuntimeError("mnemo serve did not become healthy in 30 s")
+    raise RuntimeError(f"mnemo serve did not become healthy in 60 s: {server.log_text()[-2000:]}")
 
 
 @contextlib.contextmanager

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import threading
@@ -12,8 +11,7 @@ from pathlib import Path
 
 import httpx
 from conftest import MNEMO
-
-READY = re.compile(r"ready at (http://\S+/api/v1)")
+from reliability_helpers import READY
 
 
 @dataclass

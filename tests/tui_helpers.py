@@ -110,7 +110,8 @@ def ids(entries: list[Entry | None]) -> list[str]:
 async def settle(pilot: Pilot[None], rounds: int = 4) -> None:
     """Let workers finish and their messages be handled, including workers started by those handlers.
 
-    At least `rounds` rounds, then on until two rounds in a row end with no worker left (bounded).
+    At least `rounds` rounds, then on until two rounds in a row end with no worker left; raises
+    when 60 rounds never got there (workers that keep starting others), so no test goes on unsettled.
     """
     quiet = 0
     for done in range(60):
@@ -121,6 +122,7 @@ async def settle(pilot: Pilot[None], rounds: int = 4) -> None:
         quiet = quiet + 1 if len(pilot.app.workers) == 0 else 0
         if done + 1 >= rounds and quiet >= 2:
             return
+    raise AssertionError(f"the app never settled: workers still running {list(pilot.app.workers)}")
 
 
 class FlakyBackend(DelegatingBackend):

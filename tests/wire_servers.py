@@ -30,10 +30,12 @@ async def read_body(receive: Any) -> bytes:
 class ThreadServer:
     """An ASGI app served by uvicorn on a free 127.0.0.1 port, in a daemon thread."""
 
-    def __init__(self, app: Any, port: int = 0) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", port))
+    def __init__(self, app: Any, port: int = 0, sock: socket.socket | None = None) -> None:
+        if sock is None:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", port))
+        self.sock = sock
         self.port = self.sock.getsockname()[1]
         config = uvicorn.Config(
             app, log_config=None, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=1
@@ -65,13 +67,40 @@ class ThreadServer:
 
 
 @contextmanager
-def serving(app: Any, port: int = 0) -> Iterator[ThreadServer]:
-    """Serve any ASGI app for the duration of the block."""
-    server = ThreadServer(app, port).start()
+def serving(app: Any, port: int = 0, sock: socket.socket | None = None) -> Iterator[ThreadServer]:
+    """Serve any ASGI app for the duration of the block (on `sock`, a bound socket, when given)."""
+    server = ThreadServer(app, port, sock).start()
     try:
         yield server
     finally:
         server.stop()
+
+
+def read_answer(sock: socket.socket) -> tuple[int, dict[str, Any]]:
+    """The status and JSON body of one HTTP/1.1 answer read off a raw socket (sized by Content-Length)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection without an answer"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+    )
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection within its answer"
+        body += chunk
+    return int(head.split(b" ")[1]), json.loads(body)
+
+
+@contextmanager
+def refusing_port() -> Iterator[socket.socket]:
+    """A loopback socket bound without `listen()`, for the block: a connection to its port is refused,
+    and no other test process can take the port meanwhile (a port picked then released could be)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock
 
 
 @contextmanager

@@ -167,6 +167,7 @@ class RemoteBackend(Backend):
         max_wait: float = MAX_WAIT,
         deadline: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         endpoint = endpoint.rstrip("/")
         if not endpoint.startswith(("http://", "https://")):
@@ -179,6 +180,7 @@ class RemoteBackend(Backend):
         self.max_wait = max_wait
         self.deadline = deadline_of(os.environ) if deadline is None else deadline
         self._sleep = sleep
+        self._jitter = jitter  # a draw in [0, 1) that spreads the waits of many clients (tests fix it)
         try:
             self._client = Http(
                 endpoint,
@@ -222,7 +224,7 @@ class RemoteBackend(Backend):
     # -- transport ----------------------------------------------------------------------------
 
     def _delay(self, attempt: int) -> float:
-        return float(min(self.max_wait, self.backoff * (2**attempt) * (0.5 + random.random() / 2)))
+        return float(min(self.max_wait, self.backoff * (2**attempt) * (0.5 + self._jitter() / 2)))
 
     def _call(self, method: str, path: str, body: Any = None, *, idempotent: bool = True) -> Any:
         """One call's parsed JSON answer (see `_send`)."""

@@ -10,6 +10,7 @@ from typing import ClassVar
 import platformdirs
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from mnemo_tui import text, timefmt
@@ -27,6 +28,8 @@ from mnemo_tui.tui.session import Session
 # An embedded store is probed (one PRAGMA) twice a second; an endpoint is polled every few seconds.
 EMBEDDED_POLL = 0.5
 REMOTE_POLL = 3.0
+# A pinned toast (`Session.pin_notices`) lasts an hour: for a test, until the app closes.
+PINNED_SECONDS = 3600.0
 
 
 class MnemoApp(App[None]):
@@ -61,6 +64,7 @@ class MnemoApp(App[None]):
         poll_interval: float | None = 0,
         page_size: int = MAX_LIMIT,
         keep_pages: int = 8,
+        pin_notices: bool = False,
     ) -> None:
         super().__init__()
         if poll_interval == 0:
@@ -73,9 +77,24 @@ class MnemoApp(App[None]):
             poll_interval=poll_interval,
             page_size=page_size,
             keep_pages=keep_pages,
+            pin_notices=pin_notices,
         )
         self.first_scope = scope
         self.failure: BaseException | None = None
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Textual's toast, held for the app's life when the notices are pinned."""
+        if self.session.pin_notices:
+            timeout = PINNED_SECONDS
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def _handle_exception(self, error: Exception) -> None:
         """An unhandled exception: keep it for `mnemo tui` to report, and exit without Textual's traceback.

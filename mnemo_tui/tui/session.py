@@ -25,6 +25,8 @@ class Session:
         poll_interval: seconds between live checks; None for none (tests poll by hand).
         page_size: entries per page read (1–100).
         keep_pages: pages held besides the first one.
+        pin_notices: toasts and the window of `u` after `c` last until the app closes (the tests
+            pin them, so a loaded machine cannot make one vanish before a test or snapshot looks).
     """
 
     backend: Backend
@@ -34,6 +36,7 @@ class Session:
     poll_interval: float | None
     page_size: int
     keep_pages: int
+    pin_notices: bool = False
 
     @property
     def overlap(self) -> int:

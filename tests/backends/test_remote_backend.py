@@ -6,7 +6,6 @@ import base64
 import hashlib
 import json
 import logging
-import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wire_servers import Canned, ThreadServer, served_store, serving
+from wire_servers import Canned, ThreadServer, refusing_port, served_store, serving
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend, key_principal
@@ -105,12 +104,14 @@ def test_retries_are_bounded_and_then_unavailable(canned: tuple[Canned, ThreadSe
     for _ in range(5):
         app.answer(503, b"upstream is down")
     sleeps: list[float] = []
-    backend = backend_on(server, sleeps, retries=4)
+    draws = iter([0.0, 1.0, 0.5, 1.0])
+    backend = backend_on(server, sleeps, retries=4, backoff=0.25, max_wait=1.5, jitter=lambda: next(draws))
     with pytest.raises(Unavailable, match="after 5 attempts") as raised:
         backend.recent(RecentQuery())
     assert raised.value.exit_code == 5
-    assert len(app.seen) == 5 and len(sleeps) == 4
-    assert sleeps == sorted(sleeps) or max(sleeps) <= 2.0  # backoff grows (with jitter), bounded
+    assert len(app.seen) == 5
+    # backoff * 2**attempt, scaled by 0.5 + draw/2 (half to all of it), never past max_wait.
+    assert sleeps == [0.25 * 0.5, 0.5 * 1.0, 1.0 * 0.75, 1.5]  # the last, 2.0 * 1.0, capped
 
 
 def test_retry_after_as_an_http_date_is_honoured(canned: tuple[Canned, ThreadServer]) -> None:
@@ -139,11 +140,9 @@ def test_a_write_is_retried_only_when_it_cannot_have_been_stored(canned: tuple[C
 
 
 def test_an_unreachable_endpoint_is_unavailable_after_retries() -> None:
-    with socket.socket() as sock:  # bound, never listening, held for the whole test: nothing listens here
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    with refusing_port() as sock:
         sleeps: list[float] = []
-        backend = RemoteBackend(f"http://127.0.0.1:{port}/api/v1", KEY, sleep=sleeps.append, retries=3)
+        backend = RemoteBackend(f"http://127.0.0.1:{sock.getsockname()[1]}/api/v1", KEY, sleep=sleeps.append, retries=3)
         with pytest.raises(Unavailable, match="cannot reach"):
             backend.recent(RecentQuery())
         backend.close()
@@ -258,10 +257,9 @@ def test_every_cli_command_works_over_an_endpoint(cli: Any, served: tuple[Thread
 
 
 def test_an_unreachable_endpoint_exits_5(cli: Any) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    result = cli("recent", env={"MNEMO_ENDPOINT": f"http://127.0.0.1:{port}/api/v1", "MNEMO_API_KEY": KEY})
+    with refusing_port() as sock:
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/api/v1"
+        result = cli("recent", env={"MNEMO_ENDPOINT": url, "MNEMO_API_KEY": KEY})
     assert result.code == 5 and "cannot reach" in result.stderr
 
 

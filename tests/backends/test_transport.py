@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from wire_servers import refusing_port
 
 from mnemo_tui.backends import remote_http
 from mnemo_tui.backends.proxies import proxy_for
@@ -272,8 +273,7 @@ def _wait_seen(server: RawServer, count: int) -> None:
 
 
 def test_a_refused_connection_is_not_sent_so_even_a_write_is_retried() -> None:
-    with socket.socket() as sock:  # bound, never listening, held for the whole test: nothing listens here
-        sock.bind(("127.0.0.1", 0))
+    with refusing_port() as sock:
         port = sock.getsockname()[1]
         sleeps: list[float] = []
         backend = RemoteBackend(f"http://127.0.0.1:{port}/api/v1", KEY, sleep=sleeps.append, retries=2)

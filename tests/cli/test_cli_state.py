@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
 import tomllib
 from collections.abc import Iterator
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from keyring_helpers import subprocess_env
+from wire_servers import refusing_port
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.store import Store
@@ -32,12 +32,6 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
     with served_store(path, workers=2) as server:
         yield server.url, key
     admin.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # -- watermark ------------------------------------------------------------------------------
@@ -239,8 +233,9 @@ def test_login_with_an_empty_key_is_exit_3(cli, tmp_path: Path) -> None:
 
 def test_login_to_an_unreachable_endpoint_is_exit_5(cli, tmp_path: Path) -> None:
     env = subprocess_env(tmp_path / "keyring.json")
-    url = f"http://127.0.0.1:{free_port()}/api/v1"
-    r = cli("login", "--endpoint", url, input="mk_live_" + "1" * 32 + "\n", env=env)
+    with refusing_port() as sock:
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/api/v1"
+        r = cli("login", "--endpoint", url, input="mk_live_" + "1" * 32 + "\n", env=env)
     assert r.code == 5 and "Traceback" not in r.stderr
     assert not (tmp_path / "keyring.json").exists()
 

@@ -41,11 +41,22 @@ def free_port() -> int:
 
 
 def run_block(block: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    """Run a block as the README has it. Its server takes `$PORT`, a port free when picked: another
+    test process may bind it first, and then `mnemo serve` says so and the block runs again on
+    another port (a bounded retry; any other failure is returned at once)."""
+    for _attempt in range(5):
+        result = run_block_once(block, cwd, home, free_port())
+        if "Address already in use" not in result.stderr:
+            break
+    return result
+
+
+def run_block_once(block: str, cwd: Path, home: Path, port: int) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
     env.update(
         MNEMO_HOME=str(home),
         NO_COLOR="1",
-        PORT=str(free_port()),
+        PORT=str(port),
         PATH=str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""),
         PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
     )

@@ -101,7 +101,8 @@ def test_domain_scope_reads_one_own_domain(make_backend: Factory) -> None:
 
 def test_own_store_is_private_to_its_principal(make_backend: Factory) -> None:
     alice, bob = make_backend("alice"), make_backend("bob")
-    write_many(alice, 3)
+    written = write_many(alice, 3)
+    assert [e.atom_id for e in alice.recent(RecentQuery()).items] == list(reversed(written))
     assert bob.recent(RecentQuery()).items == []
 
 

@@ -185,12 +185,23 @@ def test_relative_spans_count_back_from_now(parts: list[tuple[int, str]]) -> Non
     units = {"w": 604_800, "d": 86_400, "h": 3_600, "m": 60, "s": 1}
     text = "".join(f"{n}{u}" for n, u in parts)
     now = 1_796_000_000_000_000
+    plain = [u for _n, u in parts] == sorted({u for _n, u in parts}, key="wdhms".index)
     try:
         value = timefmt.parse_time(text, now=now)
     except ValidationError:
-        # A grammar may refuse repeated or out-of-order units; it must say so, not guess.
+        # A grammar may refuse repeated or out-of-order units (it must say so, not guess); never a plain span.
+        assert not plain, f"{text!r} has each unit once, largest first: it must parse"
         return
     assert value == now - sum(n * units[u] for n, u in parts) * 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("span", "seconds"),
+    [("90s", 90), ("1h30m", 5_400), ("1w", 604_800), ("2d3h4m5s", 183_845), ("0s", 0), ("36h", 129_600)],
+)
+def test_these_relative_spans_parse(span: str, seconds: int) -> None:
+    now = 1_796_000_000_000_000
+    assert timefmt.parse_time(span, now=now) == now - seconds * 1_000_000
 
 
 # -- the same through the CLI (in-process: one line, exit 2, no traceback) -----------------

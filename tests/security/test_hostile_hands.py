@@ -503,6 +503,7 @@ def test_locked_full_and_read_only_state_are_named_not_called_damage(tmp_path: P
         state.close()
 
 
+@pytest.mark.may_skip_in_ci("as root it needs a private mount namespace (unshare -m), which a container may refuse")
 def test_a_store_on_a_read_only_mount_can_still_be_read(tmp_path: Path) -> None:
     folder = tmp_path / "ro"
     folder.mkdir()

@@ -38,22 +38,29 @@ def test_a_write_on_the_loop_whose_lock_another_process_holds_waits_in_a_thread_
         path, isolation_level=None, check_same_thread=False
     )  # as another process: SQLite's lock only
     other.execute("BEGIN IMMEDIATE")
-    threading.Timer(0.5, lambda: other.execute("COMMIT")).start()
+    atoms: list[str] = []
 
-    async def main() -> str:
+    async def main() -> None:
         result = await pool.run(lambda e: e.write("alice", WriteRequest(content="once")), at_once=WRITE)
-        return result.atom_id
+        atoms.append(result.atom_id)
 
-    started = time.monotonic()
-    atom = asyncio.run(main())
-    waited = time.monotonic() - started
+    loop = threading.Thread(target=asyncio.run, args=(main(),))
+    loop.start()
+    for _ in range(3000):  # bounded: until a database thread has taken the write
+        if _threads_used(pool) and pool._jobs.empty():
+            break
+        loop.join(0.01)
+    # The write waits for the lock in a database thread, the loop free meanwhile; nothing landed yet.
+    assert _threads_used(pool) and pool._jobs.empty() and loop.is_alive() and not atoms
+    assert other.execute("SELECT count(*) FROM atoms").fetchone()[0] == 0
+    other.execute("COMMIT")
+    loop.join(60)
     other.close()
     store = Store(path)
     contents = [e.content for e in store.recent("alice", RecentQuery(limit=10)).items]
     store.close()
     pool.close()
-    assert contents == ["once"] and atom  # written exactly once
-    assert waited >= 0.4 and _threads_used(pool)  # it waited for the lock, in a database thread
+    assert contents == ["once"] and len(atoms) == 1  # written exactly once, once the lock was free
 
 
 def test_a_write_whose_lock_this_process_holds_is_not_begun_on_the_loop(tmp_path: Path) -> None:

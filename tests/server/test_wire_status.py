@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +14,7 @@ with warnings.catch_warnings():
     from starlette.testclient import TestClient
 
 from conftest import Target
+from wire_servers import read_answer, served_store
 
 from mnemo_tui.engine.interface import Engine
 
@@ -287,11 +289,17 @@ def test_unknown_atom_and_invite_code_are_404_and_a_taken_name_409(wire: Wire) -
     assert_envelope(wire.post("/memory/rooms", {"name": "ops"}, key), 409, "CONFLICT")
 
 
-def test_over_one_mib_is_413_before_the_body_is_read(wire: Wire) -> None:
+def test_over_one_mib_is_413_before_the_body_is_read(wire: Wire, target: Target) -> None:
     key = wire.key("alice")
-    big = b'{"content": "' + b"x" * (1 << 20) + b'"}'
-    declared = wire.post("/memory/write", key=key, content=big, headers={"Content-Type": "application/json"})
-    assert_envelope(declared, 413, "PAYLOAD_TOO_LARGE")
+    # Over a real socket, only the headers are sent (announcing one byte over 1 MiB): only an answer
+    # given before the body is read can come back.
+    with served_store(target) as server, socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
+        sock.sendall(
+            b"POST /api/v1/memory/write HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"X-Api-Key: {key}\r\nContent-Length: {(1 << 20) + 1}\r\n\r\n".encode()
+        )
+        status, body = read_answer(sock)
+    assert status == 413 and body["code"] == "PAYLOAD_TOO_LARGE"
 
     def chunks() -> Iterator[bytes]:
         yield b'{"content": "'

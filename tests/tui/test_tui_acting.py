@@ -16,7 +16,9 @@ from mnemo_tui.errors import NotFound
 from mnemo_tui.model import RecentQuery
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import MnemoApp
+from mnemo_tui.tui.app import PINNED_SECONDS
 from mnemo_tui.tui.screens.confirm import ConfirmScreen
+from mnemo_tui.tui.screens.main import UNDO_SECONDS
 from mnemo_tui.tui.widgets.rows import short_id
 
 pytestmark = pytest.mark.anyio
@@ -30,7 +32,8 @@ def anyio_backend() -> str:
 
 
 def app_on(backend: LocalBackend, state: StateDB, **kwargs: object) -> MnemoApp:
-    return MnemoApp(backend, state, clock=clock, poll_interval=None, **kwargs)  # type: ignore[arg-type]
+    """The app at a fixed clock, with its toasts and the undo window pinned: no timer races a slow test."""
+    return MnemoApp(backend, state, clock=clock, poll_interval=None, pin_notices=True, **kwargs)  # type: ignore[arg-type]
 
 
 def notices(app: MnemoApp) -> list[str]:
@@ -201,6 +204,23 @@ async def test_undo_of_a_first_c_leaves_no_watermark(store: Store, local: LocalB
         await press(pilot, "u")
         assert state.load(StateKey.of(local, "fresh", None)) is None
         assert app.feed_screen.feed.watermark is None
+
+
+async def test_toasts_and_the_undo_window_keep_their_seconds_unless_pinned(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 3)
+    for pinned in (False, True):
+        app = MnemoApp(local, state, consumer=f"pinned-{pinned}", clock=clock, poll_interval=None, pin_notices=pinned)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await press(pilot, "c")
+            timeouts = {n.message.split(" ")[0]: n.timeout for n in app._notifications}
+            assert app.feed_screen.undoable is not None
+        if pinned:
+            assert set(timeouts.values()) == {PINNED_SECONDS}
+        else:
+            assert timeouts["Marking"] == 2 and timeouts["3"] == UNDO_SECONDS
 
 
 # -- 4. keys people know ---------------------------------------------------------------------------

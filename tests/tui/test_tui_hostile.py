@@ -45,7 +45,8 @@ def hostile_store(store: Store, *, own: bool = True) -> tuple[str, str]:
 
 
 def app_on(backend: LocalBackend, state: StateDB, **kwargs: object) -> MnemoApp:
-    return MnemoApp(backend, state, clock=clock, poll_interval=None, **kwargs)  # type: ignore[arg-type]
+    """The app at a fixed clock, with its toasts pinned: no timer races a slow test."""
+    return MnemoApp(backend, state, clock=clock, poll_interval=None, pin_notices=True, **kwargs)  # type: ignore[arg-type]
 
 
 def no_action(content: Content) -> bool:

@@ -124,10 +124,10 @@ async def test_an_endpoint_that_comes_up_later_is_read_on_retry(tmp_path: Path, 
     store = Store(path)
     key = store.create_key("alice")[1]
     LocalBackend(store, "alice").write(req("there all along"))
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    backend = remote(f"http://127.0.0.1:{port}/api/v1", key)
+    # The port stays ours: bound without listen() (refused) while unreachable, then served.
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    backend = remote(f"http://127.0.0.1:{held.getsockname()[1]}/api/v1", key)
     app = MnemoApp(backend, state, clock=clock, poll_interval=None)
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -137,11 +137,12 @@ async def test_an_endpoint_that_comes_up_later_is_read_on_retry(tmp_path: Path, 
             assert "unreachable" in str(screen.error_view.render())
             from mnemo_tui.server.app import create_app
 
-            with serving(create_app(path, workers=2), port):
+            with serving(create_app(path, workers=2), sock=held):
                 await pilot.press("r")
                 await settle(pilot)
                 assert screen.switcher.current == "feed"
                 assert [e.content for e in rows(app)] == ["there all along"]  # type: ignore[union-attr]
     finally:
+        held.close()
         backend.close()
         store.close()

@@ -19,7 +19,8 @@ Compare = Callable[..., bool]
 
 
 def app_on(backend: Any, state: StateDB, **kwargs: Any) -> MnemoApp:
-    return MnemoApp(backend, state, clock=clock, poll_interval=None, **kwargs)
+    """The app at a fixed clock, with its toasts pinned: a snapshot of one never races its timer."""
+    return MnemoApp(backend, state, clock=clock, poll_interval=None, pin_notices=True, **kwargs)
 
 
 def then(

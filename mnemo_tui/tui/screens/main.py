@@ -205,7 +205,7 @@ class FeedScreen(Screen[None]):
             timeout=UNDO_SECONDS,
             title="Marked caught up",
         )
-        if self.undoable:
+        if self.undoable and not self.session.pin_notices:
             undoable = self.undoable
             self.set_timer(UNDO_SECONDS, lambda: setattr(self, "undoable", None) if self.undoable is undoable else None)
         if message.scope == self.scope:
