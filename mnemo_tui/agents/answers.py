@@ -183,8 +183,9 @@ class Answers:
         PAGE_CHUNK entries; the page ends where a sub-request ended, on the cursor the backend issued there.
 
         A page of long entries is shorter than `limit` and its cursor skips nothing: an over-budget batch is
-        never trimmed but dropped whole (or, as the page's first, asked again narrower), so the cursor handed
-        back is always the one issued after the last entry shown.
+        never trimmed but dropped whole and asked again narrower (down to one entry), so the cursor handed back
+        is always the one issued after the last entry shown. (The package stops at the first over-budget batch
+        once the page holds an entry; narrowing there too fills a page of long entries closer to the budget.)
         """
         ceiling = limit if limit is not None else 20
         base = RecentQuery(
@@ -218,15 +219,15 @@ class Answers:
                     break
                 ask = min(PAGE_CHUNK, ceiling - len(accepted))
                 continue
-            if accepted:
-                break
             narrower = max(1, min(ask // 2, len(batch) - 1))
-            if len(batch) <= 1 or narrower >= ask:
+            if len(batch) > 1 and narrower < ask:
+                ask = narrower  # the batch is dropped whole and asked again smaller, never trimmed
+                continue
+            if not accepted:
                 # One entry over the budget on its own is returned whole, as a page of one.
                 accepted += batch
                 accepted_cursor = issued
-                break
-            ask = narrower
+            break
         if not accepted:
             return self._empty_recent(domain, since, until, exclude_author, cursor)
         return recent_page(accepted, accepted_cursor) + (EARLY_STOP_NOTE if stopped_early else "")
