@@ -148,10 +148,12 @@ def test_rooms_and_membership_are_enforced(alice: Session, bob: Session) -> None
     room_id = re.search(r'room_id="(room_\w+)"', created).group(1)  # type: ignore[union-attr]
     address = f"xroom:{room_id}"
     assert created.startswith(f'Created shared room "alice & bob". Address: {address}\n')
-    write(alice, "room note from alice", address)
+    note = write(alice, "room note from alice", address)
+    own = write(alice, "alice's own entry", "private")
     # bob is no member: the room is closed to him, for reading and for writing
     assert bob.refused("memory_list_recent", domain=address)
     assert bob.refused("memory_write", content="sneaking in", domain=address)
+    assert bob.refused("memory_read", query="room note", domain=address)
     invite = alice.ok("memory_invite_to_room", room_id=room_id, scope="read", expires_in_days=2)
     assert invite.startswith("Invite ready. Forward this message to the person you're inviting:\n\n")
     code = re.search(r"Invite code: (\S+?)\.", invite).group(1)  # type: ignore[union-attr]
@@ -160,6 +162,12 @@ def test_rooms_and_membership_are_enforced(alice: Session, bob: Session) -> None
     assert "this membership is read-only" in joined
     pages, _ = walk(bob, domain=address)
     assert "room note from alice" in pages[0]
+    # the resource opens a room entry for a member (an extension), never another principal's own entry
+    assert json.loads(bob.read_resource(f"memory://item/{note}").contents[0].text)["content"] == "room note from alice"
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(MCPError):
+        bob.read_resource(f"memory://item/{own}")
     assert bob.refused("memory_write", content="bob writes", domain=address)  # read-only membership
     rooms = bob.ok("memory_list_rooms")
     assert rooms.startswith("Your shared rooms (1):\n")
@@ -274,3 +282,45 @@ def test_hostile_text_is_returned_exactly(alice: Session) -> None:
     assert ID.findall(page)[-1] == atom  # the real id line comes after the content
     assert page.endswith(END)
     assert hostile in alice.ok("memory_read", query="owned gnp", domain="hostile")
+
+
+WRITER = """
+import sys
+from mnemo_tui.backends.local import LocalBackend
+from mnemo_tui.model import WriteRequest
+backend = LocalBackend.open(sys.argv[1], "alice")
+for i in range(40):
+    backend.write(WriteRequest(f"busy {sys.argv[2]} {i}", domain="busy", client_env="writer"))
+backend.close()
+"""
+
+
+@pytest.mark.slow
+def test_a_walk_while_three_writer_processes_write_is_exact(alice: Session, store: Path) -> None:
+    import subprocess
+    import sys
+
+    from walk_helpers import walk_ids
+
+    from mnemo_tui.model import RecentQuery
+
+    for i in range(15):
+        write(alice, f"busy before {i}", "busy")
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(store), str(n)], stderr=subprocess.PIPE) for n in range(3)
+    ]
+    reader = LocalBackend.open(store, "alice")
+    try:
+        for _ in range(10_000):  # until every writer has written (bounded; each poll is one small read)
+            authors = {e.content.split()[1] for e in reader.recent(RecentQuery(scope="busy", limit=100)).items}
+            if {"0", "1", "2"} <= authors or any(w.poll() is not None for w in writers):
+                break
+        _, walked = walk(alice, domain="busy", limit=4)
+        for w in writers:
+            assert w.wait(timeout=300) == 0, w.stderr.read() if w.stderr else ""
+        final = walk_ids(reader, RecentQuery(scope="busy", limit=100))
+    finally:
+        reader.close()
+    assert len(final) == 15 + 120
+    # exact: from its first entry down, the walk is the feed as it stands now, each entry once, none skipped
+    assert walked == final[final.index(walked[0]) :]
