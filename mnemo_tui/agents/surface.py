@@ -1,8 +1,8 @@
 """Provides the MCP surface of `mnemo mcp`: the hosted package's ten tools (names, descriptions, input schemas,
 annotations), its instructions, its three prompts and its resource template, as plain data (no SDK here).
 
-The tools are those of `@mnemoverse/mcp-memory-server@0.10.2` (tests/mcp/hosted-tools-list.json is its
-`tools/list`, compared tool by tool in tests/mcp/test_surface.py), so an agent's calls carry over unchanged.
+The tools are those of `@mnemoverse/mcp-memory-server@0.10.2` (tests/agents/hosted-tools-list.json is its
+`tools/list`, compared tool by tool in tests/agents/test_surface.py), so an agent's calls carry over unchanged.
 """
 
 from __future__ import annotations

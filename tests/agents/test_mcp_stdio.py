@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import Servers, Session
+from mcp_helpers import Servers, Session
 
 from mnemo_tui.backends.local import LocalBackend
 

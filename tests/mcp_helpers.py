@@ -1,4 +1,5 @@
-"""`mnemo mcp` under the official `mcp` client: a real subprocess over stdio, driven from synchronous tests.
+"""`mnemo mcp` under the official `mcp` client: a real subprocess over stdio, driven from synchronous tests
+(the `servers` fixture of tests/agents/conftest.py).
 
 One event loop runs in a thread (anyio's blocking portal); each `Session` is one `mnemo mcp` process with its
 client connected, shared by a module's tests.
@@ -8,13 +9,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import pytest
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+from anyio.from_thread import BlockingPortal
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -71,15 +70,9 @@ class Servers:
     def __init__(self, stack: ExitStack, portal: BlockingPortal, home: Path) -> None:
         self.stack, self.portal, self.home = stack, portal, home
 
-    def start(self, *args: str, principal: str = "alice") -> Session:
-        params = StdioServerParameters(command=MNEMO, args=[*args, "mcp"], env=server_env(self.home, principal))
+    def start(self, *args: str, principal: str = "alice", env: dict[str, str] | None = None) -> Session:
+        params = StdioServerParameters(
+            command=MNEMO, args=[*args, "mcp"], env=server_env(self.home, principal) | (env or {})
+        )
         client = self.stack.enter_context(self.portal.wrap_async_context_manager(Client(params)))
         return Session(self.portal, client)
-
-
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
-    home = tmp_path_factory.mktemp("mcp-home")
-    with ExitStack() as stack:
-        portal = stack.enter_context(start_blocking_portal())
-        yield Servers(stack, portal, home)
