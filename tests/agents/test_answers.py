@@ -175,3 +175,55 @@ def test_without_the_extra_mnemo_mcp_exits_2_naming_it(isolated_home: Path) -> N
     assert done.returncode == 2
     assert done.stdout == ""
     assert "needs the mcp extra (mcp is missing): pip install 'mnemo-tui[mcp]'" in done.stderr
+
+
+def test_nothing_but_the_protocol_on_stdout(tmp_path: Path, isolated_home: Path) -> None:
+    from mcp_helpers import MNEMO
+
+    hello = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "memory_write", "arguments": {"content": "x"}},
+        },
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory_list_recent", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "memory_read", "arguments": {}}},
+    ]
+    proc = subprocess.Popen(
+        [MNEMO, "--store", str(tmp_path / "s.db"), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,  # messages go there; only stdout is the protocol's
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    answers = []
+    try:
+        for message in hello:  # one at a time, each answer read before the next request
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+            if "id" in message:
+                answers.append(json.loads(proc.stdout.readline()))
+        proc.stdin.close()
+        assert proc.stdout.read() == ""  # nothing after the answers either
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=300) == 0
+    assert all(a["jsonrpc"] == "2.0" for a in answers)
+    by_id = {a["id"]: a["result"] for a in answers if "id" in a}
+    assert set(by_id) == {1, 2, 3, 4}
+    assert by_id[1]["serverInfo"]["name"] == "mnemo"
+    assert by_id[3]["content"][0]["text"].endswith("(end of feed — nothing older)")
+    assert by_id[4]["isError"] is True
