@@ -34,6 +34,7 @@ SUITES = {
     "remote": "bench_remote",
     "tui": "bench_tui",
     "load": "bench_load",
+    "mcp": "bench_mcp",
 }
 _GOAL = re.compile(r"^\s*(≤|<=|<|≥|>=|>)\s*([0-9.]+)\s*(x|×)?", re.IGNORECASE)
 

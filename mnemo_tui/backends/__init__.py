@@ -71,6 +71,11 @@ class Backend(Protocol):
 
     # -- optional abilities, with the default of a backend that has none -------------------
 
+    def feedback(self, atom_ids: list[str], outcome: float) -> int | None:
+        """Record `outcome` (-1..1) for each of one's own entries named (WIRE.md `POST /memory/feedback`): how
+        many were updated; None when the backend records no feedback."""
+        return None
+
     def snapshot_wire(self, query: m.RecentQuery) -> Iterator[list[str]] | None:
         """Every remaining entry of a walk from one snapshot, as wire texts in chunks; None when the
         backend cannot read one (the catch-up layer's walk then follows the cursors)."""

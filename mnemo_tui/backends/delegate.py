@@ -69,6 +69,10 @@ class DelegatingBackend(Backend):
         with self._guard():
             return self.inner.chain(atom_id)
 
+    def feedback(self, atom_ids: list[str], outcome: float) -> int | None:
+        with self._guard():
+            return self.inner.feedback(atom_ids, outcome)
+
     def domains(self) -> list[str]:
         with self._guard():
             return self.inner.domains()

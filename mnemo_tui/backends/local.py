@@ -66,6 +66,9 @@ class LocalBackend(Backend):
     def delete(self, atom_id: str) -> int:
         return self.engine.delete(self._principal, atom_id)
 
+    def feedback(self, atom_ids: list[str], outcome: float) -> int:
+        return self.engine.feedback(self._principal, atom_ids, outcome)[0]
+
     def change_token(self) -> tuple[int, int]:
         return self.engine.change_token()
 

@@ -364,6 +364,12 @@ class RemoteBackend(Backend):
             created=not reason.startswith("duplicate"),
         )
 
+    def feedback(self, atom_ids: list[str], outcome: float) -> int | None:
+        """`POST /memory/feedback`: the endpoint's `updated_count` (None when it reports none)."""
+        answer = self._call("POST", "/memory/feedback", {"atom_ids": atom_ids, "outcome": outcome}, idempotent=False)
+        count = answer.get("updated_count") if isinstance(answer, dict) else None
+        return count if isinstance(count, int) and not isinstance(count, bool) else None
+
     def search(self, query: SearchQuery) -> list[SearchHit]:
         if not query.query or not query.query.strip():
             raise ValidationError("search needs a query; to list what happened lately, use `mnemo recent`")

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from mnemo_tui.cli import cmd_atoms, cmd_entries, cmd_proof, cmd_rooms, cmd_server, cmd_state, cmd_tui, cmd_vault, feed
+from mnemo_tui.cli import (
+    cmd_atoms,
+    cmd_entries,
+    cmd_mcp,
+    cmd_proof,
+    cmd_rooms,
+    cmd_server,
+    cmd_state,
+    cmd_tui,
+    cmd_vault,
+    feed,
+)
 from mnemo_tui.cli.commands import add, group, root_app
 from mnemo_tui.cli.options import CatchupArgs, RecentArgs
 
@@ -70,5 +81,6 @@ db = group(
 add(db, "copy", cmd_server.DbCopyArgs, cmd_server.db_copy)
 
 add(app, "tui", cmd_tui.TuiArgs, cmd_tui.tui)
+app.command("mcp", short_help="Serve the memory tools to an MCP client over stdio.")(cmd_mcp.mcp)
 add(app, "check", cmd_proof.CheckArgs, cmd_proof.check)
 add(app, "verify", cmd_proof.VerifyArgs, cmd_proof.verify)

@@ -27,6 +27,9 @@ HEAVY = (
     "tomlkit",
     "psycopg",
     "psycopg_pool",
+    "mcp",
+    "mcp_types",
+    "jsonschema",
 )
 
 PROBE = """

@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "mnemo_tui.demo",
         "mnemo_tui.verbs",
     ),
-    ("mnemo_tui.cli", "mnemo_tui.tui", "mnemo_tui.server"),
+    ("mnemo_tui.cli", "mnemo_tui.tui", "mnemo_tui.server", "mnemo_tui.agents"),
 )
 # Siblings that must not know each other although they share a layer.
 INDEPENDENT = (
@@ -41,9 +41,12 @@ INDEPENDENT = (
     ("mnemo_tui.tui", "mnemo_tui.server"),
     ("mnemo_tui.tui", "mnemo_tui.cli"),
     ("mnemo_tui.server", "mnemo_tui.cli"),
+    ("mnemo_tui.agents", "mnemo_tui.cli"),
+    ("mnemo_tui.agents", "mnemo_tui.tui"),
+    ("mnemo_tui.agents", "mnemo_tui.server"),
 )
 # `cli` starts the TUI and the server from the commands that run them: never at import time.
-STARTED_BY_CLI = ("mnemo_tui.tui", "mnemo_tui.server")
+STARTED_BY_CLI = ("mnemo_tui.tui", "mnemo_tui.server", "mnemo_tui.agents")
 # Third-party packages each only one part of mnemo may import.
 OWNED = {
     "textual": ("mnemo_tui.tui",),
@@ -59,6 +62,9 @@ OWNED = {
     "nacl": ("mnemo_tui.state.sealing",),  # imported by the vault commands and demo only (test_imports)
     "psycopg": ("mnemo_tui.engine.postgres",),  # the PostgreSQL engine; `mnemo recent` never imports it
     "psycopg_pool": ("mnemo_tui.engine.postgres",),
+    "mcp": ("mnemo_tui.agents.sdk",),  # `mnemo mcp` only (the mcp extra); `mnemo recent` never imports it
+    "mcp_types": ("mnemo_tui.agents.sdk",),
+    "jsonschema": ("mnemo_tui.agents.sdk",),  # a tool call's arguments checked against its schema
 }
 
 

@@ -1,0 +1,382 @@
+"""Provides the answers of `mnemo mcp`'s tools over a `Backend`, as the hosted package words them (no SDK here).
+
+Each tool is a method taking the call's arguments (already checked against the tool's input schema) and
+returning the answer's text; a `MnemoError` it raises becomes an error answer in `sdk.py`. Store text is
+returned exactly: an answer is a machine format, read by an agent, not printed to a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from mnemo_tui import reports, timefmt
+from mnemo_tui.backends import Backend
+from mnemo_tui.errors import MnemoError, NotFound, ValidationError
+from mnemo_tui.model import Entry, RecentQuery, SearchQuery, WriteRequest, room_of
+
+# memory_list_recent's page: sub-requests of at most CHUNK entries, accepted while the page's text stays within
+# BUDGET characters, each ending on the cursor the backend issued for it (the package's limits, src/limits.ts).
+PAGE_BUDGET = 40_000
+PAGE_CHUNK = 10
+PAGE_MAX_REQUESTS = 16
+EARLY_STOP_NOTE = (
+    "\n\n(This page stopped early — the request for the next batch of older entries did not come back usable, "
+    "so this page holds fewer entries than asked for. The cursor above is unaffected: continue from it.)"
+)
+END_OF_FEED = "\n\n(end of feed — nothing older)"
+MORE = "\n\nMore older entries exist — pass cursor: "
+CLIENT_ENV = "mcp"
+_PLAIN = re.compile(r"[\w.:@/+-]{1,200}")
+_CURSOR = re.compile(r"[A-Za-z0-9_=-]{1,512}")
+
+
+def _literal(name: str) -> str:
+    """A domain or room name on one line: as it is when plain, else quoted exactly (JSON escapes)."""
+    return name if _PLAIN.fullmatch(name) else json.dumps(name, ensure_ascii=False)
+
+
+def _inline(value: object, cap: int = 64) -> str:
+    """An author's name reduced to safe characters (the package's `safeInline`)."""
+    if not isinstance(value, str):
+        return ""
+    return " ".join(re.sub(r"[^\w .@:+/-]", " ", value).split())[:cap]
+
+
+def _date(created_at: int) -> str:
+    iso = timefmt.to_iso(created_at)
+    return f"{iso[:10]} {iso[11:16]}Z"
+
+
+def _tags(entry: Entry) -> tuple[str, str]:
+    """The concepts and domain/author tags of one entry, as the package's renderer spells them."""
+    data = entry.data
+    concepts = data.get("concepts") or []
+    head = f" ({', '.join(str(c) for c in concepts)})" if concepts else ""
+    domain = str(data.get("domain") or "")
+    if domain and domain != "general":
+        head += f" @{_literal(domain)}"
+    prov = data.get("provenance") or {}
+    who = _inline(prov.get("agent_name") or prov.get("agent") or prov.get("client_env") or "")
+    if who:
+        head += f" [by {who} · external]" if prov.get("is_external") else f" [by {who}]"
+    return head, f"\n   id: {entry.atom_id}"
+
+
+def recent_item(entry: Entry, index: int) -> str:
+    tags, id_line = _tags(entry)
+    return f"{index + 1}. [{_date(entry.created_at)}] {entry.content}{tags}{id_line}"
+
+
+def read_item(entry: Entry, index: int) -> str:
+    tags, id_line = _tags(entry)
+    return f"{index + 1}. {entry.content}{tags} · {_date(entry.created_at)}{id_line}"
+
+
+def recent_page(items: list[Entry], next_cursor: str | None) -> str:
+    """One page of the feed: its entries, then where the walk goes on (or that it ended)."""
+    body = "\n\n".join(recent_item(e, i) for i, e in enumerate(items))
+    if next_cursor is None:
+        return body + END_OF_FEED
+    if _CURSOR.fullmatch(next_cursor):
+        return body + MORE + next_cursor
+    return body + (
+        "\n\nMore entries exist but the continuation token could not be displayed — narrow the window with "
+        "since/until instead"
+    )
+
+
+def scope_label(domain: str | None) -> str:
+    if domain is None:
+        return "your own domains"
+    return "that room" if room_of(domain) is not None else f"the domain {_literal(domain)}"
+
+
+def _time(value: str | None, field: str) -> int | None:
+    """An ISO-8601 instant (naive = UTC) as microseconds; None when not given."""
+    return None if value is None else timefmt.parse_iso(value, field=field, utc=True)
+
+
+class Answers:
+    """The ten tools, the prompts' companion resource, over one backend as its principal.
+
+    Args:
+        backend: whatever the CLI selected (embedded store, database or endpoint).
+        agent_name: written into every write's provenance, beside `client_env` `mcp` (None: none).
+    """
+
+    def __init__(self, backend: Backend, agent_name: str | None = None) -> None:
+        self.backend = backend
+        self.agent_name = agent_name
+
+    def tools(self) -> dict[str, Callable[..., str]]:
+        return {
+            "memory_write": self.memory_write,
+            "memory_read": self.memory_read,
+            "memory_list_recent": self.memory_list_recent,
+            "memory_feedback": self.memory_feedback,
+            "memory_stats": self.memory_stats,
+            "memory_create_room": self.memory_create_room,
+            "memory_invite_to_room": self.memory_invite_to_room,
+            "memory_join_room": self.memory_join_room,
+            "memory_list_rooms": self.memory_list_rooms,
+            "vault_list": self.vault_list,
+        }
+
+    # -- memory -------------------------------------------------------------------------------
+
+    def memory_write(self, content: str, concepts: list[str] | None = None, domain: str | None = None) -> str:
+        request = WriteRequest(
+            content,
+            domain=domain if domain is not None else "general",
+            concepts=tuple(concepts or ()),
+            agent_name=self.agent_name,
+            client_env=CLIENT_ENV,
+        )
+        result = self.backend.write(request)
+        # mnemo keeps every write (no importance gate): the package's "unknown" stands for the missing score.
+        return f"Stored (importance: unknown). ID: {result.atom_id}"
+
+    def memory_read(
+        self,
+        query: str,
+        top_k: int | None = None,
+        domain: str | None = None,
+        order_by: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        exclude_author: str | None = None,
+    ) -> str:
+        if not query.strip():
+            raise ValidationError("query must not be blank: memory_read searches; for a feed use memory_list_recent")
+        search = SearchQuery(
+            query,
+            scope=domain,
+            order_by="recency" if order_by == "recency" else "relevance",
+            since=_time(since, "since"),
+            until=_time(until, "until"),
+            exclude_author=exclude_author,
+            top_k=top_k if top_k is not None else 5,
+        )
+        hits = self.backend.search(search)
+        if hits:
+            return "\n\n".join(read_item(h.entry, i) for i, h in enumerate(hits))
+        where = scope_label(domain)
+        if since or until or exclude_author:
+            head = f"Nothing in {where} matches within the given time/author filters."
+        else:
+            head = f"Nothing in {where} matches {json.dumps(query, ensure_ascii=False)}."
+        return head + self._scope_note(domain)
+
+    def memory_list_recent(
+        self,
+        domain: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        exclude_author: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> str:
+        """A page of at most `limit` entries within PAGE_BUDGET characters, from sub-requests of at most
+        PAGE_CHUNK entries; the page ends where a sub-request ended, on the cursor the backend issued there.
+
+        A page of long entries is shorter than `limit` and its cursor skips nothing: an over-budget batch is
+        never trimmed but dropped whole and asked again narrower (down to one entry), so the cursor handed back
+        is always the one issued after the last entry shown. (The package stops at the first over-budget batch
+        once the page holds an entry; narrowing there too fills a page of long entries closer to the budget.)
+        """
+        ceiling = limit if limit is not None else 20
+        base = RecentQuery(
+            scope=domain,
+            since=_time(since, "since"),
+            until=_time(until, "until"),
+            exclude_author=exclude_author,
+            limit=min(PAGE_CHUNK, ceiling),
+            cursor=cursor,
+        ).validated()
+        room = PAGE_BUDGET - len(EARLY_STOP_NOTE)
+        accepted: list[Entry] = []
+        accepted_cursor: str | None = None
+        position = cursor
+        ask = min(PAGE_CHUNK, ceiling)
+        stopped_early = False
+        for _ in range(PAGE_MAX_REQUESTS):
+            try:
+                page = self.backend.recent(base.replace(limit=ask, cursor=position))
+            except MnemoError:
+                if not accepted:
+                    raise
+                stopped_early = True  # what is in hand stands; its cursor is the backend's, unaffected
+                break
+            batch, issued = page.items, page.next_cursor
+            if len(recent_page(accepted + batch, issued)) <= room:
+                accepted += batch
+                accepted_cursor = issued
+                position = issued
+                if not issued or not batch or len(accepted) >= ceiling:
+                    break
+                ask = min(PAGE_CHUNK, ceiling - len(accepted))
+                continue
+            narrower = max(1, min(ask // 2, len(batch) - 1))
+            if len(batch) > 1 and narrower < ask:
+                ask = narrower  # the batch is dropped whole and asked again smaller, never trimmed
+                continue
+            if not accepted:
+                # One entry over the budget on its own is returned whole, as a page of one.
+                accepted += batch
+                accepted_cursor = issued
+            break
+        if not accepted:
+            return self._empty_recent(domain, since, until, exclude_author, cursor)
+        return recent_page(accepted, accepted_cursor) + (EARLY_STOP_NOTE if stopped_early else "")
+
+    def _empty_recent(
+        self, domain: str | None, since: str | None, until: str | None, exclude_author: str | None, cursor: str | None
+    ) -> str:
+        where = scope_label(domain)
+        if cursor:
+            head = f"Nothing further in {where} past this cursor: the walk has reached the end of the feed."
+        elif since and not until and not exclude_author:
+            head = f"Nothing new in {where} since your watermark."
+        elif since or until or exclude_author:
+            head = f"Nothing in {where} matches within the given time/author filters."
+        else:
+            head = f"No memories in {where} yet."
+        return head + self._scope_note(domain)
+
+    def _scope_note(self, domain: str | None) -> str:
+        """Under an unscoped empty answer: the rooms it did not search, and how to read them."""
+        if domain is not None:
+            return ""
+        rooms = reports.unsearched_rooms(self.backend)
+        prefix = (
+            "\n\nScope: your own domains only. Shared rooms are separate stores and are NOT included in an "
+            "unscoped read"
+        )
+        if not rooms:
+            return prefix + "; you belong to no shared rooms, so no room went unsearched."
+        lines = [f'  - {json.dumps(r.name, ensure_ascii=False)} — domain="{r.address}"' for r in rooms]
+        plural = "" if len(rooms) == 1 else "s"
+        return (
+            f"{prefix} — {len(rooms)} room{plural} went unsearched:\n"
+            + "\n".join(lines)
+            + "\nRe-run with domain set to one of these to read it."
+        )
+
+    def memory_feedback(self, atom_ids: list[str], outcome: float) -> str:
+        count = self.backend.feedback(atom_ids, float(outcome))
+        sent = (
+            f"Rating sent: +{outcome:g} (helpful)."
+            if outcome > 0
+            else f"Rating sent: {outcome:g} (unhelpful)."
+            if outcome < 0
+            else "Rating sent: 0 (neutral)."
+        )
+        if count is None:
+            return (
+                f"{sent} The backend accepted the call but did not report how many memories it updated, so "
+                "whether any changed is unknown from here. Do not re-send the same rating on the strength of it."
+            )
+        if count == 0:
+            return (
+                "No feedback was recorded — none of those ids matched a memory in your own domains. Possible "
+                "causes: the ids came from a shared room (this tool takes no domain argument and cannot reach room "
+                "atoms, so rating them is a no-op); the memory was deleted; or the id came from somewhere other "
+                "than a memory_read result."
+            )
+        noun = f"{count} memor{'y' if count == 1 else 'ies'}"
+        short = len(atom_ids) - count
+        missed = f" {short} of the ids you sent matched nothing in your own domains." if short > 0 else ""
+        return f"{sent} The service reports {noun} updated.{missed}"
+
+    def memory_stats(self) -> str:
+        s = self.backend.stats()
+        domains = ", ".join(_literal(d) for d in s.domains) if s.domains else "(none)"
+        return "\n".join(
+            [
+                f"Memories: {s.total_atoms}",
+                f"Associations: {s.concept_edges} concept edges",
+                f"Domains: {domains}",
+                f"Avg quality: valence {s.avg_valence:.2f} (how well recalls turned out, -1..1)",
+                f"Feedback: {s.feedback} memories rated",
+            ]
+        )
+
+    # -- rooms ----------------------------------------------------------------------------------
+
+    def memory_create_room(self, name: str, description: str | None = None) -> str:
+        room = self.backend.create_room(name, description)
+        return (
+            f"Created shared room {json.dumps(room.name, ensure_ascii=False)}. Address: {room.address}\n"
+            f'Use it now: pass domain="{room.address}" on memory_write / memory_read.\n'
+            f'To add someone: call memory_invite_to_room with room_id="{room.room_id}".'
+        )
+
+    def memory_invite_to_room(self, room_id: str, scope: str | None = None, expires_in_days: int | None = None) -> str:
+        invite = self.backend.invite(
+            room_id, scope=scope or "read_write", expires_days=expires_in_days if expires_in_days is not None else 7
+        )
+        message = invite.wire()["share_message"]
+        return f"Invite ready. Forward this message to the person you're inviting:\n\n{message}"
+
+    def memory_join_room(self, code: str) -> str:
+        joined = self.backend.join(code)
+        name = json.dumps(joined.name, ensure_ascii=False)
+        head = f"You're already a member of {name}." if joined.already_member else f"Joined {name} ({joined.scope})."
+        if joined.scope == "read_write":
+            usage = f'Use it: pass domain="{joined.address}" on memory_write / memory_read to read and write the shared room.'
+        else:
+            usage = (
+                f'Use it: pass domain="{joined.address}" on memory_read to read it; this membership is read-only, '
+                "so memory_write to that address will be refused."
+            )
+        return f"{head}\n{usage}"
+
+    def memory_list_rooms(self) -> str:
+        rooms = self.backend.rooms()
+        if not rooms:
+            return (
+                "You have no shared rooms yet. Create one with memory_create_room, or join one with "
+                "memory_join_room and an invite code."
+            )
+        lines = []
+        for r in rooms:
+            if r.archived:
+                tail = " [archived] — every read is refused while it is archived"
+            elif r.scope == "read_write":
+                tail = f' — use domain="{r.address}" to read and write it'
+            else:
+                tail = (
+                    f' — use domain="{r.address}" on memory_read only; this membership is read-only, so '
+                    "memory_write to it will be refused"
+                )
+            lines.append(f"- {json.dumps(r.name, ensure_ascii=False)} ({r.role}, {r.scope}){tail}")
+        return f"Your shared rooms ({len(rooms)}):\n" + "\n".join(lines)
+
+    # -- vault ----------------------------------------------------------------------------------
+
+    def vault_list(self) -> str:
+        secrets = self.backend.vault_list()
+        if not secrets:
+            return "No secrets are stored in your Vault yet."
+        lines = [f"- {s.alias} — {s.context}" if s.context else f"- {s.alias}" for s in secrets]
+        return f"Your Vault secrets ({len(secrets)}) — alias and purpose only, never the value:\n" + "\n".join(lines)
+
+    # -- the resource ---------------------------------------------------------------------------
+
+    def memory_item(self, memory_id: str) -> str:
+        """`memory://item/{memory_id}`: one entry's id, content and domain, as JSON (NotFound when unreadable)."""
+        try:
+            entry = self.backend.get(memory_id)
+        except ValidationError:
+            raise NotFound(f"no memory with id {memory_id!r}") from None
+        return json.dumps(
+            {"memory_id": entry.atom_id, "content": entry.content, "domain": entry.domain}, ensure_ascii=False
+        )
+
+
+def arguments(schema: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments a tool method takes: the schema's properties that were given."""
+    return {k: v for k, v in given.items() if k in schema.get("properties", {})}

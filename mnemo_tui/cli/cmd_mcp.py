@@ -1,0 +1,32 @@
+"""Provides the `mnemo mcp` command: an MCP server over stdio on the selected backend (the `mcp` extra)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from mnemo_tui.cli.commands import ctx_of
+from mnemo_tui.errors import ValidationError
+
+
+def mcp(
+    ctx: typer.Context,
+    agent_name: Annotated[
+        str | None,
+        typer.Option("--agent-name", metavar="NAME", help="The agent name every write records (provenance)."),
+    ] = None,
+) -> None:
+    """Serve the memory tools to an MCP client over stdio (the hosted package's ten tools, on this backend).
+
+    Only the protocol goes to stdout; messages go to stderr. Needs the `mcp` extra.
+    """
+    try:
+        from mnemo_tui.agents.sdk import serve
+    except ImportError as exc:
+        raise ValidationError(
+            f"`mnemo mcp` needs the mcp extra ({exc.name} is missing): pip install 'mnemo-tui[mcp]'"
+        ) from None
+    c = ctx_of(ctx)
+    c.creates_store = True  # memory_write creates the store, as `mnemo write` does
+    serve(c.backend, agent_name)

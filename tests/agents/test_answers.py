@@ -1,0 +1,229 @@
+"""memory_list_recent's budgeted pages over a real embedded store, in process: each page ends on a cursor the
+backend issued, so a short page skips nothing; a failing later sub-request stops the page early and says so.
+
+Also the surface as data (without the SDK) against the hosted package's `tools/list`, and `mnemo mcp` without
+the `mcp` extra.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from broken_backends import Wrapper
+
+from mnemo_tui.agents import surface
+from mnemo_tui.agents.answers import EARLY_STOP_NOTE, PAGE_BUDGET, Answers
+from mnemo_tui.backends import Backend
+from mnemo_tui.backends.local import LocalBackend
+from mnemo_tui.errors import Unavailable
+from mnemo_tui.model import Page, RecentQuery, WriteRequest
+
+HOSTED = json.loads((Path(__file__).parent / "hosted-tools-list.json").read_text(encoding="utf-8"))
+ID = re.compile(r"^   id: ([0-9a-f-]{36})$", re.MULTILINE)
+CURSOR = re.compile(r"More older entries exist — pass cursor: (\S+)$")
+
+
+class Counting(Wrapper):
+    """Records every sub-request's limit and the cursor the backend issued for it."""
+
+    def __init__(self, inner: Backend) -> None:
+        super().__init__(inner)
+        self.asked: list[int] = []
+        self.issued: list[str | None] = []
+
+    def recent(self, query: RecentQuery) -> Page:
+        page = self.inner.recent(query)
+        self.asked.append(query.limit)
+        self.issued.append(page.next_cursor)
+        return page
+
+
+class FailsAfter(Wrapper):
+    """Answers the first `good` sub-requests of each page, then is unavailable."""
+
+    def __init__(self, inner: Backend, good: int) -> None:
+        super().__init__(inner)
+        self.good = good
+        self.calls = 0
+
+    def recent(self, query: RecentQuery) -> Page:
+        self.calls += 1
+        if self.calls > self.good:
+            raise Unavailable("the endpoint did not answer")
+        return self.inner.recent(query)
+
+
+@pytest.fixture
+def backend(tmp_path: Path) -> LocalBackend:
+    b = LocalBackend.open(tmp_path / "store.db", "local")
+    yield b  # type: ignore[misc]
+    b.close()
+
+
+def fill(backend: Backend, sizes: list[int], domain: str = "d") -> list[str]:
+    """Entries of the given lengths, oldest first; their ids."""
+    return [
+        backend.write(WriteRequest(f"{i:03d}" + "x" * (size - 3), domain=domain, client_env="mcp")).atom_id
+        for i, size in enumerate(sizes)
+    ]
+
+
+def test_a_short_page_hands_back_the_cursor_issued_after_its_last_entry(backend: LocalBackend) -> None:
+    # 30 entries of 3,000 characters: 100 would be ~90,000 characters; the budget takes about 13.
+    written = fill(backend, [3_000] * 30)
+    counting = Counting(backend)
+    first = Answers(counting).memory_list_recent(domain="d", limit=100)
+    shown = ID.findall(first)
+    assert len(first) <= PAGE_BUDGET and 0 < len(shown) < 30
+    cursor = CURSOR.search(first).group(1)  # type: ignore[union-attr]
+    assert cursor in counting.issued  # the backend's own cursor, not one past trimmed entries
+    # the cursor continues right after the last entry shown: the next entry is the next older one
+    after = backend.recent(RecentQuery(scope="d", limit=1, cursor=cursor)).items
+    assert after[0].atom_id == written[::-1][len(shown)]
+    assert all(limit <= 10 for limit in counting.asked)  # sub-requests, never one trimmed fetch of 100
+
+
+def test_pages_of_mixed_lengths_cover_the_feed_exactly(backend: LocalBackend) -> None:
+    sizes = [100, 9_000, 250, 9_500, 4_000, 8_000, 30, 7_777, 9_999, 1_000] * 3
+    written = fill(backend, sizes)
+    answers = Answers(backend)
+    ids: list[str] = []
+    cursor = None
+    for _ in range(50):
+        text = answers.memory_list_recent(domain="d", limit=100, cursor=cursor)
+        assert len(text) <= PAGE_BUDGET
+        ids += ID.findall(text)
+        match = CURSOR.search(text)
+        if match is None:
+            assert text.endswith("(end of feed — nothing older)")
+            break
+        cursor = match.group(1)
+    assert ids == written[::-1]
+
+
+def test_the_limit_is_a_ceiling(backend: LocalBackend) -> None:
+    written = fill(backend, [50] * 25)
+    text = Answers(backend).memory_list_recent(domain="d", limit=7)
+    assert ID.findall(text) == written[::-1][:7]
+    assert len(ID.findall(Answers(backend).memory_list_recent(domain="d"))) == 20  # the default
+
+
+def test_an_over_budget_batch_is_asked_again_narrower_and_an_entry_over_the_budget_alone_comes_whole(
+    backend: LocalBackend,
+) -> None:
+    # ~15,000 characters a page line (content and concepts): three exceed the budget, one does not.
+    concepts = tuple(f"c{j:04d}" * 20 for j in range(40))
+    for _ in range(3):
+        backend.write(WriteRequest("y" * 10_000, domain="d", concepts=concepts))
+    counting = Counting(backend)
+    text = Answers(counting).memory_list_recent(domain="d", limit=3)
+    assert len(ID.findall(text)) == 2 and len(text) <= PAGE_BUDGET
+    # three did not fit: one; then two did not fit: one; then the last one did not fit: whole or dropped, never cut
+    assert counting.asked == [3, 1, 2, 1, 1]
+    # ~47,000 characters: one entry over the budget on its own is returned whole, as a page of one
+    big = backend.write(WriteRequest("z" * 10_000, domain="big", concepts=tuple(f"k{j:04d}" * 25 for j in range(250))))
+    alone = Answers(backend).memory_list_recent(domain="big", limit=5)
+    assert len(alone) > PAGE_BUDGET and ID.findall(alone) == [big.atom_id]
+
+
+def test_a_failing_later_sub_request_stops_the_page_early_with_its_cursor_unaffected(backend: LocalBackend) -> None:
+    written = fill(backend, [50] * 30)
+    text = Answers(FailsAfter(backend, good=1)).memory_list_recent(domain="d", limit=25)
+    assert text.endswith(EARLY_STOP_NOTE)
+    assert "This page stopped early" in text and "The cursor above is unaffected: continue from it." in text
+    assert ID.findall(text) == written[::-1][:10]
+    cursor = CURSOR.search(text.removesuffix(EARLY_STOP_NOTE)).group(1)  # type: ignore[union-attr]
+    rest = Answers(backend).memory_list_recent(domain="d", limit=100, cursor=cursor)
+    assert ID.findall(rest) == written[::-1][10:]
+
+
+def test_a_failing_first_sub_request_is_an_error_not_an_empty_page(backend: LocalBackend) -> None:
+    fill(backend, [50] * 3)
+    with pytest.raises(Unavailable):
+        Answers(FailsAfter(backend, good=0)).memory_list_recent(domain="d")
+
+
+def test_the_surface_is_the_hosted_packages_tool_by_tool() -> None:
+    hosted = HOSTED["tools"]
+    assert [t["name"] for t in surface.TOOLS] == [t["name"] for t in hosted]
+    for ours, theirs in zip(surface.TOOLS, hosted, strict=True):
+        assert ours["inputSchema"] == theirs["inputSchema"], ours["name"]
+        assert ours["annotations"] == theirs["annotations"], ours["name"]
+
+
+BLOCK_MCP = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mcp" or name.startswith("mcp."):
+            raise ModuleNotFoundError("No module named 'mcp'", name="mcp")
+        return None
+sys.meta_path.insert(0, Block())
+sys.argv = ["mnemo", "mcp"]
+from mnemo_tui.cli import run
+run()
+"""
+
+
+def test_without_the_extra_mnemo_mcp_exits_2_naming_it(isolated_home: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", BLOCK_MCP], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "needs the mcp extra (mcp is missing): pip install 'mnemo-tui[mcp]'" in done.stderr
+
+
+def test_nothing_but_the_protocol_on_stdout(tmp_path: Path, isolated_home: Path) -> None:
+    from mcp_helpers import MNEMO
+
+    hello = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "memory_write", "arguments": {"content": "x"}},
+        },
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory_list_recent", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "memory_read", "arguments": {}}},
+    ]
+    proc = subprocess.Popen(
+        [MNEMO, "--store", str(tmp_path / "s.db"), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,  # messages go there; only stdout is the protocol's
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    answers = []
+    try:
+        for message in hello:  # one at a time, each answer read before the next request
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+            if "id" in message:
+                answers.append(json.loads(proc.stdout.readline()))
+        proc.stdin.close()
+        assert proc.stdout.read() == ""  # nothing after the answers either
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=300) == 0
+    assert all(a["jsonrpc"] == "2.0" for a in answers)
+    by_id = {a["id"]: a["result"] for a in answers if "id" in a}
+    assert set(by_id) == {1, 2, 3, 4}
+    assert by_id[1]["serverInfo"]["name"] == "mnemo"
+    assert by_id[3]["content"][0]["text"].endswith("(end of feed — nothing older)")
+    assert by_id[4]["isError"] is True

@@ -1,0 +1,65 @@
+"""`mnemo --endpoint URL mcp` against a real `mnemo serve`: the same tools over the remote backend, and the
+API key in no answer."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from mcp_helpers import MNEMO, Servers, Session
+from serve_process import start_serve
+
+ID = re.compile(r"^   id: ([0-9a-f-]{36})$", re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    home = tmp_path_factory.mktemp("serve-home")
+    key = subprocess.run(
+        [MNEMO, "keys", "create", "alice"], env={"MNEMO_HOME": str(home)}, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    served = start_serve(home)
+    yield served.url, key
+    served.stop(signal.SIGTERM)
+
+
+@pytest.fixture(scope="module")
+def remote(servers: Servers, endpoint: tuple[str, str]) -> Session:
+    url, key = endpoint
+    return servers.start("--endpoint", url, env={"MNEMO_API_KEY": key})
+
+
+def test_the_tools_over_an_endpoint_and_no_key_in_any_answer(remote: Session, endpoint: tuple[str, str]) -> None:
+    _, key = endpoint
+    answers = [remote.ok("memory_list_recent")]
+    assert answers[0].startswith("No memories in your own domains yet.")
+    stored = [remote.ok("memory_write", content=f"remote entry {i}", domain="far") for i in range(12)]
+    ids = [re.fullmatch(r"Stored \(importance: unknown\)\. ID: (\S+)", s).group(1) for s in stored]  # type: ignore[union-attr]
+    walked: list[str] = []
+    cursor = None
+    for _ in range(10):
+        page = remote.ok("memory_list_recent", domain="far", limit=5, **({"cursor": cursor} if cursor else {}))
+        answers.append(page)
+        walked += ID.findall(page)
+        match = re.search(r"More older entries exist — pass cursor: (\S+)$", page)
+        if match is None:
+            break
+        cursor = match.group(1)
+    assert walked == ids[::-1]
+    answers.append(remote.ok("memory_read", query="remote entry", domain="far"))
+    assert ID.findall(answers[-1])
+    answers.append(remote.ok("memory_feedback", atom_ids=ids[:2], outcome=0.5))
+    assert answers[-1] == "Rating sent: +0.5 (helpful). The service reports 2 memories updated."
+    answers += [remote.ok("memory_stats"), remote.ok("memory_list_rooms"), remote.ok("vault_list")]
+    for text in answers:
+        assert key not in text and key.removeprefix("mk_live_") not in text
+
+
+def test_a_refused_key_is_an_error_answer_not_a_crash(servers: Servers, endpoint: tuple[str, str]) -> None:
+    url, key = endpoint
+    wrong = servers.start("--endpoint", url, env={"MNEMO_API_KEY": "mk_live_" + "0" * 32})
+    text = wrong.refused("memory_list_recent")
+    assert text.startswith("UNAUTHORIZED") and key not in text
