@@ -226,6 +226,19 @@ class RemoteBackend(Backend):
     def _delay(self, attempt: int) -> float:
         return float(min(self.max_wait, self.backoff * (2**attempt) * (0.5 + self._jitter() / 2)))
 
+    def _wait_to_retry(self, attempt: int, deadline: float, said_wait: float | None = None) -> bool:
+        """Wait before the next attempt when one is left and its wait ends before the deadline; else False.
+
+        `said_wait` is the endpoint's `Retry-After` (bounded by `max_wait`); without it, the backoff.
+        """
+        if attempt >= self.retries:
+            return False
+        wait = min(self.max_wait, said_wait) if said_wait is not None else self._delay(attempt)
+        if time.monotonic() + wait >= deadline:
+            return False
+        self._sleep(wait)
+        return True
+
     def _call(self, method: str, path: str, body: Any = None, *, idempotent: bool = True) -> Any:
         """One call's parsed JSON answer (see `_send`)."""
         response = self._send(method, path, body, idempotent=idempotent)
@@ -257,9 +270,7 @@ class RemoteBackend(Backend):
             except TooLarge as exc:
                 raise Unavailable(f"{self.identity} sent {exc.reason} to {method} {path}; not asked again") from None
             except TransportError as exc:
-                wait = self._delay(attempt)
-                if attempt < self.retries and (idempotent or not exc.sent) and time.monotonic() + wait < deadline:
-                    self._sleep(wait)
+                if (idempotent or not exc.sent) and self._wait_to_retry(attempt, deadline):
                     attempt += 1
                     continue
                 raise Unavailable(
@@ -279,10 +290,7 @@ class RemoteBackend(Backend):
             # The endpoint's own word wins (a 503 that says `retryable: false` is a deadline, not a blip).
             transient = said if said is not None else (problem.retryable or response.status_code in TRANSIENT_STATUS)
             allowed = idempotent or response.status_code in NOT_PROCESSED_STATUS
-            said_wait = retry_after(response)
-            wait = min(self.max_wait, said_wait) if said_wait is not None else self._delay(attempt)
-            if transient and allowed and attempt < self.retries and time.monotonic() + wait < deadline:
-                self._sleep(wait)
+            if transient and allowed and self._wait_to_retry(attempt, deadline, retry_after(response)):
                 attempt += 1
                 continue
             if transient and attempt:
