@@ -501,3 +501,21 @@ def test_tls_is_verified_against_the_trusted_certificates(
         assert [e.atom_id for e in trusted.recent(RecentQuery()).items] == [ITEM["atom_id"]]
         trusted.close()
     assert len(server.seen) == 1 and server.seen[0].headers["x-api-key"] == KEY
+
+
+def test_one_request_id_per_logical_call_the_same_across_its_retries() -> None:
+    answers = [answer(503, {"code": "UNAVAILABLE", "message": "busy", "retryable": True}), answer(200, WRITTEN)] * 2
+
+    def busy_then_ok(request: Request) -> tuple[bytes | None, bool]:
+        return answers.pop(0), False
+
+    with raw_server(busy_then_ok) as server:
+        sleeps: list[float] = []
+        backend = RemoteBackend(f"http://127.0.0.1:{server.port}/api/v1", KEY, sleep=sleeps.append)
+        backend.write(WriteRequest(content="a", external_ref="r-1"))
+        backend.write(WriteRequest(content="b", external_ref="r-2"))
+        backend.close()
+    ids = [r.headers["x-request-id"] for r in server.seen]
+    assert len(ids) == 4 and len(sleeps) == 2
+    assert ids[0] == ids[1] != ids[2] == ids[3]
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
