@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
+
+import typer
 
 from mnemo_tui import text
-from mnemo_tui.cli.context import Context
-from mnemo_tui.cli.options import Args, scope_opt
-from mnemo_tui.cli.options import text as text_opt
+from mnemo_tui.cli.commands import ctx_of
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.model import parse_scope
 
 if TYPE_CHECKING:
     from mnemo_tui.tui import MnemoApp
-
-
-class TuiArgs(Args):
-    """The terminal UI: a live catch-up feed of your store and rooms."""
-
-    creates_store = True
-
-    scope = scope_opt("Scope to open first: omit for your own store.")
-    consumer = text_opt("--consumer", metavar="NAME", help="Whose watermarks the counts and 'mark caught up' use.")
 
 
 class TuiFailed(MnemoError):
@@ -32,9 +23,20 @@ class TuiFailed(MnemoError):
     exit_code = 5
 
 
-def tui(c: Context, args: TuiArgs) -> None:
-    scope_value = parse_scope(args.scope)
-    consumer_name = c.consumer(args.consumer)
+def tui(
+    ctx: typer.Context,
+    scope: Annotated[
+        str | None, typer.Option("--scope", "-s", metavar="SCOPE", help="Scope to open first: omit for your own store.")
+    ] = None,
+    consumer: Annotated[
+        str | None,
+        typer.Option("--consumer", metavar="NAME", help="Whose watermarks the counts and 'mark caught up' use."),
+    ] = None,
+) -> None:
+    """The terminal UI: a live catch-up feed of your store and rooms."""
+    c = ctx_of(ctx, creates_store=True)
+    scope_value = parse_scope(scope)
+    consumer_name = c.consumer(consumer)
     backend = c.backend
     state = c.state
     from mnemo_tui.tui import MnemoApp  # the one command that starts the TUI imports it
