@@ -4,23 +4,26 @@ from __future__ import annotations
 
 import os
 import sys
+from types import SimpleNamespace
 
 from mnemo_tui import TYPE_CHECKING
-from mnemo_tui.cli.options import HOISTED, Args, CatchupArgs, RecentArgs, RootArgs
+from mnemo_tui.cli.flags import CATCHUP, HOISTED, RECENT, ROOT
 
 if TYPE_CHECKING:
     from typing import Any
 
+    from mnemo_tui.cli.flags import Flag
+
 # The fast path: `recent` and `catchup` with options it fully understands skip importing Typer
 # (about half of a cold start) and call the very same functions as the Typer commands, with the
-# options both read from one declaration (mnemo_tui/cli/options.py). Anything else, --help or a
+# options both read from the tables of mnemo_tui/cli/flags.py. Anything else, --help or a
 # malformed option included, goes to Typer, so usage errors stay Typer's.
 INTERRUPTED = "\nmnemo: interrupted; nothing half-committed\n"
 
 
-def _options(args: list[str], declared: type[Args], *, stop_at_word: bool) -> tuple[dict[str, Any], int] | None:
-    """Parse `--opt value`, `--opt=value` and flags of `declared`; None at anything else (Typer then decides)."""
-    by_flag = {name: opt for opt in declared.options() for name in opt.flags}
+def _options(args: list[str], table: dict[str, Flag], *, stop_at_word: bool) -> tuple[dict[str, Any], int] | None:
+    """Parse `--opt value`, `--opt=value` and flags of `table`; None at anything else (Typer then decides)."""
+    by_flag = {spelling: (name, opt) for name, opt in table.items() for spelling in opt.flags}
     found: dict[str, Any] = {}
     i = 0
     while i < len(args):
@@ -30,13 +33,14 @@ def _options(args: list[str], declared: type[Args], *, stop_at_word: bool) -> tu
                 return found, i
             return None
         name, eq, inline = arg.partition("=")
-        opt = by_flag.get(name)
-        if opt is None or opt.kind not in ("text", "int", "flag"):
+        known = by_flag.get(name)
+        if known is None:
             return None
+        key, opt = known
         if opt.kind == "flag":
             if eq:
                 return None
-            found[opt.name] = True
+            found[key] = True
             i += 1
             continue
         if eq and not name.startswith("--"):
@@ -52,10 +56,15 @@ def _options(args: list[str], declared: type[Args], *, stop_at_word: bool) -> tu
         if opt.kind == "int":
             if not (value.isascii() and value.isdigit()):  # `²` is a digit to Python, not to int()
                 return None
-            found[opt.name] = int(value)
+            found[key] = int(value)
         else:
-            found[opt.name] = value
+            found[key] = value
     return found, i
+
+
+def _values(table: dict[str, Flag], given: dict[str, Any]) -> SimpleNamespace:
+    """Every option of `table` by name: the value given, else its default."""
+    return SimpleNamespace(**{name: given.get(name, opt.default) for name, opt in table.items()})
 
 
 def _fast(args: list[str]) -> int | None:
@@ -65,7 +74,7 @@ def _fast(args: list[str]) -> int | None:
     while rest and rest[0] == "--debug":
         debug = True
         rest.pop(0)
-    parsed = _options(rest, RootArgs, stop_at_word=True)
+    parsed = _options(rest, ROOT, stop_at_word=True)
     if parsed is None:
         return None
     root, used = parsed
@@ -77,19 +86,19 @@ def _fast(args: list[str]) -> int | None:
         return 0
     if not rest or rest[0] not in ("recent", "catchup"):
         return None
-    declared = RecentArgs if rest[0] == "recent" else CatchupArgs
-    opts = _options(rest[1:], declared, stop_at_word=False)
+    table = RECENT if rest[0] == "recent" else CATCHUP
+    opts = _options(rest[1:], table, stop_at_word=False)
     if opts is None:
         return None
     from mnemo_tui.cli import feed
     from mnemo_tui.cli.context import Context
 
     root["debug"] = debug or bool(root.get("debug"))
-    context = Context.of(RootArgs(**root))
+    context = Context.of(_values(ROOT, root))
     try:
-        if declared is RecentArgs:
-            return feed.recent(context, RecentArgs(**opts[0]))
-        return feed.catchup(context, CatchupArgs(**opts[0]))
+        if table is RECENT:
+            return feed.recent(context, _values(RECENT, opts[0]))
+        return feed.catchup(context, _values(CATCHUP, opts[0]))
     finally:
         context.close()
 

@@ -1,86 +1,128 @@
-"""Provides the Typer app: every command registered from its declaration (`Args`) and its body."""
+"""Provides the Typer app: the root options, and the table of commands, each imported from its module when used.
+
+To add a command: write it as a Typer function (or a `commands.group` of them) in a `cmd_*.py`
+module, and add one row to `COMMANDS` below with its name, its module and its line in `mnemo --help`.
+"""
 
 from __future__ import annotations
 
-from mnemo_tui.cli import (
-    cmd_atoms,
-    cmd_entries,
-    cmd_mcp,
-    cmd_proof,
-    cmd_rooms,
-    cmd_server,
-    cmd_state,
-    cmd_tui,
-    cmd_vault,
-    feed,
+import importlib
+from types import SimpleNamespace
+from typing import Annotated, NamedTuple
+
+import typer
+import typer.main
+from typer._click import Command, Context, HelpFormatter
+from typer.core import TyperGroup
+
+from mnemo_tui.cli.commands import HELP_FLAGS, option
+from mnemo_tui.cli.flags import ROOT
+
+
+class Row(NamedTuple):
+    """One command of `mnemo`: where its Typer function (or group) lives, and its line in `mnemo --help`."""
+
+    module: str
+    attr: str
+    summary: str
+
+
+# In the order `mnemo --help` lists them.
+COMMANDS = {
+    "write": Row("mnemo_tui.cli.cmd_entries", "write", "Store an entry; prints its atom_id."),
+    "recent": Row("mnemo_tui.cli.cmd_feed", "recent", "The newest page of the feed (--all: every page; -F: live)."),
+    "catchup": Row("mnemo_tui.cli.cmd_feed", "catchup", "What is new to this consumer; then commits its watermark."),
+    "search": Row(
+        "mnemo_tui.cli.cmd_entries", "search", "Search entries (needs a query; `mnemo recent` lists without)."
+    ),
+    "show": Row("mnemo_tui.cli.cmd_atoms", "show", "One entry whole, with its supersession chain."),
+    "delete": Row("mnemo_tui.cli.cmd_atoms", "delete", "Delete entries of your own store (asks first, or --yes)."),
+    "login": Row("mnemo_tui.cli.cmd_state", "login", "Keep an endpoint's API key in the OS keyring."),
+    "logout": Row("mnemo_tui.cli.cmd_state", "logout", "Forget the endpoint's key, and undo what login recorded."),
+    "status": Row("mnemo_tui.cli.cmd_state", "status", "Which backend, as whom, where the key and state live."),
+    "demo": Row("mnemo_tui.cli.cmd_state", "demo", "Fill the embedded store with sample entries, rooms, a secret."),
+    "serve": Row("mnemo_tui.cli.cmd_server", "serve", "Serve the embedded store over REST until Ctrl-C."),
+    "tui": Row("mnemo_tui.cli.cmd_tui", "tui", "The terminal UI: a live catch-up feed of your store and rooms."),
+    "mcp": Row("mnemo_tui.cli.cmd_mcp", "mcp", "Serve the memory tools to an MCP client over stdio."),
+    "check": Row("mnemo_tui.cli.cmd_proof", "check", "The four checks of the source document; exit 1 on a failure."),
+    "verify": Row(
+        "mnemo_tui.cli.cmd_proof", "verify", "Every expected id once in the walk, none twice; exit 1 if not."
+    ),
+    "rooms": Row("mnemo_tui.cli.cmd_rooms", "rooms", "Shared rooms: list, create, invite, join, delete."),
+    "vault": Row("mnemo_tui.cli.cmd_vault", "vault", "Secrets, sealed on this machine: list, add, get, key pairs."),
+    "watermark": Row(
+        "mnemo_tui.cli.cmd_state", "watermark", "Inspect and manage watermarks per backend, consumer and scope."
+    ),
+    "profile": Row("mnemo_tui.cli.cmd_state", "profile", "The profiles of config.toml: list them, switch the default."),
+    "keys": Row("mnemo_tui.cli.cmd_server", "keys", "API keys of `mnemo serve`: create, list, revoke."),
+    "db": Row("mnemo_tui.cli.cmd_server", "db", "Copy an embedded store into PostgreSQL."),
+}
+
+
+def load(name: str) -> Command:
+    """The click command of the row `name`: its module imported, its Typer function or group built."""
+    row = COMMANDS[name]
+    target = getattr(importlib.import_module(row.module), row.attr)
+    holder = typer.Typer(rich_markup_mode=None)
+    if isinstance(target, typer.Typer):
+        holder.add_typer(target, name=name, short_help=row.summary)
+    else:
+        holder.command(name, short_help=row.summary)(target)
+    return typer.main.get_group(holder).commands[name]
+
+
+class LazyGroup(TyperGroup):
+    """`mnemo`'s commands from the `COMMANDS` table: `mnemo show --help` imports and builds `show` alone."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        if cmd_name not in self.commands:
+            self.commands[cmd_name] = load(cmd_name)
+        return self.commands[cmd_name]
+
+    def resolve_command(self, ctx: Context, args: list[str]) -> tuple[str | None, Command | None, list[str]]:
+        if args and args[0] not in COMMANDS:
+            # A mistyped name: Typer suggests a close one among the commands built, so build them all.
+            for name in COMMANDS:
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+        # `mnemo --help` lists the table's summaries, without importing every command's module.
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, row.summary) for name, row in COMMANDS.items()])
+
+
+app = typer.Typer(
+    name="mnemo",
+    cls=LazyGroup,
+    help="Catch up on agent memory: a queryless, newest-first feed per scope, walked with cursors.",
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    no_args_is_help=True,
+    context_settings=HELP_FLAGS,
 )
-from mnemo_tui.cli.commands import add, group, root_app
-from mnemo_tui.cli.options import CatchupArgs, RecentArgs
 
-app = root_app("Catch up on agent memory: a queryless, newest-first feed per scope, walked with cursors.")
 
-add(app, "write", cmd_entries.WriteArgs, cmd_entries.write)
-add(app, "recent", RecentArgs, feed.recent)
-add(app, "catchup", CatchupArgs, feed.catchup)
-add(app, "search", cmd_entries.SearchArgs, cmd_entries.search)
-add(app, "show", cmd_atoms.ShowArgs, cmd_atoms.show)
-add(app, "delete", cmd_atoms.DeleteArgs, cmd_atoms.delete)
-
-rooms = group(app, "rooms", "Shared rooms: list, create, invite, join, delete.")
-add(rooms, "list", cmd_rooms.RoomsListArgs, cmd_rooms.rooms_list)
-add(rooms, "create", cmd_rooms.RoomsCreateArgs, cmd_rooms.rooms_create)
-add(rooms, "invite", cmd_rooms.RoomsInviteArgs, cmd_rooms.rooms_invite)
-add(rooms, "join", cmd_rooms.RoomsJoinArgs, cmd_rooms.rooms_join)
-add(rooms, "delete", cmd_rooms.RoomsDeleteArgs, cmd_rooms.rooms_delete)
-
-vault = group(
-    app,
-    "vault",
-    "Secrets, sealed and unsealed on this machine to a key pair in the OS keyring; the backend holds sealed values.",
-    summary="Secrets, sealed on this machine: list, add, get, key pairs.",
-)
-add(vault, "list", cmd_vault.VaultListArgs, cmd_vault.vault_list)
-add(vault, "add", cmd_vault.VaultAddArgs, cmd_vault.vault_add)
-add(vault, "get", cmd_vault.VaultGetArgs, cmd_vault.vault_get)
-add(vault, "keygen", cmd_vault.VaultKeygenArgs, cmd_vault.vault_keygen)
-add(vault, "export-public", cmd_vault.VaultExportPublicArgs, cmd_vault.vault_export_public)
-add(vault, "export-key", cmd_vault.VaultExportKeyArgs, cmd_vault.vault_export_key)
-add(vault, "import-key", cmd_vault.VaultImportKeyArgs, cmd_vault.vault_import_key)
-
-watermark = group(app, "watermark", "Inspect and manage watermarks per backend, consumer and scope.")
-add(watermark, "list", cmd_state.WatermarkListArgs, cmd_state.watermark_list)
-add(watermark, "show", cmd_state.WatermarkShowArgs, cmd_state.watermark_show)
-add(watermark, "set", cmd_state.WatermarkSetArgs, cmd_state.watermark_set)
-add(watermark, "reset", cmd_state.WatermarkResetArgs, cmd_state.watermark_reset)
-
-add(app, "login", cmd_state.LoginArgs, cmd_state.login)
-add(app, "logout", cmd_state.LogoutArgs, cmd_state.logout)
-add(app, "status", cmd_state.StatusArgs, cmd_state.status)
-profile = group(app, "profile", "The profiles of config.toml: list them, switch the default.")
-add(profile, "list", cmd_state.ProfileListArgs, cmd_state.profile_list)
-add(profile, "use", cmd_state.ProfileUseArgs, cmd_state.profile_use)
-add(app, "demo", cmd_state.DemoArgs, cmd_state.demo)
-
-add(app, "serve", cmd_server.ServeArgs, cmd_server.serve)
-keys = group(
-    app,
-    "keys",
-    "API keys of `mnemo serve` (embedded store only): create, list, revoke.",
-    summary="API keys of `mnemo serve`: create, list, revoke.",
-)
-add(keys, "create", cmd_server.KeysCreateArgs, cmd_server.keys_create)
-add(keys, "list", cmd_server.KeysListArgs, cmd_server.keys_list)
-add(keys, "revoke", cmd_server.KeysRevokeArgs, cmd_server.keys_revoke)
-
-db = group(
-    app,
-    "db",
-    "The database behind `mnemo serve`: copy an embedded store into PostgreSQL.",
-    summary="Copy an embedded store into PostgreSQL.",
-)
-add(db, "copy", cmd_server.DbCopyArgs, cmd_server.db_copy)
-
-add(app, "tui", cmd_tui.TuiArgs, cmd_tui.tui)
-app.command("mcp", short_help="Serve the memory tools to an MCP client over stdio.")(cmd_mcp.mcp)
-add(app, "check", cmd_proof.CheckArgs, cmd_proof.check)
-add(app, "verify", cmd_proof.VerifyArgs, cmd_proof.verify)
+@app.callback()
+def root(
+    ctx: typer.Context,
+    profile: Annotated[str | None, option(ROOT["profile"])] = None,
+    store: Annotated[str | None, option(ROOT["store"])] = None,
+    endpoint: Annotated[str | None, option(ROOT["endpoint"])] = None,
+    database: Annotated[str | None, option(ROOT["database"])] = None,
+    debug: Annotated[bool, option(ROOT["debug"])] = False,
+    utc: Annotated[bool, option(ROOT["utc"])] = False,
+    no_pager: Annotated[bool, option(ROOT["no_pager"])] = False,
+    version: Annotated[bool, option(ROOT["version"])] = False,
+) -> None:
+    """Catch up on agent memory."""
+    # Kept as given: the settings are resolved when a command first needs them (`commands.ctx_of`).
+    ctx.obj = SimpleNamespace(
+        profile=profile, store=store, endpoint=endpoint, database=database, debug=debug, utc=utc, no_pager=no_pager
+    )

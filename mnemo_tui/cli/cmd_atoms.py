@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 import sys
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
+
+import typer
 
 from mnemo_tui import text, timefmt, verbs
 from mnemo_tui.cli import output
-from mnemo_tui.cli.context import Context
-from mnemo_tui.cli.options import Args, arguments, entry_format_opt, flag, required_argument
+from mnemo_tui.cli.commands import EntryFormat, Yes, ctx_of
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
 from mnemo_tui.model import MAX_LIMIT, Entry, RecentQuery, room_of
 from mnemo_tui.walk import Walk
@@ -95,14 +96,6 @@ def _walk_prefix(backend: Backend, prefix: str) -> tuple[list[Entry], bool]:
 # -- show ---------------------------------------------------------------------------------------
 
 
-class ShowArgs(Args):
-    """Print one entry whole: content, provenance, concepts, metadata, scope, time and its revisions."""
-
-    summary = "One entry whole, with its supersession chain."
-    atom = required_argument("ID", "An atom id, or a unique prefix of at least 6 hex characters.")
-    fmt = entry_format_opt()
-
-
 def _links_chain(backend: Backend, entry: Entry) -> list[Entry]:
     """The chain followed by the entries' own links: `supersedes` back, `superseded_by` forward."""
     known: dict[str, Entry] = {entry.atom_id: entry}
@@ -123,10 +116,18 @@ def _links_chain(backend: Backend, entry: Entry) -> list[Entry]:
     return sorted(known.values(), key=lambda e: (e.created_at, e.atom_id))
 
 
-def show(c: Context, args: ShowArgs) -> None:
-    fmt = output.check_format(args.fmt)
+def show(
+    ctx: typer.Context,
+    atom: Annotated[
+        str, typer.Argument(metavar="ID", help="An atom id, or a unique prefix of at least 6 hex characters.")
+    ],
+    fmt: EntryFormat = "table",
+) -> None:
+    """Print one entry whole: content, provenance, concepts, metadata, scope, time and its revisions."""
+    c = ctx_of(ctx)
+    fmt = output.check_format(fmt)
     backend = c.backend
-    atom = resolve_id(backend, args.atom)
+    atom = resolve_id(backend, atom)
     detail = backend.detail(atom)
     entry = detail.entry
     served = backend.chain(entry.atom_id)
@@ -177,21 +178,21 @@ def show(c: Context, args: ShowArgs) -> None:
 # -- delete -------------------------------------------------------------------------------------
 
 
-class DeleteArgs(Args):
+def delete(
+    ctx: typer.Context,
+    atoms: Annotated[
+        list[str], typer.Argument(metavar="ID...", help="Atom ids, or unique prefixes of at least 6 hex characters.")
+    ],
+    yes: Yes = False,
+) -> None:
     """Delete entries of your own store (asks on a terminal; elsewhere needs --yes).
 
     Deleting a revision makes the one it superseded the live entry again.
     """
-
-    summary = "Delete entries of your own store (asks first, or --yes)."
-    atoms = arguments("ID...", "Atom ids, or unique prefixes of at least 6 hex characters.")
-    yes = flag("--yes", "-y", help="Delete without asking (required when stdin is not a terminal).")
-
-
-def delete(c: Context, args: DeleteArgs) -> None:
+    c = ctx_of(ctx)
     backend = c.backend
-    values = list(args.atoms)
-    output.may_ask(args.yes, "mnemo delete")
+    values = list(atoms)
+    output.may_ask(yes, "mnemo delete")
     targets: list[Entry] = []
     for value in values:
         atom = resolve_id(backend, value)
@@ -208,7 +209,7 @@ def delete(c: Context, args: DeleteArgs) -> None:
             raise Forbidden(refusal)
         if entry.atom_id not in {t.atom_id for t in targets}:
             targets.append(entry)
-    if not args.yes:
+    if not yes:
         for entry in targets:
             output.hint(f"  {entry.atom_id}  {first_line(entry)}")
         noun = "entry" if len(targets) == 1 else "entries"

@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import sys
+from typing import Annotated
+
+import typer
 
 from mnemo_tui import reports, verbs
 from mnemo_tui.cli import output
+from mnemo_tui.cli.commands import EntryFormat, IncludeHistory, Scope, Since, Until, ctx_of
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.feed import check_limit_flag, parse_times, resolved_scope, room_name_hint
-from mnemo_tui.cli.options import (
-    Args,
-    argument,
-    entry_format_opt,
-    given,
-    include_history_opt,
-    limit_opt,
-    scope_opt,
-    since_opt,
-    text,
-    texts,
-    until_opt,
-)
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import (
     MAX_CONCEPTS,
@@ -33,22 +24,6 @@ from mnemo_tui.model import (
     room_of,
 )
 from mnemo_tui.text import line as safe
-
-
-class WriteArgs(Args):
-    """Store an entry; prints its atom_id."""
-
-    creates_store = True
-
-    content = argument(
-        "TEXT", "The entry's content; - (or nothing, in a pipe) reads stdin; nothing on a terminal opens $EDITOR."
-    )
-    scope = scope_opt("Domain (default general) or xroom:<room_id>.")
-    concept = texts("--concept", "-c", metavar="CONCEPT", help="A concept (tag); repeatable.")
-    supersedes = texts(
-        "--supersedes", metavar="ATOM_ID", help="An atom id (or unique prefix) this entry replaces; repeatable."
-    )
-    ref = text("--ref", metavar="REF", help="External reference: a repeated write returns the first atom.")
 
 
 def _from_editor(domain: str) -> str:
@@ -69,41 +44,66 @@ def _from_editor(domain: str) -> str:
     return written
 
 
-def write(c: Context, args: WriteArgs) -> None:
-    if args.content is None and sys.stdin.isatty():
-        content = _from_editor(parse_scope(args.scope) or "general")
-    elif args.content is None or args.content == "-":
+def write(
+    ctx: typer.Context,
+    content: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="TEXT",
+            help="The entry's content; - (or nothing, in a pipe) reads stdin; nothing on a terminal opens $EDITOR.",
+        ),
+    ] = None,
+    scope: Annotated[
+        str | None, typer.Option("--scope", "-s", metavar="SCOPE", help="Domain (default general) or xroom:<room_id>.")
+    ] = None,
+    concept: Annotated[
+        list[str] | None, typer.Option("--concept", "-c", metavar="CONCEPT", help="A concept (tag); repeatable.")
+    ] = None,
+    supersedes: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--supersedes", metavar="ATOM_ID", help="An atom id (or unique prefix) this entry replaces; repeatable."
+        ),
+    ] = None,
+    ref: Annotated[
+        str | None,
+        typer.Option("--ref", metavar="REF", help="External reference: a repeated write returns the first atom."),
+    ] = None,
+) -> None:
+    """Store an entry; prints its atom_id."""
+    c = ctx_of(ctx, creates_store=True)
+    if content is None and sys.stdin.isatty():
+        content = _from_editor(parse_scope(scope) or "general")
+    elif content is None or content == "-":
         content = sys.stdin.read()
         if content.endswith("\n"):
             content = content[:-1]
-    else:
-        content = args.content
     if not content.strip():
         raise ValidationError("the entry's content is empty")
-    domain = parse_scope(args.scope) or "general"
-    if args.scope is not None and room_of(domain) is None and domain not in c.backend.domains():
+    domain = parse_scope(scope) or "general"
+    if scope is not None and room_of(domain) is None and domain not in c.backend.domains():
         refusal = verbs.write_refusal(domain, c.backend.rooms(), own_domains=[])
         if refusal is not None:
             raise ValidationError(refusal)
-    concepts = tuple(args.concept or ())
-    supersedes = tuple(args.supersedes or ())
+    concepts = tuple(concept or ())
+    replaced = tuple(supersedes or ())
     if len(concepts) > MAX_CONCEPTS:
         raise ValidationError(f"--concept repeats at most {MAX_CONCEPTS} times, got {len(concepts)}")
-    if len(supersedes) > MAX_SUPERSEDES:
-        raise ValidationError(f"--supersedes repeats at most {MAX_SUPERSEDES} times, got {len(supersedes)}")
-    if args.ref is not None and not 1 <= len(args.ref) <= MAX_EXTERNAL_REF:
-        raise ValidationError(f"--ref must be 1 to {MAX_EXTERNAL_REF} characters, got {len(args.ref)}")
-    if supersedes:
+    if len(replaced) > MAX_SUPERSEDES:
+        raise ValidationError(f"--supersedes repeats at most {MAX_SUPERSEDES} times, got {len(replaced)}")
+    if ref is not None and not 1 <= len(ref) <= MAX_EXTERNAL_REF:
+        raise ValidationError(f"--ref must be 1 to {MAX_EXTERNAL_REF} characters, got {len(ref)}")
+    if replaced:
         from mnemo_tui.cli.cmd_atoms import resolve_id
 
-        supersedes = tuple(resolve_id(c.backend, value) for value in supersedes)
+        replaced = tuple(resolve_id(c.backend, value) for value in replaced)
     result = c.backend.write(
         WriteRequest(
             content=content,
             domain=domain,
             concepts=concepts,
-            external_ref=args.ref,
-            supersedes=supersedes,
+            external_ref=ref,
+            supersedes=replaced,
             agent=c.settings.agent,
             agent_name=c.settings.agent,
             client_env="cli",
@@ -112,65 +112,64 @@ def write(c: Context, args: WriteArgs) -> None:
     sys.stdout.write(safe(result.atom_id) + "\n")  # an endpoint answered it
     if not result.created:
         # stdout stays what CLI.md fixes (the first atom's id); the person learns nothing new was stored.
-        output.hint(f"note: nothing written: --ref '{safe(args.ref or '')}' was already used by this entry")
+        output.hint(f"note: nothing written: --ref '{safe(ref or '')}' was already used by this entry")
 
 
-class SearchArgs(Args):
+def search(
+    ctx: typer.Context,
+    query: Annotated[
+        str | None,
+        typer.Argument(metavar="QUERY", help="What to search for (required: without a query, use `mnemo recent`)."),
+    ] = None,
+    scope: Scope = None,
+    order_by: Annotated[str, typer.Option("--order-by", metavar="ORDER", help="relevance or recency.")] = "relevance",
+    since: Since = None,
+    until: Until = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", metavar="N", help="How many results, 1-500.")] = 10,
+    include_history: IncludeHistory = False,
+    fmt: EntryFormat = "table",
+) -> None:
     """Search entries (needs a query; `mnemo recent` is the read without one)."""
-
-    summary = "Search entries (needs a query; `mnemo recent` lists without)."
-    query = argument("QUERY", "What to search for (required: without a query, use `mnemo recent`).")
-    scope = scope_opt()
-    order_by = given("--order-by", metavar="ORDER", help="relevance or recency.", default="relevance")
-    since = since_opt()
-    until = until_opt()
-    limit = limit_opt(10, "How many results, 1-500.")
-    include_history = include_history_opt()
-    fmt = entry_format_opt()
-
-
-def search(c: Context, args: SearchArgs) -> None:
-
-    output.check_format(args.fmt)
-    query = args.query
+    c = ctx_of(ctx)
+    output.check_format(fmt)
     if query is None or not query.strip():
         raise ValidationError("search needs a query; to list what happened lately, use `mnemo recent`")
-    if args.order_by not in ("relevance", "recency"):
-        raise ValidationError(f"--order-by must be relevance or recency, got {args.order_by!r}")
-    check_limit_flag(args.limit, 500)
-    low, high = parse_times(args.since, args.until, utc=c.utc)
-    scope_value = resolved_scope(c, parse_scope(args.scope))
+    if order_by not in ("relevance", "recency"):
+        raise ValidationError(f"--order-by must be relevance or recency, got {order_by!r}")
+    check_limit_flag(limit, 500)
+    low, high = parse_times(since, until, utc=c.utc)
+    scope_value = resolved_scope(c, parse_scope(scope))
     hits = c.backend.search(
         SearchQuery(
             query=query,
             scope=scope_value,
-            order_by="relevance" if args.order_by == "relevance" else "recency",
+            order_by="relevance" if order_by == "relevance" else "recency",
             since=low,
             until=high,
-            include_history=args.include_history,
-            top_k=args.limit,
+            include_history=include_history,
+            top_k=limit,
         )
     )
     wires = [h.entry.wire[:-1] + f',"relevance":{h.relevance}}}' for h in hits]
     out = sys.stdout
-    if args.fmt == "ndjson":
+    if fmt == "ndjson":
         output.ndjson(out, wires)
         if not hits:
             out.flush()
-            empty = _search_empty(c, query, scope_value, args.since, args.until)
+            empty = _search_empty(c, query, scope_value, since, until)
             output.hint(empty.shown)
             room_name_hint(c.backend, empty)
-    elif args.fmt == "json":
+    elif fmt == "json":
         out.write(
             '{"items":[' + ",".join(wires) + f'],"query":{output.dumps(query)},"scope":{output.dumps(scope_value)}}}\n'
         )
     else:
         if not hits:
-            empty = _search_empty(c, query, scope_value, args.since, args.until)
+            empty = _search_empty(c, query, scope_value, since, until)
             out.write(empty.shown + "\n")
             room_name_hint(c.backend, empty)
             return
-        with output.paged(args.fmt, no_pager=c.no_pager, configured=c.settings.pager):
+        with output.paged(fmt, no_pager=c.no_pager, configured=c.settings.pager):
             output.TableWriter(sys.stdout, scope=scope_value, utc=c.utc).rows([h.entry for h in hits])
 
 

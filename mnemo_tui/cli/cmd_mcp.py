@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from mnemo_tui.cli.commands import ctx_of
-from mnemo_tui.errors import ValidationError
+from mnemo_tui.cli.context import needs_extra
 
 
 def mcp(
@@ -21,12 +21,7 @@ def mcp(
 
     Only the protocol goes to stdout; messages go to stderr. Needs the `mcp` extra.
     """
-    try:
+    with needs_extra("mcp", "mnemo mcp"):
         from mnemo_tui.agents.sdk import serve
-    except ImportError as exc:
-        raise ValidationError(
-            f"`mnemo mcp` needs the mcp extra ({exc.name} is missing): pip install 'mnemo-tui[mcp]'"
-        ) from None
-    c = ctx_of(ctx)
-    c.creates_store = True  # memory_write creates the store, as `mnemo write` does
+    c = ctx_of(ctx, creates_store=True)  # memory_write creates the store, as `mnemo write` does
     serve(c.backend, agent_name)

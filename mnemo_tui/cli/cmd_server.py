@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
+
+import typer
 
 from mnemo_tui import timefmt
 from mnemo_tui.cli import output
+from mnemo_tui.cli.commands import TableFormat, ctx_of, group
 from mnemo_tui.cli.context import Context, needs_extra, store_path
-from mnemo_tui.cli.options import Args, flag, given, number, required, required_argument, table_format_opt, text
 from mnemo_tui.errors import LocalStateError, ValidationError
 
 if TYPE_CHECKING:
     from mnemo_tui.engine.interface import Engine
+
+keys = group("keys", "API keys of `mnemo serve` (embedded store only): create, list, revoke.")
+db = group("db", "The database behind `mnemo serve`: copy an embedded store into PostgreSQL.")
 
 
 def _engine(c: Context, command: str) -> Engine:
@@ -24,50 +29,56 @@ def _engine(c: Context, command: str) -> Engine:
     return backend.engine
 
 
-class ServeArgs(Args):
-    """Serve the embedded store over the Mnemoverse REST dialect (docs/server.md) until Ctrl-C or SIGTERM."""
-
-    creates_store = True
-
-    summary = "Serve the embedded store over REST until Ctrl-C."
-    host = given("--host", metavar="HOST", help="Address to bind; loopback unless told otherwise.", default="127.0.0.1")
-    port = number("--port", metavar="PORT", help="TCP port (0 picks a free one).", default=8765)
-    allow_reset = flag(
-        "--allow-reset", help="Let DELETE /memory/reset wipe a caller's own store (refused with 403 otherwise)."
-    )
-    migrate = flag(
-        "--migrate", help="Migrate a PostgreSQL database of an older schema (under a lock; back it up first)."
-    )
-    workers = number("--workers", metavar="N", help="Database threads (and pooled connections), 1-64.", default=8)
+def serve(
+    ctx: typer.Context,
+    host: Annotated[
+        str, typer.Option("--host", metavar="HOST", help="Address to bind; loopback unless told otherwise.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="TCP port (0 picks a free one).")] = 8765,
+    allow_reset: Annotated[
+        bool,
+        typer.Option(
+            "--allow-reset", help="Let DELETE /memory/reset wipe a caller's own store (refused with 403 otherwise)."
+        ),
+    ] = False,
+    migrate: Annotated[
+        bool,
+        typer.Option(
+            "--migrate", help="Migrate a PostgreSQL database of an older schema (under a lock; back it up first)."
+        ),
+    ] = False,
+    workers: Annotated[
+        int, typer.Option("--workers", metavar="N", help="Database threads (and pooled connections), 1-64.")
+    ] = 8,
     # The HTTP edges' bounds (docs/security.md); the defaults are those of server/edges.py.
-    max_connections = number(
-        "--max-connections", metavar="N", help="Connections open at once, 1-100000; past it 503.", default=1000
-    )
-    header_timeout = number(
-        "--header-timeout", metavar="SECONDS", help="Time to send a request's headers, 1-3600; then 408.", default=10
-    )
-    max_header_bytes = number(
-        "--max-header-bytes",
-        metavar="N",
-        help="Request line and headers, 1024-1048576 bytes; past it 431.",
-        default=16384,
-    )
-
-
-def serve(c: Context, args: ServeArgs) -> int:
+    max_connections: Annotated[
+        int, typer.Option("--max-connections", metavar="N", help="Connections open at once, 1-100000; past it 503.")
+    ] = 1000,
+    header_timeout: Annotated[
+        int,
+        typer.Option("--header-timeout", metavar="SECONDS", help="Time to send a request's headers, 1-3600; then 408."),
+    ] = 10,
+    max_header_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-header-bytes", metavar="N", help="Request line and headers, 1024-1048576 bytes; past it 431."
+        ),
+    ] = 16384,
+) -> int:
+    """Serve the embedded store over the Mnemoverse REST dialect (docs/server.md) until Ctrl-C or SIGTERM."""
+    c = ctx_of(ctx, creates_store=True)
     c.embedded_only("serve")
-    host, port = args.host, args.port
     if not 0 <= port <= 65535:
         raise ValidationError(f"--port must be between 0 and 65535, got {port}")
     with needs_extra("server", "mnemo serve"):
         from mnemo_tui.server.edges import Edges
         from mnemo_tui.server.run import serve as run_server
-    if not 1 <= args.workers <= 64:
-        raise ValidationError(f"--workers must be between 1 and 64, got {args.workers}")
+    if not 1 <= workers <= 64:
+        raise ValidationError(f"--workers must be between 1 and 64, got {workers}")
     for name, value, low, high in (
-        ("--max-connections", args.max_connections, 1, 100_000),
-        ("--header-timeout", args.header_timeout, 1, 3600),
-        ("--max-header-bytes", args.max_header_bytes, 1024, 1 << 20),
+        ("--max-connections", max_connections, 1, 100_000),
+        ("--header-timeout", header_timeout, 1, 3600),
+        ("--max-header-bytes", max_header_bytes, 1024, 1 << 20),
     ):
         if not low <= value <= high:
             raise ValidationError(f"{name} must be between {low} and {high}, got {value}")
@@ -78,9 +89,8 @@ def serve(c: Context, args: ServeArgs) -> int:
         with needs_extra("postgres", "--database"):
             from mnemo_tui.engine.postgres import PgStore
 
-        engine = PgStore(c.settings.database, migrate_schema=args.migrate)
-        c._backend = LocalBackend(engine, c.settings.principal)
-    elif args.migrate:
+        c._backend = LocalBackend(PgStore(c.settings.database, migrate_schema=migrate), c.settings.principal)
+    elif migrate:
         raise ValidationError("--migrate is for a PostgreSQL database (--database); a store file migrates by itself")
     if not any(not k.revoked for k in _engine(c, "serve").list_keys()):
         sys.stderr.write(
@@ -92,27 +102,26 @@ def serve(c: Context, args: ServeArgs) -> int:
             None if c.settings.database else store_path(c.settings, creates=True),
             host,
             port,
-            workers=args.workers,
-            allow_reset=args.allow_reset,
+            workers=workers,
+            allow_reset=allow_reset,
             database=c.settings.database,
-            edges=Edges(args.max_connections, args.header_timeout, args.max_header_bytes),
+            edges=Edges(max_connections, header_timeout, max_header_bytes),
         )
     except OSError as exc:
         raise ValidationError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
 
 
-class KeysCreateArgs(Args):
+@keys.command("create", short_help="Issue a key for a principal (shown once).")
+def keys_create(
+    ctx: typer.Context,
+    principal: Annotated[
+        str, typer.Argument(metavar="PRINCIPAL", help="Who the key acts as (provenance.principal of its writes).")
+    ],
+) -> None:
     """Issue a key for a principal; prints the mk_live_ key once (only its hash is kept)."""
-
-    creates_store = True
-
-    summary = "Issue a key for a principal (shown once)."
-    principal = required_argument("PRINCIPAL", "Who the key acts as (provenance.principal of its writes).")
-
-
-def keys_create(c: Context, args: KeysCreateArgs) -> None:
+    c = ctx_of(ctx, creates_store=True)
     engine = _engine(c, "keys create")
-    key_id, key = engine.create_key(args.principal)
+    key_id, key = engine.create_key(principal)
     try:
         sys.stdout.write(key + "\n")
         sys.stdout.flush()
@@ -124,17 +133,17 @@ def keys_create(c: Context, args: KeysCreateArgs) -> None:
         ) from None
 
 
-class KeysListArgs(Args):
+@keys.command("list")
+def keys_list(
+    ctx: typer.Context,
+    fmt: TableFormat = "table",
+) -> None:
     """Every key's id, principal, creation time and state; never a key."""
-
-    fmt = table_format_opt()
-
-
-def keys_list(c: Context, args: KeysListArgs) -> None:
-    output.check_format(args.fmt, allow_ndjson=False)
+    c = ctx_of(ctx)
+    output.check_format(fmt, allow_ndjson=False)
     keys = _engine(c, "keys list").list_keys()
     output.listing(
-        args.fmt,
+        fmt,
         [k.wire() for k in keys],
         empty="No API keys yet. Issue one with `mnemo keys create PRINCIPAL`.",
         headers=["KEY ID", "PRINCIPAL", "CREATED", "STATE"],
@@ -150,41 +159,46 @@ def keys_list(c: Context, args: KeysListArgs) -> None:
     )
 
 
-class KeysRevokeArgs(Args):
+@keys.command("revoke")
+def keys_revoke(
+    ctx: typer.Context,
+    key_id: Annotated[str, typer.Argument(metavar="KEY_ID", help="The key's id (from `mnemo keys list`).")],
+) -> None:
     """Revoke a key: requests with it are refused from now on."""
-
-    key_id = required_argument("KEY_ID", "The key's id (from `mnemo keys list`).")
-
-
-def keys_revoke(c: Context, args: KeysRevokeArgs) -> None:
-    _engine(c, "keys revoke").revoke_key(args.key_id)
-    output.hint(f"Key {args.key_id} revoked: requests with it are refused from now on.")
+    c = ctx_of(ctx)
+    _engine(c, "keys revoke").revoke_key(key_id)
+    output.hint(f"Key {key_id} revoked: requests with it are refused from now on.")
 
 
-class DbCopyArgs(Args):
+@db.command("copy", short_help="Copy an embedded store into an empty PostgreSQL database.")
+def db_copy(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Option("--from", metavar="STORE", help="The embedded store file to copy.")],
+    to: Annotated[
+        str | None,
+        typer.Option(
+            "--to", metavar="URL", help="The PostgreSQL database (default: --database or MNEMO_DATABASE_URL)."
+        ),
+    ] = None,
+    fmt: TableFormat = "table",
+) -> None:
     """Copy an embedded store into an empty PostgreSQL database, exactly (ids, times, rooms, members, keys,
     the vault, supersession, feedback and the cursor secret): outstanding cursors continue on the database,
     and this machine's watermarks and checkpoints of the store are carried over, so catchup and --resume do too.
-    A database that already holds data is refused; nothing is merged."""
-
-    summary = "Copy an embedded store into an empty PostgreSQL database."
-    source = required("--from", metavar="STORE", help="The embedded store file to copy.")
-    to = text("--to", metavar="URL", help="The PostgreSQL database (default: --database or MNEMO_DATABASE_URL).")
-    fmt = table_format_opt()
-
-
-def db_copy(c: Context, args: DbCopyArgs) -> None:
+    A database that already holds data is refused; nothing is merged.
+    """
+    c = ctx_of(ctx)
     from pathlib import Path
 
     from mnemo_tui.engine.store import Store
     from mnemo_tui.model import database_identity
 
-    fmt = output.check_format(args.fmt, allow_ndjson=False)
-    url = args.to or c.settings.database
+    fmt = output.check_format(fmt, allow_ndjson=False)
+    url = to or c.settings.database
     if not url:
         raise ValidationError("name the database to copy into: --to postgresql://USER@HOST/DB")
     shown = database_identity(url)
-    path = Path(args.source).expanduser()
+    path = Path(source).expanduser()
     if not path.is_file():
         raise ValidationError(f"--from {path}: no such store file")
     store = Store(path, create=False)

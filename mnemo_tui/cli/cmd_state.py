@@ -4,23 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
+
+import typer
 
 from mnemo_tui import timefmt
 from mnemo_tui.cli import output
+from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of, group
 from mnemo_tui.cli.context import Context
-from mnemo_tui.cli.options import (
-    Args,
-    argument,
-    consumer_opt,
-    flag,
-    maybe_number,
-    number,
-    required_argument,
-    scope_opt,
-    table_format_opt,
-    text,
-)
 from mnemo_tui.errors import AuthError, MnemoError, ValidationError
 from mnemo_tui.model import parse_scope
 from mnemo_tui.state import credentials
@@ -29,6 +20,14 @@ from mnemo_tui.state.statedb import StateKey, watermark_wire
 if TYPE_CHECKING:
     from mnemo_tui.model import Watermark
     from mnemo_tui.state.config import Settings
+
+watermark = group("watermark", "Inspect and manage watermarks per backend, consumer and scope.")
+profile = group("profile", "The profiles of config.toml: list them, switch the default.")
+
+# The consumer whose watermark `watermark show`, `set` and `reset` handle.
+Consumer = Annotated[
+    str | None, typer.Option("--consumer", "-c", metavar="NAME", help="Reader name (default: the configured one).")
+]
 
 
 def _consumer(c: Context, consumer: str | None) -> str:
@@ -78,19 +77,18 @@ def _write_watermark(w: Watermark | None, fmt: str, *, scope: str | None, consum
     )
 
 
-class WatermarkListArgs(Args):
+@watermark.command("list")
+def watermark_list(
+    ctx: typer.Context,
+    fmt: TableFormat = "table",
+) -> None:
     """Every watermark of this backend and principal."""
-
-    fmt = table_format_opt()
-
-
-def watermark_list(c: Context, args: WatermarkListArgs) -> None:
-
-    output.check_format(args.fmt, allow_ndjson=False)
+    c = ctx_of(ctx)
+    output.check_format(fmt, allow_ndjson=False)
     backend = c.backend
     marks = c.state.list(backend.identity, backend.principal)
     output.listing(
-        args.fmt,
+        fmt,
         [watermark_wire(w) for w in marks],
         empty=f"No watermarks yet for {backend.principal!r} on {backend.identity}. `mnemo catchup` sets one.",
         headers=["CONSUMER", "SCOPE", "WATERMARK", "ENTRIES AT IT", "UPDATED"],
@@ -107,42 +105,36 @@ def watermark_list(c: Context, args: WatermarkListArgs) -> None:
     )
 
 
-class ConsumerScopeArgs(Args):
-    """The options of every command about one consumer's watermark of one scope."""
-
-    scope = scope_opt()
-    consumer = consumer_opt("Reader name (default: the configured one).", "-c")
-
-
-class WatermarkShowArgs(ConsumerScopeArgs):
+@watermark.command("show", short_help="One consumer's watermark for one scope.")
+def watermark_show(
+    ctx: typer.Context,
+    scope: Scope = None,
+    consumer: Consumer = None,
+    fmt: TableFormat = "table",
+) -> None:
     """One consumer's watermark for one scope (JSON null when it has none)."""
-
-    summary = "One consumer's watermark for one scope."
-    fmt = table_format_opt()
-
-
-def watermark_show(c: Context, args: WatermarkShowArgs) -> None:
-    output.check_format(args.fmt, allow_ndjson=False)
-    scope_value, name = _scope(c, args.scope), _consumer(c, args.consumer)
+    c = ctx_of(ctx)
+    output.check_format(fmt, allow_ndjson=False)
+    scope_value, name = _scope(c, scope), _consumer(c, consumer)
     mark = c.state.load(StateKey.of(c.backend, name, scope_value))
-    _write_watermark(mark, args.fmt, scope=scope_value, consumer=name, utc=c.utc)
+    _write_watermark(mark, fmt, scope=scope_value, consumer=name, utc=c.utc)
 
 
-class WatermarkSetArgs(ConsumerScopeArgs):
+@watermark.command("set", short_help="Set a watermark by hand (boundary ids emptied).")
+def watermark_set(
+    ctx: typer.Context,
+    time: Annotated[str, typer.Argument(metavar="TIME", help="The new watermark (ISO-8601, a date, 2h, today...).")],
+    scope: Scope = None,
+    consumer: Consumer = None,
+    fmt: TableFormat = "table",
+) -> None:
     """Set a watermark by hand (boundary ids emptied): the next pass reads from that instant, inclusive."""
-
-    summary = "Set a watermark by hand (boundary ids emptied)."
-    time = required_argument("TIME", "The new watermark (ISO-8601, a date, 2h, today...).")
-    fmt = table_format_opt()
-
-
-def watermark_set(c: Context, args: WatermarkSetArgs) -> None:
-
-    output.check_format(args.fmt, allow_ndjson=False)
-    scope_value, name = _scope(c, args.scope), _consumer(c, args.consumer)
-    instant = timefmt.parse_time(args.time, field="watermark set", utc=c.utc)
+    c = ctx_of(ctx)
+    output.check_format(fmt, allow_ndjson=False)
+    scope_value, name = _scope(c, scope), _consumer(c, consumer)
+    instant = timefmt.parse_time(time, field="watermark set", utc=c.utc)
     mark = c.state.commit(StateKey.of(c.backend, name, scope_value), instant, (), force=True)
-    _write_watermark(mark, args.fmt, scope=scope_value, consumer=name, utc=c.utc)
+    _write_watermark(mark, fmt, scope=scope_value, consumer=name, utc=c.utc)
     if instant > timefmt.now_us():
         output.hint(
             f"note: {timefmt.to_iso(instant)} is in the future: catchup will show nothing written before it "
@@ -150,12 +142,15 @@ def watermark_set(c: Context, args: WatermarkSetArgs) -> None:
         )
 
 
-class WatermarkResetArgs(ConsumerScopeArgs):
+@watermark.command("reset")
+def watermark_reset(
+    ctx: typer.Context,
+    scope: Scope = None,
+    consumer: Consumer = None,
+) -> None:
     """Forget a watermark: the next pass reads the whole scope."""
-
-
-def watermark_reset(c: Context, args: WatermarkResetArgs) -> None:
-    scope_value, name = _scope(c, args.scope), _consumer(c, args.consumer)
+    c = ctx_of(ctx)
+    scope_value, name = _scope(c, scope), _consumer(c, consumer)
     existed = c.state.reset(StateKey.of(c.backend, name, scope_value))
     where = _scope_phrase(scope_value)
     if existed:
@@ -201,17 +196,18 @@ def _check_key(settings: Settings, key: str) -> None:
         backend.close()
 
 
-class LoginArgs(Args):
+def login(
+    ctx: typer.Context,
+    endpoint: Annotated[
+        str | None,
+        typer.Option("--endpoint", metavar="URL", help="REST base URL; recorded in the profile of config.toml."),
+    ] = None,
+    insecure_storage: Annotated[
+        bool, typer.Option("--insecure-storage", help="Keep the key in a 0600 file instead of the OS keyring.")
+    ] = False,
+) -> None:
     """Keep an API key for an endpoint in the OS keyring (key by hidden prompt or stdin)."""
-
-    summary = "Keep an endpoint's API key in the OS keyring."
-    endpoint = text("--endpoint", metavar="URL", help="REST base URL; recorded in the profile of config.toml.")
-    insecure_storage = flag("--insecure-storage", help="Keep the key in a 0600 file instead of the OS keyring.")
-
-
-def login(c: Context, args: LoginArgs) -> None:
-
-    endpoint, insecure_storage = args.endpoint, args.insecure_storage
+    c = ctx_of(ctx)
     settings = _endpoint_settings(c, endpoint)
     if not insecure_storage and not credentials.keyring_available():
         # Say so before asking for the key: there is nowhere to keep it.
@@ -252,21 +248,20 @@ def _record_endpoint(settings: Settings, endpoint: str) -> None:
     output.hint(f"Endpoint recorded in profile {profile!r} of {settings.config_path}.")
 
 
-class LogoutArgs(Args):
+def logout(
+    ctx: typer.Context,
+    endpoint: Annotated[
+        str | None, typer.Option("--endpoint", metavar="URL", help="REST base URL whose key to forget.")
+    ] = None,
+) -> None:
     """Forget the endpoint's key (keyring and file), and undo what `login` recorded in config.toml.
 
     A profile that holds nothing but the endpoint `login` recorded goes, and `default_profile` with
     it when it named that profile, so commands read the embedded store again. A profile with more
     in it stays, and logout says what it still selects and how to switch.
     """
-
-    summary = "Forget the endpoint's key, and undo what login recorded."
-    endpoint = text("--endpoint", metavar="URL", help="REST base URL whose key to forget.")
-
-
-def logout(c: Context, args: LogoutArgs) -> None:
-
-    settings = _endpoint_settings(c, args.endpoint)
+    c = ctx_of(ctx)
+    settings = _endpoint_settings(c, endpoint)
     removed = credentials.forget_key(settings)
     if removed:
         output.hint(f"Key for {settings.endpoint} removed from the {' and the '.join(removed)}.")
@@ -303,16 +298,16 @@ def _unrecord_endpoint(settings: Settings, endpoint: str) -> None:
         output.hint(f"note: MNEMO_ENDPOINT (or the top of config.toml) still selects {endpoint}")
 
 
-class ProfileListArgs(Args):
+@profile.command("list")
+def profile_list(
+    ctx: typer.Context,
+    fmt: TableFormat = "table",
+) -> None:
     """The profiles of config.toml, what each selects, and which one is in use."""
-
-    fmt = table_format_opt()
-
-
-def profile_list(c: Context, args: ProfileListArgs) -> None:
+    c = ctx_of(ctx)
     from mnemo_tui.state.config import read_config
 
-    output.check_format(args.fmt, allow_ndjson=False)
+    output.check_format(fmt, allow_ndjson=False)
     config = read_config(c.settings.config_path)
     default = config.get("default_profile")
     found = []
@@ -329,7 +324,7 @@ def profile_list(c: Context, args: ProfileListArgs) -> None:
             }
         )
     output.listing(
-        args.fmt,
+        fmt,
         found,
         empty=f"No profiles in {c.settings.config_path}. `mnemo login --endpoint URL` records one.",
         headers=["", "PROFILE", "SELECTS"],
@@ -337,45 +332,43 @@ def profile_list(c: Context, args: ProfileListArgs) -> None:
     )
 
 
-class ProfileUseArgs(Args):
+@profile.command("use", short_help="Switch the default profile (--none: no profile).")
+def profile_use(
+    ctx: typer.Context,
+    name: Annotated[str | None, typer.Argument(metavar="NAME", help="A profile of config.toml.")] = None,
+    none: Annotated[
+        bool, typer.Option("--none", help="Use no profile: the top-level keys of config.toml, else the embedded store.")
+    ] = False,
+) -> None:
     """Make a profile the default (`default_profile` of config.toml); --none goes back to no profile."""
-
-    summary = "Switch the default profile (--none: no profile)."
-    name = argument("NAME", "A profile of config.toml.")
-    none = flag("--none", help="Use no profile: the top-level keys of config.toml, else the embedded store.")
-
-
-def profile_use(c: Context, args: ProfileUseArgs) -> None:
+    c = ctx_of(ctx)
     from mnemo_tui.state.config import edit_config, read_config
 
-    if (args.name is None) == (not args.none):
+    if (name is None) == (not none):
         raise ValidationError("give a profile NAME, or --none (not both)")
     profiles = read_config(c.settings.config_path).get("profiles", {})
-    if args.name is not None and args.name not in profiles:
+    if name is not None and name not in profiles:
         import difflib
 
-        near = difflib.get_close_matches(args.name, list(profiles), n=1)
+        near = difflib.get_close_matches(name, list(profiles), n=1)
         known = f"did you mean {near[0]!r}?" if near else f"known: {', '.join(sorted(profiles)) or 'none'}"
-        raise ValidationError(f"no profile {args.name!r} in {c.settings.config_path} ({known})")
-    edit_config(c.settings.config_path, default_profile=args.name)
-    if args.name is None:
+        raise ValidationError(f"no profile {name!r} in {c.settings.config_path} ({known})")
+    edit_config(c.settings.config_path, default_profile=name)
+    if name is None:
         output.hint(f"No default profile now: commands read what the top of {c.settings.config_path} selects.")
     else:
-        output.hint(f"Profile {args.name!r} is the default now.")
+        output.hint(f"Profile {name!r} is the default now.")
     if os.environ.get("MNEMO_PROFILE"):
         output.hint("note: MNEMO_PROFILE is set and wins over the default while it stays set")
 
 
-class StatusArgs(Args):
+def status(
+    ctx: typer.Context,
+    fmt: TableFormat = "table",
+) -> None:
     """Which backend is selected, as whom, where the key and the state live (never the key)."""
-
-    summary = "Which backend, as whom, where the key and state live."
-    fmt = table_format_opt()
-
-
-def status(c: Context, args: StatusArgs) -> None:
-
-    fmt = output.check_format(args.fmt, allow_ndjson=False)
+    c = ctx_of(ctx)
+    fmt = output.check_format(fmt, allow_ndjson=False)
     s = c.settings
     data: dict[str, object] = {"backend": s.backend_kind}
     if s.endpoint:
@@ -454,23 +447,22 @@ def _remote_principal(c: Context) -> str | None:
 # -- demo ---------------------------------------------------------------------------------
 
 
-class DemoArgs(Args):
+def demo(
+    ctx: typer.Context,
+    entries: Annotated[
+        int, typer.Option("--entries", "-n", metavar="N", help="How many entries in all (10 to 1,000,000).")
+    ] = 2000,
+    seed: Annotated[int | None, typer.Option("--seed", metavar="N", help="Repeatable content.")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Add to a store that already holds entries (the new ones come after them).")
+    ] = False,
+) -> None:
     """Fill the embedded store with realistic sample entries, two rooms and a secret."""
-
-    creates_store = True
-
-    summary = "Fill the embedded store with sample entries, rooms, a secret."
-    entries = number("--entries", "-n", metavar="N", help="How many entries in all (10 to 1,000,000).", default=2000)
-    seed = maybe_number("--seed", metavar="N", help="Repeatable content.")
-    force = flag("--force", help="Add to a store that already holds entries (the new ones come after them).")
-
-
-def demo(c: Context, args: DemoArgs) -> None:
+    c = ctx_of(ctx, creates_store=True)
     from mnemo_tui import demo as demo_data
     from mnemo_tui.cli.context import open_engine
 
     c.embedded_only("demo")
-    entries, seed = args.entries, args.seed
     if not demo_data.MIN_ENTRIES <= entries <= demo_data.MAX_ENTRIES:
         raise ValidationError(
             f"--entries must be between {demo_data.MIN_ENTRIES} and {demo_data.MAX_ENTRIES:,}, got {entries}"
@@ -479,7 +471,7 @@ def demo(c: Context, args: DemoArgs) -> None:
     path = store.identity
     try:
         newest = demo_data.newest(store, c.settings.principal)
-        if newest is not None and not args.force:
+        if newest is not None and not force:
             raise ValidationError(
                 f"the store {path} already holds entries: `mnemo demo` fills an empty store; add --force to "
                 "add more (after the newest), or name another with --store"

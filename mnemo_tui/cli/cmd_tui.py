@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
+
+import typer
 
 from mnemo_tui import text
-from mnemo_tui.cli.context import Context
-from mnemo_tui.cli.options import Args, scope_opt
-from mnemo_tui.cli.options import text as text_opt
+from mnemo_tui.cli.commands import ctx_of
 from mnemo_tui.errors import MnemoError, ValidationError
 from mnemo_tui.model import parse_scope
 
 if TYPE_CHECKING:
     from mnemo_tui.tui import MnemoApp
-
-
-class TuiArgs(Args):
-    """The terminal UI: a live catch-up feed of your store and rooms."""
-
-    creates_store = True
-
-    scope = scope_opt("Scope to open first: omit for your own store.")
-    consumer = text_opt("--consumer", metavar="NAME", help="Whose watermarks the counts and 'mark caught up' use.")
 
 
 class TuiFailed(MnemoError):
@@ -32,14 +23,25 @@ class TuiFailed(MnemoError):
     exit_code = 5
 
 
-def tui(c: Context, args: TuiArgs) -> None:
-    scope_value = parse_scope(args.scope)
+def tui(
+    ctx: typer.Context,
+    scope: Annotated[
+        str | None, typer.Option("--scope", "-s", metavar="SCOPE", help="Scope to open first: omit for your own store.")
+    ] = None,
+    consumer: Annotated[
+        str | None,
+        typer.Option("--consumer", metavar="NAME", help="Whose watermarks the counts and 'mark caught up' use."),
+    ] = None,
+) -> None:
+    """The terminal UI: a live catch-up feed of your store and rooms."""
+    c = ctx_of(ctx, creates_store=True)
+    scope_value = parse_scope(scope)
     # Textual with no terminal never exits (it spins writing escape codes): refuse before starting it.
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise ValidationError(
             "mnemo tui needs a terminal (stdin and stdout are not one); in a script or CI use mnemo recent or mnemo catchup"
         )
-    consumer_name = c.consumer(args.consumer)
+    consumer_name = c.consumer(consumer)
     from mnemo_tui.cli.feed import resolved_scope
 
     scope_value = resolved_scope(c, scope_value)  # a room's name opens that room, as `catchup` reads it

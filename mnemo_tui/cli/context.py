@@ -7,12 +7,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mnemo_tui import TYPE_CHECKING
-from mnemo_tui.cli.options import RootArgs
 from mnemo_tui.errors import LocalStateError, ValidationError
 from mnemo_tui.model import check_consumer
 from mnemo_tui.state.config import Settings, resolve, with_debug
 
 if TYPE_CHECKING:
+    from types import SimpleNamespace
+
     # Imported where used: `mnemo recent` opens no state database, and the embedded store needs no httpx.
     from mnemo_tui.backends import Backend
     from mnemo_tui.engine.interface import Engine
@@ -116,8 +117,11 @@ class Context:
         self._state: StateDB | None = None
 
     @staticmethod
-    def of(root: RootArgs) -> Context:
-        """The context the root options select (flags, then environment, then config.toml)."""
+    def of(root: SimpleNamespace) -> Context:
+        """The context the root options select (flags, then environment, then config.toml).
+
+        `root` holds the values of the options of `flags.ROOT`, by name.
+        """
         settings = resolve(profile=root.profile, store=root.store, endpoint=root.endpoint, database=root.database)
         if settings.warnings:
             import sys

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from mnemo_tui import TYPE_CHECKING, text, timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
-from mnemo_tui.cli.options import CatchupArgs, RecentArgs
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import DEFAULT_LIMIT, MAX_LIMIT, Entry, RecentQuery, parse_scope
 from mnemo_tui.walk import Walk, stream_wire
@@ -22,6 +21,8 @@ OUTPUT_CLOSED = (
 )
 
 if TYPE_CHECKING:
+    from types import SimpleNamespace
+
     from mnemo_tui.backends import Backend
     from mnemo_tui.catchup import CatchupResult
     from mnemo_tui.model import EmptyReport
@@ -51,8 +52,10 @@ def check_limit_flag(limit: int, high: int = MAX_LIMIT) -> None:
         raise ValidationError(f"--limit must be between 1 and {high}, got {limit}")
 
 
-def recent(c: Context, args: RecentArgs) -> int:
+def recent(c: Context, args: SimpleNamespace) -> int:
     """Run `mnemo recent`: one page (or, with `--all`, every page), in the chosen format.
+
+    `args` holds the values of the options of `flags.RECENT`, by name.
 
     Returns:
         The exit code (0).
@@ -64,7 +67,7 @@ def recent(c: Context, args: RecentArgs) -> int:
         return _recent(c, args, fmt)
 
 
-def _recent(c: Context, args: RecentArgs, fmt: str) -> int:
+def _recent(c: Context, args: SimpleNamespace, fmt: str) -> int:
     check_limit_flag(args.limit)
     for name, value in (("--author", args.author), ("--exclude-author", args.exclude_author)):
         if value is not None and not value.strip():
@@ -124,7 +127,7 @@ def _recent(c: Context, args: RecentArgs, fmt: str) -> int:
     return 0
 
 
-def _check_follow(args: RecentArgs) -> None:
+def _check_follow(args: SimpleNamespace) -> None:
     """`--follow` streams from the newest page on: one JSON document, a cursor or a high bound cannot.
 
     Raises:
@@ -307,8 +310,10 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide
         room_name_hint(backend, report)
 
 
-def catchup(c: Context, args: CatchupArgs) -> int:
+def catchup(c: Context, args: SimpleNamespace) -> int:
     """Run `mnemo catchup`: print what is new to this consumer, then commit its watermark.
+
+    `args` holds the values of the options of `flags.CATCHUP`, by name.
 
     Returns:
         The exit code: 0, or 1 with `--exit-code` when nothing was new.
@@ -318,7 +323,7 @@ def catchup(c: Context, args: CatchupArgs) -> int:
         return _catchup(c, args, fmt)
 
 
-def _catchup(c: Context, args: CatchupArgs, fmt: str) -> int:
+def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
     from mnemo_tui.catchup import CatchUp
 
     check_limit_flag(args.limit)

@@ -189,3 +189,17 @@ def test_recent_imports_no_dataclasses_inspect_or_typing(filled: Path) -> None:
     modules = probe(filled, "recent", "--limit", "20", "--format", "ndjson")["modules"]
     assert isinstance(modules, list)
     assert [m for m in ("dataclasses", "inspect", "typing") if m in modules] == []
+
+
+def command_modules(result: dict[str, object]) -> set[str]:
+    modules = result["modules"]
+    assert isinstance(modules, list)
+    return {m for m in modules if m.startswith("mnemo_tui.cli.cmd_")}
+
+
+def test_a_commands_help_imports_that_commands_module_alone(filled: Path) -> None:
+    # The lazy group (mnemo_tui/cli/app.py) builds only the command asked for; `mnemo --help` none at all.
+    assert command_modules(probe(filled, "show", "--help")) == {"mnemo_tui.cli.cmd_atoms"}
+    listed = probe(filled, "--help")
+    assert "show" in str(listed["out"]) and "Copy an embedded store into PostgreSQL." in str(listed["out"])
+    assert command_modules(listed) == set()

@@ -9,6 +9,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -33,17 +34,18 @@ secret_values = st.text(
 def _leaf_commands() -> list[tuple[str, ...]]:
     """Every command path the CLI registers (`("rooms", "list")`, `("write",)`, ...)."""
     import typer.main
+    from typer._click import Context
 
     from mnemo_tui.cli.app import app
 
     root = typer.main.get_command(app)
     found: list[tuple[str, ...]] = []
 
-    def walk(cmd: object, path: tuple[str, ...]) -> None:
-        subs = getattr(cmd, "commands", None)
-        if subs:
-            for name, sub in subs.items():
-                walk(sub, (*path, name))
+    def walk(cmd: Any, path: tuple[str, ...]) -> None:
+        if hasattr(cmd, "list_commands"):  # a group: the root's commands are loaded by name, when asked for
+            context = Context(cmd)
+            for name in cmd.list_commands(context):
+                walk(cmd.get_command(context, name), (*path, name))
         elif path:
             found.append(path)
 
