@@ -4,7 +4,10 @@ retries that write once, text every engine stores alike, honest failures. Each t
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
+import subprocess
 import threading
 import warnings
 from collections.abc import Iterator
@@ -12,7 +15,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import Target
+from conftest import MNEMO, Target
 
 from mnemo_tui.engine import memory, pg_schema, rules
 from mnemo_tui.engine.interface import Engine
@@ -417,3 +420,38 @@ def test_the_chain_of_a_room_entry_is_complete(served: Served) -> None:
     body = chain.json()
     assert body["dangling"] == [] and body["truncated"] is False
     assert [(r["id"], r["is_head"], r["content"]) for r in body["revisions"]] == [(atom, True, "in the room")]
+
+
+# -- a full disk said as a full disk (7) ----------------------------------------------------------
+
+
+def test_a_full_disk_is_said_as_a_full_disk_not_damage(tmp_path: Any) -> None:
+    folder = tmp_path / "small"
+    folder.mkdir()
+    home = tmp_path / "reader-home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env.update({"MNEMO_HOME": str(home), "MNEMO_STORE": str(folder / "store.db")})
+    # A real full file system: a 1 MiB tmpfs in a private mount namespace, filled after the first write.
+    steps = (
+        f'mount -t tmpfs -o size=1m tmpfs "{folder}" || {{ echo "no-mount" >&2; exit 0; }}; '
+        f'"{MNEMO}" write "before the disk filled" || exit 0; '
+        f'dd if=/dev/zero of="{folder}/fill" bs=4k 2>/dev/null; '
+        f'"{MNEMO}" recent --format ndjson; echo "read=$?" >&2; '
+        f'rm "{folder}/fill"; "{MNEMO}" recent --format ndjson; echo "again=$?" >&2'
+    )
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip(
+            "REPORTED, not passed: a full file system needs root and unshare (a tmpfs in a private mount namespace); none here"
+        )
+    result = subprocess.run(
+        ["unshare", "-m", "sh", "-c", steps], capture_output=True, env=env, timeout=120, check=False
+    )
+    if b"read=" not in result.stderr:
+        pytest.skip(
+            f"REPORTED, not passed: no private mount namespace could be made on this machine: {result.stderr[-300:]!r}"
+        )
+    said = result.stderr.decode()
+    assert "read=6" in said and "is full" in said and "the store is intact" in said and "move it aside" not in said
+    # Space freed, the same store reads again: it was never damaged.
+    assert "again=0" in said and b"before the disk filled" in result.stdout
