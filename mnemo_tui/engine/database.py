@@ -55,6 +55,11 @@ def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
                 raise
             db, version = _open_read_only(path)
     except sqlite3.DatabaseError as exc:
+        if "is full" in str(exc) or _no_room(path):
+            # Opening writes (the WAL's index, a migration): a full disk fails it, and the store is not damaged.
+            raise LocalStateError(
+                f"the disk holding store {path} is full ({exc}); the store is intact: free some space and retry"
+            ) from None
         raise LocalStateError(
             f"store {path} is unreadable ({exc}); move it aside to start a new store, "
             "or point MNEMO_STORE at a good one"
@@ -68,6 +73,14 @@ def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
         db.close()
         raise LocalStateError(f"store {path} was written by a newer mnemo (schema {version}); upgrade mnemo")
     return db
+
+
+def _no_room(path: Path) -> bool:
+    """Whether the file system holding the store has no free block left."""
+    try:
+        return os.statvfs(path.parent).f_bavail == 0
+    except OSError:
+        return False
 
 
 def _read_only(path: Path, exc: sqlite3.OperationalError) -> bool:

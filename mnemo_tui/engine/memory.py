@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
-from mnemo_tui import timefmt
+from mnemo_tui import TYPE_CHECKING, timefmt
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_write, spliced_entry, with_superseded_by
@@ -26,6 +25,9 @@ from mnemo_tui.model import (
     WriteResult,
     room_of,
 )
+
+if TYPE_CHECKING:
+    from typing import Any
 
 CHAIN_MAX = 200  # revisions one chain answer may resolve
 GRAPH_SCAN = 5000  # atoms one graph hop may read
