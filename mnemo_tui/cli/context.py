@@ -81,11 +81,6 @@ def store_path(settings: Settings, *, creates: bool) -> Path:
     named = f" (named by {given})" if given is not None else ""
     if path.is_dir():
         raise LocalStateError(f"{path}{named} is a folder, not a store file: name the file, e.g. {path / 'store.db'}")
-    if path.is_file() and not _sqlite_header(path):
-        raise LocalStateError(
-            f"{path}{named} is not a mnemo store (not an SQLite database): check the path, "
-            "or if it was your store and is damaged, move it aside to start a new one"
-        )
     if given is not None and not path.exists():
         if not path.parent.is_dir():
             raise LocalStateError(f"no store at {path}{named}, and its folder does not exist: check the path")
@@ -94,16 +89,6 @@ def store_path(settings: Settings, *, creates: bool) -> Path:
                 f"no store at {path}{named}; check the path (a write such as `mnemo write` creates it)"
             )
     return path
-
-
-def _sqlite_header(path: Path) -> bool:
-    """Whether a file starts as every SQLite database does (an empty file is left to the engine to judge)."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(16)
-    except OSError:
-        return True  # unreadable: the engine says why, with its own advice
-    return not head or head == b"SQLite format 3\x00"
 
 
 class Context:

@@ -60,6 +60,12 @@ def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
             raise LocalStateError(
                 f"the disk holding store {path} is full ({exc}); the store is intact: free some space and retry"
             ) from None
+        if "not a database" in str(exc):
+            # SQLite's word for a file that is no SQLite database at all: a wrong path more often than damage.
+            raise LocalStateError(
+                f"{path} is not a mnemo store (not an SQLite database): check the path (--store, MNEMO_STORE); "
+                "if it was your store, it is damaged: move it aside to start a new one"
+            ) from None
         raise LocalStateError(
             f"store {path} is unreadable ({exc}); move it aside to start a new store, "
             "or point MNEMO_STORE at a good one"

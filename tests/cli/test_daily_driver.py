@@ -121,7 +121,7 @@ def test_a_store_path_that_is_a_folder_or_not_a_store_gets_advice_that_fits(
     folder = cli("--store", str(tmp_path), "recent")
     assert folder.code == 6 and "is a folder, not a store file" in folder.stderr
     other = tmp_path / "passwd"
-    other.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    other.write_text("root:x:0:0:root:/root:/bin/bash\n" * 40)  # as long as a real /etc/passwd
     not_store = cli("--store", str(other), "recent")
     assert not_store.code == 6 and "is not a mnemo store" in not_store.stderr
     assert other.read_text().startswith("root:")  # untouched
