@@ -7,7 +7,7 @@ checks the cursor's MAC against `hmac` and `hashlib`). Other interpreters get `h
 
 from __future__ import annotations
 
-from mnemo_tui import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
-from mnemo_tui import TYPE_CHECKING, timefmt
+from mnemo_tui import timefmt
 from mnemo_tui.errors import Forbidden, ValidationError
 from mnemo_tui.text import block
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import binascii
 import struct
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.digests import compare_digest, sha256
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import RecentQuery

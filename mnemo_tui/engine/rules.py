@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-from mnemo_tui import TYPE_CHECKING, timefmt
+from mnemo_tui import timefmt
 from mnemo_tui.errors import Unprocessable, ValidationError
 from mnemo_tui.model import (
     MAX_CONCEPTS,
