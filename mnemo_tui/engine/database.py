@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from _thread import RLock  # threading.RLock itself, without importing threading at start-up
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from threading import RLock
 from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt

@@ -254,7 +254,7 @@ class MemoryOps(AtomOps, Database):
                 seen[current] = (int(row[0]), str(row[1]), row[2], before)
                 todo += [*before, *([row[2]] if row[2] else [])]
         revisions = [
-            Revision(Entry((v[0], a, with_superseded_by(v[1], v[2]))), is_head=v[2] is None)
+            Revision(Entry(v[0], a, with_superseded_by(v[1], v[2])), is_head=v[2] is None)
             for a, v in sorted(seen.items(), key=lambda kv: (kv[1][0], kv[0]))
         ]
         return Chain(atom_id=atom, revisions=revisions, dangling=sorted(dangling), truncated=truncated)
