@@ -268,7 +268,7 @@ def test_the_models_and_the_reference_accept_and_refuse_the_same_bodies(name: st
     check = reference(name)
 
     @settings(
-        max_examples=60,
+        max_examples=40,
         derandomize=True,
         database=None,
         deadline=None,
