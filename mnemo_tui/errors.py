@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mnemo_tui import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

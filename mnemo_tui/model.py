@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING, NamedTuple
 
-from mnemo_tui import TYPE_CHECKING, timefmt
+from mnemo_tui import timefmt
 from mnemo_tui.errors import Forbidden, ValidationError
 from mnemo_tui.text import block
 
@@ -194,50 +195,28 @@ def describe_scope(scope: str | None, quote: Callable[[str], str] = repr) -> str
     return f"domain {quote(scope)} of your own store"
 
 
-if not TYPE_CHECKING:  # the type checker reads the properties of `Entry` instead
-    try:
-        from _collections import _tuplegetter  # what `collections.namedtuple` makes its fields of (CPython)
-    except ImportError:  # pragma: no cover - not CPython
-        from operator import itemgetter
-
-        def _tuplegetter(index, doc):
-            return property(itemgetter(index), doc=doc)
+class _EntryFields(NamedTuple):
+    created_at: int  # microseconds since the epoch, UTC, assigned by the store
+    atom_id: str
+    wire: str  # the wire item as stored and sent (`RecentItem`), compact JSON
 
 
-class Entry(tuple[int, str, str]):
-    """One entry of the feed: `(created_at, atom_id, wire)`, its wire JSON (`RecentItem`) and the fields a walk needs.
+class Entry(_EntryFields):
+    """One entry of the feed: the named tuple `(created_at, atom_id, wire)` and the fields of its wire item.
 
-    The wire text is what JSON outputs write as they are; the other fields are parsed lazily. A tuple, as
-    `collections.namedtuple` makes one, not a `Value`: a page builds one per entry, and the engines' feed
-    statements select these three columns first, so `Entry(row)` is built in C from the statement's row
-    (~1,100 instructions an entry, with its release, against ~2,200 for a slots class through `__init__`).
-    Elsewhere `Entry.of(atom_id, created_at, wire)`. Immutable as a tuple is; it compares and hashes as its
-    three fields do (and equals the plain tuple of them). The parsed item is kept in the instance's
-    `__dict__` on first use, the one attribute ever set.
+    The engines' feed statements select these three columns first, so a row is `Entry._make(row)`;
+    elsewhere `Entry.of(atom_id, created_at, wire)`. It compares and hashes as its three fields do (and
+    equals the plain tuple of them). The wire text is what JSON outputs write as it is; the other fields
+    are read from the wire item, parsed on first use and kept in the instance's `__dict__` (no
+    `__slots__` here for that reason), outside equality.
     """
 
-    # No `__slots__`: the instance's `__dict__` (made when first set) keeps the parsed item; a tuple can have no
-    # other slot.
     _data: dict[str, Any]
-
-    if TYPE_CHECKING:
-
-        @property
-        def created_at(self) -> int: ...
-        @property
-        def atom_id(self) -> str: ...
-        @property
-        def wire(self) -> str: ...
-
-    else:
-        created_at = _tuplegetter(0, "microseconds since the epoch, UTC, assigned by the store")
-        atom_id = _tuplegetter(1, "the entry's id")
-        wire = _tuplegetter(2, "the wire item as stored and sent (`RecentItem`), compact JSON")
 
     @classmethod
     def of(cls, atom_id: str, created_at: int, wire: str) -> Entry:
-        """An entry from its fields by name (a feed statement's row is `Entry(row)`)."""
-        return cls((created_at, atom_id, wire))
+        """An entry from its fields by name."""
+        return cls(created_at, atom_id, wire)
 
     def __repr__(self) -> str:
         return f"Entry(atom_id={self.atom_id!r}, created_at={self.created_at!r}, wire={self.wire!r})"

@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Protocol
 
-from mnemo_tui import TYPE_CHECKING
 from mnemo_tui import model as m
-
-if TYPE_CHECKING:
-    from typing import Protocol
-else:
-    Protocol = object  # a Protocol to the type checker; a plain base at run time (no typing import)
 
 
 class Backend(Protocol):

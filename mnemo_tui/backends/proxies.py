@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import binascii
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
-
-from mnemo_tui import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ipaddress import IPv4Address, IPv6Address

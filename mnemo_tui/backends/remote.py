@@ -7,6 +7,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from hashlib import sha256
 from typing import Any, Literal, cast
 from urllib.parse import quote
 
@@ -26,7 +27,6 @@ from mnemo_tui.backends.remote_http import (
     said_retryable,
 )
 from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, time_of, wire_time
-from mnemo_tui.digests import sha256
 from mnemo_tui.errors import AuthError, NotFound, Unavailable, ValidationError
 from mnemo_tui.model import (
     ROOM_PREFIX,

@@ -249,7 +249,7 @@ def _bulk(items: list[Any], spans: list[str]) -> list[Entry] | None:
             return None
         if created and (set(map(len, created)) != {_TIME_LEN} or not _TIMES.fullmatch("\n".join(created) + "\n")):
             return None
-        return list(map(Entry, zip(map(_canonical_us, created), atoms, spans, strict=True)))
+        return list(map(Entry._make, zip(map(_canonical_us, created), atoms, spans, strict=True)))
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -260,7 +260,7 @@ def _trusted(item: Any, span: str) -> Entry:
     atom = item.get("atom_id") if isinstance(created, str) else None
     if isinstance(atom, str) and atom and isinstance(created, str) and _CANONICAL_TIME.match(created):
         try:
-            return Entry((_canonical_us(created), atom, span))
+            return Entry(_canonical_us(created), atom, span)
         except ValueError:
             pass  # a date that does not exist
     return entry_of(item, span)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import sys
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
-from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.cli.flags import CATCHUP, HOISTED, RECENT, ROOT
 
 if TYPE_CHECKING:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.errors import LocalStateError, ValidationError
 from mnemo_tui.model import check_consumer
 from mnemo_tui.state.config import Settings, resolve, with_debug

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from mnemo_tui import TYPE_CHECKING, text, timefmt
+from mnemo_tui import text, timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.errors import ValidationError

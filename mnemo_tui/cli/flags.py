@@ -7,7 +7,7 @@ defaults from here, and tests/cli/test_flags.py checks that the two agree.
 
 from __future__ import annotations
 
-from mnemo_tui import TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any

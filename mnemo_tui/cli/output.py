@@ -6,8 +6,9 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from mnemo_tui import TYPE_CHECKING, text, timefmt
+from mnemo_tui import text, timefmt
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import EmptyReport, Entry
 from mnemo_tui.model import dumps as _dumps

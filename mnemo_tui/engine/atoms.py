@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import TYPE_CHECKING
 
-from mnemo_tui import TYPE_CHECKING, timefmt
+from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_write, spliced_entry, wire_item

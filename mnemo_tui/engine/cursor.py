@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import binascii
+import hmac
 import struct
 from functools import lru_cache
+from hashlib import sha256
 
-from mnemo_tui import TYPE_CHECKING
-from mnemo_tui.digests import compare_digest, sha256
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.model import RecentQuery
 
-if TYPE_CHECKING:
-    from hashlib import _Hash
-
-# Version 2, issued since the sixth pass of the speed issue:
+# Version 2, issued now:
 #   version (1) = 2 | binding fingerprint (8) | created_at (8, signed) | atom_id as stored (36 bytes) | mac (16)
-# spelled as lower-case hex (138 characters). The atom id travels as its text, as the keyset condition
-# binds it: no UUID is parsed when signing nor spelled when decoding (~9,000 instructions a page of the
-# ~48,000 both cost), and hex is cheaper to read and check than base64. 53 bytes of body still fit the
-# one SHA-256 block of the inner hash. Version 1 (below) is still read: checkpoints and clients hold them.
+# spelled as lower-case hex (138 characters): the atom id travels as the text the keyset condition binds.
+# Version 1 (below) is still read: checkpoints and clients hold them.
 _VERSION = 2
 _BODY = struct.Struct(">B8sq36s")
 _MAC_LEN = 16
@@ -60,31 +55,9 @@ def _binding(
     return sha256("\x1f".join(parts).encode()).digest()[:8]
 
 
-_BLOCK = 64  # SHA-256's block size: RFC 2104's pads are one block
-_INNER_PAD = bytes(x ^ 0x36 for x in range(256))
-_OUTER_PAD = bytes(x ^ 0x5C for x in range(256))
-
-
-@lru_cache(maxsize=64)
-def _pads(secret: bytes) -> tuple[_Hash, _Hash]:
-    """A store's HMAC-SHA256 key as RFC 2104's two SHA-256 states (key ^ ipad, key ^ opad), once per secret.
-
-    What `hmac.new(secret, digestmod=hashlib.sha256)` prepares, without the `hmac.HMAC` wrapper a
-    cursor would copy and drive in Python; each cursor copies the two states. The MAC is the same
-    HMAC-SHA256 (tests/engine/test_cursor_format.py checks it against `hmac`), so issued cursors stay valid.
-    """
-    key = sha256(secret).digest() if len(secret) > _BLOCK else secret
-    key = key.ljust(_BLOCK, b"\0")
-    return sha256(key.translate(_INNER_PAD)), sha256(key.translate(_OUTER_PAD))
-
-
 def _mac(secret: bytes, body: bytes) -> bytes:
-    inner_pad, outer_pad = _pads(secret)
-    inner = inner_pad.copy()
-    inner.update(body)
-    outer = outer_pad.copy()
-    outer.update(inner.digest())
-    return outer.digest()[:_MAC_LEN]
+    """HMAC-SHA256 of a cursor's body under the store's secret, truncated to 16 bytes."""
+    return hmac.digest(secret, body, "sha256")[:_MAC_LEN]
 
 
 def encode(secret: bytes, bound: bytes, created_at: int, atom_id: str) -> str:
@@ -116,7 +89,7 @@ def decode(secret: bytes, bound: bytes, cursor: str) -> tuple[int, str]:
     if raw.hex() != cursor:
         raise ValidationError("malformed cursor")
     body = raw[: _BODY.size]
-    if not compare_digest(raw[_BODY.size :], _mac(secret, body)):
+    if not hmac.compare_digest(raw[_BODY.size :], _mac(secret, body)):
         raise ValidationError("cursor was not issued by this store (forged or foreign)")
     version, cursor_bound, created_at, atom_id = _BODY.unpack(body)
     return _position(version, _VERSION, cursor_bound, bound, created_at, atom_id.decode())
@@ -128,7 +101,7 @@ def _position(
     """The position of a signed cursor body of the version its spelling says, bound as the walk is."""
     if version != wanted:
         raise ValidationError("cursor of an unknown format")
-    if not compare_digest(cursor_bound, bound):
+    if not hmac.compare_digest(cursor_bound, bound):
         raise ValidationError("cursor does not belong to this scope and these filters")
     return created_at, atom_id
 
@@ -160,7 +133,7 @@ def _decode_v1(secret: bytes, bound: bytes, cursor: str) -> tuple[int, str]:
     if len(raw) != _V1_LENGTH:
         raise ValidationError("malformed cursor")
     body = raw[: _V1_BODY.size]
-    if not compare_digest(raw[_V1_BODY.size :], _mac(secret, body)):
+    if not hmac.compare_digest(raw[_V1_BODY.size :], _mac(secret, body)):
         raise ValidationError("cursor was not issued by this store (forged or foreign)")
     version, cursor_bound, created_at, atom_bytes = _V1_BODY.unpack(body)
     h = atom_bytes.hex()

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from _thread import RLock  # threading.RLock itself, without importing threading at start-up
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from threading import RLock
+from typing import TYPE_CHECKING
 
-from mnemo_tui import TYPE_CHECKING, timefmt
+from mnemo_tui import timefmt
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.schema import LATEST, migrate
 from mnemo_tui.errors import Forbidden, LocalStateError, Timeout, Unavailable, ValidationError, WouldWait

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from functools import lru_cache
 from operator import itemgetter
+from typing import TYPE_CHECKING
 
-from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.database import Database
@@ -97,8 +97,8 @@ class FeedOps(Database):
         """
         rows, cursor, spliced = self._page(principal, q)
         if spliced:
-            return Page([Entry((c, a, w if s is None else with_superseded_by(w, s))) for c, a, w, s in rows], cursor)
-        return Page(list(map(Entry, rows)), cursor)
+            return Page([Entry(c, a, w if s is None else with_superseded_by(w, s)) for c, a, w, s in rows], cursor)
+        return Page(list(map(Entry._make, rows)), cursor)
 
     def recent_wire(self, principal: str, q: RecentQuery) -> WirePage:
         """The same page as `recent`, as the entries' wire texts (what the server sends), with no `Entry` built."""

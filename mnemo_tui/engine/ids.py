@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-
-from mnemo_tui.digests import sha256
+from hashlib import sha256
 
 # secrets and uuid are imported where used: `mnemo recent` never needs them, and they cost its cold start.
 

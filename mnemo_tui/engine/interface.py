@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Protocol
 
-from mnemo_tui import TYPE_CHECKING
 from mnemo_tui import model as m
 from mnemo_tui.errors import MnemoError
 
 if TYPE_CHECKING:
-    from typing import Any, Protocol
-else:
-    Protocol = object  # a Protocol to the type checker; a plain base at run time (no typing import)
+    from typing import Any
 
 
 class Engine(Protocol):

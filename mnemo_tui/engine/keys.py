@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from hmac import compare_digest
+
 from mnemo_tui import timefmt
-from mnemo_tui.digests import compare_digest
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.database import Database
 from mnemo_tui.errors import AuthError, NotFound, ValidationError

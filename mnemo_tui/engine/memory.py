@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from mnemo_tui import TYPE_CHECKING, timefmt
+from mnemo_tui import timefmt
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_write, spliced_entry, with_superseded_by
@@ -253,7 +254,7 @@ class MemoryOps(AtomOps, Database):
                 seen[current] = (int(row[0]), str(row[1]), row[2], before)
                 todo += [*before, *([row[2]] if row[2] else [])]
         revisions = [
-            Revision(Entry((v[0], a, with_superseded_by(v[1], v[2]))), is_head=v[2] is None)
+            Revision(Entry(v[0], a, with_superseded_by(v[1], v[2])), is_head=v[2] is None)
             for a, v in sorted(seen.items(), key=lambda kv: (kv[1][0], kv[0]))
         ]
         return Chain(atom_id=atom, revisions=revisions, dangling=sorted(dangling), truncated=truncated)

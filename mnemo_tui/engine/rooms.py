@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from hmac import compare_digest
+
 from mnemo_tui import timefmt
-from mnemo_tui.digests import compare_digest
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.rules import refuse_nul

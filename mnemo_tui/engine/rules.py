@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-from mnemo_tui import TYPE_CHECKING, timefmt
+from mnemo_tui import timefmt
 from mnemo_tui.errors import Unprocessable, ValidationError
 from mnemo_tui.model import (
     MAX_CONCEPTS,
@@ -74,7 +75,7 @@ def with_superseded_by(wire: str, superseded_by: str | None) -> str:
 def spliced_entry(row: tuple[Any, ...]) -> Entry:
     """The `Entry` of a row that selects `created_at, atom_id, wire, superseded_by` first, the later
     version spliced into its wire text (`with_superseded_by`)."""
-    return Entry((row[0], row[1], with_superseded_by(row[2], row[3])))
+    return Entry(row[0], row[1], with_superseded_by(row[2], row[3]))
 
 
 def wire_item(atom: str, req: WriteRequest, created: int, principal: str) -> str:

@@ -53,7 +53,7 @@ Instant = Annotated[str, AfterValidator(_instant)]
 class _Body(BaseModel):
     """A schema without `additionalProperties: false`: fields it does not name are taken and ignored."""
 
-    model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore", frozen=True)
+    model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore", frozen=True, defer_build=True)
 
 
 class _Closed(_Body):

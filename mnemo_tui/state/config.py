@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mnemo_tui import TYPE_CHECKING
 from mnemo_tui.errors import LocalStateError, ValidationError
 from mnemo_tui.files import write_atomic
 from mnemo_tui.model import Value

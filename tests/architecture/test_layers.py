@@ -21,7 +21,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "mnemo_tui.sqlitefile",
         "mnemo_tui.files",
         "mnemo_tui.text",
-        "mnemo_tui.digests",
     ),
     ("mnemo_tui.engine", "mnemo_tui.state"),
     ("mnemo_tui.backends",),
