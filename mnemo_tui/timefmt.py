@@ -12,8 +12,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # A span is parts like `2h`, `30m` or `3 hours`, run together (`1h30m`) or spaced; `-1h` and `2 days ago`
 # are how journalctl and git spell the same span before now.
-_SPAN = re.compile(r"^(?:\s*\d{1,12}\s*[a-z]+)+\s*\Z")
-_SPAN_PART = re.compile(r"(\d{1,12})\s*([a-z]+)")
+_SPAN = re.compile(r"^(?: *\d{1,12} *[a-z]+)+\Z")
+_SPAN_PART = re.compile(r"(\d{1,12}) *([a-z]+)")
 _UNIT_WORDS = {
     **{w: "s" for w in ("s", "sec", "secs", "second", "seconds")},
     **{w: "m" for w in ("m", "min", "mins", "minute", "minutes")},

@@ -268,11 +268,12 @@ def test_the_graphs_loop_checks_the_deadline_at_every_atom(target: Target, monke
 def test_metadata_filter_conditions_are_capped_with_a_422_naming_the_cap(served: Served) -> None:
     served.engine.write("alice", WriteRequest(content="tagged words", metadata={"k": "v"}))
     condition = {"key": "k", "op": "eq", "value": "v"}
+    # `metadata_filter` is a parameter of /memory/query (QueryRequestSchema); /memory/read's model has none.
     at_cap = served.call(
-        "POST", "/memory/read", {"query": "tagged", "metadata_filter": [condition] * routes.MAX_CONDITIONS}
+        "POST", "/memory/query", {"query": "tagged", "metadata_filter": [condition] * routes.MAX_CONDITIONS}
     )
     assert at_cap.status_code == 200 and len(at_cap.json()["items"]) == 1
-    past = served.call("POST", "/memory/read", {"query": "tagged", "metadata_filter": [condition] * 25_000})
+    past = served.call("POST", "/memory/query", {"query": "tagged", "metadata_filter": [condition] * 25_000})
     assert past.status_code == 422, past.text
     assert "at most 64 conditions" in past.json()["message"]
     assert past.json()["details"] == {"limit_conditions": routes.MAX_CONDITIONS}
