@@ -112,18 +112,21 @@ def _serve(store: Path, home: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("mnemo serve did not start")
 
 
-def _client(args: tuple[Setup, int, float, float, int]) -> ClientResult:
-    """One client: writes and walks until `end_at` (wall clock), starting together at `start_at`."""
+def _client(args: tuple[Setup, int, float, float, int, int]) -> ClientResult:
+    """One client: writes and walks until `end_at` (wall clock), starting together at `start_at`, and makes
+    at least `least` of them whatever the clock says (a loaded machine may start it past `end_at`)."""
     import httpx
 
-    setup, index, start_at, end_at, seed = args
+    setup, index, start_at, end_at, seed, least = args
     principal = PRINCIPALS[index % len(PRINCIPALS)]
     rng = random.Random(seed * 1000 + index)
     result = ClientResult()
     n = 0
     with httpx.Client(base_url=setup.url, headers={"X-Api-Key": setup.keys[principal]}, timeout=30) as c:
         time.sleep(max(0.0, start_at - time.time()))
-        while time.time() < end_at:
+        done = 0
+        while time.time() < end_at or done < least:
+            done += 1
             if rng.random() < WRITE_SHARE:
                 scope = setup.room if rng.random() < 0.5 else f"c{index}"
                 body: dict[str, Any] = {"content": f"client {index} write {n}: " + "x" * rng.randint(20, 400)}
@@ -196,13 +199,14 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
-def run_load(setup: Setup, clients: int, seconds: float, seed: int = 1) -> dict[str, Any]:
-    """Run `clients` client processes for `seconds`; returns throughput, latencies, errors, lost and repeated."""
+def run_load(setup: Setup, clients: int, seconds: float, seed: int = 1, least: int = 0) -> dict[str, Any]:
+    """Run `clients` client processes for `seconds` (each making at least `least` writes or walks); returns
+    throughput, latencies, errors, lost and repeated."""
     ctx = multiprocessing.get_context("fork")
     start_at = time.time() + 1.0 + clients * 0.05  # every process is up before the clock starts
     end_at = start_at + seconds
     with ctx.Pool(clients) as pool:
-        results = pool.map(_client, [(setup, i, start_at, end_at, seed) for i in range(clients)])
+        results = pool.map(_client, [(setup, i, start_at, end_at, seed, least) for i in range(clients)])
     writes = [x for r in results for x in r.latencies["write"]]
     pages = [x for r in results for x in r.latencies["page"]]
     written = [(PRINCIPALS[i % len(PRINCIPALS)], s, a) for i, r in enumerate(results) for s, a in r.written]
@@ -228,8 +232,11 @@ def run_load(setup: Setup, clients: int, seconds: float, seed: int = 1) -> dict[
     }
 
 
-def measure(quick: bool, clients: int = 16, seconds: float | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(one client alone, `clients` at once) against one fresh `mnemo serve`."""
+def measure(
+    quick: bool, clients: int = 16, seconds: float | None = None, least: int = 0
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(one client alone, `clients` at once) against one fresh `mnemo serve`; each client makes at least `least`
+    writes or walks (the test's count, so that no clock decides whether anything was done)."""
     loaded_for = seconds if seconds is not None else (4.0 if quick else 20.0)
     with tempfile.TemporaryDirectory(prefix="mnemo-load-") as tmp:
         home = Path(tmp)
@@ -238,8 +245,8 @@ def measure(quick: bool, clients: int = 16, seconds: float | None = None) -> tup
         proc, url = _serve(store, home)
         try:
             setup = Setup(url=url, keys=keys, room=room)
-            alone = run_load(setup, 1, max(2.0, loaded_for / 3))
-            loaded = run_load(setup, clients, loaded_for)
+            alone = run_load(setup, 1, max(2.0, loaded_for / 3), least=least)
+            loaded = run_load(setup, clients, loaded_for, least=least)
         finally:
             proc.terminate()
             proc.wait(timeout=15)
