@@ -401,6 +401,8 @@ async def test_opening_the_detail_keeps_the_row_being_read_in_view(
         await settle(pilot)
         screen = app.feed_screen
         await pilot.press(*["j"] * 30)
+        await settle(pilot)  # moving down may load the next page: the row is there before it is opened
+        assert screen.feed.has_focus and screen.feed.cursor == 30
         await pilot.press("enter")
         await settle(pilot)
         first, last = screen.feed.visible_rows()
