@@ -1,6 +1,6 @@
 """Provides the remote benchmark: a 100,000-entry walk over loopback against a bare ASGI app, and page latency.
 
-Both servers run as their own process under the same stack (uvicorn with its `standard` extra):
+Both servers run as their own process under the same stack (uvicorn's h11 protocol under the edges' bounds):
 `mnemo serve` exactly as a user starts it (access log on, to a file), and a bare ASGI callable that
 runs the engine's keyset SQL on one `sqlite3` connection and joins the stored wire items. Walks
 alternate between the two so load from other processes hits both.
@@ -75,7 +75,9 @@ async def app(scope, receive, send):
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
     await send({"type": "http.response.body", "body": out})
 
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning", access_log=False)
+# The server stack `mnemo serve` runs: uvicorn's h11 protocol under the edges' bounds (issue 32).
+from mnemo_tui.server.edges import Edges
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning", access_log=False, **Edges().uvicorn_options())
 """
 
 
