@@ -81,8 +81,10 @@ def write(
     if not content.strip():
         raise ValidationError("the entry's content is empty")
     domain = parse_scope(scope) or "general"
-    if scope is not None and room_of(domain) is None and domain not in c.backend.domains():
-        refusal = verbs.write_refusal(domain, c.backend.rooms(), own_domains=[])
+    if scope is not None and room_of(domain) is None:
+        own = c.backend.domains()
+        # The rooms are asked for only when no own domain has the name (the rule itself is verbs').
+        refusal = verbs.write_refusal(domain, c.backend.rooms() if domain not in own else [], own_domains=own)
         if refusal is not None:
             raise ValidationError(refusal)
     concepts = tuple(concept or ())
