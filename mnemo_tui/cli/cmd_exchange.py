@@ -79,11 +79,9 @@ def import_(
         )
     if done.assigned:
         output.hint(
-            f"note: {done.assigned:,} entries got new times from the store's clock (their scope already had "
-            "entries, or this is an endpoint): an old time would land behind readers' cursors and watermarks"
+            f"note: {done.assigned:,} entries got new times from the store's clock (their scope held newer "
+            "entries, or this is an endpoint): an older time would land behind readers' cursors and watermarks"
         )
-    if done.moved:
-        output.hint(f"note: {done.moved:,} kept times were moved a microsecond later by the clock (times repeated)")
     if done.links_dropped:
         output.hint(f"note: {done.links_dropped:,} supersession links named entries not imported here; left out")
     for room, count in sorted(done.skipped_rooms.items()):

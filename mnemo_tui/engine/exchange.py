@@ -119,13 +119,14 @@ def _time(value: object, field: str) -> int:
 class EngineImport:
     """One import onto an engine, inside the caller's write transaction (all of it or none).
 
-    Ids are kept, so importing twice stores nothing new. Times are kept in a bucket whose clock
-    had never run when the import first wrote to it; elsewhere the engine's clock assigns them
-    (`max(now, last + 1)`: a kept old time would land behind watermarks and cursors).
+    Ids are kept, so importing twice stores nothing new. Times are kept while each lands after the
+    bucket's last instant (a bucket whose clock never ran; an incremental export on top of the one
+    before); from the first that would not, the engine's clock assigns them (`max(now, last + 1)`):
+    a kept older time would land behind readers' cursors and watermarks.
 
     Attributes:
         created, present, by_ref: entries stored, found by id, found by external_ref.
-        kept, assigned, moved: entries whose time was kept, assigned, or kept but moved by the clock.
+        kept, assigned: entries whose time was kept, or assigned by the engine's clock.
         links_dropped: supersession links to entries that are not in the bucket (left out).
         rooms_created, rooms_present: room lines that made a room, or named one that exists.
     """
@@ -139,7 +140,7 @@ class EngineImport:
         self.last: dict[int, int] = {}  # bucket -> the newest kept time
         self.buckets: dict[str, int] = {}
         self.created = self.present = self.by_ref = 0
-        self.kept = self.assigned = self.moved = self.links_dropped = 0
+        self.kept = self.assigned = self.links_dropped = 0
         self.rooms_created = self.rooms_present = 0
 
     # -- rooms ------------------------------------------------------------------------------
@@ -201,7 +202,7 @@ class EngineImport:
         if bucket is None:
             bucket = self.buckets[key] = self.engine.writable_bucket(self.principal, domain)
             last = self.db.execute("SELECT last_created_at FROM buckets WHERE bucket = ?", (bucket,)).fetchone()
-            self.keep[bucket] = int(last[0]) == 0
+            self.keep[bucket] = True
             self.last[bucket] = int(last[0])
         return bucket
 
@@ -237,12 +238,12 @@ class EngineImport:
             bucket = self._bucket(write.domain)
             if write.supersedes:
                 write = self._links(bucket, write)
+            # Kept while the clock would give that very time (`max(t, last + 1) == t`): after the bucket's last
+            # instant, so behind no cursor or watermark. The first that is not ends keeping for the bucket.
+            self.keep[bucket] = self.keep[bucket] and created_at > self.last[bucket]
             if self.keep[bucket]:
                 self.kept += 1
-                if created_at <= self.last[bucket]:
-                    self.moved += 1  # the clock puts it one microsecond after the last
-                self.last[bucket] = max(created_at, self.last[bucket] + 1)
-                wanted = created_at
+                self.last[bucket] = wanted = created_at
             else:
                 self.assigned += 1
                 wanted = now

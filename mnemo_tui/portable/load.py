@@ -1,7 +1,7 @@
 """Provides `load`: an export (docs/export.md) put into any backend, so that importing it twice stores nothing new.
 
-Onto an engine (the embedded store, PostgreSQL) it is one transaction: ids kept, times kept in a
-bucket whose clock had never run, rooms and members created. Over an endpoint each entry is one
+Onto an engine (the embedded store, PostgreSQL) it is one transaction: ids kept, times kept where
+they land after the bucket's last instant (see `EngineImport`), rooms and members created. Over an endpoint each entry is one
 write whose `external_ref` (its own, else `import:<original id>`) makes a repeat return the first.
 """
 
@@ -34,7 +34,6 @@ class Imported(Value):
         "entries",
         "kept",
         "links_dropped",
-        "moved",
         "present",
         "rooms_created",
         "rooms_present",
@@ -46,7 +45,6 @@ class Imported(Value):
     by_ref: int
     kept: int
     assigned: int
-    moved: int
     links_dropped: int
     rooms_created: int
     rooms_present: int
@@ -61,7 +59,7 @@ class Imported(Value):
             "entries": self.entries,
             "created": self.created,
             "already_present": self.present + self.by_ref,
-            "times": {"kept": self.kept, "assigned": self.assigned, "moved": self.moved},
+            "times": {"kept": self.kept, "assigned": self.assigned},
             "links_dropped": self.links_dropped,
             "rooms": {"created": self.rooms_created, "present": self.rooms_present},
             "skipped_rooms": [{"address": f"xroom:{r}", "entries": n} for r, n in sorted(self.skipped_rooms.items())],
@@ -135,7 +133,6 @@ def load(backend: Backend, source: IO[bytes], name: str, progress: Callable[[int
             by_ref=job.by_ref,
             kept=job.kept,
             assigned=job.assigned,
-            moved=job.moved,
             links_dropped=job.links_dropped,
             rooms_created=job.rooms_created,
             rooms_present=job.rooms_present,
@@ -177,7 +174,6 @@ def _over_endpoint(backend: Backend, source: IO[bytes], name: str, progress: Cal
         by_ref=0,
         kept=0,
         assigned=created,
-        moved=0,
         links_dropped=dropped,
         rooms_created=0,
         rooms_present=0,
