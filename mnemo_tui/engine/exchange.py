@@ -3,7 +3,6 @@ first as export lines, the rooms one belongs to with their members, and entries 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -11,7 +10,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.rules import check_write, with_superseded_by
 from mnemo_tui.errors import Conflict, ValidationError
-from mnemo_tui.model import ROOM_ID, KeptWrite, WriteRequest, WriteResult, room_of
+from mnemo_tui.model import ROOM_ID, KeptWrite, WriteRequest, WriteResult, dumps, room_of
 
 if TYPE_CHECKING:
     from typing import Any
@@ -19,15 +18,15 @@ if TYPE_CHECKING:
 CHUNK = 1000  # entries one insert statement batch holds
 
 
-def export_line(wire: str, superseded_by: str | None, metadata: str | None, external_ref: str | None) -> str:
-    """One entry as an export line: its wire item with its metadata and external_ref.
+# Characters outside JSON's own escapes that a line reader may split on (Python's `splitlines`): escaped.
+_SEPARATORS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
-    ASCII: no line separator (U+2028, NEL) a reader may split on is left raw.
-    """
-    item = json.loads(with_superseded_by(wire, superseded_by))
-    item["metadata"] = json.loads(metadata) if metadata else {}
-    item["external_ref"] = external_ref
-    return json.dumps(item, separators=(",", ":"))
+
+def export_line(wire: str, superseded_by: str | None, metadata: str | None, external_ref: str | None) -> str:
+    """One entry as an export line: its wire item with its metadata and external_ref, spliced as stored
+    (UTF-8; no JSON parsed and written again per entry), with no line separator left raw."""
+    line = f'{with_superseded_by(wire, superseded_by)[:-1]},"metadata":{metadata or "{}"},"external_ref":{dumps(external_ref)}}}'
+    return line if line.isascii() else line.translate(_SEPARATORS)
 
 
 def scope_where(engine: AtomOps, principal: str, scope: str | None) -> tuple[str, list[Any]] | None:

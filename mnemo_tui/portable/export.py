@@ -17,7 +17,7 @@ from mnemo_tui import portable
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.engine.atoms import AtomOps
-from mnemo_tui.engine.exchange import export_rows, rooms_of
+from mnemo_tui.engine.exchange import export_line, export_rows, rooms_of
 from mnemo_tui.errors import BrokenFeed, MnemoError
 from mnemo_tui.model import MAX_LIMIT, RecentQuery, Value, dumps, parse_scope, room_of
 
@@ -81,10 +81,10 @@ def _remote_rows(backend: Backend, scope: str | None, since: int | None) -> Iter
             for entry in reversed(page.items):
                 # The feed carries no metadata or external_ref: one read of the entry whole each.
                 detail = backend.detail(entry.atom_id)
-                item = json.loads(entry.wire)
-                item["metadata"] = detail.metadata
-                item["external_ref"] = detail.external_ref
-                rows.append([entry.created_at, entry.atom_id, json.dumps(item, separators=(",", ":"))])
+                metadata = dumps(detail.metadata) if detail.metadata else None
+                rows.append(
+                    [entry.created_at, entry.atom_id, export_line(entry.wire, None, metadata, detail.external_ref)]
+                )
             if rows:
                 offsets.append(spool.tell())
                 spool.write(dumps(rows).encode() + b"\n")
