@@ -160,10 +160,14 @@ class EngineImport:
         name = _text(room, "name", 200)
         description = _text(room, "description", 2000, optional=True)
         owner = _text(room, "owner", 200, optional=True) or self.principal
-        created = _time(room.get("created_at"), "created_at")
+        # Exported over an endpoint, which does not say its time or members: now, and the owner alone.
+        at = room.get("created_at")
+        created = timefmt.now_us() if at is None else _time(at, "created_at")
         members = room.get("members")
-        if members is None:  # exported over an endpoint, whose members are not known: the owner alone
-            members = [{"principal": owner, "role": "owner", "scope": "read_write", "joined_at": room["created_at"]}]
+        if members is None:
+            members = [
+                {"principal": owner, "role": "owner", "scope": "read_write", "joined_at": timefmt.to_iso(created)}
+            ]
         if not isinstance(members, list) or not all(isinstance(m, dict) for m in members):
             raise ValidationError("room members must be a list of objects")
         rows = []

@@ -247,3 +247,28 @@ def test_commands_are_listed_and_documented(cli: Cli, command: str) -> None:
     assert command in cli("--help").stdout
     assert cli(command, "--help").code == 0
     assert f"mnemo {command}" in (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
+
+
+def test_a_room_line_from_an_endpoint_export_becomes_a_room_of_its_importer(cli: Cli, tmp_path: Path) -> None:
+    room_id = "room_01M8VPABN3DNQRKSK2ZK9TYVE9"
+    header = {"mnemo_export": 1, "scopes": [f"xroom:{room_id}"]}
+    room = {"room_id": room_id, "name": "ops", "description": None, "owner": None, "created_at": None}
+    entry = {
+        "atom_id": "0b7a4c1e-7f6a-4c59-9a51-3d1f4f1c2a10",
+        "content": "from the endpoint",
+        "domain": f"xroom:{room_id}",
+        "created_at": "2026-11-30T07:00:00.123456Z",
+        "concepts": [],
+        "provenance": {"principal": "alice", "agent": None, "agent_name": None, "client_env": "cli"},
+        "metadata": {},
+        "external_ref": None,
+    }
+    body = [header, {"room": {**room, "archived": False, "members": None}}, entry, {"end": {"entries": 1}}]
+    file = tmp_path / "remote.ndjson"
+    file.write_text("".join(json.dumps(line) + "\n" for line in body))
+    target = ["--store", str(tmp_path / "target.db")]
+    assert imported(cli, target, file)["rooms"]["created"] == 1
+    rooms = json.loads(cli(*target, "rooms", "list", "-f", "json").stdout)
+    assert [(r["name"], r["role"]) for r in rooms] == [("ops", "owner")]
+    (got,) = lines(feed(cli, target, f"xroom:{room_id}"))
+    assert got["created_at"] == entry["created_at"] and got["provenance"]["principal"] == "alice"
