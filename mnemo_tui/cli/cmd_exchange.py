@@ -35,7 +35,15 @@ def export(
     output.check_format("ndjson")  # stdout as UTF-8 bytes, whatever the locale
     progress = output.Progress("entries exported")
     try:
-        done = run_export(c.backend, sys.stdout, scope=scope, since=low, cursor=cursor, progress=progress.update)
+        done = run_export(
+            c.backend,
+            sys.stdout,
+            scope=scope,
+            since=low,
+            cursor=cursor,
+            progress=progress.update,
+            expect=progress.expect if progress.enabled else None,
+        )
     finally:
         progress.done()
     sys.stdout.flush()

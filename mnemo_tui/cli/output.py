@@ -144,12 +144,17 @@ def silence_stdout() -> None:
 class Progress:
     """A count on stderr while a long walk runs, only when stderr is a terminal (never in a pipe or a log)."""
 
-    def __init__(self, noun: str, stream: IO[str] | None = None) -> None:
+    def __init__(self, noun: str, stream: IO[str] | None = None, total: int | None = None) -> None:
         self.stream = stream or sys.stderr
         self.noun = noun
+        self.total = total  # known: a bar, else a running count
         self.enabled = is_tty(self.stream)
         self.shown = False
         self._last = 0
+
+    def expect(self, total: int) -> None:
+        """The count the work will reach: a bar from now on."""
+        self.total = total
 
     def update(self, count: int) -> None:
         """Show the running count (at most every 1,000 items after the first page)."""
@@ -157,7 +162,12 @@ class Progress:
             return
         self._last = count
         self.shown = True
-        self.stream.write(f"\r{count:,} {self.noun} so far…")
+        if self.total:
+            done = min(count, self.total) / self.total
+            bar = "#" * int(done * 30)
+            self.stream.write(f"\r[{bar:<30}] {done:4.0%} {count:,}/{self.total:,} {self.noun}")
+        else:
+            self.stream.write(f"\r{count:,} {self.noun} so far…")
         self.stream.flush()
 
     def done(self) -> None:

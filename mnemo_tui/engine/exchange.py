@@ -47,6 +47,17 @@ def scope_where(engine: AtomOps, principal: str, scope: str | None) -> tuple[str
     return "bucket = ? AND domain = ?", [bucket, scope]
 
 
+def count_rows(engine: AtomOps, principal: str, scope: str | None, since: int | None) -> int:
+    """How many entries `export_rows` would yield (for a progress bar)."""
+    found = scope_where(engine, principal, scope)
+    if found is None:
+        return 0
+    where, params = found
+    with engine.reading() as db:
+        row = db.execute(f"SELECT count(*) FROM atoms WHERE {where} AND created_at >= ?", (*params, since or 0))
+        return int(row.fetchone()[0])
+
+
 def export_rows(
     engine: AtomOps, principal: str, scope: str | None, since: int | None, chunk: int | None = None
 ) -> Iterator[list[tuple[int, str, str]]]:

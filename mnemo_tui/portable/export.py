@@ -17,7 +17,7 @@ from mnemo_tui import portable
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.engine.atoms import AtomOps
-from mnemo_tui.engine.exchange import export_line, export_rows, rooms_of
+from mnemo_tui.engine.exchange import count_rows, export_line, export_rows, rooms_of
 from mnemo_tui.errors import BrokenFeed, MnemoError
 from mnemo_tui.model import MAX_LIMIT, RecentQuery, Value, dumps, parse_scope, room_of
 
@@ -106,11 +106,13 @@ def export(
     since: int | None = None,
     cursor: str | None = None,
     progress: Callable[[int], None] | None = None,
+    expect: Callable[[int], None] | None = None,
 ) -> Exported:
     """Write the export of `scope` (omitted: the own store and every room one belongs to) to `out`.
 
     `since` keeps entries at or after it; `cursor` (an earlier export's end line) keeps what came
-    after that export in each scope. The vault is never read: only its count is reported.
+    after that export in each scope. The vault is never read: only its count is reported. `progress` is
+    told the running count; `expect` (on an engine, where it is cheap) the count the export will reach.
 
     Raises:
         ValidationError: a bad scope or cursor.
@@ -128,11 +130,14 @@ def export(
     out.write(portable.header(backend.kind, backend.identity, backend.principal, scopes, since) + "\n")
     for room in rooms:
         out.write(dumps({"room": room}) + "\n")
+    starts = {one: marks.marks.get(portable.OWN if one is None else one) for one in scopes}
+    lows = {one: since if mark is None else max(since or 0, mark[0]) for one, mark in starts.items()}
+    if expect is not None and engine is not None:
+        expect(sum(count_rows(engine, backend.principal, one, low) for one, low in lows.items()))
     count = 0
     for one in scopes:
         key = portable.OWN if one is None else one
-        mark = marks.marks.get(key)
-        low = since if mark is None else max(since or 0, mark[0])
+        mark, low = starts[one], lows[one]
         held = frozenset(mark[1]) if mark is not None else frozenset()
         chunks = (
             export_rows(engine, backend.principal, one, low) if engine is not None else _remote_rows(backend, one, low)

@@ -272,3 +272,37 @@ def test_a_room_line_from_an_endpoint_export_becomes_a_room_of_its_importer(cli:
     assert [(r["name"], r["role"]) for r in rooms] == [("ops", "owner")]
     (got,) = lines(feed(cli, target, f"xroom:{room_id}"))
     assert got["created_at"] == entry["created_at"] and got["provenance"]["principal"] == "alice"
+
+
+def test_progress_is_a_bar_on_a_terminal_and_nothing_in_a_pipe(cli: Cli, tmp_path: Path) -> None:
+    import os
+    import pty
+    import subprocess
+
+    from conftest import MNEMO
+
+    fill(tmp_path / "source.db", entries=1200)
+    piped = cli("--store", str(tmp_path / "source.db"), "export")
+    assert "\r" not in piped.stderr and "%" not in piped.stderr
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    proc = subprocess.Popen(
+        [MNEMO, "--store", str(tmp_path / "source.db"), "export"],
+        stdout=subprocess.DEVNULL,
+        stderr=follower,
+        env={**env, "MNEMO_HOME": str(tmp_path)},
+    )
+    os.close(follower)
+    shown = b""
+    while True:  # until the child closes its end (bounded by its exit)
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    assert proc.wait(timeout=60) == 0
+    os.close(leader)
+    text = shown.decode()
+    assert "/1,443 entries exported" in text and "] " in text and "\x1b[K" in text  # 1,200 + 3 + 2 x 120
