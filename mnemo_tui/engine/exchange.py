@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from mnemo_tui import timefmt
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.rules import check_write, with_superseded_by
-from mnemo_tui.errors import Conflict, ValidationError
+from mnemo_tui.errors import Conflict, Forbidden, ValidationError
 from mnemo_tui.model import ROOM_ID, KeptWrite, WriteRequest, WriteResult, dumps, room_of
 
 if TYPE_CHECKING:
@@ -214,7 +214,10 @@ class EngineImport:
         key = domain if room_of(domain) else ""
         bucket = self.buckets.get(key)
         if bucket is None:
-            bucket = self.buckets[key] = self.engine.writable_bucket(self.principal, domain)
+            try:
+                bucket = self.buckets[key] = self.engine.writable_bucket(self.principal, domain)
+            except Forbidden as exc:
+                raise Forbidden(f"cannot import into {domain}: {exc.message}") from None
             last = self.db.execute("SELECT last_created_at FROM buckets WHERE bucket = ?", (bucket,)).fetchone()
             self.keep[bucket] = True
             self.last[bucket] = int(last[0])
@@ -249,6 +252,7 @@ class EngineImport:
             if write.atom_id in stored:
                 self.present += 1
                 continue
+            stored.add(write.atom_id)  # a file that repeats a line stores it once
             bucket = self._bucket(write.domain)
             if write.supersedes:
                 write = self._links(bucket, write)

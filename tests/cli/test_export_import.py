@@ -306,3 +306,21 @@ def test_progress_is_a_bar_on_a_terminal_and_nothing_in_a_pipe(cli: Cli, tmp_pat
     os.close(leader)
     text = shown.decode()
     assert "/1,443 entries exported" in text and "] " in text and "\x1b[K" in text  # 1,200 + 3 + 2 x 120
+
+
+def test_a_repeated_line_is_stored_once_and_a_foreign_room_is_refused(cli: Cli, tmp_path: Path) -> None:
+    source = ["--store", str(tmp_path / "source.db")]
+    rooms = fill(tmp_path / "source.db", entries=3)
+    text = export(cli, source).stdout.split("\n")
+    entry_lines = [line for line in text if '"atom_id"' in line]
+    doubled = tmp_path / "doubled.ndjson"
+    doubled.write_text("\n".join([text[0], entry_lines[0], entry_lines[0], text[-2]]) + "\n")
+    target = ["--store", str(tmp_path / "target.db")]
+    done = imported(cli, target, doubled)
+    assert done["created"] == 1 and done["already_present"] == 1
+    room_entries = [line for line in entry_lines if rooms[0] in line]
+    foreign = tmp_path / "foreign.ndjson"  # a room's entries without the room line: no such room here
+    foreign.write_text("\n".join([text[0], *room_entries, text[-2]]) + "\n")
+    refused = cli(*target, "import", str(foreign))
+    assert refused.code == 4 and f"cannot import into {rooms[0]}" in refused.stderr
+    assert len(lines(feed(cli, target))) == 1
