@@ -10,7 +10,9 @@ import typer
 from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of
+from mnemo_tui.cli.feed import resolved_scope
 from mnemo_tui.errors import ValidationError
+from mnemo_tui.model import parse_scope
 from mnemo_tui.text import line as safe
 
 
@@ -32,6 +34,7 @@ def export(
     if since is not None and cursor is not None:
         raise ValidationError("--since and --cursor do not go together: the cursor says where to continue")
     low = timefmt.parse_time(since, field="--since", utc=c.utc) if since is not None else None
+    scope = resolved_scope(c, parse_scope(scope))  # a room's name reads that room, as every read does
     output.check_format("ndjson")  # stdout as UTF-8 bytes, whatever the locale
     progress = output.Progress("entries exported")
     try:
