@@ -11,7 +11,7 @@ from mnemo_tui.engine import ids
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_write, spliced_entry, wire_item
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
-from mnemo_tui.model import Entry, WriteRequest, WriteResult, dumps, room_of
+from mnemo_tui.model import ROOM_DELETE_RULE, Entry, WriteRequest, WriteResult, dumps, room_of
 
 if TYPE_CHECKING:
     from typing import Any
@@ -51,7 +51,6 @@ DELETABLE = (
     "WHERE r.bucket = atoms.bucket AND m.principal = ? AND (m.role = 'owner' OR "
     "(m.scope = 'read_write' AND atoms.principal = ?))))"
 )
-ROOM_DELETE_RULE = "only its author (a read_write member) or the room's owner can delete a room entry"
 
 
 class AtomOps(Database):
