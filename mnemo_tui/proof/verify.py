@@ -31,7 +31,7 @@ class Sighting:
     @property
     def note(self) -> str:
         """`superseded by …: 'first line'`, one line of raw text (sanitize before a terminal)."""
-        return f"{self.where}: {self.first_line!r}"
+        return f"{self.where}: '{self.first_line}'"
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ def _sightings(
         elif since is not None and entry.created_at < since:
             where = "written before --since"
         elif scope is not None and entry.domain != scope:
-            where = f"outside the scope walked (domain {entry.domain!r})"
+            where = f"outside the scope walked (domain '{entry.domain}')"
         else:
             where = "shown by id but not by the walk"
         found.append(Sighting(atom_id, where, entry.first_line[:FIRST_LINE_CHARS]))
