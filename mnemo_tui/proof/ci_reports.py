@@ -161,6 +161,7 @@ class Reports:
         try:
             for spec in specs:
                 if spec.path is not None:
+                    Path(spec.path).parent.mkdir(parents=True, exist_ok=True)  # as pytest's --junitxml does
                     self.files[spec.path] = open(spec.path, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
         except OSError as exc:
             self.close()

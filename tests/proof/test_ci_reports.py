@@ -163,13 +163,14 @@ def test_stdout_is_unchanged_by_reports_and_github_actions_gets_one_hint(cli: Cl
         ("json:", "needs a file"),
         ("github:out.txt", "takes no path"),
         ("junit:{tmp}", "cannot write --report file"),
-        ("junit:{tmp}/missing/r.xml", "cannot write --report file"),
+        ("junit:{tmp}/a-file/r.xml", "cannot write --report file"),
     ],
 )
 def test_a_bad_report_value_is_exit_2_before_anything_runs(cli: Cli, tmp_path: Path, value: str, needle: str) -> None:
+    (tmp_path / "a-file").write_text("")
     result = cli("check", "--report", value.format(tmp=tmp_path))
     assert result.code == 2 and needle in result.stderr and result.stdout == ""
-    assert "Traceback" not in result.stderr and not (tmp_path / "store.db").exists()
+    assert "Traceback" not in result.stderr and not (tmp_path / "home" / "store.db").exists()
 
 
 def test_the_same_report_twice_is_exit_2(cli: Cli, tmp_path: Path) -> None:
@@ -265,6 +266,25 @@ def test_a_failing_walk_names_the_same_ids_in_every_format(
     annotated = [re.findall(UUID, c.message)[0] for c in workflow_commands(result.stderr)]
     assert annotated == wrong
     assert all(i in summary.read_text().replace("\\-", "-") for i in wrong)
+
+
+def test_a_server_that_repeats_an_id_fails_check_alike_in_every_format(
+    cli: Cli, tmp_path: Path, broken_server: Callable[..., tuple[str, str, list[str]]]
+) -> None:
+    url, key, _ids = broken_server("repeat")
+    junit, doc = tmp_path / "r.xml", tmp_path / "r.json"
+    env = {"MNEMO_API_KEY": key}
+    reports = ["--report", f"junit:{junit}", "--report", f"json:{doc}", "--report", "github"]
+    result = cli("--endpoint", url, "check", "--scope", "probes", *reports, env=env)
+    assert result.code == 1, result.stderr
+    walk = json.loads(doc.read_text())["checks"][0]
+    assert walk["name"] == "walk-to-end" and walk["passed"] is False and "repeated within the walk" in walk["detail"]
+    repeated = walk["detail"].split("repeated within the walk: ")[1].split(";")[0].split(" (")[0]
+    assert "FAIL  1. walk-to-end" in result.stdout and repeated in result.stdout
+    kind, why = junit_cases(junit)["walk-to-end"]
+    assert kind == "failure" and repeated in why
+    [annotation] = [c for c in workflow_commands(result.stderr) if c.properties["title"] == "mnemo check: walk-to-end"]
+    assert annotation.message == walk["detail"]
 
 
 # -- verify --expect: its input shapes ----------------------------------------------------------------
