@@ -96,7 +96,9 @@ def verify(
     expect: Annotated[
         str,
         typer.Option(
-            "--expect", metavar="FILE", help="File of expected ids (one a line, or NDJSON with atom_id); - for stdin."
+            "--expect",
+            metavar="FILE",
+            help="File of expected ids: lines, NDJSON, a JSON array or document (docs/ci.md); - for a pipe.",
         ),
     ],
     scope: Scope = None,
