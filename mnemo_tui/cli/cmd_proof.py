@@ -30,11 +30,11 @@ Report = Annotated[
 ]
 
 
-def open_reports(values: list[str] | None) -> Reports:
+def open_reports(values: list[str] | None, inputs: tuple[str, ...] = ()) -> Reports:
     """The `--report` files, opened before the run (exit 2 if one cannot be); the GitHub hint, once."""
     from mnemo_tui.proof import ci_reports
 
-    reports = ci_reports.Reports(ci_reports.parse(values or []))
+    reports = ci_reports.Reports(ci_reports.parse(values or [], inputs))
     if os.environ.get("GITHUB_ACTIONS") == "true" and not reports.github:
         output.hint("hint: under GitHub Actions, --report github annotates failures and writes a job summary")
     return reports
@@ -110,7 +110,7 @@ def verify(
 ) -> int:
     """Every expected id once in the walk, none twice; exit 1 if not."""
     output.check_format(fmt, allow_ndjson=False)
-    reports = open_reports(report_to)
+    reports = open_reports(report_to, (expect,))
     with reports.guard("verify"):
         c = ctx_of(ctx)
         scope_value = parse_scope(scope)

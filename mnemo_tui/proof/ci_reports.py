@@ -126,11 +126,16 @@ class Spec:
     path: str | None
 
 
-def parse(values: list[str]) -> list[Spec]:
+def parse(values: list[str], inputs: tuple[str, ...] = ()) -> list[Spec]:
     """`FORMAT[:PATH]` values: `junit:PATH`, `json:PATH`, `github`.
 
+    Args:
+        values: the `--report` values, in order.
+        inputs: files the run reads (`--expect`): a report there would empty it before it is read.
+
     Raises:
-        ValidationError: an unknown format, a missing or unexpected path, a path or `github` twice (exit 2).
+        ValidationError: an unknown format, a missing or unexpected path, `-` (stdout is the result),
+            a path or `github` twice, a path that is one of `inputs` (exit 2).
     """
     specs: list[Spec] = []
     for value in values:
@@ -143,11 +148,22 @@ def parse(values: list[str]) -> list[Spec]:
             )
         if name != "github" and not path:
             raise ValidationError(f"--report {name} needs a file: --report {name}:PATH (stdout carries the result)")
+        if path == "-":
+            raise ValidationError(f"--report {name}:- is not possible: stdout carries the result; name a file")
+        if path and any(_same_file(path, source) for source in inputs if source != "-"):
+            raise ValidationError(f"--report {value!r} would overwrite the file it reads (--expect)")
         spec = Spec(name, path or None)
         if spec in specs or (spec.path is not None and spec.path in {s.path for s in specs}):
             raise ValidationError(f"--report {value!r} is given twice")
         specs.append(spec)
     return specs
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet): compare where they would be
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 class Reports:

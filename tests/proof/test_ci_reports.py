@@ -173,9 +173,21 @@ def test_a_bad_report_value_is_exit_2_before_anything_runs(cli: Cli, tmp_path: P
     assert "Traceback" not in result.stderr and not (tmp_path / "home" / "store.db").exists()
 
 
-def test_the_same_report_twice_is_exit_2(cli: Cli, tmp_path: Path) -> None:
+def test_the_same_report_twice_or_to_stdout_is_exit_2(cli: Cli, tmp_path: Path) -> None:
     result = cli("check", "--report", f"json:{tmp_path}/a", "--report", f"junit:{tmp_path}/a")
     assert result.code == 2 and "given twice" in result.stderr
+    result = cli("check", "--report", "json:-")
+    assert result.code == 2 and "stdout carries the result" in result.stderr
+
+
+def test_a_report_over_the_expect_file_is_refused_before_it_empties_it(cli: Cli, tmp_path: Path) -> None:
+    ids = [write(cli, "kept"), str(uuid.uuid4())]
+    expect = tmp_path / "ids.txt"
+    expect.write_text("\n".join(ids))
+    same = tmp_path / "." / "ids.txt"
+    result = cli("verify", "--expect", str(expect), "--report", f"json:{same}")
+    assert result.code == 2 and "would overwrite the file it reads" in result.stderr
+    assert expect.read_text() == "\n".join(ids)
 
 
 # -- a failing proof names the same ids in every format ------------------------------------------------
