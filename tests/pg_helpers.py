@@ -92,10 +92,6 @@ class Cluster:
     def stop(self, mode: str = "fast") -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop", check=False)
 
-    def restart(self) -> None:
-        self.stop("fast")
-        self.start()
-
 
 def start_cluster() -> Cluster:
     """initdb and start a fresh cluster (bounded: each step has a timeout)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -113,31 +114,39 @@ def test_the_server_dying_mid_walk_exits_5_and_leaves_the_watermark(
     path = tmp_path / "served.db"
     store, key, first_ids = seeded(path, 5)
     faults = Faults(create_app(path, workers=2))
-    with serving(faults) as server:
-        faults.server = server
-        env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key}
-        first = cli("catchup", "--format", "json", env=env)
-        assert first.code == 0, first.stderr
-        assert [i["atom_id"] for i in json.loads(first.stdout)["items"]] == first_ids
+    # The watermark is kept per endpoint URL, so the server comes back on the same port. A socket bound
+    # to it (never listening, so a client is refused while no server runs) holds the port from start
+    # to end: no other process is given it in between, and each server binds it beside (SO_REUSEADDR).
+    held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    held.bind(("127.0.0.1", 0))
+    port = held.getsockname()[1]
+    with held:
+        with serving(faults, port=port) as server:
+            faults.server = server
+            env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key}
+            first = cli("catchup", "--format", "json", env=env)
+            assert first.code == 0, first.stderr
+            assert [i["atom_id"] for i in json.loads(first.stdout)["items"]] == first_ids
+            state = StateDB(isolated_home / "state.db")
+            before = state.load(StateKey(server.url, key_principal(key), "default", None))
+            state.close()
+            assert before is not None and first_ids[0] in before.boundary_ids
+            local = LocalBackend(store, "alice")
+            later = list(reversed([local.write(WriteRequest(content=f"later {i}")).atom_id for i in range(30)]))
+            faults.die_on = len(faults.recent_bodies) + 2  # the second page of the next walk never comes
+            broken = cli("catchup", "--limit", "10", "--format", "ndjson", env=env)
+        assert broken.code == 5, broken.stderr
+        assert "cannot reach" in broken.stderr and key not in broken.stderr
+        assert len(broken.stdout.splitlines()) == 10  # the first page was printed, then the server died
         state = StateDB(isolated_home / "state.db")
-        before = state.load(StateKey(server.url, key_principal(key), "default", None))
+        mark = state.load(StateKey(server.url, key_principal(key), "default", None))
         state.close()
-        assert before is not None and first_ids[0] in before.boundary_ids
-        local = LocalBackend(store, "alice")
-        later = list(reversed([local.write(WriteRequest(content=f"later {i}")).atom_id for i in range(30)]))
-        faults.die_on = len(faults.recent_bodies) + 2  # the second page of the next walk never comes
-        broken = cli("catchup", "--limit", "10", "--format", "ndjson", env=env)
-    assert broken.code == 5, broken.stderr
-    assert "cannot reach" in broken.stderr and key not in broken.stderr
-    assert len(broken.stdout.splitlines()) == 10  # the first page was printed, then the server died
-    state = StateDB(isolated_home / "state.db")
-    mark = state.load(StateKey(server.url, key_principal(key), "default", None))
-    state.close()
-    assert mark == before
-    # Back up on the same address: the next pass re-reads from the old watermark and loses nothing.
-    with serving(create_app(path, workers=2), port=server.port) as again:
-        assert again.url == server.url
-        rerun = cli("catchup", "--format", "json", env=env)
+        assert mark == before
+        # Back up on the same address: the next pass re-reads from the old watermark and loses nothing.
+        with serving(create_app(path, workers=2), port=port) as again:
+            assert again.url == server.url
+            rerun = cli("catchup", "--format", "json", env=env)
     store.close()
     assert rerun.code == 0, rerun.stderr
     assert [i["atom_id"] for i in json.loads(rerun.stdout)["items"]] == later
