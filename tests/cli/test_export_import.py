@@ -204,6 +204,18 @@ def test_store_to_postgresql_to_store_is_the_same(cli: Cli, tmp_path: Path, pg_d
         assert imported(cli, pg, tmp_path / "a.ndjson")["created"] == 0
     finally:
         pg_databases.drop(name)
+    # `db copy` into PostgreSQL, then an export from there into a store: the same again.
+    copied = pg_databases.empty()
+    try:
+        url = pg_databases.cluster.url(copied)
+        assert cli("db", "copy", "--from", str(tmp_path / "source.db"), "--to", url).code == 0
+        (tmp_path / "c.ndjson").write_text(export(cli, ["--database", url]).stdout)
+        again = ["--store", str(tmp_path / "again.db")]
+        imported(cli, again, tmp_path / "c.ndjson")
+        for scope in (None, *rooms):
+            assert feed(cli, again, scope) == feed(cli, source, scope)
+    finally:
+        pg_databases.drop(copied)
 
 
 def test_over_a_real_serve_each_content_lands_once(cli: Cli, tmp_path: Path, isolated_home: Path) -> None:
