@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import IO, Annotated
 
 import typer
 
@@ -37,10 +37,11 @@ def export(
     scope = resolved_scope(c, parse_scope(scope))  # a room's name reads that room, as every read does
     output.check_format("ndjson")  # stdout as UTF-8 bytes, whatever the locale
     progress = output.Progress("entries exported")
+    out = _ForTerminal(sys.stdout) if output.is_tty(sys.stdout) else sys.stdout
     try:
         done = run_export(
             c.backend,
-            sys.stdout,
+            out.write,
             scope=scope,
             since=low,
             cursor=cursor,
@@ -55,6 +56,16 @@ def export(
         f"exported {done.entries:,} entries and {done.rooms} room(s); left out: {secrets} (the vault is never "
         "exported). For what comes later: mnemo export --cursor <the end line's cursor>"
     )
+
+
+class _ForTerminal:
+    """stdout on a terminal: the export's JSON with what a terminal would act on escaped (the same values)."""
+
+    def __init__(self, real: IO[str]) -> None:
+        self.real = real
+
+    def write(self, data: str) -> int:
+        return self.real.write(output.json_for_terminal(data))
 
 
 def import_(

@@ -67,16 +67,23 @@ class _PrettyJson:
 
     def finish(self) -> None:
         import json
-        import re
 
-        unsafe = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
         for line in "".join(self.parts).splitlines():
             try:
                 pretty = json.dumps(json.loads(line), indent=2, ensure_ascii=False)
             except ValueError:
                 pretty = line
-            self.real.write(unsafe.sub(lambda m: f"\\u{ord(m.group()):04x}", pretty) + "\n")
+            self.real.write(json_for_terminal(pretty) + "\n")
         self.real.flush()
+
+
+def json_for_terminal(text: str) -> str:
+    """JSON text with the characters a terminal would act on (C1 controls, bidi marks, line separators)
+    escaped: they can only stand inside JSON strings, so the value is unchanged."""
+    import re
+
+    unsafe = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+    return unsafe.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def finish_stdout() -> None:

@@ -11,7 +11,7 @@ import json
 import tempfile
 from array import array
 from collections.abc import Callable, Iterator
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 from mnemo_tui import portable
 from mnemo_tui.backends import Backend
@@ -100,7 +100,7 @@ def _remote_rows(backend: Backend, scope: str | None, since: int | None) -> Iter
 
 def export(
     backend: Backend,
-    out: IO[str],
+    write: Callable[[str], object],
     *,
     scope: str | None = None,
     since: int | None = None,
@@ -108,7 +108,7 @@ def export(
     progress: Callable[[int], None] | None = None,
     expect: Callable[[int], None] | None = None,
 ) -> Exported:
-    """Write the export of `scope` (omitted: the own store and every room one belongs to) to `out`.
+    """Write the export of `scope` (omitted: the own store and every room one belongs to) with `write`.
 
     `since` keeps entries at or after it; `cursor` (an earlier export's end line) keeps what came
     after that export in each scope. The vault is never read: only its count is reported. `progress` is
@@ -127,9 +127,9 @@ def export(
         rooms = [r for r in rooms_of(engine, backend.principal) if r["room_id"] in wanted]
     else:
         rooms = [_remote_room(r) for r in listed if r.room_id in wanted]
-    out.write(portable.header(backend.kind, backend.identity, backend.principal, scopes, since) + "\n")
+    write(portable.header(backend.kind, backend.identity, backend.principal, scopes, since) + "\n")
     for room in rooms:
-        out.write(dumps({"room": room}) + "\n")
+        write(dumps({"room": room}) + "\n")
     starts = {one: marks.marks.get(portable.OWN if one is None else one) for one in scopes}
     lows = {one: since if mark is None else max(since or 0, mark[0]) for one, mark in starts.items()}
     if expect is not None and engine is not None:
@@ -150,12 +150,12 @@ def export(
                 marks.see(key, created_at, atom_id)
                 lines.append(line)
             if lines:
-                out.write("\n".join(lines) + "\n")
+                write("\n".join(lines) + "\n")
                 count += len(lines)
                 if progress is not None:
                     progress(count)
     secrets = _secrets(backend)
     result = Exported(count, len(rooms), secrets, marks.encode())
     end = {"entries": count, "rooms": len(rooms), "secrets_left_out": secrets, "cursor": result.cursor}
-    out.write(dumps({"end": end}) + "\n")
+    write(dumps({"end": end}) + "\n")
     return result

@@ -286,23 +286,21 @@ def test_a_room_line_from_an_endpoint_export_becomes_a_room_of_its_importer(cli:
     assert got["created_at"] == entry["created_at"] and got["provenance"]["principal"] == "alice"
 
 
-def test_progress_is_a_bar_on_a_terminal_and_nothing_in_a_pipe(cli: Cli, tmp_path: Path) -> None:
+def on_terminal(args: list[str], home: Path, stream: str) -> str:
+    """What `mnemo ARGS` writes to `stream` (stdout or stderr) when that is a terminal (a pty)."""
     import os
     import pty
     import subprocess
 
     from conftest import MNEMO
 
-    fill(tmp_path / "source.db", entries=1200)
-    piped = cli("--store", str(tmp_path / "source.db"), "export")
-    assert "\r" not in piped.stderr and "%" not in piped.stderr
     leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
     proc = subprocess.Popen(
-        [MNEMO, "--store", str(tmp_path / "source.db"), "export"],
-        stdout=subprocess.DEVNULL,
-        stderr=follower,
-        env={**env, "MNEMO_HOME": str(tmp_path)},
+        [MNEMO, *args],
+        env={**env, "MNEMO_HOME": str(home)},
+        stdout=follower if stream == "stdout" else subprocess.DEVNULL,
+        stderr=follower if stream == "stderr" else subprocess.DEVNULL,
     )
     os.close(follower)
     shown = b""
@@ -316,8 +314,26 @@ def test_progress_is_a_bar_on_a_terminal_and_nothing_in_a_pipe(cli: Cli, tmp_pat
         shown += chunk
     assert proc.wait(timeout=60) == 0
     os.close(leader)
-    text = shown.decode()
+    return shown.decode()
+
+
+def test_progress_is_a_bar_on_a_terminal_and_nothing_in_a_pipe(cli: Cli, tmp_path: Path) -> None:
+    fill(tmp_path / "source.db", entries=1200)
+    piped = cli("--store", str(tmp_path / "source.db"), "export")
+    assert "\r" not in piped.stderr and "%" not in piped.stderr
+    text = on_terminal(["--store", str(tmp_path / "source.db"), "export"], tmp_path, "stderr")
     assert "/1,443 entries exported" in text and "] " in text and "\x1b[K" in text  # 1,200 + 3 + 2 x 120
+
+
+def test_on_a_terminal_what_a_terminal_acts_on_is_escaped_with_the_same_values(cli: Cli, tmp_path: Path) -> None:
+    store = Store(tmp_path / "source.db")
+    store.write("local", WriteRequest("evil \u202e reversed \x9b31m and \u2028 split"))
+    store.close()
+    piped = cli("--store", str(tmp_path / "source.db"), "export").stdout
+    shown = on_terminal(["--store", str(tmp_path / "source.db"), "export"], tmp_path, "stdout")
+    assert "\u202e" not in shown and "\x9b" not in shown and "\\u202e" in shown and "\\u009b" in shown
+    entry = [json.loads(line) for line in shown.replace("\r\n", "\n").split("\n") if '"atom_id"' in line]
+    assert entry == [e for e in lines(piped) if "atom_id" in e]
 
 
 def test_a_repeated_line_is_stored_once_and_a_foreign_room_is_refused(cli: Cli, tmp_path: Path) -> None:
