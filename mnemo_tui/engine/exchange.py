@@ -3,7 +3,7 @@ first as export lines, the rooms one belongs to with their members, and entries 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
@@ -60,7 +60,7 @@ def count_rows(engine: AtomOps, principal: str, scope: str | None, since: int | 
 
 def export_rows(
     engine: AtomOps, principal: str, scope: str | None, since: int | None, chunk: int | None = None
-) -> Iterator[list[tuple[int, str, str]]]:
+) -> Generator[list[tuple[int, str, str]], None, None]:
     """Every entry of a scope at or after `since`, oldest first, from one snapshot, in chunks of
     `(created_at, atom_id, export line)`.
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import tempfile
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
+from contextlib import closing
 from typing import TYPE_CHECKING
 
 from mnemo_tui import portable
@@ -69,7 +70,9 @@ def _secrets(backend: Backend) -> int | None:
         return None
 
 
-def _remote_rows(backend: Backend, scope: str | None, since: int | None) -> Iterator[list[tuple[int, str, str]]]:
+def _remote_rows(
+    backend: Backend, scope: str | None, since: int | None
+) -> Generator[list[tuple[int, str, str]], None, None]:
     """A scope's entries oldest first over an endpoint: the feed walked newest first into a spool, read back."""
     with tempfile.TemporaryFile() as spool:
         offsets = array("q")
@@ -142,18 +145,19 @@ def export(
         chunks = (
             export_rows(engine, backend.principal, one, low) if engine is not None else _remote_rows(backend, one, low)
         )
-        for rows in chunks:
-            lines = []
-            for created_at, atom_id, line in rows:
-                if mark is not None and created_at == mark[0] and atom_id in held:
-                    continue
-                marks.see(key, created_at, atom_id)
-                lines.append(line)
-            if lines:
-                write("\n".join(lines) + "\n")
-                count += len(lines)
-                if progress is not None:
-                    progress(count)
+        with closing(chunks):  # a reader gone (`| head`) closes the stream while its store is still open
+            for rows in chunks:
+                lines = []
+                for created_at, atom_id, line in rows:
+                    if mark is not None and created_at == mark[0] and atom_id in held:
+                        continue
+                    marks.see(key, created_at, atom_id)
+                    lines.append(line)
+                if lines:
+                    write("\n".join(lines) + "\n")
+                    count += len(lines)
+                    if progress is not None:
+                        progress(count)
     secrets = _secrets(backend)
     result = Exported(count, len(rooms), secrets, marks.encode())
     end = {"entries": count, "rooms": len(rooms), "secrets_left_out": secrets, "cursor": result.cursor}

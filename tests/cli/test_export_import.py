@@ -352,3 +352,24 @@ def test_a_repeated_line_is_stored_once_and_a_foreign_room_is_refused(cli: Cli, 
     refused = cli(*target, "import", str(foreign))
     assert refused.code == 4 and f"cannot import into {rooms[0]}" in refused.stderr
     assert len(lines(feed(cli, target))) == 1
+
+
+def test_a_reader_that_goes_away_stops_the_export_quietly(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from conftest import MNEMO
+
+    fill(tmp_path / "source.db", entries=6000)  # far more than a pipe holds, in several chunks
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    proc = subprocess.Popen(
+        [MNEMO, "--store", str(tmp_path / "source.db"), "export"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**env, "MNEMO_HOME": str(tmp_path)},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(100).startswith(b'{"mnemo_export":1')
+    proc.stdout.close()  # `| head -c 100`
+    errors = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and "Traceback" not in errors and "Exception" not in errors, errors
