@@ -18,8 +18,9 @@ from mnemo_tui import portable
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.engine.atoms import AtomOps
+from mnemo_tui.engine.database import NOT_A_MEMBER
 from mnemo_tui.engine.exchange import count_rows, export_line, export_rows, rooms_of
-from mnemo_tui.errors import BrokenFeed, MnemoError
+from mnemo_tui.errors import BrokenFeed, Forbidden, MnemoError
 from mnemo_tui.model import MAX_LIMIT, RecentQuery, Value, dumps, parse_scope, room_of
 
 if TYPE_CHECKING:
@@ -126,6 +127,8 @@ def export(
     listed = backend.rooms() if scope is None or room_of(scope) else []
     scopes: list[str | None] = [parse_scope(scope)] if scope is not None else [None, *(r.address for r in listed)]
     wanted = {room_of(s) for s in scopes if s is not None and room_of(s)}
+    if not wanted <= {r.room_id for r in listed}:  # refused before a line is written
+        raise Forbidden(NOT_A_MEMBER)
     if engine is not None:
         rooms = [r for r in rooms_of(engine, backend.principal) if r["room_id"] in wanted]
     else:

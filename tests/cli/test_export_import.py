@@ -181,7 +181,8 @@ def test_refusals_are_clear_and_store_nothing(cli: Cli, tmp_path: Path) -> None:
     assert cli(*source, "export", "--since", "1h", "--cursor", "x").code == 2
     refused = cli(*source, "export", "--cursor", "not-a-cursor")
     assert refused.code == 2 and "not an export cursor" in refused.stderr
-    assert cli(*source, "export", "--scope", "xroom:room_01M8VPABN3DNQRKSK2ZK9TYVE9").code == 4
+    foreign = cli(*source, "export", "--scope", "xroom:room_01M8VPABN3DNQRKSK2ZK9TYVE9")
+    assert foreign.code == 4 and foreign.stdout == "" and "not a member" in foreign.stderr
     # stdin works as a file.
     assert cli("--store", str(tmp_path / "t2.db"), "import", "-", input=text).code == 0
 
