@@ -419,6 +419,19 @@ class WriteRequest(Value):
         self.fingerprint = fingerprint
 
 
+class KeptWrite(WriteRequest):
+    """A write that keeps an entry's id and author: an import onto an engine (`mnemo import`, docs/export.md)."""
+
+    __slots__ = ("atom_id", "author")
+    atom_id: str
+    author: str
+
+    def __init__(self, atom_id: str, author: str, content: str, **fields: Any) -> None:
+        super().__init__(content, **fields)
+        self.atom_id = atom_id
+        self.author = author
+
+
 class WriteResult(Value):
     """What a write returned: the atom's id, and the ids it superseded."""
 

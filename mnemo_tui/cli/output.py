@@ -67,16 +67,23 @@ class _PrettyJson:
 
     def finish(self) -> None:
         import json
-        import re
 
-        unsafe = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
         for line in "".join(self.parts).splitlines():
             try:
                 pretty = json.dumps(json.loads(line), indent=2, ensure_ascii=False)
             except ValueError:
                 pretty = line
-            self.real.write(unsafe.sub(lambda m: f"\\u{ord(m.group()):04x}", pretty) + "\n")
+            self.real.write(json_for_terminal(pretty) + "\n")
         self.real.flush()
+
+
+def json_for_terminal(text: str) -> str:
+    """JSON text with the characters a terminal would act on (C1 controls, bidi marks, line separators)
+    escaped: they can only stand inside JSON strings, so the value is unchanged."""
+    import re
+
+    unsafe = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+    return unsafe.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def finish_stdout() -> None:
@@ -144,12 +151,17 @@ def silence_stdout() -> None:
 class Progress:
     """A count on stderr while a long walk runs, only when stderr is a terminal (never in a pipe or a log)."""
 
-    def __init__(self, noun: str, stream: IO[str] | None = None) -> None:
+    def __init__(self, noun: str, stream: IO[str] | None = None, total: int | None = None) -> None:
         self.stream = stream or sys.stderr
         self.noun = noun
+        self.total = total  # known: a bar, else a running count
         self.enabled = is_tty(self.stream)
         self.shown = False
         self._last = 0
+
+    def expect(self, total: int) -> None:
+        """The count the work will reach: a bar from now on."""
+        self.total = total
 
     def update(self, count: int) -> None:
         """Show the running count (at most every 1,000 items after the first page)."""
@@ -157,7 +169,12 @@ class Progress:
             return
         self._last = count
         self.shown = True
-        self.stream.write(f"\r{count:,} {self.noun} so far…")
+        if self.total:
+            done = min(count, self.total) / self.total
+            bar = "#" * int(done * 30)
+            self.stream.write(f"\r[{bar:<30}] {done:4.0%} {count:,}/{self.total:,} {self.noun}")
+        else:
+            self.stream.write(f"\r{count:,} {self.noun} so far…")
         self.stream.flush()
 
     def done(self) -> None:

@@ -11,7 +11,7 @@ from mnemo_tui.engine import ids
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_write, spliced_entry, wire_item
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
-from mnemo_tui.model import ROOM_DELETE_RULE, Entry, WriteRequest, WriteResult, dumps, room_of
+from mnemo_tui.model import ROOM_DELETE_RULE, Entry, KeptWrite, WriteRequest, WriteResult, dumps, room_of
 
 if TYPE_CHECKING:
     from typing import Any
@@ -113,7 +113,8 @@ class AtomOps(Database):
                 if found[0] is not None:
                     raise ValidationError(f"cannot supersede {old}: it is already superseded by {found[0]}")
             created = clock.next(bucket, wanted)
-            atom = ids.atom_id()
+            # An import keeps the entry's id and author; the bucket is still the importer's to write.
+            atom, author = (req.atom_id, req.author) if isinstance(req, KeptWrite) else (ids.atom_id(), principal)
             params = (
                 atom,
                 bucket,
@@ -122,13 +123,13 @@ class AtomOps(Database):
                 req.content,
                 dumps(list(req.concepts)) if req.concepts else "[]",
                 metadata,
-                principal,
+                author,
                 req.agent,
                 req.agent_name,
                 req.client_env,
                 req.external_ref,
                 dumps(list(req.supersedes)) if req.supersedes else None,
-                wire_item(atom, req, created, principal),
+                wire_item(atom, req, created, author),
                 req.fingerprint,
                 *self.index_columns(bucket, req.content),
             )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from mnemo_tui import timefmt
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.database import Database
+from mnemo_tui.engine.exchange import export_line
 from mnemo_tui.engine.rules import check_write, spliced_entry, with_superseded_by
 from mnemo_tui.errors import MnemoError, NotFound, Unprocessable
 from mnemo_tui.model import (
@@ -391,14 +392,7 @@ class MemoryOps(AtomOps, Database):
             (-1 if bucket is None else bucket,),
             chunk or self.stream_rows,
         ):
-            lines = []
-            for wire, superseded_by, metadata, external_ref in rows:
-                item = json.loads(with_superseded_by(wire, superseded_by))
-                item["metadata"] = json.loads(metadata) if metadata else {}
-                item["external_ref"] = external_ref
-                # ASCII: no line separator (U+2028, NEL) a reader may split on is left raw.
-                lines.append(json.dumps(item, separators=(",", ":")))
-            yield lines
+            yield [export_line(*row) for row in rows]
 
     def delete_domain(self, principal: str, domain: str) -> DomainWipe:
         """Delete every entry of one own domain through the one delete path. Vault secrets are never in a

@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "mnemo_tui.proof",
         "mnemo_tui.demo",
         "mnemo_tui.verbs",
+        "mnemo_tui.portable",
     ),
     ("mnemo_tui.cli", "mnemo_tui.tui", "mnemo_tui.server", "mnemo_tui.agents"),
 )

@@ -1,0 +1,113 @@
+"""Provides the export and import commands: leave with your data, and bring it back (docs/export.md)."""
+
+from __future__ import annotations
+
+import sys
+from typing import IO, Annotated
+
+import typer
+
+from mnemo_tui import timefmt
+from mnemo_tui.cli import output
+from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of
+from mnemo_tui.cli.feed import resolved_scope
+from mnemo_tui.errors import ValidationError
+from mnemo_tui.model import parse_scope
+from mnemo_tui.text import line as safe
+
+
+def export(
+    ctx: typer.Context,
+    scope: Scope = None,
+    since: Annotated[
+        str | None, typer.Option("--since", metavar="TIME", help="Only entries at or after this time.")
+    ] = None,
+    cursor: Annotated[
+        str | None,
+        typer.Option("--cursor", metavar="CURSOR", help="Only what is new since the export whose end line gave it."),
+    ] = None,
+) -> None:
+    """Every entry and room you may read as versioned NDJSON on stdout; never a secret."""
+    from mnemo_tui.portable.export import export as run_export
+
+    c = ctx_of(ctx)
+    if since is not None and cursor is not None:
+        raise ValidationError("--since and --cursor do not go together: the cursor says where to continue")
+    low = timefmt.parse_time(since, field="--since", utc=c.utc) if since is not None else None
+    scope = resolved_scope(c, parse_scope(scope))  # a room's name reads that room, as every read does
+    output.check_format("ndjson")  # stdout as UTF-8 bytes, whatever the locale
+    progress = output.Progress("entries exported")
+    out = _ForTerminal(sys.stdout) if output.is_tty(sys.stdout) else sys.stdout
+    try:
+        done = run_export(
+            c.backend,
+            out.write,
+            scope=scope,
+            since=low,
+            cursor=cursor,
+            progress=progress.update,
+            expect=progress.expect if progress.enabled else None,
+        )
+    finally:
+        progress.done()
+    sys.stdout.flush()
+    secrets = "the vault was not listed" if done.secrets_left_out is None else f"{done.secrets_left_out} secret(s)"
+    output.hint(
+        f"exported {done.entries:,} entries and {done.rooms} room(s); left out: {secrets} (the vault is never "
+        "exported). For what comes later: mnemo export --cursor <the end line's cursor>"
+    )
+
+
+class _ForTerminal:
+    """stdout on a terminal: the export's JSON with what a terminal would act on escaped (the same values)."""
+
+    def __init__(self, real: IO[str]) -> None:
+        self.real = real
+
+    def write(self, data: str) -> int:
+        return self.real.write(output.json_for_terminal(data))
+
+
+def import_(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Argument(metavar="FILE", help="An export of `mnemo export`, or - for stdin.")],
+    fmt: TableFormat = "table",
+) -> None:
+    """Put an export into this backend; importing it twice stores nothing new."""
+    from mnemo_tui.portable.load import load
+
+    c = ctx_of(ctx, creates_store=True)
+    output.check_format(fmt, allow_ndjson=False)
+    name = "stdin" if source == "-" else source
+    try:
+        stream = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise ValidationError(f"cannot read {name}: {exc.strerror or exc}") from None
+    progress = output.Progress("entries imported")
+    try:
+        done = load(c.backend, stream, name, progress=progress.update)
+    except UnicodeDecodeError:
+        raise ValidationError(f"{name} is not UTF-8 text") from None
+    finally:
+        progress.done()
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    if fmt == "json":
+        sys.stdout.write(output.dumps(done.wire()) + "\n")
+    else:
+        sys.stdout.write(
+            f"imported {done.entries:,} entries: {done.created:,} stored, {done.present + done.by_ref:,} already "
+            f"there; rooms: {done.rooms_created} created, {done.rooms_present} already there\n"
+        )
+    if done.assigned:
+        output.hint(
+            f"note: {done.assigned:,} entries got new times from the store's clock (their scope held newer "
+            "entries, or this is an endpoint): an older time would land behind readers' cursors and watermarks"
+        )
+    if done.links_dropped:
+        output.hint(f"note: {done.links_dropped:,} supersession links named entries not imported here; left out")
+    for room, count in sorted(done.skipped_rooms.items()):
+        output.hint(
+            f"note: {count:,} entries of xroom:{safe(room)} were not imported: you may not write to that room "
+            "here (rooms are created only by an import onto an embedded store or database)"
+        )

@@ -1,0 +1,274 @@
+"""Provides an engine's side of `mnemo export` and `mnemo import` (docs/export.md): a scope's entries oldest
+first as export lines, the rooms one belongs to with their members, and entries put back with their ids."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING
+
+from mnemo_tui import timefmt
+from mnemo_tui.engine.atoms import AtomOps
+from mnemo_tui.engine.rules import check_write, with_superseded_by
+from mnemo_tui.errors import Conflict, Forbidden, ValidationError
+from mnemo_tui.model import ROOM_ID, KeptWrite, WriteRequest, WriteResult, dumps, room_of
+
+if TYPE_CHECKING:
+    from typing import Any
+
+CHUNK = 1000  # entries one insert statement batch holds
+
+
+# Characters outside JSON's own escapes that a line reader may split on (Python's `splitlines`): escaped.
+_SEPARATORS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+def export_line(wire: str, superseded_by: str | None, metadata: str | None, external_ref: str | None) -> str:
+    """One entry as an export line: its wire item with its metadata and external_ref, spliced as stored
+    (UTF-8; no JSON parsed and written again per entry), with no line separator left raw."""
+    line = f'{with_superseded_by(wire, superseded_by)[:-1]},"metadata":{metadata or "{}"},"external_ref":{dumps(external_ref)}}}'
+    return line if line.isascii() else line.translate(_SEPARATORS)
+
+
+def scope_where(engine: AtomOps, principal: str, scope: str | None) -> tuple[str, list[Any]] | None:
+    """The rows of one scope the principal may read: a condition on `atoms` and its parameters (None: no bucket).
+
+    Raises:
+        Forbidden: a room one is not a member of (or no such room).
+    """
+    with engine.reading():
+        room = room_of(scope) if scope is not None else None
+        if room is not None:
+            return "bucket = ?", [engine.membership(principal, room)[0]]
+        bucket = engine.own_bucket(principal)
+    if bucket is None:
+        return None
+    if scope is None:
+        return "bucket = ?", [bucket]
+    return "bucket = ? AND domain = ?", [bucket, scope]
+
+
+def count_rows(engine: AtomOps, principal: str, scope: str | None, since: int | None) -> int:
+    """How many entries `export_rows` would yield (for a progress bar)."""
+    found = scope_where(engine, principal, scope)
+    if found is None:
+        return 0
+    where, params = found
+    with engine.reading() as db:
+        row = db.execute(f"SELECT count(*) FROM atoms WHERE {where} AND created_at >= ?", (*params, since or 0))
+        return int(row.fetchone()[0])
+
+
+def export_rows(
+    engine: AtomOps, principal: str, scope: str | None, since: int | None, chunk: int | None = None
+) -> Generator[list[tuple[int, str, str]], None, None]:
+    """Every entry of a scope at or after `since`, oldest first, from one snapshot, in chunks of
+    `(created_at, atom_id, export line)`.
+
+    Raises:
+        Forbidden: a room one is not a member of.
+    """
+    found = scope_where(engine, principal, scope)
+    if found is None:
+        return
+    where, params = found
+    for rows in engine.stream(
+        "SELECT created_at, atom_id, wire, superseded_by, metadata, external_ref FROM atoms "
+        f"WHERE {where} AND created_at >= ? ORDER BY created_at, atom_id",
+        (*params, since if since is not None else 0),
+        chunk or engine.stream_rows,
+    ):
+        yield [(int(r[0]), str(r[1]), export_line(r[2], r[3], r[4], r[5])) for r in rows]
+
+
+def rooms_of(engine: AtomOps, principal: str) -> list[dict[str, Any]]:
+    """The rooms the principal belongs to, oldest first, each with its members (export's `room` lines)."""
+    with engine.reading() as db:
+        rooms = db.execute(
+            "SELECT r.room_id, r.name, r.description, r.owner, r.created_at, r.archived FROM rooms r "
+            "JOIN members m ON m.room_id = r.room_id WHERE m.principal = ? ORDER BY r.created_at, r.room_id",
+            (principal,),
+        ).fetchall()
+        found = []
+        for room_id, name, description, owner, created_at, archived in rooms:
+            members = db.execute(
+                "SELECT principal, role, scope, joined_at FROM members WHERE room_id = ? ORDER BY joined_at, principal",
+                (room_id,),
+            ).fetchall()
+            found.append(
+                {
+                    "room_id": room_id,
+                    "name": name,
+                    "description": description,
+                    "owner": owner,
+                    "created_at": timefmt.to_iso(int(created_at)),
+                    "archived": bool(archived),
+                    "members": [
+                        {"principal": p, "role": r, "scope": s, "joined_at": timefmt.to_iso(int(j))}
+                        for p, r, s, j in members
+                    ],
+                }
+            )
+    return found
+
+
+def _text(room: dict[str, Any], field: str, high: int, *, optional: bool = False) -> str | None:
+    value = room.get(field)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not 1 <= len(value) <= high or "\x00" in value:
+        raise ValidationError(f"room {field} must be 1 to {high} characters")
+    return value
+
+
+def _time(value: object, field: str) -> int:
+    if not isinstance(value, str):
+        raise ValidationError(f"room {field} must be a time")
+    return timefmt.parse_iso(value, field=field)
+
+
+class EngineImport:
+    """One import onto an engine, inside the caller's write transaction (all of it or none).
+
+    Ids are kept, so importing twice stores nothing new. Times are kept while each lands after the
+    bucket's last instant (a bucket whose clock never ran; an incremental export on top of the one
+    before); from the first that would not, the engine's clock assigns them (`max(now, last + 1)`):
+    a kept older time would land behind readers' cursors and watermarks.
+
+    Attributes:
+        created, present, by_ref: entries stored, found by id, found by external_ref.
+        kept, assigned: entries whose time was kept, or assigned by the engine's clock.
+        links_dropped: supersession links to entries that are not in the bucket (left out).
+        rooms_created, rooms_present: room lines that made a room, or named one that exists.
+    """
+
+    def __init__(self, engine: AtomOps, principal: str, db: Any) -> None:
+        self.engine = engine
+        self.principal = principal
+        self.db = db
+        self.pending: list[tuple[int, KeptWrite]] = []
+        self.keep: dict[int, bool] = {}  # bucket -> its times are kept
+        self.last: dict[int, int] = {}  # bucket -> the newest kept time
+        self.buckets: dict[str, int] = {}
+        self.created = self.present = self.by_ref = 0
+        self.kept = self.assigned = self.links_dropped = 0
+        self.rooms_created = self.rooms_present = 0
+
+    # -- rooms ------------------------------------------------------------------------------
+    def room(self, room: dict[str, Any]) -> None:
+        """Create an exported room with its members unless a room of its id exists.
+
+        Raises:
+            ValidationError: a field out of bounds.
+            Conflict: its owner already has another room of that name.
+        """
+        room_id = _text(room, "room_id", 40)
+        assert room_id is not None
+        if not ROOM_ID.match(room_id):
+            raise ValidationError(f"{room_id!r} is not a room id")
+        if self.db.execute("SELECT 1 FROM rooms WHERE room_id = ?", (room_id,)).fetchone():
+            self.rooms_present += 1
+            return
+        name = _text(room, "name", 200)
+        description = _text(room, "description", 2000, optional=True)
+        owner = _text(room, "owner", 200, optional=True) or self.principal
+        # Exported over an endpoint, which does not say its time or members: now, and the owner alone.
+        at = room.get("created_at")
+        created = timefmt.now_us() if at is None else _time(at, "created_at")
+        members = room.get("members")
+        if members is None:
+            members = [
+                {"principal": owner, "role": "owner", "scope": "read_write", "joined_at": timefmt.to_iso(created)}
+            ]
+        if not isinstance(members, list) or not all(isinstance(m, dict) for m in members):
+            raise ValidationError("room members must be a list of objects")
+        rows = []
+        for member in members:
+            who = _text(member, "principal", 200)
+            if member.get("role") not in ("owner", "member") or member.get("scope") not in ("read", "read_write"):
+                raise ValidationError("a member's role is owner or member, its scope read or read_write")
+            rows.append((room_id, who, member["role"], member["scope"], _time(member.get("joined_at"), "joined_at")))
+        if self.db.execute("SELECT 1 FROM rooms WHERE owner = ? AND name = ?", (owner, name)).fetchone():
+            raise Conflict(f"{owner} already has another room named {name!r}: rename it, then import again")
+        bucket = self.engine.create_bucket("room", room_id)
+        self.db.execute(
+            "INSERT INTO rooms(room_id, bucket, name, description, owner, created_at, archived) VALUES (?,?,?,?,?,?,?)",
+            (room_id, bucket, name, description, owner, created, 1 if room.get("archived") else 0),
+        )
+        self.db.executemany("INSERT INTO members(room_id, principal, role, scope, joined_at) VALUES (?,?,?,?,?)", rows)
+        self.rooms_created += 1
+
+    # -- entries ----------------------------------------------------------------------------
+    def add(self, created_at: int, write: KeptWrite) -> None:
+        """Queue one entry (oldest first within its scope); a superseding one is written at once, after
+        what came before it, so its predecessors are there to be superseded."""
+        if write.supersedes:
+            self.flush()
+            self.pending.append((created_at, write))
+            self.flush()
+            return
+        self.pending.append((created_at, write))
+        if len(self.pending) >= CHUNK:
+            self.flush()
+
+    def _bucket(self, domain: str) -> int:
+        key = domain if room_of(domain) else ""
+        bucket = self.buckets.get(key)
+        if bucket is None:
+            try:
+                bucket = self.buckets[key] = self.engine.writable_bucket(self.principal, domain)
+            except Forbidden as exc:
+                raise Forbidden(f"cannot import into {domain}: {exc.message}") from None
+            last = self.db.execute("SELECT last_created_at FROM buckets WHERE bucket = ?", (bucket,)).fetchone()
+            self.keep[bucket] = True
+            self.last[bucket] = int(last[0])
+        return bucket
+
+    def _links(self, bucket: int, write: KeptWrite) -> KeptWrite:
+        """The write with only the predecessors that are live entries of its bucket (the others left out)."""
+        named, values = self.engine.one_of("atom_id", list(write.supersedes))
+        live = {
+            r[0]
+            for r in self.db.execute(
+                f"SELECT atom_id FROM atoms WHERE {named} AND bucket = ? AND superseded_by IS NULL",
+                (*values, bucket),
+            )
+        }
+        kept = tuple(old for old in write.supersedes if old in live)
+        if len(kept) == len(write.supersedes):
+            return write
+        self.links_dropped += len(write.supersedes) - len(kept)
+        return write.replace(supersedes=kept)
+
+    def flush(self) -> None:
+        """Write what is queued (one batch of the engine's one insert path), leaving out ids already stored."""
+        if not self.pending:
+            return
+        batch, self.pending = self.pending, []
+        named, values = self.engine.one_of("atom_id", [w.atom_id for _, w in batch])
+        stored = {r[0] for r in self.db.execute(f"SELECT atom_id FROM atoms WHERE {named}", values)}
+        now = timefmt.now_us()
+        rows: list[tuple[str, WriteRequest, int, str | None]] = []
+        for created_at, write in batch:
+            if write.atom_id in stored:
+                self.present += 1
+                continue
+            stored.add(write.atom_id)  # a file that repeats a line stores it once
+            bucket = self._bucket(write.domain)
+            if write.supersedes:
+                write = self._links(bucket, write)
+            # Kept while the clock would give that very time (`max(t, last + 1) == t`): after the bucket's last
+            # instant, so behind no cursor or watermark. The first that is not ends keeping for the bucket.
+            self.keep[bucket] = self.keep[bucket] and created_at > self.last[bucket]
+            if self.keep[bucket]:
+                self.kept += 1
+                self.last[bucket] = wanted = created_at
+            else:
+                self.assigned += 1
+                wanted = now
+            rows.append((self.principal, write, wanted, check_write(write)))
+        results: list[WriteResult] = self.engine.insert_checked(self.db, rows) if rows else []
+        for result in results:
+            if result.created:
+                self.created += 1
+            else:
+                self.by_ref += 1

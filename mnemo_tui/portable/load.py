@@ -1,0 +1,195 @@
+"""Provides `load`: an export (docs/export.md) put into any backend, so that importing it twice stores nothing new.
+
+Onto an engine (the embedded store, PostgreSQL) it is one transaction: ids kept, times kept where
+they land after the bucket's last instant (see `EngineImport`), rooms and members created. Over an endpoint each entry is one
+write whose `external_ref` (its own, else `import:<original id>`) makes a repeat return the first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import IO, TYPE_CHECKING
+
+from mnemo_tui import portable
+from mnemo_tui.backends import Backend
+from mnemo_tui.engine.exchange import EngineImport
+from mnemo_tui.errors import MnemoError, ValidationError
+from mnemo_tui.model import KeptWrite, Value, WriteRequest, room_of
+from mnemo_tui.portable.export import engine_of
+
+if TYPE_CHECKING:
+    from typing import Any
+
+IMPORT_PREFIX = "import:"  # the external_ref of an entry imported over an endpoint that had none
+
+
+class Imported(Value):
+    """What an import did (`mnemo import --format json` prints `wire()`)."""
+
+    __slots__ = (
+        "assigned",
+        "by_ref",
+        "created",
+        "entries",
+        "kept",
+        "links_dropped",
+        "present",
+        "rooms_created",
+        "rooms_present",
+        "skipped_rooms",
+    )
+    entries: int
+    created: int
+    present: int
+    by_ref: int
+    kept: int
+    assigned: int
+    links_dropped: int
+    rooms_created: int
+    rooms_present: int
+    skipped_rooms: dict[str, int]
+
+    def __init__(self, **fields: Any) -> None:
+        for name in self._fields:
+            setattr(self, name, fields[name])
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "entries": self.entries,
+            "created": self.created,
+            "already_present": self.present + self.by_ref,
+            "times": {"kept": self.kept, "assigned": self.assigned},
+            "links_dropped": self.links_dropped,
+            "rooms": {"created": self.rooms_created, "present": self.rooms_present},
+            "skipped_rooms": [{"address": f"xroom:{r}", "entries": n} for r, n in sorted(self.skipped_rooms.items())],
+        }
+
+
+def _lines(source: IO[bytes], name: str) -> Iterator[tuple[int, str, Any]]:
+    """The lines after the header as (number, kind, object); the end line last. Raises ValidationError."""
+    number = 1
+    for number, raw in enumerate(source, start=2):
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw)
+        except ValueError:
+            raise ValidationError(f"{name} line {number} is not JSON") from None
+        if not isinstance(item, dict):
+            raise ValidationError(f"{name} line {number} is not a JSON object")
+        if "atom_id" in item:
+            yield number, "entry", item
+        elif set(item) == {"room"} and isinstance(item["room"], dict):
+            yield number, "room", item["room"]
+        elif set(item) == {"end"}:
+            yield number, "end", item["end"]
+            return
+        else:
+            raise ValidationError(f"{name} line {number} is neither an entry, a room nor the end line")
+    raise ValidationError(
+        f"{name} ends at line {number} without its end line: the export was cut short (export it again)"
+    )
+
+
+def _at(name: str, number: int, exc: MnemoError) -> MnemoError:
+    """The error with the line it came from (the same kind, so the same exit code)."""
+    if isinstance(exc, ValidationError):
+        return ValidationError(f"{name} line {number}: {exc}")
+    return exc
+
+
+def load(backend: Backend, source: IO[bytes], name: str, progress: Callable[[int], None] | None = None) -> Imported:
+    """Import the export read from `source` (`name` says where it came from, for messages).
+
+    Raises:
+        ValidationError: not an export, another format version, a bad line (named), a file cut short.
+        Forbidden: writing into a room one may not write to, onto an engine.
+    """
+    first = source.readline()
+    portable.check_header(first, name)
+    engine = engine_of(backend)
+    if engine is not None:
+        with engine.transaction() as db:  # all of it or none: a failed import leaves the store as it was
+            job = EngineImport(engine, backend.principal, db)
+            count = 0
+            for number, kind, item in _lines(source, name):
+                try:
+                    if kind == "room":
+                        job.room(item)
+                    elif kind == "entry":
+                        created_at, write, _later = portable.entry_of(item)
+                        job.add(created_at, write)
+                        count += 1
+                        if progress is not None:
+                            progress(count)
+                except MnemoError as exc:
+                    raise _at(name, number, exc) from None
+            job.flush()
+        return Imported(
+            entries=count,
+            created=job.created,
+            present=job.present,
+            by_ref=job.by_ref,
+            kept=job.kept,
+            assigned=job.assigned,
+            links_dropped=job.links_dropped,
+            rooms_created=job.rooms_created,
+            rooms_present=job.rooms_present,
+            skipped_rooms={},
+        )
+    return _over_endpoint(backend, source, name, progress)
+
+
+def _over_endpoint(backend: Backend, source: IO[bytes], name: str, progress: Callable[[int], None] | None) -> Imported:
+    """One write per entry, times assigned by the endpoint; rooms are never created here."""
+    writable = {r.room_id for r in backend.rooms() if r.scope == "read_write"}
+    skipped: dict[str, int] = {}
+    new_ids: dict[str, str] = {}  # original id -> id here, of entries a later one supersedes
+    count = created = present = dropped = 0
+    for number, kind, item in _lines(source, name):
+        if kind != "entry":
+            continue
+        try:
+            _created_at, kept, later = portable.entry_of(item)
+            count += 1
+            room = room_of(kept.domain)
+            if room is not None and room not in writable:
+                skipped[room] = skipped.get(room, 0) + 1
+                continue
+            result = backend.write(_remote_write(kept, new_ids))
+        except MnemoError as exc:
+            raise _at(name, number, exc) from None
+        dropped += len(kept.supersedes) - sum(1 for old in kept.supersedes if old in new_ids)
+        if later is not None:
+            new_ids[kept.atom_id] = result.atom_id
+        created += result.created
+        present += not result.created
+        if progress is not None:
+            progress(count)
+    return Imported(
+        entries=count,
+        created=created,
+        present=present,
+        by_ref=0,
+        kept=0,
+        assigned=created,
+        links_dropped=dropped,
+        rooms_created=0,
+        rooms_present=0,
+        skipped_rooms=skipped,
+    )
+
+
+def _remote_write(kept: KeptWrite, new_ids: dict[str, str]) -> WriteRequest:
+    return WriteRequest(
+        kept.content,
+        domain=kept.domain,
+        concepts=kept.concepts,
+        metadata=kept.metadata,
+        external_ref=kept.external_ref or IMPORT_PREFIX + kept.atom_id,
+        supersedes=tuple(new_ids[old] for old in kept.supersedes if old in new_ids),
+        agent=kept.agent,
+        agent_name=kept.agent_name,
+        client_env=kept.client_env,
+    )

@@ -1,0 +1,376 @@
+"""`mnemo export` and `mnemo import` (issue 42, docs/export.md): lossless round trips through the embedded store,
+PostgreSQL and a real `mnemo serve`, incremental exports, and clear refusals."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CliResult
+
+from mnemo_tui.engine.store import Store
+from mnemo_tui.model import WriteRequest
+
+Cli = Callable[..., CliResult]
+SECRET = "s3cr3t-sealed-value-never-exported"
+
+
+def fill(path: Path, entries: int = 230) -> list[str]:
+    """A store with what an export must carry: domains, concepts, metadata, refs, a supersession chain, a room
+    with two authors (one a read-only member), and a secret. Returns the room addresses."""
+    store = Store(path)
+    try:
+        room = store.create_room("local", "team", "the team's room")
+        code = store.create_invite("local", room.room_id, scope="read_write").code
+        store.join("bob", code)
+        read_only = store.create_invite("local", room.room_id, scope="read").code
+        store.join("carol", read_only)
+        address = room.address
+        first = store.write("local", WriteRequest("v1 of a fact", "facts", ("fact",), {"n": 1}, "ref-1")).atom_id
+        second = store.write("local", WriteRequest("v2 of a fact", "facts", supersedes=(first,))).atom_id
+        store.write("local", WriteRequest("v3 of a fact ✓ \u2028 line", "facts", supersedes=(second,), agent="a1"))
+        for i in range(entries):
+            store.write("local", WriteRequest(f"entry {i}", f"d{i % 3}", (f"c{i % 5}",), {"i": i, "deep": {"x": [i]}}))
+            if i % 10 == 0:
+                store.write("bob", WriteRequest(f"room entry {i} by bob", address, ("room",), agent_name="bot"))
+                store.write("local", WriteRequest(f"room entry {i} by local", address, external_ref=f"room-{i}"))
+        other = store.create_room("bob", "bobs", None)
+        store.write("bob", WriteRequest("bob's own room, not local's", other.address))
+        store.write("bob", WriteRequest("bob's own store, never exported by local"))
+        store.vault_add("local", "api-token", "the deploy token", SECRET)
+        return [address]
+    finally:
+        store.close()
+
+
+def feed(cli: Cli, where: list[str], scope: str | None = None) -> str:
+    args = [*where, "recent", "--all", "--include-history", "--format", "ndjson"]
+    result = cli(*args, *(["--scope", scope] if scope else []))
+    assert result.code == 0, result.stderr
+    return result.stdout
+
+
+def export(cli: Cli, where: list[str], *args: str) -> CliResult:
+    result = cli(*where, "export", *args)
+    assert result.code == 0, result.stderr
+    return result
+
+
+def lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.split("\n") if line]  # not splitlines: U+2028 is in a content
+
+
+def imported(cli: Cli, where: list[str], path: Path) -> dict[str, Any]:
+    result = cli(*where, "import", str(path), "--format", "json")
+    assert result.code == 0, result.stderr
+    found: dict[str, Any] = json.loads(result.stdout)
+    return found
+
+
+def test_round_trip_into_an_empty_store_is_byte_identical(cli: Cli, tmp_path: Path) -> None:
+    source = ["--store", str(tmp_path / "source.db")]
+    rooms = fill(tmp_path / "source.db")
+    done = export(cli, source)
+    parsed = lines(done.stdout)
+    head, end = parsed[0], parsed[-1]
+    assert head["mnemo_export"] == 1 and head["scopes"] == [None, *rooms] and head["principal"] == "local"
+    room = next(p["room"] for p in parsed if "room" in p)
+    assert [m["principal"] for m in room["members"]] == ["local", "bob", "carol"]
+    entries = [p for p in parsed if "atom_id" in p]
+    assert end["end"]["entries"] == len(entries) == 230 + 3 + 2 * 23 and end["end"]["secrets_left_out"] == 1
+    assert SECRET not in done.stdout and "api-token" not in done.stdout and "bob's own" not in done.stdout
+    assert "1 secret(s)" in done.stderr
+    assert any(e["metadata"] == {"n": 1} and e["external_ref"] == "ref-1" for e in entries)
+    file = tmp_path / "export.ndjson"
+    file.write_text(done.stdout)
+
+    target = ["--store", str(tmp_path / "target.db")]
+    first = imported(cli, target, file)
+    assert first["created"] == len(entries) and first["times"]["kept"] == len(entries)
+    assert first["rooms"] == {"created": 1, "present": 0}
+    for scope in (None, *rooms):
+        assert feed(cli, target, scope) == feed(cli, source, scope)
+    # Bob's view of the room is the same too: members came with it.
+    bob = {"MNEMO_PRINCIPAL": "bob"}
+    assert cli(*target, "recent", "--all", "--scope", rooms[0], "-f", "ndjson", env=bob).stdout == feed(
+        cli, source, rooms[0]
+    )
+    assert export(cli, target).stdout.split("\n")[1:-2] == done.stdout.split("\n")[1:-2]
+
+    again = imported(cli, target, file)  # twice stores nothing new
+    assert again["created"] == 0 and again["already_present"] == len(entries)
+    assert feed(cli, target) == feed(cli, source)
+
+
+def test_into_a_store_with_entries_times_are_assigned_and_the_import_says_so(cli: Cli, tmp_path: Path) -> None:
+    source = ["--store", str(tmp_path / "source.db")]
+    fill(tmp_path / "source.db", entries=20)
+    file = tmp_path / "export.ndjson"
+    file.write_text(export(cli, source).stdout)
+    target = ["--store", str(tmp_path / "target.db")]
+    assert cli(*target, "write", "already here").code == 0
+    result = cli(*target, "import", str(file))
+    assert result.code == 0 and "new times from the store's clock" in result.stderr
+    old = lines(feed(cli, source))
+    new = lines(feed(cli, target))
+    assert {e["atom_id"] for e in old} < {e["atom_id"] for e in new}  # ids kept, the own entry besides
+    by_id = {e["atom_id"]: e for e in new}
+    assert all(by_id[e["atom_id"]]["created_at"] > e["created_at"] for e in old)  # after the store's last write
+    # The order of the export is kept: newest first still, the older entry below its successor.
+    assert [e["atom_id"] for e in new if e["atom_id"] in {o["atom_id"] for o in old}] == [e["atom_id"] for e in old]
+    # The room, whose clock had never run here, keeps its times.
+    room = cli(*target, "rooms", "list", "-f", "json")
+    address = json.loads(room.stdout)[0]["address"]
+    assert feed(cli, target, address) == feed(cli, source, address)
+    assert imported(cli, target, file)["created"] == 0
+
+
+def test_incremental_export_by_cursor_and_since(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "source.db"
+    source = ["--store", str(path)]
+    rooms = fill(path, entries=15)
+    full = export(cli, source).stdout
+    cursor = lines(full)[-1]["end"]["cursor"]
+    nothing = lines(export(cli, source, "--cursor", cursor).stdout)
+    assert nothing[-1]["end"]["entries"] == 0 and nothing[-1]["end"]["cursor"] == cursor
+    assert cli(*source, "write", "later, own").code == 0
+    assert cli(*source, "write", "later, room", "--scope", rooms[0]).code == 0
+    more = export(cli, source, "--cursor", cursor).stdout
+    assert [e["content"] for e in lines(more) if "atom_id" in e] == ["later, own", "later, room"]
+    (tmp_path / "full.ndjson").write_text(full)
+    (tmp_path / "more.ndjson").write_text(more)
+    target = ["--store", str(tmp_path / "target.db")]
+    imported(cli, target, tmp_path / "full.ndjson")
+    imported(cli, target, tmp_path / "more.ndjson")
+    for scope in (None, *rooms):
+        assert feed(cli, target, scope) == feed(cli, source, scope)
+
+    since = lines(more)[2]["created_at"]  # the room line, then the own entry
+    recent = lines(export(cli, source, "--since", since, "--scope", rooms[0]).stdout)
+    assert [e["content"] for e in recent if "atom_id" in e] == ["later, room"]
+    assert recent[0]["scopes"] == rooms
+
+
+def test_refusals_are_clear_and_store_nothing(cli: Cli, tmp_path: Path) -> None:
+    source = ["--store", str(tmp_path / "source.db")]
+    fill(tmp_path / "source.db", entries=5)
+    text = export(cli, source).stdout
+    target = ["--store", str(tmp_path / "target.db")]
+    assert cli(*target, "write", "x").code == 0
+    cases = {
+        "version.ndjson": text.replace('"mnemo_export":1', '"mnemo_export":2', 1),
+        "other.ndjson": '{"hello": 1}\n',
+        "cut.ndjson": "\n".join(text.split("\n")[:-2]) + "\n",
+        "bad.ndjson": text.replace('"content":"entry 3"', '"content":""'),
+    }
+    said = {
+        "version.ndjson": "format version 2; this mnemo reads version 1",
+        "other.ndjson": "not a mnemo export",
+        "cut.ndjson": "without its end line",
+        "bad.ndjson": "content must be 1 to",
+    }
+    for name, body in cases.items():
+        (tmp_path / name).write_text(body)
+        result = cli(*target, "import", str(tmp_path / name))
+        assert result.code == 2 and said[name] in result.stderr and "Traceback" not in result.stderr, result.stderr
+        assert len(lines(feed(cli, target))) == 1  # all or nothing: nothing of a refused file stays
+    assert cli(*target, "import", str(tmp_path / "missing.ndjson")).code == 2
+    assert cli(*source, "export", "--since", "1h", "--cursor", "x").code == 2
+    refused = cli(*source, "export", "--cursor", "not-a-cursor")
+    assert refused.code == 2 and "not an export cursor" in refused.stderr
+    foreign = cli(*source, "export", "--scope", "xroom:room_01M8VPABN3DNQRKSK2ZK9TYVE9")
+    assert foreign.code == 4 and foreign.stdout == "" and "not a member" in foreign.stderr
+    # stdin works as a file.
+    assert cli("--store", str(tmp_path / "t2.db"), "import", "-", input=text).code == 0
+
+
+def test_store_to_postgresql_to_store_is_the_same(cli: Cli, tmp_path: Path, pg_databases: Any) -> None:
+    source = ["--store", str(tmp_path / "source.db")]
+    rooms = fill(tmp_path / "source.db", entries=120)
+    (tmp_path / "a.ndjson").write_text(export(cli, source).stdout)
+    name = pg_databases.create()
+    try:
+        pg = ["--database", pg_databases.cluster.url(name)]
+        assert imported(cli, pg, tmp_path / "a.ndjson")["times"]["assigned"] == 0
+        (tmp_path / "b.ndjson").write_text(export(cli, pg).stdout)
+        back = ["--store", str(tmp_path / "back.db")]
+        imported(cli, back, tmp_path / "b.ndjson")
+        for scope in (None, *rooms):
+            want = feed(cli, source, scope)
+            assert feed(cli, pg, scope) == want
+            assert feed(cli, back, scope) == want
+        assert imported(cli, pg, tmp_path / "a.ndjson")["created"] == 0
+    finally:
+        pg_databases.drop(name)
+    # `db copy` into PostgreSQL, then an export from there into a store: the same again.
+    copied = pg_databases.empty()
+    try:
+        url = pg_databases.cluster.url(copied)
+        assert cli("db", "copy", "--from", str(tmp_path / "source.db"), "--to", url).code == 0
+        (tmp_path / "c.ndjson").write_text(export(cli, ["--database", url]).stdout)
+        again = ["--store", str(tmp_path / "again.db")]
+        imported(cli, again, tmp_path / "c.ndjson")
+        for scope in (None, *rooms):
+            assert feed(cli, again, scope) == feed(cli, source, scope)
+    finally:
+        pg_databases.drop(copied)
+
+
+def test_over_a_real_serve_each_content_lands_once(cli: Cli, tmp_path: Path, isolated_home: Path) -> None:
+    from serve_process import start_serve
+
+    source = ["--store", str(tmp_path / "source.db")]
+    rooms = fill(tmp_path / "source.db", entries=150)
+    file = tmp_path / "export.ndjson"
+    text = export(cli, source).stdout
+    file.write_text(text)
+    key = cli("keys", "create", "alice").stdout.strip()  # the served store: $MNEMO_HOME/store.db
+    served = start_serve(isolated_home)
+    try:
+        env = {"MNEMO_ENDPOINT": served.url, "MNEMO_API_KEY": key}
+        first = cli("import", str(file), "--format", "json", env=env)
+        assert first.code == 0, first.stderr
+        summary = json.loads(first.stdout)
+        own = [e for e in lines(text) if "atom_id" in e and not e["domain"].startswith("xroom:")]
+        assert summary["created"] == len(own) and summary["skipped_rooms"][0]["address"] == rooms[0]
+        assert "you may not write to that room" in first.stderr and "new times" in first.stderr
+        second = cli("import", str(file), "--format", "json", env=env)
+        assert json.loads(second.stdout)["created"] == 0
+        walked = lines(cli("recent", "--all", "--include-history", "-f", "ndjson", env=env).stdout)
+        assert sorted(e["content"] for e in walked) == sorted(e["content"] for e in own)
+        # Supersession came along: the chain's newest is the only live revision of the fact.
+        live = lines(cli("recent", "--all", "--scope", "facts", "-f", "ndjson", env=env).stdout)
+        assert [e["content"] for e in live] == ["v3 of a fact ✓ \u2028 line"]
+        # Exported over the endpoint (the feed walked newest first, read back oldest first), the entries are the
+        # ones the served store holds, with their metadata and refs.
+        over = cli("export", env=env)
+        assert over.code == 0, over.stderr
+        engine_lines = cli("export", env={"MNEMO_PRINCIPAL": "alice"}).stdout.split("\n")
+        assert over.stdout.split("\n")[1:-2] == engine_lines[1:-2]
+        assert any(e.get("external_ref") == "import:" + own[-1]["atom_id"] for e in lines(over.stdout))
+    finally:
+        served.stop()
+
+
+@pytest.mark.parametrize("command", ["export", "import"])
+def test_commands_are_listed_and_documented(cli: Cli, command: str) -> None:
+    assert command in cli("--help").stdout
+    assert cli(command, "--help").code == 0
+    assert f"mnemo {command}" in (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
+
+
+def test_a_room_line_from_an_endpoint_export_becomes_a_room_of_its_importer(cli: Cli, tmp_path: Path) -> None:
+    room_id = "room_01M8VPABN3DNQRKSK2ZK9TYVE9"
+    header = {"mnemo_export": 1, "scopes": [f"xroom:{room_id}"]}
+    room = {"room_id": room_id, "name": "ops", "description": None, "owner": None, "created_at": None}
+    entry = {
+        "atom_id": "0b7a4c1e-7f6a-4c59-9a51-3d1f4f1c2a10",
+        "content": "from the endpoint",
+        "domain": f"xroom:{room_id}",
+        "created_at": "2026-11-30T07:00:00.123456Z",
+        "concepts": [],
+        "provenance": {"principal": "alice", "agent": None, "agent_name": None, "client_env": "cli"},
+        "metadata": {},
+        "external_ref": None,
+    }
+    body = [header, {"room": {**room, "archived": False, "members": None}}, entry, {"end": {"entries": 1}}]
+    file = tmp_path / "remote.ndjson"
+    file.write_text("".join(json.dumps(line) + "\n" for line in body))
+    target = ["--store", str(tmp_path / "target.db")]
+    assert imported(cli, target, file)["rooms"]["created"] == 1
+    rooms = json.loads(cli(*target, "rooms", "list", "-f", "json").stdout)
+    assert [(r["name"], r["role"]) for r in rooms] == [("ops", "owner")]
+    (got,) = lines(feed(cli, target, f"xroom:{room_id}"))
+    assert got["created_at"] == entry["created_at"] and got["provenance"]["principal"] == "alice"
+
+
+def on_terminal(args: list[str], home: Path, stream: str) -> str:
+    """What `mnemo ARGS` writes to `stream` (stdout or stderr) when that is a terminal (a pty)."""
+    import os
+    import pty
+    import subprocess
+
+    from conftest import MNEMO
+
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    proc = subprocess.Popen(
+        [MNEMO, *args],
+        env={**env, "MNEMO_HOME": str(home)},
+        stdout=follower if stream == "stdout" else subprocess.DEVNULL,
+        stderr=follower if stream == "stderr" else subprocess.DEVNULL,
+    )
+    os.close(follower)
+    shown = b""
+    while True:  # until the child closes its end (bounded by its exit)
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    assert proc.wait(timeout=60) == 0
+    os.close(leader)
+    return shown.decode()
+
+
+def test_progress_is_a_bar_on_a_terminal_and_nothing_in_a_pipe(cli: Cli, tmp_path: Path) -> None:
+    fill(tmp_path / "source.db", entries=1200)
+    piped = cli("--store", str(tmp_path / "source.db"), "export")
+    assert "\r" not in piped.stderr and "%" not in piped.stderr
+    text = on_terminal(["--store", str(tmp_path / "source.db"), "export"], tmp_path, "stderr")
+    assert "/1,443 entries exported" in text and "] " in text and "\x1b[K" in text  # 1,200 + 3 + 2 x 120
+
+
+def test_on_a_terminal_what_a_terminal_acts_on_is_escaped_with_the_same_values(cli: Cli, tmp_path: Path) -> None:
+    store = Store(tmp_path / "source.db")
+    store.write("local", WriteRequest("evil \u202e reversed \x9b31m and \u2028 split"))
+    store.close()
+    piped = cli("--store", str(tmp_path / "source.db"), "export").stdout
+    shown = on_terminal(["--store", str(tmp_path / "source.db"), "export"], tmp_path, "stdout")
+    assert "\u202e" not in shown and "\x9b" not in shown and "\\u202e" in shown and "\\u009b" in shown
+    entry = [json.loads(line) for line in shown.replace("\r\n", "\n").split("\n") if '"atom_id"' in line]
+    assert entry == [e for e in lines(piped) if "atom_id" in e]
+
+
+def test_a_repeated_line_is_stored_once_and_a_foreign_room_is_refused(cli: Cli, tmp_path: Path) -> None:
+    source = ["--store", str(tmp_path / "source.db")]
+    rooms = fill(tmp_path / "source.db", entries=3)
+    text = export(cli, source).stdout.split("\n")
+    entry_lines = [line for line in text if '"atom_id"' in line]
+    doubled = tmp_path / "doubled.ndjson"
+    doubled.write_text("\n".join([text[0], entry_lines[0], entry_lines[0], text[-2]]) + "\n")
+    target = ["--store", str(tmp_path / "target.db")]
+    done = imported(cli, target, doubled)
+    assert done["created"] == 1 and done["already_present"] == 1
+    room_entries = [line for line in entry_lines if rooms[0] in line]
+    foreign = tmp_path / "foreign.ndjson"  # a room's entries without the room line: no such room here
+    foreign.write_text("\n".join([text[0], *room_entries, text[-2]]) + "\n")
+    refused = cli(*target, "import", str(foreign))
+    assert refused.code == 4 and f"cannot import into {rooms[0]}" in refused.stderr
+    assert len(lines(feed(cli, target))) == 1
+
+
+def test_a_reader_that_goes_away_stops_the_export_quietly(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from conftest import MNEMO
+
+    fill(tmp_path / "source.db", entries=6000)  # far more than a pipe holds, in several chunks
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    proc = subprocess.Popen(
+        [MNEMO, "--store", str(tmp_path / "source.db"), "export"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**env, "MNEMO_HOME": str(tmp_path)},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(100).startswith(b'{"mnemo_export":1')
+    proc.stdout.close()  # `| head -c 100`
+    errors = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and "Traceback" not in errors and "Exception" not in errors, errors
