@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from mnemo_tui import timefmt
 from mnemo_tui.errors import Forbidden, ValidationError
-from mnemo_tui.text import block
+from mnemo_tui.sanitize import block
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -868,7 +868,7 @@ class EmptyReport(Value):
     """What an empty answer covered (CLI.md `empty_report`).
 
     `text` is the wire's, with stored names exact (JSON is for machines); `shown` is the same
-    report for a person's terminal, every stored name in it passed through `mnemo_tui.text`
+    report for a person's terminal, every stored name in it passed through `mnemo_tui.sanitize`
     (a room name's newline as `⏎`, so it cannot forge a line of the report).
     """
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from mnemo_tui import reports, timefmt
+from mnemo_tui import empty_reports, timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError, NotFound, ValidationError
 from mnemo_tui.model import Entry, RecentQuery, SearchQuery, WriteRequest, room_of
@@ -250,7 +250,7 @@ class Answers:
         """Under an unscoped empty answer: the rooms it did not search, and how to read them."""
         if domain is not None:
             return ""
-        rooms = reports.unsearched_rooms(self.backend)
+        rooms = empty_reports.unsearched_rooms(self.backend)
         prefix = (
             "\n\nScope: your own domains only. Shared rooms are separate stores and are NOT included in an "
             "unscoped read"

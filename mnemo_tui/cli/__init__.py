@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _hoist_database(_hoist(sys.argv[1:] if argv is None else argv))
     debug = _debug_requested(args)
     from mnemo_tui.errors import MnemoError
-    from mnemo_tui.text import line  # an error's message may quote an endpoint or a stored name
+    from mnemo_tui.sanitize import line  # an error's message may quote an endpoint or a stored name
 
     try:
         _check_utf8(args)

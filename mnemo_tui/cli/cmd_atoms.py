@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mnemo_tui import text, timefmt, verbs
+from mnemo_tui import refusals, sanitize, timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import EntryFormat, Yes, ctx_of
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
@@ -31,7 +31,7 @@ def first_line(entry: Entry) -> str:
     """The entry's first non-blank line, as one safe line."""
     for line in entry.content.splitlines():
         if line.strip():
-            return text.line(line.strip())
+            return sanitize.line(line.strip())
     return ""
 
 
@@ -51,7 +51,7 @@ def resolve_id(backend: Backend, value: str) -> str:
         pass
     if not _PREFIX.match(wanted) or len(wanted.replace("-", "")) < MIN_PREFIX:
         raise ValidationError(
-            f"{text.quoted(value)} is not an atom id, nor a prefix of one (at least {MIN_PREFIX} hex characters)"
+            f"{sanitize.quoted(value)} is not an atom id, nor a prefix of one (at least {MIN_PREFIX} hex characters)"
         )
     found = backend.by_prefix(wanted)
     settled = True
@@ -165,7 +165,7 @@ def show(
     if entry.data.get("superseded_by"):
         rows.append(("superseded_by", str(entry.data["superseded_by"])))
     output.key_value_table(out, rows)
-    out.write("\n" + text.block(entry.content) + "\n")
+    out.write("\n" + sanitize.block(entry.content) + "\n")
     if len(chain) > 1:
         said = "from the server" if served is not None else "built from the supersedes / superseded_by links"
         out.write(f"\nchain ({len(chain)} revisions, oldest first; {said}):\n")
@@ -204,7 +204,7 @@ def delete(
                 raise NotFound(f"no entry {atom}") from None
             sys.stdout.write(f"deleted {atom}\n")
             continue
-        refusal = verbs.delete_refusal(entry)
+        refusal = refusals.delete_refusal(entry)
         if refusal is not None:
             raise Forbidden(refusal)
         if entry.atom_id not in {t.atom_id for t in targets}:
@@ -219,6 +219,6 @@ def delete(
     for entry in targets:
         if backend.delete(entry.atom_id):
             revived = f" ({', '.join(entry.supersedes)} is the live entry again)" if entry.supersedes else ""
-            sys.stdout.write(f"deleted {entry.atom_id}  {first_line(entry)}{text.line(revived)}\n")
+            sys.stdout.write(f"deleted {entry.atom_id}  {first_line(entry)}{sanitize.line(revived)}\n")
         else:
             output.hint(f"{entry.atom_id} was already gone")

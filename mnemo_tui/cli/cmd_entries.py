@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from mnemo_tui import reports, verbs
+from mnemo_tui import empty_reports, refusals
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import EntryFormat, IncludeHistory, Scope, Since, Until, ctx_of
 from mnemo_tui.cli.context import Context
@@ -23,7 +23,7 @@ from mnemo_tui.model import (
     parse_scope,
     room_of,
 )
-from mnemo_tui.text import line as safe
+from mnemo_tui.sanitize import line as safe
 
 
 def _from_editor(domain: str) -> str:
@@ -84,7 +84,7 @@ def write(
     if scope is not None and room_of(domain) is None:
         own = c.backend.domains()
         # The rooms are asked for only when no own domain has the name (the rule itself is verbs').
-        refusal = verbs.write_refusal(domain, c.backend.rooms() if domain not in own else [], own_domains=own)
+        refusal = refusals.write_refusal(domain, c.backend.rooms() if domain not in own else [], own_domains=own)
         if refusal is not None:
             raise ValidationError(refusal)
     concepts = tuple(concept or ())
@@ -176,5 +176,5 @@ def search(
 
 
 def _search_empty(c: Context, query: str, scope: str | None, since: str | None, until: str | None) -> EmptyReport:
-    """What an empty search covered (the one rule, `reports.for_search`, which the TUI's search shows too)."""
-    return reports.for_search(c.backend, query, scope, since=since, until=until)
+    """What an empty search covered (the one rule, `empty_reports.for_search`, which the TUI's search shows too)."""
+    return empty_reports.for_search(c.backend, query, scope, since=since, until=until)

@@ -13,7 +13,7 @@ from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of
 from mnemo_tui.model import describe_scope, parse_scope
 from mnemo_tui.proof import read_expected, run_checks
 from mnemo_tui.proof import verify as run_verify
-from mnemo_tui.text import line as safe
+from mnemo_tui.sanitize import line as safe
 
 
 def check(

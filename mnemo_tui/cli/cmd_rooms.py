@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from mnemo_tui import text as safe
+from mnemo_tui import sanitize as safe
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import TableFormat, Yes, ctx_of, group
 from mnemo_tui.errors import Forbidden, ValidationError

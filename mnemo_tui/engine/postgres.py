@@ -30,7 +30,7 @@ from mnemo_tui.engine.atoms import AtomOps, insert_sql
 from mnemo_tui.engine.database import Clock, Database, deadline
 from mnemo_tui.engine.feed import FeedOps, Matching
 from mnemo_tui.engine.keys import KeyOps
-from mnemo_tui.engine.memory import MemoryOps
+from mnemo_tui.engine.memory_plane import MemoryOps
 from mnemo_tui.engine.rooms import RoomOps
 from mnemo_tui.engine.rules import refuse_nul
 from mnemo_tui.engine.vault import VaultOps

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mnemo_tui import reports, timefmt
+from mnemo_tui import empty_reports, timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.catchup import CatchUp, CatchupResult
 from mnemo_tui.errors import AuthError, Conflict, LocalStateError, MnemoError, RateLimited, Unavailable, ValidationError
@@ -285,7 +285,7 @@ def _empty_scope_check(backend: Backend, probe_room: bool, created: list[Room]) 
         query, newest = _empty_unscoped_read(backend)
         if newest == "busy":
             return CheckResult(name, False, "no empty unscoped read: entries kept arriving past the newest, 5 times")
-        report = reports.for_recent(backend, query)
+        report = empty_reports.for_recent(backend, query)
     except _Defect as exc:
         return CheckResult(name, False, str(exc))
     except FATAL:

@@ -264,10 +264,10 @@ def test_follow_rows_that_arrive_later_fit_the_terminal(isolated_home: Path) -> 
     shown = _pty_run(isolated_home, f"{MNEMO} recent --follow", columns=80, until=later_writes)
     rows = [r for r in shown.splitlines() if "entry " in r or "an old one" in r]
     assert len(rows) == 4
-    from mnemo_tui import text
+    from mnemo_tui import sanitize
 
     for row in rows:
-        assert text.cells(row) <= 80, row
+        assert sanitize.cells(row) <= 80, row
     for atom_id in ids:
         assert any(row.endswith(atom_id[:8]) for row in rows)  # the id whole, on its own row
 

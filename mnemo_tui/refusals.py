@@ -7,14 +7,16 @@ the CLI's `delete` and the TUI's `d`, `e` and `w` refuse the same things with th
 
 from __future__ import annotations
 
-from mnemo_tui import text
+from mnemo_tui import sanitize
 from mnemo_tui.model import Entry, Room, room_of
 
 
 def delete_refusal(entry: Entry) -> str | None:
     """Why an entry may not be deleted by its reader (None: it may): only one's own entries are deleted."""
     if room_of(entry.domain):
-        return f"{entry.atom_id} is an entry of room {text.line(entry.domain)}: delete removes your own entries only"
+        return (
+            f"{entry.atom_id} is an entry of room {sanitize.line(entry.domain)}: delete removes your own entries only"
+        )
     return None
 
 
@@ -45,14 +47,14 @@ def write_refusal(scope: str | None, rooms: list[Room], own_domains: list[str] |
         if named is None:
             return None
         return (
-            f"your own store has no domain {text.quoted(scope)}, but you belong to a room of that name; "
-            f"a write never guesses a room: to write there, use --scope {text.line(named.address)}"
+            f"your own store has no domain {sanitize.quoted(scope)}, but you belong to a room of that name; "
+            f"a write never guesses a room: to write there, use --scope {sanitize.line(named.address)}"
         )
     found = next((r for r in rooms if r.room_id == room), None)
     if found is None:
-        return f"you are not a member of room {text.line(scope or '')}"
+        return f"you are not a member of room {sanitize.line(scope or '')}"
     if found.scope != "read_write":
-        return f"you are a read-only member of room {text.line(found.name)}: nothing is written there"
+        return f"you are a read-only member of room {sanitize.line(found.name)}: nothing is written there"
     return None
 
 
