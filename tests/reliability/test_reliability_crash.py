@@ -77,7 +77,7 @@ def _assert_nothing_passed_unseen(
         if target.kind == "embedded":
             identity, principal = str(target.store.resolve()), "alice"
         else:
-            from mnemo_tui.backends.remote import key_principal
+            from mnemo_tui.backends.remote_calls import key_principal
 
             assert target.endpoint and target.key
             identity, principal = target.endpoint.rstrip("/"), key_principal(target.key)
