@@ -8,7 +8,9 @@ the CLI's `delete` and the TUI's `d`, `e` and `w` refuse the same things with th
 from __future__ import annotations
 
 from mnemo_tui import sanitize
-from mnemo_tui.model import Entry, Room, room_of
+from mnemo_tui.limits import room_of
+from mnemo_tui.model import Entry
+from mnemo_tui.values.rooms import Room
 
 
 def delete_refusal(entry: Entry) -> str | None:

@@ -15,7 +15,10 @@ from typing import Any
 from mnemo_tui import empty_reports, timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError, NotFound, ValidationError
-from mnemo_tui.model import Entry, RecentQuery, SearchQuery, WriteRequest, room_of
+from mnemo_tui.limits import room_of
+from mnemo_tui.model import Entry, RecentQuery
+from mnemo_tui.values.search import SearchQuery
+from mnemo_tui.values.writes import WriteRequest
 
 # memory_list_recent's page: sub-requests of at most CHUNK entries, accepted while the page's text stays within
 # BUDGET characters, each ending on the cursor the backend issued for it (the package's limits, src/limits.ts).

@@ -11,26 +11,15 @@ from mnemo_tui.backends import Backend
 from mnemo_tui.backends.remote_calls import Calls
 from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, time_of, wire_time
 from mnemo_tui.errors import AuthError, NotFound, Unavailable, ValidationError
-from mnemo_tui.model import (
-    ROOM_PREFIX,
-    Detail,
-    Entry,
-    Invite,
-    Joined,
-    Page,
-    RecentQuery,
-    Room,
-    SearchHit,
-    SearchQuery,
-    SecretInfo,
-    Stats,
-    WriteRequest,
-    WriteResult,
-    by_author,
-    room_id_of,
-)
+from mnemo_tui.limits import ROOM_PREFIX
+from mnemo_tui.model import Entry, Page, RecentQuery, by_author
 from mnemo_tui.state.config import Settings
 from mnemo_tui.state.credentials import lookup_key
+from mnemo_tui.values.plane import Stats
+from mnemo_tui.values.rooms import Invite, Joined, Room, room_id_of
+from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
+from mnemo_tui.values.secrets import SecretInfo
+from mnemo_tui.values.writes import WriteRequest, WriteResult
 
 
 def _number(value: Any) -> float:

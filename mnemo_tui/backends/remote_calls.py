@@ -29,7 +29,7 @@ from mnemo_tui.backends.remote_http import (
     said_retryable,
 )
 from mnemo_tui.errors import AuthError, NotFound, Unavailable, ValidationError
-from mnemo_tui.model import dumps
+from mnemo_tui.limits import dumps
 
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 30.0  # any one send or receive

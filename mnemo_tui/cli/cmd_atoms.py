@@ -13,7 +13,8 @@ from mnemo_tui import refusals, sanitize, timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import EntryFormat, Yes, ctx_of
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
-from mnemo_tui.model import MAX_LIMIT, Entry, RecentQuery, room_of
+from mnemo_tui.limits import MAX_LIMIT, room_of
+from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.walk import Walk
 
 if TYPE_CHECKING:

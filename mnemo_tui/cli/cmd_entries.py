@@ -13,17 +13,11 @@ from mnemo_tui.cli.commands import EntryFormat, IncludeHistory, Scope, Since, Un
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.feed import check_limit_flag, parse_times, resolved_scope, room_name_hint
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import (
-    MAX_CONCEPTS,
-    MAX_EXTERNAL_REF,
-    MAX_SUPERSEDES,
-    EmptyReport,
-    SearchQuery,
-    WriteRequest,
-    parse_scope,
-    room_of,
-)
+from mnemo_tui.limits import MAX_CONCEPTS, MAX_EXTERNAL_REF, MAX_SUPERSEDES, parse_scope, room_of
+from mnemo_tui.model import EmptyReport
 from mnemo_tui.sanitize import line as safe
+from mnemo_tui.values.search import SearchQuery
+from mnemo_tui.values.writes import WriteRequest
 
 
 def _from_editor(domain: str) -> str:

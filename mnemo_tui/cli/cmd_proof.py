@@ -10,7 +10,7 @@ import typer
 from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of
-from mnemo_tui.model import describe_scope, parse_scope
+from mnemo_tui.limits import describe_scope, parse_scope
 from mnemo_tui.proof import read_expected, run_checks
 from mnemo_tui.proof import verify as run_verify
 from mnemo_tui.sanitize import line as safe

@@ -10,7 +10,7 @@ import typer
 from mnemo_tui import sanitize
 from mnemo_tui.cli.commands import ctx_of
 from mnemo_tui.errors import MnemoError, ValidationError
-from mnemo_tui.model import parse_scope
+from mnemo_tui.limits import parse_scope
 
 if TYPE_CHECKING:
     from mnemo_tui.tui import MnemoApp

@@ -10,7 +10,8 @@ from mnemo_tui import sanitize, timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import DEFAULT_LIMIT, MAX_LIMIT, Entry, RecentQuery, parse_scope
+from mnemo_tui.limits import DEFAULT_LIMIT, MAX_LIMIT, parse_scope
+from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.walk import Walk, stream_wire
 
 # CLI.md's exit code 7: a catch-up whose output was closed before the pass ended (a pager quit early,

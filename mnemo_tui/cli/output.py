@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import sanitize, timefmt
 from mnemo_tui.errors import ValidationError
+from mnemo_tui.limits import dumps as _dumps
 from mnemo_tui.model import EmptyReport, Entry
-from mnemo_tui.model import dumps as _dumps
 
 if TYPE_CHECKING:
     from typing import IO, Any

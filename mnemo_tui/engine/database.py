@@ -15,7 +15,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.schema import LATEST, migrate
 from mnemo_tui.errors import Forbidden, LocalStateError, Timeout, Unavailable, ValidationError, WouldWait
-from mnemo_tui.model import dumps, room_of
+from mnemo_tui.limits import dumps, room_of
 from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
 
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ from mnemo_tui.engine.rooms import RoomOps
 from mnemo_tui.engine.rules import refuse_nul
 from mnemo_tui.engine.vault import VaultOps
 from mnemo_tui.errors import Conflict, LocalStateError, MnemoError, Unavailable, ValidationError
-from mnemo_tui.model import database_identity
+from mnemo_tui.limits import database_identity
 
 DEFAULT_POOL = 8
 CONNECT_SECONDS = 5.0  # to get a connection from the pool (the database down: 503 after this)

@@ -9,11 +9,12 @@ from typing import Any
 from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import MnemoError, ValidationError
-from mnemo_tui.model import WriteResult, room_of
+from mnemo_tui.limits import room_of
 from mnemo_tui.server import bodies
 from mnemo_tui.server.bodies import require_uuid
 from mnemo_tui.server.envelope import Raw, dumps
 from mnemo_tui.server.routes import DUPLICATE_REASON, Call, atom_get, whole_delete, write_request
+from mnemo_tui.values.writes import WriteResult
 
 MAX_IDEMPOTENCY_KEY = 240
 MAX_EXPORT = 64 << 20  # bytes one export answer may hold

@@ -5,34 +5,29 @@ plane: `plane_routes`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import Timeout
-from mnemo_tui.model import RecentQuery, Value, WriteRequest
+from mnemo_tui.model import RecentQuery
 from mnemo_tui.server import bodies
 from mnemo_tui.server.bodies import M, require_uuid
+from mnemo_tui.values.writes import WriteRequest
 
 T = TypeVar("T")
 DUPLICATE_REASON = "duplicate external_ref: the first atom was returned"
 
 
-class Call(Value):
+@dataclass(frozen=True, slots=True)
+class Call:
     """One request as the endpoint functions see it: the raw body, the path parameters, the headers an
     endpoint reads."""
 
-    __slots__ = ("headers", "params", "raw")
-    raw: bytes
-    params: dict[str, str]
-    headers: dict[str, str]
-
-    def __init__(
-        self, raw: bytes = b"", params: dict[str, str] | None = None, headers: dict[str, str] | None = None
-    ) -> None:
-        self.raw = raw
-        self.params = {} if params is None else params
-        self.headers = {} if headers is None else headers
+    raw: bytes = b""
+    params: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
 
     def body(self, model: type[M]) -> M:
         """The body read as `model` (`bodies.parse`: 422 when it does not fit, 400 when it is not JSON)."""
@@ -40,7 +35,7 @@ class Call(Value):
 
 
 def parse_time(value: str | None) -> int | None:
-    """A wire time (ISO 8601) as epoch milliseconds; None stays None."""
+    """A wire time (ISO 8601) as microseconds since the epoch; None stays None."""
     return None if value is None else timefmt.parse_iso(value)
 
 

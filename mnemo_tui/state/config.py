@@ -39,24 +39,6 @@ class Settings(Value):
         warnings: what a person should hear about the settings (an unknown key of `config.toml`).
     """
 
-    __slots__ = (
-        "agent",
-        "api_key",
-        "config_path",
-        "consumer",
-        "database",
-        "debug",
-        "endpoint",
-        "home",
-        "pager",
-        "principal",
-        "profile",
-        "state_path",
-        "store_given",
-        "store_path",
-        "utc",
-        "warnings",
-    )
     config_path: Path
     state_path: Path
     store_path: Path | None
@@ -65,50 +47,14 @@ class Settings(Value):
     agent: str | None
     consumer: str
     profile: str | None
-    api_key: str | None
-    home: Path | None
-    debug: bool
-    store_given: str | None
-    utc: bool
-    pager: str | None
-    warnings: tuple[str, ...]
-    database: str | None
-
-    def __init__(
-        self,
-        config_path: Path,
-        state_path: Path,
-        store_path: Path | None,
-        endpoint: str | None,
-        principal: str,
-        agent: str | None,
-        consumer: str,
-        profile: str | None,
-        api_key: str | None = None,
-        home: Path | None = None,
-        debug: bool = False,
-        store_given: str | None = None,
-        utc: bool = False,
-        pager: str | None = None,
-        warnings: tuple[str, ...] = (),
-        database: str | None = None,
-    ) -> None:
-        self.config_path = config_path
-        self.state_path = state_path
-        self.store_path = store_path
-        self.endpoint = endpoint
-        self.principal = principal
-        self.agent = agent
-        self.consumer = consumer
-        self.profile = profile
-        self.api_key = api_key
-        self.home = home
-        self.debug = debug
-        self.store_given = store_given
-        self.utc = utc
-        self.pager = pager
-        self.warnings = warnings
-        self.database = database
+    api_key: str | None = None
+    home: Path | None = None
+    debug: bool = False
+    store_given: str | None = None
+    utc: bool = False
+    pager: str | None = None
+    warnings: tuple[str, ...] = ()
+    database: str | None = None
 
     def __repr__(self) -> str:
         # A database URL's password must never reach a traceback or a log through a repr.
@@ -330,7 +276,7 @@ def resolve(
     if endpoint_value is None and store_path is None and database_value is None:
         store_path = data_dir / "store.db"
     if database_value is not None:
-        from mnemo_tui.model import database_identity
+        from mnemo_tui.limits import database_identity
 
         database_identity(str(database_value))  # a malformed URL is exit 2 here, before anything opens
     if environ.get("MNEMO_STATE"):

@@ -17,11 +17,13 @@ from textual.widget import Widget
 
 from mnemo_tui import refusals, sanitize, timefmt
 from mnemo_tui.files import edit_text, editor_command, pager_command, pager_missing
-from mnemo_tui.model import Entry, Room, WriteRequest
+from mnemo_tui.model import Entry
 from mnemo_tui.tui.messages import as_error
 from mnemo_tui.tui.screens.confirm import ConfirmScreen
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import headline, short_id
+from mnemo_tui.values.rooms import Room
+from mnemo_tui.values.writes import WriteRequest
 
 T = TypeVar("T")
 

@@ -16,7 +16,7 @@ from textual.screen import Screen
 from mnemo_tui import sanitize, timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.model import MAX_LIMIT, check_consumer
+from mnemo_tui.limits import MAX_LIMIT, check_consumer
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui.data.serial import SerialBackend
 from mnemo_tui.tui.plain import palette

@@ -16,6 +16,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "mnemo_tui",
         "mnemo_tui.model",
+        "mnemo_tui.limits",
+        "mnemo_tui.values",
         "mnemo_tui.errors",
         "mnemo_tui.timefmt",
         "mnemo_tui.sqlitefile",

@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 from mnemo_tui import empty_reports
 from mnemo_tui.backends import Backend
-from mnemo_tui.model import RecentQuery, Watermark, WriteRequest
+from mnemo_tui.model import RecentQuery, Watermark
+from mnemo_tui.values.writes import WriteRequest
 
 Factory = Callable[..., Backend]
 

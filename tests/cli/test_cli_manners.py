@@ -17,7 +17,7 @@ from conftest import MNEMO
 
 from mnemo_tui import sanitize, timefmt
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import WriteRequest
+from mnemo_tui.values.writes import WriteRequest
 
 pytestmark = pytest.mark.timeout(120)
 Cli = Callable[..., Any]

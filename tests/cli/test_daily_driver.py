@@ -245,7 +245,7 @@ def test_follow_on_a_store_that_does_not_exist_yet_sees_it_created(cli: Cli, iso
 def test_follow_rows_that_arrive_later_fit_the_terminal(isolated_home: Path) -> None:
     from mnemo_tui import timefmt
     from mnemo_tui.engine.store import Store
-    from mnemo_tui.model import WriteRequest
+    from mnemo_tui.values.writes import WriteRequest
 
     store = Store(isolated_home / "store.db")
     store.bulk_insert([("local", WriteRequest("an old one", "a"), timefmt.now_us() - 70_000_000)])

@@ -13,8 +13,8 @@ from reliability_helpers import Target, integrity, run_cli
 
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import LocalStateError
-from mnemo_tui.model import WriteRequest
 from mnemo_tui.state.config import resolve
+from mnemo_tui.values.writes import WriteRequest
 
 
 def _home_with_a_watermark(tmp_path: Path) -> tuple[Target, dict[str, str], Path]:

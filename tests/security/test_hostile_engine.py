@@ -22,8 +22,9 @@ from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.postgres import PgStore, migrate
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import Timeout, Unprocessable
-from mnemo_tui.model import RecentQuery, WriteRequest
+from mnemo_tui.model import RecentQuery
 from mnemo_tui.server import plane_routes, routes, search_routes
+from mnemo_tui.values.writes import WriteRequest
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -32,11 +32,13 @@ from mnemo_tui.engine import fts
 from mnemo_tui.engine.database import LATEST_WRITE
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import Conflict, LocalStateError, Timeout, Unavailable, ValidationError
-from mnemo_tui.model import RecentQuery, SearchQuery, WriteRequest
+from mnemo_tui.model import RecentQuery
 from mnemo_tui.server import app as server_app
 from mnemo_tui.server import search_routes
 from mnemo_tui.server.app import create_app, loggable
 from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.values.search import SearchQuery
+from mnemo_tui.values.writes import WriteRequest
 
 KEY_SHAPED = "mk_live_" + "0" * 32
 

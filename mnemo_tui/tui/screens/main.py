@@ -12,7 +12,8 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Label, OptionList, Static
 
 from mnemo_tui import sanitize, timefmt
-from mnemo_tui.model import Watermark, describe_scope, room_of
+from mnemo_tui.limits import describe_scope, room_of
+from mnemo_tui.model import Watermark
 from mnemo_tui.tui.actions import EntryActions
 from mnemo_tui.tui.plain import plain
 from mnemo_tui.tui.session import Session

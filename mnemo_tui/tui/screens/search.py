@@ -16,11 +16,13 @@ from textual.widgets.option_list import Option
 
 from mnemo_tui import empty_reports, sanitize
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.model import EmptyReport, Entry, SearchHit, SearchQuery, describe_scope
+from mnemo_tui.limits import describe_scope
+from mnemo_tui.model import EmptyReport, Entry
 from mnemo_tui.tui.messages import as_error
 from mnemo_tui.tui.plain import plain, plain_block
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import absolute, headline
+from mnemo_tui.values.search import SearchHit, SearchQuery
 
 
 class SearchDone(Message):
