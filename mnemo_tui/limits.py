@@ -25,9 +25,8 @@ MAX_SECRET_CONTEXT = 10_000  # the hosted service's CreateSecretRequest.context 
 ROOM_PREFIX = "xroom:"
 ROOM_ID = re.compile(r"^room_[0-9A-HJKMNP-TV-Z]{26}\Z")
 # What a cursor may be spelled with (the URL-safe base64 alphabet and its padding), at most 512 characters.
-# Checked on the ASCII bytes, letters and digits first, then by deleting the alphabet (all of it is the
-# alphabet when nothing is left): a page pays it, and `str.strip` searched the 65 characters for each of
-# the cursor's (~8,000 instructions against ~2,000), a pattern about half as many.
+# Every page checks one, so it is checked on the ASCII bytes by deleting the alphabet (all of it is the
+# alphabet when nothing is left), the cheapest check measured (figures in docs/performance.md).
 CURSOR_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_=-"
 CURSOR_MAX = 512
 

@@ -58,7 +58,7 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 class BodyBudget:
     """The request bodies being received at once, over every connection: their bytes, bounded, and how
-    long each takes, watched by one timer for all of them (a timer per request was a cost of each)."""
+    long each takes, watched by one timer for all of them (not a timer per request, which each would pay)."""
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = BODIES_IN_FLIGHT if limit is None else limit

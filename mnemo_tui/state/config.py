@@ -92,7 +92,7 @@ def unknown_keys(path: Path, data: dict[str, Any]) -> list[str]:
     for where, table, known in tables:
         for key in table:
             if key not in known:
-                import difflib  # only on the way to a warning: it costs a cold start 30 ms
+                import difflib  # only on the way to a warning: every start would pay its import
 
                 near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
                 also = f" (did you mean {near[0]}?)" if near else f" (known: {', '.join(known)})"
