@@ -44,7 +44,7 @@ class Value(metaclass=_Declared):
 
     Not dataclasses: their import and the code they generate per class were most of a cold start of
     `mnemo recent` (docs/performance.md). A value compares, hashes and shows itself by its fields as a
-    frozen dataclass does, runs its `__post_init__` if it has one, and `replace` makes a changed copy.
+    frozen dataclass does, runs its `__post_init__` once its fields are set, and `replace` makes a changed copy.
     Immutable by convention (the type checker holds it): nothing assigns a field after construction;
     annotated names starting with `_` (and no value) are slots for caches, outside the fields.
     """
@@ -55,23 +55,29 @@ class Value(metaclass=_Declared):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         fields = self._fields
-        if len(args) > len(fields):
-            raise TypeError(f"{type(self).__name__} takes at most {len(fields)} positional arguments")
-        for name, value in zip(fields, args, strict=False):
+        if kwargs or len(args) != len(fields):  # every field given in order is the quick way (a page)
+            args = self._arguments(args, kwargs)
+        for name, value in zip(fields, args, strict=True):
             object.__setattr__(self, name, value)
-        for name in fields[len(args) :]:
-            if name in kwargs:
-                value = kwargs.pop(name)
-            elif name in self._defaults:
-                value = self._defaults[name]
-            else:
-                raise TypeError(f"{type(self).__name__} needs {name!r}")
-            object.__setattr__(self, name, value)
-        if kwargs:
-            raise TypeError(f"{type(self).__name__} has no field {next(iter(kwargs))!r}")
-        post = getattr(self, "__post_init__", None)
-        if post is not None:
-            post()
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        """What a value checks or derives once its fields are set (nothing, unless a class says so)."""
+
+    @classmethod
+    def _arguments(cls, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """Every field's value in order: the positional ones, then those given by name, then the defaults."""
+        if len(args) > len(cls._fields):
+            raise TypeError(f"{cls.__name__} takes at most {len(cls._fields)} positional arguments")
+        given = dict(zip(cls._fields, args, strict=False))
+        for name in kwargs:
+            if name not in cls._fields or name in given:
+                raise TypeError(f"{cls.__name__} got an unknown or repeated field {name!r}")
+        values = {**cls._defaults, **kwargs, **given}
+        missing = [name for name in cls._fields if name not in values]
+        if missing:
+            raise TypeError(f"{cls.__name__} needs {missing[0]!r}")
+        return tuple(values[name] for name in cls._fields)
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self._fields)
