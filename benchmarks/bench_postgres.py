@@ -30,7 +30,7 @@ KEYSET = (
 
 def fill(url: str, entries: int) -> None:
     from mnemo_tui.engine.postgres import PgStore
-    from mnemo_tui.model import WriteRequest
+    from mnemo_tui.values.writes import WriteRequest
 
     store = PgStore(url)
     start = 1_700_000_000_000_000

@@ -138,7 +138,7 @@ def seed(path: Path, entries: int) -> str:
     sys.path.insert(0, str(HERE.parent))
     from mnemo_tui import timefmt
     from mnemo_tui.engine.store import Store
-    from mnemo_tui.model import WriteRequest
+    from mnemo_tui.values.writes import WriteRequest
 
     store = Store(path)
     try:

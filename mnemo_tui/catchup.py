@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from mnemo_tui.backends import Backend
-from mnemo_tui.model import Entry, RecentQuery, WalkProgress, Watermark
+from mnemo_tui.model import Entry, RecentQuery, Value, WalkProgress, Watermark
 from mnemo_tui.state.statedb import Checkpoint, StateDB, StateKey
 from mnemo_tui.walk import Mark, Walk, default_overlap, start_of
 
@@ -15,8 +14,7 @@ Emit = Callable[[list[Entry]], None]
 DEFAULT_LIMIT = 100
 
 
-@dataclass(frozen=True)
-class CatchupResult:
+class CatchupResult(Value):
     """What one pass did."""
 
     delivered: int

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import Conflict, ValidationError
-from mnemo_tui.model import RecentQuery, Room, WriteRequest
+from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.rooms import Room
+from mnemo_tui.values.writes import WriteRequest
 
 MIN_ENTRIES = 10
 MAX_ENTRIES = 1_000_000

@@ -1,113 +1,83 @@
-"""Provides mnemo's values: entries, pages, queries, rooms, watermarks and empty reports."""
+"""Provides the values of the feed: an entry, a page, the query of a page, a watermark, a walk's progress and
+an empty report, on `Value`, the slotted base a page's values are built on."""
 
 from __future__ import annotations
 
 import json
-import re
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, dataclass_transform
 
-from mnemo_tui import timefmt
-from mnemo_tui.errors import Forbidden, ValidationError
-from mnemo_tui.text import block
+from mnemo_tui.errors import ValidationError
+from mnemo_tui.limits import DEFAULT_LIMIT, check_limit, cursor_shaped, parse_scope
+from mnemo_tui.sanitize import block
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any, Literal, Self
 
     EmptyKind = Literal["empty_scope", "nothing_new", "no_match", "past_cursor"]
 else:
     EmptyKind = str  # the Literal above, for the type checker only
 
-MAX_LIMIT = 100
-DEFAULT_LIMIT = 20
-MAX_CONTENT = 10_000
-MAX_DOMAIN = 100
-MAX_METADATA_BYTES = 65_536
-MAX_CONCEPTS = 256
-MAX_SUPERSEDES = 32
-MAX_EXTERNAL_REF = 255
-MAX_SECRET_CONTEXT = 10_000  # the hosted service's CreateSecretRequest.context maxLength
-ROOM_PREFIX = "xroom:"
-ROOM_ID = re.compile(r"^room_[0-9A-HJKMNP-TV-Z]{26}\Z")
-# Who may delete a room entry: our extension beyond the hosted rules (docs/server.md), held by the
-# engine's delete statement (engine/atoms.py `DELETABLE`) and said first by the front ends (verbs.py).
-ROOM_DELETE_RULE = "only its author (a read_write member) or the room's owner can delete a room entry"
-# What a cursor may be spelled with (the URL-safe base64 alphabet and its padding), at most 512 characters.
-# Checked on the ASCII bytes, letters and digits first, then by deleting the alphabet (all of it is the
-# alphabet when nothing is left): a page pays it, and `str.strip` searched the 65 characters for each of
-# the cursor's (~8,000 instructions against ~2,000), a pattern about half as many.
-CURSOR_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_=-"
-CURSOR_MAX = 512
+
+class _Declared(type):
+    """Makes the annotated names of a `Value` class its `__slots__`, and its public ones its fields in order,
+    with the values written after them as their defaults."""
+
+    _fields: tuple[str, ...]
+    _defaults: dict[str, Any]
+
+    def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any]) -> _Declared:
+        own = list(ns.get("__annotations__", {}))
+        fields = [n for n in own if not n.startswith("_")]
+        defaults = {n: ns.pop(n) for n in fields if n in ns}
+        caches = [n for n in own if n.startswith("_") and n not in ns]
+        ns["__slots__"] = (*ns.get("__slots__", ()), *fields, *caches)
+        cls = super().__new__(mcls, name, bases, ns)
+        cls._fields = (*getattr(cls, "_fields", ()), *fields)
+        cls._defaults = {**getattr(cls, "_defaults", {}), **defaults}
+        return cls
 
 
-def cursor_shaped(cursor: str) -> bool:
-    """Whether a cursor has a cursor's shape: 1 to 512 characters of the URL-safe base64 alphabet."""
-    if not isinstance(cursor, str) or not 0 < len(cursor) <= CURSOR_MAX or not cursor.isascii():
-        return False
-    spelled = cursor.encode()
-    # Letters and digits only (the issued cursors, hex) is the quick answer.
-    return spelled.isalnum() or not spelled.translate(None, CURSOR_ALPHABET)
+@dataclass_transform(frozen_default=True)
+class Value(metaclass=_Declared):
+    """The base of the values the feed builds per page (a query, a page, a watermark): each field is declared
+    once, as an annotation with its default after it, and set once by the one constructor here.
 
-
-ALIAS_SHAPE = re.compile(r"^[A-Za-z0-9._-]+\Z")  # \Z: `$` also matches before a final newline
-
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
-def dumps(value: Any) -> str:
-    """Compact JSON with UTF-8 kept as is: the one spelling of everything mnemo stores, sends and prints
-    (`json.dumps` with these options, through one encoder instead of a new one per call)."""
-    return _ENCODER.encode(value)
-
-
-DATABASE_SCHEMES = ("postgresql://", "postgres://")
-
-
-def database_identity(url: str) -> str:
-    """A PostgreSQL URL as it may be shown, logged and key watermarks: user, host, port and database, never a
-    password (nor any query parameter, which may carry one).
-
-    Raises:
-        ValidationError: not a postgresql:// URL, or a malformed one.
-    """
-    from urllib.parse import unquote, urlsplit
-
-    bad = ValidationError("the database URL must look like postgresql://USER:PASSWORD@HOST:PORT/DBNAME")
-    if not isinstance(url, str) or not url.startswith(DATABASE_SCHEMES):
-        raise bad
-    try:
-        parts = urlsplit(url)
-        port = parts.port or 5432
-    except ValueError:
-        raise bad from None
-    host = parts.hostname or "localhost"
-    user = unquote(parts.username or "")
-    dbname = unquote(parts.path.lstrip("/")) or user
-    shown = f"[{host}]" if ":" in host else host
-    return f"postgresql://{user + '@' if user else ''}{shown}:{port}/{dbname}"
-
-
-class Value:
-    """The base of mnemo's values: fields are the annotated `__slots__`, set once by `__init__` and never after.
-
-    Not dataclasses: building ~30 frozen dataclasses (and importing `dataclasses`, which imports
-    `inspect`) was most of a cold start of `mnemo recent`, and a frozen dataclass pays
-    `object.__setattr__` per field per value, which the feed pays per entry. A value compares,
-    hashes and shows itself by its fields as a frozen dataclass did, and `replace` makes a changed
-    copy (`dataclasses.replace`). Immutable by convention: nothing assigns a field after
-    `__init__` (attributes whose name starts with `_` are caches, outside equality).
+    Not dataclasses: their import and the code they generate per class were most of a cold start of
+    `mnemo recent` (docs/performance.md). A value compares, hashes and shows itself by its fields as a
+    frozen dataclass does, runs its `__post_init__` once its fields are set, and `replace` makes a changed copy.
+    Immutable by convention (the type checker holds it): nothing assigns a field after construction;
+    annotated names starting with `_` (and no value) are slots for caches, outside the fields.
     """
 
     __slots__ = ()
     _fields: tuple[str, ...] = ()
+    _defaults: dict[str, Any] = {}  # noqa: RUF012 (read only)
 
-    def __init_subclass__(cls) -> None:
-        names: list[str] = []
-        for klass in reversed(cls.__mro__):
-            # Not inspect.get_annotations: importing inspect is what this class saves a cold start.
-            names += [n for n in klass.__dict__.get("__annotations__", {}) if not n.startswith("_")]  # noqa: RUF063
-        cls._fields = tuple(names)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        fields = self._fields
+        if kwargs or len(args) != len(fields):  # every field given in order is the quick way (a page)
+            args = self._arguments(args, kwargs)
+        for name, value in zip(fields, args, strict=True):
+            object.__setattr__(self, name, value)
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        """What a value checks or derives once its fields are set (nothing, unless a class says so)."""
+
+    @classmethod
+    def _arguments(cls, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """Every field's value in order: the positional ones, then those given by name, then the defaults."""
+        if len(args) > len(cls._fields):
+            raise TypeError(f"{cls.__name__} takes at most {len(cls._fields)} positional arguments")
+        given = dict(zip(cls._fields, args, strict=False))
+        for name in kwargs:
+            if name not in cls._fields or name in given:
+                raise TypeError(f"{cls.__name__} got an unknown or repeated field {name!r}")
+        values = {**cls._defaults, **kwargs, **given}
+        missing = [name for name in cls._fields if name not in values]
+        if missing:
+            raise TypeError(f"{cls.__name__} needs {missing[0]!r}")
+        return tuple(values[name] for name in cls._fields)
 
     def _values(self) -> tuple[Any, ...]:
         return tuple(getattr(self, name) for name in self._fields)
@@ -126,76 +96,10 @@ class Value:
         return f"{type(self).__name__}({shown})"
 
     def replace(self, **changes: Any) -> Self:
-        """A copy with `changes` to some fields (what `dataclasses.replace` did)."""
+        """A copy with `changes` to some fields (what `dataclasses.replace` does)."""
         fields = {name: getattr(self, name) for name in self._fields}
         fields.update(changes)
         return type(self)(**fields)
-
-
-def check_limit(limit: int) -> int:
-    """Validate a page size (1–100)."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise ValidationError(f"limit must be between 1 and {MAX_LIMIT}, got {limit!r}")
-    return limit
-
-
-def parse_scope(scope: str | None) -> str | None:
-    """Validate a scope: None (own store), `xroom:<room_id>`, or one own domain (≤ 100 chars).
-
-    Raises:
-        ValidationError: an `xroom:` with an empty or malformed id, or a domain too long or blank.
-    """
-    if scope is None:
-        return None
-    if not isinstance(scope, str):
-        raise ValidationError(f"scope must be text, got {scope!r}")
-    if scope.startswith(ROOM_PREFIX):
-        room_id = scope[len(ROOM_PREFIX) :]
-        if not ROOM_ID.match(room_id):
-            raise ValidationError(f"scope {scope!r}: a room address is xroom:room_<26-char ULID>")
-        return scope
-    if scope[: len(ROOM_PREFIX)].lower() == ROOM_PREFIX:
-        raise ValidationError(f"scope {scope!r}: a room address is spelled in lower case, xroom:room_<26-char ULID>")
-    if not scope.strip():
-        raise ValidationError("scope must not be blank (omit it for your own store)")
-    if len(scope) > MAX_DOMAIN:
-        raise ValidationError(f"domain is at most {MAX_DOMAIN} characters, got {len(scope)}")
-    return scope
-
-
-def check_consumer(name: str) -> str:
-    """A consumer's name as every front end takes it: 1 to 200 characters, not blank.
-
-    Raises:
-        ValidationError: a blank or over-long name.
-    """
-    if not name.strip() or len(name) > 200:
-        raise ValidationError("--consumer must be 1 to 200 characters")
-    return name
-
-
-def by_author(entry: Entry, spec: str) -> bool:
-    """Whether an entry is by the author `spec`: its principal, or the AUTHOR column's `principal/agent`.
-
-    The engine's SQL (`engine/feed.py`) says the same; a client applies this where its endpoint cannot.
-    """
-    return entry.provenance.get("principal") == spec or entry.author == spec
-
-
-def room_of(scope: str | None) -> str | None:
-    """The room id of an `xroom:` scope, else None."""
-    if scope is not None and scope.startswith(ROOM_PREFIX):
-        return scope[len(ROOM_PREFIX) :]
-    return None
-
-
-def describe_scope(scope: str | None, quote: Callable[[str], str] = repr) -> str:
-    """A human name for a scope (`quote=text.quoted` for one a terminal shows: a domain is stored text)."""
-    if scope is None:
-        return "your own store (all your domains, no rooms)"
-    if scope.startswith(ROOM_PREFIX):
-        return f"room {scope}"
-    return f"domain {quote(scope)} of your own store"
 
 
 class _EntryFields(NamedTuple):
@@ -275,76 +179,39 @@ class Entry(_EntryFields):
         return ""
 
 
-class Detail(Value):
-    """One entry whole (`mnemo show`): its wire item plus what the feed does not carry."""
+def by_author(entry: Entry, spec: str) -> bool:
+    """Whether an entry is by the author `spec`: its principal, or the AUTHOR column's `principal/agent`.
 
-    __slots__ = ("entry", "external_ref", "metadata")
-    entry: Entry
-    metadata: dict[str, Any]
-    external_ref: str | None
-
-    def __init__(self, entry: Entry, metadata: dict[str, Any] | None = None, external_ref: str | None = None) -> None:
-        self.entry = entry
-        self.metadata = {} if metadata is None else metadata
-        self.external_ref = external_ref
+    The engine's SQL (`engine/feed.py`) says the same; a client applies this where its endpoint cannot.
+    """
+    return entry.provenance.get("principal") == spec or entry.author == spec
 
 
 class Page(Value):
     """One page of the feed: the entries, newest first, and the cursor for the next one (None at the end)."""
 
-    __slots__ = ("items", "next_cursor")
     items: list[Entry]
     next_cursor: str | None
-
-    def __init__(self, items: list[Entry], next_cursor: str | None) -> None:
-        self.items = items
-        self.next_cursor = next_cursor
 
 
 class WirePage(Value):
     """A feed page as the entries' wire texts (what the server sends), and the next cursor."""
 
-    __slots__ = ("items", "next_cursor")
     items: list[str]
     next_cursor: str | None
-
-    def __init__(self, items: list[str], next_cursor: str | None) -> None:
-        self.items = items
-        self.next_cursor = next_cursor
 
 
 class RecentQuery(Value):
     """The arguments of one feed read (WIRE.md `POST /memory/recent`)."""
 
-    __slots__ = ("author", "cursor", "exclude_author", "include_history", "limit", "scope", "since", "until")
-    scope: str | None
-    since: int | None
-    until: int | None
-    exclude_author: str | None
-    limit: int
-    cursor: str | None
-    include_history: bool
-    author: str | None
-
-    def __init__(
-        self,
-        scope: str | None = None,
-        since: int | None = None,
-        until: int | None = None,
-        exclude_author: str | None = None,
-        limit: int = DEFAULT_LIMIT,
-        cursor: str | None = None,
-        include_history: bool = False,
-        author: str | None = None,
-    ) -> None:
-        self.scope = scope
-        self.since = since
-        self.until = until
-        self.exclude_author = exclude_author
-        self.limit = limit
-        self.cursor = cursor
-        self.include_history = include_history
-        self.author = author
+    scope: str | None = None
+    since: int | None = None
+    until: int | None = None
+    exclude_author: str | None = None
+    limit: int = DEFAULT_LIMIT
+    cursor: str | None = None
+    include_history: bool = False
+    author: str | None = None
 
     def filters(self) -> tuple[str | None, int | None, int | None, str | None, bool, str | None]:
         """What a walk is bound to, page after page: scope, times, authors, history (not the cursor or
@@ -368,466 +235,14 @@ class RecentQuery(Value):
         return self
 
 
-class WriteRequest(Value):
-    """The arguments of one write (WIRE.md `POST /memory/write`)."""
-
-    __slots__ = (
-        "agent",
-        "agent_name",
-        "client_env",
-        "concepts",
-        "content",
-        "domain",
-        "external_ref",
-        "fingerprint",
-        "metadata",
-        "supersedes",
-    )
-    content: str
-    domain: str
-    concepts: tuple[str, ...]
-    metadata: dict[str, Any] | None
-    external_ref: str | None
-    supersedes: tuple[str, ...]
-    agent: str | None
-    agent_name: str | None
-    client_env: str | None
-    fingerprint: str | None
-
-    def __init__(
-        self,
-        content: str,
-        domain: str = "general",
-        concepts: tuple[str, ...] = (),
-        metadata: dict[str, Any] | None = None,
-        external_ref: str | None = None,
-        supersedes: tuple[str, ...] = (),
-        agent: str | None = None,
-        agent_name: str | None = None,
-        client_env: str | None = "cli",
-        fingerprint: str | None = None,
-    ) -> None:
-        self.content = content
-        self.domain = domain
-        self.concepts = concepts
-        self.metadata = metadata
-        self.external_ref = external_ref
-        self.supersedes = supersedes
-        self.agent = agent
-        self.agent_name = agent_name
-        self.client_env = client_env
-        self.fingerprint = fingerprint
-
-
-class KeptWrite(WriteRequest):
-    """A write that keeps an entry's id and author: an import onto an engine (`mnemo import`, docs/export.md)."""
-
-    __slots__ = ("atom_id", "author")
-    atom_id: str
-    author: str
-
-    def __init__(self, atom_id: str, author: str, content: str, **fields: Any) -> None:
-        super().__init__(content, **fields)
-        self.atom_id = atom_id
-        self.author = author
-
-
-class WriteResult(Value):
-    """What a write returned: the atom's id, and the ids it superseded."""
-
-    __slots__ = ("atom_id", "created", "superseded")
-    atom_id: str
-    superseded: tuple[str, ...]
-    created: bool
-
-    def __init__(self, atom_id: str, superseded: tuple[str, ...] = (), created: bool = True) -> None:
-        self.atom_id = atom_id
-        self.superseded = superseded
-        self.created = created
-
-
-class SearchQuery(Value):
-    """The arguments of one search (WIRE.md `POST /memory/read`)."""
-
-    __slots__ = ("author", "exclude_author", "include_history", "order_by", "query", "scope", "since", "top_k", "until")
-    query: str
-    scope: str | None
-    order_by: Literal["relevance", "recency"]
-    since: int | None
-    until: int | None
-    exclude_author: str | None
-    include_history: bool
-    top_k: int
-    author: str | None
-
-    def __init__(
-        self,
-        query: str,
-        scope: str | None = None,
-        order_by: Literal["relevance", "recency"] = "relevance",
-        since: int | None = None,
-        until: int | None = None,
-        exclude_author: str | None = None,
-        include_history: bool = False,
-        top_k: int = 10,
-        author: str | None = None,
-    ) -> None:
-        self.query = query
-        self.scope = scope
-        self.order_by = order_by
-        self.since = since
-        self.until = until
-        self.exclude_author = exclude_author
-        self.include_history = include_history
-        self.top_k = top_k
-        self.author = author
-
-
-class SearchHit(Value):
-    """One search result: the entry and its relevance in [0, 1]."""
-
-    __slots__ = ("entry", "relevance")
-    entry: Entry
-    relevance: float
-
-    def __init__(self, entry: Entry, relevance: float) -> None:
-        self.entry = entry
-        self.relevance = relevance
-
-
-class Room(Value):
-    """A room the reader belongs to (wire `RoomListItem`)."""
-
-    __slots__ = ("archived", "name", "role", "room_id", "scope")
-    room_id: str
-    name: str
-    role: Literal["owner", "member"]
-    scope: Literal["read", "read_write"]
-    archived: bool
-
-    def __init__(
-        self,
-        room_id: str,
-        name: str,
-        role: Literal["owner", "member"],
-        scope: Literal["read", "read_write"],
-        archived: bool = False,
-    ) -> None:
-        self.room_id = room_id
-        self.name = name
-        self.role = role
-        self.scope = scope
-        self.archived = archived
-
-    @property
-    def address(self) -> str:
-        return ROOM_PREFIX + self.room_id
-
-    def wire(self) -> dict[str, Any]:
-        return {
-            "room_id": self.room_id,
-            "name": self.name,
-            "address": self.address,
-            "role": self.role,
-            "scope": self.scope,
-            "archived": self.archived,
-        }
-
-    def created(self, next_steps: str) -> dict[str, Any]:
-        """The wire `RoomCreated` of a room just created."""
-        return {"room_id": self.room_id, "address": self.address, "name": self.name, "next_steps": next_steps}
-
-
-def room_id_of(ref: str, rooms: Callable[[], list[Room]]) -> str:
-    """A room id from an address, an id, or the name of one of the reader's `rooms` (listed only then).
-
-    Raises:
-        Forbidden: no room of that name among them (an unknown room reads like a foreign one).
-        ValidationError: several of them bear that name.
-    """
-    room_id = ref[len(ROOM_PREFIX) :] if ref.startswith(ROOM_PREFIX) else ref
-    if ROOM_ID.match(room_id):
-        return room_id
-    matches = [r for r in rooms() if r.name == ref]
-    if len(matches) == 1:
-        return matches[0].room_id
-    if len(matches) > 1:
-        raise ValidationError(f"several of your rooms are named {ref!r}; use the xroom: address")
-    raise Forbidden(f"you are not a member of a room {ref!r} (or it does not exist)")
-
-
-class Invite(Value):
-    """A created invite (wire `InviteCreated`); the code is shown once."""
-
-    __slots__ = ("code", "expires_at", "invite_id", "max_uses", "room_id", "scope")
-    code: str
-    room_id: str
-    invite_id: str
-    scope: str
-    expires_at: int
-    max_uses: int
-
-    def __init__(self, code: str, room_id: str, invite_id: str, scope: str, expires_at: int, max_uses: int) -> None:
-        self.code = code
-        self.room_id = room_id
-        self.invite_id = invite_id
-        self.scope = scope
-        self.expires_at = expires_at
-        self.max_uses = max_uses
-
-    @property
-    def room_address(self) -> str:
-        return ROOM_PREFIX + self.room_id
-
-    def wire(self) -> dict[str, Any]:
-        """The wire `InviteCreated` (there is no landing page of our own: `join_url` is empty)."""
-        return {
-            "invite_id": self.invite_id,
-            "code": self.code,
-            "room_address": self.room_address,
-            "scope": self.scope,
-            "expires_at": timefmt.to_iso(self.expires_at),
-            "join_url": "",
-            "share_message": (
-                f"You are invited to the room {self.room_address}. Invite code: {self.code}. Join it with "
-                f"`mnemo rooms join {self.code}`, or from an MCP client with the memory_join_room tool "
-                f'(code "{self.code}").'
-            ),
-        }
-
-
-class InviteInfo(Value):
-    """An invite as its room's owner lists it (wire `InviteInfoSchema`): audit fields, never the code."""
-
-    __slots__ = ("created_at", "expires_at", "invite_id", "max_uses", "scope", "uses")
-    invite_id: str
-    scope: str
-    max_uses: int
-    uses: int
-    expires_at: int
-    created_at: int
-
-    def __init__(self, invite_id: str, scope: str, max_uses: int, uses: int, expires_at: int, created_at: int) -> None:
-        self.invite_id = invite_id
-        self.scope = scope
-        self.max_uses = max_uses
-        self.uses = uses
-        self.expires_at = expires_at
-        self.created_at = created_at
-
-    def wire(self) -> dict[str, Any]:
-        return {
-            "invite_id": self.invite_id,
-            "scope": self.scope,
-            "max_uses": self.max_uses,
-            "uses": self.uses,
-            "expires_at": timefmt.to_iso(self.expires_at),
-            "revoked_at": None,
-            "created_at": timefmt.to_iso(self.created_at),
-        }
-
-
-class Stats(Value):
-    """What `GET /memory/stats` counts in the caller's own store."""
-
-    __slots__ = ("avg_valence", "concept_edges", "domains", "feedback", "fingerprints", "total_atoms")
-    total_atoms: int
-    domains: list[str]
-    concept_edges: int
-    avg_valence: float
-    feedback: int
-    fingerprints: int
-
-    def __init__(
-        self,
-        total_atoms: int,
-        domains: list[str],
-        concept_edges: int,
-        avg_valence: float,
-        feedback: int,
-        fingerprints: int = 0,
-    ) -> None:
-        self.total_atoms = total_atoms
-        self.domains = domains
-        self.concept_edges = concept_edges
-        self.avg_valence = avg_valence
-        self.feedback = feedback
-        self.fingerprints = fingerprints
-
-
-class Revision(Value):
-    """One revision of a supersession chain."""
-
-    __slots__ = ("entry", "is_head")
-    entry: Entry
-    is_head: bool
-
-    def __init__(self, entry: Entry, is_head: bool) -> None:
-        self.entry = entry
-        self.is_head = is_head
-
-
-class Chain(Value):
-    """Every revision reachable from one atom by supersession links, oldest first."""
-
-    __slots__ = ("atom_id", "dangling", "revisions", "truncated")
-    atom_id: str
-    revisions: list[Revision]
-    dangling: list[str]
-    truncated: bool
-
-    def __init__(self, atom_id: str, revisions: list[Revision], dangling: list[str], truncated: bool) -> None:
-        self.atom_id = atom_id
-        self.revisions = revisions
-        self.dangling = dangling
-        self.truncated = truncated
-
-
-class GraphEdge(Value):
-    """Two concepts joined by the atoms that carry both."""
-
-    __slots__ = ("count", "source", "target", "updated_at", "valence", "weight")
-    source: str
-    target: str
-    weight: float
-    valence: float
-    count: int
-    updated_at: int
-
-    def __init__(self, source: str, target: str, weight: float, valence: float, count: int, updated_at: int) -> None:
-        self.source = source
-        self.target = target
-        self.weight = weight
-        self.valence = valence
-        self.count = count
-        self.updated_at = updated_at
-
-
-class Graph(Value):
-    __slots__ = ("edges", "min_weight_applied", "truncated")
-    edges: list[GraphEdge]
-    truncated: bool
-    min_weight_applied: float
-
-    def __init__(self, edges: list[GraphEdge], truncated: bool, min_weight_applied: float) -> None:
-        self.edges = edges
-        self.truncated = truncated
-        self.min_weight_applied = min_weight_applied
-
-
-class DomainWipe(Value):
-    """What `DELETE /memory/domain/{d}` did."""
-
-    __slots__ = ("deleted", "left_hidden", "skipped_secrets")
-    deleted: int
-    skipped_secrets: int
-    left_hidden: int
-
-    def __init__(self, deleted: int, skipped_secrets: int, left_hidden: int) -> None:
-        self.deleted = deleted
-        self.skipped_secrets = skipped_secrets
-        self.left_hidden = left_hidden
-
-
-class Joined(Value):
-    """The answer to joining a room (wire `JoinedRoom`)."""
-
-    __slots__ = ("already_member", "name", "room_id", "scope")
-    room_id: str
-    name: str
-    scope: str
-    already_member: bool
-
-    def __init__(self, room_id: str, name: str, scope: str, already_member: bool) -> None:
-        self.room_id = room_id
-        self.name = name
-        self.scope = scope
-        self.already_member = already_member
-
-    @property
-    def address(self) -> str:
-        return ROOM_PREFIX + self.room_id
-
-    def wire(self, next_steps: str) -> dict[str, Any]:
-        """The wire `JoinedRoom`."""
-        return {
-            "room_id": self.room_id,
-            "address": self.address,
-            "name": self.name,
-            "scope": self.scope,
-            "already_member": self.already_member,
-            "next_steps": next_steps,
-        }
-
-
-class SecretInfo(Value):
-    """A vault entry as listings show it: never the value."""
-
-    __slots__ = ("alias", "concepts", "context", "created_at")
-    alias: str
-    context: str
-    created_at: int
-    concepts: tuple[str, ...]
-
-    def __init__(self, alias: str, context: str, created_at: int, concepts: tuple[str, ...] = ()) -> None:
-        self.alias = alias
-        self.context = context
-        self.created_at = created_at
-        self.concepts = concepts
-
-    def wire(self) -> dict[str, Any]:
-        """The wire `SecretListItem`: alias, context, time and concepts (there is no value to show)."""
-        return {
-            "alias": self.alias,
-            "context": self.context,
-            "created_at": timefmt.to_iso(self.created_at),
-            "concepts": list(self.concepts),
-        }
-
-
-class KeyInfo(Value):
-    """An API key as listings show it: never the key."""
-
-    __slots__ = ("created_at", "key_id", "principal", "revoked")
-    key_id: str
-    principal: str
-    created_at: int
-    revoked: bool
-
-    def __init__(self, key_id: str, principal: str, created_at: int, revoked: bool) -> None:
-        self.key_id = key_id
-        self.principal = principal
-        self.created_at = created_at
-        self.revoked = revoked
-
-    def wire(self) -> dict[str, Any]:
-        """CLI.md's `keys list` item."""
-        return {
-            "key_id": self.key_id,
-            "principal": self.principal,
-            "created_at": timefmt.to_iso(self.created_at),
-            "revoked": self.revoked,
-        }
-
-
 class Watermark(Value):
     """The newest instant a finished walk saw, and the ids delivered at/near it (the boundary ids)."""
 
-    __slots__ = ("boundary_ids", "consumer", "created_at", "scope", "updated_at")
     scope: str | None
     consumer: str
     created_at: int | None
     boundary_ids: tuple[str, ...]
     updated_at: int
-
-    def __init__(
-        self, scope: str | None, consumer: str, created_at: int | None, boundary_ids: tuple[str, ...], updated_at: int
-    ) -> None:
-        self.scope = scope
-        self.consumer = consumer
-        self.created_at = created_at
-        self.boundary_ids = boundary_ids
-        self.updated_at = updated_at
 
 
 class WalkProgress(Value):
@@ -840,69 +255,39 @@ class WalkProgress(Value):
         pages: requests made; `delivered` fresh entries yielded; `repeats` held entries dropped.
     """
 
-    __slots__ = ("cursor", "delivered", "done", "newest", "newest_ids", "pages", "repeats")
-    cursor: str | None
-    done: bool
-    newest: int | None
-    newest_ids: tuple[str, ...]
-    pages: int
-    delivered: int
-    repeats: int
-
-    def __init__(
-        self,
-        cursor: str | None = None,
-        done: bool = False,
-        newest: int | None = None,
-        newest_ids: tuple[str, ...] = (),
-        pages: int = 0,
-        delivered: int = 0,
-        repeats: int = 0,
-    ) -> None:
-        self.cursor = cursor
-        self.done = done
-        self.newest = newest
-        self.newest_ids = newest_ids
-        self.pages = pages
-        self.delivered = delivered
-        self.repeats = repeats
+    cursor: str | None = None
+    done: bool = False
+    newest: int | None = None
+    newest_ids: tuple[str, ...] = ()
+    pages: int = 0
+    delivered: int = 0
+    repeats: int = 0
 
 
 class RoomRef(Value):
     """A room named in an empty report."""
 
-    __slots__ = ("address", "name")
     name: str
     address: str
-
-    def __init__(self, name: str, address: str) -> None:
-        self.name = name
-        self.address = address
 
 
 class EmptyReport(Value):
     """What an empty answer covered (CLI.md `empty_report`).
 
     `text` is the wire's, with stored names exact (JSON is for machines); `shown` is the same
-    report for a person's terminal, every stored name in it passed through `mnemo_tui.text`
+    report for a person's terminal, every stored name in it passed through `mnemo_tui.sanitize`
     (a room name's newline as `⏎`, so it cannot forge a line of the report).
     """
 
-    __slots__ = ("kind", "scope", "shown", "text", "unsearched_rooms")
     kind: EmptyKind
     scope: str | None
     text: str
-    unsearched_rooms: tuple[RoomRef, ...]
-    shown: str
+    unsearched_rooms: tuple[RoomRef, ...] = ()
+    shown: str = ""
 
-    def __init__(
-        self, kind: EmptyKind, scope: str | None, text: str, unsearched_rooms: tuple[RoomRef, ...] = (), shown: str = ""
-    ) -> None:
-        self.kind = kind
-        self.scope = scope
-        self.text = text
-        self.unsearched_rooms = unsearched_rooms
-        self.shown = shown or block(text)
+    def __post_init__(self) -> None:
+        if not self.shown:
+            object.__setattr__(self, "shown", block(self.text))
 
     def wire(self) -> dict[str, Any]:
         return {

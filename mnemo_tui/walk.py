@@ -7,7 +7,8 @@ from operator import attrgetter
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import BrokenFeed
-from mnemo_tui.model import MAX_LIMIT, Entry, RecentQuery, Value, WalkProgress, Watermark
+from mnemo_tui.limits import MAX_LIMIT
+from mnemo_tui.model import Entry, RecentQuery, Value, WalkProgress, Watermark
 
 # How far below a watermark a pass re-reads on an endpoint, whose database may let a transaction
 # that took an earlier timestamp commit after a later one (PRODUCT.md). The embedded engine's
@@ -28,13 +29,8 @@ def default_overlap(backend: Backend) -> int:
 class Mark(Value):
     """Where a reader stands in a scope: the newest instant it holds, and the ids it holds at or just below it."""
 
-    __slots__ = ("created_at", "ids")
-    created_at: int | None
-    ids: frozenset[str]
-
-    def __init__(self, created_at: int | None = None, ids: frozenset[str] = frozenset()) -> None:
-        self.created_at = created_at
-        self.ids = ids
+    created_at: int | None = None
+    ids: frozenset[str] = frozenset()
 
     @staticmethod
     def of(watermark: Watermark | None) -> Mark:
@@ -47,13 +43,8 @@ class Mark(Value):
 class Start(Value):
     """What is new to a reader: entries at or after `since` whose ids it does not already hold."""
 
-    __slots__ = ("held", "since")
     since: int | None
     held: frozenset[str]
-
-    def __init__(self, since: int | None, held: frozenset[str]) -> None:
-        self.since = since
-        self.held = held
 
     def is_new(self, created_at: int, atom_id: str) -> bool:
         """Whether one entry is new to the reader (the rule `catchup`, the TUI's counts and marks share)."""
@@ -246,13 +237,8 @@ Probe = Callable[[], tuple[int, int] | None]
 class LiveBatch(Value):
     """New entries found by one poll (newest first); `overflow` when there were too many to hold."""
 
-    __slots__ = ("entries", "overflow")
     entries: list[Entry]
     overflow: bool
-
-    def __init__(self, entries: list[Entry], overflow: bool) -> None:
-        self.entries = entries
-        self.overflow = overflow
 
 
 class LiveTracker:

@@ -20,9 +20,11 @@ from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import Unavailable
-from mnemo_tui.model import Entry, Page, RecentQuery, Room, WriteRequest
+from mnemo_tui.model import Entry, Page, RecentQuery
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
+from mnemo_tui.values.rooms import Room
+from mnemo_tui.values.writes import WriteRequest
 
 SIZE = (130, 38)
 MINUTE = 60_000_000

@@ -10,14 +10,9 @@ from walk_helpers import walk_entries
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.delegate import DelegatingBackend
-from mnemo_tui.model import (
-    Entry,
-    Page,
-    RecentQuery,
-    Room,
-    SearchHit,
-    SearchQuery,
-)
+from mnemo_tui.model import Entry, Page, RecentQuery
+from mnemo_tui.values.rooms import Room
+from mnemo_tui.values.search import SearchHit, SearchQuery
 
 
 class Wrapper(DelegatingBackend):

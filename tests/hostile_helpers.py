@@ -1,4 +1,4 @@
-"""Hostile text for the tests of mnemo_tui/text.py's use: terminal attacks a room member can store (no tests here)."""
+"""Hostile text for the tests of mnemo_tui/sanitize.py's use: terminal attacks a room member can store (no tests here)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ RLO = "\u202e"  # right-to-left override
 ATTACKS = (OSC_TITLE, OSC_CLIPBOARD, ERASE_LINE, RED, BELL, BACKSPACE, RLO)
 # One of each, around words, as a stored text.
 HOSTILE = "note" + "".join(f" {a}x" for a in ATTACKS) + " end"
-# The same as a person's terminal shows it (mnemo_tui/text.py's `line`).
+# The same as a person's terminal shows it (mnemo_tui/sanitize.py's `line`).
 HOSTILE_SHOWN = "note \\x1b]0;PWNED\\x07x \\x1b]52;c;cHduZWQ=\\x07x \\x1b[2Kx \\x1b[31mx \\x07x \\x08x <U+202E>x end"
 # Room names that are Textual markup: a crash and a clickable action, unless shown as plain text.
 MARKUP_ROOMS = ("[/]", "[@click=app.quit]x[/]")

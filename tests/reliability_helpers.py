@@ -252,7 +252,7 @@ def supersession_consistent(store: Path) -> list[str]:
 
 def _writer(args: argparse.Namespace) -> None:
     """Write `count` entries alternating between an own domain and a room; log `scope\\tatom_id` per write."""
-    from mnemo_tui.model import WriteRequest
+    from mnemo_tui.values.writes import WriteRequest
 
     backend = open_target_backend(args.store, args.principal, args.endpoint, args.key)
     rng = random.Random(args.seed)
@@ -325,7 +325,7 @@ def _consumer(args: argparse.Namespace) -> None:
 
 def _superseder(args: argparse.Namespace) -> None:
     """Forever: write a group of entries, then one entry superseding the whole group (killed from outside)."""
-    from mnemo_tui.model import WriteRequest
+    from mnemo_tui.values.writes import WriteRequest
 
     backend = open_target_backend(args.store, args.principal, args.endpoint, args.key)
     if args.freeze_in_tx:

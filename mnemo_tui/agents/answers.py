@@ -12,10 +12,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from mnemo_tui import reports, timefmt
+from mnemo_tui import empty_reports, timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError, NotFound, ValidationError
-from mnemo_tui.model import Entry, RecentQuery, SearchQuery, WriteRequest, room_of
+from mnemo_tui.limits import room_of
+from mnemo_tui.model import Entry, RecentQuery
+from mnemo_tui.values.search import SearchQuery
+from mnemo_tui.values.writes import WriteRequest
 
 # memory_list_recent's page: sub-requests of at most CHUNK entries, accepted while the page's text stays within
 # BUDGET characters, each ending on the cursor the backend issued for it (the package's limits, src/limits.ts).
@@ -250,7 +253,7 @@ class Answers:
         """Under an unscoped empty answer: the rooms it did not search, and how to read them."""
         if domain is not None:
             return ""
-        rooms = reports.unsearched_rooms(self.backend)
+        rooms = empty_reports.unsearched_rooms(self.backend)
         prefix = (
             "\n\nScope: your own domains only. Shared rooms are separate stores and are NOT included in an "
             "unscoped read"

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from mnemo_tui import model as m
+from mnemo_tui.model import Entry, Page, RecentQuery
+
+if TYPE_CHECKING:
+    from mnemo_tui.values.plane import Stats
+    from mnemo_tui.values.rooms import Invite, Joined, Room
+    from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
+    from mnemo_tui.values.secrets import SecretInfo
+    from mnemo_tui.values.writes import WriteRequest, WriteResult
 
 
 class Backend(Protocol):
@@ -26,35 +33,35 @@ class Backend(Protocol):
     @property
     def principal(self) -> str: ...
 
-    def recent(self, query: m.RecentQuery) -> m.Page:
+    def recent(self, query: RecentQuery) -> Page:
         """One page of the feed (WIRE.md `POST /memory/recent`)."""
         ...
 
-    def write(self, request: m.WriteRequest) -> m.WriteResult: ...
+    def write(self, request: WriteRequest) -> WriteResult: ...
 
-    def search(self, query: m.SearchQuery) -> list[m.SearchHit]: ...
+    def search(self, query: SearchQuery) -> list[SearchHit]: ...
 
-    def get(self, atom_id: str) -> m.Entry: ...
+    def get(self, atom_id: str) -> Entry: ...
 
     def delete(self, atom_id: str) -> int: ...
 
     def domains(self) -> list[str]: ...
 
-    def stats(self) -> m.Stats: ...
+    def stats(self) -> Stats: ...
 
-    def rooms(self) -> list[m.Room]: ...
+    def rooms(self) -> list[Room]: ...
 
-    def create_room(self, name: str, description: str | None = None) -> m.Room: ...
+    def create_room(self, name: str, description: str | None = None) -> Room: ...
 
-    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> m.Invite: ...
+    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> Invite: ...
 
-    def join(self, code: str) -> m.Joined: ...
+    def join(self, code: str) -> Joined: ...
 
     def delete_room(self, room: str) -> tuple[str, int]:
         """Delete a room one owns (an address, id or name); returns its id and how many entries went."""
         ...
 
-    def vault_list(self) -> list[m.SecretInfo]: ...
+    def vault_list(self) -> list[SecretInfo]: ...
 
     def vault_add(self, alias: str, context: str, sealed_b64: str) -> str: ...
 
@@ -71,7 +78,7 @@ class Backend(Protocol):
         many were updated; None when the backend records no feedback."""
         return None
 
-    def snapshot_wire(self, query: m.RecentQuery) -> Iterator[list[str]] | None:
+    def snapshot_wire(self, query: RecentQuery) -> Iterator[list[str]] | None:
         """Every remaining entry of a walk from one snapshot, as wire texts in chunks; None when the
         backend cannot read one (the catch-up layer's walk then follows the cursors)."""
         return None
@@ -81,16 +88,18 @@ class Backend(Protocol):
         (watchers then poll)."""
         return None
 
-    def by_prefix(self, prefix: str) -> list[m.Entry] | None:
+    def by_prefix(self, prefix: str) -> list[Entry] | None:
         """The readable entries (at most 6) whose id starts with `prefix`; None when the backend has no
         such lookup (an endpoint: the CLI then walks the feed)."""
         return None
 
-    def detail(self, atom_id: str) -> m.Detail:
+    def detail(self, atom_id: str) -> Detail:
         """One entry whole: the wire item, its metadata and external reference (where the backend has them)."""
-        return m.Detail(self.get(atom_id))
+        from mnemo_tui.values.search import Detail
 
-    def chain(self, atom_id: str) -> list[m.Entry] | None:
+        return Detail(self.get(atom_id))
+
+    def chain(self, atom_id: str) -> list[Entry] | None:
         """Every revision of the entry's supersession chain, oldest first, as the backend knows it; None
         when it has no such read (the CLI then follows `supersedes` / `superseded_by`)."""
         return None

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING
 
-from mnemo_tui import model as m
 from mnemo_tui.backends import Backend
+from mnemo_tui.model import Entry, Page, RecentQuery
+
+if TYPE_CHECKING:
+    from mnemo_tui.values.plane import Stats
+    from mnemo_tui.values.rooms import Invite, Joined, Room
+    from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
+    from mnemo_tui.values.secrets import SecretInfo
+    from mnemo_tui.values.writes import WriteRequest, WriteResult
 
 
 class DelegatingBackend(Backend):
@@ -29,11 +37,11 @@ class DelegatingBackend(Backend):
         with self._guard():
             return self.inner.principal
 
-    def recent(self, query: m.RecentQuery) -> m.Page:
+    def recent(self, query: RecentQuery) -> Page:
         with self._guard():
             return self.inner.recent(query)
 
-    def snapshot_wire(self, query: m.RecentQuery) -> Iterator[list[str]] | None:
+    def snapshot_wire(self, query: RecentQuery) -> Iterator[list[str]] | None:
         with self._guard():
             return self.inner.snapshot_wire(query)
 
@@ -41,15 +49,15 @@ class DelegatingBackend(Backend):
         with self._guard():
             return self.inner.change_token()
 
-    def write(self, request: m.WriteRequest) -> m.WriteResult:
+    def write(self, request: WriteRequest) -> WriteResult:
         with self._guard():
             return self.inner.write(request)
 
-    def search(self, query: m.SearchQuery) -> list[m.SearchHit]:
+    def search(self, query: SearchQuery) -> list[SearchHit]:
         with self._guard():
             return self.inner.search(query)
 
-    def get(self, atom_id: str) -> m.Entry:
+    def get(self, atom_id: str) -> Entry:
         with self._guard():
             return self.inner.get(atom_id)
 
@@ -57,15 +65,15 @@ class DelegatingBackend(Backend):
         with self._guard():
             return self.inner.delete(atom_id)
 
-    def by_prefix(self, prefix: str) -> list[m.Entry] | None:
+    def by_prefix(self, prefix: str) -> list[Entry] | None:
         with self._guard():
             return self.inner.by_prefix(prefix)
 
-    def detail(self, atom_id: str) -> m.Detail:
+    def detail(self, atom_id: str) -> Detail:
         with self._guard():
             return self.inner.detail(atom_id)
 
-    def chain(self, atom_id: str) -> list[m.Entry] | None:
+    def chain(self, atom_id: str) -> list[Entry] | None:
         with self._guard():
             return self.inner.chain(atom_id)
 
@@ -77,23 +85,23 @@ class DelegatingBackend(Backend):
         with self._guard():
             return self.inner.domains()
 
-    def stats(self) -> m.Stats:
+    def stats(self) -> Stats:
         with self._guard():
             return self.inner.stats()
 
-    def rooms(self) -> list[m.Room]:
+    def rooms(self) -> list[Room]:
         with self._guard():
             return self.inner.rooms()
 
-    def create_room(self, name: str, description: str | None = None) -> m.Room:
+    def create_room(self, name: str, description: str | None = None) -> Room:
         with self._guard():
             return self.inner.create_room(name, description)
 
-    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> m.Invite:
+    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> Invite:
         with self._guard():
             return self.inner.invite(room, scope=scope, expires_days=expires_days, max_uses=max_uses)
 
-    def join(self, code: str) -> m.Joined:
+    def join(self, code: str) -> Joined:
         with self._guard():
             return self.inner.join(code)
 
@@ -101,7 +109,7 @@ class DelegatingBackend(Backend):
         with self._guard():
             return self.inner.delete_room(room)
 
-    def vault_list(self) -> list[m.SecretInfo]:
+    def vault_list(self) -> list[SecretInfo]:
         with self._guard():
             return self.inner.vault_list()
 

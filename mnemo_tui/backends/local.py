@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mnemo_tui import model as m
 from mnemo_tui.backends import Backend
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.store import Store
+from mnemo_tui.model import Entry, Page, RecentQuery
+
+if TYPE_CHECKING:
+    from mnemo_tui.values.plane import Stats
+    from mnemo_tui.values.rooms import Invite, Joined, Room
+    from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
+    from mnemo_tui.values.secrets import SecretInfo
+    from mnemo_tui.values.writes import WriteRequest, WriteResult
 
 
 class LocalBackend(Backend):
@@ -40,28 +48,30 @@ class LocalBackend(Backend):
     def principal(self) -> str:
         return self._principal
 
-    def recent(self, query: m.RecentQuery) -> m.Page:
+    def recent(self, query: RecentQuery) -> Page:
         return self.engine.recent(self._principal, query)
 
-    def snapshot_wire(self, query: m.RecentQuery) -> Iterator[list[str]]:
+    def snapshot_wire(self, query: RecentQuery) -> Iterator[list[str]]:
         return self.engine.stream_wire(self._principal, query)
 
-    def write(self, request: m.WriteRequest) -> m.WriteResult:
+    def write(self, request: WriteRequest) -> WriteResult:
         return self.engine.write(self._principal, request)
 
-    def search(self, query: m.SearchQuery) -> list[m.SearchHit]:
+    def search(self, query: SearchQuery) -> list[SearchHit]:
         return self.engine.search(self._principal, query)
 
-    def get(self, atom_id: str) -> m.Entry:
+    def get(self, atom_id: str) -> Entry:
         return self.engine.get(self._principal, atom_id)
 
-    def by_prefix(self, prefix: str) -> list[m.Entry]:
+    def by_prefix(self, prefix: str) -> list[Entry]:
         return self.engine.by_prefix(self._principal, prefix)
 
-    def detail(self, atom_id: str) -> m.Detail:
+    def detail(self, atom_id: str) -> Detail:
         entry = self.engine.get(self._principal, atom_id)
         metadata, external_ref = self.engine.atom_extras([entry.atom_id]).get(entry.atom_id, ({}, None))
-        return m.Detail(entry, metadata, external_ref)
+        from mnemo_tui.values.search import Detail
+
+        return Detail(entry, metadata, external_ref)
 
     def delete(self, atom_id: str) -> int:
         return self.engine.delete(self._principal, atom_id)
@@ -75,29 +85,29 @@ class LocalBackend(Backend):
     def domains(self) -> list[str]:
         return self.engine.domains(self._principal)
 
-    def stats(self) -> m.Stats:
+    def stats(self) -> Stats:
         return self.engine.stats(self._principal)
 
-    def rooms(self) -> list[m.Room]:
+    def rooms(self) -> list[Room]:
         return self.engine.list_rooms(self._principal)
 
-    def create_room(self, name: str, description: str | None = None) -> m.Room:
+    def create_room(self, name: str, description: str | None = None) -> Room:
         return self.engine.create_room(self._principal, name, description)
 
-    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> m.Invite:
+    def invite(self, room: str, *, scope: str = "read_write", expires_days: int = 7, max_uses: int = 1) -> Invite:
         room_id = self.engine.resolve_room(self._principal, room)
         return self.engine.create_invite(
             self._principal, room_id, scope=scope, expires_days=expires_days, max_uses=max_uses
         )
 
-    def join(self, code: str) -> m.Joined:
+    def join(self, code: str) -> Joined:
         return self.engine.join(self._principal, code)
 
     def delete_room(self, room: str) -> tuple[str, int]:
         room_id = self.engine.resolve_room(self._principal, room)
         return room_id, self.engine.delete_room(self._principal, room_id)
 
-    def vault_list(self) -> list[m.SecretInfo]:
+    def vault_list(self) -> list[SecretInfo]:
         return self.engine.vault_list(self._principal)
 
     def vault_add(self, alias: str, context: str, sealed_b64: str) -> str:

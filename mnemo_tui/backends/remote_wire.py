@@ -12,8 +12,8 @@ from typing import Any
 
 from mnemo_tui import timefmt
 from mnemo_tui.errors import Unavailable, ValidationError
+from mnemo_tui.limits import dumps as _dumps
 from mnemo_tui.model import Entry, Page
-from mnemo_tui.model import dumps as _dumps
 
 _DECODER = json.JSONDecoder()
 # The C scanner under `raw_decode`, called directly (once per item of a page): it raises StopIteration

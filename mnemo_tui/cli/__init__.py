@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from mnemo_tui.cli.flags import Flag
 
 # The fast path: `recent` and `catchup` with options it fully understands skip importing Typer
-# (about half of a cold start) and call the very same functions as the Typer commands, with the
+# (most of a cold start; docs/performance.md) and call the very same functions as the Typer commands, with the
 # options both read from the tables of mnemo_tui/cli/flags.py. Anything else, --help or a
 # malformed option included, goes to Typer, so usage errors stay Typer's.
 INTERRUPTED = "\nmnemo: interrupted; nothing half-committed\n"
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _hoist_database(_hoist(sys.argv[1:] if argv is None else argv))
     debug = _debug_requested(args)
     from mnemo_tui.errors import MnemoError
-    from mnemo_tui.text import line  # an error's message may quote an endpoint or a stored name
+    from mnemo_tui.sanitize import line  # an error's message may quote an endpoint or a stored name
 
     try:
         _check_utf8(args)

@@ -9,15 +9,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mnemo_tui import text, timefmt, verbs
+from mnemo_tui import refusals, sanitize, timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import EntryFormat, Yes, ctx_of
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
-from mnemo_tui.model import MAX_LIMIT, Entry, RecentQuery, Room, room_of
+from mnemo_tui.limits import MAX_LIMIT, room_of
+from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.walk import Walk
 
 if TYPE_CHECKING:
     from mnemo_tui.backends import Backend
+    from mnemo_tui.values.rooms import Room
 
 MIN_PREFIX = 6
 SHOWN_CANDIDATES = 5
@@ -31,7 +33,7 @@ def first_line(entry: Entry) -> str:
     """The entry's first non-blank line, as one safe line."""
     for line in entry.content.splitlines():
         if line.strip():
-            return text.line(line.strip())
+            return sanitize.line(line.strip())
     return ""
 
 
@@ -51,7 +53,7 @@ def resolve_id(backend: Backend, value: str) -> str:
         pass
     if not _PREFIX.match(wanted) or len(wanted.replace("-", "")) < MIN_PREFIX:
         raise ValidationError(
-            f"{text.quoted(value)} is not an atom id, nor a prefix of one (at least {MIN_PREFIX} hex characters)"
+            f"{sanitize.quoted(value)} is not an atom id, nor a prefix of one (at least {MIN_PREFIX} hex characters)"
         )
     found = backend.by_prefix(wanted)
     settled = True
@@ -165,7 +167,7 @@ def show(
     if entry.data.get("superseded_by"):
         rows.append(("superseded_by", str(entry.data["superseded_by"])))
     output.key_value_table(out, rows)
-    out.write("\n" + text.block(entry.content) + "\n")
+    out.write("\n" + sanitize.block(entry.content) + "\n")
     if len(chain) > 1:
         said = "from the server" if served is not None else "built from the supersedes / superseded_by links"
         out.write(f"\nchain ({len(chain)} revisions, oldest first; {said}):\n")
@@ -196,7 +198,7 @@ def delete(
     output.may_ask(yes, "mnemo delete")
     targets: list[Entry] = []
     rooms: list[Room] | None = None
-    me = verbs.reader_principal(backend)
+    me = refusals.reader_principal(backend)
     for value in values:
         atom = resolve_id(backend, value)
         try:
@@ -209,7 +211,7 @@ def delete(
             continue
         if room_of(entry.domain) and rooms is None:
             rooms = backend.rooms()  # asked once, and only when a room entry is named
-        refusal = verbs.delete_refusal(entry, rooms, me)
+        refusal = refusals.delete_refusal(entry, rooms, me)
         if refusal is not None:
             raise Forbidden(refusal)
         if entry.atom_id not in {t.atom_id for t in targets}:
@@ -225,8 +227,8 @@ def delete(
             output.hint("nothing deleted")
             return
     for entry in targets:
-        if verbs.delete_entry(backend, entry):
+        if refusals.delete_entry(backend, entry):
             revived = f" ({', '.join(entry.supersedes)} is the live entry again)" if entry.supersedes else ""
-            sys.stdout.write(f"deleted {entry.atom_id}  {first_line(entry)}{text.line(revived)}\n")
+            sys.stdout.write(f"deleted {entry.atom_id}  {first_line(entry)}{sanitize.line(revived)}\n")
         else:
             output.hint(f"{entry.atom_id} was already gone")

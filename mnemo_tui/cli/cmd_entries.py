@@ -7,23 +7,17 @@ from typing import Annotated
 
 import typer
 
-from mnemo_tui import reports, verbs
+from mnemo_tui import empty_reports, refusals
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import EntryFormat, IncludeHistory, Scope, Since, Until, ctx_of
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.feed import check_limit_flag, parse_times, resolved_scope, room_name_hint
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import (
-    MAX_CONCEPTS,
-    MAX_EXTERNAL_REF,
-    MAX_SUPERSEDES,
-    EmptyReport,
-    SearchQuery,
-    WriteRequest,
-    parse_scope,
-    room_of,
-)
-from mnemo_tui.text import line as safe
+from mnemo_tui.limits import MAX_CONCEPTS, MAX_EXTERNAL_REF, MAX_SUPERSEDES, parse_scope, room_of
+from mnemo_tui.model import EmptyReport
+from mnemo_tui.sanitize import line as safe
+from mnemo_tui.values.search import SearchQuery
+from mnemo_tui.values.writes import WriteRequest
 
 
 def _from_editor(domain: str) -> str:
@@ -83,8 +77,8 @@ def write(
     domain = parse_scope(scope) or "general"
     if scope is not None and room_of(domain) is None:
         own = c.backend.domains()
-        # The rooms are asked for only when no own domain has the name (the rule itself is verbs').
-        refusal = verbs.write_refusal(domain, c.backend.rooms() if domain not in own else [], own_domains=own)
+        # The rooms are asked for only when no own domain has the name (the rule itself is refusals.py's).
+        refusal = refusals.write_refusal(domain, c.backend.rooms() if domain not in own else [], own_domains=own)
         if refusal is not None:
             raise ValidationError(refusal)
     concepts = tuple(concept or ())
@@ -176,5 +170,5 @@ def search(
 
 
 def _search_empty(c: Context, query: str, scope: str | None, since: str | None, until: str | None) -> EmptyReport:
-    """What an empty search covered (the one rule, `reports.for_search`, which the TUI's search shows too)."""
-    return reports.for_search(c.backend, query, scope, since=since, until=until)
+    """What an empty search covered (the one rule, `empty_reports.for_search`, which the TUI's search shows too)."""
+    return empty_reports.for_search(c.backend, query, scope, since=since, until=until)

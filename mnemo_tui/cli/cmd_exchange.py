@@ -12,8 +12,8 @@ from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of
 from mnemo_tui.cli.feed import resolved_scope
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import parse_scope
-from mnemo_tui.text import line as safe
+from mnemo_tui.limits import parse_scope
+from mnemo_tui.sanitize import line as safe
 
 
 def export(

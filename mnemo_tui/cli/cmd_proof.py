@@ -11,11 +11,11 @@ import typer
 from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of
-from mnemo_tui.model import describe_scope, parse_scope
+from mnemo_tui.limits import describe_scope, parse_scope
 from mnemo_tui.proof import CheckReport, VerifyResult, read_expected, run_checks
 from mnemo_tui.proof import verify as run_verify
-from mnemo_tui.text import line as safe
-from mnemo_tui.text import quoted
+from mnemo_tui.sanitize import line as safe
+from mnemo_tui.sanitize import quoted
 
 if TYPE_CHECKING:
     from mnemo_tui.proof.ci_reports import Reports

@@ -6,11 +6,12 @@ from typing import Annotated
 
 import typer
 
-from mnemo_tui import text as safe
+from mnemo_tui import sanitize as safe
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import TableFormat, Yes, ctx_of, group
 from mnemo_tui.errors import Forbidden, ValidationError
-from mnemo_tui.model import ROOM_PREFIX, parse_scope, room_id_of
+from mnemo_tui.limits import ROOM_PREFIX, parse_scope
+from mnemo_tui.values.rooms import room_id_of
 
 rooms = group("rooms", "Shared rooms: list, create, invite, join, delete.")
 

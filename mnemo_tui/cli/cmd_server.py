@@ -191,7 +191,7 @@ def db_copy(
     from pathlib import Path
 
     from mnemo_tui.engine.store import Store
-    from mnemo_tui.model import database_identity
+    from mnemo_tui.limits import database_identity
 
     fmt = output.check_format(fmt, allow_ndjson=False)
     url = to or c.settings.database

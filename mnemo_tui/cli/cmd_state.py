@@ -13,7 +13,7 @@ from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of, group
 from mnemo_tui.cli.context import Context
 from mnemo_tui.errors import AuthError, MnemoError, ValidationError
-from mnemo_tui.model import parse_scope
+from mnemo_tui.limits import parse_scope
 from mnemo_tui.state import credentials
 from mnemo_tui.state.statedb import StateKey, watermark_wire
 
@@ -376,7 +376,7 @@ def status(
         source = credentials.key_source(s)
         data["principal"] = _remote_principal(c) if source != "none" else None
     elif s.database:
-        from mnemo_tui.model import database_identity
+        from mnemo_tui.limits import database_identity
 
         data["database"] = database_identity(s.database)
         data["principal"] = s.principal

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mnemo_tui import text
+from mnemo_tui import sanitize
 from mnemo_tui.cli.commands import ctx_of
 from mnemo_tui.errors import MnemoError, ValidationError
-from mnemo_tui.model import parse_scope
+from mnemo_tui.limits import parse_scope
 
 if TYPE_CHECKING:
     from mnemo_tui.tui import MnemoApp
@@ -66,6 +66,6 @@ def run_app(app: MnemoApp, *, debug: bool, headless: bool = False) -> None:
         import traceback
 
         # A plain traceback (no local variables), its text made safe: messages may quote stored text.
-        sys.stderr.write(text.block("".join(traceback.format_exception(failure))))
+        sys.stderr.write(sanitize.block("".join(traceback.format_exception(failure))))
     kind = type(failure).__name__ if failure is not None else f"exit code {app.return_code}"
     raise TuiFailed(f"the terminal UI stopped on an internal error ({kind}); re-run with --debug for details")

@@ -16,7 +16,7 @@ from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import InsecureStorage, TableFormat, ctx_of, group
 from mnemo_tui.cli.context import Context
 from mnemo_tui.errors import AuthError, LocalStateError, MnemoError, ValidationError
-from mnemo_tui.model import ALIAS_SHAPE, MAX_SECRET_CONTEXT
+from mnemo_tui.limits import ALIAS_SHAPE, MAX_SECRET_CONTEXT
 
 if TYPE_CHECKING:
     from mnemo_tui.state.sealing import KeyPair

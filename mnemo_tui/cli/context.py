@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mnemo_tui.errors import LocalStateError, ValidationError
-from mnemo_tui.model import check_consumer
+from mnemo_tui.limits import check_consumer
 from mnemo_tui.state.config import Settings, resolve, with_debug
 
 if TYPE_CHECKING:

@@ -6,11 +6,12 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from mnemo_tui import text, timefmt
+from mnemo_tui import sanitize, timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import DEFAULT_LIMIT, MAX_LIMIT, Entry, RecentQuery, parse_scope
+from mnemo_tui.limits import DEFAULT_LIMIT, MAX_LIMIT, parse_scope
+from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.walk import Walk, stream_wire
 
 # CLI.md's exit code 7: a catch-up whose output was closed before the pass ended (a pager quit early,
@@ -97,14 +98,14 @@ def _recent(c: Context, args: SimpleNamespace, fmt: str) -> int:
     items = page.items[::-1] if args.reverse else page.items
     report = None
     if not page.items:
-        from mnemo_tui import reports
+        from mnemo_tui import empty_reports
 
-        report = reports.for_recent(backend, query)
+        report = empty_reports.for_recent(backend, query)
     if fmt == "ndjson":
         output.ndjson(out, (e.wire for e in items))
         out.flush()
         if page.next_cursor:
-            output.hint(f"next_cursor: {text.line(page.next_cursor)}")
+            output.hint(f"next_cursor: {sanitize.line(page.next_cursor)}")
         if report is not None:
             output.hint(report.shown)
     elif fmt == "json":
@@ -203,19 +204,19 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
 
 def room_name_hint(backend: Backend, report: EmptyReport) -> None:
     """Under an empty own-domain read: the rooms of that name, or the nearest domain or room (stderr)."""
-    from mnemo_tui import reports
+    from mnemo_tui import empty_reports
 
-    for line in reports.scope_hints(backend, report):
+    for line in empty_reports.scope_hints(backend, report):
         output.hint(line)
 
 
 def resolved_scope(c: Context, scope: str | None) -> str | None:
-    """The scope a command reads (`reports.scope_by_name`: a room's name reads that room), said on stderr."""
-    from mnemo_tui import reports
+    """The scope a command reads (`empty_reports.scope_by_name`: a room's name reads that room), said on stderr."""
+    from mnemo_tui import empty_reports
 
     if scope is None or scope.startswith("xroom:"):
         return scope
-    resolved, note = reports.scope_by_name(c.backend, scope)
+    resolved, note = empty_reports.scope_by_name(c.backend, scope)
     if note is not None:
         output.hint(note)
     return resolved
@@ -240,7 +241,7 @@ def continue_hint(query: RecentQuery, next_cursor: str) -> str:
         args.append(f"--limit {query.limit}")
     args.append(f"--cursor {output.shell_quote(next_cursor)}")
     # The cursor comes from the endpoint and the scope may name a stored domain: one safe line.
-    command = text.line(" ".join(args))
+    command = sanitize.line(" ".join(args))
     return "More entries remain. Continue with:\n  " + command + "\n(or add --all to read to the end)"
 
 
@@ -269,9 +270,9 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide
         if held:
             table.rows([e for page in reversed(held) for e in page])
         if count == 0:
-            from mnemo_tui import reports
+            from mnemo_tui import empty_reports
 
-            empty = reports.for_recent(backend, query)
+            empty = empty_reports.for_recent(backend, query)
             table.report(empty)
             room_name_hint(backend, empty)
         return
@@ -296,9 +297,9 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide
         progress.done()
     report = None
     if count == 0:
-        from mnemo_tui import reports
+        from mnemo_tui import empty_reports
 
-        report = reports.for_recent(backend, query)
+        report = empty_reports.for_recent(backend, query)
     if fmt == "json":
         write(
             f'],"next_cursor":null,"scope":{output.dumps(query.scope)},'
@@ -384,9 +385,9 @@ def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
     progress.done()
     report = None
     if result.delivered == 0:
-        from mnemo_tui import reports
+        from mnemo_tui import empty_reports
 
-        report = reports.for_catchup(backend, scope_value, result.before, low)
+        report = empty_reports.for_catchup(backend, scope_value, result.before, low)
     from mnemo_tui.state.statedb import watermark_wire
 
     if fmt == "json":

@@ -8,17 +8,17 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from mnemo_tui import text, timefmt
+from mnemo_tui import sanitize, timefmt
 from mnemo_tui.errors import ValidationError
+from mnemo_tui.limits import dumps as _dumps
 from mnemo_tui.model import EmptyReport, Entry
-from mnemo_tui.model import dumps as _dumps
 
 if TYPE_CHECKING:
     from typing import IO, Any
 
 FORMATS = ("table", "json", "ndjson")
 PIPE_WIDTH = 120
-# JSON outputs are spelled as the store keeps them (the one `model.dumps`).
+# JSON outputs are spelled as the store keeps them (the one `limits.dumps`).
 dumps = _dumps
 
 
@@ -97,7 +97,7 @@ def finish_stdout() -> None:
 def document_or_line(fmt: str, document: Any, line: str) -> None:
     """What a command that makes one thing prints: the JSON document, or in a table the one line scripts read
     (an id or a code an endpoint sent: shown through the sanitizer, as every text a person reads)."""
-    sys.stdout.write((dumps(document) if fmt == "json" else text.line(line)) + "\n")
+    sys.stdout.write((dumps(document) if fmt == "json" else sanitize.line(line)) + "\n")
 
 
 def ndjson(out: IO[str], wires: Iterable[str]) -> None:
@@ -244,9 +244,11 @@ class TableWriter:
             header = "WHEN (UTC)" if self.utc else "WHEN"
             self.when_w = max(len(header), *(len(self._when(e)) for e in entries))
             if self.author_w:
-                widest = max(len("AUTHOR"), *(text.cells(text.line(e.author)) for e in entries))
+                widest = max(len("AUTHOR"), *(sanitize.cells(sanitize.line(e.author)) for e in entries))
                 self.author_w = min(self.author_w, widest)
-            self.domain_w = min(self.domain_w, max(len("DOMAIN"), *(text.cells(text.line(e.domain)) for e in entries)))
+            self.domain_w = min(
+                self.domain_w, max(len("DOMAIN"), *(sanitize.cells(sanitize.line(e.domain)) for e in entries))
+            )
             self._layout()
 
     def _style(self, text: str, code: str) -> str:
@@ -271,10 +273,10 @@ class TableWriter:
         lines = []
         for entry in entries:
             self.count += 1
-            when = text.pad(self._when(entry), self.when_w)
+            when = sanitize.pad(self._when(entry), self.when_w)
             extra = " (superseded)" if entry.superseded_by else ""
-            author = text.pad(_clip(entry.author, self.author_w), self.author_w) + "  " if self.author_w else ""
-            domain = text.pad(_clip(entry.domain, self.domain_w), self.domain_w) + "  " if self.show_domain else ""
+            author = sanitize.pad(_clip(entry.author, self.author_w), self.author_w) + "  " if self.author_w else ""
+            domain = sanitize.pad(_clip(entry.domain, self.domain_w), self.domain_w) + "  " if self.show_domain else ""
             lead = f"{self._style(when, '36')}  {self._style(author, '33')}{domain}"
             if self.wrap:
                 parts = _wrapped(entry.content, max(1, room - len(extra))) or ["(blank)"]
@@ -283,7 +285,7 @@ class TableWriter:
                 parts = []
                 first = _clip(entry.first_line or "(blank)", max(1, room - len(extra)))
             line = f"{lead}{first}{self._style(extra, '2')}"
-            gap = max(2, room - text.cells(first) - len(extra) + 2)
+            gap = max(2, room - sanitize.cells(first) - len(extra) + 2)
             line += " " * gap + self._style(entry.atom_id[:ID_WIDTH], "2")
             lines.append(line + "\n")
             lines.extend(" " * self.indent + part + "\n" for part in parts[1:])
@@ -298,9 +300,9 @@ def _wrapped(content: str, width: int) -> list[str]:
     """The whole content as safe lines of at most `width` cells: its own lines kept, each wrapped at spaces."""
     out: list[str] = []
     for raw in content.split("\n"):
-        shown = " ".join(text.line(raw).split())
-        while text.cells(shown) > width:
-            cut = text.clip(shown, width + 1)[:-1]  # the longest head that fits
+        shown = " ".join(sanitize.line(raw).split())
+        while sanitize.cells(shown) > width:
+            cut = sanitize.clip(shown, width + 1)[:-1]  # the longest head that fits
             space = cut.rfind(" ")
             head = cut[:space] if space > 0 else cut
             out.append(head)
@@ -313,12 +315,12 @@ def _wrapped(content: str, width: int) -> list[str]:
 
 
 def _clip(value: str, width: int) -> str:
-    """One cell of stored text: made safe for the terminal (mnemo_tui/text.py), spaces collapsed, clipped with `…`."""
-    return _clip_shown(text.line(value), width)
+    """One cell of stored text: made safe for the terminal (mnemo_tui/sanitize.py), spaces collapsed, clipped with `…`."""
+    return _clip_shown(sanitize.line(value), width)
 
 
 def _clip_shown(shown: str, width: int) -> str:
-    return text.clip(" ".join(shown.split()), width)
+    return sanitize.clip(" ".join(shown.split()), width)
 
 
 def may_ask(yes: bool, command: str) -> None:
@@ -373,7 +375,7 @@ def paged(fmt: str, *, no_pager: bool, configured: str | None) -> Iterator[None]
         yield
         return
     if pager_missing(command):
-        hint(f"mnemo: the pager {text.quoted(command)} could not be started (not found); printing without it")
+        hint(f"mnemo: the pager {sanitize.quoted(command)} could not be started (not found); printing without it")
         yield
         return
     import subprocess
@@ -414,7 +416,7 @@ def hint(message: str) -> None:
     """A message for the person at the terminal: stderr, never stdout.
 
     The message is mnemo's own text; any stored or endpoint text in it was passed through
-    `mnemo_tui.text` where it was interpolated (the sanitizer is not idempotent: never twice).
+    `mnemo_tui.sanitize` where it was interpolated (the sanitizer is not idempotent: never twice).
     """
     sys.stderr.write(message + "\n")
     sys.stderr.flush()
@@ -422,7 +424,7 @@ def hint(message: str) -> None:
 
 def key_value_table(out: IO[str], rows: list[tuple[str, str]]) -> None:
     """Aligned `key  value` lines (status, one watermark); each value shown as one safe line."""
-    rows = [(key, text.line(value)) for key, value in rows]
+    rows = [(key, sanitize.line(value)) for key, value in rows]
     width = max((len(k) for k, _ in rows), default=0)
     color = color_enabled(out)
     for key, value in rows:
@@ -452,12 +454,12 @@ def grid(out: IO[str], headers: list[str], rows: list[list[str]], *, flex: int |
         rows: the cells, one list per row.
         flex: the index of a free-text column clipped (with `…`) so each line fits the width.
 
-    Every cell is shown as one safe line (mnemo_tui/text.py): the cells hold stored text.
+    Every cell is shown as one safe line (mnemo_tui/sanitize.py): the cells hold stored text.
     """
-    rows = [[text.line(c) for c in row] for row in rows]
+    rows = [[sanitize.line(c) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
-        widths = [max(w, text.cells(c)) for w, c in zip(widths, row, strict=True)]
+        widths = [max(w, sanitize.cells(c)) for w, c in zip(widths, row, strict=True)]
     if flex is not None:
         others = sum(w for i, w in enumerate(widths) if i != flex) + 2 * (len(widths) - 1)
         room = max(len(headers[flex]), 10, width_of(out) - others)
@@ -468,4 +470,4 @@ def grid(out: IO[str], headers: list[str], rows: list[list[str]], *, flex: int |
     head = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()
     out.write((f"\x1b[1m{head}\x1b[0m" if color else head) + "\n")
     for row in rows:
-        out.write("  ".join(text.pad(c, w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")
+        out.write("  ".join(sanitize.pad(c, w) for c, w in zip(row, widths, strict=True)).rstrip() + "\n")

@@ -11,10 +11,15 @@ from mnemo_tui.engine import ids
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_write, spliced_entry, wire_item
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
-from mnemo_tui.model import ROOM_DELETE_RULE, Entry, KeptWrite, WriteRequest, WriteResult, dumps, room_of
+from mnemo_tui.limits import ROOM_DELETE_RULE, dumps, room_of
+from mnemo_tui.model import Entry
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from mnemo_tui.values.writes import WriteRequest, WriteResult
+
+    Row = tuple[str, WriteRequest, int]
 
 _COLUMNS = (
     "atom_id, bucket, domain, created_at, content, concepts, metadata, principal, agent,"
@@ -29,8 +34,6 @@ def insert_sql(extra: tuple[str, ...] = ()) -> str:
 
 
 _INSERT = insert_sql()
-
-Row = tuple[str, WriteRequest, int]
 
 # One range over the unique index of atom_id, restricted to one's own bucket and one's rooms.
 BY_PREFIX = (
@@ -86,6 +89,8 @@ class AtomOps(Database):
     def insert_checked(self, db: Any, checked: list[tuple[str, WriteRequest, int, str | None]]) -> list[WriteResult]:
         """The one insert path inside a write transaction: rows of (principal, request, wanted created_at,
         its metadata as `check_write` serialized it)."""
+        from mnemo_tui.values.writes import KeptWrite, WriteResult
+
         results: list[WriteResult] = []
         deferred: list[tuple[Any, ...]] = []
         before = self.index_mark(db)

@@ -15,7 +15,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.schema import LATEST, migrate
 from mnemo_tui.errors import Forbidden, LocalStateError, Timeout, Unavailable, ValidationError, WouldWait
-from mnemo_tui.model import dumps, room_of
+from mnemo_tui.limits import dumps, room_of
 from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
 
 if TYPE_CHECKING:
@@ -200,7 +200,7 @@ class Reading:
         self._store.lock.release()
 
 
-# About a millisecond of SQLite's work here: a keyset page of 100 entries takes a few thousand.
+# About a millisecond of SQLite's work, far above what a keyset page of 100 entries takes.
 BRIEF_STEPS = 100_000
 # SQLite calls a progress handler every N steps of a statement counted over all its runs (a cached
 # statement's count goes on from one run to the next), not from the start of this one: a handler
@@ -399,7 +399,7 @@ class Database:
 
     def fetch_all(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
         """Every row of one read statement (one snapshot), read as `with reading() as db:` reads: a page's
-        rows, without the two calls of `Reading`'s methods from the interpreter (~3,000 instructions)."""
+        rows, without entering and leaving a `Reading` (a page is read this way on every walk)."""
         with self.lock:
             return self.db.execute(sql, params).fetchall()
 

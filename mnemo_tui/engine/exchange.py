@@ -3,6 +3,7 @@ first as export lines, the rooms one belongs to with their members, and entries 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
@@ -10,7 +11,8 @@ from mnemo_tui import timefmt
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.rules import check_write, with_superseded_by
 from mnemo_tui.errors import Conflict, Forbidden, ValidationError
-from mnemo_tui.model import ROOM_ID, KeptWrite, WriteRequest, WriteResult, dumps, room_of
+from mnemo_tui.limits import ROOM_ID, dumps, room_of
+from mnemo_tui.values.writes import KeptWrite, WriteRequest, WriteResult
 
 if TYPE_CHECKING:
     from typing import Any
@@ -237,7 +239,7 @@ class EngineImport:
         if len(kept) == len(write.supersedes):
             return write
         self.links_dropped += len(write.supersedes) - len(kept)
-        return write.replace(supersedes=kept)
+        return dataclasses.replace(write, supersedes=kept)
 
     def flush(self) -> None:
         """Write what is queued (one batch of the engine's one insert path), leaving out ids already stored."""

@@ -11,20 +11,13 @@ from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_search, query_words, spliced_entry, with_superseded_by
-from mnemo_tui.model import (
-    Entry,
-    Page,
-    RecentQuery,
-    SearchHit,
-    SearchQuery,
-    Value,
-    WirePage,
-    check_limit,
-    room_of,
-)
+from mnemo_tui.limits import check_limit, room_of
+from mnemo_tui.model import Entry, Page, RecentQuery, Value, WirePage
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from mnemo_tui.values.search import SearchHit, SearchQuery
 
 _FEED_COLUMNS = "a.created_at, a.atom_id, a.wire, a.superseded_by"
 _FIRST = itemgetter(0)
@@ -42,21 +35,11 @@ class Matching(Value):
         leading: parameters of `score` and `source`, which come first in the statement.
     """
 
-    __slots__ = ("condition", "leading", "params", "score", "source")
     score: str
     source: str
     condition: str
     params: list[Any]
-    leading: list[Any]
-
-    def __init__(
-        self, score: str, source: str, condition: str, params: list[Any], leading: list[Any] | None = None
-    ) -> None:
-        self.score = score
-        self.source = source
-        self.condition = condition
-        self.params = params
-        self.leading = leading or []
+    leading: tuple[Any, ...] | list[Any] = ()
 
 
 class FeedOps(Database):
@@ -153,6 +136,8 @@ class FeedOps(Database):
             ValidationError: an empty query or out-of-range fields.
             Forbidden: a room one is not a member of.
         """
+        from mnemo_tui.values.search import SearchHit
+
         words = query_words(q.query)
         check_search(q.top_k, q.since, q.until)
         room_id = room_of(q.scope)
@@ -229,19 +214,11 @@ class FeedPlan(Value):
             the statement keeps only rows without one, and does not read the column.
     """
 
-    __slots__ = ("bound", "params", "room_id", "spliced", "sql")
     sql: str
     params: tuple[Any, ...]
     bound: bytes
     room_id: str | None
     spliced: bool
-
-    def __init__(self, sql: str, params: tuple[Any, ...], bound: bytes, room_id: str | None, spliced: bool) -> None:
-        self.sql = sql
-        self.params = params
-        self.bound = bound
-        self.room_id = room_id
-        self.spliced = spliced
 
 
 def _checked_plan(principal: str, q: RecentQuery, page: bool) -> tuple[int, FeedPlan]:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from hmac import compare_digest
+from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.database import Database
 from mnemo_tui.errors import AuthError, NotFound, ValidationError
-from mnemo_tui.model import KeyInfo
+
+if TYPE_CHECKING:
+    from mnemo_tui.values.secrets import KeyInfo
 
 
 class KeyOps(Database):
@@ -29,6 +32,8 @@ class KeyOps(Database):
 
     def list_keys(self) -> list[KeyInfo]:
         """Every key's id, principal, creation time and whether it is revoked; never a key."""
+        from mnemo_tui.values.secrets import KeyInfo
+
         with self.reading() as db:
             rows = db.execute(
                 "SELECT key_id, principal, created_at, revoked_at FROM api_keys ORDER BY created_at, key_id"

@@ -30,12 +30,12 @@ from mnemo_tui.engine.atoms import AtomOps, insert_sql
 from mnemo_tui.engine.database import Clock, Database, deadline
 from mnemo_tui.engine.feed import FeedOps, Matching
 from mnemo_tui.engine.keys import KeyOps
-from mnemo_tui.engine.memory import MemoryOps
+from mnemo_tui.engine.memory_plane import MemoryOps
 from mnemo_tui.engine.rooms import RoomOps
 from mnemo_tui.engine.rules import refuse_nul
 from mnemo_tui.engine.vault import VaultOps
 from mnemo_tui.errors import Conflict, LocalStateError, MnemoError, Unavailable, ValidationError
-from mnemo_tui.model import database_identity
+from mnemo_tui.limits import database_identity
 
 DEFAULT_POOL = 8
 CONNECT_SECONDS = 5.0  # to get a connection from the pool (the database down: 503 after this)

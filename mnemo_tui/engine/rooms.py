@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from hmac import compare_digest
+from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.rules import refuse_nul
 from mnemo_tui.errors import Conflict, NotFound, ValidationError
-from mnemo_tui.model import ROOM_ID, Invite, Joined, Room, room_id_of
+from mnemo_tui.limits import ROOM_ID
+
+if TYPE_CHECKING:
+    from mnemo_tui.values.rooms import Invite, Joined, Room
 
 DAY_US = 86_400 * 1_000_000
 
@@ -19,6 +23,8 @@ class RoomOps(AtomOps):
 
     def list_rooms(self, principal: str) -> list[Room]:
         """Rooms the principal owns, then rooms it joined, each once, oldest first within each."""
+        from mnemo_tui.values.rooms import Room
+
         with self.reading() as db:
             rows = db.execute(
                 "SELECT r.room_id, r.name, m.role, m.scope, r.archived FROM members m "
@@ -37,6 +43,8 @@ class RoomOps(AtomOps):
             ValidationError: a blank or over-long name.
             Conflict: the principal already has a room of that name.
         """
+        from mnemo_tui.values.rooms import Room
+
         name = name.strip() if isinstance(name, str) else ""
         if not 1 <= len(name) <= 200:  # the hosted schema's bounds (CreateRoomRequestSchema)
             raise ValidationError("room name must be 1 to 200 characters")
@@ -70,6 +78,8 @@ class RoomOps(AtomOps):
             Forbidden: no such room among the principal's rooms (an unknown room reads like a foreign one).
             ValidationError: several of the principal's rooms bear that name.
         """
+        from mnemo_tui.values.rooms import room_id_of
+
         return room_id_of(ref, lambda: self.list_rooms(principal))
 
     def delete_room(self, principal: str, room_id: str) -> int:
@@ -99,6 +109,8 @@ class RoomOps(AtomOps):
             ValidationError: scope, expiry (1–90 days) or uses (1–1000) out of range.
             Forbidden: not the owner, not a member, or no such room.
         """
+        from mnemo_tui.values.rooms import Invite
+
         if scope not in ("read", "read_write"):
             raise ValidationError("invite scope is read or read_write")
         if isinstance(expires_days, bool) or not 1 <= expires_days <= 90:
@@ -127,6 +139,8 @@ class RoomOps(AtomOps):
             NotFound: an unknown code.
             Conflict: a code used up or expired.
         """
+        from mnemo_tui.values.rooms import Joined
+
         if not isinstance(code, str) or not code.startswith("mnvr_") or len(code) > 200:
             raise NotFound("unknown invite code")
         with self.transaction() as db:

@@ -7,22 +7,23 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.errors import Unprocessable, ValidationError
-from mnemo_tui.model import (
+from mnemo_tui.limits import (
     MAX_CONCEPTS,
     MAX_CONTENT,
     MAX_DOMAIN,
     MAX_EXTERNAL_REF,
     MAX_METADATA_BYTES,
     MAX_SUPERSEDES,
-    Entry,
-    WriteRequest,
     dumps,
     parse_scope,
     room_of,
 )
+from mnemo_tui.model import Entry
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from mnemo_tui.values.writes import WriteRequest
 
 MAX_QUERY = 5000
 MAX_TOP_K = 500

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.feed import FeedOps
 from mnemo_tui.engine.keys import KeyOps
-from mnemo_tui.engine.memory import MemoryOps
+from mnemo_tui.engine.memory_plane import MemoryOps
 from mnemo_tui.engine.rooms import RoomOps
 from mnemo_tui.engine.vault import VaultOps
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import refuse_nul
 from mnemo_tui.errors import Conflict, NotFound, ValidationError
-from mnemo_tui.model import ALIAS_SHAPE, MAX_SECRET_CONTEXT, SecretInfo
+from mnemo_tui.limits import ALIAS_SHAPE, MAX_SECRET_CONTEXT
+
+if TYPE_CHECKING:
+    from mnemo_tui.values.secrets import SecretInfo
 
 MAX_ALIAS = 200
 
@@ -19,6 +23,8 @@ class VaultOps(Database):
 
     def vault_list(self, principal: str) -> list[SecretInfo]:
         """The principal's secrets: alias, context, time and concepts, never the value."""
+        from mnemo_tui.values.secrets import SecretInfo
+
         with self.reading() as db:
             rows = db.execute(
                 "SELECT alias, context, created_at, concepts FROM vault WHERE principal = ? ORDER BY alias",

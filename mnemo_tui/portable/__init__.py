@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import KeptWrite, dumps
+from mnemo_tui.limits import dumps
+from mnemo_tui.values.writes import KeptWrite
 
 if TYPE_CHECKING:
     from typing import Any
@@ -134,9 +135,9 @@ def entry_of(item: dict[str, Any]) -> tuple[int, KeptWrite, str | None]:
     if not isinstance(texts["content"], str) or not isinstance(texts["domain"], str):
         raise ValidationError("content and domain are required")
     write = KeptWrite(
-        atom_id,
-        provenance["principal"],
-        texts["content"],
+        atom_id=atom_id,
+        author=provenance["principal"],
+        content=texts["content"],
         domain=texts["domain"],
         concepts=tuple(concepts),
         metadata=metadata or None,

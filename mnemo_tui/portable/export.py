@@ -12,6 +12,7 @@ import tempfile
 from array import array
 from collections.abc import Callable, Generator
 from contextlib import closing
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mnemo_tui import portable
@@ -21,27 +22,22 @@ from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.database import NOT_A_MEMBER
 from mnemo_tui.engine.exchange import count_rows, export_line, export_rows, rooms_of
 from mnemo_tui.errors import BrokenFeed, Forbidden, MnemoError
-from mnemo_tui.model import MAX_LIMIT, RecentQuery, Value, dumps, parse_scope, room_of
+from mnemo_tui.limits import MAX_LIMIT, dumps, parse_scope, room_of
+from mnemo_tui.model import RecentQuery
 
 if TYPE_CHECKING:
     from typing import Any
 
 
-class Exported(Value):
+@dataclass(frozen=True, slots=True)
+class Exported:
     """What an export wrote: entries, rooms, the secrets it left out (None: the backend would not say), and
     the cursor an incremental export continues from."""
 
-    __slots__ = ("cursor", "entries", "rooms", "secrets_left_out")
     entries: int
     rooms: int
     secrets_left_out: int | None
     cursor: str
-
-    def __init__(self, entries: int, rooms: int, secrets_left_out: int | None, cursor: str) -> None:
-        self.entries = entries
-        self.rooms = rooms
-        self.secrets_left_out = secrets_left_out
-        self.cursor = cursor
 
 
 def engine_of(backend: Backend) -> AtomOps | None:

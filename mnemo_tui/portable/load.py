@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
 from mnemo_tui import portable
 from mnemo_tui.backends import Backend
 from mnemo_tui.engine.exchange import EngineImport
 from mnemo_tui.errors import MnemoError, ValidationError
-from mnemo_tui.model import KeptWrite, Value, WriteRequest, room_of
+from mnemo_tui.limits import room_of
 from mnemo_tui.portable.export import engine_of
+from mnemo_tui.values.writes import KeptWrite, WriteRequest
 
 if TYPE_CHECKING:
     from typing import Any
@@ -24,21 +26,10 @@ if TYPE_CHECKING:
 IMPORT_PREFIX = "import:"  # the external_ref of an entry imported over an endpoint that had none
 
 
-class Imported(Value):
+@dataclass(frozen=True, slots=True)
+class Imported:
     """What an import did (`mnemo import --format json` prints `wire()`)."""
 
-    __slots__ = (
-        "assigned",
-        "by_ref",
-        "created",
-        "entries",
-        "kept",
-        "links_dropped",
-        "present",
-        "rooms_created",
-        "rooms_present",
-        "skipped_rooms",
-    )
     entries: int
     created: int
     present: int
@@ -49,10 +40,6 @@ class Imported(Value):
     rooms_created: int
     rooms_present: int
     skipped_rooms: dict[str, int]
-
-    def __init__(self, **fields: Any) -> None:
-        for name in self._fields:
-            setattr(self, name, fields[name])
 
     def wire(self) -> dict[str, Any]:
         return {

@@ -9,13 +9,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mnemo_tui import reports, timefmt
+from mnemo_tui import empty_reports, timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.catchup import CatchUp, CatchupResult
 from mnemo_tui.errors import AuthError, Conflict, LocalStateError, MnemoError, RateLimited, Unavailable, ValidationError
-from mnemo_tui.model import Entry, RecentQuery, Room, SearchQuery, WriteRequest, parse_scope, room_of
+from mnemo_tui.limits import parse_scope, room_of
+from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.proof.recorder import Recorder, RunawayWalk, ServedPage
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.rooms import Room
+from mnemo_tui.values.search import SearchQuery
+from mnemo_tui.values.writes import WriteRequest
 from mnemo_tui.walk import default_overlap
 
 PROBE_DOMAIN = "mnemo-check"
@@ -285,7 +289,7 @@ def _empty_scope_check(backend: Backend, probe_room: bool, created: list[Room]) 
         query, newest = _empty_unscoped_read(backend)
         if newest == "busy":
             return CheckResult(name, False, "no empty unscoped read: entries kept arriving past the newest, 5 times")
-        report = reports.for_recent(backend, query)
+        report = empty_reports.for_recent(backend, query)
     except _Defect as exc:
         return CheckResult(name, False, str(exc))
     except FATAL:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from mnemo_tui import text
+from mnemo_tui import sanitize
 from mnemo_tui.errors import MnemoError, ValidationError
-from mnemo_tui.model import dumps
+from mnemo_tui.limits import dumps
 
 if TYPE_CHECKING:
     from mnemo_tui.proof.checks import CheckReport
@@ -233,11 +233,11 @@ _NOT_XML = re.compile("[\ufffe\uffff]")
 
 
 def _xml_line(value: str) -> str:
-    return _NOT_XML.sub("", text.line(value))
+    return _NOT_XML.sub("", sanitize.line(value))
 
 
 def _xml_block(value: str) -> str:
-    return _NOT_XML.sub("", text.block(value))
+    return _NOT_XML.sub("", sanitize.block(value))
 
 
 def junit(proof: Proof) -> str:
@@ -290,7 +290,9 @@ def annotation_lines(proof: Proof) -> list[str]:
             found.extend((title, f"{case.label} {item}") for item in case.items)
         else:
             found.append((title, case.message))
-    lines = [f"::error title={escape_property(t)}::{escape_data(text.line(m))}" for t, m in found[:ANNOTATIONS_SHOWN]]
+    lines = [
+        f"::error title={escape_property(t)}::{escape_data(sanitize.line(m))}" for t, m in found[:ANNOTATIONS_SHOWN]
+    ]
     if len(found) > ANNOTATIONS_SHOWN:
         more = len(found) - ANNOTATIONS_SHOWN
         title = escape_property(f"mnemo {proof.command}")
@@ -306,7 +308,7 @@ _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~&\"'=:])")
 
 def markdown_text(value: str) -> str:
     """Stored text shown literally in Markdown: one sanitized line, every punctuation mark backslash-escaped."""
-    return _MARKDOWN.sub(r"\\\1", text.line(value))
+    return _MARKDOWN.sub(r"\\\1", sanitize.line(value))
 
 
 def summary(proof: Proof, budget: int) -> str:

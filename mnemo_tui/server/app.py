@@ -17,7 +17,7 @@ from mnemo_tui import __version__
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import LocalStateError, MnemoError, PayloadTooLarge, Unavailable
-from mnemo_tui.server import asgi, auth, routes
+from mnemo_tui.server import asgi, auth, plane_routes, routes, search_routes
 from mnemo_tui.server.asgi import (
     ClientDisconnect,
     Receive,
@@ -58,7 +58,7 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 class BodyBudget:
     """The request bodies being received at once, over every connection: their bytes, bounded, and how
-    long each takes, watched by one timer for all of them (a timer per request was a cost of each)."""
+    long each takes, watched by one timer for all of them (not a timer per request, which each would pay)."""
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = BODIES_IN_FLIGHT if limit is None else limit
@@ -242,10 +242,10 @@ BOUNDED_READS = frozenset(
     {
         routes.recent,
         routes.atom_get,
-        routes.atom_chain,
-        routes.atom_by_external_ref,
+        plane_routes.atom_chain,
+        plane_routes.atom_by_external_ref,
         routes.rooms_list,
-        routes.rooms_invites,
+        plane_routes.rooms_invites,
         routes.vault_list,
     }
 )
@@ -407,9 +407,9 @@ def create_app(
         by_path[PREFIX + probe_path] = {"GET": handler}
     by_path["/openapi.json"] = {"GET": partial(openapi, served=served)}
     at("/memory/recent", routes.recent, "POST")
-    at("/memory/read", routes.read, "POST")
-    at("/memory/read-batch", routes.read_batch, "POST")
-    at("/memory/query", routes.query, "POST")
+    at("/memory/read", search_routes.read, "POST")
+    at("/memory/read-batch", search_routes.read_batch, "POST")
+    at("/memory/query", search_routes.query, "POST")
     at("/memory/write", routes.write, "POST")
     at("/memory/rooms", routes.rooms_list, "GET")
     at("/memory/rooms", routes.rooms_create, "POST")
@@ -421,18 +421,18 @@ def create_app(
     at("/memory/atoms/{atom_id}", routes.atom_get, "GET")
     at("/memory/atoms/{atom_id}", routes.atom_delete, "DELETE")
     at("/memory/domains", routes.domains, "GET")
-    at("/memory/stats", routes.stats, "GET")
-    at("/memory/feedback", routes.feedback, "POST")
-    at("/memory/write-batch", routes.write_batch, "POST")
-    at("/memory/write_batch", routes.write_batch, "POST")
-    at("/memory/graph", routes.graph, "POST")
-    at("/memory/consolidate", routes.consolidate, "POST")
-    at("/memory/atoms/by-external-ref", routes.atom_by_external_ref, "POST")
-    at("/memory/atoms/{atom_id}/chain", routes.atom_chain, "GET")
-    at("/memory/rooms/{room_id}/invites", routes.rooms_invites, "GET")
+    at("/memory/stats", plane_routes.stats, "GET")
+    at("/memory/feedback", plane_routes.feedback, "POST")
+    at("/memory/write-batch", plane_routes.write_batch, "POST")
+    at("/memory/write_batch", plane_routes.write_batch, "POST")
+    at("/memory/graph", plane_routes.graph, "POST")
+    at("/memory/consolidate", plane_routes.consolidate, "POST")
+    at("/memory/atoms/by-external-ref", plane_routes.atom_by_external_ref, "POST")
+    at("/memory/atoms/{atom_id}/chain", plane_routes.atom_chain, "GET")
+    at("/memory/rooms/{room_id}/invites", plane_routes.rooms_invites, "GET")
     at("/memory/rooms/{room_id}", routes.rooms_delete, "DELETE")
-    at("/memory/export", routes.export, "GET")
-    at("/memory/domain/{domain}", routes.domain_delete, "DELETE")
-    at("/memory/reset", routes.reset if allow_reset else reset_refused, "DELETE")
+    at("/memory/export", plane_routes.export, "GET")
+    at("/memory/domain/{domain}", plane_routes.domain_delete, "DELETE")
+    at("/memory/reset", plane_routes.reset if allow_reset else reset_refused, "DELETE")
     # A path with a trailing slash is an unknown route (404 with the envelope), never a redirect.
     return App(Router([Route(path, handlers) for path, handlers in by_path.items()]), served, access)

@@ -43,7 +43,7 @@ class Request:
         """The next part of the body as it arrives (maybe empty), and whether more of it follows.
 
         A coroutine called once a part, not an async generator: the event loop tracks every async
-        generator it starts (a weak set, and a finalizer), a cost each request paid for nothing.
+        generator it starts (a weak set, and a finalizer), which a request has no use for.
 
         Raises:
             ClientDisconnect: the client went away first.

@@ -6,14 +6,14 @@ import re
 from typing import Any
 
 from mnemo_tui.errors import MnemoError, RateLimited
-from mnemo_tui.model import dumps as model_dumps
+from mnemo_tui.limits import dumps as model_dumps
 from mnemo_tui.server.asgi import Request, Response
 
 _REQUEST_ID = re.compile(r"^[\x21-\x7e]{1,128}\Z")
 
 
 def dumps(value: Any) -> bytes:
-    """Compact UTF-8 JSON, as bytes (`model.dumps`)."""
+    """Compact UTF-8 JSON, as bytes (`limits.dumps`)."""
     return model_dumps(value).encode()
 
 

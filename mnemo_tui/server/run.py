@@ -20,7 +20,7 @@ from typing import TextIO
 
 import uvicorn
 
-from mnemo_tui.model import database_identity
+from mnemo_tui.limits import database_identity
 from mnemo_tui.server.app import PREFIX, create_app
 from mnemo_tui.server.edges import Edges
 

@@ -26,7 +26,7 @@ class Settings(Value):
         store_path: the embedded store, when the embedded engine is selected.
         endpoint: the REST base URL, when the remote backend is selected.
         database: the PostgreSQL URL, when the PostgreSQL engine is selected (it may hold a password:
-            never shown; `model.database_identity` is what may be).
+            never shown; `limits.database_identity` is what may be).
         principal: who writes on the embedded store (`provenance.principal`).
         agent: the agent name in provenance, if any.
         consumer: the default consumer name.
@@ -39,24 +39,6 @@ class Settings(Value):
         warnings: what a person should hear about the settings (an unknown key of `config.toml`).
     """
 
-    __slots__ = (
-        "agent",
-        "api_key",
-        "config_path",
-        "consumer",
-        "database",
-        "debug",
-        "endpoint",
-        "home",
-        "pager",
-        "principal",
-        "profile",
-        "state_path",
-        "store_given",
-        "store_path",
-        "utc",
-        "warnings",
-    )
     config_path: Path
     state_path: Path
     store_path: Path | None
@@ -65,50 +47,14 @@ class Settings(Value):
     agent: str | None
     consumer: str
     profile: str | None
-    api_key: str | None
-    home: Path | None
-    debug: bool
-    store_given: str | None
-    utc: bool
-    pager: str | None
-    warnings: tuple[str, ...]
-    database: str | None
-
-    def __init__(
-        self,
-        config_path: Path,
-        state_path: Path,
-        store_path: Path | None,
-        endpoint: str | None,
-        principal: str,
-        agent: str | None,
-        consumer: str,
-        profile: str | None,
-        api_key: str | None = None,
-        home: Path | None = None,
-        debug: bool = False,
-        store_given: str | None = None,
-        utc: bool = False,
-        pager: str | None = None,
-        warnings: tuple[str, ...] = (),
-        database: str | None = None,
-    ) -> None:
-        self.config_path = config_path
-        self.state_path = state_path
-        self.store_path = store_path
-        self.endpoint = endpoint
-        self.principal = principal
-        self.agent = agent
-        self.consumer = consumer
-        self.profile = profile
-        self.api_key = api_key
-        self.home = home
-        self.debug = debug
-        self.store_given = store_given
-        self.utc = utc
-        self.pager = pager
-        self.warnings = warnings
-        self.database = database
+    api_key: str | None = None
+    home: Path | None = None
+    debug: bool = False
+    store_given: str | None = None
+    utc: bool = False
+    pager: str | None = None
+    warnings: tuple[str, ...] = ()
+    database: str | None = None
 
     def __repr__(self) -> str:
         # A database URL's password must never reach a traceback or a log through a repr.
@@ -146,7 +92,7 @@ def unknown_keys(path: Path, data: dict[str, Any]) -> list[str]:
     for where, table, known in tables:
         for key in table:
             if key not in known:
-                import difflib  # only on the way to a warning: it costs a cold start 30 ms
+                import difflib  # only on the way to a warning: every start would pay its import
 
                 near = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
                 also = f" (did you mean {near[0]}?)" if near else f" (known: {', '.join(known)})"
@@ -330,7 +276,7 @@ def resolve(
     if endpoint_value is None and store_path is None and database_value is None:
         store_path = data_dir / "store.db"
     if database_value is not None:
-        from mnemo_tui.model import database_identity
+        from mnemo_tui.limits import database_identity
 
         database_identity(str(database_value))  # a malformed URL is exit 2 here, before anything opens
     if environ.get("MNEMO_STATE"):

@@ -8,13 +8,12 @@ import socket
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from mnemo_tui import timefmt
 from mnemo_tui.errors import Conflict, LocalStateError
-from mnemo_tui.model import WalkProgress, Watermark
+from mnemo_tui.model import Value, WalkProgress, Watermark
 from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
 
 _SCHEMA = [
@@ -104,8 +103,7 @@ class Reader(Protocol):
     def principal(self) -> str: ...
 
 
-@dataclass(frozen=True)
-class StateKey:
+class StateKey(Value):
     """What a watermark and a checkpoint belong to: one consumer's scope, on one backend, as one principal."""
 
     backend: str
@@ -126,8 +124,7 @@ class StateKey:
 _WHERE = "backend = ? AND principal = ? AND consumer = ? AND scope = ?"
 
 
-@dataclass(frozen=True)
-class Checkpoint:
+class Checkpoint(Value):
     """An interrupted walk's progress, saved after each page's output was flushed."""
 
     walk_id: str

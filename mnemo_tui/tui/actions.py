@@ -1,6 +1,6 @@
 """Provides `EntryActions`: what a person does to an entry from the feed — copy, page, revise, write, delete.
 
-Each action checks the shared rules (`mnemo_tui.verbs`) first and gives a notice instead of
+Each action checks the shared rules (`mnemo_tui.refusals`) first and gives a notice instead of
 writing anything it may not; the outside programs (`$PAGER`, `$EDITOR`) run with the app
 suspended; every write or delete goes through a thread worker, like every read.
 """
@@ -15,13 +15,15 @@ from typing import TypeVar
 from textual.app import App, SuspendNotSupported
 from textual.widget import Widget
 
-from mnemo_tui import text, timefmt, verbs
+from mnemo_tui import refusals, sanitize, timefmt
 from mnemo_tui.files import edit_text, editor_command, pager_command, pager_missing
-from mnemo_tui.model import Entry, Room, WriteRequest
+from mnemo_tui.model import Entry
 from mnemo_tui.tui.messages import as_error
 from mnemo_tui.tui.screens.confirm import ConfirmScreen
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import headline, short_id
+from mnemo_tui.values.rooms import Room
+from mnemo_tui.values.writes import WriteRequest
 
 T = TypeVar("T")
 
@@ -78,7 +80,7 @@ class EntryActions:
         except SuspendNotSupported:
             self.notice("This terminal cannot hand itself over to another program here.", error=True)
         except OSError as exc:
-            self.notice(f"could not run it: {text.line(str(exc))}", error=True)
+            self.notice(f"could not run it: {sanitize.line(str(exc))}", error=True)
         return None
 
     def page(self, entry: Entry) -> None:
@@ -91,10 +93,10 @@ class EntryActions:
         if command in ("", "cat", "less -FRX"):
             command = "less -R"
         if pager_missing(command):
-            self.notice(f"the pager {text.quoted(command)} could not be started (not found)", error=True)
+            self.notice(f"the pager {sanitize.quoted(command)} could not be started (not found)", error=True)
             return
         head = f"{entry.atom_id}  {timefmt.to_iso(entry.created_at)}  {entry.author}  {entry.domain}\n\n"
-        shown = text.block(head + entry.content) + "\n"
+        shown = sanitize.block(head + entry.content) + "\n"
         env = {**os.environ, "LESS": os.environ.get("LESS", "R").replace("F", "")}
         self._suspended(lambda: subprocess.run(command, shell=True, input=shown, text=True, env=env, check=False))
 
@@ -103,7 +105,7 @@ class EntryActions:
         help_lines = [f"{what}; save and quit to store it.", "An empty or unchanged text stores nothing."]
         written = self._suspended(lambda: edit_text(initial, help_lines))
         if written is None:
-            self.notice(f"the editor ({text.line(editor_command())}) failed or was not found: {NOTHING_WRITTEN}")
+            self.notice(f"the editor ({sanitize.line(editor_command())}) failed or was not found: {NOTHING_WRITTEN}")
             return None
         if not written.strip():
             self.notice(f"{NOTHING_WRITTEN}: the text was empty")
@@ -115,7 +117,7 @@ class EntryActions:
 
     def revise(self, entry: Entry) -> None:
         """Write a revision that supersedes the entry, starting from its content."""
-        refusal = verbs.revise_refusal(entry)
+        refusal = refusals.revise_refusal(entry)
         if refusal is not None:
             self.notice(refusal, title="Nothing written", error=True)
             return
@@ -128,14 +130,16 @@ class EntryActions:
 
     def write(self, scope: str | None) -> None:
         """Write a new entry into the current scope (the own store's `general` when it is the own store)."""
-        refusal = verbs.write_refusal(scope, self.rooms())
+        refusal = refusals.write_refusal(scope, self.rooms())
         if refusal is not None:
             self.notice(refusal, title="Nothing written", error=True)
             return
-        written = self._edit("", f"Write the entry for {text.line(verbs.target_domain(scope))} above the scissors line")
+        written = self._edit(
+            "", f"Write the entry for {sanitize.line(refusals.target_domain(scope))} above the scissors line"
+        )
         if written is not None:
-            domain = verbs.target_domain(scope)
-            self._write(WriteRequest(content=written, domain=domain), f"Written to {text.line(domain)}")
+            domain = refusals.target_domain(scope)
+            self._write(WriteRequest(content=written, domain=domain), f"Written to {sanitize.line(domain)}")
 
     def _write(self, request: WriteRequest, said: str) -> None:
         backend = self.session.backend
@@ -145,7 +149,7 @@ class EntryActions:
                 result = backend.write(request)
             except Exception as exc:  # noqa: BLE001 - a refused write is a notice; the text is lost only if the write failed
                 self.app.call_from_thread(
-                    self.notice, text.line(as_error(exc).message), title="Write failed", error=True
+                    self.notice, sanitize.line(as_error(exc).message), title="Write failed", error=True
                 )
                 return
             self.app.call_from_thread(self._landed, f"{said}: {short_id(result.atom_id)}")
@@ -160,11 +164,11 @@ class EntryActions:
 
     def delete(self, entry: Entry) -> None:
         """Delete the entry after a confirm (`y`), by the CLI's rules: one's own, or a room's by its author or owner."""
-        refusal = verbs.delete_refusal(entry, self.rooms(), verbs.reader_principal(self.session.backend))
+        refusal = refusals.delete_refusal(entry, self.rooms(), refusals.reader_principal(self.session.backend))
         if refusal is not None:
             self.notice(refusal, title="Nothing deleted", error=True)
             return
-        question = f"Delete {short_id(entry.atom_id)}  {text.line(headline(entry))[:60]}?"
+        question = f"Delete {short_id(entry.atom_id)}  {sanitize.line(headline(entry))[:60]}?"
         if entry.supersedes:
             question += f"\nThe revision it superseded ({short_id(entry.supersedes[0])}) becomes the live entry again."
 
@@ -181,10 +185,10 @@ class EntryActions:
 
         def run() -> None:
             try:
-                gone = verbs.delete_entry(backend, entry)
+                gone = refusals.delete_entry(backend, entry)
             except Exception as exc:  # noqa: BLE001 - a refused delete is a notice
                 self.app.call_from_thread(
-                    self.notice, text.line(as_error(exc).message), title="Delete failed", error=True
+                    self.notice, sanitize.line(as_error(exc).message), title="Delete failed", error=True
                 )
                 return
             said = f"deleted {short_id(entry.atom_id)}" if gone else f"{short_id(entry.atom_id)} was already gone"

@@ -13,10 +13,10 @@ from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from mnemo_tui import text, timefmt
+from mnemo_tui import sanitize, timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.model import MAX_LIMIT, check_consumer
+from mnemo_tui.limits import MAX_LIMIT, check_consumer
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui.data.serial import SerialBackend
 from mnemo_tui.tui.plain import palette
@@ -161,10 +161,10 @@ class MnemoApp(App[None]):
             try:
                 self.session.consumer = check_consumer(name)
             except MnemoError as exc:
-                self.notify(text.line(exc.message), title="Consumer unchanged", severity="error", markup=False)
+                self.notify(sanitize.line(exc.message), title="Consumer unchanged", severity="error", markup=False)
                 return
             self.feed_screen.action_refresh()
-            self.notify(f"Reading as consumer {text.line(name)}", title="Consumer", markup=False)
+            self.notify(f"Reading as consumer {sanitize.line(name)}", title="Consumer", markup=False)
 
         self.push_screen(PromptScreen("Read as consumer:", self.session.consumer), chosen)
 
@@ -176,6 +176,6 @@ class MnemoApp(App[None]):
         try:
             saved = self.save_screenshot(path=str(folder))
         except OSError as exc:
-            self.notify(text.line(str(exc)), title="No screenshot", severity="error", markup=False)
+            self.notify(sanitize.line(str(exc)), title="No screenshot", severity="error", markup=False)
             return
-        self.notify(text.line(saved), title="Screenshot saved", markup=False)
+        self.notify(sanitize.line(saved), title="Screenshot saved", markup=False)

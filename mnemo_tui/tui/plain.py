@@ -1,7 +1,7 @@
 """Provides stored text as Textual shows it: plain `Content`, never markup, never an action.
 
 Every text from a store or an endpoint (entry fields, room and domain names, reports, error
-messages) reaches a widget through here, made safe for the terminal by `mnemo_tui.text` first:
+messages) reaches a widget through here, made safe for the terminal by `mnemo_tui.sanitize` first:
 `[`, `]`, `@click` and `\\` show as written; controls and bidi as visible escapes and marks.
 """
 
@@ -10,19 +10,19 @@ from __future__ import annotations
 from textual.content import Content
 from textual.markup import escape
 
-from mnemo_tui import text
+from mnemo_tui import sanitize
 
 
 def plain(value: str) -> Content:
     """One line of stored text as plain content (a newline shows as `⏎`)."""
-    return Content(text.line(value))
+    return Content(sanitize.line(value))
 
 
 def plain_block(value: str) -> Content:
     """Stored text over several lines as plain content (newlines and tabs kept)."""
-    return Content(text.block(value))
+    return Content(sanitize.block(value))
 
 
 def palette(value: str) -> str:
     """One line of stored text for the command palette, which reads its strings as markup: escaped."""
-    return escape(text.line(value))
+    return escape(sanitize.line(value))

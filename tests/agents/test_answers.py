@@ -21,7 +21,8 @@ from mnemo_tui.agents.answers import EARLY_STOP_NOTE, PAGE_BUDGET, Answers
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.errors import Unavailable
-from mnemo_tui.model import Page, RecentQuery, WriteRequest
+from mnemo_tui.model import Page, RecentQuery
+from mnemo_tui.values.writes import WriteRequest
 
 HOSTED = json.loads((Path(__file__).parent / "hosted-tools-list.json").read_text(encoding="utf-8"))
 ID = re.compile(r"^   id: ([0-9a-f-]{36})$", re.MULTILINE)

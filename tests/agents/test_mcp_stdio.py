@@ -287,7 +287,7 @@ def test_hostile_text_is_returned_exactly(alice: Session) -> None:
 WRITER = """
 import sys
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.model import WriteRequest
+from mnemo_tui.values.writes import WriteRequest
 backend = LocalBackend.open(sys.argv[1], "alice")
 for i in range(40):
     backend.write(WriteRequest(f"busy {sys.argv[2]} {i}", domain="busy", client_env="writer"))

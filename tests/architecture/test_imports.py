@@ -11,7 +11,7 @@ import pytest
 
 import mnemo_tui.cli as cli_main
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import WriteRequest
+from mnemo_tui.values.writes import WriteRequest
 
 HEAVY = (
     "textual",

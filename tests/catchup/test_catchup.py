@@ -6,8 +6,9 @@ import pytest
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.catchup import CatchUp
-from mnemo_tui.model import Entry, WriteRequest
+from mnemo_tui.model import Entry
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.writes import WriteRequest
 
 
 class Sink:

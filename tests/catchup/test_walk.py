@@ -17,10 +17,11 @@ from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.catchup import CatchUp
 from mnemo_tui.errors import BrokenFeed, CheckFailed
-from mnemo_tui.model import Entry, Page, RecentQuery, WriteRequest
+from mnemo_tui.model import Entry, Page, RecentQuery
 from mnemo_tui.proof import verify
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui.data.scopes import count_new
+from mnemo_tui.values.writes import WriteRequest
 from mnemo_tui.walk import REMOTE_OVERLAP, Frontier, Mark, Walk, default_overlap, start_of, stream_wire, unread
 
 Factory = Callable[..., Backend]

@@ -12,7 +12,7 @@ import pytest
 from conftest import MNEMO
 
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import WriteRequest
+from mnemo_tui.values.writes import WriteRequest
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -10,7 +10,7 @@ import pytest
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import WriteRequest
+from mnemo_tui.values.writes import WriteRequest
 
 Cli = Callable[..., "object"]
 

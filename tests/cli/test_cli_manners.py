@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from conftest import MNEMO
 
-from mnemo_tui import text, timefmt
+from mnemo_tui import sanitize, timefmt
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import WriteRequest
+from mnemo_tui.values.writes import WriteRequest
 
 pytestmark = pytest.mark.timeout(120)
 Cli = Callable[..., Any]
@@ -131,23 +131,23 @@ def test_rows_with_wide_characters_never_overflow_the_terminal(cli: Cli, isolate
     for args in (["recent"], ["recent", "--wide"], *([["rooms", "list"]] if columns >= 80 else [])):
         r = cli(*args, env={"COLUMNS": str(columns)})
         for line in r.stdout.splitlines():
-            assert text.cells(line) <= columns, (columns, line)
+            assert sanitize.cells(line) <= columns, (columns, line)
     store = Store(isolated_home / "store.db")
     store.write("local", WriteRequest(WIDE, domain="général-✨"))
     store.close()
     for args in (["recent"], ["recent", "--wide"]):
         r = cli(*args, env={"COLUMNS": str(columns)})
         assert r.code == 0
-        assert all(text.cells(line) <= columns for line in r.stdout.splitlines()), r.stdout
+        assert all(sanitize.cells(line) <= columns for line in r.stdout.splitlines()), r.stdout
 
 
 def test_cells_count_wide_characters_twice_and_marks_not_at_all() -> None:
-    assert text.cells("abc") == 3
-    assert text.cells("日本") == 4 and text.cells("🚀") == 2
-    assert text.cells("e\u0301") == 1  # a combining accent takes no cell of its own
-    assert text.cells("❤\ufe0f") == 2  # the emoji form of a narrow symbol is wide
-    clipped = text.clip("日本語のテキスト", 7)
-    assert clipped == "日本語…" and text.cells(clipped) <= 7
+    assert sanitize.cells("abc") == 3
+    assert sanitize.cells("日本") == 4 and sanitize.cells("🚀") == 2
+    assert sanitize.cells("e\u0301") == 1  # a combining accent takes no cell of its own
+    assert sanitize.cells("❤\ufe0f") == 2  # the emoji form of a narrow symbol is wide
+    clipped = sanitize.clip("日本語のテキスト", 7)
+    assert clipped == "日本語…" and sanitize.cells(clipped) <= 7
 
 
 def test_the_content_gets_the_room_and_wide_wraps_it_whole(cli: Cli, isolated_home: Path) -> None:

@@ -15,7 +15,7 @@ from wire_servers import refusing_port
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import WriteRequest
+from mnemo_tui.values.writes import WriteRequest
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -18,7 +18,8 @@ from conftest import MNEMO
 
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import RecentQuery, WriteRequest
+from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.writes import WriteRequest
 
 
 @contextmanager
@@ -221,7 +222,8 @@ def test_follow_conflicts_exit_2(cli, extra: list[str]) -> None:
 
 WRITER = """
 import sys
-from mnemo_tui.model import RecentQuery, WriteRequest
+from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.writes import WriteRequest
 if sys.argv[1] == "-":
     from mnemo_tui.backends.local import LocalBackend
     backend = LocalBackend.open(sys.argv[2])

@@ -245,7 +245,7 @@ def test_follow_on_a_store_that_does_not_exist_yet_sees_it_created(cli: Cli, iso
 def test_follow_rows_that_arrive_later_fit_the_terminal(isolated_home: Path) -> None:
     from mnemo_tui import timefmt
     from mnemo_tui.engine.store import Store
-    from mnemo_tui.model import WriteRequest
+    from mnemo_tui.values.writes import WriteRequest
 
     store = Store(isolated_home / "store.db")
     store.bulk_insert([("local", WriteRequest("an old one", "a"), timefmt.now_us() - 70_000_000)])
@@ -264,10 +264,10 @@ def test_follow_rows_that_arrive_later_fit_the_terminal(isolated_home: Path) -> 
     shown = _pty_run(isolated_home, f"{MNEMO} recent --follow", columns=80, until=later_writes)
     rows = [r for r in shown.splitlines() if "entry " in r or "an old one" in r]
     assert len(rows) == 4
-    from mnemo_tui import text
+    from mnemo_tui import sanitize
 
     for row in rows:
-        assert text.cells(row) <= 80, row
+        assert sanitize.cells(row) <= 80, row
     for atom_id in ids:
         assert any(row.endswith(atom_id[:8]) for row in rows)  # the id whole, on its own row
 

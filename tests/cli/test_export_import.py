@@ -12,7 +12,7 @@ import pytest
 from conftest import CliResult
 
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import WriteRequest
+from mnemo_tui.values.writes import WriteRequest
 
 Cli = Callable[..., CliResult]
 SECRET = "s3cr3t-sealed-value-never-exported"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.model import WriteRequest
 from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.values.writes import WriteRequest
 from tests.conftest import MNEMO, CliResult
 
 Cli = Callable[..., CliResult]

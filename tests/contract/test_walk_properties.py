@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.catchup import CatchUp
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import Entry, RecentQuery, WriteRequest
+from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.writes import WriteRequest
 
 DOMAINS = ["a", "b", "c"]
 

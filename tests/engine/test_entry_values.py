@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import Entry, RecentQuery, SearchQuery, WriteRequest
+from mnemo_tui.model import Entry, RecentQuery
+from mnemo_tui.values.search import SearchQuery
+from mnemo_tui.values.writes import WriteRequest
 
 
 def _same_fields(entry: Entry) -> None:

@@ -13,7 +13,9 @@ from conftest import CliResult
 
 from mnemo_tui.engine.postgres import PgStore
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import RecentQuery, SearchQuery, WriteRequest
+from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.search import SearchQuery
+from mnemo_tui.values.writes import WriteRequest
 
 TABLES = ("buckets", "atoms", "rooms", "members", "invites", "vault", "api_keys", "feedback", "idempotency", "meta")
 

@@ -16,7 +16,8 @@ from conftest import CliResult
 from mnemo_tui.engine import pg_schema
 from mnemo_tui.engine.postgres import PgStore, migrate
 from mnemo_tui.errors import LocalStateError, Timeout, Unavailable
-from mnemo_tui.model import SearchQuery, WriteRequest
+from mnemo_tui.values.search import SearchQuery
+from mnemo_tui.values.writes import WriteRequest
 
 
 def _version(url: str) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mnemo_tui.engine.atoms import BY_PREFIX
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import WriteRequest
+from mnemo_tui.values.writes import WriteRequest
 
 
 def test_prefix_lookup_is_a_range_on_the_unique_index(store: Store) -> None:

@@ -10,7 +10,7 @@ import pytest
 from conftest import Target
 
 from mnemo_tui.errors import Forbidden
-from mnemo_tui.model import WriteRequest
+from mnemo_tui.values.writes import WriteRequest
 
 
 @contextmanager

@@ -12,10 +12,11 @@ from broken_backends import AnswersEmptySearch, DropsRooms, NeverEnds, OffsetPag
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.model import RecentQuery, WriteRequest
+from mnemo_tui.model import RecentQuery
 from mnemo_tui.proof import CHECK_NAMES, PROBE_DOMAIN, CheckReport, run_checks
 from mnemo_tui.proof.checks import PROBE_ROOM
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.writes import WriteRequest
 
 Factory = Callable[..., Backend]
 

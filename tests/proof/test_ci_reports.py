@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from wire_servers import refusing_port, serving
 
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import WriteRequest
 from mnemo_tui.proof import ci_reports
 from mnemo_tui.proof.ci_reports import Case, Proof
+from mnemo_tui.values.writes import WriteRequest
 
 Cli = Callable[..., Any]
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"

@@ -14,8 +14,8 @@ from broken_backends import NeverEnds, RepeatsAcrossPages
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.errors import CheckFailed, ValidationError
-from mnemo_tui.model import WriteRequest
 from mnemo_tui.proof import parse_expected, verify
+from mnemo_tui.values.writes import WriteRequest
 
 Factory = Callable[..., Backend]
 

@@ -11,8 +11,9 @@ import pytest
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.catchup import CatchUp
-from mnemo_tui.model import Entry, RecentQuery, WriteRequest
+from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.writes import WriteRequest
 
 WRITERS = 3
 PER_WRITER = 150

@@ -24,8 +24,9 @@ from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.catchup import CatchUp
 from mnemo_tui.engine.postgres import PgStore
 from mnemo_tui.errors import Unavailable
-from mnemo_tui.model import Entry, Page, RecentQuery, WriteRequest
+from mnemo_tui.model import Entry, Page, RecentQuery
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.writes import WriteRequest
 
 pytestmark = pytest.mark.slow
 
@@ -172,7 +173,7 @@ def test_writers_on_three_servers_and_round_robin_consumers_lose_and_repeat_noth
 STOPPED_WRITER = """
 import sys, time
 from mnemo_tui.engine.postgres import PgStore
-from mnemo_tui.model import WriteRequest
+from mnemo_tui.values.writes import WriteRequest
 
 class Stopped(PgStore):
     def index_since(self, db, mark):

@@ -27,8 +27,9 @@ from reliability_helpers import (
 from mnemo_tui import timefmt
 from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import RecentQuery, WriteRequest
+from mnemo_tui.model import RecentQuery
 from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.values.writes import WriteRequest
 
 ENTRIES = 1200
 LIMIT = 5
@@ -77,7 +78,7 @@ def _assert_nothing_passed_unseen(
         if target.kind == "embedded":
             identity, principal = str(target.store.resolve()), "alice"
         else:
-            from mnemo_tui.backends.remote import key_principal
+            from mnemo_tui.backends.remote_calls import key_principal
 
             assert target.endpoint and target.key
             identity, principal = target.endpoint.rstrip("/"), key_principal(target.key)

@@ -17,13 +17,14 @@ import psycopg
 import pytest
 from conftest import MNEMO, Target
 
-from mnemo_tui.engine import memory, pg_schema, rules
+from mnemo_tui.engine import memory_plane, pg_schema, rules
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.postgres import PgStore, migrate
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import Timeout, Unprocessable
-from mnemo_tui.model import RecentQuery, WriteRequest
-from mnemo_tui.server import routes
+from mnemo_tui.model import RecentQuery
+from mnemo_tui.server import plane_routes, routes, search_routes
+from mnemo_tui.values.writes import WriteRequest
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -137,7 +138,7 @@ def test_a_deletion_past_its_deadline_deletes_nothing_and_says_what_to_do(target
         scope = "big" if endpoint == "domain" else f"xroom:{room}"
         _fill(engine, scope, MANY)
         call = routes.Call(params={"domain": "big", "room_id": room})
-        delete = routes.domain_delete if endpoint == "domain" else routes.rooms_delete
+        delete = plane_routes.domain_delete if endpoint == "domain" else routes.rooms_delete
         # A limit already past when the first statement checks it: the deletion is stopped, whatever the machine.
         with pytest.raises(Timeout) as stopped, engine.time_limit(1e-9):
             delete(engine, "alice", call)
@@ -236,7 +237,7 @@ def test_reads_with_concepts_answer_over_a_crowded_bucket(served: Served) -> Non
 def test_the_graphs_pairs_per_hop_are_capped_with_a_422_naming_the_cap(
     served: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(memory, "GRAPH_PAIRS", 1000)  # 5 entries weigh 5 x 255 pairs with "seed"
+    monkeypatch.setattr(memory_plane, "GRAPH_PAIRS", 1000)  # 5 entries weigh 5 x 255 pairs with "seed"
     _crowded(served.engine, 5)
     response = served.call("POST", "/memory/graph", {"seeds": ["seed"], "depth": 1, "limit": 10})
     assert response.status_code == 422, response.text
@@ -270,13 +271,13 @@ def test_metadata_filter_conditions_are_capped_with_a_422_naming_the_cap(served:
     condition = {"key": "k", "op": "eq", "value": "v"}
     # `metadata_filter` is a parameter of /memory/query (QueryRequestSchema); /memory/read's model has none.
     at_cap = served.call(
-        "POST", "/memory/query", {"query": "tagged", "metadata_filter": [condition] * routes.MAX_CONDITIONS}
+        "POST", "/memory/query", {"query": "tagged", "metadata_filter": [condition] * search_routes.MAX_CONDITIONS}
     )
     assert at_cap.status_code == 200 and len(at_cap.json()["items"]) == 1
     past = served.call("POST", "/memory/query", {"query": "tagged", "metadata_filter": [condition] * 25_000})
     assert past.status_code == 422, past.text
     assert "at most 64 conditions" in past.json()["message"]
-    assert past.json()["details"] == {"limit_conditions": routes.MAX_CONDITIONS}
+    assert past.json()["details"] == {"limit_conditions": search_routes.MAX_CONDITIONS}
 
 
 def test_metadata_filter_evaluation_checks_the_deadline_at_every_candidate(
@@ -302,7 +303,7 @@ def test_metadata_filter_evaluation_checks_the_deadline_at_every_candidate(
             "metadata_filter": [{"key": "k", "value": -1}],
         }
         with pytest.raises(Timeout):
-            routes._read(engine, "alice", body)
+            search_routes.search(engine, "alice", body)
         assert len(checks) == 10
     finally:
         engine.close()
@@ -320,7 +321,7 @@ def test_twenty_concurrent_retries_with_one_key_write_once_and_answer_alike(targ
     def retry(engine: Engine) -> None:
         barrier.wait(timeout=60)
         try:
-            answers.append(routes.write_batch(engine, "alice", routes.Call(body, {}, {"idempotency-key": "k-1"})))
+            answers.append(plane_routes.write_batch(engine, "alice", routes.Call(body, {}, {"idempotency-key": "k-1"})))
         except BaseException as exc:  # noqa: BLE001 - reported below
             answers.append(exc)
 
@@ -335,9 +336,9 @@ def test_twenty_concurrent_retries_with_one_key_write_once_and_answer_alike(targ
         assert json.loads(answers[0])["stored_count"] == 200  # type: ignore[arg-type]
         assert engines[0].count_atoms("alice", "once") == 200
         # A later retry gets the same answer; another key writes again.
-        again = routes.write_batch(engines[0], "alice", routes.Call(body, {}, {"idempotency-key": "k-1"}))
+        again = plane_routes.write_batch(engines[0], "alice", routes.Call(body, {}, {"idempotency-key": "k-1"}))
         assert again == answers[0] and engines[0].count_atoms("alice", "once") == 200
-        routes.write_batch(engines[0], "alice", routes.Call(body, {}, {"idempotency-key": "k-2"}))
+        plane_routes.write_batch(engines[0], "alice", routes.Call(body, {}, {"idempotency-key": "k-2"}))
         assert engines[0].count_atoms("alice", "once") == 400
     finally:
         for engine in engines:
@@ -349,7 +350,7 @@ def test_a_keyed_batch_refused_in_part_keeps_each_items_answer(target: Target) -
     try:
         items = [{"content": "mine", "domain": "d"}, {"content": "theirs", "domain": "xroom:room_" + "0" * 26}]
         body = json.dumps({"items": items}).encode()
-        first = json.loads(routes.write_batch(engine, "alice", routes.Call(body, {}, {"idempotency-key": "k"})))
+        first = json.loads(plane_routes.write_batch(engine, "alice", routes.Call(body, {}, {"idempotency-key": "k"})))
         assert [r["stored"] for r in first["results"]] == [True, False] and engine.count_atoms("alice", "d") == 1
     finally:
         engine.close()

@@ -32,11 +32,13 @@ from mnemo_tui.engine import fts
 from mnemo_tui.engine.database import LATEST_WRITE
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import Conflict, LocalStateError, Timeout, Unavailable, ValidationError
-from mnemo_tui.model import RecentQuery, SearchQuery, WriteRequest
+from mnemo_tui.model import RecentQuery
 from mnemo_tui.server import app as server_app
-from mnemo_tui.server import routes
+from mnemo_tui.server import search_routes
 from mnemo_tui.server.app import create_app, loggable
 from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.values.search import SearchQuery
+from mnemo_tui.values.writes import WriteRequest
 
 KEY_SHAPED = "mk_live_" + "0" * 32
 
@@ -152,7 +154,7 @@ def test_one_answer_is_bounded_and_refused_past_the_bound(
     wire: tuple[TestClient, Store, str], monkeypatch: Any
 ) -> None:
     client, store, key = wire
-    monkeypatch.setattr(routes, "MAX_ANSWER", 100_000)
+    monkeypatch.setattr(search_routes, "MAX_ANSWER", 100_000)
     for i in range(30):
         store.write("alice", WriteRequest(content=f"big {i}", metadata={"blob": "x" * 10_000}))
     fine = post(client, "/memory/read", {"query": "big", "top_k": 5}, key)

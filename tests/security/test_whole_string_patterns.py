@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 import mnemo_tui
-from mnemo_tui import model, timefmt
+from mnemo_tui import limits, timefmt
 from mnemo_tui.cli import cmd_atoms
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import Forbidden, ValidationError
 from mnemo_tui.server import auth, envelope
 from mnemo_tui.server.asgi import Request
+from mnemo_tui.values import rooms
 
 ROOM = "room_" + "0123456789ABCDEFGHJKMNPQRS"
 
@@ -22,8 +23,8 @@ ROOM = "room_" + "0123456789ABCDEFGHJKMNPQRS"
 @pytest.mark.parametrize(
     ("pattern", "good"),
     [
-        (model.ROOM_ID, ROOM),
-        (model.ALIAS_SHAPE, "e3"),
+        (limits.ROOM_ID, ROOM),
+        (limits.ALIAS_SHAPE, "e3"),
         (auth._KEY_SHAPE, "mk_live_" + "0" * 32),
         (envelope._REQUEST_ID, "req-1"),
         (timefmt._SPAN, "1h30m"),
@@ -47,12 +48,12 @@ def test_the_vault_refuses_an_alias_with_a_final_newline(store: Store) -> None:
 
 def test_a_room_id_with_a_final_newline_is_no_room(store: Store) -> None:
     with pytest.raises(ValidationError):
-        model.parse_scope("xroom:" + ROOM + "\n")
+        limits.parse_scope("xroom:" + ROOM + "\n")
     with pytest.raises(ValidationError):
         store.create_room("alice", "team", room_id=ROOM + "\n")
     with pytest.raises(Forbidden):
-        model.room_id_of(ROOM + "\n", list)
-    assert model.parse_scope("xroom:" + ROOM) == "xroom:" + ROOM
+        rooms.room_id_of(ROOM + "\n", list)
+    assert limits.parse_scope("xroom:" + ROOM) == "xroom:" + ROOM
 
 
 async def _nothing() -> dict[str, object]:

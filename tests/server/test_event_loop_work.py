@@ -18,10 +18,11 @@ import pytest
 
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import Unavailable, WouldWait
-from mnemo_tui.model import RecentQuery, WriteRequest
+from mnemo_tui.model import RecentQuery
 from mnemo_tui.server.asgi import Missing, Route, Router
 from mnemo_tui.server.pool import READ, WRITE, EnginePool
 from mnemo_tui.server.run import configure_logging
+from mnemo_tui.values.writes import WriteRequest
 
 
 def _threads_used(pool: EnginePool) -> bool:

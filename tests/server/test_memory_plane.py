@@ -13,7 +13,7 @@ import pytest
 from conftest import Target
 
 from mnemo_tui.engine.interface import Engine
-from mnemo_tui.server import routes
+from mnemo_tui.server import plane_routes
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -221,7 +221,7 @@ def test_export_is_the_own_store_as_json_lines_and_is_bounded(wire: Wire, monkey
     assert lines[0]["metadata"] == {"k": "v"} and lines[0]["external_ref"] == "r"
     assert "c2VjcmV0" not in response.text
     assert wire.call("GET", "/memory/export", key="bob").text == ""
-    monkeypatch.setattr(routes, "MAX_EXPORT", 10)
+    monkeypatch.setattr(plane_routes, "MAX_EXPORT", 10)
     refused(wire.call("GET", "/memory/export"), 400, "VALIDATION_ERROR")
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import Forbidden, ValidationError
-from mnemo_tui.model import RecentQuery, WriteRequest
+from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.writes import WriteRequest
 
 
 def test_recent_wire_is_store_recent_as_text(store: Store) -> None:

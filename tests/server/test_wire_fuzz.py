@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from wire_servers import from_schema
 
-from mnemo_tui.model import WriteRequest
+from mnemo_tui.values.writes import WriteRequest
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -18,7 +18,8 @@ import pytest
 from conftest import MNEMO
 
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.model import Entry, RecentQuery, WriteRequest
+from mnemo_tui.model import Entry, RecentQuery
+from mnemo_tui.values.writes import WriteRequest
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 WAIT = 30.0  # seconds, at most, for any one thing to show up

@@ -6,8 +6,10 @@ import math
 from dataclasses import dataclass
 
 from mnemo_tui.backends import Backend
-from mnemo_tui.model import MAX_LIMIT, RecentQuery, Room, Watermark
+from mnemo_tui.limits import MAX_LIMIT
+from mnemo_tui.model import RecentQuery, Watermark
 from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.values.rooms import Room
 from mnemo_tui.walk import Start, Walk
 
 COUNT_CAP = 99

@@ -11,8 +11,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Label, OptionList, Static
 
-from mnemo_tui import text, timefmt
-from mnemo_tui.model import Watermark, describe_scope, room_of
+from mnemo_tui import sanitize, timefmt
+from mnemo_tui.limits import describe_scope, room_of
+from mnemo_tui.model import Watermark
 from mnemo_tui.tui.actions import EntryActions
 from mnemo_tui.tui.plain import plain
 from mnemo_tui.tui.session import Session
@@ -133,7 +134,7 @@ class FeedScreen(Screen[None]):
 
     @on(FeedView.Failed)
     def feed_failed(self, message: FeedView.Failed) -> None:
-        self.app.notify(text.line(message.error.message), title="Read failed", severity="error", markup=False)
+        self.app.notify(sanitize.line(message.error.message), title="Read failed", severity="error", markup=False)
         if message.blank:
             self.error_view.show_error(message.error)
             self.switcher.current = "error"
@@ -228,7 +229,7 @@ class FeedScreen(Screen[None]):
             self.app.notify("Already marking caught up …", timeout=2)
             return
         self.scopes.catching_up = True
-        self.app.notify(f"Marking {describe_scope(self.scope, text.quoted)} caught up …", timeout=2, markup=False)
+        self.app.notify(f"Marking {describe_scope(self.scope, sanitize.quoted)} caught up …", timeout=2, markup=False)
         self.scopes.catch_up(self.scope)
 
     def action_history(self) -> None:

@@ -14,13 +14,15 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from mnemo_tui import reports, text
+from mnemo_tui import empty_reports, sanitize
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.model import EmptyReport, Entry, SearchHit, SearchQuery, describe_scope
+from mnemo_tui.limits import describe_scope
+from mnemo_tui.model import EmptyReport, Entry
 from mnemo_tui.tui.messages import as_error
 from mnemo_tui.tui.plain import plain, plain_block
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import absolute, headline
+from mnemo_tui.values.search import SearchHit, SearchQuery
 
 
 class SearchDone(Message):
@@ -55,7 +57,7 @@ class SearchScreen(ModalScreen[Entry | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="search-box"):
-            yield Label(plain(f"Search {describe_scope(self.scope, text.quoted)}"), id="search-title")
+            yield Label(plain(f"Search {describe_scope(self.scope, sanitize.quoted)}"), id="search-title")
             yield Input(placeholder="words to look for …", id="search-input", select_on_focus=False)
             yield Label("Enter to search · ↓ to the results · Esc to go back", id="search-caption")
             yield Static("", id="search-report")
@@ -90,7 +92,7 @@ class SearchScreen(ModalScreen[Entry | None]):
         try:
             hits = backend.search(query)
             # Nothing found: the same report as `mnemo search`, naming the rooms an unscoped search left out.
-            report = None if hits else reports.for_search(backend, words, self.scope)
+            report = None if hits else empty_reports.for_search(backend, words, self.scope)
             self.post_message(SearchDone(token, hits, None, report))
         except Exception as exc:  # noqa: BLE001 - shown in the dialog, which stays open
             self.post_message(SearchDone(token, None, as_error(exc)))
@@ -108,9 +110,9 @@ class SearchScreen(ModalScreen[Entry | None]):
                 Content.assemble(
                     (absolute(hit.entry.created_at), "$text-muted"),
                     "  ",
-                    (text.line(hit.entry.domain)[:14].ljust(14), "$accent"),
+                    (sanitize.line(hit.entry.domain)[:14].ljust(14), "$accent"),
                     "  ",
-                    text.line(headline(hit.entry))[: max(self.results.size.width - 40, 20)],
+                    sanitize.line(headline(hit.entry))[: max(self.results.size.width - 40, 20)],
                 ),
                 id=hit.entry.atom_id,
             )

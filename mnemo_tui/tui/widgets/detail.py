@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.message import Message
 from textual.widgets import Markdown, Static
 
-from mnemo_tui import text, timefmt
+from mnemo_tui import sanitize, timefmt
 from mnemo_tui.model import Entry
 from mnemo_tui.tui.data.chain import Chain, supersession_chain
 from mnemo_tui.tui.messages import as_error
@@ -24,7 +24,7 @@ DIFF_LINES = 40  # a longer diff ends with how many lines were left out
 
 def _revision(entry: Entry, now: int) -> str:
     when = f"{absolute(entry.created_at)} ({timefmt.relative(entry.created_at, now)})"
-    return f"{short_id(entry.atom_id)}  {when}  {text.line(headline(entry))[:44]}"
+    return f"{short_id(entry.atom_id)}  {when}  {sanitize.line(headline(entry))[:44]}"
 
 
 def content_diff(old: Entry, new: Entry) -> list[tuple[str, str]]:
@@ -76,12 +76,12 @@ class DetailPane(VerticalScroll, can_focus=True):
                 id=short_id(entry.atom_id),
                 time=absolute(entry.created_at),
                 age=timefmt.relative(entry.created_at, now),
-                author=text.line(entry.author),
-                domain=text.line(self.place(entry.domain)),
+                author=sanitize.line(entry.author),
+                domain=sanitize.line(self.place(entry.domain)),
                 old=f" · superseded by {short_id(after)}" if after else "",
             )
         )
-        body.update(text.block(entry.content))  # Markdown and newlines, never a terminal escape
+        body.update(sanitize.block(entry.content))  # Markdown and newlines, never a terminal escape
         meta.update(self._meta(entry, None))
         self.scroll_home(animate=False)
         if entry.supersedes or after:
@@ -94,7 +94,7 @@ class DetailPane(VerticalScroll, can_focus=True):
         except Exception as exc:  # noqa: BLE001 - the pane then says the revisions could not be read
             error = as_error(exc)
             self.app.call_from_thread(
-                self.app.notify, text.line(error.message), title="Could not read the revisions", markup=False
+                self.app.notify, sanitize.line(error.message), title="Could not read the revisions", markup=False
             )
 
     @on(_Chained)
@@ -144,7 +144,7 @@ def _changes(entry: Entry, chain: Chain) -> list[Content]:
     lines = [_line(said, "bold $text-muted", "" if diff else "  (the same content)")]
     styles = {"+": "$text-success", "-": "$text-error", " ": "$text-muted"}
     for sign, line in diff[:DIFF_LINES]:
-        lines.append(Content.from_markup(f"[{styles[sign]}]$line[/]", line=f"{sign} {text.line(line)}"))
+        lines.append(Content.from_markup(f"[{styles[sign]}]$line[/]", line=f"{sign} {sanitize.line(line)}"))
     if len(diff) > DIFF_LINES:
         lines.append(Content.styled(f"… {len(diff) - DIFF_LINES} more lines", "$text-muted"))
     return lines
@@ -153,5 +153,5 @@ def _changes(entry: Entry, chain: Chain) -> list[Content]:
 def _line(label: str, style: str, value: str) -> Content:
     """`label` padded to a column, styled, then the value (stored text) as one safe plain line."""
     return Content.from_markup(
-        f"[{style}]$label[/]$value" if style else "$label$value", label=f"{label:<11}", value=text.line(value)
+        f"[{style}]$label[/]$value" if style else "$label$value", label=f"{label:<11}", value=sanitize.line(value)
     )

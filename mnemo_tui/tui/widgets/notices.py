@@ -10,7 +10,7 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from mnemo_tui import reports, text
+from mnemo_tui import empty_reports, sanitize
 from mnemo_tui.errors import AuthError, MnemoError, Unavailable
 from mnemo_tui.model import EmptyReport, RecentQuery
 from mnemo_tui.tui.messages import as_error
@@ -70,7 +70,7 @@ class ReportView(Vertical):
     @work(thread=True, group="report", exit_on_error=False)
     def _read(self, token: int, query: RecentQuery) -> None:
         try:
-            self.post_message(self._Read(token, reports.for_recent(self.session.backend, query), None))
+            self.post_message(self._Read(token, empty_reports.for_recent(self.session.backend, query), None))
         except Exception as exc:  # noqa: BLE001 - shown as the feed's error, with a retry
             self.post_message(self._Read(token, None, as_error(exc)))
 
@@ -93,13 +93,13 @@ class ReportView(Vertical):
         head = [line for line in lines if not line.startswith("  - ") and not line.startswith("Re-run with")]
         self.query_one("#report-text", Static).update(plain_block("\n".join(head)))
         rooms = self.query_one("#report-rooms", OptionList)
-        width = max((len(text.line(r.name)) for r in report.unsearched_rooms), default=0)
+        width = max((len(sanitize.line(r.name)) for r in report.unsearched_rooms), default=0)
         rooms.set_options(
             Option(
                 Content.from_markup(
                     "[b]$name[/b]  [$text-muted]$address[/]",
-                    name=text.line(r.name).ljust(width),
-                    address=text.line(r.address),
+                    name=sanitize.line(r.name).ljust(width),
+                    address=sanitize.line(r.address),
                 ),
                 id=r.address,
             )
@@ -134,6 +134,9 @@ class ErrorView(Static):
         title, hint = describe_error(error)
         self.update(
             Content.assemble(
-                ("⚠ " + text.line(title) + "\n\n", "bold $error"), plain(error.message), "\n\n", (hint, "$text-muted")
+                ("⚠ " + sanitize.line(title) + "\n\n", "bold $error"),
+                plain(error.message),
+                "\n\n",
+                (hint, "$text-muted"),
             )
         )

@@ -11,7 +11,7 @@ from rich.style import Style
 from textual.cache import LRUCache
 from textual.strip import Strip
 
-from mnemo_tui import text, timefmt
+from mnemo_tui import sanitize, timefmt
 from mnemo_tui.model import Entry
 
 SHORT_ID = 8  # the id a CLI table shows and every verb takes (`mnemo show 1a2b3c4d`)
@@ -97,15 +97,15 @@ class RowPainter:
         if cols.ids:
             parts.append((short_id(entry.atom_id) + "  ", "feed--id"))
         if cols.author:
-            parts.append((fit(text.line(entry.author), cols.author) + "  ", "feed--author"))
+            parts.append((fit(sanitize.line(entry.author), cols.author) + "  ", "feed--author"))
         if cols.domain:
-            parts.append((fit(text.line(place), cols.domain) + "  ", "feed--domain"))
+            parts.append((fit(sanitize.line(place), cols.domain) + "  ", "feed--domain"))
         if old:
             successor = short_id(entry.superseded_by or "")
             tag = f"superseded → {successor} " if width >= 60 else f"old→{successor} "
             parts.append((tag, "feed--tag"))
         used = sum(cell_len(part) for part, _ in parts)
-        parts.append((fit(text.line(headline(entry)), width - used), "feed--text"))
+        parts.append((fit(sanitize.line(headline(entry)), width - used), "feed--text"))
         extra = self.style("feed--superseded") if old else None
         if cursor:
             extra = self.style("feed--cursor") if extra is None else extra + self.style("feed--cursor")

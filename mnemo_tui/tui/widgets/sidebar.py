@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.widgets import Label, OptionList, Sparkline
 from textual.widgets.option_list import Option
 
-from mnemo_tui import text
+from mnemo_tui import sanitize
 from mnemo_tui.catchup import CatchUp, CatchupResult
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.model import Watermark
@@ -183,7 +183,7 @@ class ScopeList(OptionList):
     @on(Failed)
     def _failed(self, message: Failed) -> None:
         self.catching_up = False
-        self.app.notify(text.line(message.error.message), title=message.title, severity="error", markup=False)
+        self.app.notify(sanitize.line(message.error.message), title=message.title, severity="error", markup=False)
 
     # -- drawing ----------------------------------------------------------------------------
 
@@ -248,7 +248,7 @@ class ScopeList(OptionList):
         indent = "  " if item.kind == "domain" else ""
         count = self.counts.get(item.key, "")
         width = max(self.scrollable_content_region.width, 16)
-        name = fit(indent + text.line(item.label), width - 2 - 4)
+        name = fit(indent + sanitize.line(item.label), width - 2 - 4)
         counted = count and count != "…" and count != "?"
         return Content.assemble(
             (marker, "bold $accent"),

@@ -1,4 +1,4 @@
-"""The one sanitizer of stored text for a terminal (mnemo_tui/text.py): nothing dangerous out, nothing lost."""
+"""The one sanitizer of stored text for a terminal (mnemo_tui/sanitize.py): nothing dangerous out, nothing lost."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo_tui import text
-from mnemo_tui.text import BIDI_CONTROLS, NEWLINE_MARK
+from mnemo_tui import sanitize
+from mnemo_tui.sanitize import BIDI_CONTROLS, NEWLINE_MARK
 
 # Every C0 and C1 control, DEL, the escape sequences of terminal attacks, every bidi control.
 CONTROLS = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))]
@@ -69,7 +69,7 @@ def unsafe(char: str, *, keep: str = "") -> bool:
 
 @given(HOSTILE)
 def test_one_line_holds_no_control_and_reads_back(value: str) -> None:
-    shown = text.line(value)
+    shown = sanitize.line(value)
     assert not [c for c in shown if unsafe(c)]
     # Injective up to the named characters: the escapes read back to the very input.
     assert decode(shown) == named(value, one_line=True)
@@ -77,7 +77,7 @@ def test_one_line_holds_no_control_and_reads_back(value: str) -> None:
 
 @given(HOSTILE)
 def test_a_block_keeps_newlines_and_tabs_only(value: str) -> None:
-    shown = text.block(value)
+    shown = sanitize.block(value)
     assert not [c for c in shown if unsafe(c, keep="\n\t")]
     assert shown.count("\n") == value.count("\n")
     assert decode(shown) == named(value, one_line=False)
@@ -85,19 +85,19 @@ def test_a_block_keeps_newlines_and_tabs_only(value: str) -> None:
 
 @given(st.text(st.characters(exclude_categories=("Cc", "Cs"), exclude_characters="\\" + "".join(BIDI_CONTROLS))))
 def test_text_with_nothing_to_show_differently_is_unchanged(value: str) -> None:
-    assert text.line(value) is value
-    assert text.block(value) is value
+    assert sanitize.line(value) is value
+    assert sanitize.block(value) is value
 
 
 def test_the_forms_a_person_reads() -> None:
-    assert text.line("note\x1b]0;PWNED\x07 end") == "note\\x1b]0;PWNED\\x07 end"
-    assert text.line("a\nb\tc\x08") == "a⏎b\\x09c\\x08"
-    assert text.block("a\nb\tc\x08") == "a\nb\tc\\x08"
-    assert text.line("abc\u202edef") == "abc<U+202E>def"
+    assert sanitize.line("note\x1b]0;PWNED\x07 end") == "note\\x1b]0;PWNED\\x07 end"
+    assert sanitize.line("a\nb\tc\x08") == "a⏎b\\x09c\\x08"
+    assert sanitize.block("a\nb\tc\x08") == "a\nb\tc\\x08"
+    assert sanitize.line("abc\u202edef") == "abc<U+202E>def"
     # A typed `\x1b` and a real ESC stay apart; a path keeps its single backslashes.
-    assert text.line("\\x1b") == "\\\\x1b" != text.line("\x1b")
-    assert text.line("C:\\Users\\xavier") == "C:\\Users\\\\xavier"
-    assert text.quoted("a\nb") == "'a⏎b'"
+    assert sanitize.line("\\x1b") == "\\\\x1b" != sanitize.line("\x1b")
+    assert sanitize.line("C:\\Users\\xavier") == "C:\\Users\\\\xavier"
+    assert sanitize.quoted("a\nb") == "'a⏎b'"
 
 
 def test_a_row_with_nothing_to_escape_costs_one_search(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,9 +114,9 @@ def test_a_row_with_nothing_to_escape_costs_one_search(monkeypatch: pytest.Monke
             self.subs += 1
             return self.pattern.sub(show, value)
 
-    counted = Counted(text._LINE)
-    monkeypatch.setattr(text, "_LINE", counted)
+    counted = Counted(sanitize._LINE)
+    monkeypatch.setattr(sanitize, "_LINE", counted)
     rows = [f"an ordinary entry number {i} with some words in it" for i in range(1_000)]
-    assert all(text.line(row) is row for row in rows)
+    assert all(sanitize.line(row) is row for row in rows)
     assert (counted.searches, counted.subs) == (1_000, 0)
-    assert text.line("one\nescape") == "one⏎escape" and (counted.searches, counted.subs) == (1_001, 1)
+    assert sanitize.line("one\nescape") == "one⏎escape" and (counted.searches, counted.subs) == (1_001, 1)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mnemo_tui import reports
+from mnemo_tui import empty_reports
 from mnemo_tui.backends import Backend
-from mnemo_tui.model import RecentQuery, Watermark, WriteRequest
+from mnemo_tui.model import RecentQuery, Watermark
+from mnemo_tui.values.writes import WriteRequest
 
 Factory = Callable[..., Backend]
 
@@ -17,7 +18,7 @@ def test_unscoped_empty_report_names_every_room_and_how_to_read_it(make_backend:
     ops = bob.create_room("ops")
     alice.join(bob.invite(ops.address, scope="read").code)
     alice.write(WriteRequest(content="room talk", domain=design.address))
-    report = reports.for_recent(alice, RecentQuery())
+    report = empty_reports.for_recent(alice, RecentQuery())
     assert report.kind == "empty_scope" and report.scope is None
     assert [(r.name, r.address) for r in report.unsearched_rooms] == [
         ("design", design.address),
@@ -36,7 +37,7 @@ def test_unscoped_empty_report_names_every_room_and_how_to_read_it(make_backend:
 def test_single_room_instruction_names_its_address(make_backend: Factory) -> None:
     alice = make_backend("alice")
     room = alice.create_room("design")
-    report = reports.for_recent(alice, RecentQuery())
+    report = empty_reports.for_recent(alice, RecentQuery())
     assert report.text.splitlines()[-1] == f"Re-run with --scope {room.address} to read it."
 
 
@@ -44,13 +45,13 @@ def test_scoped_empty_report_names_no_room(make_backend: Factory) -> None:
     alice = make_backend("alice")
     room = alice.create_room("design")
     for scope in ("ops", room.address):
-        report = reports.for_recent(alice, RecentQuery(scope=scope))
+        report = empty_reports.for_recent(alice, RecentQuery(scope=scope))
         assert report.unsearched_rooms == () and "xroom:…" not in report.text
         assert report.kind == "empty_scope"
 
 
 def test_no_rooms_is_said_rather_than_implied(make_backend: Factory) -> None:
-    report = reports.for_recent(make_backend("alice"), RecentQuery())
+    report = empty_reports.for_recent(make_backend("alice"), RecentQuery())
     assert "no shared rooms" in report.text and report.unsearched_rooms == ()
 
 
@@ -60,11 +61,11 @@ def test_each_kind(make_backend: Factory) -> None:
     alice.write(WriteRequest(content="two"))
     page = alice.recent(RecentQuery(limit=1))
     assert page.next_cursor is not None
-    assert reports.for_recent(alice, RecentQuery(limit=1, cursor=page.next_cursor)).kind == "past_cursor"
-    assert reports.for_recent(alice, RecentQuery(until=1)).kind == "no_match"
-    assert reports.for_recent(alice, RecentQuery(exclude_author="alice")).kind == "no_match"
+    assert empty_reports.for_recent(alice, RecentQuery(limit=1, cursor=page.next_cursor)).kind == "past_cursor"
+    assert empty_reports.for_recent(alice, RecentQuery(until=1)).kind == "no_match"
+    assert empty_reports.for_recent(alice, RecentQuery(exclude_author="alice")).kind == "no_match"
     mark = Watermark(scope=None, consumer="bot", created_at=page.items[0].created_at, boundary_ids=(), updated_at=0)
-    nothing_new = reports.for_catchup(alice, None, mark, None)
+    nothing_new = empty_reports.for_catchup(alice, None, mark, None)
     assert nothing_new.kind == "nothing_new" and "'bot'" in nothing_new.text
-    assert reports.for_catchup(make_backend("bob"), None, None, None).kind == "empty_scope"
-    assert reports.for_catchup(alice, "ops", None, None).kind == "empty_scope"
+    assert empty_reports.for_catchup(make_backend("bob"), None, None, None).kind == "empty_scope"
+    assert empty_reports.for_catchup(alice, "ops", None, None).kind == "empty_scope"

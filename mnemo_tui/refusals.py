@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mnemo_tui import text
+from mnemo_tui import sanitize
 from mnemo_tui.errors import Forbidden, NotFound
-from mnemo_tui.model import ROOM_DELETE_RULE, Entry, Room, room_of
+from mnemo_tui.limits import ROOM_DELETE_RULE, room_of
+from mnemo_tui.model import Entry
 
 if TYPE_CHECKING:
     from mnemo_tui.backends import Backend
+    from mnemo_tui.values.rooms import Room
 
 
 def delete_refusal(entry: Entry, rooms: list[Room] | None = None, me: str | None = None) -> str | None:
@@ -31,7 +33,7 @@ def delete_refusal(entry: Entry, rooms: list[Room] | None = None, me: str | None
         return None
     author = entry.provenance.get("principal")
     if room.scope != "read_write" or (me is not None and author != me):
-        return f"{entry.atom_id} is an entry of room {text.line(room.name)} by {text.line(entry.author)}: {ROOM_DELETE_RULE}"
+        return f"{entry.atom_id} is an entry of room {sanitize.line(room.name)} by {sanitize.line(entry.author)}: {ROOM_DELETE_RULE}"
     return None
 
 
@@ -56,7 +58,7 @@ def delete_entry(backend: Backend, entry: Entry) -> bool:
     except NotFound:
         return False
     raise Forbidden(
-        f"{entry.atom_id} is still in its room: {text.line(backend.identity)} does not delete room entries "
+        f"{entry.atom_id} is still in its room: {sanitize.line(backend.identity)} does not delete room entries "
         "(the hosted service keeps them; `mnemo serve` lets their author or the room's owner delete them)"
     )
 
@@ -88,14 +90,14 @@ def write_refusal(scope: str | None, rooms: list[Room], own_domains: list[str] |
         if named is None:
             return None
         return (
-            f"your own store has no domain {text.quoted(scope)}, but you belong to a room of that name; "
-            f"a write never guesses a room: to write there, use --scope {text.line(named.address)}"
+            f"your own store has no domain {sanitize.quoted(scope)}, but you belong to a room of that name; "
+            f"a write never guesses a room: to write there, use --scope {sanitize.line(named.address)}"
         )
     found = next((r for r in rooms if r.room_id == room), None)
     if found is None:
-        return f"you are not a member of room {text.line(scope or '')}"
+        return f"you are not a member of room {sanitize.line(scope or '')}"
     if found.scope != "read_write":
-        return f"you are a read-only member of room {text.line(found.name)}: nothing is written there"
+        return f"you are a read-only member of room {sanitize.line(found.name)}: nothing is written there"
     return None
 
 

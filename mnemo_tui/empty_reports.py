@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mnemo_tui import text, timefmt
+from mnemo_tui import sanitize, timefmt
 from mnemo_tui.backends import Backend
-from mnemo_tui.model import EmptyKind, EmptyReport, RecentQuery, RoomRef, Watermark, describe_scope, room_of
+from mnemo_tui.limits import describe_scope, room_of
+from mnemo_tui.model import EmptyKind, EmptyReport, RecentQuery, RoomRef, Watermark
 
 
 def _capitalised(text: str) -> str:
@@ -34,7 +35,7 @@ def build(
     """
     rooms = unsearched_rooms(backend) if scope is None else ()
     exact = _lines(kind, scope, rooms, watermark, filters, subject, repr, lambda name: name)
-    shown = _lines(kind, scope, rooms, watermark, text.block(filters), subject, text.quoted, text.line)
+    shown = _lines(kind, scope, rooms, watermark, sanitize.block(filters), subject, sanitize.quoted, sanitize.line)
     return EmptyReport(kind=kind, scope=scope, text=exact, unsearched_rooms=rooms, shown=shown)
 
 
@@ -141,8 +142,8 @@ def scope_by_name(backend: Backend, scope: str | None) -> tuple[str | None, str 
         return scope, None
     address = rooms[0].address
     return address, (
-        f"(Your own store has no domain {text.quoted(scope)}: reading your room of that name, "
-        f"--scope {text.line(address)})"
+        f"(Your own store has no domain {sanitize.quoted(scope)}: reading your room of that name, "
+        f"--scope {sanitize.line(address)})"
     )
 
 
@@ -155,7 +156,7 @@ def scope_hints(backend: Backend, report: EmptyReport) -> list[str]:
     named = [r for r in rooms if r.name == scope]
     if named:
         return [
-            f"(You belong to a room named {text.quoted(scope)}: read it with --scope {text.line(r.address)})"
+            f"(You belong to a room named {sanitize.quoted(scope)}: read it with --scope {sanitize.line(r.address)})"
             for r in named
         ]
     import difflib
@@ -167,4 +168,4 @@ def scope_hints(backend: Backend, report: EmptyReport) -> list[str]:
         return []
     target = names[near[0]]
     which = "room" if room_of(target) is not None else "domain"
-    return [f"(Did you mean {which} {text.quoted(near[0])}? --scope {text.line(target)})"]
+    return [f"(Did you mean {which} {sanitize.quoted(near[0])}? --scope {sanitize.line(target)})"]

@@ -14,22 +14,15 @@ from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.exchange import export_line
 from mnemo_tui.engine.rules import check_write, spliced_entry, with_superseded_by
 from mnemo_tui.errors import MnemoError, NotFound, Unprocessable
-from mnemo_tui.model import (
-    Chain,
-    DomainWipe,
-    Entry,
-    Graph,
-    GraphEdge,
-    InviteInfo,
-    Revision,
-    Stats,
-    WriteRequest,
-    WriteResult,
-    room_of,
-)
+from mnemo_tui.limits import room_of
+from mnemo_tui.model import Entry
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from mnemo_tui.values.plane import Chain, DomainWipe, Graph, GraphEdge, Stats
+    from mnemo_tui.values.rooms import InviteInfo
+    from mnemo_tui.values.writes import WriteRequest, WriteResult
 
 CHAIN_MAX = 200  # revisions one chain answer may resolve
 GRAPH_SCAN = 5000  # atoms one graph hop may read
@@ -56,6 +49,8 @@ class MemoryOps(AtomOps, Database):
     # -- stats and feedback ---------------------------------------------------------------
     def stats(self, principal: str) -> Stats:
         """Counts of the principal's own store (rooms are not counted)."""
+        from mnemo_tui.values.plane import Stats
+
         with self.reading() as db:
             bucket = self.own_bucket(principal)
             if bucket is None:
@@ -226,6 +221,8 @@ class MemoryOps(AtomOps, Database):
         Raises:
             NotFound: an unknown or unreadable starting atom.
         """
+        from mnemo_tui.values.plane import Chain, Revision
+
         self.get(principal, atom)
         with self.reading() as db:
             # The atom's own bucket, which `get` found readable: one's own store or a room (not always one's own).
@@ -292,6 +289,8 @@ class MemoryOps(AtomOps, Database):
         either (Jaccard, 0..1), its `valence` the mean feedback of those atoms, `updated_at` the newest.
         Each hop follows the edges of the concepts found by the hop before, up to `depth` hops.
         """
+        from mnemo_tui.values.plane import Graph, GraphEdge
+
         room_id = room_of(domain)
         with self.reading() as db:
             bucket = self.room_bucket(principal, room_id) if room_id is not None else self.own_bucket(principal)
@@ -397,6 +396,8 @@ class MemoryOps(AtomOps, Database):
     def delete_domain(self, principal: str, domain: str) -> DomainWipe:
         """Delete every entry of one own domain through the one delete path. Vault secrets are never in a
         domain here; the caller's count of them is reported as skipped (kept)."""
+        from mnemo_tui.values.plane import DomainWipe
+
         with self.transaction() as db:
             bucket = self.own_bucket(principal)
             secrets = int(db.execute("SELECT count(*) FROM vault WHERE principal = ?", (principal,)).fetchone()[0])
@@ -427,6 +428,8 @@ class MemoryOps(AtomOps, Database):
         Raises:
             Forbidden: not the owner, not a member, or no such room.
         """
+        from mnemo_tui.values.rooms import InviteInfo
+
         with self.reading() as db:
             self.require_owner(principal, room_id, "list its invites")
             rows = db.execute(

@@ -1,0 +1,42 @@
+"""Provides the values of a write: what is asked, and what the store did."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRequest:
+    """The arguments of one write (WIRE.md `POST /memory/write`)."""
+
+    content: str
+    domain: str = "general"
+    concepts: tuple[str, ...] = ()
+    metadata: dict[str, Any] | None = None
+    external_ref: str | None = None
+    supersedes: tuple[str, ...] = ()
+    agent: str | None = None
+    agent_name: str | None = None
+    client_env: str | None = "cli"
+    fingerprint: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeptWrite(WriteRequest):
+    """A write that keeps an entry's id and author: an import onto an engine (`mnemo import`, docs/export.md)."""
+
+    atom_id: str
+    author: str
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What a write returned: the atom's id, and the ids it superseded."""
+
+    atom_id: str
+    superseded: tuple[str, ...] = ()
+    created: bool = True
