@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
@@ -13,12 +14,14 @@ import pg_helpers
 import psycopg
 import pytest
 from conftest import CliResult
-from wire_servers import refusing_port
+from wire_servers import refusing_port, served_store
 
+from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.dburl import database_identity
 from mnemo_tui.engine.postgres import PgStore
 from mnemo_tui.errors import FateUnknown, ValidationError
 from mnemo_tui.model import RecentQuery, WriteRequest
+from mnemo_tui.server.app import create_app
 
 
 @pytest.mark.parametrize(
@@ -107,6 +110,7 @@ def test_the_prepare_setting_is_checked(cli: Callable[..., CliResult], pg_databa
 def test_a_connection_lost_at_commit_is_a_write_of_unknown_fate_never_retried(pg_databases: Any) -> None:
     cluster: pg_helpers.Cluster = pg_databases.cluster
     name = pg_databases.create()
+    url = cluster.url(name)
 
     class LostAtCommit(PgStore):
         @contextmanager
@@ -117,7 +121,7 @@ def test_a_connection_lost_at_commit_is_a_write_of_unknown_fate_never_retried(pg
                     with psycopg.connect(cluster.admin_url(name), autocommit=True) as admin:
                         admin.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
 
-    store = LostAtCommit(cluster.url(name))
+    store = LostAtCommit(url)
     try:
         with pytest.raises(FateUnknown, match="may or may not be stored") as caught:
             store.write("alice", WriteRequest(content="fate unknown", domain="d"))
@@ -126,3 +130,23 @@ def test_a_connection_lost_at_commit_is_a_write_of_unknown_fate_never_retried(pg
         assert envelope["details"] == {"reason": "commit_unknown"}
     finally:
         store.close()
+    plain = PgStore(url)
+    key = plain.create_key("alice")[1]
+    plain.close()
+
+    # Through `mnemo serve`: the client reports it as FateUnknown and never sends the write again.
+    class Served:
+        def app(self, workers: int) -> Any:
+            return create_app(opener=partial(LostAtCommit, url), workers=workers)
+
+    sleeps: list[float] = []
+    with served_store(Served()) as server:
+        client = RemoteBackend(server.url, key, sleep=sleeps.append)
+        try:
+            with pytest.raises(FateUnknown, match="may or may not be stored"):
+                client.write(WriteRequest(content="fate unknown, served", domain="d"))
+        finally:
+            client.close()
+    assert sleeps == []  # not retried
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM atoms WHERE content LIKE 'fate unknown%%'").fetchone() == (0,)
