@@ -319,7 +319,8 @@ def start_bouncer(cluster: Cluster) -> Bouncer:
             if proc.poll() is not None:
                 break
             try:
-                psycopg.connect(bouncer.url("mnemo_template"), connect_timeout=2).close()
+                # Not the template: a server connection to it would hold up every CREATE DATABASE copying it.
+                psycopg.connect(bouncer.url("postgres"), connect_timeout=2).close()
                 return bouncer
             except psycopg.OperationalError:
                 threading.Event().wait(0.05)

@@ -50,15 +50,15 @@ def serve(
     workers: Annotated[
         int, typer.Option("--workers", metavar="N", help="Database threads (and pooled connections), 1-64.")
     ] = 8,
-    database_prepare: Annotated[
+    database_pooler: Annotated[
         str,
         typer.Option(
-            "--database-prepare",
-            metavar="off|on",
-            help="Prepare PostgreSQL statements run often: on only when connected straight to PostgreSQL "
-            "(a transaction pooler such as pgbouncer before 1.21 breaks them).",
+            "--database-pooler",
+            metavar="transaction|none",
+            help="What is between the servers and PostgreSQL: transaction (pgbouncer in transaction mode; the safe "
+            "default) or none (sessions are the server's own: statements prepared, fewer round trips).",
         ),
-    ] = "off",
+    ] = "transaction",
     # The HTTP edges' bounds (docs/security.md); the defaults are those of server/edges.py.
     max_connections: Annotated[
         int, typer.Option("--max-connections", metavar="N", help="Connections open at once, 1-100000; past it 503.")
@@ -84,11 +84,11 @@ def serve(
         from mnemo_tui.server.run import serve as run_server
     if not 1 <= workers <= 64:
         raise ValidationError(f"--workers must be between 1 and 64, got {workers}")
-    if database_prepare not in ("off", "on"):
-        raise ValidationError(f"--database-prepare must be off or on, got {database_prepare!r}")
-    if database_prepare == "on" and not c.settings.database:
-        raise ValidationError("--database-prepare is for a PostgreSQL database (--database)")
-    prepare = database_prepare == "on"
+    if database_pooler not in ("transaction", "none"):
+        raise ValidationError(f"--database-pooler must be transaction or none, got {database_pooler!r}")
+    if database_pooler == "none" and not c.settings.database:
+        raise ValidationError("--database-pooler is for a PostgreSQL database (--database)")
+    pooled = database_pooler == "transaction"
     for name, value, low, high in (
         ("--max-connections", max_connections, 1, 100_000),
         ("--header-timeout", header_timeout, 1, 3600),
@@ -104,7 +104,7 @@ def serve(
             from mnemo_tui.engine.postgres import PgStore
 
         c._backend = LocalBackend(
-            PgStore(c.settings.database, migrate_schema=migrate, prepare=prepare), c.settings.principal
+            PgStore(c.settings.database, migrate_schema=migrate, pooled=pooled), c.settings.principal
         )
     elif migrate:
         raise ValidationError("--migrate is for a PostgreSQL database (--database); a store file migrates by itself")
@@ -121,7 +121,7 @@ def serve(
             workers=workers,
             allow_reset=allow_reset,
             database=c.settings.database,
-            prepare=prepare,
+            pooled=pooled,
             edges=Edges(max_connections, header_timeout, max_header_bytes),
         )
     except OSError as exc:

@@ -15,7 +15,7 @@ import time
 import weakref
 import zlib
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from functools import lru_cache
 from typing import Any
 
@@ -42,6 +42,9 @@ CONNECT_SECONDS = 5.0  # to get a connection from the pool (the database down: 5
 MIGRATION_LOCK = 0x6D6E656D6F  # the advisory lock migrations are applied under ("mnemo")
 OWN_BUCKETS_KEPT = 10_000  # principals whose own bucket an engine remembers
 PREPARE_AFTER = 5  # psycopg's own threshold: a statement run this often on a connection is prepared
+# The statement_timeout of each pooled connection whose session is mnemo's own (no transaction pooler), set
+# only when it changes.
+_TIMEOUTS: weakref.WeakKeyDictionary[psycopg.Connection[Any], int] = weakref.WeakKeyDictionary()
 _MIGRATED: set[str] = set()  # URLs whose schema this process found current (checked once per process)
 
 
@@ -121,16 +124,16 @@ class _Pools:
         self.lock = threading.Lock()
         self.pools: dict[tuple[str, bool], tuple[ConnectionPool[Any], int]] = {}
 
-    def acquire(self, url: str, size: int, prepare: bool = False) -> ConnectionPool[Any]:
-        """The pool of `url`; `prepare`: statements run often are prepared (never behind a pooler that forbids it)."""
+    def acquire(self, url: str, size: int, pooled: bool = True) -> ConnectionPool[Any]:
+        """The pool of `url`; statements run often are prepared unless `pooled` (behind a transaction pooler)."""
         with self.lock:
-            found = self.pools.get((url, prepare))
+            found = self.pools.get((url, pooled))
             if found is None:
                 pool: ConnectionPool[Any] = ConnectionPool(
                     url,
                     min_size=1,
                     max_size=max(1, size),
-                    kwargs={"autocommit": True, "prepare_threshold": PREPARE_AFTER if prepare else None},
+                    kwargs={"autocommit": True, "prepare_threshold": None if pooled else PREPARE_AFTER},
                     check=_check_if_idle,
                     timeout=CONNECT_SECONDS,
                     num_workers=1,
@@ -145,16 +148,16 @@ class _Pools:
                         f"the database {redacted(url)} cannot be reached (no connection within {CONNECT_SECONDS:g} s)"
                     ) from None
                 found = (pool, 0)
-            self.pools[(url, prepare)] = (found[0], found[1] + 1)
+            self.pools[(url, pooled)] = (found[0], found[1] + 1)
             return found[0]
 
-    def release(self, url: str, prepare: bool = False) -> None:
+    def release(self, url: str, pooled: bool = True) -> None:
         with self.lock:
-            pool, count = self.pools[(url, prepare)]
+            pool, count = self.pools[(url, pooled)]
             if count > 1:
-                self.pools[(url, prepare)] = (pool, count - 1)
+                self.pools[(url, pooled)] = (pool, count - 1)
                 return
-            del self.pools[(url, prepare)]
+            del self.pools[(url, pooled)]
         pool.close()
 
 
@@ -261,11 +264,11 @@ class PgDatabase(Database):
     stream_rows = 2000  # a chunk is a round trip to the server here
 
     def __init__(
-        self, url: str, *, migrate_schema: bool = False, pool_size: int = DEFAULT_POOL, prepare: bool = False
+        self, url: str, *, migrate_schema: bool = False, pool_size: int = DEFAULT_POOL, pooled: bool = True
     ) -> None:
         self.identity = redacted(url)  # first: a malformed URL is refused before anything connects
         self.url = url
-        self.prepare = prepare
+        self.pooled = pooled  # behind a transaction pooler (the default), or every session is this pool's own
         self._writes = 0  # write blocks this thread is inside
         self._limit: float | None = None
         self._deadline: float | None = None
@@ -275,7 +278,7 @@ class PgDatabase(Database):
             if url not in _MIGRATED:
                 migrate(url, allowed=migrate_schema)
                 _MIGRATED.add(url)
-            self.pool = POOLS.acquire(url, pool_size, prepare)
+            self.pool = POOLS.acquire(url, pool_size, pooled)
         except psycopg.Error as exc:
             raise failure(url, exc) or Unavailable("the database cannot be opened") from None
         self._closed = False
@@ -289,7 +292,7 @@ class PgDatabase(Database):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            POOLS.release(self.url, self.prepare)
+            POOLS.release(self.url, self.pooled)
 
     @property  # type: ignore[override]
     def db(self) -> PgConnection:
@@ -333,14 +336,23 @@ class PgDatabase(Database):
                 self._current = None
 
     @contextmanager
-    def _limited(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
-        """One transaction whose statements stop past this engine's time limit.
+    def _limited(self, conn: psycopg.Connection[Any], *, write: bool = True) -> Iterator[None]:
+        """A block whose statements stop past this engine's time limit: one transaction (a read's, unless
+        `write` is False and the session is this pool's own: then autocommit, one statement one snapshot).
 
-        The limit is `SET LOCAL`: it ends with the transaction, so nothing of it is left on the server
-        connection for whoever a pooler (pgbouncer in transaction mode) hands it to next; BEGIN and the
-        SET go in one round trip (no parameters: psycopg sends them as one simple query).
+        Behind a transaction pooler the limit is `SET LOCAL`: it ends with the transaction, so nothing
+        of it is left on the server connection for whoever pgbouncer hands it to next; BEGIN and the SET
+        go in one round trip (no parameters: psycopg sends them as one simple query). In a session of
+        its own (`pooled` False) it is the session's, set only when it changes: no round trip at all.
         """
         wanted = 0 if self._limit is None else max(1, int(self._limit * 1000))
+        if not self.pooled:
+            if _TIMEOUTS.get(conn) != wanted:
+                conn.execute(f"SET statement_timeout = {wanted}")
+                _TIMEOUTS[conn] = wanted
+            with conn.transaction() if write else nullcontext():
+                yield
+            return
         conn.execute(f"BEGIN; SET LOCAL statement_timeout = {wanted}")
         try:
             yield
@@ -357,7 +369,7 @@ class PgDatabase(Database):
         if self._current is not None:
             yield self._current
             return
-        with self._connection() as db, self._limited(db.conn):
+        with self._connection() as db, self._limited(db.conn, write=False):
             yield db
 
     def fetch_all(self, sql: str, params: tuple[Any, ...]) -> list[Any]:

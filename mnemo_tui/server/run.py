@@ -164,7 +164,7 @@ def serve(
     workers: int = 8,
     allow_reset: bool = False,
     database: str | None = None,
-    prepare: bool = False,
+    pooled: bool = True,
     edges: Edges | None = None,
 ) -> int:
     """Serve the store (or the PostgreSQL `database`) until SIGINT or SIGTERM, its connections bounded by
@@ -174,7 +174,7 @@ def serve(
     app = create_app(
         store_path,
         database=database,
-        prepare=prepare,
+        pooled=pooled,
         workers=workers,
         allow_reset=allow_reset,
         access=partial(log_handler.line, "mnemo.access"),

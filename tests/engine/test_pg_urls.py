@@ -85,10 +85,10 @@ def test_a_multi_host_url_a_socket_directory_and_parameters_all_connect(pg_datab
         store.close()
 
 
-def test_statements_are_prepared_only_when_asked(pg_databases: Any) -> None:
+def test_statements_are_prepared_only_without_a_pooler(pg_databases: Any) -> None:
     url = pg_databases.cluster.url(pg_databases.create())
-    for prepare, expected in ((False, 0), (True, 1)):
-        store = PgStore(url, prepare=prepare)
+    for pooled, expected in ((True, 0), (False, 1)):
+        store = PgStore(url, pooled=pooled)
         try:
             for _ in range(8):  # past psycopg's threshold of 5
                 store.recent("alice", RecentQuery())
@@ -99,11 +99,11 @@ def test_statements_are_prepared_only_when_asked(pg_databases: Any) -> None:
             store.close()
 
 
-def test_the_prepare_setting_is_checked(cli: Callable[..., CliResult], pg_databases: Any) -> None:
+def test_the_pooler_setting_is_checked(cli: Callable[..., CliResult], pg_databases: Any) -> None:
     url = pg_databases.cluster.url(pg_databases.create())
-    bad = cli("serve", "--database", url, "--port", "0", "--database-prepare", "maybe")
-    assert bad.code == 2 and "--database-prepare must be off or on" in bad.stderr
-    embedded = cli("serve", "--port", "0", "--database-prepare", "on")
+    bad = cli("serve", "--database", url, "--port", "0", "--database-pooler", "session")
+    assert bad.code == 2 and "--database-pooler must be transaction or none" in bad.stderr
+    embedded = cli("serve", "--port", "0", "--database-pooler", "none")
     assert embedded.code == 2 and "is for a PostgreSQL database" in embedded.stderr
 
 
@@ -114,8 +114,8 @@ def test_a_connection_lost_at_commit_is_a_write_of_unknown_fate_never_retried(pg
 
     class LostAtCommit(PgStore):
         @contextmanager
-        def _limited(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
-            with super()._limited(conn):
+        def _limited(self, conn: psycopg.Connection[Any], *, write: bool = True) -> Iterator[None]:
+            with super()._limited(conn, write=write):
                 yield
                 if self._writes:  # the write's statements are done; its COMMIT meets a closed connection
                     with psycopg.connect(cluster.admin_url(name), autocommit=True) as admin:
