@@ -41,6 +41,8 @@ class Counted:
 
 @pytest.fixture
 def pair() -> Iterator[tuple[pg_helpers.Cluster, pg_helpers.Cluster, str]]:
+    if pg_helpers.binaries() is None:
+        pytest.skip(pg_helpers.NO_POSTGRES)  # a failure under CI=true, as every skip
     primary = pg_helpers.start_cluster(options="-c fsync=off -c full_page_writes=off")  # commits wait for the standby
     standby: pg_helpers.Cluster | None = None
     try:
