@@ -29,6 +29,9 @@ MAX_EXTERNAL_REF = 255
 MAX_SECRET_CONTEXT = 10_000  # the hosted service's CreateSecretRequest.context maxLength
 ROOM_PREFIX = "xroom:"
 ROOM_ID = re.compile(r"^room_[0-9A-HJKMNP-TV-Z]{26}\Z")
+# Who may delete a room entry: our extension beyond the hosted rules (docs/server.md), held by the
+# engine's delete statement (engine/atoms.py `DELETABLE`) and said first by the front ends (verbs.py).
+ROOM_DELETE_RULE = "only its author (a read_write member) or the room's owner can delete a room entry"
 # What a cursor may be spelled with (the URL-safe base64 alphabet and its padding), at most 512 characters.
 # Checked on the ASCII bytes, letters and digits first, then by deleting the alphabet (all of it is the
 # alphabet when nothing is left): a page pays it, and `str.strip` searched the 65 characters for each of

@@ -7,15 +7,58 @@ the CLI's `delete` and the TUI's `d`, `e` and `w` refuse the same things with th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mnemo_tui import text
-from mnemo_tui.model import Entry, Room, room_of
+from mnemo_tui.errors import Forbidden, NotFound
+from mnemo_tui.model import ROOM_DELETE_RULE, Entry, Room, room_of
+
+if TYPE_CHECKING:
+    from mnemo_tui.backends import Backend
 
 
-def delete_refusal(entry: Entry) -> str | None:
-    """Why an entry may not be deleted by its reader (None: it may): only one's own entries are deleted."""
-    if room_of(entry.domain):
-        return f"{entry.atom_id} is an entry of room {text.line(entry.domain)}: delete removes your own entries only"
+def delete_refusal(entry: Entry, rooms: list[Room] | None = None, me: str | None = None) -> str | None:
+    """Why an entry may not be deleted by its reader (None: it may, or only the store can tell).
+
+    One's own entries; a room entry by its author while a read_write member, any by the room's owner
+    (`ROOM_DELETE_RULE`, our extension; the store decides it again in its delete statement). `rooms` are
+    the reader's rooms; `me` its principal where the front end knows it (`reader_principal`), else the
+    author is left to the store.
+    """
+    room_id = room_of(entry.domain)
+    room = next((r for r in rooms or [] if r.room_id == room_id), None)
+    if room_id is None or room is None or room.role == "owner":
+        return None
+    author = entry.provenance.get("principal")
+    if room.scope != "read_write" or (me is not None and author != me):
+        return f"{entry.atom_id} is an entry of room {text.line(room.name)} by {text.line(entry.author)}: {ROOM_DELETE_RULE}"
     return None
+
+
+def reader_principal(backend: Backend) -> str | None:
+    """The reader's principal as entries' provenance names it, where the front end knows it: an embedded
+    store's (an endpoint's principal is the client's own name for its key, not the server's)."""
+    return backend.principal if backend.kind == "embedded" else None
+
+
+def delete_entry(backend: Backend, entry: Entry) -> bool:
+    """Delete an entry the reader has read: True when it went, False when it was already gone.
+
+    Raises:
+        Forbidden: the store refused; or an endpoint without our extension (the hosted service) kept a room entry.
+    """
+    if backend.delete(entry.atom_id):
+        return True
+    if room_of(entry.domain) is None:
+        return False
+    try:
+        backend.get(entry.atom_id)
+    except NotFound:
+        return False
+    raise Forbidden(
+        f"{entry.atom_id} is still in its room: {text.line(backend.identity)} does not delete room entries "
+        "(the hosted service keeps them; `mnemo serve` lets their author or the room's owner delete them)"
+    )
 
 
 def revise_refusal(entry: Entry) -> str | None:

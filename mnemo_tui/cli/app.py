@@ -36,7 +36,9 @@ COMMANDS = {
         "mnemo_tui.cli.cmd_entries", "search", "Search entries (needs a query; `mnemo recent` lists without)."
     ),
     "show": Row("mnemo_tui.cli.cmd_atoms", "show", "One entry whole, with its supersession chain."),
-    "delete": Row("mnemo_tui.cli.cmd_atoms", "delete", "Delete entries of your own store (asks first, or --yes)."),
+    "delete": Row(
+        "mnemo_tui.cli.cmd_atoms", "delete", "Delete your entries, or any of a room you own (asks first, or --yes)."
+    ),
     "login": Row("mnemo_tui.cli.cmd_state", "login", "Keep an endpoint's API key in the OS keyring."),
     "logout": Row("mnemo_tui.cli.cmd_state", "logout", "Forget the endpoint's key, and undo what login recorded."),
     "status": Row("mnemo_tui.cli.cmd_state", "status", "Which backend, as whom, where the key and state live."),

@@ -13,7 +13,7 @@ from mnemo_tui import text, timefmt, verbs
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import EntryFormat, Yes, ctx_of
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
-from mnemo_tui.model import MAX_LIMIT, Entry, RecentQuery, room_of
+from mnemo_tui.model import MAX_LIMIT, Entry, RecentQuery, Room, room_of
 from mnemo_tui.walk import Walk
 
 if TYPE_CHECKING:
@@ -185,15 +185,18 @@ def delete(
     ],
     yes: Yes = False,
 ) -> None:
-    """Delete entries of your own store (asks on a terminal; elsewhere needs --yes).
+    """Delete your own entries, or room entries you wrote or whose room you own (asks on a terminal; elsewhere --yes).
 
-    Deleting a revision makes the one it superseded the live entry again.
+    Deleting a revision makes the one it superseded the live entry again. Room entries are our
+    extension: the hosted service keeps them (docs/cli.md).
     """
     c = ctx_of(ctx)
     backend = c.backend
     values = list(atoms)
     output.may_ask(yes, "mnemo delete")
     targets: list[Entry] = []
+    rooms: list[Room] | None = None
+    me = verbs.reader_principal(backend)
     for value in values:
         atom = resolve_id(backend, value)
         try:
@@ -204,11 +207,16 @@ def delete(
                 raise NotFound(f"no entry {atom}") from None
             sys.stdout.write(f"deleted {atom}\n")
             continue
-        refusal = verbs.delete_refusal(entry)
+        if room_of(entry.domain) and rooms is None:
+            rooms = backend.rooms()  # asked once, and only when a room entry is named
+        refusal = verbs.delete_refusal(entry, rooms, me)
         if refusal is not None:
             raise Forbidden(refusal)
         if entry.atom_id not in {t.atom_id for t in targets}:
             targets.append(entry)
+    # A room entry whose author only the endpoint can tell goes first: were it refused, nothing else has gone.
+    owned = {r.room_id for r in rooms or [] if r.role == "owner"}
+    targets.sort(key=lambda e: me is not None or room_of(e.domain) in (None, *owned))
     if not yes:
         for entry in targets:
             output.hint(f"  {entry.atom_id}  {first_line(entry)}")
@@ -217,7 +225,7 @@ def delete(
             output.hint("nothing deleted")
             return
     for entry in targets:
-        if backend.delete(entry.atom_id):
+        if verbs.delete_entry(backend, entry):
             revived = f" ({', '.join(entry.supersedes)} is the live entry again)" if entry.supersedes else ""
             sys.stdout.write(f"deleted {entry.atom_id}  {first_line(entry)}{text.line(revived)}\n")
         else:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,9 +12,32 @@ from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of
 from mnemo_tui.model import describe_scope, parse_scope
-from mnemo_tui.proof import read_expected, run_checks
+from mnemo_tui.proof import CheckReport, VerifyResult, read_expected, run_checks
 from mnemo_tui.proof import verify as run_verify
 from mnemo_tui.text import line as safe
+from mnemo_tui.text import quoted
+
+if TYPE_CHECKING:
+    from mnemo_tui.proof.ci_reports import Reports
+
+Report = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--report",
+        metavar="FORMAT[:PATH]",
+        help="Also report where CI reads: junit:PATH, json:PATH, or github (annotations and job summary); repeatable.",
+    ),
+]
+
+
+def open_reports(values: list[str] | None, inputs: tuple[str, ...] = ()) -> Reports:
+    """The `--report` files, opened before the run (exit 2 if one cannot be); the GitHub hint, once."""
+    from mnemo_tui.proof import ci_reports
+
+    reports = ci_reports.Reports(ci_reports.parse(values or [], inputs))
+    if os.environ.get("GITHUB_ACTIONS") == "true" and not reports.github:
+        output.hint("hint: under GitHub Actions, --report github annotates failures and writes a job summary")
+    return reports
 
 
 def check(
@@ -35,11 +59,22 @@ def check(
         ),
     ] = True,
     fmt: TableFormat = "table",
+    report_to: Report = None,
 ) -> int:
     """The four checks of the source document; exit 1 on a failure."""
-    c = ctx_of(ctx, creates_store=True)
     output.check_format(fmt, allow_ndjson=False)
-    report = run_checks(c.backend, scope=scope, probe_room=probe_room)
+    reports = open_reports(report_to)
+    with reports.guard("check"):
+        c = ctx_of(ctx, creates_store=True)
+        report = run_checks(c.backend, scope=scope, probe_room=probe_room)
+        _print_check(report, fmt)
+        from mnemo_tui.proof import ci_reports
+
+        reports.write(ci_reports.from_check(report))
+    return 0 if report.passed else 1
+
+
+def _print_check(report: CheckReport, fmt: str) -> None:
     out = sys.stdout
     if fmt == "json":
         out.write(output.dumps(report.wire()) + "\n")
@@ -54,7 +89,6 @@ def check(
     if report.cleanup:
         out.flush()
         output.hint(safe(report.cleanup))
-    return 0 if report.passed else 1
 
 
 def verify(
@@ -62,7 +96,9 @@ def verify(
     expect: Annotated[
         str,
         typer.Option(
-            "--expect", metavar="FILE", help="File of expected ids (one a line, or NDJSON with atom_id); - for stdin."
+            "--expect",
+            metavar="FILE",
+            help="File of expected ids: lines, NDJSON, a JSON array or document (docs/ci.md); - for a pipe.",
         ),
     ],
     scope: Scope = None,
@@ -70,26 +106,39 @@ def verify(
         str | None, typer.Option("--since", metavar="TIME", help="Walk only entries at or after this time.")
     ] = None,
     fmt: TableFormat = "table",
+    report_to: Report = None,
 ) -> int:
     """Every expected id once in the walk, none twice; exit 1 if not."""
-    c = ctx_of(ctx)
     output.check_format(fmt, allow_ndjson=False)
-    scope_value = parse_scope(scope)
-    low = timefmt.parse_time(since, field="--since", utc=c.utc) if since is not None else None
-    expected = read_expected(expect)
-    result = run_verify(c.backend, expected, scope=scope_value, since=low)
+    reports = open_reports(report_to, (expect,))
+    with reports.guard("verify"):
+        c = ctx_of(ctx)
+        scope_value = parse_scope(scope)
+        low = timefmt.parse_time(since, field="--since", utc=c.utc) if since is not None else None
+        expected = read_expected(expect)
+        result = run_verify(c.backend, expected, scope=scope_value, since=low)
+        where = describe_scope(scope_value) + (f" since {timefmt.to_iso(low)}" if low is not None else "")
+        _print_verify(result, where, fmt)
+        from mnemo_tui.proof import ci_reports
+
+        reports.write(ci_reports.from_verify(result, where))
+    return 0 if result.passed else 1
+
+
+def _print_verify(result: VerifyResult, where: str, fmt: str) -> None:
     out = sys.stdout
     if fmt == "json":
         out.write(output.dumps(result.wire()) + "\n")
     else:
-        where = describe_scope(scope_value) + (f" since {timefmt.to_iso(low)}" if low is not None else "")
         verdict = "PASS" if result.passed else "FAIL"
         out.write(
             f"{verdict}  walked {where}: {result.seen} distinct entries in {result.pages} page(s); "
             f"{result.expected} expected, {len(result.missing)} missing, {len(result.repeated)} repeated\n"
         )
         for atom_id in result.missing:
-            out.write(f"missing   {safe(atom_id)}\n")
+            seen = result.sighting(atom_id)
+            # An id the backend shows elsewhere says where and what it is; a line without one is unchanged.
+            note = f"  ({safe(seen.where)}: {quoted(seen.first_line)})" if seen is not None else ""
+            out.write(f"missing   {safe(atom_id)}{note}\n")
         for atom_id in result.repeated:
             out.write(f"repeated  {safe(atom_id)}\n")
-    return 0 if result.passed else 1

@@ -11,7 +11,7 @@ from mnemo_tui.engine import ids
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_write, spliced_entry, wire_item
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
-from mnemo_tui.model import Entry, WriteRequest, WriteResult, dumps, room_of
+from mnemo_tui.model import ROOM_DELETE_RULE, Entry, WriteRequest, WriteResult, dumps, room_of
 
 if TYPE_CHECKING:
     from typing import Any
@@ -39,6 +39,17 @@ BY_PREFIX = (
     "WHERE a.atom_id >= ? AND a.atom_id < ? AND ((b.kind = 'own' AND b.owner = ?) OR (b.kind = 'room' "
     "AND EXISTS (SELECT 1 FROM members m WHERE m.room_id = b.owner AND m.principal = ?))) "
     "ORDER BY a.atom_id LIMIT ?"
+)
+
+
+# Who may delete an entry, as one condition on the row being deleted (parameters: atom id, own bucket,
+# principal twice): one's own store's entries; in a room one is a member of (our extension beyond the
+# hosted rules, docs/server.md), the entries one wrote while a read_write member, and every entry of a
+# room one owns.
+DELETABLE = (
+    "atom_id = ? AND (bucket = ? OR EXISTS (SELECT 1 FROM rooms r JOIN members m ON m.room_id = r.room_id "
+    "WHERE r.bucket = atoms.bucket AND m.principal = ? AND (m.role = 'owner' OR "
+    "(m.scope = 'read_write' AND atoms.principal = ?))))"
 )
 
 
@@ -170,19 +181,37 @@ class AtomOps(Database):
         return [spliced_entry(r) for r in rows]
 
     def delete(self, principal: str, atom: str) -> int:
-        """Delete one entry of one's own store (administrative); returns how many rows went (0 or 1).
+        """Delete one entry (administrative); returns how many rows went (0 or 1).
+
+        One's own entries; in a room (our extension, docs/server.md), an entry's author while a
+        read_write member, or the room's owner: `delete_one` decides it in its delete statement.
+        An entry one cannot read counts 0, as an unknown one (reads answer both alike).
 
         Deleting a successor makes what it superseded the live tip again: nothing leaves the
         default feed because of a revision that is gone. A successor whose predecessor is deleted
         keeps its `supersedes` list (history).
+
+        Raises:
+            Forbidden: a secret of one's vault, or a room entry one reads but may not delete.
         """
         with self.transaction() as db:
             bucket = self.own_bucket(principal)
-            if db.execute("SELECT 1 FROM atoms WHERE atom_id = ? AND bucket = ?", (atom, bucket)).fetchone() is None:
-                if db.execute("SELECT 1 FROM vault WHERE atom_id = ? AND principal = ?", (atom, principal)).fetchone():
-                    raise Forbidden(f"{atom} is a secret of your vault: `mnemo delete` deletes entries, not secrets")
-                return 0
-            return self.delete_one(db, bucket, atom)
+            deleted = self.delete_one(db, principal, bucket, atom)
+            if deleted == 0:
+                self._refuse_delete(db, principal, atom)
+            return deleted
+
+    def _refuse_delete(self, db: Any, principal: str, atom: str) -> None:
+        """Why nothing was deleted, said only where the reader may know the entry exists (the decision was made)."""
+        if db.execute("SELECT 1 FROM vault WHERE atom_id = ? AND principal = ?", (atom, principal)).fetchone():
+            raise Forbidden(f"{atom} is a secret of your vault: `mnemo delete` deletes entries, not secrets")
+        room = db.execute(
+            "SELECT r.name FROM atoms a JOIN rooms r ON r.bucket = a.bucket "
+            "JOIN members m ON m.room_id = r.room_id AND m.principal = ? WHERE a.atom_id = ?",
+            (principal, atom),
+        ).fetchone()
+        if room is not None:
+            raise Forbidden(f"{atom} is an entry of room {room[0]!r}: {ROOM_DELETE_RULE}")
 
     def atom_extras(self, atom_ids: list[str]) -> dict[str, tuple[dict[str, Any], str | None]]:
         """(metadata, external_ref) of each id; callers pass only ids the principal may already read."""
@@ -193,18 +222,19 @@ class AtomOps(Database):
             rows = db.execute(f"SELECT atom_id, metadata, external_ref FROM atoms WHERE {named}", values).fetchall()
         return {r[0]: (json.loads(r[1]) if r[1] else {}, r[2]) for r in rows}
 
-    def delete_one(self, db: sqlite3.Connection, bucket: int | None, atom: str) -> int:
-        """The one delete path (single atoms, domains, reset): the index entry goes with the row, and what the
-        deleted atom superseded becomes the live tip again."""
-        row = db.execute(
-            "SELECT seq, bucket, content FROM atoms WHERE atom_id = ? AND bucket = ?", (atom, bucket)
-        ).fetchone()
-        if row is None:
+    def delete_one(self, db: Any, principal: str, own: int | None, atom: str) -> int:
+        """The one delete path of a single atom: who may delete it is decided in the statement that deletes
+        it (`DELETABLE`: no check-then-act), the index entry goes with the row, and what the deleted atom
+        superseded becomes the live tip again. `own` is the principal's own bucket (None: it has none)."""
+        rows = db.execute(
+            f"DELETE FROM atoms WHERE {DELETABLE} RETURNING seq, bucket, content", (atom, own, principal, principal)
+        ).fetchall()
+        if not rows:
             return 0
-        self.unindex(db, [row])
-        db.execute("UPDATE atoms SET superseded_by = NULL WHERE superseded_by = ? AND bucket = ?", (atom, bucket))
+        self.unindex(db, rows)
+        db.execute("UPDATE atoms SET superseded_by = NULL WHERE superseded_by = ? AND bucket = ?", (atom, rows[0][1]))
         db.execute("DELETE FROM feedback WHERE atom_id = ?", (atom,))
-        return int(db.execute("DELETE FROM atoms WHERE seq = ?", (row[0],)).rowcount)
+        return len(rows)
 
     def delete_set(self, db: sqlite3.Connection, bucket: int, domain: str | None = None) -> int:
         """The delete path of a set (a domain of a bucket, or the whole bucket): what `delete_one` does for

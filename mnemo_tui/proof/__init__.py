@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from mnemo_tui.proof.checks import CHECK_NAMES, PROBE_DOMAIN, CheckReport, CheckResult, run_checks
-from mnemo_tui.proof.verify import VerifyResult, parse_expected, read_expected, verify
+from mnemo_tui.proof.verify import Sighting, VerifyResult, parse_expected, read_expected, verify
 
 __all__ = [
     "CHECK_NAMES",
     "PROBE_DOMAIN",
     "CheckReport",
     "CheckResult",
+    "Sighting",
     "VerifyResult",
     "parse_expected",
     "read_expected",

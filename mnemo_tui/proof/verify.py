@@ -10,11 +10,28 @@ from pathlib import Path
 from typing import Any
 
 from mnemo_tui.backends import Backend
-from mnemo_tui.errors import ValidationError
+from mnemo_tui.errors import Forbidden, NotFound, ValidationError
 from mnemo_tui.model import RecentQuery
 from mnemo_tui.walk import Walk
 
 WALK_LIMIT = 100
+# Missing ids looked up one by one to say where they are instead: enough for a person to see why.
+SIGHTINGS_LOOKED_UP = 50
+FIRST_LINE_CHARS = 120
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """A missing id the walk did not return that the backend still shows elsewhere, and why it was not walked."""
+
+    atom_id: str
+    where: str
+    first_line: str
+
+    @property
+    def note(self) -> str:
+        """`superseded by …: 'first line'`, one line of raw text (sanitize before a terminal)."""
+        return f"{self.where}: '{self.first_line}'"
 
 
 @dataclass(frozen=True)
@@ -26,6 +43,7 @@ class VerifyResult:
     missing: tuple[str, ...]
     repeated: tuple[str, ...]
     pages: int
+    sightings: tuple[Sighting, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -41,6 +59,10 @@ class VerifyResult:
             "repeated": list(self.repeated),
         }
 
+    def sighting(self, atom_id: str) -> Sighting | None:
+        """Where a missing id is seen elsewhere, if it was looked up and found."""
+        return next((s for s in self.sightings if s.atom_id == atom_id), None)
+
 
 def _canonical(text: str, where: str) -> str:
     try:
@@ -49,17 +71,56 @@ def _canonical(text: str, where: str) -> str:
         raise ValidationError(f"{where}: {text[:60]!r} is not an atom id") from None
 
 
-def parse_expected(text: str, source: str = "--expect") -> list[str]:
-    """The expected ids of a file: one id a line, or NDJSON lines carrying `atom_id` (mixed is fine).
+def _id_of_item(item: Any, where: str) -> str:
+    """An id from one JSON value: an id string, or an object (a wire item) with a string `atom_id`."""
+    value = item.get("atom_id") if isinstance(item, dict) else item
+    if not isinstance(value, str):
+        raise ValidationError(f"{where} is neither an id nor a JSON object with a string atom_id")
+    return _canonical(value.strip(), where)
 
-    Blank lines and lines starting with `#` are skipped; repeated ids count once; order is kept.
+
+def parse_expected(text: str, source: str = "--expect") -> list[str]:
+    """The expected ids of a text, in any of the shapes mnemo prints or a script writes (docs/ci.md).
+
+    - `[` first: a JSON array of ids or of objects with `atom_id`;
+    - `{` first and the whole text parses: one document, either an item (`atom_id`) or a page
+      (`items`: the `--format json` of `recent`, `catchup`, `search`);
+    - anything else (an unparsable `{` text included): lines, each an id or an NDJSON object with
+      `atom_id` (mixed is fine); blank lines and lines starting with `#` are skipped.
+
+    Repeated ids count once; order is kept.
 
     Raises:
-        ValidationError: a line that is neither an atom id nor a JSON object with a string `atom_id`.
+        ValidationError: a value that is not an id, JSON that does not parse where it must (exit 2).
     """
+    body = text.strip().lstrip("\ufeff")
+    if body.startswith("["):
+        try:
+            items = json.loads(body)
+        except ValueError as exc:
+            raise ValidationError(f"{source} starts with '[' but is not a JSON array ({exc})") from None
+        if not isinstance(items, list):
+            raise ValidationError(f"{source} starts with '[' but is not a JSON array")
+        return list(dict.fromkeys(_id_of_item(item, f"{source} item {n}") for n, item in enumerate(items, 1)))
+    if body.startswith("{"):
+        try:
+            document = json.loads(body)
+        except ValueError:
+            document = None  # not one document: NDJSON, read line by line below
+        if isinstance(document, dict):
+            if "atom_id" in document:
+                return [_id_of_item(document, source)]
+            items = document.get("items")
+            if not isinstance(items, list):
+                raise ValidationError(f"{source} is a JSON document with neither atom_id nor a list of items")
+            return list(dict.fromkeys(_id_of_item(item, f"{source} item {n}") for n, item in enumerate(items, 1)))
+    return _parse_lines(text, source)
+
+
+def _parse_lines(text: str, source: str) -> list[str]:
     ids: dict[str, None] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
+        line = raw.strip().lstrip("\ufeff")
         if not line or line.startswith("#"):
             continue
         where = f"{source} line {number}"
@@ -83,6 +144,11 @@ def read_expected(path: str) -> list[str]:
         ValidationError: the file cannot be read or decoded, or a line is not an id (exit 2).
     """
     source = "stdin" if path == "-" else path
+    if path == "-" and sys.stdin.isatty():
+        # Waiting for ids typed at a terminal would look like a hang in a job's log.
+        raise ValidationError(
+            "--expect - reads the ids from a pipe, but stdin is a terminal: pipe them in, or name a file"
+        )
     try:
         raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
         text = raw.decode("utf-8")
@@ -111,5 +177,37 @@ def verify(
     seen = {entry.atom_id.lower() for fresh in walk.pages() for entry in fresh}
     missing = tuple(i for i in expected if i not in seen)
     return VerifyResult(
-        expected=len(expected), seen=len(seen), missing=missing, repeated=tuple(repeated), pages=walk.progress.pages
+        expected=len(expected),
+        seen=len(seen),
+        missing=missing,
+        repeated=tuple(repeated),
+        pages=walk.progress.pages,
+        sightings=_sightings(backend, missing[:SIGHTINGS_LOOKED_UP], scope, since),
     )
+
+
+def _sightings(
+    backend: Backend, missing: tuple[str, ...], scope: str | None, since: int | None
+) -> tuple[Sighting, ...]:
+    """Look each missing id up directly: one superseded, outside the scope or older than `since` is
+    not lost, and saying so spares a person the search. An id the backend does not show is just missing.
+
+    Raises:
+        AuthError, Unavailable, RateLimited, LocalStateError: the backend cannot be asked (the exit code says so).
+    """
+    found = []
+    for atom_id in missing:
+        try:
+            entry = backend.get(atom_id)
+        except (NotFound, Forbidden, ValidationError):
+            continue
+        if entry.superseded_by:
+            where = f"superseded by {entry.superseded_by}"
+        elif since is not None and entry.created_at < since:
+            where = "written before --since"
+        elif scope is not None and entry.domain != scope:
+            where = f"outside the scope walked (domain '{entry.domain}')"
+        else:
+            where = "shown by id but not by the walk"
+        found.append(Sighting(atom_id, where, entry.first_line[:FIRST_LINE_CHARS]))
+    return tuple(found)

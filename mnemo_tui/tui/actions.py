@@ -159,8 +159,8 @@ class EntryActions:
     # -- delete ----------------------------------------------------------------------------
 
     def delete(self, entry: Entry) -> None:
-        """Delete the entry after a confirm (`y`), by the CLI's rules: one's own entries only."""
-        refusal = verbs.delete_refusal(entry)
+        """Delete the entry after a confirm (`y`), by the CLI's rules: one's own, or a room's by its author or owner."""
+        refusal = verbs.delete_refusal(entry, self.rooms(), verbs.reader_principal(self.session.backend))
         if refusal is not None:
             self.notice(refusal, title="Nothing deleted", error=True)
             return
@@ -181,7 +181,7 @@ class EntryActions:
 
         def run() -> None:
             try:
-                gone = backend.delete(entry.atom_id)
+                gone = verbs.delete_entry(backend, entry)
             except Exception as exc:  # noqa: BLE001 - a refused delete is a notice
                 self.app.call_from_thread(
                     self.notice, text.line(as_error(exc).message), title="Delete failed", error=True

@@ -18,7 +18,7 @@ from conftest import MNEMO
 
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.store import Store
-from mnemo_tui.model import WriteRequest
+from mnemo_tui.model import RecentQuery, WriteRequest
 
 
 @contextmanager
@@ -120,8 +120,9 @@ def test_show_prints_every_field_in_every_format(cli, isolated_home: Path) -> No
 @pytest.mark.parametrize("remote", [False, True], ids=["embedded", "serve"])
 def test_delete_refuses_room_entries_secrets_and_no_tty_without_yes(cli, isolated_home: Path, remote: bool) -> None:
     with opened(isolated_home) as store:
-        room = store.create_room("local", "team")
-        shared = store.write("local", WriteRequest("shared", f"xroom:{room.room_id}")).atom_id
+        room = store.create_room("alice", "team")  # local is a read_write member; the entry is alice's
+        store.join("local", store.create_invite("alice", room.room_id).code)
+        shared = store.write("alice", WriteRequest("shared", f"xroom:{room.room_id}")).atom_id
         secret = store.vault_add("local", "token", "ctx", "c2VhbGVk")
         old = store.write("local", WriteRequest("old text", "general")).atom_id
         new = store.write("local", WriteRequest("new text", "general", supersedes=(old,))).atom_id
@@ -129,7 +130,8 @@ def test_delete_refuses_room_entries_secrets_and_no_tty_without_yes(cli, isolate
         refused = cli("delete", new[:8], env=env)
         assert refused.code == 2 and "--yes" in refused.stderr
         room_entry = cli("delete", "--yes", new[:8], shared[:8], env=env)
-        assert room_entry.code == 4 and "room" in room_entry.stderr
+        assert room_entry.code == 4 and "only its author" in room_entry.stderr, room_entry.stderr
+        assert room_entry.stdout == ""
         vault = cli("delete", "--yes", secret, env=env)
         assert vault.code == 4 and "secret" in vault.stderr
         assert cli("delete", "--yes", "123456", env=env).code == 2
@@ -139,6 +141,72 @@ def test_delete_refuses_room_entries_secrets_and_no_tty_without_yes(cli, isolate
     # Nothing went with a refused batch; the predecessor is the live tip again.
     assert [i["atom_id"] for i in listed["items"]] == [old]
     assert "superseded_by" not in listed["items"][0]
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["embedded", "serve"])
+def test_delete_takes_back_your_room_entry_and_the_owner_removes_any(cli, isolated_home: Path, remote: bool) -> None:
+    """Our extension (docs/cli.md): the author deletes a room entry, the owner any; a read-only member
+    is refused (4), and an entry of a room one is not in is an unknown id (2)."""
+    with opened(isolated_home) as store:
+        theirs = store.create_room("alice", "team")
+        store.join("local", store.create_invite("alice", theirs.room_id).code)
+        mine = store.create_room("local", "ops")
+        store.join("bob", store.create_invite("local", mine.room_id).code)
+        closed = store.create_room("alice", "closed")
+        read_only = store.create_room("alice", "news")
+        store.join("local", store.create_invite("alice", read_only.room_id, scope="read").code)
+        written = store.write("local", WriteRequest("my note", theirs.address)).atom_id
+        alices = store.write("alice", WriteRequest("alice's note", theirs.address)).atom_id
+        bobs = store.write("bob", WriteRequest("bob's note", mine.address)).atom_id
+        foreign = store.write("alice", WriteRequest("not for you", closed.address)).atom_id
+        news = store.write("alice", WriteRequest("the news", read_only.address)).atom_id
+    with endpoint(isolated_home) if remote else nullctx() as env:
+        took_back = cli("delete", "--yes", written[:8], env=env)
+        assert (took_back.code, took_back.stdout) == (0, f"deleted {written}  my note\n"), took_back.stderr
+        removed = cli("delete", "--yes", bobs, env=env)
+        assert (removed.code, removed.stdout) == (0, f"deleted {bobs}  bob's note\n"), removed.stderr
+        not_mine = cli("delete", "--yes", alices[:8], env=env)
+        assert not_mine.code == 4 and "only its author (a read_write member) or the room's owner" in not_mine.stderr
+        only_read = cli("delete", "--yes", news, env=env)
+        assert only_read.code == 4 and "only its author" in only_read.stderr, only_read.stderr
+        stranger = cli("delete", "--yes", foreign, env=env)
+        assert stranger.code == 2 and f"no entry {foreign}" in stranger.stderr
+    with opened(isolated_home) as store:
+        left = [
+            e.atom_id
+            for a in (theirs, closed, read_only)
+            for e in store.recent("alice", RecentQuery(scope=a.address)).items
+        ]
+        assert sorted(left) == sorted([alices, foreign, news])
+        assert store.recent("local", RecentQuery(scope=mine.address)).items == []
+
+
+def test_delete_of_a_room_entry_the_hosted_service_keeps_says_so(cli, isolated_home: Path) -> None:
+    """The hosted service has no room-entry delete: it answers `deleted: 0` and keeps the entry; the CLI says why (4)."""
+    from wire_servers import Canned, serving
+
+    atom = "00000000-0000-4000-8000-0000000000a1"
+    item = {
+        "atom_id": atom,
+        "content": "our plan",
+        "domain": "xroom:room_01JDK0TEAM00000000000000G7",
+        "created_at": "2026-01-01T00:00:00Z",
+        "provenance": {"principal": "someone"},
+    }
+    room = {"room_id": "room_01JDK0TEAM00000000000000G7", "name": "team", "role": "owner", "scope": "read_write"}
+    app = Canned().answer(200, item).answer(200, [room]).answer(200, {"deleted": 0}).answer(200, item)
+    with serving(app) as server:
+        env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": "mk_live_" + "3" * 32}
+        kept = cli("delete", "--yes", atom, env=env)
+    assert kept.code == 4 and kept.stdout == ""
+    assert f"{atom} is still in its room" in kept.stderr and "does not delete room entries" in kept.stderr
+    assert "`mnemo serve` lets their author or the room's owner delete them" in kept.stderr
+    assert [(method, path.rsplit("/api/v1", 1)[-1]) for method, path, _ in app.seen] == [
+        ("GET", f"/memory/atoms/{atom}"),
+        ("GET", "/memory/rooms"),
+        ("DELETE", f"/memory/atoms/{atom}"),
+        ("GET", f"/memory/atoms/{atom}"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -153,7 +221,7 @@ def test_follow_conflicts_exit_2(cli, extra: list[str]) -> None:
 
 WRITER = """
 import sys
-from mnemo_tui.model import WriteRequest
+from mnemo_tui.model import RecentQuery, WriteRequest
 if sys.argv[1] == "-":
     from mnemo_tui.backends.local import LocalBackend
     backend = LocalBackend.open(sys.argv[2])

@@ -307,6 +307,31 @@ def test_only_the_owner_deletes_a_room_and_it_goes_with_its_entries_invites_and_
         alice.delete_room(address)
 
 
+def test_a_room_entry_is_deleted_by_its_author_or_the_rooms_owner_only(make_backend: Factory) -> None:
+    """Our extension (docs/server.md): the author takes an entry back, the owner removes any; a member
+    who is neither is refused (403: the entry is readable to them), a stranger counts it as unknown (0)."""
+    alice, bob, carol, address = room_with(make_backend)
+    dave = make_backend("dave")
+    by_alice, by_bob, bobs_other, kept = (
+        who.write(WriteRequest(content=f"note {i}", domain=address)).atom_id
+        for i, who in enumerate((alice, bob, bob, alice))
+    )
+    for refused, atom in ((carol, by_bob), (bob, by_alice), (carol, by_alice)):
+        with pytest.raises(Forbidden, match=r"only its author \(a read_write member\) or the room's owner"):
+            refused.delete(atom)
+    assert dave.delete(by_bob) == 0
+    assert [e.atom_id for e in carol.recent(RecentQuery(scope=address)).items] == [kept, bobs_other, by_bob, by_alice]
+    assert bob.delete(by_bob) == 1  # the author takes it back
+    assert alice.delete(bobs_other) == 1  # the owner removes a member's entry
+    assert alice.delete(by_alice) == 1
+    assert alice.delete(by_alice) == 0
+    for reader in (alice, bob, carol):
+        assert [e.atom_id for e in reader.recent(RecentQuery(scope=address)).items] == [kept]
+    with pytest.raises(NotFound):
+        bob.get(by_bob)
+    assert [h.entry.atom_id for h in carol.search(SearchQuery(query="note", scope=address))] == [kept]
+
+
 def test_joining_twice_is_a_no_op_success(make_backend: Factory) -> None:
     alice, bob = make_backend("alice"), make_backend("bob")
     room = alice.create_room("ops")

@@ -24,6 +24,7 @@ from mnemo_tui.tui.widgets.rows import short_id
 pytestmark = pytest.mark.anyio
 SIZE = (120, 36)
 ROOM_READ = "room_01JDK0READ00000000000000E5"
+ROOM_TEAM = "room_01JDK0TEAM" + "0" * 14 + "G7"
 
 
 @pytest.fixture
@@ -76,9 +77,6 @@ async def test_e_on_a_room_entry_or_an_old_revision_writes_nothing(
         await settle(pilot)
         await press(pilot, "e")
         assert any("room entries cannot be superseded" in n for n in notices(app))
-        await press(pilot, "d")
-        assert any("delete removes your own entries only" in n for n in notices(app))
-        assert not isinstance(app.screen, ConfirmScreen)
         screen = app.feed_screen
         screen.open_scope("general", include_history=True)
         await settle(pilot)
@@ -121,6 +119,50 @@ async def test_d_asks_first_and_only_y_deletes(store: Store, local: LocalBackend
             local.get(entry.atom_id)
         assert entry.atom_id not in {e.atom_id for e in app.feed_screen.feed.window.slots[0].items or []}
         assert any(f"deleted {short_id(entry.atom_id)}" in n for n in notices(app))
+
+
+async def test_d_on_a_room_entry_deletes_what_you_wrote_or_any_of_a_room_you_own_and_refuses_the_rest(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    """Our extension (docs/tui.md): the author takes a room entry back, the owner removes any; `d` on an
+    entry of another member in someone else's room is refused before anything is asked."""
+    team = store.create_room("alice", "team", room_id=ROOM_TEAM).address
+    store.join("local", store.create_invite("alice", ROOM_TEAM).code)
+    ops = add_room(store, "ops", ROOM_OPS)
+    store.join("bob", store.create_invite("local", ROOM_OPS).code)
+    store.bulk_insert(
+        [
+            ("local", req("my own note in team", team), NOW - 3 * MINUTE),
+            ("alice", req("alice's note in team", team), NOW - 2 * MINUTE),
+            ("bob", req("bob's note in ops", ops), NOW - MINUTE),
+        ]
+    )
+    app = app_on(local, state, scope=team)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        alices = screen.feed.current
+        assert alices is not None and alices.content == "alice's note in team"
+        await press(pilot, "d")
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert any("by alice/claude-code" in n and "only its author" in n for n in notices(app))
+        await press(pilot, "down")
+        mine = screen.feed.current
+        assert mine is not None and mine.content == "my own note in team"
+        await press(pilot, "d")
+        assert isinstance(app.screen, ConfirmScreen)
+        await press(pilot, "y")
+        assert any(f"deleted {short_id(mine.atom_id)}" in n for n in notices(app))
+        screen.open_scope(ops)
+        await settle(pilot)
+        bobs = screen.feed.current
+        assert bobs is not None and bobs.content == "bob's note in ops"
+        await press(pilot, "d")
+        assert isinstance(app.screen, ConfirmScreen)
+        await press(pilot, "y")
+        assert any(f"deleted {short_id(bobs.atom_id)}" in n for n in notices(app))
+    assert [e.content for e in local.recent(RecentQuery(scope=team)).items] == ["alice's note in team"]
+    assert local.recent(RecentQuery(scope=ops)).items == []
 
 
 # -- 2. filter as you type; the server's search --------------------------------------------------
