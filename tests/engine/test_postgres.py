@@ -98,6 +98,9 @@ def test_every_statement_runs_under_the_time_limit(pg_databases: Any, pooled: bo
         assert caught.value.details == {"reason": "deadline", "limit_seconds": 0.2}
         with pytest.raises(Timeout), store.time_limit(0.2), store.transaction() as db:
             db.execute("SELECT pg_sleep(5)")
+        with pytest.raises(Timeout), store.time_limit(0.2):  # a page's one statement
+            store.fetch_all("SELECT pg_sleep(5)", ())
+        assert store.fetch_all("SELECT 1 FROM pg_sleep(0.3)", ()) == [(1,)]  # rolled back, the limit gone
         with store.reading() as db:  # the limit went with the block
             assert db.execute("SELECT 1 FROM pg_sleep(0.3)").fetchone() == (1,)
     finally:
