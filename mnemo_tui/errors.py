@@ -123,6 +123,12 @@ class Timeout(Unavailable):
     retryable = False
 
 
+class FateUnknown(Unavailable):
+    """The connection was lost while a write committed: it may be stored or not, so it is never retried blindly."""
+
+    retryable = False
+
+
 class LocalStateError(MnemoError):
     """A local configuration or state file cannot be read; the message names it and the way out."""
 

@@ -55,33 +55,6 @@ def dumps(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
-DATABASE_SCHEMES = ("postgresql://", "postgres://")
-
-
-def database_identity(url: str) -> str:
-    """A PostgreSQL URL as it may be shown, logged and key watermarks: user, host, port and database, never a
-    password (nor any query parameter, which may carry one).
-
-    Raises:
-        ValidationError: not a postgresql:// URL, or a malformed one.
-    """
-    from urllib.parse import unquote, urlsplit
-
-    bad = ValidationError("the database URL must look like postgresql://USER:PASSWORD@HOST:PORT/DBNAME")
-    if not isinstance(url, str) or not url.startswith(DATABASE_SCHEMES):
-        raise bad
-    try:
-        parts = urlsplit(url)
-        port = parts.port or 5432
-    except ValueError:
-        raise bad from None
-    host = parts.hostname or "localhost"
-    user = unquote(parts.username or "")
-    dbname = unquote(parts.path.lstrip("/")) or user
-    shown = f"[{host}]" if ":" in host else host
-    return f"postgresql://{user + '@' if user else ''}{shown}:{port}/{dbname}"
-
-
 def check_limit(limit: int) -> int:
     """Validate a page size (1–100)."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:

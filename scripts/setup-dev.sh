@@ -14,6 +14,8 @@ command -v openssl >/dev/null 2>&1 || need+=(openssl)  # a self-signed certifica
 command -v unshare >/dev/null 2>&1 || need+=(util-linux)  # the read-only mount test, as root
 # the PostgreSQL engine's tests start their own cluster with the server binaries (initdb, pg_ctl)
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || need+=(postgresql)
+# ... and put pgbouncer (transaction mode) in front of it for the pooler tests (issue 41)
+command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || need+=(pgbouncer)
 # What the benchmarks and screenshots use; the tests do not.
 want=()
 command -v sqlite3 >/dev/null 2>&1 || want+=(sqlite3)

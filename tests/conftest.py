@@ -122,6 +122,22 @@ def pg_databases() -> Iterator[Any]:
         pg_helpers.stop_cluster(cluster, databases)
 
 
+@pytest.fixture(scope="session")
+def pg_bouncer(pg_databases: Any) -> Iterator[Any]:
+    """pgbouncer in transaction mode in front of this test process's cluster (started on first use)."""
+    import shutil
+
+    import pg_helpers
+
+    if shutil.which("pgbouncer") is None and not Path("/usr/sbin/pgbouncer").exists():
+        pytest.skip(pg_helpers.NO_PGBOUNCER)
+    bouncer = pg_helpers.start_bouncer(pg_databases.cluster)
+    try:
+        yield bouncer
+    finally:
+        bouncer.stop()
+
+
 class Target:
     """Where a test's engine keeps its data: an embedded store file, or a PostgreSQL database.
 
@@ -192,20 +208,26 @@ def target(targets: Callable[[str], Target]) -> Target:
     return targets("store")
 
 
-@pytest.fixture(params=["local", "remote", "local-pg", "remote-pg"])
+BACKENDS = ["local", "remote", "local-pg", "remote-pg"]
+
+
+@pytest.fixture(params=BACKENDS)
 def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[str], Backend]]:
     """A factory of backends over one fresh store, one per principal; parametrized over backend kinds
-    (in this process or through `mnemo serve`) and engines (the embedded store, PostgreSQL).
+    (in this process or through `mnemo serve`) and engines (the embedded store, PostgreSQL, and
+    `bouncer`: PostgreSQL behind pgbouncer in transaction mode, which a module asks for by
+    parametrizing `make_backend` itself with `BACKENDS + ["remote-bouncer"]`).
 
     Every backend it returns shares the same store, so principals can meet in rooms.
     """
     kind, _, engine = str(request.param).partition("-")
     opened: list[Backend] = []
     made: list[str] = []
-    if engine == "pg":
+    if engine in ("pg", "bouncer"):
         databases = request.getfixturevalue("pg_databases")
         made.append(databases.create())
-        where = Target("postgres", databases.cluster.url(made[0]))
+        front = request.getfixturevalue("pg_bouncer") if engine == "bouncer" else databases.cluster
+        where = Target("postgres", front.url(made[0]))
     else:
         where = Target("sqlite", tmp_path / "contract.db")
     if kind == "local":

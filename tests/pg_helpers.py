@@ -54,6 +54,8 @@ class Cluster:
     bindir: Path
     port: int
     as_postgres: bool
+    # The tests' clusters commit without waiting for a disk; a failover test's primary waits for its standby.
+    options: str = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
 
     def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         command = [str(self.bindir / args[0]), *args[1:]]
@@ -84,8 +86,7 @@ class Cluster:
             "-t",
             "60",
             "-o",
-            f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
+            f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c max_connections=200 {self.options}",
             "start",
         )
 
@@ -93,17 +94,24 @@ class Cluster:
         self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop", check=False)
 
 
-def start_cluster() -> Cluster:
-    """initdb and start a fresh cluster (bounded: each step has a timeout)."""
-    bindir = binaries()
-    assert bindir is not None
-    as_postgres = os.getuid() == 0
+def _folder(as_postgres: bool) -> Path:
     folder = Path(tempfile.mkdtemp(prefix="mnemo-pg-"))
     if as_postgres:
         pw = pwd.getpwnam("postgres")
         os.chown(folder, pw.pw_uid, pw.pw_gid)
     os.chmod(folder, 0o700)
+    return folder
+
+
+def start_cluster(options: str | None = None) -> Cluster:
+    """initdb and start a fresh cluster (bounded: each step has a timeout); `options`: postgres's `-c` settings."""
+    bindir = binaries()
+    assert bindir is not None
+    as_postgres = os.getuid() == 0
+    folder = _folder(as_postgres)
     cluster = Cluster(folder, bindir, _free_port(), as_postgres)
+    if options is not None:
+        cluster.options = options
     pwfile = folder / "pw"
     pwfile.write_text("postgres-" + secrets.token_hex(8) + "\n")
     if as_postgres:
@@ -120,6 +128,19 @@ def start_cluster() -> Cluster:
         "UTF8",
         "--locale=C.UTF-8",
     )
+    _start_on_a_free_port(cluster)
+    import psycopg
+
+    with psycopg.connect(cluster.admin_url(), autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {USER} LOGIN CREATEDB PASSWORD '{PASSWORD}'")
+        conn.execute(f"CREATE DATABASE mnemo_template OWNER {USER}")
+    from mnemo_tui.engine.postgres import migrate
+
+    migrate(cluster.url("mnemo_template"), allowed=True)
+    return cluster
+
+
+def _start_on_a_free_port(cluster: Cluster) -> None:
     # postgres binds the port itself (`-p`): one picked free may be taken by another test process
     # before the cluster starts; then the log says so and the cluster starts again on another port.
     for attempt in range(5):
@@ -132,15 +153,28 @@ def start_cluster() -> Cluster:
                 raise
             log.unlink()
             cluster.port = _free_port()
+
+
+def start_standby(primary: Cluster) -> Cluster:
+    """A synchronous standby of `primary`: `pg_basebackup -R` (streaming, hot standby), started on its own port,
+    and the primary told to wait for it at every commit (`synchronous_standby_names`); returns once it is sync."""
     import psycopg
 
-    with psycopg.connect(cluster.admin_url(), autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE {USER} LOGIN CREATEDB PASSWORD '{PASSWORD}'")
-        conn.execute(f"CREATE DATABASE mnemo_template OWNER {USER}")
-    from mnemo_tui.engine.postgres import migrate
-
-    migrate(cluster.url("mnemo_template"), allowed=True)
-    return cluster
+    standby = Cluster(_folder(primary.as_postgres), primary.bindir, _free_port(), primary.as_postgres, options="")
+    owner = "postgres" if primary.as_postgres else pwd.getpwuid(os.getuid()).pw_name
+    primary._run(
+        "pg_basebackup", "-D", str(standby.data), "-R", "-X", "stream", "--checkpoint=fast", "--no-sync",
+        "-h", str(primary.folder), "-p", str(primary.port), "-U", owner,
+    )  # fmt: skip
+    _start_on_a_free_port(standby)
+    with psycopg.connect(primary.admin_url(), autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
+        conn.execute("SELECT pg_reload_conf()")
+        for _ in range(600):  # bounded: streaming and synchronous within a minute
+            if conn.execute("SELECT 1 FROM pg_stat_replication WHERE sync_state = 'sync'").fetchone():
+                return standby
+            threading.Event().wait(0.1)
+    raise AssertionError("the standby never became synchronous")
 
 
 class Databases:
@@ -210,6 +244,94 @@ class Databases:
 
         with psycopg.connect(self.cluster.admin_url(), autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+NO_PGBOUNCER = "no pgbouncer on this machine: scripts/setup-dev.sh installs Debian's pgbouncer"
+BOUNCER_INI = """[databases]
+* = host=127.0.0.1 port={backend}
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = {port}
+unix_socket_dir =
+auth_type = scram-sha-256
+auth_file = {folder}/userlist.txt
+pool_mode = transaction
+max_client_conn = 400
+default_pool_size = 10
+server_idle_timeout = 10
+logfile = {folder}/log
+"""
+
+
+@dataclass
+class Bouncer:
+    """pgbouncer in transaction mode in front of a test cluster: `url(db)` as `Cluster.url`, through it."""
+
+    folder: Path
+    port: int
+    proc: subprocess.Popen[bytes]
+
+    def url(self, dbname: str, password: str | None = PASSWORD) -> str:
+        secret = f":{password}" if password is not None else ""
+        return f"postgresql://{USER}{secret}@127.0.0.1:{self.port}/{dbname}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=20)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def start_bouncer(cluster: Cluster) -> Bouncer:
+    """Start pgbouncer in transaction mode on a free port in front of `cluster` (every database, the mnemo role).
+
+    It refuses to run as root: run as the `postgres` user then, as the cluster is. It binds the port
+    itself, so a port taken meanwhile by another test process is retried on another, as `start_cluster` does.
+    """
+    import psycopg
+
+    program = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+    folder = Path(tempfile.mkdtemp(prefix="mnemo-bouncer-"))
+    as_postgres = os.getuid() == 0
+    ids = pwd.getpwnam("postgres") if as_postgres else None
+    (folder / "userlist.txt").write_text(f'"{USER}" "{PASSWORD}"\n')
+    os.chmod(folder / "userlist.txt", 0o600)
+    if ids is not None:
+        for path in (folder, folder / "userlist.txt"):
+            os.chown(path, ids.pw_uid, ids.pw_gid)
+    for attempt in range(5):
+        port = _free_port()
+        (folder / "pgbouncer.ini").write_text(BOUNCER_INI.format(backend=cluster.port, port=port, folder=folder))
+        (folder / "log").unlink(missing_ok=True)
+        proc = subprocess.Popen(
+            [program, str(folder / "pgbouncer.ini")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            user=ids.pw_uid if ids else None,
+            group=ids.pw_gid if ids else None,
+            extra_groups=[] if ids else None,
+        )
+        bouncer = Bouncer(folder, port, proc)
+        for _ in range(300):  # bounded: up at once, or dead (its log says why)
+            if proc.poll() is not None:
+                break
+            try:
+                # Not the template: a server connection to it would hold up every CREATE DATABASE copying it.
+                psycopg.connect(bouncer.url("postgres"), connect_timeout=2).close()
+                return bouncer
+            except psycopg.OperationalError:
+                threading.Event().wait(0.05)
+        log = (folder / "log").read_text(errors="replace") if (folder / "log").exists() else ""
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=20)
+        if attempt == 4 or "in use" not in log:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise RuntimeError("pgbouncer did not start: " + log[-2000:])
+    raise AssertionError("unreachable")
 
 
 def stop_cluster(cluster: Cluster, databases: Databases | None = None) -> None:

@@ -26,6 +26,7 @@ from mnemo_tui.errors import (
     BY_CODE,
     AuthError,
     Conflict,
+    FateUnknown,
     Forbidden,
     MnemoError,
     NotFound,
@@ -305,6 +306,8 @@ def error_of(response: Answer) -> MnemoError:
             retryable = body["retryable"]
     if cls is AuthError:
         message += " (check MNEMO_API_KEY, or run `mnemo login`)"
+    if cls is Unavailable and details is not None and details.get("reason") == "commit_unknown":
+        cls = FateUnknown  # the write may be stored: its caller must not send it again blindly
     exc = cls(message, details=details)
     if retryable is not None:
         exc.retryable = retryable

@@ -50,6 +50,15 @@ def serve(
     workers: Annotated[
         int, typer.Option("--workers", metavar="N", help="Database threads (and pooled connections), 1-64.")
     ] = 8,
+    database_pooler: Annotated[
+        str,
+        typer.Option(
+            "--database-pooler",
+            metavar="transaction|none",
+            help="What is between the servers and PostgreSQL: transaction (pgbouncer in transaction mode; the safe "
+            "default) or none (sessions are the server's own: statements prepared, fewer round trips).",
+        ),
+    ] = "transaction",
     # The HTTP edges' bounds (docs/security.md); the defaults are those of server/edges.py.
     max_connections: Annotated[
         int, typer.Option("--max-connections", metavar="N", help="Connections open at once, 1-100000; past it 503.")
@@ -75,6 +84,11 @@ def serve(
         from mnemo_tui.server.run import serve as run_server
     if not 1 <= workers <= 64:
         raise ValidationError(f"--workers must be between 1 and 64, got {workers}")
+    if database_pooler not in ("transaction", "none"):
+        raise ValidationError(f"--database-pooler must be transaction or none, got {database_pooler!r}")
+    if database_pooler == "none" and not c.settings.database:
+        raise ValidationError("--database-pooler is for a PostgreSQL database (--database)")
+    pooled = database_pooler == "transaction"
     for name, value, low, high in (
         ("--max-connections", max_connections, 1, 100_000),
         ("--header-timeout", header_timeout, 1, 3600),
@@ -89,7 +103,9 @@ def serve(
         with needs_extra("postgres", "--database"):
             from mnemo_tui.engine.postgres import PgStore
 
-        c._backend = LocalBackend(PgStore(c.settings.database, migrate_schema=migrate), c.settings.principal)
+        c._backend = LocalBackend(
+            PgStore(c.settings.database, migrate_schema=migrate, pooled=pooled), c.settings.principal
+        )
     elif migrate:
         raise ValidationError("--migrate is for a PostgreSQL database (--database); a store file migrates by itself")
     if not any(not k.revoked for k in _engine(c, "serve").list_keys()):
@@ -105,6 +121,7 @@ def serve(
             workers=workers,
             allow_reset=allow_reset,
             database=c.settings.database,
+            pooled=pooled,
             edges=Edges(max_connections, header_timeout, max_header_bytes),
         )
     except OSError as exc:
@@ -190,8 +207,8 @@ def db_copy(
     c = ctx_of(ctx)
     from pathlib import Path
 
+    from mnemo_tui.dburl import database_identity
     from mnemo_tui.engine.store import Store
-    from mnemo_tui.limits import database_identity
 
     fmt = output.check_format(fmt, allow_ndjson=False)
     url = to or c.settings.database

@@ -376,7 +376,7 @@ def status(
         source = credentials.key_source(s)
         data["principal"] = _remote_principal(c) if source != "none" else None
     elif s.database:
-        from mnemo_tui.limits import database_identity
+        from mnemo_tui.dburl import database_identity
 
         data["database"] = database_identity(s.database)
         data["principal"] = s.principal

@@ -148,3 +148,22 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (3, "superseded_by indexed", m003_superseded_by),
 ]
 LATEST = MIGRATIONS[-1][0]
+
+# Every table of the embedded store, with the columns both engines hold, in an order that keeps
+# every reference valid. `atoms` gains its tsvector on the way.
+COPIED: tuple[tuple[str, str], ...] = (
+    ("buckets", "bucket, kind, owner, last_created_at"),
+    (
+        "atoms",
+        "seq, atom_id, bucket, domain, created_at, content, concepts, metadata, principal, agent, agent_name, "
+        "client_env, external_ref, supersedes, superseded_by, wire, fingerprint",
+    ),
+    ("rooms", "room_id, bucket, name, description, owner, created_at, archived"),
+    ("members", "room_id, principal, role, scope, joined_at"),
+    ("invites", "invite_id, room_id, code_hash, scope, expires_at, max_uses, uses, created_by, created_at"),
+    ("vault", "atom_id, principal, alias, context, sealed, concepts, created_at"),
+    ("api_keys", "key_id, principal, key_hash, created_at, revoked_at"),
+    ("feedback", "atom_id, bucket, outcome, at"),
+    ("idempotency", "principal, key, answer, at"),
+)
+HOLDS_DATA = ("buckets", "atoms", "rooms", "vault", "api_keys", "feedback", "idempotency")

@@ -15,7 +15,7 @@ import time
 import weakref
 import zlib
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from functools import lru_cache
 from typing import Any
 
@@ -24,27 +24,28 @@ import psycopg.errors
 from psycopg import conninfo as pg_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from mnemo_tui.engine import fts
+from mnemo_tui.dburl import database_identity
 from mnemo_tui.engine import pg_schema as schema
 from mnemo_tui.engine.atoms import AtomOps, insert_sql
 from mnemo_tui.engine.database import Clock, Database, deadline
 from mnemo_tui.engine.feed import FeedOps, Matching
 from mnemo_tui.engine.keys import KeyOps
 from mnemo_tui.engine.memory_plane import MemoryOps
+from mnemo_tui.engine.pg_search import query, vector
 from mnemo_tui.engine.rooms import RoomOps
 from mnemo_tui.engine.rules import refuse_nul
 from mnemo_tui.engine.vault import VaultOps
-from mnemo_tui.errors import Conflict, LocalStateError, MnemoError, Unavailable, ValidationError
-from mnemo_tui.limits import database_identity
+from mnemo_tui.errors import Conflict, FateUnknown, LocalStateError, MnemoError, Unavailable, ValidationError
 
 DEFAULT_POOL = 8
 CONNECT_SECONDS = 5.0  # to get a connection from the pool (the database down: 503 after this)
 MIGRATION_LOCK = 0x6D6E656D6F  # the advisory lock migrations are applied under ("mnemo")
 OWN_BUCKETS_KEPT = 10_000  # principals whose own bucket an engine remembers
-LEXEME_BYTES = 2046  # PostgreSQL's longest lexeme; a longer token is not indexed (nor matched)
-# The current statement_timeout of each pooled connection, so it is set only when it changes.
-_MIGRATED: set[str] = set()  # URLs whose schema this process found current (checked once per process)
+PREPARE_AFTER = 5  # psycopg's own threshold: a statement run this often on a connection is prepared
+# The statement_timeout of each pooled connection whose session is mnemo's own (no transaction pooler), set
+# only when it changes.
 _TIMEOUTS: weakref.WeakKeyDictionary[psycopg.Connection[Any], int] = weakref.WeakKeyDictionary()
+_MIGRATED: set[str] = set()  # URLs whose schema this process found current (checked once per process)
 
 
 def _parts(url: str) -> dict[str, Any]:
@@ -55,7 +56,7 @@ def _parts(url: str) -> dict[str, Any]:
 
 
 def redacted(url: str) -> str:
-    """The database URL as it may be shown, logged and used as an identity: never its password (see model)."""
+    """The database URL as it may be shown, logged and used as an identity: never its password (see dburl)."""
     return database_identity(url)
 
 
@@ -121,17 +122,18 @@ class _Pools:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.pools: dict[str, tuple[ConnectionPool[Any], int]] = {}
+        self.pools: dict[tuple[str, bool], tuple[ConnectionPool[Any], int]] = {}
 
-    def acquire(self, url: str, size: int) -> ConnectionPool[Any]:
+    def acquire(self, url: str, size: int, pooled: bool = True) -> ConnectionPool[Any]:
+        """The pool of `url`; statements run often are prepared unless `pooled` (behind a transaction pooler)."""
         with self.lock:
-            found = self.pools.get(url)
+            found = self.pools.get((url, pooled))
             if found is None:
                 pool: ConnectionPool[Any] = ConnectionPool(
                     url,
                     min_size=1,
                     max_size=max(1, size),
-                    kwargs={"autocommit": True},
+                    kwargs={"autocommit": True, "prepare_threshold": None if pooled else PREPARE_AFTER},
                     check=_check_if_idle,
                     timeout=CONNECT_SECONDS,
                     num_workers=1,
@@ -146,16 +148,16 @@ class _Pools:
                         f"the database {redacted(url)} cannot be reached (no connection within {CONNECT_SECONDS:g} s)"
                     ) from None
                 found = (pool, 0)
-            self.pools[url] = (found[0], found[1] + 1)
+            self.pools[(url, pooled)] = (found[0], found[1] + 1)
             return found[0]
 
-    def release(self, url: str) -> None:
+    def release(self, url: str, pooled: bool = True) -> None:
         with self.lock:
-            pool, count = self.pools[url]
+            pool, count = self.pools[(url, pooled)]
             if count > 1:
-                self.pools[url] = (pool, count - 1)
+                self.pools[(url, pooled)] = (pool, count - 1)
                 return
-            del self.pools[url]
+            del self.pools[(url, pooled)]
         pool.close()
 
 
@@ -183,45 +185,48 @@ def failure(url: str, exc: BaseException, limit: float | None = None) -> MnemoEr
 def migrate(url: str, *, allowed: bool, upto: int = schema.LATEST) -> int:
     """Initialize an empty database, or apply pending migrations when `allowed`, under an advisory lock.
 
-    Two servers starting at once cannot both migrate: the second waits for the lock, then finds
-    the work done. `upto` stops at an older schema (what an older mnemo made: rehearsals, tests).
-    Returns the schema version.
+    Two servers starting at once cannot both migrate: each migration's transaction takes the lock
+    (`pg_advisory_xact_lock`, released at its commit, so it holds behind a transaction pooler as well)
+    and reads the version again under it; the second server finds the work done. `upto` stops at an
+    older schema (what an older mnemo made: rehearsals, tests). Returns the schema version.
 
     Raises:
         LocalStateError: an older schema without `allowed` (`--migrate`), or a newer one.
     """
-    with psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_SECONDS)) as conn:
+    # Never prepared: behind a transaction pooler the next transaction may be on another server connection.
+    with psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_SECONDS), prepare_threshold=None) as conn:
         db = PgConnection(conn)
         version = _version(db)
         if version == upto:
             return version
-        db.execute("SELECT pg_advisory_lock(?)", (MIGRATION_LOCK,))
-        try:
-            version = _version(db)
-            if version > schema.LATEST:
-                raise LocalStateError(
-                    f"the database {redacted(url)} was written by a newer mnemo (schema {version}, this one knows "
-                    f"{schema.LATEST}); upgrade mnemo"
-                )
-            if 0 < version < upto and not allowed:
-                raise LocalStateError(
-                    f"the database {redacted(url)} has schema {version} and this mnemo needs {schema.LATEST}: "
-                    "back it up, then start one server with `mnemo serve --migrate` (the others wait for it)"
-                )
-            for number, _name, fn in schema.MIGRATIONS:
-                if number <= version or number > upto:
+        # An empty database is initialized whole, by whichever server gets each migration's lock first.
+        initializing = version == 0
+        for number, _name, fn in schema.MIGRATIONS:
+            if number > upto:
+                break
+            with conn.transaction():
+                db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+                version = _version(db)
+                if version > schema.LATEST:
+                    raise LocalStateError(
+                        f"the database {redacted(url)} was written by a newer mnemo (schema {version}, this one "
+                        f"knows {schema.LATEST}); upgrade mnemo"
+                    )
+                if number <= version:
                     continue
-                with conn.transaction():
-                    if number == 1:
-                        db.execute("CREATE TABLE mnemo_schema (version integer NOT NULL)")
-                        db.execute("INSERT INTO mnemo_schema(version) VALUES (0)")
-                    fn(db)
-                    if number == 2:
-                        _backfill_search(db)
-                    db.execute("UPDATE mnemo_schema SET version = ?", (number,))
+                if 0 < version < upto and not (allowed or initializing):
+                    raise LocalStateError(
+                        f"the database {redacted(url)} has schema {version} and this mnemo needs {schema.LATEST}: "
+                        "back it up, then start one server with `mnemo serve --migrate` (the others wait for it)"
+                    )
+                if number == 1:
+                    db.execute("CREATE TABLE mnemo_schema (version integer NOT NULL)")
+                    db.execute("INSERT INTO mnemo_schema(version) VALUES (0)")
+                fn(db)
+                if number == 2:
+                    _backfill_search(db)
+                db.execute("UPDATE mnemo_schema SET version = ?", (number,))
                 version = number
-        finally:
-            db.execute("SELECT pg_advisory_unlock(?)", (MIGRATION_LOCK,))
     return version
 
 
@@ -236,29 +241,6 @@ def _version(db: PgConnection) -> int:
 def _backfill_search(db: PgConnection) -> None:
     rows = db.execute("SELECT seq, bucket, content FROM atoms").fetchall()
     db.executemany("UPDATE atoms SET search = ?::tsvector WHERE seq = ?", [(vector(b, c), s) for s, b, c in rows])
-
-
-def _lexemes(bucket: int, text: str) -> list[str]:
-    return [t.lower() for t in fts.stamped(bucket, text) if len(t.encode()) <= LEXEME_BYTES]
-
-
-def _quoted(lexeme: str) -> str:
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def vector(bucket: int, content: str) -> str:
-    """An entry's tsvector literal: its bucket-stamped tokens with their positions (engine/fts.py's words)."""
-    return " ".join(f"{_quoted(lex)}:{min(i, 16383)}" for i, lex in enumerate(_lexemes(bucket, content), 1))
-
-
-def query(bucket: int, words: list[str]) -> str:
-    """A query's tsquery literal in one bucket: each word a phrase of stamped tokens, any phrase matching."""
-    found: list[str] = []
-    for phrase in fts.phrases(bucket, words):
-        lexemes = [t.lower() for t in phrase]
-        if all(len(t.encode()) <= LEXEME_BYTES for t in lexemes):
-            found.append("(" + " <-> ".join(_quoted(t) for t in lexemes) + ")")
-    return " | ".join(dict.fromkeys(found))
 
 
 class PgClock(Clock):
@@ -276,14 +258,18 @@ class PgDatabase(Database):
 
     Attributes:
         url: the database URL as given (with its password: never shown; see `redacted`).
-        identity: the URL without its password, what watermarks are keyed by.
+        identity: the URL without its password (`dburl`), what watermarks are keyed by.
     """
 
     stream_rows = 2000  # a chunk is a round trip to the server here
 
-    def __init__(self, url: str, *, migrate_schema: bool = False, pool_size: int = DEFAULT_POOL) -> None:
+    def __init__(
+        self, url: str, *, migrate_schema: bool = False, pool_size: int = DEFAULT_POOL, pooled: bool = True
+    ) -> None:
         self.identity = redacted(url)  # first: a malformed URL is refused before anything connects
         self.url = url
+        self.pooled = pooled  # behind a transaction pooler (the default), or every session is this pool's own
+        self._writes = 0  # write blocks this thread is inside
         self._limit: float | None = None
         self._deadline: float | None = None
         self._own: dict[str, int] = {}
@@ -292,7 +278,7 @@ class PgDatabase(Database):
             if url not in _MIGRATED:
                 migrate(url, allowed=migrate_schema)
                 _MIGRATED.add(url)
-            self.pool = POOLS.acquire(url, pool_size)
+            self.pool = POOLS.acquire(url, pool_size, pooled)
         except psycopg.Error as exc:
             raise failure(url, exc) or Unavailable("the database cannot be opened") from None
         self._closed = False
@@ -306,7 +292,7 @@ class PgDatabase(Database):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            POOLS.release(self.url)
+            POOLS.release(self.url, self.pooled)
 
     @property  # type: ignore[override]
     def db(self) -> PgConnection:
@@ -323,13 +309,9 @@ class PgDatabase(Database):
 
     @contextmanager
     def _checkout(self) -> Iterator[psycopg.Connection[Any]]:
-        """A connection of the pool for the block, under this engine's time limit; driver failures translated."""
+        """A connection of the pool for the block; driver failures translated."""
         try:
             with self.pool.connection() as conn:
-                wanted = 0 if self._limit is None else max(1, int(self._limit * 1000))
-                if _TIMEOUTS.get(conn) != wanted:
-                    conn.execute(f"SET statement_timeout = {wanted}")
-                    _TIMEOUTS[conn] = wanted
                 try:
                     yield conn
                 finally:
@@ -354,9 +336,40 @@ class PgDatabase(Database):
                 self._current = None
 
     @contextmanager
+    def _limited(self, conn: psycopg.Connection[Any], *, write: bool = True) -> Iterator[None]:
+        """A block whose statements stop past this engine's time limit: one transaction (a read's, unless
+        `write` is False and the session is this pool's own: then autocommit, one statement one snapshot).
+
+        Behind a transaction pooler the limit is `SET LOCAL`: it ends with the transaction, so nothing
+        of it is left on the server connection for whoever pgbouncer hands it to next; BEGIN and the SET
+        go in one round trip (no parameters: psycopg sends them as one simple query). In a session of
+        its own (`pooled` False) it is the session's, set only when it changes: no round trip at all.
+        """
+        wanted = 0 if self._limit is None else max(1, int(self._limit * 1000))
+        if not self.pooled:
+            if _TIMEOUTS.get(conn) != wanted:
+                conn.execute(f"SET statement_timeout = {wanted}")
+                _TIMEOUTS[conn] = wanted
+            with conn.transaction() if write else nullcontext():
+                yield
+            return
+        conn.execute(f"BEGIN; SET LOCAL statement_timeout = {wanted}")
+        try:
+            yield
+        except BaseException:
+            if not conn.broken:
+                with suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @contextmanager
     def reading(self) -> Iterator[PgConnection]:  # type: ignore[override]
-        """A connection for reads: autocommit, so one statement is one snapshot (as on SQLite)."""
-        with self._connection() as db:
+        """A connection for reads: READ COMMITTED, so one statement is one snapshot (as on SQLite)."""
+        if self._current is not None:
+            yield self._current
+            return
+        with self._connection() as db, self._limited(db.conn, write=False):
             yield db
 
     def fetch_all(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
@@ -367,9 +380,33 @@ class PgDatabase(Database):
 
     @contextmanager
     def transaction(self) -> Iterator[PgConnection]:  # type: ignore[override]
-        """One write transaction (READ COMMITTED; a bucket's writers are ordered by its row lock, see `PgClock`)."""
-        with self._connection() as db, db.conn.transaction():
-            yield db
+        """One write transaction (READ COMMITTED; a bucket's writers are ordered by its row lock, see `PgClock`).
+
+        Nested in another block, a savepoint. A connection lost at COMMIT leaves the write's fate
+        unknown (`FateUnknown`, never retried blindly): only then may it be stored without an answer.
+        """
+        self._writes += 1
+        try:
+            if self._current is not None:
+                with self._current.conn.transaction():
+                    yield self._current
+                return
+            with self._connection() as db:
+                committing = False
+                try:
+                    with self._limited(db.conn):
+                        yield db
+                        committing = True
+                except psycopg.OperationalError as exc:
+                    if committing:
+                        raise FateUnknown(
+                            f"the connection to the database {self.identity} was lost while the write committed: "
+                            "it may or may not be stored; read before writing it again",
+                            details={"reason": "commit_unknown"},
+                        ) from exc
+                    raise
+        finally:
+            self._writes -= 1
 
     @contextmanager
     def time_limit(self, seconds: float | None) -> Iterator[None]:
@@ -424,7 +461,7 @@ class PgDatabase(Database):
     def stream(self, sql: str, params: list[Any] | tuple[Any, ...], chunk: int) -> Iterator[list[Any]]:
         """Every row of one statement through a server-side cursor, in chunks, from one snapshot."""
         # Its own connection, never this thread's block's: the stream may be read while other calls run.
-        with self._checkout() as conn, conn.transaction(), conn.cursor(name="mnemo_stream") as cur:
+        with self._checkout() as conn, self._limited(conn), conn.cursor(name="mnemo_stream") as cur:
             cur.execute(_pg(sql), _params(params))
             while True:
                 rows = cur.fetchmany(chunk)
@@ -439,7 +476,7 @@ class PgDatabase(Database):
         if found is None:
             found = super().own_bucket(principal, create=create)
             # Only what is committed is remembered: a bucket made in a transaction may yet be rolled back.
-            committed = self.db.conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            committed = self._writes == 0
             if found is not None and committed and len(self._own) < OWN_BUCKETS_KEPT:
                 self._own[principal] = found
         return found
@@ -494,39 +531,7 @@ class PgStore(PgDatabase, FeedOps, MemoryOps, RoomOps, AtomOps, VaultOps, KeyOps
         )
 
 
-def wait_until_up(url: str, seconds: float) -> None:
-    """Wait (bounded) until the database accepts connections (for tests and start-up scripts)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            psycopg.connect(url, connect_timeout=2).close()
-            return
-        except psycopg.OperationalError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-
-
 # -- moving an embedded store into PostgreSQL ----------------------------------------------------
-
-# Every table of the embedded store, with the columns both engines hold, in an order that keeps
-# every reference valid. `atoms` gains its tsvector on the way.
-COPIED: tuple[tuple[str, str], ...] = (
-    ("buckets", "bucket, kind, owner, last_created_at"),
-    (
-        "atoms",
-        "seq, atom_id, bucket, domain, created_at, content, concepts, metadata, principal, agent, agent_name, "
-        "client_env, external_ref, supersedes, superseded_by, wire, fingerprint",
-    ),
-    ("rooms", "room_id, bucket, name, description, owner, created_at, archived"),
-    ("members", "room_id, principal, role, scope, joined_at"),
-    ("invites", "invite_id, room_id, code_hash, scope, expires_at, max_uses, uses, created_by, created_at"),
-    ("vault", "atom_id, principal, alias, context, sealed, concepts, created_at"),
-    ("api_keys", "key_id, principal, key_hash, created_at, revoked_at"),
-    ("feedback", "atom_id, bucket, outcome, at"),
-    ("idempotency", "principal, key, answer, at"),
-)
-HOLDS_DATA = ("buckets", "atoms", "rooms", "vault", "api_keys", "feedback", "idempotency")
 
 
 def copy_store(source: Any, url: str) -> dict[str, int]:
@@ -546,7 +551,7 @@ def copy_store(source: Any, url: str) -> dict[str, int]:
     try:
         with target._checkout() as conn, source.reading() as src:
             db = PgConnection(conn)
-            for table in HOLDS_DATA:
+            for table in schema.HOLDS_DATA:
                 if db.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0]:
                     raise Conflict(
                         f"the database {target.identity} already holds data ({table}); "
@@ -560,7 +565,7 @@ def copy_store(source: Any, url: str) -> dict[str, int]:
                             "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                             (key, bytes(value)),
                         )
-                    for table, columns in COPIED:
+                    for table, columns in schema.COPIED:
                         extra = ", search" if table == "atoms" else ""
                         counts[table] = 0
                         with conn.cursor().copy(f"COPY {table} ({columns}{extra}) FROM STDIN") as out:

@@ -371,6 +371,7 @@ def create_app(
     *,
     database: str | None = None,
     migrate: bool = False,
+    pooled: bool = True,
     opener: Opener | None = None,
     workers: int = DEFAULT_WORKERS,
     request_seconds: float = REQUEST_SECONDS,
@@ -378,13 +379,14 @@ def create_app(
     access: Callable[[str], None] = to_access_logger,
 ) -> App:
     """The app serving WIRE.md over an engine: the embedded store file at `store_path`, the PostgreSQL
-    `database` (initialized when empty; an older schema migrated only with `migrate`), or what `opener` opens;
+    `database` (initialized when empty; an older schema migrated only with `migrate`; `pooled`: behind a
+    transaction pooler, see `PgStore`), or what `opener` opens;
     each request's access line goes to `access`."""
     if opener is None and database is not None:
         from mnemo_tui.engine.postgres import PgStore
 
         # One connection pool per process, shared by the workers' engines and the health probe's.
-        opener = partial(PgStore, database, migrate_schema=migrate, pool_size=workers + 1)
+        opener = partial(PgStore, database, migrate_schema=migrate, pool_size=workers + 1, pooled=pooled)
     if opener is None:
         assert store_path is not None
         path = Path(store_path)

@@ -20,7 +20,7 @@ from typing import TextIO
 
 import uvicorn
 
-from mnemo_tui.limits import database_identity
+from mnemo_tui.dburl import database_identity
 from mnemo_tui.server.app import PREFIX, create_app
 from mnemo_tui.server.edges import Edges
 
@@ -164,6 +164,7 @@ def serve(
     workers: int = 8,
     allow_reset: bool = False,
     database: str | None = None,
+    pooled: bool = True,
     edges: Edges | None = None,
 ) -> int:
     """Serve the store (or the PostgreSQL `database`) until SIGINT or SIGTERM, its connections bounded by
@@ -173,6 +174,7 @@ def serve(
     app = create_app(
         store_path,
         database=database,
+        pooled=pooled,
         workers=workers,
         allow_reset=allow_reset,
         access=partial(log_handler.line, "mnemo.access"),

@@ -26,7 +26,7 @@ class Settings(Value):
         store_path: the embedded store, when the embedded engine is selected.
         endpoint: the REST base URL, when the remote backend is selected.
         database: the PostgreSQL URL, when the PostgreSQL engine is selected (it may hold a password:
-            never shown; `limits.database_identity` is what may be).
+            never shown; `dburl.database_identity` is what may be).
         principal: who writes on the embedded store (`provenance.principal`).
         agent: the agent name in provenance, if any.
         consumer: the default consumer name.
@@ -276,7 +276,7 @@ def resolve(
     if endpoint_value is None and store_path is None and database_value is None:
         store_path = data_dir / "store.db"
     if database_value is not None:
-        from mnemo_tui.limits import database_identity
+        from mnemo_tui.dburl import database_identity
 
         database_identity(str(database_value))  # a malformed URL is exit 2 here, before anything opens
     if environ.get("MNEMO_STATE"):

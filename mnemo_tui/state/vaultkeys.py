@@ -28,7 +28,7 @@ def backend_identity(settings: Settings) -> str:
     if settings.endpoint:
         return settings.endpoint
     if settings.database:
-        from mnemo_tui.limits import database_identity
+        from mnemo_tui.dburl import database_identity
 
         return database_identity(settings.database)
     assert settings.store_path is not None

@@ -18,6 +18,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "mnemo_tui.model",
         "mnemo_tui.limits",
         "mnemo_tui.values",
+        "mnemo_tui.dburl",
         "mnemo_tui.errors",
         "mnemo_tui.timefmt",
         "mnemo_tui.sqlitefile",
@@ -62,7 +63,8 @@ OWNED = {
     "pydantic_core": ("mnemo_tui.server",),
     "keyring": ("mnemo_tui.state.credentials",),
     "nacl": ("mnemo_tui.state.sealing",),  # imported by the vault commands and demo only (test_imports)
-    "psycopg": ("mnemo_tui.engine.postgres",),  # the PostgreSQL engine; `mnemo recent` never imports it
+    # the PostgreSQL engine, and libpq's parser of a connection string (dburl); `mnemo recent` never imports it
+    "psycopg": ("mnemo_tui.engine.postgres", "mnemo_tui.dburl"),
     "psycopg_pool": ("mnemo_tui.engine.postgres",),
     "mcp": ("mnemo_tui.agents.sdk",),  # `mnemo mcp` only (the mcp extra); `mnemo recent` never imports it
     "mcp_types": ("mnemo_tui.agents.sdk",),

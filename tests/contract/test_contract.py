@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from conftest import BACKENDS
 from walk_helpers import pages_of, walk_ids
 
 from mnemo_tui.backends import Backend
@@ -15,6 +16,8 @@ from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
 
 Factory = Callable[..., Backend]
+# Every backend, and `mnemo serve` over PostgreSQL behind pgbouncer in transaction mode (issue 41).
+pytestmark = pytest.mark.parametrize("make_backend", [*BACKENDS, "remote-bouncer"], indirect=True)
 
 
 def write_many(backend: Backend, n: int, domain: str = "general", prefix: str = "entry") -> list[str]:

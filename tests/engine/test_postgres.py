@@ -90,12 +90,18 @@ def test_a_newer_schema_is_refused(pg_databases: Any, cli: Callable[..., CliResu
     assert result.code == 6 and "newer mnemo" in result.stderr and pg_helpers.PASSWORD not in result.stderr
 
 
-def test_every_statement_runs_under_the_time_limit(pg_databases: Any) -> None:
-    store = PgStore(pg_databases.cluster.url(pg_databases.create()))
+@pytest.mark.parametrize("pooled", [True, False], ids=["pooler", "own-sessions"])
+def test_every_statement_runs_under_the_time_limit(pg_databases: Any, pooled: bool) -> None:
+    store = PgStore(pg_databases.cluster.url(pg_databases.create()), pooled=pooled)
     try:
         with pytest.raises(Timeout) as caught, store.time_limit(0.2), store.reading() as db:
             db.execute("SELECT pg_sleep(5)")
         assert caught.value.details == {"reason": "deadline", "limit_seconds": 0.2}
+        with pytest.raises(Timeout), store.time_limit(0.2), store.transaction() as db:
+            db.execute("SELECT pg_sleep(5)")
+        with pytest.raises(Timeout), store.time_limit(0.2):  # a page's one statement
+            store.fetch_all("SELECT pg_sleep(5)", ())
+        assert store.fetch_all("SELECT 1 FROM pg_sleep(0.3)", ()) == [(1,)]  # rolled back, the limit gone
         with store.reading() as db:  # the limit went with the block
             assert db.execute("SELECT 1 FROM pg_sleep(0.3)").fetchone() == (1,)
     finally:
