@@ -134,18 +134,19 @@ def _clean_up(backend: Backend, scope: str, written: list[str], created: list[Ro
     """
     said: list[str] = []
     deleted = 0
+    refused: MnemoError | None = None
     for atom in written:
         try:
             deleted += backend.delete(atom)
         except FATAL:
             raise
-        except MnemoError:
-            pass
+        except MnemoError as exc:
+            refused = exc
     if deleted:
         said.append(f"deleted its {deleted} probe {'entry' if deleted == 1 else 'entries'}")
     if deleted < len(written):
         left = len(written) - deleted
-        why = " (a room's entries stay: only its owner deletes the room)" if room_of(scope) else ""
+        why = f" ({refused.message})" if refused is not None else ""
         said.append(f"left {left} probe {'entry' if left == 1 else 'entries'} in {scope}{why}")
     for room in created:
         try:
