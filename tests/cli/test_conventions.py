@@ -1,0 +1,52 @@
+"""What people of gh, git and journalctl habits expect (issue 36), each through the installed console script."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mnemo_tui import timefmt
+from mnemo_tui.engine.store import Store
+from mnemo_tui.model import WriteRequest
+
+pytestmark = pytest.mark.timeout(120)
+Cli = Callable[..., Any]
+
+LONG = "disk full on db-2 " + "word " * 60 + "\tafter a tab\nand a second line"
+
+
+def test_a_piped_table_carries_whole_values_tab_separated(cli: Cli, isolated_home: Path) -> None:
+    store = Store(isolated_home / "store.db")
+    noon_utc = timefmt.parse_iso("2026-11-20T12:00:00.250000Z")
+    store.bulk_insert([("local", WriteRequest(LONG, domain="a-rather-long-domain-name-here"), noon_utc)])
+    store.bulk_insert([("local", WriteRequest("short one", domain="ops"), noon_utc + 1_000_000)])
+    store.close()
+    items = json.loads(cli("recent", "-f", "json").stdout)["items"]
+    ids = [i["atom_id"] for i in items]
+    for args in (["recent"], ["recent", "--all"], ["catchup", "--no-commit"], ["search", "disk"]):
+        piped = cli(*args, env={"TZ": "America/New_York", "COLUMNS": "40"})
+        assert piped.code == 0, piped.stderr
+        rows = [line.split("\t") for line in piped.stdout.splitlines()]
+        assert all(len(row) == 5 for row in rows), (args, piped.stdout)  # no header, one line per entry
+        by_id = {row[4]: row for row in rows}
+        assert set(by_id) == set(ids) or (args[0] == "search" and set(by_id) == {ids[1]}), args
+        when, author, domain, content, _ = by_id[ids[1]]
+        assert when == "2026-11-20T07:00:00.250000-05:00"  # local, with its offset
+        assert (author, domain) == ("local", "a-rather-long-domain-name-here")
+        assert content == LONG.replace("\t", "\\x09").replace("\n", "⏎")  # whole: no cut, no padding
+        assert "…" not in piped.stdout and "  " not in piped.stdout.replace("word  ", "")
+    utc = cli("recent", "--utc", env={"TZ": "Asia/Kolkata"}).stdout.splitlines()
+    assert utc[1].startswith("2026-11-20T12:00:00.250000+00:00\t")
+    # `grep` finds what `--format ndjson | grep` finds: the words past where a terminal row is cut.
+    assert "second line" in cli("recent").stdout
+
+
+def test_a_piped_list_is_not_clipped(cli: Cli) -> None:
+    context = "a very long context sentence " * 10
+    assert cli("vault", "add", "long.ctx", "--context", context, input="value\n").code == 0
+    piped = cli("vault", "list", env={"COLUMNS": "60"})
+    assert context.strip() in piped.stdout and "…" not in piped.stdout
