@@ -50,3 +50,14 @@ def test_a_piped_list_is_not_clipped(cli: Cli) -> None:
     assert cli("vault", "add", "long.ctx", "--context", context, input="value\n").code == 0
     piped = cli("vault", "list", env={"COLUMNS": "60"})
     assert context.strip() in piped.stdout and "…" not in piped.stdout
+
+
+@pytest.mark.parametrize("args", [["recent", "-f"], ["recent", "-f", "--all"], ["--utc", "recent", "-n", "5", "-f"]])
+def test_recent_f_without_a_format_points_to_follow(cli: Cli, args: list[str]) -> None:
+    r = cli(*args)
+    assert r.code == 2 and r.stdout == ""
+    assert r.stderr == (
+        "mnemo: -f is --format here and needs a value (table, json or ndjson); did you mean -F (follow)?\n"
+    )
+    assert cli("recent", "-f", "ndjson").code == 0  # -f stays --format
+    assert "did you mean -F" not in cli("rooms", "list", "-f").stderr  # only where following exists
