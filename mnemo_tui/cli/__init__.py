@@ -111,7 +111,7 @@ def _typer(args: list[str]) -> int:
     import signal
 
     from typer import Abort, Exit
-    from typer._click.exceptions import ClickException
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
     from typer._click.utils import PacifyFlushWrapper
 
     from mnemo_tui.cli.app import app
@@ -128,6 +128,10 @@ def _typer(args: list[str]) -> int:
         result = app(args=args, prog_name="mnemo", standalone_mode=False)
     except Exit as exc:
         result = int(exc.exit_code)
+    except NoArgsIsHelpError as exc:
+        # Bare `mnemo` (or `mnemo rooms`) asks what there is: the help on stdout, exit 0, as gh does.
+        sys.stdout.write((exc.ctx.get_help() if exc.ctx is not None else "") + "\n")
+        return 0
     except ClickException as exc:
         _show_click_error(exc)
         return int(exc.exit_code)
@@ -147,13 +151,10 @@ def _typer(args: list[str]) -> int:
 
 
 def _show_click_error(exc: Exception) -> None:
-    """A usage error in two lines (CLI.md: errors are one or two lines): the problem, then where help is.
+    """A usage error in two lines (CLI.md: errors are one or two lines): the problem, then where help is."""
+    from typer._click.exceptions import ClickException, UsageError
 
-    `mnemo` or `mnemo rooms` alone still print their whole help.
-    """
-    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
-
-    if isinstance(exc, UsageError) and not isinstance(exc, NoArgsIsHelpError):
+    if isinstance(exc, UsageError):
         command = exc.ctx.command_path if exc.ctx is not None else "mnemo"
         sys.stderr.write(f"mnemo: {exc.format_message()}\nTry '{command} --help' for help.\n")
     elif isinstance(exc, ClickException):

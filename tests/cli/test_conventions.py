@@ -61,3 +61,37 @@ def test_recent_f_without_a_format_points_to_follow(cli: Cli, args: list[str]) -
     )
     assert cli("recent", "-f", "ndjson").code == 0  # -f stays --format
     assert "did you mean -F" not in cli("rooms", "list", "-f").stderr  # only where following exists
+
+
+def test_bare_mnemo_prints_the_help_and_exits_0(cli: Cli) -> None:
+    for args in ([], ["rooms"]):
+        r = cli(*args)
+        assert r.code == 0 and r.stderr == "", r.stderr
+        assert (
+            r.stdout.startswith(f"Usage: mnemo {' '.join(args)}".rstrip() + " [OPTIONS] COMMAND")
+            and "Commands:" in r.stdout
+        )
+    assert "recent" in cli().stdout
+
+
+def test_check_help_says_what_it_checks(cli: Cli) -> None:
+    from mnemo_tui.proof.checks import CHECK_NAMES
+
+    shown = cli("check", "--help").stdout
+    assert "source document" not in shown
+    assert all(name in shown for name in CHECK_NAMES)
+    assert "source document" not in cli("--help").stdout
+
+
+def test_search_says_when_more_results_exist(cli: Cli, isolated_home: Path) -> None:
+    store = Store(isolated_home / "store.db")
+    for n in range(5):
+        store.write("local", WriteRequest(f"deploy number {n}"))
+    store.close()
+    more = cli("search", "deploy", "--limit", "3")
+    assert more.code == 0 and len(more.stdout.splitlines()) == 3
+    assert "More results exist: 3 shown; raise --limit (up to 500)" in more.stderr
+    assert "More results" in cli("search", "deploy", "-n", "4", "-f", "ndjson").stderr
+    every = cli("search", "deploy", "--limit", "5")
+    assert len(every.stdout.splitlines()) == 5 and "More results" not in every.stderr
+    assert len(json.loads(cli("search", "deploy", "-n", "3", "-f", "json").stdout)["items"]) == 3
