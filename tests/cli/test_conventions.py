@@ -95,3 +95,16 @@ def test_search_says_when_more_results_exist(cli: Cli, isolated_home: Path) -> N
     every = cli("search", "deploy", "--limit", "5")
     assert len(every.stdout.splitlines()) == 5 and "More results" not in every.stderr
     assert len(json.loads(cli("search", "deploy", "-n", "3", "-f", "json").stdout)["items"]) == 3
+
+
+def test_an_author_given_as_the_agent_alone_suggests_the_form_that_matches(cli: Cli) -> None:
+    for agent in ("build-bot", "planner"):
+        assert cli("write", f"by {agent}", env={"MNEMO_AGENT": agent}).code == 0
+    for args in (["recent", "--author", "build-bot"], ["recent", "--author", "Build-Bot", "--all", "-f", "ndjson"]):
+        r = cli(*args)
+        assert r.code == 0 and "by build-bot" not in r.stdout
+        assert "Did you mean author 'local/build-bot'? --author local/build-bot" in r.stderr, r.stderr
+        assert "planner" not in r.stderr
+    suggested = cli("recent", "--author", "local/build-bot", "-f", "ndjson")
+    assert [json.loads(line)["content"] for line in suggested.stdout.splitlines()] == ["by build-bot"]
+    assert "Did you mean author" not in cli("recent", "--author", "nobody").stderr
