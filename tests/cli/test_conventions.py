@@ -108,3 +108,16 @@ def test_an_author_given_as_the_agent_alone_suggests_the_form_that_matches(cli: 
     suggested = cli("recent", "--author", "local/build-bot", "-f", "ndjson")
     assert [json.loads(line)["content"] for line in suggested.stdout.splitlines()] == ["by build-bot"]
     assert "Did you mean author" not in cli("recent", "--author", "nobody").stderr
+
+
+def test_a_room_is_shown_with_its_name_beside_its_id(cli: Cli) -> None:
+    address = cli("rooms", "create", "ops-room").stdout.strip()
+    empty = cli("recent", "--scope", address)
+    assert f"Room 'ops-room' ({address}) holds no entries yet." in empty.stdout
+    assert cli("watermark", "set", "--scope", address, "1h").code == 0
+    listed = cli("watermark", "list").stdout.splitlines()[1]
+    assert f"{address} (ops-room)" in listed
+    assert f"{address} (ops-room)" in cli("watermark", "show", "--scope", address).stdout
+    assert json.loads(cli("watermark", "list", "-f", "json").stdout)[0]["scope"] == address  # JSON as CLI.md says
+    report = json.loads(cli("recent", "--scope", address, "-f", "json").stdout)["empty_report"]
+    assert report["scope"] == address and "'ops-room'" in report["text"]
