@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mnemo_tui import reports, timefmt
-from mnemo_tui.cli import output
+from mnemo_tui.cli import completion, output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of, group
 from mnemo_tui.cli.context import Context
 from mnemo_tui.errors import AuthError, MnemoError, ValidationError
@@ -26,7 +26,14 @@ profile = group("profile", "The profiles of config.toml: list them, switch the d
 
 # The consumer whose watermark `watermark show`, `set` and `reset` handle.
 Consumer = Annotated[
-    str | None, typer.Option("--consumer", "-c", metavar="NAME", help="Reader name (default: the configured one).")
+    str | None,
+    typer.Option(
+        "--consumer",
+        "-c",
+        metavar="NAME",
+        help="Reader name (default: the configured one).",
+        autocompletion=completion.consumers,
+    ),
 ]
 
 

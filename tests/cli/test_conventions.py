@@ -121,3 +121,36 @@ def test_a_room_is_shown_with_its_name_beside_its_id(cli: Cli) -> None:
     assert json.loads(cli("watermark", "list", "-f", "json").stdout)[0]["scope"] == address  # JSON as CLI.md says
     report = json.loads(cli("recent", "--scope", address, "-f", "json").stdout)["empty_report"]
     assert report["scope"] == address and "'ops-room'" in report["text"]
+
+
+def _complete(cli: Cli, *words: str, env: dict[str, str] | None = None) -> list[str]:
+    """What bash completion offers for the last of `words` (an empty last word: after a space)."""
+    line = {"COMP_WORDS": " ".join(words), "COMP_CWORD": str(len(words) - 1), "_MNEMO_COMPLETE": "complete_bash"}
+    r = cli(env={**line, **(env or {})})
+    assert r.code == 0 and r.stderr == "", r.stderr
+    return r.stdout.split()
+
+
+def test_values_complete_from_local_state_only(cli: Cli, isolated_home: Path) -> None:
+    import socket
+
+    assert _complete(cli, "mnemo", "recent", "--format", "") == ["table", "json", "ndjson"]
+    assert _complete(cli, "mnemo", "rooms", "list", "-f", "") == ["table", "json"]
+    assert _complete(cli, "mnemo", "catchup", "--consumer", "") == ["default"]  # the configured one
+    assert not (isolated_home / "state.db").exists() and not (isolated_home / "store.db").exists()
+    assert cli("write", "x", "--scope", "ops").code == 0 and cli("write", "y", "--scope", "ci").code == 0
+    address = cli("rooms", "create", "design").stdout.strip()
+    assert _complete(cli, "mnemo", "recent", "--scope", "") == sorted(["ci", "design", "ops", address])
+    assert _complete(cli, "mnemo", "search", "q", "-s", "o") == ["ops"]
+    assert cli("catchup", "--consumer", "nightly", "--scope", "ops").code == 0
+    assert _complete(cli, "mnemo", "watermark", "show", "-c", "") == ["default", "nightly"]
+    # An endpoint is never contacted and no key is asked for: its scopes are those its watermarks name.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.setblocking(False)
+        endpoint = f"http://127.0.0.1:{listener.getsockname()[1]}/api/v1"
+        assert _complete(cli, "mnemo", "--endpoint", endpoint, "recent", "--scope", "") == []
+        assert _complete(cli, "mnemo", "--endpoint", endpoint, "catchup", "-c", "n") == ["nightly"]
+        with pytest.raises(BlockingIOError):
+            listener.accept()
