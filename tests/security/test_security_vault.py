@@ -154,6 +154,11 @@ def test_without_a_keyring_add_and_get_exit_3_naming_the_fallback(cli: Cli, plai
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     got = cli("vault", "get", "k", "--insecure-storage", env=no_keyring())
     assert got.code == 0 and got.stdout == value + "\n"
+    # Once announced, the file is used without the flag (as gh reads its file), with or without a keyring.
+    again = cli("vault", "get", "k", env=no_keyring())
+    assert again.code == 0 and again.stdout == value + "\n", again.stderr
+    assert cli("vault", "get", "k").stdout == value + "\n"  # the test's keyring holds no pair for it
+    assert cli("vault", "keygen", env=no_keyring()).code == 2  # the pair in the file is this backend's
     path.chmod(0o644)
     loose = cli("vault", "get", "k", "--insecure-storage", env=no_keyring())
     assert loose.code == 6 and "chmod 600" in loose.stderr
