@@ -495,10 +495,14 @@ def demo(
                 f"the store {path} already holds entries: `mnemo demo` fills an empty store; add --force to "
                 "add more (after the newest), or name another with --store"
             )
+        from mnemo_tui.cli.cmd_vault import own_public
+
+        # The sample secret is sealed to the user's own pair, so `mnemo vault get` can show it.
+        seal_to = own_public(c)
         progress = output.Progress("entries written")
         try:
             summary = demo_data.fill(
-                store, c.settings.principal, entries, seed=seed, progress=progress.update, after=newest
+                store, c.settings.principal, entries, seed=seed, progress=progress.update, after=newest, seal_to=seal_to
             )
         finally:
             progress.done()
@@ -515,7 +519,15 @@ def demo(
             f"  room {room.name!r} {room.address}: {count:,} {'entry' if count == 1 else 'entries'} "
             f"by {authors} {'author' if authors == 1 else 'authors'}"
         )
-    lines.append(f"  vault: secret {summary.secret!r} (value never shown)" if summary.secret else "  vault: unchanged")
+    if summary.secret is None:
+        lines.append("  vault: unchanged")
+    elif seal_to is not None:
+        lines.append(f"  vault: secret {summary.secret!r}, sealed to your key pair: mnemo vault get {summary.secret}")
+    else:
+        lines.append(
+            f"  vault: secret {summary.secret!r}, sealed to a throwaway pair (no keyring to keep yours: "
+            "`mnemo vault keygen --insecure-storage` before a demo makes one it can use)"
+        )
     first_room = summary.rooms[0][0].address if summary.rooms else "xroom:…"
     lines += [
         "Try:",

@@ -61,6 +61,21 @@ def _keep(c: Context, pair: KeyPair, insecure_storage: bool, what: str) -> None:
     output.hint(f"{what} vault key pair {pair.key_id} for {backend} in {place}.")
 
 
+def own_public(c: Context) -> bytes | None:
+    """The public key of this backend's pair, made and kept (and announced) if there is none yet; None when
+    there is nowhere to keep one (no keyring and no key file): `mnemo demo` then seals to a throwaway pair."""
+    from mnemo_tui.state import sealing
+
+    try:
+        pair = _stored_pair(c, False)
+        if pair is None:
+            pair = sealing.generate()
+            _keep(c, pair, False, "Created")
+    except AuthError:
+        return None
+    return pair.public
+
+
 def _no_pair(c: Context) -> AuthError:
     from mnemo_tui.state import vaultkeys
 
