@@ -159,12 +159,11 @@ def test_values_complete_from_local_state_only(cli: Cli, isolated_home: Path) ->
 def _converse(home: Path, args: list[str], env: dict[str, str], turns: list[tuple[str, str]]) -> tuple[int, str]:
     """Run mnemo on a pseudo-terminal, typing each answer once its prompt is shown; returns (code, all shown)."""
     import os
+    import pty
     import select
     import subprocess
 
     from conftest import MNEMO
-
-    import pty
 
     master, slave = pty.openpty()
     full = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") and k != "COLUMNS"}
