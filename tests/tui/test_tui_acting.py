@@ -279,11 +279,24 @@ async def test_the_palette_lists_each_command_once_and_a_screenshot_lands_in_a_f
         assert len(titles) == len(set(titles))
         assert "Keys" not in titles and titles.count("Help") == 1 and titles.count("Screenshot") == 1
         app.save_picture()
-        assert list(tmp_path.glob("*.svg"))  # no Downloads folder: the current one
+        assert not list(tmp_path.glob("*.svg"))  # never the current folder (often a git checkout)
+        beside_state = app.session.state_path.parent / "screenshots"
+        assert list(beside_state.glob("*.svg"))  # no Downloads or Pictures folder: beside the state
+        pictures = tmp_path / "nohome" / "Pictures"
+        pictures.mkdir(parents=True)
+        app.save_picture()
+        assert list(pictures.glob("*.svg"))
         downloads = tmp_path / "nohome" / "Downloads"
         downloads.mkdir(parents=True)
-        app.save_picture()
-        assert list(downloads.glob("*.svg"))
+        # Through the palette: taken once the screen under it is drawn again, its footer row included.
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        await pilot.press(*"Screenshot")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        (picture,) = downloads.glob("*.svg")
+        assert "Filter" in picture.read_text() and "palette" in picture.read_text()
 
 
 # -- 5. who you are ---------------------------------------------------------------------------------
