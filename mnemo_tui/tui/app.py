@@ -166,7 +166,23 @@ class MnemoApp(App[None]):
             self.feed_screen.action_refresh()
             self.notify(f"Reading as consumer {text.line(name)}", title="Consumer", markup=False)
 
-        self.push_screen(PromptScreen("Read as consumer:", self.session.consumer), chosen)
+        self.push_screen(PromptScreen("Read as consumer:", self.session.consumer, self._consumers()), chosen)
+
+    def _consumers(self) -> list[str]:
+        """The consumers with a watermark on this backend, as this principal (none if the state cannot be read)."""
+        from mnemo_tui.state.statedb import StateDB
+
+        backend = self.session.backend
+        try:
+            db = StateDB(self.session.state_path)
+        except MnemoError:
+            return []
+        try:
+            return sorted({w.consumer for w in db.list(backend.identity, backend.principal)})
+        except MnemoError:
+            return []
+        finally:
+            db.close()
 
     def _picture_once_shown(self) -> None:
         """The palette's screenshot, taken once the screen under it is drawn again (its footer included)."""

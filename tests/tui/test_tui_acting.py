@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, Static
+from textual.widgets import Input, Label, Static
 from tui_helpers import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, req, sample_store, settle
 
 from mnemo_tui.backends.local import LocalBackend
@@ -324,6 +324,13 @@ async def test_the_status_names_consumer_and_backend_and_the_palette_switches_co
         # `c` now commits reviewer's watermark, and me's is untouched.
         await press(pilot, "c")
         assert state.load(StateKey.of(local, "reviewer", None)) is not None
+        # The switch offers the consumers that exist (not the current one), and completes them.
+        app.switch_consumer()
+        await settle(pilot)
+        offered = str(app.screen.query_one("#prompt-choices", Label).render())
+        assert "or one of: me " in offered and "reviewer" not in offered
+        await press(pilot, "m", "right", "enter")
+        assert app.session.consumer == "me"
 
 
 async def test_a_room_entry_is_opened_from_the_room_scope_with_its_number_key(
