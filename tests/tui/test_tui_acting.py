@@ -345,3 +345,20 @@ async def test_a_room_entry_is_opened_from_the_room_scope_with_its_number_key(
         number = [i.scope for i in app.feed_screen.scopes.items.values()].index(ops) + 1
         await press(pilot, str(number))
         assert app.feed_screen.scope == ops
+
+
+async def test_at_60_by_20_the_sidebar_gives_way_and_the_status_line_stays_whole(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 5)
+    app = app_on(local, state)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        assert not screen.query_one("#sidebar").display
+        status = str(screen.status.render()).strip()
+        assert status == "5 (end) · default · ● no mark · live"
+        await pilot.resize_terminal(120, 36)
+        await settle(pilot)
+        assert screen.query_one("#sidebar").display
+        assert str(screen.status.render()).strip().endswith("· ● no watermark yet · live")
