@@ -24,9 +24,20 @@ Cli = Callable[..., Any]
 
 
 def in_terminal(
-    home: Path, args: list[str], *, env: dict[str, str] | None = None, columns: int = 100, typed: str = ""
+    home: Path,
+    args: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    columns: int = 100,
+    typed: str = "",
+    turns: list[tuple[str, str]] | None = None,
 ) -> str:
-    """Run mnemo with stdin, stdout and stderr on one pseudo-terminal; returns all it showed (bounded)."""
+    """Run mnemo with stdin, stdout and stderr on one pseudo-terminal; returns all it showed (bounded).
+
+    `typed` is typed at once; each of `turns` (prompt, answer) is typed once its prompt is shown (a hidden
+    prompt drops what was typed ahead of it).
+    """
+    pending = list(turns or [])
     import fcntl
     import pty
     import struct
@@ -52,6 +63,8 @@ def in_terminal(
             if not chunk:
                 break
             got += chunk
+            if pending and pending[0][0].encode() in got:
+                os.write(master, pending.pop(0)[1].encode())
         elif proc.poll() is not None:
             break
     os.close(master)

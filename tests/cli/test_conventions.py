@@ -156,48 +156,14 @@ def test_values_complete_from_local_state_only(cli: Cli, isolated_home: Path) ->
             listener.accept()
 
 
-def _converse(home: Path, args: list[str], env: dict[str, str], turns: list[tuple[str, str]]) -> tuple[int, str]:
-    """Run mnemo on a pseudo-terminal, typing each answer once its prompt is shown; returns (code, all shown)."""
-    import os
-    import pty
-    import select
-    import subprocess
-
-    from conftest import MNEMO
-
-    master, slave = pty.openpty()
-    full = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") and k != "COLUMNS"}
-    full.update({"MNEMO_HOME": str(home), "NO_COLOR": "1", "TERM": "xterm", **env})
-    proc = subprocess.Popen([MNEMO, *args], stdin=slave, stdout=slave, stderr=slave, env=full, close_fds=True)
-    os.close(slave)
-    shown, pending = b"", list(turns)
-    try:
-        for _ in range(600):  # bounded: each round waits at most 0.2 s for output
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                shown += chunk
-            if pending and pending[0][0].encode() in shown:
-                os.write(master, pending.pop(0)[1].encode())
-            elif not ready and proc.poll() is not None:
-                break
-    finally:
-        os.close(master)
-    return proc.wait(timeout=30), shown.decode(errors="replace")
-
-
 def test_vault_add_asks_for_a_missing_context_on_a_terminal(cli: Cli, isolated_home: Path) -> None:
     from keyring_helpers import subprocess_env
 
+    from tests.cli.test_cli_manners import in_terminal
+
     env = subprocess_env(isolated_home / "test-keyring.json")
     turns = [("shown in listings)? ", "token of the deploy bot\n"), ("(hidden): ", "s3cret\n")]
-    code, shown = _converse(isolated_home, ["vault", "add", "deploy"], env, turns)
-    assert code == 0, shown
+    shown = in_terminal(isolated_home, ["vault", "add", "deploy"], env=env, turns=turns)
     assert "What is deploy for (its --context, shown in listings)?" in shown and "s3cret" not in shown
     secrets = json.loads(cli("vault", "list", "-f", "json").stdout)["secrets"]
     assert [(s["alias"], s["context"]) for s in secrets] == [("deploy", "token of the deploy bot")]

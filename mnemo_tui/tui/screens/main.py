@@ -297,7 +297,7 @@ class FeedScreen(Screen[None]):
             short.append("● no mark" if no_mark else "● since mark")
             if feed.include_history:
                 short.append("history")
-            short.append("paused" if feed.live_error else "live")
+            short.append("live paused" if feed.live_error else "live")
             line = " · ".join(short)
         self.status.update(plain(line))
 
