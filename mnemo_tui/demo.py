@@ -204,6 +204,7 @@ def fill(
     seed: int | None = None,
     progress: Callable[[int], None] | None = None,
     after: int | None = None,
+    seal_to: bytes | None = None,
 ) -> DemoSummary:
     """Fill an embedded store with realistic sample data in bulk.
 
@@ -220,6 +221,7 @@ def fill(
         progress: called with the number of entries written so far.
         after: the newest instant the store already holds (see `newest`): the new entries are
             spread between it and now, so a second fill still reads as written over time.
+        seal_to: the public key the sample secret is sealed to (the user's own); None: a throwaway.
 
     Raises:
         ValidationError: an entry count out of range.
@@ -282,7 +284,7 @@ def fill(
         room_results.append((room, count, len({author for author, _, _ in batch})))
 
     superseded = _supersede(store, principal, rng)
-    secret = _secret(store, principal)
+    secret = _secret(store, principal, seal_to)
     return DemoSummary(
         store=store.identity,
         principal=principal,
@@ -312,12 +314,12 @@ def _supersede(store: Engine, principal: str, rng: random.Random) -> int:
     return len(page.items)
 
 
-def _secret(store: Engine, principal: str) -> str | None:
-    """One sample secret, sealed to a throwaway key pair: nobody can unseal it, and no stored pair is touched."""
+def _secret(store: Engine, principal: str, public: bytes | None) -> str | None:
+    """One sample secret, sealed to `public` (the user's pair, so `vault get` shows it), else to a throwaway pair."""
     from mnemo_tui.state import sealing
 
-    throwaway = sealing.generate().public
-    sealed = sealing.seal(throwaway, b"demo-" + random.randbytes(12).hex().encode(), SECRET_ALIAS)
+    key = public if public is not None else sealing.generate().public
+    sealed = sealing.seal(key, b"demo-" + random.randbytes(12).hex().encode(), SECRET_ALIAS)
     try:
         store.vault_add(principal, SECRET_ALIAS, "Token the deploy bot uses for the staging cluster", sealed, ("ops",))
     except Conflict:

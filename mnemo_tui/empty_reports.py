@@ -34,8 +34,11 @@ def build(
     one set of lines: exact for the wire, and with every stored name made safe for a terminal.
     """
     rooms = unsearched_rooms(backend) if scope is None else ()
-    exact = _lines(kind, scope, rooms, watermark, filters, subject, repr, lambda name: name)
-    shown = _lines(kind, scope, rooms, watermark, sanitize.block(filters), subject, sanitize.quoted, sanitize.line)
+    room = room_names(backend).get(scope) if scope is not None and room_of(scope) is not None else None
+    exact = _lines(kind, scope, rooms, watermark, filters, subject, repr, lambda name: name, room)
+    shown = _lines(
+        kind, scope, rooms, watermark, sanitize.block(filters), subject, sanitize.quoted, sanitize.line, room
+    )
     return EmptyReport(kind=kind, scope=scope, text=exact, unsearched_rooms=rooms, shown=shown)
 
 
@@ -48,8 +51,14 @@ def _lines(
     subject: str | None,
     quote: Callable[[str], str],
     name: Callable[[str], str],
+    room: str | None = None,
 ) -> str:
-    where = name(subject) if subject else describe_scope(scope, quote)
+    if subject:
+        where = name(subject)
+    elif room is not None and scope is not None:
+        where = f"room {quote(room)} ({name(scope)})"  # the name beside the id a person cannot read
+    else:
+        where = describe_scope(scope, quote)
     if kind == "empty_scope":
         first = f"{_capitalised(where)} holds no entries yet."
     elif kind == "nothing_new":
@@ -76,6 +85,16 @@ def _lines(
         else:
             lines.append("You belong to no shared rooms, so no room went unsearched.")
     return "\n".join(lines)
+
+
+def room_names(backend: Backend) -> dict[str, str]:
+    """The reader's rooms by address: their names, to show beside the ids (empty if the list cannot be read)."""
+    from mnemo_tui.errors import MnemoError
+
+    try:
+        return {r.address: r.name for r in backend.rooms()}
+    except MnemoError:
+        return {}
 
 
 def describe_filters(query: RecentQuery) -> str:

@@ -105,7 +105,7 @@ def room_of(scope: str | None) -> str | None:
 
 
 def describe_scope(scope: str | None, quote: Callable[[str], str] = repr) -> str:
-    """A human name for a scope (`quote=text.quoted` for one a terminal shows: a domain is stored text)."""
+    """A human name for a scope (`quote=sanitize.quoted` for one a terminal shows: a domain is stored text)."""
     if scope is None:
         return "your own store (all your domains, no rooms)"
     if scope.startswith(ROOM_PREFIX):

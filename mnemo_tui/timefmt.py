@@ -111,6 +111,11 @@ def shown(us: int, utc: bool = False) -> str:
     return f"{d.year:04d}-{d.month:02d}-{d.day:02d} {d.hour:02d}:{d.minute:02d}:{d.second:02d} {zone}"
 
 
+def iso_offset(us: int, utc: bool = False) -> str:
+    """An instant as ISO-8601 with its offset, on the local clock or UTC (`2026-11-30T08:00:00.000000+01:00`)."""
+    return wall(us, utc).isoformat(timespec="microseconds")
+
+
 def parse_iso(text: str, *, field: str = "time", utc: bool = True) -> int:
     """Parse an ISO-8601 instant into microseconds (a naive one is UTC, or local time when not `utc`).
 

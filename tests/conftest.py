@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -282,15 +283,71 @@ def cli(isolated_home: Path) -> Callable[..., CliResult]:
     """
     from keyring_helpers import subprocess_env
 
-    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None, timeout: float = 60) -> CliResult:
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    def run(
+        *args: str,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 60,
+        columns: int | None = None,
+    ) -> CliResult:
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") and k != "COLUMNS"}
         full_env.update(subprocess_env(isolated_home / "test-keyring.json"))
         full_env["MNEMO_HOME"] = str(isolated_home)
         full_env["NO_COLOR"] = "1"
         full_env.update(env or {})
+        if columns is not None:
+            return on_terminal([MNEMO, *args], columns=columns, input=input, env=full_env, timeout=timeout)
         proc = subprocess.run(
             [MNEMO, *args], input=input, capture_output=True, text=True, env=full_env, timeout=timeout, check=False
         )
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
     return run
+
+
+def on_terminal(
+    argv: list[str], *, columns: int, env: dict[str, str], input: str | None = None, timeout: float = 60
+) -> CliResult:
+    """Run `argv` with stdout on a pseudo-terminal `columns` wide (stdin and stderr piped, no pager).
+
+    What a person's terminal lays out (widths, the header, short ids) is tested here; a pipe gets
+    the tab-separated rows instead (docs/cli.md, Output).
+    """
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    # The terminal's own line discipline would turn each "\n" into "\r\n": keep the bytes as written.
+    attrs = termios.tcgetattr(slave)
+    attrs[1] &= ~termios.OPOST
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    full = {k: v for k, v in env.items() if k != "COLUMNS"}
+    full.setdefault("MNEMO_PAGER", "cat")
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=slave, stderr=subprocess.PIPE, env=full, text=True, close_fds=True
+    )
+    os.close(slave)
+    got = bytearray()
+    reader = threading.Thread(target=_drain, args=(master, got), daemon=True)
+    reader.start()
+    try:
+        _out, err = proc.communicate(input=input, timeout=timeout)
+    finally:
+        reader.join(timeout)
+        os.close(master)
+    return CliResult(proc.returncode, got.decode(errors="replace"), err)
+
+
+def _drain(fd: int, into: bytearray) -> None:
+    """Read a pseudo-terminal's master side until its slave side is closed by every process (EIO)."""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            return
+        if not chunk:
+            return
+        into.extend(chunk)

@@ -111,7 +111,7 @@ def _typer(args: list[str]) -> int:
     import signal
 
     from typer import Abort, Exit
-    from typer._click.exceptions import ClickException
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError
     from typer._click.utils import PacifyFlushWrapper
 
     from mnemo_tui.cli.app import app
@@ -128,6 +128,10 @@ def _typer(args: list[str]) -> int:
         result = app(args=args, prog_name="mnemo", standalone_mode=False)
     except Exit as exc:
         result = int(exc.exit_code)
+    except NoArgsIsHelpError as exc:
+        # Bare `mnemo` (or `mnemo rooms`) asks what there is: the help on stdout, exit 0, as gh does.
+        sys.stdout.write((exc.ctx.get_help() if exc.ctx is not None else "") + "\n")
+        return 0
     except ClickException as exc:
         _show_click_error(exc)
         return int(exc.exit_code)
@@ -147,13 +151,10 @@ def _typer(args: list[str]) -> int:
 
 
 def _show_click_error(exc: Exception) -> None:
-    """A usage error in two lines (CLI.md: errors are one or two lines): the problem, then where help is.
+    """A usage error in two lines (CLI.md: errors are one or two lines): the problem, then where help is."""
+    from typer._click.exceptions import ClickException, UsageError
 
-    `mnemo` or `mnemo rooms` alone still print their whole help.
-    """
-    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
-
-    if isinstance(exc, UsageError) and not isinstance(exc, NoArgsIsHelpError):
+    if isinstance(exc, UsageError):
         command = exc.ctx.command_path if exc.ctx is not None else "mnemo"
         sys.stderr.write(f"mnemo: {exc.format_message()}\nTry '{command} --help' for help.\n")
     elif isinstance(exc, ClickException):
@@ -198,6 +199,37 @@ def _check_utf8(args: list[str]) -> None:
             raise ValidationError(f"argument {number} ({shown!r}) is not valid UTF-8 text") from None
 
 
+def _check_short_format(args: list[str]) -> None:
+    """Refuse `recent -f` with no value, or followed by an option, pointing to `-F` (exit 2).
+
+    `-f` is `--format` here (scripts use it), while journalctl, tail and `kubectl logs` follow with
+    it: `mnemo recent -f` is someone who wants `-F`, and Click would take the next option as its value.
+
+    Raises:
+        ValidationError: `-f` last, or before another option, ahead of any `--`.
+    """
+    from mnemo_tui.errors import ValidationError
+
+    end = args.index("--") if "--" in args else len(args)
+    for i, arg in enumerate(args[:end]):
+        if arg == "-f" and (i + 1 == end or args[i + 1].startswith("-")) and _command_of(args) == "recent":
+            raise ValidationError(
+                "-f is --format here and needs a value (table, json or ndjson); did you mean -F (follow)?"
+            )
+
+
+def _command_of(args: list[str]) -> str | None:
+    """The command word of `args`: the first word that is not a root option or its value."""
+    takes_value = {flag for opt in ROOT.values() if opt.kind != "flag" for flag in opt.flags}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("-"):
+            return arg
+        i += 2 if arg in takes_value else 1
+    return None
+
+
 def _prepare_streams() -> None:
     """Streams the caller closed (`>&-`, `2>&-`) read and write /dev/null, so success stays success and no
     file opened later can take their descriptor; text the terminal's encoding cannot show degrades to
@@ -224,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         _check_utf8(args)
+        if "_MNEMO_COMPLETE" not in os.environ:
+            _check_short_format(args)
         # Shell completion (`_MNEMO_COMPLETE`) is Typer's: the fast path would run the command instead.
         fast = None if "_MNEMO_COMPLETE" in os.environ else _fast(args)
         code = fast if fast is not None else _typer(args)

@@ -46,7 +46,9 @@ COMMANDS = {
     "serve": Row("mnemo_tui.cli.cmd_server", "serve", "Serve the embedded store over REST until Ctrl-C."),
     "tui": Row("mnemo_tui.cli.cmd_tui", "tui", "The terminal UI: a live catch-up feed of your store and rooms."),
     "mcp": Row("mnemo_tui.cli.cmd_mcp", "mcp", "Serve the memory tools to an MCP client over stdio."),
-    "check": Row("mnemo_tui.cli.cmd_proof", "check", "The four checks of the source document; exit 1 on a failure."),
+    "check": Row(
+        "mnemo_tui.cli.cmd_proof", "check", "Probe the feed with four checks (see --help); exit 1 on a failure."
+    ),
     "verify": Row(
         "mnemo_tui.cli.cmd_proof", "verify", "Every expected id once in the walk, none twice; exit 1 if not."
     ),

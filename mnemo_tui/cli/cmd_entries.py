@@ -12,6 +12,7 @@ from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import EntryFormat, IncludeHistory, Scope, Since, Until, ctx_of
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.feed import check_limit_flag, parse_times, resolved_scope, room_name_hint
+from mnemo_tui.engine.rules import MAX_TOP_K as MAX_SEARCH
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.limits import MAX_CONCEPTS, MAX_EXTERNAL_REF, MAX_SUPERSEDES, parse_scope, room_of
 from mnemo_tui.model import EmptyReport
@@ -132,7 +133,7 @@ def search(
         raise ValidationError("search needs a query; to list what happened lately, use `mnemo recent`")
     if order_by not in ("relevance", "recency"):
         raise ValidationError(f"--order-by must be relevance or recency, got {order_by!r}")
-    check_limit_flag(limit, 500)
+    check_limit_flag(limit, MAX_SEARCH)
     low, high = parse_times(since, until, utc=c.utc)
     scope_value = resolved_scope(c, parse_scope(scope))
     hits = c.backend.search(
@@ -143,9 +144,11 @@ def search(
             since=low,
             until=high,
             include_history=include_history,
-            top_k=limit,
+            top_k=min(limit + 1, MAX_SEARCH),  # one more than shown: whether more results exist
         )
     )
+    more = len(hits) > limit or len(hits) == MAX_SEARCH
+    hits = hits[:limit]
     wires = [h.entry.wire[:-1] + f',"relevance":{h.relevance}}}' for h in hits]
     out = sys.stdout
     if fmt == "ndjson":
@@ -167,6 +170,15 @@ def search(
             return
         with output.paged(fmt, no_pager=c.no_pager, configured=c.settings.pager):
             output.TableWriter(sys.stdout, scope=scope_value, utc=c.utc).rows([h.entry for h in hits])
+    if more and fmt != "json":
+        output.hint(_more_results(limit))
+
+
+def _more_results(limit: int) -> str:
+    """What stderr says when a search had more results than it showed (as `recent` says a cursor remains)."""
+    if limit >= MAX_SEARCH:
+        return f"More results may exist: {MAX_SEARCH} is the most a search returns; narrow it (--scope, --since, more words)."
+    return f"More results exist: {limit} shown; raise --limit (up to {MAX_SEARCH}) or narrow the query."
 
 
 def _search_empty(c: Context, query: str, scope: str | None, since: str | None, until: str | None) -> EmptyReport:

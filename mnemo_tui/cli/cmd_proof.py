@@ -61,7 +61,21 @@ def check(
     fmt: TableFormat = "table",
     report_to: Report = None,
 ) -> int:
-    """The four checks of the source document; exit 1 on a failure."""
+    """Probe the backend's feed with four checks; exit 1 if one fails.
+
+    It writes a few probe entries to --scope (deleted after), walks them, and checks:
+
+    \b
+    1. walk-to-end: a cursor walk in small pages delivers every probe once, and
+       ends.
+    2. write-while-walking: an entry written during a walk comes in the next
+       catch-up pass, and nothing of the first walk comes again.
+    3. empty-scope-names-rooms: an empty unscoped read names the rooms it did not
+       read and says how (--scope xroom:...).
+    4. search-needs-query: a search with an empty or blank query is refused.
+
+    No watermark of yours is read or moved (the probe reader's state is thrown away).
+    """
     output.check_format(fmt, allow_ndjson=False)
     reports = open_reports(report_to)
     with reports.guard("check"):

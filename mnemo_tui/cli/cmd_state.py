@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mnemo_tui import timefmt
-from mnemo_tui.cli import output
+from mnemo_tui import empty_reports, timefmt
+from mnemo_tui.cli import completion, output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of, group
 from mnemo_tui.cli.context import Context
 from mnemo_tui.errors import AuthError, MnemoError, ValidationError
-from mnemo_tui.limits import parse_scope
+from mnemo_tui.limits import parse_scope, room_of
 from mnemo_tui.state import credentials
 from mnemo_tui.state.statedb import StateKey, watermark_wire
 
@@ -26,7 +26,14 @@ profile = group("profile", "The profiles of config.toml: list them, switch the d
 
 # The consumer whose watermark `watermark show`, `set` and `reset` handle.
 Consumer = Annotated[
-    str | None, typer.Option("--consumer", "-c", metavar="NAME", help="Reader name (default: the configured one).")
+    str | None,
+    typer.Option(
+        "--consumer",
+        "-c",
+        metavar="NAME",
+        help="Reader name (default: the configured one).",
+        autocompletion=completion.consumers,
+    ),
 ]
 
 
@@ -41,15 +48,26 @@ def _scope(c: Context, scope: str | None) -> str | None:
     return resolved_scope(c, parse_scope(scope))
 
 
-def _scope_label(scope: str | None) -> str:
-    return scope if scope is not None else "(own store)"
+def _scope_label(scope: str | None, rooms: dict[str, str] | None = None) -> str:
+    """A watermark's scope for a person: a room's address with its name beside it (the id alone says nothing)."""
+    if scope is None:
+        return "(own store)"
+    name = (rooms or {}).get(scope)
+    return f"{scope} ({name})" if name is not None else scope
+
+
+def _room_names(c: Context, scope: str | None, fmt: str) -> dict[str, str]:
+    """The rooms' names a table shows beside a room's address (none asked for otherwise)."""
+    return empty_reports.room_names(c.backend) if fmt == "table" and room_of(scope) is not None else {}
 
 
 def _scope_phrase(scope: str | None) -> str:
     return f"scope {scope}" if scope is not None else "your own store"
 
 
-def _write_watermark(w: Watermark | None, fmt: str, *, scope: str | None, consumer: str, utc: bool) -> None:
+def _write_watermark(
+    w: Watermark | None, fmt: str, *, scope: str | None, consumer: str, utc: bool, rooms: dict[str, str] | None = None
+) -> None:
 
     if fmt == "json":
         sys.stdout.write(output.dumps(watermark_wire(w)) + "\n")
@@ -68,7 +86,7 @@ def _write_watermark(w: Watermark | None, fmt: str, *, scope: str | None, consum
     output.key_value_table(
         sys.stdout,
         [
-            ("scope", _scope_label(w.scope)),
+            ("scope", _scope_label(w.scope, rooms)),
             ("consumer", w.consumer),
             ("watermark", mark),
             ("entries at that instant", ", ".join(w.boundary_ids) or "none"),
@@ -87,6 +105,7 @@ def watermark_list(
     output.check_format(fmt, allow_ndjson=False)
     backend = c.backend
     marks = c.state.list(backend.identity, backend.principal)
+    rooms = empty_reports.room_names(backend) if fmt == "table" and any(room_of(w.scope) for w in marks) else {}
     output.listing(
         fmt,
         [watermark_wire(w) for w in marks],
@@ -95,7 +114,7 @@ def watermark_list(
         rows=[
             [
                 w.consumer,
-                _scope_label(w.scope),
+                _scope_label(w.scope, rooms),
                 "none" if w.created_at is None else timefmt.shown(w.created_at, c.utc),
                 str(len(w.boundary_ids)),
                 timefmt.relative(w.updated_at),
@@ -117,7 +136,7 @@ def watermark_show(
     output.check_format(fmt, allow_ndjson=False)
     scope_value, name = _scope(c, scope), _consumer(c, consumer)
     mark = c.state.load(StateKey.of(c.backend, name, scope_value))
-    _write_watermark(mark, fmt, scope=scope_value, consumer=name, utc=c.utc)
+    _write_watermark(mark, fmt, scope=scope_value, consumer=name, utc=c.utc, rooms=_room_names(c, scope_value, fmt))
 
 
 @watermark.command("set", short_help="Set a watermark by hand (boundary ids emptied).")
@@ -134,7 +153,7 @@ def watermark_set(
     scope_value, name = _scope(c, scope), _consumer(c, consumer)
     instant = timefmt.parse_time(time, field="watermark set", utc=c.utc)
     mark = c.state.commit(StateKey.of(c.backend, name, scope_value), instant, (), force=True)
-    _write_watermark(mark, fmt, scope=scope_value, consumer=name, utc=c.utc)
+    _write_watermark(mark, fmt, scope=scope_value, consumer=name, utc=c.utc, rooms=_room_names(c, scope_value, fmt))
     if instant > timefmt.now_us():
         output.hint(
             f"note: {timefmt.to_iso(instant)} is in the future: catchup will show nothing written before it "
@@ -476,10 +495,14 @@ def demo(
                 f"the store {path} already holds entries: `mnemo demo` fills an empty store; add --force to "
                 "add more (after the newest), or name another with --store"
             )
+        from mnemo_tui.cli.cmd_vault import own_public
+
+        # The sample secret is sealed to the user's own pair, so `mnemo vault get` can show it.
+        seal_to = own_public(c)
         progress = output.Progress("entries written")
         try:
             summary = demo_data.fill(
-                store, c.settings.principal, entries, seed=seed, progress=progress.update, after=newest
+                store, c.settings.principal, entries, seed=seed, progress=progress.update, after=newest, seal_to=seal_to
             )
         finally:
             progress.done()
@@ -496,7 +519,15 @@ def demo(
             f"  room {room.name!r} {room.address}: {count:,} {'entry' if count == 1 else 'entries'} "
             f"by {authors} {'author' if authors == 1 else 'authors'}"
         )
-    lines.append(f"  vault: secret {summary.secret!r} (value never shown)" if summary.secret else "  vault: unchanged")
+    if summary.secret is None:
+        lines.append("  vault: unchanged")
+    elif seal_to is not None:
+        lines.append(f"  vault: secret {summary.secret!r}, sealed to your key pair: mnemo vault get {summary.secret}")
+    else:
+        lines.append(
+            f"  vault: secret {summary.secret!r}, sealed to a throwaway pair (no keyring to keep yours: "
+            "`mnemo vault keygen --insecure-storage` before a demo makes one it can use)"
+        )
     first_room = summary.rooms[0][0].address if summary.rooms else "xroom:…"
     lines += [
         "Try:",

@@ -61,6 +61,21 @@ def _keep(c: Context, pair: KeyPair, insecure_storage: bool, what: str) -> None:
     output.hint(f"{what} vault key pair {pair.key_id} for {backend} in {place}.")
 
 
+def own_public(c: Context) -> bytes | None:
+    """The public key of this backend's pair, made and kept (and announced) if there is none yet; None when
+    there is nowhere to keep one (no keyring and no key file): `mnemo demo` then seals to a throwaway pair."""
+    from mnemo_tui.state import sealing
+
+    try:
+        pair = _stored_pair(c, False)
+        if pair is None:
+            pair = sealing.generate()
+            _keep(c, pair, False, "Created")
+    except AuthError:
+        return None
+    return pair.public
+
+
 def _no_pair(c: Context) -> AuthError:
     from mnemo_tui.state import vaultkeys
 
@@ -92,6 +107,19 @@ def vault_list(
     )
 
 
+def _ask_context(ctx: typer.Context, alias: str) -> str:
+    """`--context` when it was not given: asked for on a terminal (the hosted schema requires one), else
+    the usage error a missing required option is."""
+    if not (output.is_tty(sys.stdin) and output.is_tty(sys.stderr)):
+        ctx.fail("Missing option '--context'.")
+    sys.stderr.write(f"What is {alias} for (its --context, shown in listings)? ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip()
+    if not answer:
+        raise ValidationError("--context must not be empty: say what the secret is for")
+    return answer
+
+
 def _read_value(alias: str) -> bytes:
     if sys.stdin.isatty():
         import getpass
@@ -111,8 +139,11 @@ def vault_add(
     ctx: typer.Context,
     alias: Annotated[str, typer.Argument(metavar="ALIAS", help="Name of the secret: letters, digits, . _ -")],
     context: Annotated[
-        str, typer.Option("--context", metavar="TEXT", help="What the secret is for (shown in listings).")
-    ],
+        str | None,
+        typer.Option(
+            "--context", metavar="TEXT", help="What the secret is for (shown in listings; asked for on a terminal)."
+        ),
+    ] = None,
     to: Annotated[
         str | None,
         typer.Option("--to", metavar="PUBLIC_KEY", help="Seal to this public key (`vault export-public`) instead."),
@@ -126,6 +157,8 @@ def vault_add(
     from mnemo_tui.state import sealing
 
     _check_alias(alias)
+    if context is None:
+        context = _ask_context(ctx, alias)
     if len(context) > MAX_SECRET_CONTEXT:
         raise ValidationError(f"--context is at most {MAX_SECRET_CONTEXT} characters, got {len(context)}")
     # Where the key is kept is settled before the value is asked for: without a keyring, say so first.

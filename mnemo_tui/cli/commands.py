@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from mnemo_tui.cli import flags
+from mnemo_tui.cli import completion, flags
 from mnemo_tui.cli.context import Context
 
 HELP_FLAGS = {"help_option_names": ["-h", "--help"]}
@@ -43,14 +43,28 @@ def group(name: str, help: str) -> typer.Typer:
 
 
 def option(flag: flags.Flag) -> Any:
-    """The `typer.Option` of an option declared as plain data in `flags.py` (the fast path's)."""
-    return typer.Option(*flag.flags, metavar=flag.metavar, help=flag.help)
+    """The `typer.Option` of an option declared as plain data in `flags.py` (the fast path's).
+
+    `--scope`, `--format` and `--consumer` complete their values from local state (`completion.py`).
+    """
+    values = _COMPLETES.get(flag.flags[0])
+    return typer.Option(*flag.flags, metavar=flag.metavar, help=flag.help, autocompletion=values)
+
+
+_COMPLETES: dict[str, Any] = {
+    "--scope": completion.scopes,
+    "--format": completion.entry_formats,
+    "--consumer": completion.consumers,
+}
 
 
 # Options several commands spell the same way.
 Scope = Annotated[str | None, option(flags.SCOPE)]
 EntryFormat = Annotated[str, option(flags.ENTRY_FORMAT)]
-TableFormat = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", help="table or json.")]
+TableFormat = Annotated[
+    str,
+    typer.Option("--format", "-f", metavar="FORMAT", help="table or json.", autocompletion=completion.table_formats),
+]
 Since = Annotated[str | None, option(flags.RECENT["since"])]
 Until = Annotated[str | None, option(flags.RECENT["until"])]
 IncludeHistory = Annotated[bool, option(flags.RECENT["include_history"])]

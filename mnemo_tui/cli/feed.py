@@ -126,6 +126,7 @@ def _recent(c: Context, args: SimpleNamespace, fmt: str) -> int:
             output.hint(continue_hint(query, page.next_cursor))
     if report is not None:
         room_name_hint(backend, report)
+        author_hint(backend, query)
     return 0
 
 
@@ -210,6 +211,25 @@ def room_name_hint(backend: Backend, report: EmptyReport) -> None:
         output.hint(line)
 
 
+def author_hint(backend: Backend, query: RecentQuery) -> None:
+    """Under an empty `--author` read: the AUTHOR forms it was probably meant as (stderr).
+
+    `--author build-bot` matches a principal or a whole `principal/agent`, so it finds nothing where
+    the AUTHOR column shows `local/build-bot`. The newest page of the same read without the author
+    is looked at: an author whose agent or principal is the value (any case), or which is the value
+    in another case, is suggested with the flag that matches it, as a near scope is.
+    """
+    if not query.author:
+        return
+    wanted = query.author.casefold()
+    page = backend.recent(query.replace(author=None, cursor=None, limit=MAX_LIMIT))
+    forms = sorted(
+        {e.author for e in page.items if wanted in (e.author.casefold(), *e.author.casefold().split("/", 1))}
+    )
+    for form in forms[:3]:
+        output.hint(f"Did you mean author {sanitize.quoted(form)}? --author {sanitize.line(output.shell_quote(form))}")
+
+
 def resolved_scope(c: Context, scope: str | None) -> str | None:
     """The scope a command reads (`empty_reports.scope_by_name`: a room's name reads that room), said on stderr."""
     from mnemo_tui import empty_reports
@@ -275,6 +295,7 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide
             empty = empty_reports.for_recent(backend, query)
             table.report(empty)
             room_name_hint(backend, empty)
+            author_hint(backend, query)
         return
     write = out.write
     source = stream_wire(backend, query)
@@ -310,6 +331,7 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide
         output.hint(report.shown)
     if report is not None:
         room_name_hint(backend, report)
+        author_hint(backend, query)
 
 
 def catchup(c: Context, args: SimpleNamespace) -> int:

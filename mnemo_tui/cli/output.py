@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from typing import IO, Any
 
 FORMATS = ("table", "json", "ndjson")
-PIPE_WIDTH = 120
+FALLBACK_WIDTH = 120
 # JSON outputs are spelled as the store keeps them (the one `limits.dumps`).
 dumps = _dumps
 
@@ -130,13 +130,13 @@ def color_enabled(stream: IO[str]) -> bool:
 
 
 def width_of(stream: IO[str]) -> int:
-    """The width to lay a table out in: the terminal's, else `COLUMNS`, else a generous default."""
-    if is_tty(stream):
-        import shutil
+    """The width a terminal's table is laid out in: `COLUMNS`, else the terminal's, else 120.
 
-        return max(40, shutil.get_terminal_size((PIPE_WIDTH, 24)).columns)
-    columns = os.environ.get("COLUMNS", "")
-    return max(40, int(columns)) if columns.isdigit() else PIPE_WIDTH
+    Only a terminal (or the pager) gets a laid-out table: a pipe gets whole values, never cut to a width.
+    """
+    import shutil
+
+    return max(40, shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns)
 
 
 def silence_stdout() -> None:
@@ -199,6 +199,11 @@ class TableWriter:
     way to the content on a narrow terminal; colour follows `NO_COLOR` and the terminal. A room's
     feed, or one domain's, has no domain column: the scope already says it. `wide` wraps each
     entry's whole content under its content column instead of clipping its first line.
+
+    In a pipe (stdout no terminal, and no pager) the same columns carry whole values for grep, cut
+    and awk, as gh does: no header, one tab-separated line per entry (time as ISO-8601 with its
+    offset, author, domain, content, the whole atom id), no padding, no cut. Each value is one safe
+    line (`sanitize.line`: a tab shows as `\\x09`, a newline as `⏎`), so a line is always one entry.
     """
 
     def __init__(
@@ -212,6 +217,7 @@ class TableWriter:
         follow: bool = False,
     ) -> None:
         self.out = out or sys.stdout
+        self.piped = not is_tty(self.out)
         self.color = color_enabled(self.out)
         self.width = width_of(self.out)
         self.now = timefmt.now_us() if now is None else now
@@ -266,6 +272,10 @@ class TableWriter:
 
     def rows(self, entries: list[Entry]) -> None:
         """Write one line per entry (the first call also sizes the columns and writes the header)."""
+        if self.piped:
+            self.count += len(entries)
+            self.out.write("".join(self._tab_separated(e) for e in entries))
+            return
         if not self.header_done:
             self._fit(entries)
         self.header()
@@ -290,6 +300,11 @@ class TableWriter:
             lines.append(line + "\n")
             lines.extend(" " * self.indent + part + "\n" for part in parts[1:])
         self.out.write("".join(lines))
+
+    def _tab_separated(self, entry: Entry) -> str:
+        values = (entry.author, entry.domain, entry.content)
+        shown = "\t".join(sanitize.line(v) for v in values)
+        return f"{timefmt.iso_offset(entry.created_at, self.utc)}\t{shown}\t{entry.atom_id}\n"
 
     def report(self, report: EmptyReport) -> None:
         """Write an empty report (the result of an empty answer in table mode): its shown text."""
@@ -452,15 +467,16 @@ def grid(out: IO[str], headers: list[str], rows: list[list[str]], *, flex: int |
         out: where to write.
         headers: the column titles.
         rows: the cells, one list per row.
-        flex: the index of a free-text column clipped (with `…`) so each line fits the width.
+        flex: the index of a free-text column clipped (with `…`) so each line fits a terminal's width.
 
-    Every cell is shown as one safe line (mnemo_tui/sanitize.py): the cells hold stored text.
+    Every cell is shown as one safe line (mnemo_tui/sanitize.py): the cells hold stored text. In a pipe
+    nothing is clipped (a script or grep gets whole values, as from the entry table).
     """
     rows = [[sanitize.line(c) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, sanitize.cells(c)) for w, c in zip(widths, row, strict=True)]
-    if flex is not None:
+    if flex is not None and is_tty(out):
         others = sum(w for i, w in enumerate(widths) if i != flex) + 2 * (len(widths) - 1)
         room = max(len(headers[flex]), 10, width_of(out) - others)
         if widths[flex] > room:

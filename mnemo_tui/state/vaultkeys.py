@@ -102,16 +102,24 @@ def load(settings: Settings, *, insecure_storage: bool) -> str | None:
         LocalStateError: a key file that cannot be read.
     """
     identity = backend_identity(settings)
+    path = key_file(settings)
     if insecure_storage:
-        return _read_file(key_file(settings)).get(identity)
+        return _read_file(path).get(identity)
+    # A pair kept with --insecure-storage (announced, with its path, when written) is used without the
+    # flag again, as gh reads its file: after the keyring's, or in place of a keyring there is not.
+    kept = _read_file(path).get(identity) if path.exists() else None
     backend = credentials.keyring_backend()
     if backend is None:
+        if kept is not None:
+            return kept
         raise no_keyring_error()
     try:
         text = backend.get_password(credentials.SERVICE, username(identity))
     except Exception as exc:  # noqa: BLE001 - the keyring's own errors are many and backend-specific
+        if kept is not None:
+            return kept
         raise AuthError(f"the OS keyring did not answer ({type(exc).__name__}); unlock it and retry") from None
-    return str(text) if text else None
+    return str(text) if text else kept
 
 
 def save(settings: Settings, text: str, *, insecure_storage: bool) -> tuple[Where, Path | None]:

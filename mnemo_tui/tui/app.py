@@ -132,7 +132,7 @@ class MnemoApp(App[None]):
             if command.title not in ("Keys", "Screenshot"):
                 yield command
         yield SystemCommand("Help", "The keys and the marks", self.action_help)
-        yield SystemCommand("Screenshot", "Save an SVG picture of the screen", self.save_picture)
+        yield SystemCommand("Screenshot", "Save an SVG picture of the screen", self._picture_once_shown)
         try:
             feed = self.feed_screen
         except LookupError:
@@ -166,14 +166,39 @@ class MnemoApp(App[None]):
             self.feed_screen.action_refresh()
             self.notify(f"Reading as consumer {sanitize.line(name)}", title="Consumer", markup=False)
 
-        self.push_screen(PromptScreen("Read as consumer:", self.session.consumer), chosen)
+        self.push_screen(PromptScreen("Read as consumer:", self.session.consumer, self._consumers()), chosen)
+
+    def _consumers(self) -> list[str]:
+        """The consumers with a watermark on this backend, as this principal (none if the state cannot be read)."""
+        from mnemo_tui.state.statedb import StateDB
+
+        backend = self.session.backend
+        try:
+            db = StateDB(self.session.state_path)
+        except MnemoError:
+            return []
+        try:
+            return sorted({w.consumer for w in db.list(backend.identity, backend.principal)})
+        except MnemoError:
+            return []
+        finally:
+            db.close()
+
+    def _picture_once_shown(self) -> None:
+        """The palette's screenshot, taken once the screen under it is drawn again (its footer included)."""
+        self.call_after_refresh(lambda: self.call_after_refresh(self.save_picture))
 
     def save_picture(self) -> None:
-        """Save a screenshot where it can be found: the Downloads folder if there is one, else here."""
-        folder = Path(platformdirs.user_downloads_dir())
-        if not folder.is_dir():
-            folder = Path.cwd()
+        """Save a screenshot where it can be found: the Downloads folder if there is one, else Pictures, else
+        a `screenshots` folder beside the state database (never the current folder: often a git checkout)."""
+        for candidate in (platformdirs.user_downloads_dir(), platformdirs.user_pictures_dir()):
+            folder = Path(candidate)
+            if folder.is_dir():
+                break
+        else:
+            folder = self.session.state_path.parent / "screenshots"
         try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             saved = self.save_screenshot(path=str(folder))
         except OSError as exc:
             self.notify(sanitize.line(str(exc)), title="No screenshot", severity="error", markup=False)

@@ -74,7 +74,6 @@ def test_rooms_outputs_are_exactly_as_documented(cli) -> None:
         (("rooms", "join", "mnvr_unknown"), 2),
         (("rooms", "join", "garbage"), 2),
         (("rooms", "list", "-f", "ndjson"), 2),
-        (("rooms",), 2),
         (("vault", "add", "bad alias", "--context", "c"), 2),
         (("vault", "add", "ok"), 2),
         (("vault", "list", "-f", "ndjson"), 2),

@@ -67,13 +67,14 @@ def test_recent_all_streams_every_item_and_ends_with_a_null_cursor(cli, isolated
     doc = json.loads(cli("recent", "--all", "--format", "json").stdout)
     assert len(doc["items"]) == 45 and doc["next_cursor"] is None
     table = cli("recent", "--all")
-    assert table.stdout.count("\n") == 46  # header + one line each
+    # In a pipe: no header, one tab-separated line per entry, whole ids (docs/cli.md, Output).
+    assert [row.split("\t")[-1] for row in table.stdout.splitlines()] == ids[::-1]
     assert "Continue with" not in table.stderr
 
 
 def test_recent_table_shows_age_time_author_domain_and_says_how_to_continue(cli, isolated_home: Path) -> None:
     seed(isolated_home, 4, domain="ci")
-    r = cli("recent", "--limit", "2", "--scope", "ci", "--since", "2020-01-01", env={"COLUMNS": "120"})
+    r = cli("recent", "--limit", "2", "--scope", "ci", "--since", "2020-01-01", columns=120)
     header, *rows = r.stdout.splitlines()
     assert header.split() == ["WHEN", "AUTHOR", "CONTENT"]  # one domain read: its column would repeat it
     assert len(rows) == 2
@@ -92,9 +93,9 @@ def test_recent_table_respects_the_width(cli, isolated_home: Path) -> None:
     store = Store(isolated_home / "store.db")
     store.write("local", WriteRequest("word " * 500))
     store.close()
-    narrow = cli("recent", env={"COLUMNS": "60"})
+    narrow = cli("recent", columns=60)
     assert all(len(line) <= 60 for line in narrow.stdout.splitlines())
-    wide = cli("recent", env={"COLUMNS": "200"})
+    wide = cli("recent", columns=200)
     assert max(len(line) for line in wide.stdout.splitlines()) <= 200
     assert wide.stdout.splitlines()[0].split()[0] == "WHEN"
 
@@ -142,7 +143,7 @@ def test_include_history_brings_back_superseded_entries(cli, isolated_home: Path
     history = lines(cli("recent", "-f", "ndjson", "--include-history").stdout)
     assert [i["atom_id"] for i in history] == [new.stdout.strip(), old]
     assert history[1]["superseded_by"] == new.stdout.strip()
-    assert "(superseded)" in cli("recent", "--include-history").stdout
+    assert "(superseded)" in cli("recent", "--include-history", columns=100).stdout
 
 
 def test_write_prints_the_atom_id_and_reads_stdin(cli) -> None:
@@ -249,7 +250,7 @@ def test_catchup_since_bounds_a_first_pass(cli, isolated_home: Path) -> None:
 
 def test_catchup_table_summarises_on_stderr(cli, isolated_home: Path) -> None:
     seed(isolated_home, 2)
-    r = cli("catchup")
+    r = cli("catchup", columns=100)
     assert r.stdout.splitlines()[0].startswith("WHEN") and len(r.stdout.splitlines()) == 3
     assert "2 new entries for consumer 'default'" in r.stderr and "watermark now" in r.stderr
     assert "so far" not in r.stderr  # no progress in a pipe

@@ -275,7 +275,7 @@ def test_follow_rows_that_arrive_later_fit_the_terminal(isolated_home: Path) -> 
 @pytest.mark.parametrize("columns", [45, 60, 69])
 def test_a_narrow_table_keeps_a_short_id(cli: Cli, isolated_home: Path, columns: int) -> None:
     ids = fill(isolated_home, 3)
-    rows = cli("recent", env={"COLUMNS": str(columns)}).stdout.splitlines()[1:]
+    rows = cli("recent", columns=columns).stdout.splitlines()[1:]
     assert [r[-8:] for r in rows] == [i[:8] for i in reversed(ids)]
     assert all(len(r) <= columns for r in rows)
 

@@ -64,11 +64,15 @@ def test_hostile_entries_rooms_agents_and_contexts_in_every_table(cli: Cli) -> N
         ("vault", "list"),
         ("catchup",),
     ):
-        result = clean(cli(*args, env={"COLUMNS": "400"}))
+        result = clean(cli(*args, columns=400))
         assert result.code == 0, (args, result.stderr)
         assert HOSTILE_SHOWN in result.stdout, (args, result.stdout)
+        # In a pipe a tab separates the values; nothing else raw, and the escaped text whole.
+        piped = cli(*args)
+        assert raw_controls(piped.stdout, allow="\n\t") == set(), (args, piped.stdout)
+        assert HOSTILE_SHOWN in piped.stdout, (args, piped.stdout)
     # The author column (the agent) shows it too, clipped but escaped.
-    assert "\\x1b]0" in cli("recent", "--scope", "inj", env={"COLUMNS": "400"}).stdout.split("note", 2)[1]
+    assert "\\x1b]0" in cli("recent", "--scope", "inj", columns=400).stdout.split("note", 2)[1]
     # Machine formats: byte-exact.
     items = json.loads(cli("recent", "--format", "json").stdout)["items"]
     assert [i["content"] for i in items] == [HOSTILE]

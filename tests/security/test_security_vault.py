@@ -154,6 +154,11 @@ def test_without_a_keyring_add_and_get_exit_3_naming_the_fallback(cli: Cli, plai
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     got = cli("vault", "get", "k", "--insecure-storage", env=no_keyring())
     assert got.code == 0 and got.stdout == value + "\n"
+    # Once announced, the file is used without the flag (as gh reads its file), with or without a keyring.
+    again = cli("vault", "get", "k", env=no_keyring())
+    assert again.code == 0 and again.stdout == value + "\n", again.stderr
+    assert cli("vault", "get", "k").stdout == value + "\n"  # the test's keyring holds no pair for it
+    assert cli("vault", "keygen", env=no_keyring()).code == 2  # the pair in the file is this backend's
     path.chmod(0o644)
     loose = cli("vault", "get", "k", "--insecure-storage", env=no_keyring())
     assert loose.code == 6 and "chmod 600" in loose.stderr
@@ -221,9 +226,26 @@ def test_a_team_shares_one_pair_and_a_contributor_seals_to_its_public_key(
     assert cli("vault", "add", "x", "--context", "c", "--to", "mnemo-pub-v1:short", input="v", env=bot).code == 2
 
 
-def test_demo_seals_its_secret_to_a_throwaway_key(cli: Cli, isolated_home: Path) -> None:
-    assert cli("demo", "--entries", "10").code == 0
-    assert not (isolated_home / "test-keyring.json").exists()  # no stored pair was made or used
-    assert cli("vault", "keygen").code == 0
+def test_demo_seals_its_secret_to_the_users_own_pair(cli: Cli, isolated_home: Path) -> None:
+    made = cli("demo", "--entries", "10")
+    assert made.code == 0 and "Created vault key pair" in made.stderr  # the first pair, announced as vault add does
+    assert "sealed to your key pair: mnemo vault get staging-deploy-token" in made.stdout
     r = cli("vault", "get", "staging-deploy-token")
-    assert r.code == 3 and "another key pair" in r.stderr
+    assert r.code == 0 and r.stdout.startswith("demo-"), r.stderr
+    public = cli("vault", "export-public").stdout
+    again = cli("--store", str(isolated_home / "store.db"), "demo", "--entries", "10", "--force")
+    assert again.code == 0 and "Created" not in again.stderr  # the pair that exists is used
+    assert cli("vault", "export-public").stdout == public
+
+
+def test_demo_without_a_keyring_seals_to_a_throwaway_pair_or_the_key_file(cli: Cli, isolated_home: Path) -> None:
+    env = no_keyring()
+    made = cli("demo", "--entries", "10", env=env)
+    assert made.code == 0 and "sealed to a throwaway pair" in made.stdout
+    assert cli("vault", "get", "staging-deploy-token", env=env).code == 3
+    other = isolated_home / "other.db"
+    assert cli("--store", str(other), "vault", "keygen", "--insecure-storage", env=env).code == 0
+    kept = cli("--store", str(other), "demo", "--entries", "10", env=env)
+    assert kept.code == 0 and "sealed to your key pair" in kept.stdout, kept.stderr
+    got = cli("--store", str(other), "vault", "get", "staging-deploy-token", env=env)
+    assert got.code == 0 and got.stdout.startswith("demo-")

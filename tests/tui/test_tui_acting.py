@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, Static
+from textual.widgets import Input, Label, Static
 from tui_helpers import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, req, sample_store, settle
 
 from mnemo_tui.backends.local import LocalBackend
@@ -321,11 +321,24 @@ async def test_the_palette_lists_each_command_once_and_a_screenshot_lands_in_a_f
         assert len(titles) == len(set(titles))
         assert "Keys" not in titles and titles.count("Help") == 1 and titles.count("Screenshot") == 1
         app.save_picture()
-        assert list(tmp_path.glob("*.svg"))  # no Downloads folder: the current one
+        assert not list(tmp_path.glob("*.svg"))  # never the current folder (often a git checkout)
+        beside_state = app.session.state_path.parent / "screenshots"
+        assert list(beside_state.glob("*.svg"))  # no Downloads or Pictures folder: beside the state
+        pictures = tmp_path / "nohome" / "Pictures"
+        pictures.mkdir(parents=True)
+        app.save_picture()
+        assert list(pictures.glob("*.svg"))
         downloads = tmp_path / "nohome" / "Downloads"
         downloads.mkdir(parents=True)
-        app.save_picture()
-        assert list(downloads.glob("*.svg"))
+        # Through the palette: taken once the screen under it is drawn again, its footer row included.
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        await pilot.press(*"Screenshot")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        (picture,) = downloads.glob("*.svg")
+        assert "Filter" in picture.read_text() and "palette" in picture.read_text()
 
 
 # -- 5. who you are ---------------------------------------------------------------------------------
@@ -353,6 +366,13 @@ async def test_the_status_names_consumer_and_backend_and_the_palette_switches_co
         # `c` now commits reviewer's watermark, and me's is untouched.
         await press(pilot, "c")
         assert state.load(StateKey.of(local, "reviewer", None)) is not None
+        # The switch offers the consumers that exist (not the current one), and completes them.
+        app.switch_consumer()
+        await settle(pilot)
+        offered = str(app.screen.query_one("#prompt-choices", Label).render())
+        assert "or one of: me " in offered and "reviewer" not in offered
+        await press(pilot, "m", "right", "enter")
+        assert app.session.consumer == "me"
 
 
 async def test_a_room_entry_is_opened_from_the_room_scope_with_its_number_key(
@@ -367,3 +387,20 @@ async def test_a_room_entry_is_opened_from_the_room_scope_with_its_number_key(
         number = [i.scope for i in app.feed_screen.scopes.items.values()].index(ops) + 1
         await press(pilot, str(number))
         assert app.feed_screen.scope == ops
+
+
+async def test_at_60_by_20_the_sidebar_gives_way_and_the_status_line_stays_whole(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 5)
+    app = app_on(local, state)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        assert not screen.query_one("#sidebar").display
+        status = str(screen.status.render()).strip()
+        assert status == "5 (end) · default · ● no mark · live"
+        await pilot.resize_terminal(120, 36)
+        await settle(pilot)
+        assert screen.query_one("#sidebar").display
+        assert str(screen.status.render()).strip().endswith("· ● no watermark yet · live")

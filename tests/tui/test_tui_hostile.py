@@ -201,3 +201,20 @@ def pictured(*keys: str) -> Callable[[Pilot[None]], Awaitable[None]]:
         await pilot.pause()
 
     return run
+
+
+async def test_the_revisions_escape_stored_text_once(store: Store, local: LocalBackend, state: StateDB) -> None:
+    from mnemo_tui.values.writes import WriteRequest
+
+    old = store.write("local", req("old \x1b[31m red")).atom_id
+    store.write("local", WriteRequest("new \x1b[31m red", domain="general", supersedes=(old,)))
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g", "enter")
+        await settle(pilot)
+        meta = shown(app.feed_screen.detail.query_one("#detail-meta", Static)).plain
+        assert "older" in meta and "old \\x1b[31m red" in meta, meta  # as the diff shows it: one backslash
+        assert "\\\\x1b" not in meta and not raw_controls(meta)
+        changes = shown(app.feed_screen.detail.query_one("#detail-changes", Static)).plain
+        assert "- old \\x1b[31m red" in changes

@@ -87,7 +87,10 @@ async def test_content_gets_most_of_a_row(
         feed = app.feed_screen.feed
         assert content_cells(feed, 1) >= least
         sidebar = app.feed_screen.query_one("#sidebar")
-        assert sidebar.display and sidebar.size.width <= size[0] // 3
+        if size[0] >= 70:
+            assert sidebar.display and sidebar.size.width <= size[0] // 3
+        else:  # at 60x20 the feed has the whole width (issue 36); `b` brings the sidebar back
+            assert not sidebar.display
 
 
 async def test_long_and_wide_content_is_cut_with_an_ellipsis(store: Store, local: LocalBackend, state: StateDB) -> None:
@@ -157,6 +160,8 @@ async def test_the_footer_and_the_rooms_survive_60_by_20(store: Store, local: Lo
         screen = app.feed_screen
         footer = screen.query_one(Footer)
         assert footer.display and footer.region.height == 1 and footer.region.bottom == 20
+        await pilot.press("b")  # the sidebar gives way at 60 columns (issue 36): brought back, it fits
+        await settle(pilot)
         scopes = screen.scopes
         ops = scopes.get_option_index(f"s:xroom:{ROOM_OPS}")
         # Every line of the scope list, the rooms included, is inside the list's visible height.

@@ -33,7 +33,7 @@ class FeedScreen(Screen[None]):
     AUTO_FOCUS = "#feed"
     # Below 60 columns the sidebar hides itself (`b` brings it back); it narrows below 100.
     # (Textual declares these as plain attributes: a ClassVar annotation here would contradict it.)
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (60, "-medium"), (100, "-wide")]  # noqa: RUF012
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (70, "-medium"), (100, "-wide")]  # noqa: RUF012
     VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]  # noqa: RUF012
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -284,10 +284,23 @@ class FeedScreen(Screen[None]):
         self.title_bar.update(plain(name + ("  ·  with history" if feed.include_history else "")))
         self.marker.show_count(len(feed.pending), feed.pending_overflow)
         window, mark = feed.window, feed.watermark
+        no_mark = mark is None or mark.created_at is None
         parts = [f"{window.row_count} loaded" + (" (end)" if window.at_end else "")]
         parts.append(f"{self.session.consumer} on {self.session.where}")
-        parts.append("● no watermark yet" if mark is None or mark.created_at is None else "● since watermark")
+        parts.append("● no watermark yet" if no_mark else "● since watermark")
         if feed.include_history:
             parts.append("history shown")
         parts.append(f"live paused: {feed.live_error}" if feed.live_error else "live")
-        self.status.update(plain(" · ".join(parts)))
+        line = " · ".join(parts)
+        if len(line) > self.size.width - 2:
+            # A narrow terminal keeps the whole line in shorter words (the error stays in the notice).
+            short = [f"{window.row_count}" + (" (end)" if window.at_end else ""), self.session.consumer]
+            short.append("● no mark" if no_mark else "● since mark")
+            if feed.include_history:
+                short.append("history")
+            short.append("live paused" if feed.live_error else "live")
+            line = " · ".join(short)
+        self.status.update(plain(line))
+
+    def on_resize(self) -> None:
+        self._update_bars()  # the status line's words fit the new width

@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label
 
 from mnemo_tui.tui.plain import plain
@@ -19,15 +20,20 @@ class PromptScreen(ModalScreen[str | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "leave", "Back")]
 
-    def __init__(self, question: str, value: str) -> None:
+    def __init__(self, question: str, value: str, choices: list[str] | None = None) -> None:
         super().__init__()
         self.question = question
         self.value = value
+        # The values that exist (the consumers with a watermark): listed, and completed as one types.
+        self.choices = [c for c in choices or [] if c != value]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="prompt-box"):
             yield Label(plain(self.question), id="prompt-question")
-            yield Input(placeholder=f"now {self.value}", id="prompt-input")
+            suggester = SuggestFromList(self.choices, case_sensitive=True) if self.choices else None
+            yield Input(placeholder=f"now {self.value}", id="prompt-input", suggester=suggester)
+            if self.choices:
+                yield Label(plain("or one of: " + ", ".join(self.choices) + " (→ completes)"), id="prompt-choices")
             yield Label("enter takes it · esc leaves it as it is", id="prompt-hint")
 
     def on_mount(self) -> None:

@@ -23,8 +23,9 @@ DIFF_LINES = 40  # a longer diff ends with how many lines were left out
 
 
 def _revision(entry: Entry, now: int) -> str:
+    """One revision's line as stored text: `_line` makes it safe, once (escaping here too showed `\\x1b`)."""
     when = f"{absolute(entry.created_at)} ({timefmt.relative(entry.created_at, now)})"
-    return f"{short_id(entry.atom_id)}  {when}  {sanitize.line(headline(entry))[:44]}"
+    return f"{short_id(entry.atom_id)}  {when}  {headline(entry)}"  # cut to the pane's width, with …, by CSS
 
 
 def content_diff(old: Entry, new: Entry) -> list[tuple[str, str]]:

@@ -29,6 +29,16 @@ def headline(entry: Entry) -> str:
     return line.lstrip("#").strip() or line if line.startswith("#") else line
 
 
+MORE = " ⏎…"  # after a row's first line: the entry has more lines
+
+
+def more_lines(entry: Entry) -> bool:
+    """Whether the content has text past the line a row shows."""
+    first = entry.first_line
+    rest = entry.content.strip()
+    return bool(first) and rest != first and len(rest) > len(first)
+
+
 def absolute(us: int) -> str:
     """`2026-11-30 07:45` (UTC)."""
     return timefmt.to_iso(us)[:16].replace("T", " ")
@@ -66,7 +76,8 @@ class Columns:
 
 
 class RowPainter:
-    """Draws one feed row: `●` new, age, short id, author, domain, a history mark, the first line.
+    """Draws one feed row: `●` new, age, short id, author, domain, a history mark, the first line (and ` ⏎…`
+    when more lines follow).
 
     Args:
         style: a component class's style (the widget's, computed once per style change).
@@ -105,7 +116,14 @@ class RowPainter:
             tag = f"superseded → {successor} " if width >= 60 else f"old→{successor} "
             parts.append((tag, "feed--tag"))
         used = sum(cell_len(part) for part, _ in parts)
-        parts.append((fit(sanitize.line(headline(entry)), width - used), "feed--text"))
+        room = width - used
+        if more_lines(entry) and room > len(MORE) + 1:
+            # The first line, then a mark that more follows (the detail pane has it all).
+            shown = fit(sanitize.line(headline(entry)), room - len(MORE)).rstrip()
+            parts.append((shown, "feed--text"))
+            parts.append((fit(MORE, width - used - cell_len(shown)), "feed--tag"))
+        else:
+            parts.append((fit(sanitize.line(headline(entry)), room), "feed--text"))
         extra = self.style("feed--superseded") if old else None
         if cursor:
             extra = self.style("feed--cursor") if extra is None else extra + self.style("feed--cursor")
