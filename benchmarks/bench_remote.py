@@ -157,11 +157,11 @@ def _client(url: str, key: str | None = None) -> Http:
     return Http(url, {**headers, "Content-Type": "application/json"}, connect_timeout=5, read_timeout=30, environ={})
 
 
-def _minimal(client: Http) -> Any:
+def _minimal(client: Http, loads: Any = json.loads) -> Any:
     def step(cursor: str | None) -> tuple[int, str | None]:
         body = json.dumps({"limit": LIMIT, "cursor": cursor}).encode()
         answer = client.request("POST", "/memory/recent", body, {}, time.monotonic() + 60)
-        parsed = json.loads(answer.content)
+        parsed = loads(answer.content)
         return len(parsed["items"]), parsed["next_cursor"]
 
     return step
@@ -190,17 +190,21 @@ def interleaved(serve_url: str, bare_url: str, key: str, store: Path, n: int) ->
 
     `remote`: walk.stream_wire over RemoteBackend (what `recent --all` does) -> mnemo serve; `pages`: RemoteBackend.recent
     page by page (what `catchup` does); `bare`: the client RemoteBackend reads with (`remote_http.Http`, one
-    httpx.Client, answers streamed) parsing the page with `json.loads` -> the bare app; `minimal`: the same
-    client -> mnemo serve; `local`: LocalBackend on the store.
+    httpx.Client, answers streamed) parsing the page with `json.loads` (as httpx's `Response.json()`) -> the bare
+    app; `bare_orjson`: the same, parsing with `orjson.loads` (the library mnemo reads pages with); `minimal`: the
+    same client as `bare` -> mnemo serve; `local`: LocalBackend on the store.
     """
+    import orjson
+
     remote = RemoteBackend(serve_url, key)
     paged = RemoteBackend(serve_url, key)
     local = LocalBackend.open(store, PRINCIPAL)
-    bare, mini = _client(bare_url), _client(serve_url, key)
+    bare, bare_orjson, mini = _client(bare_url), _client(bare_url), _client(serve_url, key)
     walkers = [
         _Walker("remote", _stream(remote)),
         _Walker("pages", _backend(paged)),
         _Walker("bare", _minimal(bare)),
+        _Walker("bare_orjson", _minimal(bare_orjson, orjson.loads)),
         _Walker("minimal", _minimal(mini)),
         _Walker("local", _backend(local)),
     ]
@@ -212,7 +216,7 @@ def interleaved(serve_url: str, bare_url: str, key: str, store: Path, n: int) ->
             if not walker.done:
                 walker.advance()
         turn = (turn + 1) % len(walkers)
-    for closing in (remote, paged, local, bare, mini):
+    for closing in (remote, paged, local, bare, bare_orjson, mini):
         closing.close()
     for walker in walkers:
         if walker.seen != n:
@@ -307,8 +311,9 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             for proc in (serve, bare):
                 proc.terminate()
                 proc.wait(timeout=30)
-    rate, pages_rate, bare_rate, minimal_rate, local_rate = (
-        n / statistics.median(r[name] for r in runs) for name in ("remote", "pages", "bare", "minimal", "local")
+    rate, pages_rate, bare_rate, orjson_rate, minimal_rate, local_rate = (
+        n / statistics.median(r[name] for r in runs)
+        for name in ("remote", "pages", "bare", "bare_orjson", "minimal", "local")
     )
     bare_is = "a bare ASGI app (the same keyset SQL, one connection) under uvicorn, read by RemoteBackend's own client"
     return [
@@ -333,6 +338,13 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             bare_rate,
             "≥ 0.9x",
             bare_is,
+        ),
+        _row(
+            "the remote walk streamed, against the bare app parsed with orjson.loads instead",
+            rate,
+            orjson_rate,
+            "—",
+            "the bare app read by the same client, its pages parsed by orjson.loads (mnemo's page reader)",
         ),
         _row(f"local walk of {n:,} entries at limit {LIMIT} (LocalBackend)", local_rate, rate, "—", "the remote walk"),
         _ms(f"page latency p50, {WALKERS} concurrent walkers (mnemo serve)", p50, bare_p50),
