@@ -132,21 +132,44 @@ def start_bare(store: Path) -> tuple[subprocess.Popen[bytes], str]:
     return proc, url
 
 
-class _Walker:
-    """One walk to the end of the feed, advanced a page at a time so walks can be interleaved."""
+def _run_ns(pid: int | None) -> int:
+    """CPU time (ns) every thread of process `pid` has run so far (Linux's per-thread schedstat); 0 without one."""
+    total = 0
+    if pid is not None:
+        for task in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+            try:
+                total += int(task.read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass  # a thread that ended meanwhile
+    return total
 
-    def __init__(self, name: str, step: Any) -> None:
+
+class _Walker:
+    """One walk to the end of the feed, advanced a page at a time so walks can be interleaved.
+
+    Besides the wall time it counts CPU time: this process's (the client's) and its server's, read
+    around each page, which the load of other processes on the machine changes far less than walls.
+    """
+
+    def __init__(self, name: str, step: Any, server: int | None = None) -> None:
         self.name = name
         self.step = step  # (cursor) -> (items seen, next cursor)
+        self.server = server  # the pid of the server this walk reads
         self.cursor: str | None = None
         self.done = False
         self.seen = 0
         self.seconds = 0.0
+        self.client_cpu = 0.0
+        self.server_cpu = 0.0
 
     def advance(self) -> None:
+        before = _run_ns(self.server)
+        cpu = time.process_time()
         started = time.perf_counter()
         count, self.cursor = self.step(self.cursor)
         self.seconds += time.perf_counter() - started
+        self.client_cpu += time.process_time() - cpu
+        self.server_cpu += (_run_ns(self.server) - before) / 1e9
         self.seen += count
         self.done = self.cursor is None
 
@@ -157,11 +180,11 @@ def _client(url: str, key: str | None = None) -> Http:
     return Http(url, {**headers, "Content-Type": "application/json"}, connect_timeout=5, read_timeout=30, environ={})
 
 
-def _minimal(client: Http) -> Any:
+def _minimal(client: Http, loads: Any = json.loads) -> Any:
     def step(cursor: str | None) -> tuple[int, str | None]:
         body = json.dumps({"limit": LIMIT, "cursor": cursor}).encode()
         answer = client.request("POST", "/memory/recent", body, {}, time.monotonic() + 60)
-        parsed = json.loads(answer.content)
+        parsed = loads(answer.content)
         return len(parsed["items"]), parsed["next_cursor"]
 
     return step
@@ -185,23 +208,31 @@ def _stream(backend: Any) -> Any:
     return step
 
 
-def interleaved(serve_url: str, bare_url: str, key: str, store: Path, n: int) -> dict[str, float]:
+def interleaved(
+    serve_url: str, bare_url: str, key: str, store: Path, n: int, pids: tuple[int, int] | None = None
+) -> dict[str, float]:
     """Seconds of six walks of the same `n` entries, advanced in turn page by page, so noise hits all six.
 
     `remote`: walk.stream_wire over RemoteBackend (what `recent --all` does) -> mnemo serve; `pages`: RemoteBackend.recent
     page by page (what `catchup` does); `bare`: the client RemoteBackend reads with (`remote_http.Http`, one
-    httpx.Client, answers streamed) parsing the page with `json.loads` -> the bare app; `minimal`: the same
-    client -> mnemo serve; `local`: LocalBackend on the store.
+    httpx.Client, answers streamed) parsing the page with `json.loads` (as httpx's `Response.json()`) -> the bare
+    app; `bare_orjson`: the same, parsing with `orjson.loads` (the library mnemo reads pages with); `minimal`: the
+    same client as `bare` -> mnemo serve; `local`: LocalBackend on the store. With `pids` (mnemo serve's, the bare
+    app's), also `NAME cpu`: the client's plus its server's CPU seconds for that walk.
     """
+    import orjson
+
     remote = RemoteBackend(serve_url, key)
     paged = RemoteBackend(serve_url, key)
     local = LocalBackend.open(store, PRINCIPAL)
-    bare, mini = _client(bare_url), _client(serve_url, key)
+    bare, bare_orjson, mini = _client(bare_url), _client(bare_url), _client(serve_url, key)
+    serve_pid, bare_pid = pids or (None, None)
     walkers = [
-        _Walker("remote", _stream(remote)),
-        _Walker("pages", _backend(paged)),
-        _Walker("bare", _minimal(bare)),
-        _Walker("minimal", _minimal(mini)),
+        _Walker("remote", _stream(remote), serve_pid),
+        _Walker("pages", _backend(paged), serve_pid),
+        _Walker("bare", _minimal(bare), bare_pid),
+        _Walker("bare_orjson", _minimal(bare_orjson, orjson.loads), bare_pid),
+        _Walker("minimal", _minimal(mini), serve_pid),
         _Walker("local", _backend(local)),
     ]
     # Each round starts one walker further on, so that no walk always follows the same other one
@@ -212,12 +243,12 @@ def interleaved(serve_url: str, bare_url: str, key: str, store: Path, n: int) ->
             if not walker.done:
                 walker.advance()
         turn = (turn + 1) % len(walkers)
-    for closing in (remote, paged, local, bare, mini):
+    for closing in (remote, paged, local, bare, bare_orjson, mini):
         closing.close()
     for walker in walkers:
         if walker.seen != n:
             raise AssertionError(f"the {walker.name} walk saw {walker.seen} of {n} entries")
-    return {w.name: w.seconds for w in walkers}
+    return {w.name: w.seconds for w in walkers} | {f"{w.name} cpu": w.client_cpu + w.server_cpu for w in walkers}
 
 
 def page_latencies(args: tuple[str, str | None, int]) -> list[float]:
@@ -300,15 +331,19 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             _compiled()
             start = cold_start(serve_url, key, Path(tmp), 21 if quick else 41)
             interleaved(serve_url, bare_url, key, store, n)  # warm-up: page caches, connections
-            runs = [interleaved(serve_url, bare_url, key, store, n) for _ in range(reps)]
+            runs = [interleaved(serve_url, bare_url, key, store, n, (serve.pid, bare.pid)) for _ in range(reps)]
             p50, p99 = concurrent(serve_url, key, pages)
             bare_p50, bare_p99 = concurrent(bare_url, None, pages)
         finally:
             for proc in (serve, bare):
                 proc.terminate()
                 proc.wait(timeout=30)
-    rate, pages_rate, bare_rate, minimal_rate, local_rate = (
-        n / statistics.median(r[name] for r in runs) for name in ("remote", "pages", "bare", "minimal", "local")
+    rate, pages_rate, bare_rate, orjson_rate, minimal_rate, local_rate = (
+        n / statistics.median(r[name] for r in runs)
+        for name in ("remote", "pages", "bare", "bare_orjson", "minimal", "local")
+    )
+    cpu_rate, cpu_pages, cpu_bare, cpu_minimal = (
+        n / statistics.median(r[f"{name} cpu"] for r in runs) for name in ("remote", "pages", "bare", "minimal")
     )
     bare_is = "a bare ASGI app (the same keyset SQL, one connection) under uvicorn, read by RemoteBackend's own client"
     return [
@@ -334,6 +369,28 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             "≥ 0.9x",
             bare_is,
         ),
+        _row(
+            "the remote walk streamed, against the bare app parsed with orjson.loads instead",
+            rate,
+            orjson_rate,
+            "—",
+            "the bare app read by the same client, its pages parsed by orjson.loads (mnemo's page reader)",
+        ),
+        _row(
+            "the remote walk streamed, per CPU second (client + server)",
+            cpu_rate,
+            cpu_bare,
+            "—",
+            "the bare app, the same",
+        ),
+        _row(
+            "the walk page by page, per CPU second (client + server)",
+            cpu_pages,
+            cpu_bare,
+            "—",
+            "the bare app, the same",
+        ),
+        _row("the minimal client → mnemo serve, per CPU second", cpu_minimal, cpu_bare, "—", "the bare app, the same"),
         _row(f"local walk of {n:,} entries at limit {LIMIT} (LocalBackend)", local_rate, rate, "—", "the remote walk"),
         _ms(f"page latency p50, {WALKERS} concurrent walkers (mnemo serve)", p50, bare_p50),
         _ms(f"page latency p99, {WALKERS} concurrent walkers (mnemo serve)", p99, bare_p99),

@@ -129,7 +129,7 @@ class RemoteBackend(Calls, Backend):
     def _page(self, query: RecentQuery) -> Page:
         response = self._send("POST", "/memory/recent", self._recent_body(query))
         canonical = response.headers.get(CANONICAL_HEADER) == "canonical"
-        return page_of(response.content.decode("utf-8", errors="replace"), canonical)
+        return page_of(response.content, canonical)
 
     # -- writes and search --------------------------------------------------------------------
 

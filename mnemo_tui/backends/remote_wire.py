@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from datetime import UTC, date, datetime
-from functools import lru_cache
-from operator import itemgetter
+from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache, partial
+from itertools import repeat
+from operator import floordiv, itemgetter, sub
 from typing import Any
+
+import orjson
 
 from mnemo_tui import timefmt
 from mnemo_tui.errors import Unavailable, ValidationError
+from mnemo_tui.limits import MAX_LIMIT
 from mnemo_tui.limits import dumps as _dumps
 from mnemo_tui.model import Entry, Page
 
@@ -26,10 +30,15 @@ _BLANK = frozenset(" \t\n\r")
 # where it is read (`_canonical_us`: February 30th is a ValueError there).
 _TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
 _CANONICAL_TIME = re.compile(_TIME + r"\Z")
-# Every time of a page, each followed by a line break (see `_bulk`).
-_TIMES = re.compile(f"(?:{_TIME}\n)*")
 _TIME_LEN = 27
+# The canonical times' shape, digits read as 0, once for each time a page can hold (see `_bulk`).
+_ZEROS = str.maketrans("0123456789", "0" * 10)
+_SHAPES = "0000-00-00T00:00:00.000000Z\n" * MAX_LIMIT
 _ATOM_ID = itemgetter("atom_id")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_US = timedelta(microseconds=1)
+# `Entry._make` without its Python frame: the named tuple built from one `(created_at, atom_id, wire)`.
+_entry = partial(tuple.__new__, Entry)
 _CREATED_AT = itemgetter("created_at")
 
 
@@ -221,14 +230,54 @@ def _page_parts(text: str) -> tuple[list[Any], list[str], str | None]:
     return items, spans, cursor if isinstance(cursor, str) and cursor else None
 
 
-def page_of(text: str, canonical: bool = False) -> Page:
-    """A feed page from the text of a `RecentResponse`; a `next_cursor` absent or `""` ends the walk.
+# How `mnemo serve` lays a page out: its items first, the stored texts joined by commas.
+_ITEMS_HEAD = b'{"items":['
+
+
+def _encoded_parts(raw: bytes) -> tuple[list[Any], list[str], str | None] | None:
+    """A page laid out as `mnemo serve` lays it, read by orjson; None for any other (`_page_parts` reads it).
+
+    Each item's own text is its encoding by orjson, proven so by the page holding those encodings,
+    joined by commas, exactly where its items array is: one C decode of the page and one C encode
+    of each item, where the standard library must call its scanner once for each item. A body
+    orjson refuses (it is stricter than `json`) or another spelling of an item goes the other way.
+    """
+    if not raw.startswith(_ITEMS_HEAD):
+        return None
+    try:
+        body = orjson.loads(raw)
+        items = body["items"]
+        if type(items) is not list:
+            return None
+        encoded = list(map(orjson.dumps, items))
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError, KeyError, TypeError):
+        return None
+    joined = b",".join(encoded)
+    end = len(_ITEMS_HEAD) + len(joined)
+    if not raw.startswith(joined, len(_ITEMS_HEAD)) or raw[end : end + 1] != b"]":
+        return None
+    cursor = body.get("next_cursor")
+    return items, list(map(bytes.decode, encoded)), cursor if isinstance(cursor, str) and cursor else None
+
+
+def page_of(body: bytes | str, canonical: bool = False) -> Page:
+    """A feed page from the body of a `RecentResponse`; a `next_cursor` absent or `""` ends the walk.
+
+    `canonical`: the endpoint said its items are its stored RecentItems (`CANONICAL_HEADER`); a page
+    without a line break is then trusted whole (`_bulk`).
 
     Raises:
-        Unavailable: the text is not a page.
+        Unavailable: the body is not a page.
     """
-    items, spans, cursor = _page_parts(text)
-    if canonical and "\n" not in text and "\r" not in text:
+    if isinstance(body, bytes):
+        parts = _encoded_parts(body)
+        flat = b"\n" not in body and b"\r" not in body
+        text = body.decode("utf-8", errors="replace") if parts is None else ""
+    else:
+        parts, text = None, body
+        flat = "\n" not in body and "\r" not in body
+    items, spans, cursor = _page_parts(text) if parts is None else parts
+    if canonical and flat:
         entries = _bulk(items, spans)
         if entries is None:
             entries = [_trusted(item, span) for item, span in zip(items, spans, strict=True)]
@@ -242,14 +291,24 @@ def _bulk(items: list[Any], spans: list[str]) -> list[Entry] | None:
     try:
         atoms = list(map(_ATOM_ID, items))
         created = list(map(_CREATED_AT, items))
-        # join() refuses what is not a string; equal lengths and one pattern over the joined times check
-        # every time (a line break inside one would break the 28-character blocks).
         "".join(atoms)  # a TypeError unless every atom id is a string
         if not all(atoms):
             return None
-        if created and (set(map(len, created)) != {_TIME_LEN} or not _TIMES.fullmatch("\n".join(created) + "\n")):
+        # Every time in the canonical shape, checked at once: its digits read as 0 (any other character,
+        # a digit of another script too, stays itself) against the shape repeated. The joined text has
+        # the separators' line breaks only where the shape has them, so each time is one whole block.
+        # join() refuses what is not a string; the values are the C parser's to check (below), but for
+        # `24:00`, which a later Python may read as the next midnight.
+        if not created:
+            return []
+        times = "\n".join(created)
+        size = len(created) * (_TIME_LEN + 1) - 1
+        if len(times) != size or times.translate(_ZEROS) != _SHAPES[:size] or "T24" in times:
             return None
-        return list(map(Entry._make, zip(map(_canonical_us, created), atoms, spans, strict=True)))
+        # The C parser reads each (a date that does not exist is a ValueError); the differences from the
+        # epoch divided by one microsecond are `timefmt`'s integers.
+        instants = map(sub, map(datetime.fromisoformat, created), repeat(_EPOCH))
+        return list(map(_entry, zip(map(floordiv, instants, repeat(_ONE_US)), atoms, spans, strict=True)))
     except (KeyError, TypeError, ValueError):
         return None
 

@@ -265,18 +265,57 @@ def test_an_unreachable_endpoint_exits_5(cli: Any) -> None:
     assert result.code == 5 and "cannot reach" in result.stderr
 
 
-def test_a_page_declared_canonical_keeps_each_items_text_but_never_a_line_break() -> None:
+def _as(kind: str, text: str) -> bytes | str:
+    """A body as the backend hands it to `page_of` (the answer's bytes), or as text."""
+    return text.encode() if kind == "bytes" else text
+
+
+@pytest.mark.parametrize("kind", ["bytes", "text"])
+def test_a_page_declared_canonical_keeps_each_items_text_but_never_a_line_break(kind: str) -> None:
     from mnemo_tui.backends.remote_wire import page_of
+
+    def page_of_as(body: str, canonical: bool = False) -> Any:
+        return page_of(_as(kind, body), canonical)
 
     item = {**ITEM, "created_at": "2026-01-01T00:00:00.000001Z", "concepts": []}
     compact = json.dumps(item, separators=(",", ":"))
     page = '{"items":[' + compact + "," + compact + '],"next_cursor":"c"}'
-    assert [e.wire for e in page_of(page, canonical=True).items] == [compact, compact]
+    assert [e.wire for e in page_of_as(page, canonical=True).items] == [compact, compact]
     pretty = json.dumps({"items": [item], "next_cursor": None}, indent=2)
-    assert [e.wire for e in page_of(pretty, canonical=True).items] == [compact]
+    assert [e.wire for e in page_of_as(pretty, canonical=True).items] == [compact]
     odd = {**item, "created_at": "2026-01-01T01:00:00.000001+01:00", "extra": 1}
-    entry = page_of(json.dumps({"items": [odd]}), canonical=True).items[0]
-    assert entry.wire == compact and entry.created_at == page_of(page).items[0].created_at
+    entry = page_of_as(json.dumps({"items": [odd]}), canonical=True).items[0]
+    assert entry.wire == compact and entry.created_at == page_of_as(page).items[0].created_at
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        '{"atom_id":"00000000-0000-4000-8000-00000000000a","content":"caf\\u00e9","domain":"d",'
+        '"created_at":"2026-01-01T00:00:00.000001Z","concepts":[]}',
+        '{"atom_id":"00000000-0000-4000-8000-00000000000a","content":"x","domain":"d",'
+        '"created_at":"2026-01-01T00:00:00.000001Z","concepts":[],"provenance":{"weight":1.0E2}}',
+        '{"atom_id":"00000000-0000-4000-8000-00000000000a","content":"x","domain":"d",'
+        '"created_at":"2026-01-01T00:00:00.000001Z","concepts":[],"provenance":{"weight":NaN}}',
+        '{"atom_id":"00000000-0000-4000-8000-00000000000a", "content":"x","domain":"d",'
+        '"created_at":"2026-01-01T00:00:00.000001Z","concepts":[]}',
+    ],
+    ids=["escaped-letter", "exponent", "nan", "a-space"],
+)
+def test_an_item_spelled_otherwise_than_orjson_spells_it_keeps_its_own_text(spelled: str) -> None:
+    # The answer's bytes go through orjson only when each item's own text is its orjson encoding; any
+    # other spelling, or a body orjson refuses (NaN), is read as the standard library reads it.
+    from mnemo_tui.backends.remote_wire import page_of
+
+    other = '{"atom_id":"00000000-0000-4000-8000-00000000000b","content":"y","domain":"d",' + (
+        '"created_at":"2026-01-01T00:00:00.000000Z","concepts":[]}'
+    )
+    body = '{"items":[' + other + "," + spelled + '],"next_cursor":"c2"}'
+    for canonical in (True, False):
+        read = page_of(body.encode(), canonical)
+        assert [e.wire for e in read.items] == [other, spelled] and read.next_cursor == "c2"
+        assert read == page_of(body, canonical)
+    assert [e.created_at for e in page_of(body.encode(), True).items] == [1_767_225_600_000_000, 1_767_225_600_000_001]
 
 
 @pytest.mark.parametrize(
@@ -289,7 +328,8 @@ def test_a_page_declared_canonical_keeps_each_items_text_but_never_a_line_break(
     ],
     ids=["february-30", "month-13", "arabic-digits", "hour-24"],
 )
-def test_a_trusted_page_with_a_time_that_does_not_exist_keeps_it_as_text(created: str) -> None:
+@pytest.mark.parametrize("kind", ["bytes", "text"])
+def test_a_trusted_page_with_a_time_that_does_not_exist_keeps_it_as_text(created: str, kind: str) -> None:
     # A server that says its page is canonical is trusted for its items' text, not for their times: a
     # time in the canonical shape that names no instant is read as text (created_at 0), never raised.
     from mnemo_tui.backends.remote_wire import page_of
@@ -297,7 +337,7 @@ def test_a_trusted_page_with_a_time_that_does_not_exist_keeps_it_as_text(created
     good = {**ITEM, "created_at": "2026-01-01T00:00:00.000001Z", "concepts": []}
     bad = {**good, "atom_id": "00000000-0000-4000-8000-000000000002", "created_at": created}
     body = json.dumps({"items": [good, bad], "next_cursor": None}, separators=(",", ":"), ensure_ascii=False)
-    entries = page_of(body, canonical=True).items
+    entries = page_of(_as(kind, body), canonical=True).items
     assert [e.atom_id for e in entries] == [good["atom_id"], bad["atom_id"]]
     assert entries[0].created_at == 1_767_225_600_000_001 and entries[1].created_at == 0
     assert json.loads(entries[1].wire)["created_at"] == created
