@@ -7,6 +7,7 @@ from contextlib import AbstractContextManager, nullcontext
 
 from mnemo_tui import model as m
 from mnemo_tui.backends import Backend
+from mnemo_tui.removals import Removals
 
 
 class DelegatingBackend(Backend):
@@ -68,6 +69,10 @@ class DelegatingBackend(Backend):
     def chain(self, atom_id: str) -> list[m.Entry] | None:
         with self._guard():
             return self.inner.chain(atom_id)
+
+    def removals(self, scope: str | None, after: int | None, upto: int | None = None) -> Removals | None:
+        with self._guard():
+            return self.inner.removals(scope, after, upto)
 
     def feedback(self, atom_ids: list[str], outcome: float) -> int | None:
         with self._guard():

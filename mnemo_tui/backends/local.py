@@ -9,6 +9,7 @@ from mnemo_tui import model as m
 from mnemo_tui.backends import Backend
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.store import Store
+from mnemo_tui.removals import Removals
 
 
 class LocalBackend(Backend):
@@ -65,6 +66,9 @@ class LocalBackend(Backend):
 
     def delete(self, atom_id: str) -> int:
         return self.engine.delete(self._principal, atom_id)
+
+    def removals(self, scope: str | None, after: int | None, upto: int | None = None) -> Removals:
+        return self.engine.removals(self._principal, scope, after, upto)
 
     def feedback(self, atom_ids: list[str], outcome: float) -> int:
         return self.engine.feedback(self._principal, atom_ids, outcome)[0]

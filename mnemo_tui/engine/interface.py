@@ -12,6 +12,8 @@ from mnemo_tui.errors import MnemoError
 if TYPE_CHECKING:
     from typing import Any
 
+    from mnemo_tui.removals import Removals
+
 
 class Engine(Protocol):
     """A store of entries, rooms, secrets and keys, read and written on behalf of principals.
@@ -83,6 +85,9 @@ class Engine(Protocol):
     ) -> m.Invite: ...
     def join(self, principal: str, code: str) -> m.Joined: ...
     def delete_room(self, principal: str, room_id: str) -> int: ...
+    def removals(self, principal: str, scope: str | None, after: int | None, upto: int | None = None) -> Removals:
+        """The removals (tombstones) of a scope in `(after, upto]`, oldest first (engine/tombstones.py)."""
+        ...
 
     # -- the vault and keys ---------------------------------------------------------------
     def vault_list(self, principal: str) -> list[m.SecretInfo]: ...
