@@ -16,6 +16,8 @@ from mnemo_tui.model import dumps as _dumps
 if TYPE_CHECKING:
     from typing import IO, Any
 
+    from mnemo_tui.removals import Removal
+
 FORMATS = ("table", "json", "ndjson")
 PIPE_WIDTH = 120
 # JSON outputs are spelled as the store keeps them (the one `model.dumps`).
@@ -287,6 +289,22 @@ class TableWriter:
             line += " " * gap + self._style(entry.atom_id[:ID_WIDTH], "2")
             lines.append(line + "\n")
             lines.extend(" " * self.indent + part + "\n" for part in parts[1:])
+        self.out.write("".join(lines))
+
+    def removed(self, removals: list[Removal]) -> None:
+        """Write one row per removal (`catchup --changes`), marked `removed` and why, in the entries' columns."""
+        self.header()
+        lines = []
+        for item in removals:
+            when = text.pad(timefmt.when(item.removed_at, self.now, self.utc), self.when_w)
+            author = " " * (self.author_w + 2) if self.author_w else ""
+            domain = text.pad(_clip(item.scope, self.domain_w), self.domain_w) + "  " if self.show_domain else ""
+            mark = _clip_shown(f"removed ({item.reason})", self.content_w)
+            gap = max(2, self.content_w - text.cells(mark) + 2)
+            lines.append(
+                f"{self._style(when, '36')}  {author}{domain}{self._style(mark, '31')}{' ' * gap}"
+                f"{self._style(item.atom_id[:ID_WIDTH], '2')}\n"
+            )
         self.out.write("".join(lines))
 
     def report(self, report: EmptyReport) -> None:
