@@ -12,7 +12,7 @@ from typing import Any, Literal, cast
 from urllib.parse import quote
 
 from mnemo_tui import __version__
-from mnemo_tui.backends import Backend
+from mnemo_tui.backends import Backend, remote_removals
 from mnemo_tui.backends.proxies import BadProxy
 from mnemo_tui.backends.remote_http import (
     NOT_PROCESSED_STATUS,
@@ -47,6 +47,7 @@ from mnemo_tui.model import (
     dumps,
     room_id_of,
 )
+from mnemo_tui.removals import Removals
 from mnemo_tui.state.config import Settings
 from mnemo_tui.state.credentials import lookup_key
 
@@ -142,7 +143,7 @@ def _text(body: Any, name: str, default: str = "") -> str:
 
 
 # The only calls whose 404 is an answer (an unknown atom, invite code or secret alias) rather than a wrong base URL.
-_MAY_BE_404 = ("/memory/atoms/", "/memory/rooms/join", "/vault/secrets/by-alias/")
+_MAY_BE_404 = ("/memory/atoms/", "/memory/rooms/join", "/vault/secrets/by-alias/", remote_removals.PATH)
 
 
 class RemoteBackend(Backend):
@@ -440,6 +441,9 @@ class RemoteBackend(Backend):
             return None
         entries = [entry_of(item) for item in items]
         return sorted(entries, key=lambda e: (e.created_at, e.atom_id))
+
+    def removals(self, scope: str | None, after: int | None, upto: int | None = None) -> Removals | None:
+        return remote_removals.removals(self._call, self.identity, scope, after, upto)
 
     def delete(self, atom_id: str) -> int:
         atom = self._atom_id(atom_id)
