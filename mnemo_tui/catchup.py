@@ -220,8 +220,9 @@ class Removals:
 
     def since(self, newest_entry: int | None) -> list[Removal]:
         """The removals to report: after the watermark, up to the newer of the walk's newest entry and the
-        newest removal of the first read. None on a first pass (nothing was copied that could be removed)."""
+        newest removal of the first read. A first pass (no watermark) reports every removal kept: a
+        consumer may hold copies from elsewhere (an export), and each removal is then reported once."""
         upto = max((t for t in (newest_entry, self.top) if t is not None), default=None)
-        if self.after is None or upto is None:
+        if upto is None:
             return []
         return self._read(upto).items
