@@ -214,3 +214,36 @@ def test_catchup_changes_in_json_ndjson_and_the_table(cli: Callable[..., CliResu
     assert "re-read this scope" in expired.stderr and "watermark reset" in expired.stderr
     bad = cli(*store, "catchup", "--changes", env={"MNEMO_TOMBSTONE_RETENTION": "soon"})
     assert bad.code == 2 and "MNEMO_TOMBSTONE_RETENTION" in bad.stderr
+
+
+def test_over_a_real_serve_removals_come_through_the_extension_and_its_retention(
+    cli: Callable[..., CliResult], isolated_home: Path
+) -> None:
+    from serve_process import start_serve
+
+    key = cli("keys", "create", "alice").stdout.strip()  # the served store: $MNEMO_HOME/store.db
+    kept = start_serve(isolated_home)
+    try:
+        env = {"MNEMO_ENDPOINT": kept.url, "MNEMO_API_KEY": key}
+        atom = cli("write", "soon gone", env=env).stdout.strip()
+        assert _json(cli("catchup", "--changes", "-f", "json", env=env))["removed"] == []
+        assert cli("delete", "--yes", atom, env=env).code == 0
+        [removed] = _json(cli("catchup", "--changes", "-f", "json", env=env))["removed"]
+        assert (removed["atom_id"], removed["reason"]) == (atom, "deleted")
+    finally:
+        kept.stop()
+    # Served with a retention of 0 s: a removal is past it at once, and the consumer is told to re-read.
+    short = start_serve(isolated_home, "--tombstone-retention", "0s")
+    try:
+        env = {"MNEMO_ENDPOINT": short.url, "MNEMO_API_KEY": key}
+        other = cli("write", "gone while nobody looked", env=env).stdout.strip()
+        assert _json(cli("catchup", "-f", "json", env=env))["items"][0]["atom_id"] == other
+        assert cli("delete", "--yes", other, env=env).code == 0
+        expired = cli("catchup", "--changes", env=env)
+        assert expired.code == 8 and "re-read this scope" in expired.stderr, expired.stderr
+        assert expired.stdout == ""
+        assert "removed" not in _json(cli("catchup", "-f", "json", env=env))
+    finally:
+        short.stop()
+    bad = cli("serve", "--port", "0", "--tombstone-retention", "later")
+    assert bad.code == 2 and "--tombstone-retention" in bad.stderr
