@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mnemo_tui.backends import Backend
-from mnemo_tui.errors import RemovalsGone, ValidationError
+from mnemo_tui.errors import Forbidden, RemovalsGone, ValidationError
 from mnemo_tui.model import Entry, RecentQuery, WalkProgress, Watermark
 from mnemo_tui.removals import NO_TOMBSTONES, REREAD, Removal
 from mnemo_tui.removals import Removals as ReadRemovals
@@ -140,12 +140,17 @@ class CatchUp:
         else:
             start = start_of(Mark.of(before), self.overlap, self.since)
             walk = self._walk(start.since, start.held, None)
-        for fresh in walk.pages():
-            if fresh:
-                emit(fresh)
-            if commit and deliver is None:
-                checkpoint = Checkpoint(walk_id, walk.query.since, tuple(sorted(walk.held)), walk.progress)
-                self.state.save_checkpoint(self.key, checkpoint)
+        try:
+            for fresh in walk.pages():
+                if fresh:
+                    emit(fresh)
+                if commit and deliver is None:
+                    checkpoint = Checkpoint(walk_id, walk.query.since, tuple(sorted(walk.held)), walk.progress)
+                    self.state.save_checkpoint(self.key, checkpoint)
+        except Forbidden:
+            # Its removals were readable, its feed is not: a room deleted since, whose former member hears of it.
+            if removals is None:
+                raise
         removed = removals.since(walk.progress.newest) if removals is not None else []
         if deliver is not None:
             deliver()

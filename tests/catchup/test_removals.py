@@ -247,3 +247,18 @@ def test_over_a_real_serve_removals_come_through_the_extension_and_its_retention
         short.stop()
     bad = cli("serve", "--port", "0", "--tombstone-retention", "later")
     assert bad.code == 2 and "--tombstone-retention" in bad.stderr
+
+
+def test_a_deleted_rooms_member_hears_of_its_removal_and_then_of_nothing(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    store = ["--store", str(tmp_path / "s.db")]
+    room = cli(*store, "rooms", "create", "team").stdout.strip()
+    entry = cli(*store, "write", "in the room", "--scope", room).stdout.strip()
+    assert cli(*store, "catchup", "--scope", room).code == 0
+    assert cli(*store, "rooms", "delete", "--yes", room).code == 0
+    [removed] = _json(cli(*store, "catchup", "--changes", "--scope", room, "-f", "json"))["removed"]
+    assert (removed["atom_id"], removed["reason"], removed["scope"]) == (entry, "room_deleted", room)
+    assert _json(cli(*store, "catchup", "--changes", "--scope", room, "-f", "json"))["removed"] == []
+    # Without --changes the room is simply gone (exit 4), as before.
+    assert cli(*store, "catchup", "--scope", room).code == 4
