@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import secrets
+import shlex
 from collections.abc import Callable
 
 from mnemo_tui.backends import Backend
+from mnemo_tui.errors import Forbidden, RemovalsGone, ValidationError
 from mnemo_tui.model import Entry, RecentQuery, Value, WalkProgress, Watermark
+from mnemo_tui.removals import NO_TOMBSTONES, REREAD, Removal
+from mnemo_tui.removals import Removals as ReadRemovals
 from mnemo_tui.state.statedb import Checkpoint, StateDB, StateKey
 from mnemo_tui.walk import Mark, Walk, default_overlap, start_of
 
@@ -25,6 +29,7 @@ class CatchupResult(Value):
     after: Watermark | None
     committed: bool
     since: int | None
+    removed: tuple[Removal, ...] = ()
 
 
 class CatchUp:
@@ -38,6 +43,7 @@ class CatchUp:
         limit: page size of each request (a ceiling).
         overlap: microseconds re-read below the watermark (default: the walk's, by backend kind).
         since: the low bound of a first pass, when the consumer has no watermark yet.
+        changes: also report the removals since the watermark (`catchup --changes`, removals.py).
     """
 
     def __init__(
@@ -50,6 +56,7 @@ class CatchUp:
         limit: int = DEFAULT_LIMIT,
         overlap: int | None = None,
         since: int | None = None,
+        changes: bool = False,
     ) -> None:
         self.backend = backend
         self.state = state
@@ -58,6 +65,7 @@ class CatchUp:
         self.limit = limit
         self.overlap = default_overlap(backend) if overlap is None else overlap
         self.since = since
+        self.changes = changes
         self.key = StateKey(backend.identity, backend.principal, consumer, scope)
 
     def watermark(self) -> Watermark | None:
@@ -79,6 +87,7 @@ class CatchUp:
         resume: bool = False,
         notice: Callable[[str], None] | None = None,
         deliver: Callable[[], None] | None = None,
+        removed: Callable[[list[Removal]], None] | None = None,
     ) -> CatchupResult:
         """Walk to the end of the feed, emitting what is new; commit only once the walk has ended.
 
@@ -88,6 +97,7 @@ class CatchUp:
         writes it all once the walk has ended, before the commit. An empty pass keeps the old watermark. One pass of a
         consumer's scope runs at a time (`StateDB.claim_run`); `notice` hears what the pass found
         of an interrupted one (only once it is the one running, so no live pass reads as interrupted).
+        With `changes`, `removed` is given the removals to report after the entries, before the commit.
 
         Raises:
             Conflict: another pass of this consumer's scope is running.
@@ -96,7 +106,7 @@ class CatchUp:
         if commit:
             self.state.claim_run(self.key, walk_id)
         try:
-            return self._run(walk_id, emit, commit, resume, notice or (lambda text: None), deliver)
+            return self._run(walk_id, emit, commit, resume, notice or (lambda text: None), deliver, removed)
         finally:
             if commit:
                 self.state.release_run(self.key, walk_id)
@@ -109,6 +119,7 @@ class CatchUp:
         resume: bool,
         notice: Callable[[str], None],
         deliver: Callable[[], None] | None,
+        on_removed: Callable[[list[Removal]], None] | None = None,
     ) -> CatchupResult:
         before = self.watermark()
         found = self.state.load_checkpoint(self.key) if commit or resume else None
@@ -116,6 +127,9 @@ class CatchUp:
             notice("nothing to resume: starting a new pass from the watermark")
         elif not resume and commit and found is not None:
             notice("an interrupted walk was found; re-reading from the watermark (use --resume to continue it)")
+        # Read before the walk: every entry older than the newest removal seen here was committed before it
+        # (a bucket's clock orders its commits), so the walk delivers it (docs/architecture.md).
+        removals = Removals(self.backend, self.scope, before) if self.changes else None
         walk: Walk | None = None
         cp = found if resume else None
         if cp is not None:
@@ -124,23 +138,43 @@ class CatchUp:
         else:
             start = start_of(Mark.of(before), self.overlap, self.since)
             walk = self._walk(start.since, start.held, None)
-        for fresh in walk.pages():
-            if fresh:
-                emit(fresh)
-            if commit and deliver is None:
-                checkpoint = Checkpoint(walk_id, walk.query.since, tuple(sorted(walk.held)), walk.progress)
-                self.state.save_checkpoint(self.key, checkpoint)
+        try:
+            for fresh in walk.pages():
+                if fresh:
+                    emit(fresh)
+                if commit and deliver is None:
+                    checkpoint = Checkpoint(walk_id, walk.query.since, tuple(sorted(walk.held)), walk.progress)
+                    self.state.save_checkpoint(self.key, checkpoint)
+        except Forbidden:
+            # Its removals were readable, its feed is not: a room deleted since, whose former member hears of it.
+            if removals is None:
+                raise
+        removed = removals.since(walk.progress.newest) if removals is not None else []
         if deliver is not None:
             deliver()
-        return self._finish(walk, before, commit, resumed=cp is not None)
+        if removed and on_removed is not None:
+            on_removed(removed)
+        return self._finish(walk, before, commit, resumed=cp is not None, removals=removals, removed=removed)
 
-    def _finish(self, walk: Walk, before: Watermark | None, commit: bool, resumed: bool) -> CatchupResult:
+    def _finish(
+        self,
+        walk: Walk,
+        before: Watermark | None,
+        commit: bool,
+        resumed: bool,
+        removals: Removals | None = None,
+        removed: list[Removal] | None = None,
+    ) -> CatchupResult:
         progress = walk.progress
         after = before
         committed = False
+        top = removals.top if removals is not None else None
+        newest = max((t for t in (progress.newest, top) if t is not None), default=None)
         if commit:
-            if progress.delivered > 0 and progress.newest is not None:
-                after = self.state.commit(self.key, progress.newest, progress.newest_ids)
+            if newest is not None and (progress.delivered > 0 or newest != progress.newest):
+                # Past the newest removal too: the next pass neither repeats it nor misses an entry (see `_run`).
+                ids = progress.newest_ids if progress.delivered > 0 else (before.boundary_ids if before else ())
+                after = self.state.commit(self.key, newest, ids)
                 committed = True
             else:
                 # An empty pass keeps the old watermark; only the finished walk's checkpoint goes.
@@ -154,4 +188,44 @@ class CatchUp:
             after=after,
             committed=committed,
             since=walk.query.since,
+            removed=tuple(removed or ()),
         )
+
+
+class Removals:
+    """The removals side of one `--changes` pass: the first read (before the walk) and the reported window.
+
+    Raises (on creation and in `since`):
+        ValidationError: the backend keeps no tombstones (exit 2).
+        RemovalsGone: the watermark is older than the removals kept (exit 8).
+    """
+
+    def __init__(self, backend: Backend, scope: str | None, before: Watermark | None) -> None:
+        self.backend = backend
+        self.scope = scope
+        self.after = before.created_at if before is not None else None
+        self.consumer = before.consumer if before is not None else ""
+        first = self._read(None)
+        self.top = first.newest
+
+    def _read(self, upto: int | None) -> ReadRemovals:
+        found = self.backend.removals(self.scope, self.after, upto)
+        if found is None:
+            raise ValidationError(NO_TOMBSTONES)
+        if found.gone:
+            flags = f" --scope {shlex.quote(self.scope)}" if self.scope else ""
+            shown = self.scope if self.scope else "your own store"
+            raise RemovalsGone(
+                REREAD.format(consumer=self.consumer, scope=shown, flags=flags),
+                details={"reason": "removals_gone", "scope": self.scope},
+            )
+        return found
+
+    def since(self, newest_entry: int | None) -> list[Removal]:
+        """The removals to report: after the watermark, up to the newer of the walk's newest entry and the
+        newest removal of the first read. A first pass (no watermark) reports every removal kept: a
+        consumer may hold copies from elsewhere (an export), and each removal is then reported once."""
+        upto = max((t for t in (newest_entry, self.top) if t is not None), default=None)
+        if upto is None:
+            return []
+        return self._read(upto).items

@@ -91,6 +91,14 @@ class Conflict(MnemoError):
     exit_code = 2
 
 
+class RemovalsGone(MnemoError):
+    """`catchup --changes`: the watermark is older than the removals kept (their retention): re-read the scope."""
+
+    code = "REMOVALS_GONE"
+    status = 410
+    exit_code = 8
+
+
 class PayloadTooLarge(MnemoError):
     """A request body over the size limit."""
 
@@ -166,6 +174,7 @@ BY_CODE: dict[str, type[MnemoError]] = {
         Forbidden,
         NotFound,
         Conflict,
+        RemovalsGone,
         PayloadTooLarge,
         RateLimited,
         Unavailable,

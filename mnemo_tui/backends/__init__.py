@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 from mnemo_tui.model import Entry, Page, RecentQuery
 
 if TYPE_CHECKING:
+    from mnemo_tui.removals import Removals
     from mnemo_tui.values.plane import Stats
     from mnemo_tui.values.rooms import Invite, Joined, Room
     from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
@@ -86,6 +87,15 @@ class Backend(Protocol):
     def change_token(self) -> tuple[int, int] | None:
         """A cheap token that changes whenever the store may have changed; None when there is no such probe
         (watchers then poll)."""
+        return None
+
+    def removals(self, scope: str | None, after: int | None, upto: int | None = None) -> Removals | None:
+        """The removals of a scope in `(after, upto]`, oldest first (`catchup --changes`); None when the
+        backend keeps no tombstones (the hosted service).
+
+        Raises:
+            Forbidden: a room one is not (and was not) a member of.
+        """
         return None
 
     def by_prefix(self, prefix: str) -> list[Entry] | None:

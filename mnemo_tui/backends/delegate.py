@@ -10,6 +10,7 @@ from mnemo_tui.backends import Backend
 from mnemo_tui.model import Entry, Page, RecentQuery
 
 if TYPE_CHECKING:
+    from mnemo_tui.removals import Removals
     from mnemo_tui.values.plane import Stats
     from mnemo_tui.values.rooms import Invite, Joined, Room
     from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
@@ -76,6 +77,10 @@ class DelegatingBackend(Backend):
     def chain(self, atom_id: str) -> list[Entry] | None:
         with self._guard():
             return self.inner.chain(atom_id)
+
+    def removals(self, scope: str | None, after: int | None, upto: int | None = None) -> Removals | None:
+        with self._guard():
+            return self.inner.removals(scope, after, upto)
 
     def feedback(self, atom_ids: list[str], outcome: float) -> int | None:
         with self._guard():

@@ -12,6 +12,7 @@ from mnemo_tui.engine.store import Store
 from mnemo_tui.model import Entry, Page, RecentQuery
 
 if TYPE_CHECKING:
+    from mnemo_tui.removals import Removals
     from mnemo_tui.values.plane import Stats
     from mnemo_tui.values.rooms import Invite, Joined, Room
     from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
@@ -75,6 +76,9 @@ class LocalBackend(Backend):
 
     def delete(self, atom_id: str) -> int:
         return self.engine.delete(self._principal, atom_id)
+
+    def removals(self, scope: str | None, after: int | None, upto: int | None = None) -> Removals:
+        return self.engine.removals(self._principal, scope, after, upto)
 
     def feedback(self, atom_ids: list[str], outcome: float) -> int:
         return self.engine.feedback(self._principal, atom_ids, outcome)[0]

@@ -7,12 +7,13 @@ from hashlib import sha256
 from typing import Any, Literal, cast
 from urllib.parse import quote
 
-from mnemo_tui.backends import Backend
+from mnemo_tui.backends import Backend, remote_removals
 from mnemo_tui.backends.remote_calls import Calls
 from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, time_of, wire_time
 from mnemo_tui.errors import AuthError, NotFound, Unavailable, ValidationError
 from mnemo_tui.limits import ROOM_PREFIX
 from mnemo_tui.model import Entry, Page, RecentQuery, by_author
+from mnemo_tui.removals import Removals
 from mnemo_tui.state.config import Settings
 from mnemo_tui.state.credentials import lookup_key
 from mnemo_tui.values.plane import Stats
@@ -229,6 +230,9 @@ class RemoteBackend(Calls, Backend):
             return None
         entries = [entry_of(item) for item in items]
         return sorted(entries, key=lambda e: (e.created_at, e.atom_id))
+
+    def removals(self, scope: str | None, after: int | None, upto: int | None = None) -> Removals | None:
+        return remote_removals.removals(self._call, self.identity, scope, after, upto)
 
     def delete(self, atom_id: str) -> int:
         atom = self._atom_id(atom_id)

@@ -15,6 +15,7 @@ from hashlib import sha256
 from typing import Any
 
 from mnemo_tui import __version__
+from mnemo_tui.backends import remote_removals
 from mnemo_tui.backends.proxies import BadProxy
 from mnemo_tui.backends.remote_http import (
     NOT_PROCESSED_STATUS,
@@ -87,7 +88,7 @@ def _without_userinfo(url: str) -> str:
 
 
 # The only calls whose 404 is an answer (an unknown atom, invite code or secret alias) rather than a wrong base URL.
-_MAY_BE_404 = ("/memory/atoms/", "/memory/rooms/join", "/vault/secrets/by-alias/")
+_MAY_BE_404 = ("/memory/atoms/", "/memory/rooms/join", "/vault/secrets/by-alias/", remote_removals.PATH)
 
 
 class Calls:

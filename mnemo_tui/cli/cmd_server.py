@@ -73,6 +73,14 @@ def serve(
             "--max-header-bytes", metavar="N", help="Request line and headers, 1024-1048576 bytes; past it 431."
         ),
     ] = 16384,
+    tombstone_retention: Annotated[
+        str | None,
+        typer.Option(
+            "--tombstone-retention",
+            metavar="SPAN",
+            help="How long removals are kept for `catchup --changes` (30d, 12h...; default 30d, docs/server.md).",
+        ),
+    ] = None,
 ) -> int:
     """Serve the embedded store over the Mnemoverse REST dialect (docs/server.md) until Ctrl-C or SIGTERM."""
     c = ctx_of(ctx, creates_store=True)
@@ -96,6 +104,11 @@ def serve(
     ):
         if not low <= value <= high:
             raise ValidationError(f"{name} must be between {low} and {high}, got {value}")
+    if tombstone_retention is not None:
+        from mnemo_tui.engine.tombstones import TombstoneOps, retention_from
+
+        # Every engine of this process (the workers', the PostgreSQL one) keeps removals this long.
+        TombstoneOps.tombstone_retention = retention_from(tombstone_retention, field="--tombstone-retention")
     if c.settings.database:
         # Migrated (when --migrate allows) before anything else opens the database.
         from mnemo_tui.backends.local import LocalBackend

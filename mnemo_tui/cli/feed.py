@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from mnemo_tui.backends import Backend
     from mnemo_tui.catchup import CatchupResult
     from mnemo_tui.model import EmptyReport
+    from mnemo_tui.removals import Removal
 
 
 def parse_times(since: str | None, until: str | None, *, utc: bool = False) -> tuple[int | None, int | None]:
@@ -357,7 +358,14 @@ def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
     overlap_us = timefmt.parse_overlap(args.overlap) if args.overlap is not None else None
     backend = c.backend
     walk = CatchUp(
-        backend, c.state, consumer=consumer_name, scope=scope_value, limit=args.limit, overlap=overlap_us, since=low
+        backend,
+        c.state,
+        consumer=consumer_name,
+        scope=scope_value,
+        limit=args.limit,
+        overlap=overlap_us,
+        since=low,
+        changes=args.changes,
     )
     out = sys.stdout
     table = output.TableWriter(out, scope=scope_value, utc=c.utc, wide=args.wide) if fmt == "table" else None
@@ -391,6 +399,13 @@ def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
         counted[0] += len(entries)
         progress.update(counted[0])
 
+    def removed(items: list[Removal]) -> None:
+        if fmt == "ndjson":
+            out.write("".join(output.dumps({"removed": r.wire()}) + "\n" for r in items))
+        elif table is not None:
+            table.removed(items)
+        out.flush()  # before the commit: a removal reported is one that left
+
     try:
         result = walk.run(
             hold if args.reverse else emit,
@@ -398,6 +413,7 @@ def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
             resume=args.resume,
             notice=output.hint,
             deliver=deliver if args.reverse else None,
+            removed=removed,
         )
     except BrokenPipeError:
         output.silence_stdout()
@@ -414,9 +430,11 @@ def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
 
     if fmt == "json":
         marks = {"before": watermark_wire(result.before), "after": watermark_wire(result.after)}
+        removals = f',"removed":{output.dumps([r.wire() for r in result.removed])}' if args.changes else ""
         out.write(
             ("" if counted[0] else head)
-            + f'],"watermark":{output.dumps(marks)},"pages":{result.pages},"repeats_skipped":{result.repeats_skipped},'
+            + f"]{removals}"
+            + f',"watermark":{output.dumps(marks)},"pages":{result.pages},"repeats_skipped":{result.repeats_skipped},'
             f'"resumed":{output.dumps(result.resumed)},"empty_report":{output.dumps(report.wire() if report else None)}}}\n'
         )
     elif fmt == "ndjson":
@@ -424,14 +442,14 @@ def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
             output.hint(report.shown)
     else:
         assert table is not None
-        if report is not None:
+        if report is not None and not result.removed:
             table.report(report)
         else:
             out.flush()
             output.hint(_catchup_summary(result, consumer_name, c.utc))
     if report is not None:
         room_name_hint(backend, report)
-    if args.exit_code and result.delivered == 0:
+    if args.exit_code and result.delivered == 0 and not result.removed:
         return 1
     return 0
 
@@ -448,4 +466,6 @@ def _catchup_summary(result: CatchupResult, consumer: str, utc: bool) -> str:
     requests = "1 request" if pages == 1 else f"{pages} requests"
     text = f"{delivered} new {noun} for consumer {consumer!r} in {requests}; {moved}"
     again = "1 entry you already had was" if repeats == 1 else f"{repeats} entries you already had were"
-    return text + (f"; {again} not shown again" if repeats else "")
+    removed = len(result.removed)
+    gone = f"; {removed} removal{'' if removed == 1 else 's'} reported" if removed else ""
+    return text + gone + (f"; {again} not shown again" if repeats else "")

@@ -92,6 +92,9 @@ CATCHUP = {
     "no_commit": Flag("--no-commit", kind="flag", help="Touch neither the watermark nor the checkpoint."),
     "resume": Flag("--resume", kind="flag", help="Continue an interrupted walk from its checkpoint."),
     "exit_code": Flag("--exit-code", kind="flag", help="Exit 1 when nothing is new."),
+    "changes": Flag(
+        "--changes", kind="flag", help="Also report removals since the watermark (exit 8: re-read the scope)."
+    ),
     "reverse": REVERSE,
     "wide": WIDE,
     "fmt": ENTRY_FORMAT,

@@ -16,6 +16,8 @@ from mnemo_tui.model import EmptyReport, Entry
 if TYPE_CHECKING:
     from typing import IO, Any
 
+    from mnemo_tui.removals import Removal
+
 FORMATS = ("table", "json", "ndjson")
 FALLBACK_WIDTH = 120
 # JSON outputs are spelled as the store keeps them (the one `limits.dumps`).
@@ -305,6 +307,22 @@ class TableWriter:
         values = (entry.author, entry.domain, entry.content)
         shown = "\t".join(sanitize.line(v) for v in values)
         return f"{timefmt.iso_offset(entry.created_at, self.utc)}\t{shown}\t{entry.atom_id}\n"
+
+    def removed(self, removals: list[Removal]) -> None:
+        """Write one row per removal (`catchup --changes`), marked `removed` and why, in the entries' columns."""
+        self.header()
+        lines = []
+        for item in removals:
+            when = sanitize.pad(timefmt.when(item.removed_at, self.now, self.utc), self.when_w)
+            author = " " * (self.author_w + 2) if self.author_w else ""
+            domain = sanitize.pad(_clip(item.scope, self.domain_w), self.domain_w) + "  " if self.show_domain else ""
+            mark = _clip_shown(f"removed ({item.reason})", self.content_w)
+            gap = max(2, self.content_w - sanitize.cells(mark) + 2)
+            lines.append(
+                f"{self._style(when, '36')}  {author}{domain}{self._style(mark, '31')}{' ' * gap}"
+                f"{self._style(item.atom_id[:ID_WIDTH], '2')}\n"
+            )
+        self.out.write("".join(lines))
 
     def report(self, report: EmptyReport) -> None:
         """Write an empty report (the result of an empty answer in table mode): its shown text."""

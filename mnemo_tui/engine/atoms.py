@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
-from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_write, spliced_entry, wire_item
+from mnemo_tui.engine.tombstones import TombstoneOps
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
 from mnemo_tui.limits import ROOM_DELETE_RULE, dumps, room_of
 from mnemo_tui.model import Entry
@@ -56,7 +56,7 @@ DELETABLE = (
 )
 
 
-class AtomOps(Database):
+class AtomOps(TombstoneOps):
     """Writes, reads and deletes of single entries."""
 
     INSERT = _INSERT
@@ -230,23 +230,34 @@ class AtomOps(Database):
 
     def delete_one(self, db: Any, principal: str, own: int | None, atom: str) -> int:
         """The one delete path of a single atom: who may delete it is decided in the statement that deletes
-        it (`DELETABLE`: no check-then-act), the index entry goes with the row, and what the deleted atom
-        superseded becomes the live tip again. `own` is the principal's own bucket (None: it has none)."""
+        it (`DELETABLE`: no check-then-act), the index entry goes with the row, what the deleted atom
+        superseded becomes the live tip again, and a tombstone stays (engine/tombstones.py). `own` is the
+        principal's own bucket (None: it has none)."""
+        found = db.execute("SELECT bucket FROM atoms WHERE atom_id = ?", (atom,)).fetchone()
+        if found is None:
+            return 0
+        # The bucket's clock first (PostgreSQL: its row lock, as writers take it before any atom row).
+        clock, at = self.removal_time(db, int(found[0]))
         rows = db.execute(
-            f"DELETE FROM atoms WHERE {DELETABLE} RETURNING seq, bucket, content", (atom, own, principal, principal)
+            f"DELETE FROM atoms WHERE {DELETABLE} RETURNING seq, bucket, content, domain",
+            (atom, own, principal, principal),
         ).fetchall()
         if not rows:
             return 0
-        self.unindex(db, rows)
+        self.unindex(db, [(r[0], r[1], r[2]) for r in rows])
         db.execute("UPDATE atoms SET superseded_by = NULL WHERE superseded_by = ? AND bucket = ?", (atom, rows[0][1]))
         db.execute("DELETE FROM feedback WHERE atom_id = ?", (atom,))
+        clock.save()
+        self.bury_one(db, int(rows[0][1]), atom, str(rows[0][3]), at)
         return len(rows)
 
-    def delete_set(self, db: sqlite3.Connection, bucket: int, domain: str | None = None) -> int:
+    def delete_set(self, db: sqlite3.Connection, bucket: int, domain: str | None = None, *, reason: str) -> int:
         """The delete path of a set (a domain of a bucket, or the whole bucket): what `delete_one` does for
         each atom, in a fixed number of statements whatever the set's size, so a 10,000-entry room is
-        deleted within a request's deadline (one statement per atom scanned the bucket for each)."""
+        deleted within a request's deadline (one statement per atom scanned the bucket for each). Its
+        tombstones are written in one statement at one instant of the bucket's clock (`reason`: why)."""
         where, params = ("bucket = ?", (bucket,)) if domain is None else ("bucket = ? AND domain = ?", (bucket, domain))
+        self.bury_set(db, bucket, where, params, reason)
         self.unindex(db, db.execute(f"SELECT seq, bucket, content FROM atoms WHERE {where}", params).fetchall())
         if domain is not None:  # a whole bucket leaves no predecessor behind
             db.execute(

@@ -408,7 +408,7 @@ class MemoryOps(AtomOps, Database):
             ).fetchall()
             inside = {r[0] for r in rows}
             hidden = sum(1 for _, before in rows for old in json.loads(before or "[]") if old not in inside)
-            deleted = self.delete_set(db, bucket, domain)
+            deleted = self.delete_set(db, bucket, domain, reason="domain_wiped")
         return DomainWipe(deleted, secrets, hidden)
 
     def reset(self, principal: str) -> int:
@@ -417,7 +417,7 @@ class MemoryOps(AtomOps, Database):
             bucket = self.own_bucket(principal)
             if bucket is None:
                 return 0
-            deleted = self.delete_set(db, bucket)
+            deleted = self.delete_set(db, bucket, reason="reset")
             db.execute("DELETE FROM feedback WHERE bucket = ?", (bucket,))
         return deleted
 

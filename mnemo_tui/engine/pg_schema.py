@@ -140,12 +140,31 @@ def m003_superseded_by(db: Executes) -> None:
     db.execute("CREATE INDEX atoms_superseded_by ON atoms (superseded_by) WHERE superseded_by IS NOT NULL")
 
 
+def m004_tombstones(db: Executes) -> None:
+    # What every delete path leaves behind (see engine/schema.py's migration 6).
+    db.execute(
+        f"""CREATE TABLE tombstones (
+            bucket bigint NOT NULL,
+            atom_id {T} NOT NULL,
+            domain {T} NOT NULL,
+            removed_at bigint NOT NULL,
+            reason {T} NOT NULL CHECK (reason IN ('deleted', 'domain_wiped', 'room_deleted', 'reset'))
+        )"""
+    )
+    db.execute("CREATE INDEX tombstones_feed ON tombstones (bucket, removed_at, atom_id)")
+    db.execute("ALTER TABLE buckets ADD COLUMN tombstones_dropped bigint NOT NULL DEFAULT 0")
+    db.execute(
+        f"CREATE TABLE departed (bucket bigint NOT NULL, principal {T} NOT NULL, PRIMARY KEY (bucket, principal))"
+    )
+
+
 # Each migration is applied in its own transaction; `search_backfill` is run by the engine after
 # m002 on a database that already held entries (it needs the Python tokenizer).
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "full-text search", m002_search),
     (3, "superseded_by indexed", m003_superseded_by),
+    (4, "tombstones", m004_tombstones),
 ]
 LATEST = MIGRATIONS[-1][0]
 

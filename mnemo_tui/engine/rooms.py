@@ -93,7 +93,8 @@ class RoomOps(AtomOps):
         with self.transaction() as db:
             self.require_owner(principal, room_id, "delete it")
             bucket = self.room_bucket(principal, room_id)
-            deleted = self.delete_set(db, bucket)
+            deleted = self.delete_set(db, bucket, reason="room_deleted")
+            self.remember_members(db, room_id, bucket)
             db.execute("DELETE FROM feedback WHERE bucket = ?", (bucket,))
             db.execute("DELETE FROM invites WHERE room_id = ?", (room_id,))
             db.execute("DELETE FROM members WHERE room_id = ?", (room_id,))

@@ -185,6 +185,32 @@ def m005_superseded_by(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX atoms_superseded_by ON atoms (superseded_by) WHERE superseded_by IS NOT NULL")
 
 
+@migration(6, "tombstones")
+def m006_tombstones(db: sqlite3.Connection) -> None:
+    # What every delete path leaves behind, kept for a retention (engine/tombstones.py): read by
+    # `catchup --changes` as (bucket, removed_at, atom_id) after a consumer's watermark.
+    db.execute(
+        """CREATE TABLE tombstones (
+            bucket INTEGER NOT NULL,
+            atom_id TEXT NOT NULL,
+            domain TEXT NOT NULL,
+            removed_at INTEGER NOT NULL,
+            reason TEXT NOT NULL CHECK (reason IN ('deleted', 'domain_wiped', 'room_deleted', 'reset'))
+        ) STRICT"""
+    )
+    db.execute("CREATE INDEX tombstones_feed ON tombstones (bucket, removed_at, atom_id)")
+    # The newest removal of the bucket dropped past the retention: a watermark older has missed removals.
+    db.execute("ALTER TABLE buckets ADD COLUMN tombstones_dropped INTEGER NOT NULL DEFAULT 0")
+    # The members of a deleted room, who may still read its tombstones.
+    db.execute(
+        """CREATE TABLE departed (
+            bucket INTEGER NOT NULL,
+            principal TEXT NOT NULL,
+            PRIMARY KEY (bucket, principal)
+        ) STRICT, WITHOUT ROWID"""
+    )
+
+
 def migrate(db: sqlite3.Connection) -> int:
     """Apply every pending migration, each in its own `BEGIN IMMEDIATE` transaction; returns the version."""
     version = int(db.execute("PRAGMA user_version").fetchone()[0])

@@ -17,7 +17,7 @@ from mnemo_tui import __version__
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import LocalStateError, MnemoError, PayloadTooLarge, Unavailable
-from mnemo_tui.server import asgi, auth, plane_routes, routes, search_routes
+from mnemo_tui.server import asgi, auth, plane_routes, removals_route, routes, search_routes
 from mnemo_tui.server.asgi import (
     ClientDisconnect,
     Receive,
@@ -434,6 +434,7 @@ def create_app(
     at("/memory/rooms/{room_id}/invites", plane_routes.rooms_invites, "GET")
     at("/memory/rooms/{room_id}", routes.rooms_delete, "DELETE")
     at("/memory/export", plane_routes.export, "GET")
+    at("/memory/removals", removals_route.removals, "POST")
     at("/memory/domain/{domain}", plane_routes.domain_delete, "DELETE")
     at("/memory/reset", plane_routes.reset if allow_reset else reset_refused, "DELETE")
     # A path with a trailing slash is an unknown route (404 with the envelope), never a redirect.

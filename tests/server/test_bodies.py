@@ -23,6 +23,7 @@ from mnemo_tui.errors import ValidationError
 from mnemo_tui.server import bodies
 from mnemo_tui.server.app import document
 from mnemo_tui.server.bodies import BodyInvalid
+from mnemo_tui.server.removals_route import RemovalsBody
 
 MODELS: dict[str, type[BaseModel]] = {
     "RecentRequestSchema": bodies.Recent,
@@ -39,6 +40,7 @@ MODELS: dict[str, type[BaseModel]] = {
     "FeedbackRequestSchema": bodies.Feedback,
     "ConsolidateRequestSchema": bodies.Consolidate,
     "GraphRequestSchema": bodies.Graph,
+    "RemovalsRequestSchema": RemovalsBody,
 }
 COMPONENTS: dict[str, Any] = document()["components"]["schemas"]
 
@@ -54,7 +56,7 @@ def _operations() -> Iterator[tuple[str, str, str]]:
 def test_every_operation_with_a_body_has_its_model() -> None:
     named = {name for _, _, name in _operations()}
     assert named == set(MODELS)
-    assert len(list(_operations())) == 15  # write-batch has two spellings
+    assert len(list(_operations())) == 16  # write-batch has two spellings
 
 
 # -- the reference ---------------------------------------------------------------------------------------
@@ -278,6 +280,7 @@ SMALLEST: dict[str, dict[str, Any]] = {
     "FeedbackRequestSchema": {"atom_ids": [], "outcome": 0},
     "ConsolidateRequestSchema": {},
     "GraphRequestSchema": {"seeds": ["s"]},
+    "RemovalsRequestSchema": {},
 }
 
 
