@@ -3,7 +3,6 @@ first as export lines, the rooms one belongs to with their members, and entries 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
@@ -12,10 +11,11 @@ from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.rules import check_write, with_superseded_by
 from mnemo_tui.errors import Conflict, Forbidden, ValidationError
 from mnemo_tui.limits import ROOM_ID, dumps, room_of
-from mnemo_tui.values.writes import KeptWrite, WriteRequest, WriteResult
 
 if TYPE_CHECKING:
     from typing import Any
+
+    from mnemo_tui.values.writes import KeptWrite, WriteRequest, WriteResult
 
 CHUNK = 1000  # entries one insert statement batch holds
 
@@ -239,7 +239,9 @@ class EngineImport:
         if len(kept) == len(write.supersedes):
             return write
         self.links_dropped += len(write.supersedes) - len(kept)
-        return dataclasses.replace(write, supersedes=kept)
+        from dataclasses import replace  # an import only: `mnemo recent` loads this module, not dataclasses
+
+        return replace(write, supersedes=kept)
 
     def flush(self) -> None:
         """Write what is queued (one batch of the engine's one insert path), leaving out ids already stored."""
