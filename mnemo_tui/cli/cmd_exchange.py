@@ -104,6 +104,14 @@ def import_(
             f"note: {done.assigned:,} entries got new times from the store's clock (their scope held newer "
             "entries, or this is an endpoint): an older time would land behind readers' cursors and watermarks"
         )
+    if done.future:
+        from mnemo_tui.engine.exchange import FUTURE_SKEW_US
+
+        output.hint(
+            f"note: {done.future:,} of them were dated in the future (after this machine's clock + "
+            f"{FUTURE_SKEW_US // 60_000_000} minutes): "
+            "a kept future time would hold the store's clock ahead of every later write"
+        )
     if done.links_dropped:
         output.hint(f"note: {done.links_dropped:,} supersession links named entries not imported here; left out")
     for room, count in sorted(done.skipped_rooms.items()):

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 CHUNK = 1000  # entries one insert statement batch holds
+# An imported time later than now by more than this is never kept: the bucket's clock would stay ahead
+# of every later write for good (docs/export.md). Small, for machines whose clocks differ a little.
+FUTURE_SKEW_US = 5 * 60 * 1_000_000
 
 
 # Characters outside JSON's own escapes that a line reader may split on (Python's `splitlines`): escaped.
@@ -139,6 +142,7 @@ class EngineImport:
     Attributes:
         created, present, by_ref: entries stored, found by id, found by external_ref.
         kept, assigned: entries whose time was kept, or assigned by the engine's clock.
+        future: of the assigned, those dated after now + `FUTURE_SKEW_US` (never kept).
         links_dropped: supersession links to entries that are not in the bucket (left out).
         rooms_created, rooms_present: room lines that made a room, or named one that exists.
     """
@@ -152,7 +156,7 @@ class EngineImport:
         self.last: dict[int, int] = {}  # bucket -> the newest kept time
         self.buckets: dict[str, int] = {}
         self.created = self.present = self.by_ref = 0
-        self.kept = self.assigned = self.links_dropped = 0
+        self.kept = self.assigned = self.future = self.links_dropped = 0
         self.rooms_created = self.rooms_present = 0
 
     # -- rooms ------------------------------------------------------------------------------
@@ -259,13 +263,16 @@ class EngineImport:
             if write.supersedes:
                 write = self._links(bucket, write)
             # Kept while the clock would give that very time (`max(t, last + 1) == t`): after the bucket's last
-            # instant, so behind no cursor or watermark. The first that is not ends keeping for the bucket.
-            self.keep[bucket] = self.keep[bucket] and created_at > self.last[bucket]
+            # instant, so behind no cursor or watermark, and not in the future (it would drag the clock along).
+            # The first that is not ends keeping for the bucket.
+            future = created_at > now + FUTURE_SKEW_US
+            self.keep[bucket] = self.keep[bucket] and not future and created_at > self.last[bucket]
             if self.keep[bucket]:
                 self.kept += 1
                 self.last[bucket] = wanted = created_at
             else:
                 self.assigned += 1
+                self.future += future
                 wanted = now
             rows.append((self.principal, write, wanted, check_write(write)))
         results: list[WriteResult] = self.engine.insert_checked(self.db, rows) if rows else []

@@ -36,6 +36,7 @@ class Imported:
     by_ref: int
     kept: int
     assigned: int
+    future: int  # of the assigned: dated after now (+ a small skew), never kept
     links_dropped: int
     rooms_created: int
     rooms_present: int
@@ -46,7 +47,7 @@ class Imported:
             "entries": self.entries,
             "created": self.created,
             "already_present": self.present + self.by_ref,
-            "times": {"kept": self.kept, "assigned": self.assigned},
+            "times": {"kept": self.kept, "assigned": self.assigned, "future": self.future},
             "links_dropped": self.links_dropped,
             "rooms": {"created": self.rooms_created, "present": self.rooms_present},
             "skipped_rooms": [{"address": f"xroom:{r}", "entries": n} for r, n in sorted(self.skipped_rooms.items())],
@@ -120,6 +121,7 @@ def load(backend: Backend, source: IO[bytes], name: str, progress: Callable[[int
             by_ref=job.by_ref,
             kept=job.kept,
             assigned=job.assigned,
+            future=job.future,
             links_dropped=job.links_dropped,
             rooms_created=job.rooms_created,
             rooms_present=job.rooms_present,
@@ -161,6 +163,7 @@ def _over_endpoint(backend: Backend, source: IO[bytes], name: str, progress: Cal
         by_ref=0,
         kept=0,
         assigned=created,
+        future=0,
         links_dropped=dropped,
         rooms_created=0,
         rooms_present=0,

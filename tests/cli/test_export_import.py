@@ -374,3 +374,26 @@ def test_a_reader_that_goes_away_stops_the_export_quietly(tmp_path: Path) -> Non
     proc.stdout.close()  # `| head -c 100`
     errors = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0 and "Traceback" not in errors and "Exception" not in errors, errors
+
+
+def test_a_future_time_is_never_kept_and_the_import_says_so(cli: Cli, tmp_path: Path) -> None:
+    """Review #1: one entry dated 2099 must not hold the store's clock (every later write) in 2099."""
+    source = ["--store", str(tmp_path / "source.db")]
+    assert cli(*source, "write", "dated right").code == 0
+    assert cli(*source, "write", "dated far ahead").code == 0
+    text = export(cli, source).stdout.split("\n")
+    ahead = json.loads(text[2])
+    ahead["created_at"] = "2099-01-01T00:00:00.000000Z"
+    text[2] = json.dumps(ahead)
+    file = tmp_path / "future.ndjson"
+    file.write_text("\n".join(text))
+    target = ["--store", str(tmp_path / "target.db")]
+    result = cli(*target, "import", str(file), "--format", "json")
+    assert result.code == 0, result.stderr
+    times = json.loads(result.stdout)["times"]
+    assert times == {"kept": 1, "assigned": 1, "future": 1}
+    assert "1 of them were dated in the future" in result.stderr
+    assert cli(*target, "write", "written after the import").code == 0
+    stored = lines(feed(cli, target))
+    assert [e["content"] for e in stored] == ["written after the import", "dated far ahead", "dated right"]
+    assert all(not e["created_at"].startswith("2099") for e in stored)
