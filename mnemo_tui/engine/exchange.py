@@ -131,6 +131,14 @@ def _time(value: object, field: str) -> int:
     return timefmt.parse_iso(value, field=field)
 
 
+class AtLine(ValidationError):
+    """A refusal of a line found after it was read (at a batch's flush): it carries the line's number."""
+
+    def __init__(self, number: int, message: str) -> None:
+        super().__init__(message)
+        self.number = number
+
+
 class EngineImport:
     """One import onto an engine, inside the caller's write transaction (all of it or none).
 
@@ -151,7 +159,7 @@ class EngineImport:
         self.engine = engine
         self.principal = principal
         self.db = db
-        self.pending: list[tuple[int, KeptWrite]] = []
+        self.pending: list[tuple[int, int, KeptWrite, int, str | None]] = []  # line, time, write, bucket, metadata
         self.keep: dict[int, bool] = {}  # bucket -> its times are kept
         self.last: dict[int, int] = {}  # bucket -> the newest kept time
         self.buckets: dict[str, int] = {}
@@ -204,15 +212,23 @@ class EngineImport:
         self.rooms_created += 1
 
     # -- entries ----------------------------------------------------------------------------
-    def add(self, created_at: int, write: KeptWrite) -> None:
-        """Queue one entry (oldest first within its scope); a superseding one is written at once, after
-        what came before it, so its predecessors are there to be superseded."""
+    def add(self, number: int, created_at: int, write: KeptWrite) -> None:
+        """Queue one entry of line `number` (oldest first within its scope), checked now so that a refusal
+        names its line; a superseding one is written at once, after what came before it, so its
+        predecessors are there to be superseded.
+
+        Raises:
+            ValidationError: a field out of bounds; AtLine: a queued line refused at the flush.
+            Forbidden: a room the importer may not write to.
+        """
+        metadata = check_write(write)
+        bucket = self._bucket(write.domain)
         if write.supersedes:
             self.flush()
-            self.pending.append((created_at, write))
+            self.pending.append((number, created_at, write, bucket, metadata))
             self.flush()
             return
-        self.pending.append((created_at, write))
+        self.pending.append((number, created_at, write, bucket, metadata))
         if len(self.pending) >= CHUNK:
             self.flush()
 
@@ -246,20 +262,31 @@ class EngineImport:
         return dataclasses.replace(write, supersedes=kept)
 
     def flush(self) -> None:
-        """Write what is queued (one batch of the engine's one insert path), leaving out ids already stored."""
+        """Write what is queued (one batch of the engine's one insert path), leaving out ids already stored.
+
+        Raises:
+            AtLine: an id stored in another bucket than the one this import writes it to (named by its line).
+        """
         if not self.pending:
             return
         batch, self.pending = self.pending, []
-        named, values = self.engine.one_of("atom_id", [w.atom_id for _, w in batch])
-        stored = {r[0] for r in self.db.execute(f"SELECT atom_id FROM atoms WHERE {named}", values)}
+        named, values = self.engine.one_of("atom_id", [w.atom_id for _, _, w, _, _ in batch])
+        stored = {r[0]: int(r[1]) for r in self.db.execute(f"SELECT atom_id, bucket FROM atoms WHERE {named}", values)}
         now = timefmt.now_us()
         rows: list[tuple[str, WriteRequest, int, str | None]] = []
-        for created_at, write in batch:
+        for number, created_at, write, bucket, metadata in batch:
             if write.atom_id in stored:
+                if stored[write.atom_id] != bucket:
+                    # Ids are kept, so it cannot be stored twice; "already there" would be untrue here.
+                    raise AtLine(
+                        number,
+                        f"entry {write.atom_id} is stored in another store or room of this backend than the one "
+                        "this import writes it to (the importer's own store, or the room it names): import it as "
+                        "its own principal (MNEMO_PRINCIPAL), or leave the line out",
+                    )
                 self.present += 1
                 continue
-            stored.add(write.atom_id)  # a file that repeats a line stores it once
-            bucket = self._bucket(write.domain)
+            stored[write.atom_id] = bucket  # a file that repeats a line stores it once
             if write.supersedes:
                 write = self._links(bucket, write)
             # Kept while the clock would give that very time (`max(t, last + 1) == t`): after the bucket's last
@@ -274,7 +301,7 @@ class EngineImport:
                 self.assigned += 1
                 self.future += future
                 wanted = now
-            rows.append((self.principal, write, wanted, check_write(write)))
+            rows.append((self.principal, write, wanted, metadata))
         results: list[WriteResult] = self.engine.insert_checked(self.db, rows) if rows else []
         for result in results:
             if result.created:

@@ -397,3 +397,65 @@ def test_a_future_time_is_never_kept_and_the_import_says_so(cli: Cli, tmp_path: 
     stored = lines(feed(cli, target))
     assert [e["content"] for e in stored] == ["written after the import", "dated far ahead", "dated right"]
     assert all(not e["created_at"].startswith("2099") for e in stored)
+
+
+def test_a_full_export_and_its_increment_concatenated_import_whole(cli: Cli, tmp_path: Path) -> None:
+    """Review #2: `cat full inc | mnemo import -` reads both exports; anything else after an end line is refused."""
+    path = tmp_path / "source.db"
+    source = ["--store", str(path)]
+    fill(path, entries=5)
+    full = export(cli, source).stdout
+    assert cli(*source, "write", "later, own").code == 0
+    more = export(cli, source, "--cursor", lines(full)[-1]["end"]["cursor"]).stdout
+    target = ["--store", str(tmp_path / "target.db")]
+    both = cli(*target, "import", "-", "--format", "json", input=full + more)
+    assert both.code == 0, both.stderr
+    assert json.loads(both.stdout)["created"] == len([e for e in lines(full + more) if "atom_id" in e])
+    assert feed(cli, target) == feed(cli, source)
+    garbage = cli("--store", str(tmp_path / "t2.db"), "import", "-", input=full + "garbage\n")
+    number = len(full.split("\n"))
+    assert garbage.code == 2 and f"stdin line {number}: content after the end line" in garbage.stderr, garbage.stderr
+    assert cli("--store", str(tmp_path / "t2.db"), "export").stdout.count('"atom_id"') == 0
+
+
+def test_an_id_of_another_bucket_is_never_already_there(cli: Cli, tmp_path: Path) -> None:
+    """Review #3: importing as another principal never counts someone else's entries as its own."""
+    path = tmp_path / "source.db"
+    source = ["--store", str(path)]
+    rooms = fill(path, entries=3)
+    text = export(cli, source).stdout
+    file = tmp_path / "e.ndjson"
+    file.write_text(text)
+    mallory = {"MNEMO_PRINCIPAL": "mallory"}
+    own = cli(*source, "import", str(file), env=mallory)
+    assert own.code == 2 and "line " in own.stderr and "another store or room" in own.stderr, own.stderr
+    assert "already there" not in own.stdout
+    split = text.split("\n")
+    room_only = [split[0], *[x for x in split if x.startswith('{"room"') or rooms[0] in x and '"atom_id"' in x]]
+    (tmp_path / "room.ndjson").write_text("\n".join([*room_only, split[-2]]) + "\n")
+    room = cli(*source, "import", str(tmp_path / "room.ndjson"), env=mallory)
+    assert room.code == 4 and "not a member" in room.stderr, room.stderr
+    assert cli(*source, "export", env=mallory).stdout.count('"atom_id"') == 0
+
+
+def test_bad_lines_are_named_and_long_ones_refused_unread(cli: Cli, tmp_path: Path) -> None:
+    """Review #8, #9, #14, #15: every refusal names its line; a line past the bound is not read whole."""
+    source = ["--store", str(tmp_path / "source.db")]
+    for i in range(3):
+        assert cli(*source, "write", f"entry {i}").code == 0
+    text = export(cli, source).stdout
+    target = ["--store", str(tmp_path / "target.db")]
+    cases = {
+        "nul": (text.replace('"content":"entry 1"', '"content":"a\\u0000b"'), "stdin line 3: content holds a NUL"),
+        "long": (text.replace('"content":"entry 1"', '"content":"' + "x" * 10_001 + '"'), "stdin line 3: content"),
+        "surrogate": (text.replace('"content":"entry 1"', '"content":"\\ud800"'), "stdin line 3 holds a lone"),
+        "huge": (text.replace('"content":"entry 1"', '"content":"' + "y" * 2_000_000 + '"'), "line 3 is longer than"),
+        "true": (text.replace('"mnemo_export":1', '"mnemo_export":true'), "format version True"),
+        "float": (text.replace('"mnemo_export":1', '"mnemo_export":1.0'), "format version 1.0"),
+        "cut": (text[: text.index('"content":"entry 1"')], "ends in the middle of line 3"),
+    }
+    for name, (body, said) in cases.items():
+        result = cli(*target, "import", "-", input=body)
+        assert result.code == 2 and said in result.stderr, (name, result.stderr)
+        assert "not valid UTF-8" not in result.stderr and "Traceback" not in result.stderr
+    assert cli(*target, "export").stdout.count('"atom_id"') == 0
