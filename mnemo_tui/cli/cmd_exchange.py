@@ -11,7 +11,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of
 from mnemo_tui.cli.feed import resolved_scope
-from mnemo_tui.errors import ValidationError
+from mnemo_tui.errors import LocalStateError, ValidationError
 from mnemo_tui.limits import parse_scope
 from mnemo_tui.sanitize import line as safe
 
@@ -53,9 +53,13 @@ def export(
     sys.stdout.flush()
     secrets = "the vault was not listed" if done.secrets_left_out is None else f"{done.secrets_left_out} secret(s)"
     output.hint(
-        f"exported {done.entries:,} entries and {done.rooms} room(s); left out: {secrets} (the vault is never "
+        f"exported {_entries(done.entries)} and {done.rooms} room(s); left out: {secrets} (the vault is never "
         "exported). For what comes later: mnemo export --cursor <the end line's cursor>"
     )
+
+
+def _entries(count: int) -> str:
+    return f"{count:,} {'entry' if count == 1 else 'entries'}"
 
 
 class _ForTerminal:
@@ -92,16 +96,22 @@ def import_(
         progress.done()
         if stream is not sys.stdin.buffer:
             stream.close()
-    if fmt == "json":
-        sys.stdout.write(output.dumps(done.wire()) + "\n")
-    else:
-        sys.stdout.write(
-            f"imported {done.entries:,} entries: {done.created:,} stored, {done.present + done.by_ref:,} already "
-            f"there; rooms: {done.rooms_created} created, {done.rooms_present} already there\n"
-        )
+    said = (
+        f"imported {_entries(done.entries)}: {done.created:,} stored, {done.present + done.by_ref:,} already "
+        f"there; rooms: {done.rooms_created} created, {done.rooms_present} already there"
+    )
+    try:
+        sys.stdout.write((output.dumps(done.wire()) if fmt == "json" else said) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # committed already: say so, or the exit code would say the import failed
+        raise LocalStateError(
+            f"the import is stored ({said}), but its report could not be written: {exc.strerror or exc}"
+        ) from None
     if done.assigned:
         output.hint(
-            f"note: {done.assigned:,} entries got new times from the store's clock (their scope held newer "
+            f"note: {_entries(done.assigned)} got new times from the store's clock (their scope held newer "
             "entries, or this is an endpoint): an older time would land behind readers' cursors and watermarks"
         )
     if done.future:

@@ -459,3 +459,35 @@ def test_bad_lines_are_named_and_long_ones_refused_unread(cli: Cli, tmp_path: Pa
         assert result.code == 2 and said in result.stderr, (name, result.stderr)
         assert "not valid UTF-8" not in result.stderr and "Traceback" not in result.stderr
     assert cli(*target, "export").stdout.count('"atom_id"') == 0
+
+
+def to_full_disk(tmp_path: Path, *args: str) -> tuple[int, str]:
+    """Run mnemo with stdout on /dev/full (every write: no space left on device)."""
+    import os
+    import subprocess
+
+    from conftest import MNEMO
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [MNEMO, *args], stdout=full, stderr=subprocess.PIPE, text=True, env={**env, "MNEMO_HOME": str(tmp_path)}
+        )
+    return proc.returncode, proc.stderr
+
+
+def test_a_full_disk_is_said_plainly_and_an_import_says_it_was_stored(cli: Cli, tmp_path: Path) -> None:
+    """Review #7: `> /dev/full` is local trouble (6), never "internal error" with 5 (backend unreachable)."""
+    source = ["--store", str(tmp_path / "source.db")]
+    fill(tmp_path / "source.db", entries=3)
+    code, errors = to_full_disk(tmp_path, *source, "export")
+    assert code == 6 and errors.strip() == "mnemo: cannot write the output: No space left on device", errors
+    file = tmp_path / "e.ndjson"
+    file.write_text(export(cli, source).stdout)
+    target = ["--store", str(tmp_path / "target.db")]
+    code, errors = to_full_disk(tmp_path, *target, "import", str(file))
+    assert code == 6 and "the import is stored (imported 8 entries: 8 stored" in errors, errors
+    assert "internal error" not in errors and "Exception" not in errors
+    done = imported(cli, target, file)  # it was stored: a second import finds every entry
+    assert done["created"] == 0 and done["already_present"] == 8
+    assert "imported 8 entries: 0 stored, 8 already there" in cli(*target, "import", str(file)).stdout
