@@ -284,7 +284,9 @@ def _internal_error(exc: Exception, debug: bool) -> int:
         import traceback
 
         traceback.print_exc()
-    sys.stderr.write(f"mnemo: internal error: {type(exc).__name__}: {line(str(exc))} (re-run with --debug for details)\n")
+    sys.stderr.write(
+        f"mnemo: internal error: {type(exc).__name__}: {line(str(exc))} (re-run with --debug for details)\n"
+    )
     return 5
 
 

@@ -431,7 +431,7 @@ def test_an_id_of_another_bucket_is_never_already_there(cli: Cli, tmp_path: Path
     assert own.code == 2 and "line " in own.stderr and "another store or room" in own.stderr, own.stderr
     assert "already there" not in own.stdout
     split = text.split("\n")
-    room_only = [split[0], *[x for x in split if x.startswith('{"room"') or rooms[0] in x and '"atom_id"' in x]]
+    room_only = [split[0], *[x for x in split if x.startswith('{"room"') or (rooms[0] in x and '"atom_id"' in x)]]
     (tmp_path / "room.ndjson").write_text("\n".join([*room_only, split[-2]]) + "\n")
     room = cli(*source, "import", str(tmp_path / "room.ndjson"), env=mallory)
     assert room.code == 4 and "not a member" in room.stderr, room.stderr

@@ -396,9 +396,11 @@ def test_a_room_entry_outside_the_own_store_walk_is_said_to_be_in_its_room(cli: 
     mine = write(cli, "own entry")
     theirs = write(cli, "fleet entry", address)
     junit = tmp_path / "r.xml"
-    result = cli("verify", "--expect", "-", "--report", f"junit:{junit}", "--report", "github", input=f"{mine}\n{theirs}")
+    result = cli(
+        "verify", "--expect", "-", "--report", f"junit:{junit}", "--report", "github", input=f"{mine}\n{theirs}"
+    )
     assert result.code == 1, result.stderr
-    said = f"(outside the scope walked (room 'build-fleet'): 'fleet entry')"
+    said = "(outside the scope walked (room 'build-fleet'): 'fleet entry')"
     assert result.stdout.splitlines()[1] == f"missing   {theirs}  {said}"
     assert [c.message for c in workflow_commands(result.stderr)] == [f"missing id {theirs} {said}"], result.stderr
     _kind, why = junit_cases(junit)["every-expected-id-walked"]
