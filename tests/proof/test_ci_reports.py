@@ -178,6 +178,9 @@ def test_the_same_report_twice_or_to_stdout_is_exit_2(cli: Cli, tmp_path: Path) 
     assert result.code == 2 and "given twice" in result.stderr
     result = cli("check", "--report", "json:-")
     assert result.code == 2 and "stdout carries the result" in result.stderr
+    for path in ("/dev/stdout", "/proc/self/fd/1"):  # review #22: the same stdout by another name
+        result = cli("check", "--report", f"json:{path}")
+        assert result.code == 2 and "stdout carries the result" in result.stderr and result.stdout == "", path
 
 
 def test_a_report_over_the_expect_file_is_refused_before_it_empties_it(cli: Cli, tmp_path: Path) -> None:
