@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import IO, Annotated
+from typing import IO, TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,8 +12,12 @@ from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of
 from mnemo_tui.cli.feed import resolved_scope
 from mnemo_tui.errors import LocalStateError, ValidationError
-from mnemo_tui.limits import parse_scope
+from mnemo_tui.limits import parse_scope, room_of
 from mnemo_tui.sanitize import line as safe
+from mnemo_tui.sanitize import quoted
+
+if TYPE_CHECKING:
+    from mnemo_tui.backends import Backend
 
 
 def export(
@@ -51,11 +55,25 @@ def export(
     finally:
         progress.done()
     sys.stdout.flush()
+    if done.entries == 0 and scope is not None and since is None and cursor is None:
+        _no_such_domain(c.backend, scope)
     secrets = "the vault was not listed" if done.secrets_left_out is None else f"{done.secrets_left_out} secret(s)"
     output.hint(
         f"exported {_entries(done.entries)} and {done.rooms} room(s); left out: {secrets} (the vault is never "
         "exported). For what comes later: mnemo export --cursor <the end line's cursor>"
     )
+
+
+def _no_such_domain(backend: Backend, scope: str) -> None:
+    """An export of a domain the own store does not have (a typo) says so, and the nearest name, as reads do."""
+    from mnemo_tui.empty_reports import scope_hints
+    from mnemo_tui.model import EmptyReport
+
+    if room_of(scope) is not None or scope in backend.domains():
+        return
+    output.hint(f"note: your own store has no domain {quoted(scope)}: nothing was exported")
+    for hint in scope_hints(backend, EmptyReport("empty_scope", scope, "")):
+        output.hint(hint)
 
 
 def _entries(count: int) -> str:

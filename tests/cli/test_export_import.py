@@ -491,3 +491,16 @@ def test_a_full_disk_is_said_plainly_and_an_import_says_it_was_stored(cli: Cli, 
     done = imported(cli, target, file)  # it was stored: a second import finds every entry
     assert done["created"] == 0 and done["already_present"] == 8
     assert "imported 8 entries: 0 stored, 8 already there" in cli(*target, "import", str(file)).stdout
+
+
+def test_a_typo_in_the_scope_is_said_with_the_nearest_name_and_one_entry_is_singular(cli: Cli, tmp_path: Path) -> None:
+    """Review #11 and #23: an export of no such domain says so (as reads do); "1 entry", not "1 entries"."""
+    source = ["--store", str(tmp_path / "source.db")]
+    assert cli(*source, "write", "the only one", "--scope", "ops").code == 0
+    typo = export(cli, source, "--scope", "opz")
+    assert "your own store has no domain 'opz'" in typo.stderr and "Did you mean domain 'ops'?" in typo.stderr
+    one = export(cli, source, "--scope", "ops")
+    assert "exported 1 entry and" in one.stderr and "no domain" not in one.stderr
+    file = tmp_path / "one.ndjson"
+    file.write_text(one.stdout)
+    assert cli("--store", str(tmp_path / "t.db"), "import", str(file)).stdout.startswith("imported 1 entry: 1 stored")
