@@ -41,7 +41,10 @@ def export(
     scope = resolved_scope(c, parse_scope(scope))  # a room's name reads that room, as every read does
     output.check_format("ndjson")  # stdout as UTF-8 bytes, whatever the locale
     progress = output.Progress("entries exported")
-    out = _ForTerminal(sys.stdout) if output.is_tty(sys.stdout) else sys.stdout
+    out: IO[str] | _ForTerminal = sys.stdout
+    if output.is_tty(sys.stdout):
+        out = _ForTerminal(sys.stdout)
+        progress.enabled = False  # the data is on a terminal (stderr's too, often): a bar would land in it
     try:
         done = run_export(
             c.backend,

@@ -288,7 +288,7 @@ def test_a_room_line_from_an_endpoint_export_becomes_a_room_of_its_importer(cli:
 
 
 def on_terminal(args: list[str], home: Path, stream: str) -> str:
-    """What `mnemo ARGS` writes to `stream` (stdout or stderr) when that is a terminal (a pty)."""
+    """What `mnemo ARGS` writes to `stream` (stdout, stderr, or both) when that is a terminal (a pty)."""
     import os
     import pty
     import subprocess
@@ -300,8 +300,8 @@ def on_terminal(args: list[str], home: Path, stream: str) -> str:
     proc = subprocess.Popen(
         [MNEMO, *args],
         env={**env, "MNEMO_HOME": str(home)},
-        stdout=follower if stream == "stdout" else subprocess.DEVNULL,
-        stderr=follower if stream == "stderr" else subprocess.DEVNULL,
+        stdout=follower if stream in ("stdout", "both") else subprocess.DEVNULL,
+        stderr=follower if stream in ("stderr", "both") else subprocess.DEVNULL,
     )
     os.close(follower)
     shown = b""
@@ -324,6 +324,9 @@ def test_progress_is_a_bar_on_a_terminal_and_nothing_in_a_pipe(cli: Cli, tmp_pat
     assert "\r" not in piped.stderr and "%" not in piped.stderr
     text = on_terminal(["--store", str(tmp_path / "source.db"), "export"], tmp_path, "stderr")
     assert "/1,443 entries exported" in text and "] " in text and "\x1b[K" in text  # 1,200 + 3 + 2 x 120
+    # Review #10: the data on the same terminal draws no bar over it.
+    both = on_terminal(["--store", str(tmp_path / "source.db"), "export"], tmp_path, "both")
+    assert "entries exported" not in both and "\r[" not in both and "exported 1,443 entries" in both
 
 
 def test_on_a_terminal_what_a_terminal_acts_on_is_escaped_with_the_same_values(cli: Cli, tmp_path: Path) -> None:
