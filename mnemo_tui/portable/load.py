@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING
 from mnemo_tui import portable
 from mnemo_tui.backends import Backend
 from mnemo_tui.engine.exchange import AtLine, EngineImport
-from mnemo_tui.errors import MnemoError, ValidationError
+from mnemo_tui.errors import Forbidden, MnemoError, NotFound, ValidationError
 from mnemo_tui.limits import dumps, room_of
 from mnemo_tui.portable.export import engine_of
 from mnemo_tui.values.writes import KeptWrite, WriteRequest
@@ -205,6 +205,13 @@ def _over_endpoint(backend: Backend, source: IO[bytes], name: str, progress: Cal
             if room is not None and room not in writable:
                 skipped[room] = skipped.get(room, 0) + 1
                 continue
+            if _visible(backend, kept.atom_id):  # an export of this very endpoint: its entries are here
+                present += 1
+                if later is not None:
+                    new_ids[kept.atom_id] = kept.atom_id
+                if progress is not None:
+                    progress(count)
+                continue
             result = backend.write(_remote_write(kept, new_ids))
         except MnemoError as exc:
             raise _at(name, number, exc) from None
@@ -228,6 +235,15 @@ def _over_endpoint(backend: Backend, source: IO[bytes], name: str, progress: Cal
         rooms_present=0,
         skipped_rooms=skipped,
     )
+
+
+def _visible(backend: Backend, atom_id: str) -> bool:
+    """The entry of that id is readable here (one GET): importing it would store it a second time."""
+    try:
+        backend.get(atom_id)
+    except (NotFound, Forbidden):
+        return False
+    return True
 
 
 def _remote_write(kept: KeptWrite, new_ids: dict[str, str]) -> WriteRequest:

@@ -251,6 +251,13 @@ def test_over_a_real_serve_each_content_lands_once(cli: Cli, tmp_path: Path, iso
         engine_lines = cli("export", env={"MNEMO_PRINCIPAL": "alice"}).stdout.split("\n")
         assert over.stdout.split("\n")[1:-2] == engine_lines[1:-2]
         assert any(e.get("external_ref") == "import:" + own[-1]["atom_id"] for e in lines(over.stdout))
+        # Review #4: an export of the endpoint imported back onto it stores nothing twice, even an entry that
+        # was written there without an external_ref (its id is visible there: already there).
+        assert cli("write", "written at the endpoint, no ref", env=env).code == 0
+        back = tmp_path / "back.ndjson"
+        back.write_text(cli("export", env=env).stdout)
+        again = cli("import", str(back), "--format", "json", env=env)
+        assert again.code == 0 and json.loads(again.stdout)["created"] == 0, again.stdout + again.stderr
     finally:
         served.stop()
 
