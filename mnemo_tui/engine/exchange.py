@@ -166,6 +166,7 @@ class EngineImport:
         self.created = self.present = self.by_ref = 0
         self.kept = self.assigned = self.future = self.links_dropped = 0
         self.rooms_created = self.rooms_present = 0
+        self.made: set[str] = set()  # rooms this import created
 
     # -- rooms ------------------------------------------------------------------------------
     def room(self, room: dict[str, Any]) -> None:
@@ -202,7 +203,10 @@ class EngineImport:
                 raise ValidationError("a member's role is owner or member, its scope read or read_write")
             rows.append((room_id, who, member["role"], member["scope"], _time(member.get("joined_at"), "joined_at")))
         if self.db.execute("SELECT 1 FROM rooms WHERE owner = ? AND name = ?", (owner, name)).fetchone():
-            raise Conflict(f"{owner} already has another room named {name!r}: rename it, then import again")
+            raise Conflict(
+                f"{owner} already has another room named {name!r} here, and one owner's rooms have distinct names: "
+                "nothing was imported (import into a store where it has none, or delete that room first)"
+            )
         bucket = self.engine.create_bucket("room", room_id)
         self.db.execute(
             "INSERT INTO rooms(room_id, bucket, name, description, owner, created_at, archived) VALUES (?,?,?,?,?,?,?)",
@@ -210,6 +214,7 @@ class EngineImport:
         )
         self.db.executemany("INSERT INTO members(room_id, principal, role, scope, joined_at) VALUES (?,?,?,?,?)", rows)
         self.rooms_created += 1
+        self.made.add(room_id)
 
     # -- entries ----------------------------------------------------------------------------
     def add(self, number: int, created_at: int, write: KeptWrite) -> None:
@@ -239,6 +244,11 @@ class EngineImport:
             try:
                 bucket = self.buckets[key] = self.engine.writable_bucket(self.principal, domain)
             except Forbidden as exc:
+                if room_of(domain) in self.made:  # its members came from this very file: say who is missing
+                    raise Forbidden(
+                        f"cannot import into {domain}, a room this import creates: the importer ({self.principal}) "
+                        "is not among its read_write members in the export (import as one of them: MNEMO_PRINCIPAL)"
+                    ) from None
                 raise Forbidden(f"cannot import into {domain}: {exc.message}") from None
             last = self.db.execute("SELECT last_created_at FROM buckets WHERE bucket = ?", (bucket,)).fetchone()
             self.keep[bucket] = True

@@ -514,3 +514,22 @@ def test_a_typo_in_the_scope_is_said_with_the_nearest_name_and_one_entry_is_sing
     file = tmp_path / "one.ndjson"
     file.write_text(one.stdout)
     assert cli("--store", str(tmp_path / "t.db"), "import", str(file)).stdout.startswith("imported 1 entry: 1 stored")
+
+
+def test_room_refusals_say_what_is_true(cli: Cli, tmp_path: Path) -> None:
+    """Review #12, #13: no `rooms rename` is suggested; a room the import created names the importer missing."""
+    source = ["--store", str(tmp_path / "source.db")]
+    fill(tmp_path / "source.db", entries=3)
+    file = tmp_path / "e.ndjson"
+    file.write_text(export(cli, source).stdout)
+    clash = ["--store", str(tmp_path / "clash.db")]
+    assert cli(*clash, "rooms", "create", "team").code == 0
+    refused = cli(*clash, "import", str(file))
+    assert refused.code == 2 and "already has another room named 'team'" in refused.stderr
+    assert "rename" not in refused.stderr and "nothing was imported" in refused.stderr
+    own_only = file.read_text().split("\n")
+    room_file = tmp_path / "rooms.ndjson"  # the room lines and the room's entries only
+    kept = [x for x in own_only if "xroom:" in x or x.startswith(('{"room"', '{"mnemo_export"', '{"end"'))]
+    room_file.write_text("\n".join(kept) + "\n")
+    other = cli("--store", str(tmp_path / "other.db"), "import", str(room_file), env={"MNEMO_PRINCIPAL": "mallory"})
+    assert other.code == 4 and "a room this import creates: the importer (mallory) is not among" in other.stderr
