@@ -55,6 +55,10 @@ def export(
             progress=progress.update,
             expect=progress.expect if progress.enabled else None,
         )
+    except KeyboardInterrupt:
+        progress.done()
+        output.hint("mnemo: the export on stdout is incomplete (it has no end line, and import refuses it)")
+        raise
     finally:
         progress.done()
     sys.stdout.flush()
@@ -104,6 +108,10 @@ def import_(
     c = ctx_of(ctx, creates_store=True)
     output.check_format(fmt, allow_ndjson=False)
     name = "stdin" if source == "-" else source
+    if source == "-" and sys.stdin.isatty():  # as `verify --expect -`: waiting at a terminal looks like a hang
+        raise ValidationError(
+            "import - reads an export from a pipe, but stdin is a terminal: pipe it in, or name a file"
+        )
     try:
         stream = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:

@@ -533,3 +533,47 @@ def test_room_refusals_say_what_is_true(cli: Cli, tmp_path: Path) -> None:
     room_file.write_text("\n".join(kept) + "\n")
     other = cli("--store", str(tmp_path / "other.db"), "import", str(room_file), env={"MNEMO_PRINCIPAL": "mallory"})
     assert other.code == 4 and "a room this import creates: the importer (mallory) is not among" in other.stderr
+
+
+def test_import_dash_on_a_terminal_is_refused_instead_of_waiting(tmp_path: Path) -> None:
+    """Review #18: as `verify --expect -`, a terminal on stdin is refused, not waited on."""
+    import os
+    import pty
+    import subprocess
+
+    from conftest import MNEMO
+
+    leader, follower = pty.openpty()
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")} | {"MNEMO_HOME": str(tmp_path)}
+        args = [MNEMO, "--store", str(tmp_path / "t.db"), "import", "-"]
+        proc = subprocess.run(args, stdin=follower, capture_output=True, text=True, env=env, timeout=60, check=False)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert proc.returncode == 2 and "stdin is a terminal" in proc.stderr
+
+
+def test_an_interrupted_export_says_it_is_incomplete(tmp_path: Path) -> None:
+    """Review #17: Ctrl-C mid-export says the file is incomplete (not only "nothing half-committed")."""
+    import os
+    import signal
+    import subprocess
+
+    from conftest import MNEMO
+
+    fill(tmp_path / "source.db", entries=6000)  # far more than a pipe holds: the export blocks mid-way
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    proc = subprocess.Popen(
+        [MNEMO, "--store", str(tmp_path / "source.db"), "export"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**env, "MNEMO_HOME": str(tmp_path)},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(100).startswith(b'{"mnemo_export":1')  # it is writing: blocked on the full pipe
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stdout.read()
+    errors = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 130, errors
+    assert "the export on stdout is incomplete" in errors and b'{"end"' not in rest
