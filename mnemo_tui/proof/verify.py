@@ -69,7 +69,7 @@ def _canonical(text: str, where: str) -> str:
     try:
         return str(uuid.UUID(text))
     except ValueError:
-        raise ValidationError(f"{where}: {text[:60]!r} is not an atom id") from None
+        raise ValidationError(f"{where}: '{text[:60]}' is not an atom id") from None  # sanitized once, where shown
 
 
 def _id_of_item(item: Any, where: str) -> str:

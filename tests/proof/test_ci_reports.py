@@ -408,3 +408,15 @@ def test_a_room_entry_outside_the_own_store_walk_is_said_to_be_in_its_room(cli: 
     assert [c.message for c in workflow_commands(result.stderr)] == [f"missing id {theirs} {said}"], result.stderr
     _kind, why = junit_cases(junit)["every-expected-id-walked"]
     assert said in why and "shown by id but not by the walk" not in why
+
+
+def test_control_characters_in_verify_text_are_escaped_once(cli: Cli, tmp_path: Path) -> None:
+    """Review #19: a scope or an --expect line holding ESC shows as one escape, not a repr escaped again."""
+    bad = cli("verify", "--expect", "-", input="x\x1b]0;T\x07\n")
+    assert bad.code == 2 and "'x\\x1b]0;T\\x07' is not an atom id" in bad.stderr, bad.stderr
+    atom = write(cli, "one", "d\x1b[31m")
+    junit = tmp_path / "r.xml"
+    result = cli("verify", "--expect", "-", "--scope", "d\x1b[31m", "--report", f"junit:{junit}", input=atom)
+    assert result.code == 0, result.stderr
+    assert "walked domain 'd\\x1b[31m' of your own store" in result.stdout and "\x1b" not in result.stdout
+    assert "domain 'd\\x1b[31m'" in junit.read_text() and "\\\\x1b" not in junit.read_text()
