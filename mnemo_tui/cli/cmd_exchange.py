@@ -151,6 +151,11 @@ def import_(
             f"{FUTURE_SKEW_US // 60_000_000} minutes): "
             "a kept future time would hold the store's clock ahead of every later write"
         )
+    if done.differing:
+        output.hint(
+            f"note: {_entries(done.differing)} named an id already stored here with another content: the stored "
+            "one was kept (ids are kept, so an id holds one entry)"
+        )
     if done.links_dropped:
         output.hint(f"note: {done.links_dropped:,} supersession links named entries not imported here; left out")
     for room, count in sorted(done.skipped_rooms.items()):

@@ -149,6 +149,7 @@ class EngineImport:
 
     Attributes:
         created, present, by_ref: entries stored, found by id, found by external_ref.
+        differing: of the found by id, those whose stored content is not the line's (the stored one kept).
         kept, assigned: entries whose time was kept, or assigned by the engine's clock.
         future: of the assigned, those dated after now + `FUTURE_SKEW_US` (never kept).
         links_dropped: supersession links to entries that are not in the bucket (left out).
@@ -165,6 +166,7 @@ class EngineImport:
         self.buckets: dict[str, int] = {}
         self.created = self.present = self.by_ref = 0
         self.kept = self.assigned = self.future = self.links_dropped = 0
+        self.differing = 0
         self.rooms_created = self.rooms_present = 0
         self.made: set[str] = set()  # rooms this import created
 
@@ -281,12 +283,14 @@ class EngineImport:
             return
         batch, self.pending = self.pending, []
         named, values = self.engine.one_of("atom_id", [w.atom_id for _, _, w, _, _ in batch])
-        stored = {r[0]: int(r[1]) for r in self.db.execute(f"SELECT atom_id, bucket FROM atoms WHERE {named}", values)}
+        found = self.db.execute(f"SELECT atom_id, bucket, content FROM atoms WHERE {named}", values)
+        stored = {r[0]: (int(r[1]), str(r[2])) for r in found}
         now = timefmt.now_us()
         rows: list[tuple[str, WriteRequest, int, str | None]] = []
         for number, created_at, write, bucket, metadata in batch:
             if write.atom_id in stored:
-                if stored[write.atom_id] != bucket:
+                there, content = stored[write.atom_id]
+                if there != bucket:
                     # Ids are kept, so it cannot be stored twice; "already there" would be untrue here.
                     raise AtLine(
                         number,
@@ -295,8 +299,9 @@ class EngineImport:
                         "its own principal (MNEMO_PRINCIPAL), or leave the line out",
                     )
                 self.present += 1
+                self.differing += content != write.content  # the stored one is kept: said, never silent
                 continue
-            stored[write.atom_id] = bucket  # a file that repeats a line stores it once
+            stored[write.atom_id] = (bucket, write.content)  # a file that repeats a line stores it once
             if write.supersedes:
                 write = self._links(bucket, write)
             # Kept while the clock would give that very time (`max(t, last + 1) == t`): after the bucket's last

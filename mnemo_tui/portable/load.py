@@ -40,6 +40,7 @@ class Imported:
     kept: int
     assigned: int
     future: int  # of the assigned: dated after now (+ a small skew), never kept
+    differing: int  # of the already present by id: another content stored under that id (kept)
     links_dropped: int
     rooms_created: int
     rooms_present: int
@@ -50,6 +51,7 @@ class Imported:
             "entries": self.entries,
             "created": self.created,
             "already_present": self.present + self.by_ref,
+            "differing": self.differing,
             "times": {"kept": self.kept, "assigned": self.assigned, "future": self.future},
             "links_dropped": self.links_dropped,
             "rooms": {"created": self.rooms_created, "present": self.rooms_present},
@@ -181,6 +183,7 @@ def load(backend: Backend, source: IO[bytes], name: str, progress: Callable[[int
             kept=job.kept,
             assigned=job.assigned,
             future=job.future,
+            differing=job.differing,
             links_dropped=job.links_dropped,
             rooms_created=job.rooms_created,
             rooms_present=job.rooms_present,
@@ -230,6 +233,7 @@ def _over_endpoint(backend: Backend, source: IO[bytes], name: str, progress: Cal
         kept=0,
         assigned=created,
         future=0,
+        differing=0,
         links_dropped=dropped,
         rooms_created=0,
         rooms_present=0,

@@ -357,6 +357,12 @@ def test_a_repeated_line_is_stored_once_and_a_foreign_room_is_refused(cli: Cli, 
     target = ["--store", str(tmp_path / "target.db")]
     done = imported(cli, target, doubled)
     assert done["created"] == 1 and done["already_present"] == 1
+    assert done["differing"] == 0
+    # Review #16: the same id with another content is not dropped silently.
+    other = entry_lines[0].replace('"content":"', '"content":"changed ', 1)
+    (tmp_path / "differs.ndjson").write_text("\n".join([text[0], entry_lines[0], other, text[-2]]) + "\n")
+    said = cli("--store", str(tmp_path / "t3.db"), "import", str(tmp_path / "differs.ndjson"))
+    assert said.code == 0 and "1 entry named an id already stored here with another content" in said.stderr
     room_entries = [line for line in entry_lines if rooms[0] in line]
     foreign = tmp_path / "foreign.ndjson"  # a room's entries without the room line: no such room here
     foreign.write_text("\n".join([text[0], *room_entries, text[-2]]) + "\n")
