@@ -264,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         from mnemo_tui.cli.output import finish_stdout
 
         finish_stdout()
+        sys.stdout.flush()  # inside the handlers below: a full disk is said here, not by Python at exit
         return code
     except UnicodeEncodeError as exc:
         if "surrogates" not in str(exc):
@@ -291,15 +292,36 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        if not _cannot_write(exc):
+            return _internal_error(exc, debug)
+        # A full disk or a broken device under stdout (`> /dev/full`): local trouble, not the backend's (5).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # what is still buffered would fail again at exit
+        sys.stderr.write(f"mnemo: cannot write the output: {exc.strerror or exc}\n")
+        return 6
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback unless asked
-        if debug:
-            import traceback
+        return _internal_error(exc, debug)
 
-            traceback.print_exc()
-        sys.stderr.write(
-            f"mnemo: internal error: {type(exc).__name__}: {line(str(exc))} (re-run with --debug for details)\n"
-        )
-        return 5
+
+def _cannot_write(exc: OSError) -> bool:
+    """A write that cannot land (no space, quota, file too large, a failing device): exit 6, not a bug."""
+    import errno
+
+    return exc.errno in {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
+
+
+def _internal_error(exc: Exception, debug: bool) -> int:
+    from mnemo_tui.sanitize import line
+
+    if debug:
+        import traceback
+
+        traceback.print_exc()
+    sys.stderr.write(
+        f"mnemo: internal error: {type(exc).__name__}: {line(str(exc))} (re-run with --debug for details)\n"
+    )
+    return 5
 
 
 def run() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import IO, Annotated
+from typing import IO, TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,9 +11,13 @@ from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of
 from mnemo_tui.cli.feed import resolved_scope
-from mnemo_tui.errors import ValidationError
-from mnemo_tui.limits import parse_scope
+from mnemo_tui.errors import LocalStateError, ValidationError
+from mnemo_tui.limits import parse_scope, room_of
 from mnemo_tui.sanitize import line as safe
+from mnemo_tui.sanitize import quoted
+
+if TYPE_CHECKING:
+    from mnemo_tui.backends import Backend
 
 
 def export(
@@ -37,7 +41,10 @@ def export(
     scope = resolved_scope(c, parse_scope(scope))  # a room's name reads that room, as every read does
     output.check_format("ndjson")  # stdout as UTF-8 bytes, whatever the locale
     progress = output.Progress("entries exported")
-    out = _ForTerminal(sys.stdout) if output.is_tty(sys.stdout) else sys.stdout
+    out: IO[str] | _ForTerminal = sys.stdout
+    if output.is_tty(sys.stdout):
+        out = _ForTerminal(sys.stdout)
+        progress.enabled = False  # the data is on a terminal (stderr's too, often): a bar would land in it
     try:
         done = run_export(
             c.backend,
@@ -48,14 +55,36 @@ def export(
             progress=progress.update,
             expect=progress.expect if progress.enabled else None,
         )
+    except KeyboardInterrupt:
+        progress.done()
+        output.hint("mnemo: the export on stdout is incomplete (it has no end line, and import refuses it)")
+        raise
     finally:
         progress.done()
     sys.stdout.flush()
+    if done.entries == 0 and scope is not None and since is None and cursor is None:
+        _no_such_domain(c.backend, scope)
     secrets = "the vault was not listed" if done.secrets_left_out is None else f"{done.secrets_left_out} secret(s)"
     output.hint(
-        f"exported {done.entries:,} entries and {done.rooms} room(s); left out: {secrets} (the vault is never "
+        f"exported {_entries(done.entries)} and {done.rooms} room(s); left out: {secrets} (the vault is never "
         "exported). For what comes later: mnemo export --cursor <the end line's cursor>"
     )
+
+
+def _no_such_domain(backend: Backend, scope: str) -> None:
+    """An export of a domain the own store does not have (a typo) says so, and the nearest name, as reads do."""
+    from mnemo_tui.empty_reports import scope_hints
+    from mnemo_tui.model import EmptyReport
+
+    if room_of(scope) is not None or scope in backend.domains():
+        return
+    output.hint(f"note: your own store has no domain {quoted(scope)}: nothing was exported")
+    for hint in scope_hints(backend, EmptyReport("empty_scope", scope, "")):
+        output.hint(hint)
+
+
+def _entries(count: int) -> str:
+    return f"{count:,} {'entry' if count == 1 else 'entries'}"
 
 
 class _ForTerminal:
@@ -79,6 +108,10 @@ def import_(
     c = ctx_of(ctx, creates_store=True)
     output.check_format(fmt, allow_ndjson=False)
     name = "stdin" if source == "-" else source
+    if source == "-" and sys.stdin.isatty():  # as `verify --expect -`: waiting at a terminal looks like a hang
+        raise ValidationError(
+            "import - reads an export from a pipe, but stdin is a terminal: pipe it in, or name a file"
+        )
     try:
         stream = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
@@ -92,17 +125,36 @@ def import_(
         progress.done()
         if stream is not sys.stdin.buffer:
             stream.close()
-    if fmt == "json":
-        sys.stdout.write(output.dumps(done.wire()) + "\n")
-    else:
-        sys.stdout.write(
-            f"imported {done.entries:,} entries: {done.created:,} stored, {done.present + done.by_ref:,} already "
-            f"there; rooms: {done.rooms_created} created, {done.rooms_present} already there\n"
-        )
+    said = (
+        f"imported {_entries(done.entries)}: {done.created:,} stored, {done.present + done.by_ref:,} already "
+        f"there; rooms: {done.rooms_created} created, {done.rooms_present} already there"
+    )
+    try:
+        sys.stdout.write((output.dumps(done.wire()) if fmt == "json" else said) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # committed already: say so, or the exit code would say the import failed
+        raise LocalStateError(
+            f"the import is stored ({said}), but its report could not be written: {exc.strerror or exc}"
+        ) from None
     if done.assigned:
         output.hint(
-            f"note: {done.assigned:,} entries got new times from the store's clock (their scope held newer "
+            f"note: {_entries(done.assigned)} got new times from the store's clock (their scope held newer "
             "entries, or this is an endpoint): an older time would land behind readers' cursors and watermarks"
+        )
+    if done.future:
+        from mnemo_tui.engine.exchange import FUTURE_SKEW_US
+
+        output.hint(
+            f"note: {done.future:,} of them were dated in the future (after this machine's clock + "
+            f"{FUTURE_SKEW_US // 60_000_000} minutes): "
+            "a kept future time would hold the store's clock ahead of every later write"
+        )
+    if done.differing:
+        output.hint(
+            f"note: {_entries(done.differing)} named an id already stored here with another content: the stored "
+            "one was kept (ids are kept, so an id holds one entry)"
         )
     if done.links_dropped:
         output.hint(f"note: {done.links_dropped:,} supersession links named entries not imported here; left out")

@@ -131,7 +131,9 @@ def verify(
         low = timefmt.parse_time(since, field="--since", utc=c.utc) if since is not None else None
         expected = read_expected(expect)
         result = run_verify(c.backend, expected, scope=scope_value, since=low)
-        where = describe_scope(scope_value) + (f" since {timefmt.to_iso(low)}" if low is not None else "")
+        # Raw text (not repr): each output sanitizes it once; repr's escapes would be escaped again.
+        where = describe_scope(scope_value, lambda s: f"'{s}'")
+        where += f" since {timefmt.to_iso(low)}" if low is not None else ""
         _print_verify(result, where, fmt)
         from mnemo_tui.proof import ci_reports
 
@@ -146,7 +148,7 @@ def _print_verify(result: VerifyResult, where: str, fmt: str) -> None:
     else:
         verdict = "PASS" if result.passed else "FAIL"
         out.write(
-            f"{verdict}  walked {where}: {result.seen} distinct entries in {result.pages} page(s); "
+            f"{verdict}  walked {safe(where)}: {result.seen} distinct entries in {result.pages} page(s); "
             f"{result.expected} expected, {len(result.missing)} missing, {len(result.repeated)} repeated\n"
         )
         for atom_id in result.missing:

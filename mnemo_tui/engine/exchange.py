@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from mnemo_tui.values.writes import KeptWrite, WriteRequest, WriteResult
 
 CHUNK = 1000  # entries one insert statement batch holds
+# An imported time later than now by more than this is never kept: the bucket's clock would stay ahead
+# of every later write for good (docs/export.md). Small, for machines whose clocks differ a little.
+FUTURE_SKEW_US = 5 * 60 * 1_000_000
 
 
 # Characters outside JSON's own escapes that a line reader may split on (Python's `splitlines`): escaped.
@@ -128,6 +131,14 @@ def _time(value: object, field: str) -> int:
     return timefmt.parse_iso(value, field=field)
 
 
+class AtLine(ValidationError):
+    """A refusal of a line found after it was read (at a batch's flush): it carries the line's number."""
+
+    def __init__(self, number: int, message: str) -> None:
+        super().__init__(message)
+        self.number = number
+
+
 class EngineImport:
     """One import onto an engine, inside the caller's write transaction (all of it or none).
 
@@ -138,7 +149,9 @@ class EngineImport:
 
     Attributes:
         created, present, by_ref: entries stored, found by id, found by external_ref.
+        differing: of the found by id, those whose stored content is not the line's (the stored one kept).
         kept, assigned: entries whose time was kept, or assigned by the engine's clock.
+        future: of the assigned, those dated after now + `FUTURE_SKEW_US` (never kept).
         links_dropped: supersession links to entries that are not in the bucket (left out).
         rooms_created, rooms_present: room lines that made a room, or named one that exists.
     """
@@ -147,13 +160,15 @@ class EngineImport:
         self.engine = engine
         self.principal = principal
         self.db = db
-        self.pending: list[tuple[int, KeptWrite]] = []
+        self.pending: list[tuple[int, int, KeptWrite, int, str | None]] = []  # line, time, write, bucket, metadata
         self.keep: dict[int, bool] = {}  # bucket -> its times are kept
         self.last: dict[int, int] = {}  # bucket -> the newest kept time
         self.buckets: dict[str, int] = {}
         self.created = self.present = self.by_ref = 0
-        self.kept = self.assigned = self.links_dropped = 0
+        self.kept = self.assigned = self.future = self.links_dropped = 0
+        self.differing = 0
         self.rooms_created = self.rooms_present = 0
+        self.made: set[str] = set()  # rooms this import created
 
     # -- rooms ------------------------------------------------------------------------------
     def room(self, room: dict[str, Any]) -> None:
@@ -190,7 +205,10 @@ class EngineImport:
                 raise ValidationError("a member's role is owner or member, its scope read or read_write")
             rows.append((room_id, who, member["role"], member["scope"], _time(member.get("joined_at"), "joined_at")))
         if self.db.execute("SELECT 1 FROM rooms WHERE owner = ? AND name = ?", (owner, name)).fetchone():
-            raise Conflict(f"{owner} already has another room named {name!r}: rename it, then import again")
+            raise Conflict(
+                f"{owner} already has another room named {name!r} here, and one owner's rooms have distinct names: "
+                "nothing was imported (import into a store where it has none, or delete that room first)"
+            )
         bucket = self.engine.create_bucket("room", room_id)
         self.db.execute(
             "INSERT INTO rooms(room_id, bucket, name, description, owner, created_at, archived) VALUES (?,?,?,?,?,?,?)",
@@ -198,17 +216,26 @@ class EngineImport:
         )
         self.db.executemany("INSERT INTO members(room_id, principal, role, scope, joined_at) VALUES (?,?,?,?,?)", rows)
         self.rooms_created += 1
+        self.made.add(room_id)
 
     # -- entries ----------------------------------------------------------------------------
-    def add(self, created_at: int, write: KeptWrite) -> None:
-        """Queue one entry (oldest first within its scope); a superseding one is written at once, after
-        what came before it, so its predecessors are there to be superseded."""
+    def add(self, number: int, created_at: int, write: KeptWrite) -> None:
+        """Queue one entry of line `number` (oldest first within its scope), checked now so that a refusal
+        names its line; a superseding one is written at once, after what came before it, so its
+        predecessors are there to be superseded.
+
+        Raises:
+            ValidationError: a field out of bounds; AtLine: a queued line refused at the flush.
+            Forbidden: a room the importer may not write to.
+        """
+        metadata = check_write(write)
+        bucket = self._bucket(write.domain)
         if write.supersedes:
             self.flush()
-            self.pending.append((created_at, write))
+            self.pending.append((number, created_at, write, bucket, metadata))
             self.flush()
             return
-        self.pending.append((created_at, write))
+        self.pending.append((number, created_at, write, bucket, metadata))
         if len(self.pending) >= CHUNK:
             self.flush()
 
@@ -219,6 +246,11 @@ class EngineImport:
             try:
                 bucket = self.buckets[key] = self.engine.writable_bucket(self.principal, domain)
             except Forbidden as exc:
+                if room_of(domain) in self.made:  # its members came from this very file: say who is missing
+                    raise Forbidden(
+                        f"cannot import into {domain}, a room this import creates: the importer ({self.principal}) "
+                        "is not among its read_write members in the export (import as one of them: MNEMO_PRINCIPAL)"
+                    ) from None
                 raise Forbidden(f"cannot import into {domain}: {exc.message}") from None
             last = self.db.execute("SELECT last_created_at FROM buckets WHERE bucket = ?", (bucket,)).fetchone()
             self.keep[bucket] = True
@@ -244,32 +276,49 @@ class EngineImport:
         return replace(write, supersedes=kept)
 
     def flush(self) -> None:
-        """Write what is queued (one batch of the engine's one insert path), leaving out ids already stored."""
+        """Write what is queued (one batch of the engine's one insert path), leaving out ids already stored.
+
+        Raises:
+            AtLine: an id stored in another bucket than the one this import writes it to (named by its line).
+        """
         if not self.pending:
             return
         batch, self.pending = self.pending, []
-        named, values = self.engine.one_of("atom_id", [w.atom_id for _, w in batch])
-        stored = {r[0] for r in self.db.execute(f"SELECT atom_id FROM atoms WHERE {named}", values)}
+        named, values = self.engine.one_of("atom_id", [w.atom_id for _, _, w, _, _ in batch])
+        found = self.db.execute(f"SELECT atom_id, bucket, content FROM atoms WHERE {named}", values)
+        stored = {r[0]: (int(r[1]), str(r[2])) for r in found}
         now = timefmt.now_us()
         rows: list[tuple[str, WriteRequest, int, str | None]] = []
-        for created_at, write in batch:
+        for number, created_at, write, bucket, metadata in batch:
             if write.atom_id in stored:
+                there, content = stored[write.atom_id]
+                if there != bucket:
+                    # Ids are kept, so it cannot be stored twice; "already there" would be untrue here.
+                    raise AtLine(
+                        number,
+                        f"entry {write.atom_id} is stored in another store or room of this backend than the one "
+                        "this import writes it to (the importer's own store, or the room it names): import it as "
+                        "its own principal (MNEMO_PRINCIPAL), or leave the line out",
+                    )
                 self.present += 1
+                self.differing += content != write.content  # the stored one is kept: said, never silent
                 continue
-            stored.add(write.atom_id)  # a file that repeats a line stores it once
-            bucket = self._bucket(write.domain)
+            stored[write.atom_id] = (bucket, write.content)  # a file that repeats a line stores it once
             if write.supersedes:
                 write = self._links(bucket, write)
             # Kept while the clock would give that very time (`max(t, last + 1) == t`): after the bucket's last
-            # instant, so behind no cursor or watermark. The first that is not ends keeping for the bucket.
-            self.keep[bucket] = self.keep[bucket] and created_at > self.last[bucket]
+            # instant, so behind no cursor or watermark, and not in the future (it would drag the clock along).
+            # The first that is not ends keeping for the bucket.
+            future = created_at > now + FUTURE_SKEW_US
+            self.keep[bucket] = self.keep[bucket] and not future and created_at > self.last[bucket]
             if self.keep[bucket]:
                 self.kept += 1
                 self.last[bucket] = wanted = created_at
             else:
                 self.assigned += 1
+                self.future += future
                 wanted = now
-            rows.append((self.principal, write, wanted, check_write(write)))
+            rows.append((self.principal, write, wanted, metadata))
         results: list[WriteResult] = self.engine.insert_checked(self.db, rows) if rows else []
         for result in results:
             if result.created:

@@ -95,7 +95,7 @@ def check_header(line: bytes, name: str) -> dict[str, Any]:
     if not isinstance(head, dict) or HEADER_KEY not in head:
         raise ValidationError(f"{name} is not a mnemo export: its first line is not the header (docs/export.md)")
     version = head[HEADER_KEY]
-    if version != FORMAT:
+    if type(version) is not int or version != FORMAT:  # `true == 1` and `1.0 == 1` in Python: neither is 1
         raise ValidationError(
             f"{name} is an export of format version {version!r}; this mnemo reads version {FORMAT} only "
             "(export again with the same mnemo version, or upgrade the one that imports)"

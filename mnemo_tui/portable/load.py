@@ -14,15 +14,18 @@ from typing import IO, TYPE_CHECKING
 
 from mnemo_tui import portable
 from mnemo_tui.backends import Backend
-from mnemo_tui.engine.exchange import EngineImport
-from mnemo_tui.errors import MnemoError, ValidationError
-from mnemo_tui.limits import room_of
+from mnemo_tui.engine.exchange import AtLine, EngineImport
+from mnemo_tui.errors import Forbidden, MnemoError, NotFound, ValidationError
+from mnemo_tui.limits import dumps, room_of
 from mnemo_tui.portable.export import engine_of
 from mnemo_tui.values.writes import KeptWrite, WriteRequest
 
 if TYPE_CHECKING:
     from typing import Any
 
+# No export line comes near it (content <= 10,000 characters, metadata <= 64 KiB, each escaped at most
+# 6-fold): a longer one is refused before it is read whole (docs/export.md).
+MAX_LINE_BYTES = 1 << 20
 IMPORT_PREFIX = "import:"  # the external_ref of an entry imported over an endpoint that had none
 
 
@@ -36,6 +39,8 @@ class Imported:
     by_ref: int
     kept: int
     assigned: int
+    future: int  # of the assigned: dated after now (+ a small skew), never kept
+    differing: int  # of the already present by id: another content stored under that id (kept)
     links_dropped: int
     rooms_created: int
     rooms_present: int
@@ -46,23 +51,74 @@ class Imported:
             "entries": self.entries,
             "created": self.created,
             "already_present": self.present + self.by_ref,
-            "times": {"kept": self.kept, "assigned": self.assigned},
+            "differing": self.differing,
+            "times": {"kept": self.kept, "assigned": self.assigned, "future": self.future},
             "links_dropped": self.links_dropped,
             "rooms": {"created": self.rooms_created, "present": self.rooms_present},
             "skipped_rooms": [{"address": f"xroom:{r}", "entries": n} for r, n in sorted(self.skipped_rooms.items())],
         }
 
 
+def read_line(source: IO[bytes], name: str, number: int) -> bytes:
+    """One line, read at most `MAX_LINE_BYTES` at a time (a longer one is refused unread: memory stays flat)."""
+    raw = source.readline(MAX_LINE_BYTES + 1)
+    if len(raw) > MAX_LINE_BYTES:
+        raise ValidationError(
+            f"{name} line {number} is longer than {MAX_LINE_BYTES:,} bytes, which no export line is (refused unread)"
+        )
+    return raw
+
+
+def _parsed(raw: bytes, name: str, number: int) -> Any:
+    try:
+        item = json.loads(raw)
+    except UnicodeDecodeError:
+        raise ValidationError(f"{name} line {number} is not UTF-8 text") from None
+    except ValueError:
+        if not raw.endswith(b"\n"):
+            raise ValidationError(
+                f"{name} ends in the middle of line {number}: the export was cut short (export it again)"
+            ) from None
+        raise ValidationError(f"{name} line {number} is not JSON") from None
+    if b"\\ud" in raw or b"\\uD" in raw:
+        try:  # an escaped lone surrogate (`"\\ud800"`) parses, but is no character: the store cannot keep it
+            dumps(item).encode()
+        except UnicodeEncodeError:
+            raise ValidationError(
+                f"{name} line {number} holds a lone surrogate escape (\\ud800-\\udfff): not text"
+            ) from None
+    return item
+
+
 def _lines(source: IO[bytes], name: str) -> Iterator[tuple[int, str, Any]]:
-    """The lines after the header as (number, kind, object); the end line last. Raises ValidationError."""
+    """The lines after the header as (number, kind, object). An end line may be followed by another
+    export (a full one and its incrementals, concatenated): its header is checked and reading goes on.
+
+    Raises:
+        ValidationError: a bad line, content after an end line that is not a header, a file cut short.
+    """
     number = 1
-    for number, raw in enumerate(source, start=2):
+    ended = False
+    while True:
+        number += 1
+        raw = read_line(source, name, number)
+        if not raw:
+            break
         if not raw.strip():
             continue
-        try:
-            item = json.loads(raw)
-        except ValueError:
-            raise ValidationError(f"{name} line {number} is not JSON") from None
+        if ended:
+            try:
+                item = _parsed(raw, name, number)
+            except ValidationError:
+                item = None
+            if not isinstance(item, dict) or portable.HEADER_KEY not in item:
+                raise ValidationError(
+                    f"{name} line {number}: content after the end line that is not the header of another export"
+                )
+            portable.check_header(raw, f"{name} line {number}")
+            ended = False
+            continue
+        item = _parsed(raw, name, number)
         if not isinstance(item, dict):
             raise ValidationError(f"{name} line {number} is not a JSON object")
         if "atom_id" in item:
@@ -71,16 +127,19 @@ def _lines(source: IO[bytes], name: str) -> Iterator[tuple[int, str, Any]]:
             yield number, "room", item["room"]
         elif set(item) == {"end"}:
             yield number, "end", item["end"]
-            return
+            ended = True
         else:
             raise ValidationError(f"{name} line {number} is neither an entry, a room nor the end line")
-    raise ValidationError(
-        f"{name} ends at line {number} without its end line: the export was cut short (export it again)"
-    )
+    if not ended:
+        raise ValidationError(
+            f"{name} ends at line {number - 1} without its end line: the export was cut short (export it again)"
+        )
 
 
 def _at(name: str, number: int, exc: MnemoError) -> MnemoError:
     """The error with the line it came from (the same kind, so the same exit code)."""
+    if isinstance(exc, AtLine):  # found at a flush: the line it names, not the one being read
+        return ValidationError(f"{name} line {exc.number}: {exc.message}")
     if isinstance(exc, ValidationError):
         return ValidationError(f"{name} line {number}: {exc}")
     return exc
@@ -93,7 +152,7 @@ def load(backend: Backend, source: IO[bytes], name: str, progress: Callable[[int
         ValidationError: not an export, another format version, a bad line (named), a file cut short.
         Forbidden: writing into a room one may not write to, onto an engine.
     """
-    first = source.readline()
+    first = read_line(source, name, 1)
     portable.check_header(first, name)
     engine = engine_of(backend)
     if engine is not None:
@@ -106,13 +165,16 @@ def load(backend: Backend, source: IO[bytes], name: str, progress: Callable[[int
                         job.room(item)
                     elif kind == "entry":
                         created_at, write, _later = portable.entry_of(item)
-                        job.add(created_at, write)
+                        job.add(number, created_at, write)
                         count += 1
                         if progress is not None:
                             progress(count)
                 except MnemoError as exc:
                     raise _at(name, number, exc) from None
-            job.flush()
+            try:
+                job.flush()
+            except MnemoError as exc:
+                raise _at(name, number, exc) from None
         return Imported(
             entries=count,
             created=job.created,
@@ -120,6 +182,8 @@ def load(backend: Backend, source: IO[bytes], name: str, progress: Callable[[int
             by_ref=job.by_ref,
             kept=job.kept,
             assigned=job.assigned,
+            future=job.future,
+            differing=job.differing,
             links_dropped=job.links_dropped,
             rooms_created=job.rooms_created,
             rooms_present=job.rooms_present,
@@ -144,6 +208,13 @@ def _over_endpoint(backend: Backend, source: IO[bytes], name: str, progress: Cal
             if room is not None and room not in writable:
                 skipped[room] = skipped.get(room, 0) + 1
                 continue
+            if _visible(backend, kept.atom_id):  # an export of this very endpoint: its entries are here
+                present += 1
+                if later is not None:
+                    new_ids[kept.atom_id] = kept.atom_id
+                if progress is not None:
+                    progress(count)
+                continue
             result = backend.write(_remote_write(kept, new_ids))
         except MnemoError as exc:
             raise _at(name, number, exc) from None
@@ -161,11 +232,22 @@ def _over_endpoint(backend: Backend, source: IO[bytes], name: str, progress: Cal
         by_ref=0,
         kept=0,
         assigned=created,
+        future=0,
+        differing=0,
         links_dropped=dropped,
         rooms_created=0,
         rooms_present=0,
         skipped_rooms=skipped,
     )
+
+
+def _visible(backend: Backend, atom_id: str) -> bool:
+    """The entry of that id is readable here (one GET): importing it would store it a second time."""
+    try:
+        backend.get(atom_id)
+    except (NotFound, Forbidden):
+        return False
+    return True
 
 
 def _remote_write(kept: KeptWrite, new_ids: dict[str, str]) -> WriteRequest:

@@ -103,8 +103,8 @@ def run_checks(
         scope: where the probe entries are written and walked: a domain (default `mnemo-check`) or a room.
         overlap: microseconds the watermark pass re-reads below the watermark (default: the walk's,
             as `catchup` uses).
-        probe_room: ensure the reader belongs to at least one room (a room named `mnemo-check`,
-            created once and reused), so the empty-scope check has a room it must name.
+        probe_room: ensure the reader belongs to at least one room (a room named `mnemo-check` it owns,
+            else one created for the run and deleted after), so the empty-scope check has a room it must name.
 
     Raises:
         ValidationError: a blank or malformed scope.

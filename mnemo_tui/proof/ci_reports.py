@@ -148,8 +148,8 @@ def parse(values: list[str], inputs: tuple[str, ...] = ()) -> list[Spec]:
             )
         if name != "github" and not path:
             raise ValidationError(f"--report {name} needs a file: --report {name}:PATH (stdout carries the result)")
-        if path == "-":
-            raise ValidationError(f"--report {name}:- is not possible: stdout carries the result; name a file")
+        if path == "-" or (path and _is_stdout(path)):
+            raise ValidationError(f"--report {value}: stdout carries the result; name a file")
         if path and any(_same_file(path, source) for source in inputs if source != "-"):
             raise ValidationError(f"--report {value!r} would overwrite the file it reads (--expect)")
         spec = Spec(name, path or None)
@@ -157,6 +157,16 @@ def parse(values: list[str], inputs: tuple[str, ...] = ()) -> list[Spec]:
             raise ValidationError(f"--report {value!r} is given twice")
         specs.append(spec)
     return specs
+
+
+def _is_stdout(path: str) -> bool:
+    """`/dev/stdout`, `/proc/self/fd/1`, or the very file stdout is redirected to: the result and the report
+    would interleave there. /dev/null, where both may go, is not refused."""
+    try:
+        there, out = os.stat(path), os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError):  # no such file yet, or no stdout to compare with
+        return False
+    return (there.st_dev, there.st_ino) == (out.st_dev, out.st_ino) and os.path.realpath(path) != os.devnull
 
 
 def _same_file(a: str, b: str) -> bool:

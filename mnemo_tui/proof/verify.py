@@ -11,6 +11,7 @@ from typing import Any
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
+from mnemo_tui.limits import room_of
 from mnemo_tui.model import RecentQuery
 from mnemo_tui.walk import Walk
 
@@ -68,7 +69,7 @@ def _canonical(text: str, where: str) -> str:
     try:
         return str(uuid.UUID(text))
     except ValueError:
-        raise ValidationError(f"{where}: {text[:60]!r} is not an atom id") from None
+        raise ValidationError(f"{where}: '{text[:60]}' is not an atom id") from None  # sanitized once, where shown
 
 
 def _id_of_item(item: Any, where: str) -> str:
@@ -156,7 +157,11 @@ def read_expected(path: str) -> list[str]:
         raise ValidationError(f"cannot read --expect {source}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ValidationError(f"cannot read --expect {source}: it is not UTF-8 text") from None
-    return parse_expected(text, source)
+    expected = parse_expected(text, source)
+    if not expected:
+        # A producer step that wrote nothing would turn into a green proof of nothing.
+        raise ValidationError(f"no ids in --expect {source}: a verification of no ids proves nothing")
+    return expected
 
 
 def verify(
@@ -196,6 +201,7 @@ def _sightings(
         AuthError, Unavailable, RateLimited, LocalStateError: the backend cannot be asked (the exit code says so).
     """
     found = []
+    names: dict[str, str] | None = None  # room id -> name, listed at the first room entry met
     for atom_id in missing:
         try:
             entry = backend.get(atom_id)
@@ -205,6 +211,11 @@ def _sightings(
             where = f"superseded by {entry.superseded_by}"
         elif since is not None and entry.created_at < since:
             where = "written before --since"
+        elif (room := room_of(entry.domain)) is not None and entry.domain != scope:
+            # Not in the own-store walk (no --scope) nor in the room walked: not lost, just elsewhere.
+            if names is None:
+                names = {r.room_id: r.name for r in backend.rooms()}
+            where = f"outside the scope walked (room '{names.get(room, room)}')"
         elif scope is not None and entry.domain != scope:
             where = f"outside the scope walked (domain '{entry.domain}')"
         else:

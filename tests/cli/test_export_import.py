@@ -251,6 +251,13 @@ def test_over_a_real_serve_each_content_lands_once(cli: Cli, tmp_path: Path, iso
         engine_lines = cli("export", env={"MNEMO_PRINCIPAL": "alice"}).stdout.split("\n")
         assert over.stdout.split("\n")[1:-2] == engine_lines[1:-2]
         assert any(e.get("external_ref") == "import:" + own[-1]["atom_id"] for e in lines(over.stdout))
+        # Review #4: an export of the endpoint imported back onto it stores nothing twice, even an entry that
+        # was written there without an external_ref (its id is visible there: already there).
+        assert cli("write", "written at the endpoint, no ref", env=env).code == 0
+        back = tmp_path / "back.ndjson"
+        back.write_text(cli("export", env=env).stdout)
+        again = cli("import", str(back), "--format", "json", env=env)
+        assert again.code == 0 and json.loads(again.stdout)["created"] == 0, again.stdout + again.stderr
     finally:
         served.stop()
 
@@ -288,7 +295,7 @@ def test_a_room_line_from_an_endpoint_export_becomes_a_room_of_its_importer(cli:
 
 
 def on_terminal(args: list[str], home: Path, stream: str) -> str:
-    """What `mnemo ARGS` writes to `stream` (stdout or stderr) when that is a terminal (a pty)."""
+    """What `mnemo ARGS` writes to `stream` (stdout, stderr, or both) when that is a terminal (a pty)."""
     import os
     import pty
     import subprocess
@@ -300,8 +307,8 @@ def on_terminal(args: list[str], home: Path, stream: str) -> str:
     proc = subprocess.Popen(
         [MNEMO, *args],
         env={**env, "MNEMO_HOME": str(home)},
-        stdout=follower if stream == "stdout" else subprocess.DEVNULL,
-        stderr=follower if stream == "stderr" else subprocess.DEVNULL,
+        stdout=follower if stream in ("stdout", "both") else subprocess.DEVNULL,
+        stderr=follower if stream in ("stderr", "both") else subprocess.DEVNULL,
     )
     os.close(follower)
     shown = b""
@@ -324,6 +331,9 @@ def test_progress_is_a_bar_on_a_terminal_and_nothing_in_a_pipe(cli: Cli, tmp_pat
     assert "\r" not in piped.stderr and "%" not in piped.stderr
     text = on_terminal(["--store", str(tmp_path / "source.db"), "export"], tmp_path, "stderr")
     assert "/1,443 entries exported" in text and "] " in text and "\x1b[K" in text  # 1,200 + 3 + 2 x 120
+    # Review #10: the data on the same terminal draws no bar over it.
+    both = on_terminal(["--store", str(tmp_path / "source.db"), "export"], tmp_path, "both")
+    assert "entries exported" not in both and "\r[" not in both and "exported 1,443 entries" in both
 
 
 def test_on_a_terminal_what_a_terminal_acts_on_is_escaped_with_the_same_values(cli: Cli, tmp_path: Path) -> None:
@@ -347,6 +357,12 @@ def test_a_repeated_line_is_stored_once_and_a_foreign_room_is_refused(cli: Cli, 
     target = ["--store", str(tmp_path / "target.db")]
     done = imported(cli, target, doubled)
     assert done["created"] == 1 and done["already_present"] == 1
+    assert done["differing"] == 0
+    # Review #16: the same id with another content is not dropped silently.
+    other = entry_lines[0].replace('"content":"', '"content":"changed ', 1)
+    (tmp_path / "differs.ndjson").write_text("\n".join([text[0], entry_lines[0], other, text[-2]]) + "\n")
+    said = cli("--store", str(tmp_path / "t3.db"), "import", str(tmp_path / "differs.ndjson"))
+    assert said.code == 0 and "1 entry named an id already stored here with another content" in said.stderr
     room_entries = [line for line in entry_lines if rooms[0] in line]
     foreign = tmp_path / "foreign.ndjson"  # a room's entries without the room line: no such room here
     foreign.write_text("\n".join([text[0], *room_entries, text[-2]]) + "\n")
@@ -374,3 +390,196 @@ def test_a_reader_that_goes_away_stops_the_export_quietly(tmp_path: Path) -> Non
     proc.stdout.close()  # `| head -c 100`
     errors = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0 and "Traceback" not in errors and "Exception" not in errors, errors
+
+
+def test_a_future_time_is_never_kept_and_the_import_says_so(cli: Cli, tmp_path: Path) -> None:
+    """Review #1: one entry dated 2099 must not hold the store's clock (every later write) in 2099."""
+    source = ["--store", str(tmp_path / "source.db")]
+    assert cli(*source, "write", "dated right").code == 0
+    assert cli(*source, "write", "dated far ahead").code == 0
+    text = export(cli, source).stdout.split("\n")
+    ahead = json.loads(text[2])
+    ahead["created_at"] = "2099-01-01T00:00:00.000000Z"
+    text[2] = json.dumps(ahead)
+    file = tmp_path / "future.ndjson"
+    file.write_text("\n".join(text))
+    target = ["--store", str(tmp_path / "target.db")]
+    result = cli(*target, "import", str(file), "--format", "json")
+    assert result.code == 0, result.stderr
+    times = json.loads(result.stdout)["times"]
+    assert times == {"kept": 1, "assigned": 1, "future": 1}
+    assert "1 of them were dated in the future" in result.stderr
+    assert cli(*target, "write", "written after the import").code == 0
+    stored = lines(feed(cli, target))
+    assert [e["content"] for e in stored] == ["written after the import", "dated far ahead", "dated right"]
+    assert all(not e["created_at"].startswith("2099") for e in stored)
+
+
+def test_a_full_export_and_its_increment_concatenated_import_whole(cli: Cli, tmp_path: Path) -> None:
+    """Review #2: `cat full inc | mnemo import -` reads both exports; anything else after an end line is refused."""
+    path = tmp_path / "source.db"
+    source = ["--store", str(path)]
+    fill(path, entries=5)
+    full = export(cli, source).stdout
+    assert cli(*source, "write", "later, own").code == 0
+    more = export(cli, source, "--cursor", lines(full)[-1]["end"]["cursor"]).stdout
+    target = ["--store", str(tmp_path / "target.db")]
+    both = cli(*target, "import", "-", "--format", "json", input=full + more)
+    assert both.code == 0, both.stderr
+    assert json.loads(both.stdout)["created"] == len([e for e in lines(full + more) if "atom_id" in e])
+    assert feed(cli, target) == feed(cli, source)
+    garbage = cli("--store", str(tmp_path / "t2.db"), "import", "-", input=full + "garbage\n")
+    number = len(full.split("\n"))
+    assert garbage.code == 2 and f"stdin line {number}: content after the end line" in garbage.stderr, garbage.stderr
+    assert cli("--store", str(tmp_path / "t2.db"), "export").stdout.count('"atom_id"') == 0
+
+
+def test_an_id_of_another_bucket_is_never_already_there(cli: Cli, tmp_path: Path) -> None:
+    """Review #3: importing as another principal never counts someone else's entries as its own."""
+    path = tmp_path / "source.db"
+    source = ["--store", str(path)]
+    rooms = fill(path, entries=3)
+    text = export(cli, source).stdout
+    file = tmp_path / "e.ndjson"
+    file.write_text(text)
+    mallory = {"MNEMO_PRINCIPAL": "mallory"}
+    own = cli(*source, "import", str(file), env=mallory)
+    assert own.code == 2 and "line " in own.stderr and "another store or room" in own.stderr, own.stderr
+    assert "already there" not in own.stdout
+    split = text.split("\n")
+    room_only = [split[0], *[x for x in split if x.startswith('{"room"') or (rooms[0] in x and '"atom_id"' in x)]]
+    (tmp_path / "room.ndjson").write_text("\n".join([*room_only, split[-2]]) + "\n")
+    room = cli(*source, "import", str(tmp_path / "room.ndjson"), env=mallory)
+    assert room.code == 4 and "not a member" in room.stderr, room.stderr
+    assert cli(*source, "export", env=mallory).stdout.count('"atom_id"') == 0
+
+
+def test_bad_lines_are_named_and_long_ones_refused_unread(cli: Cli, tmp_path: Path) -> None:
+    """Review #8, #9, #14, #15: every refusal names its line; a line past the bound is not read whole."""
+    source = ["--store", str(tmp_path / "source.db")]
+    for i in range(3):
+        assert cli(*source, "write", f"entry {i}").code == 0
+    text = export(cli, source).stdout
+    target = ["--store", str(tmp_path / "target.db")]
+    cases = {
+        "nul": (text.replace('"content":"entry 1"', '"content":"a\\u0000b"'), "stdin line 3: content holds a NUL"),
+        "long": (text.replace('"content":"entry 1"', '"content":"' + "x" * 10_001 + '"'), "stdin line 3: content"),
+        "surrogate": (text.replace('"content":"entry 1"', '"content":"\\ud800"'), "stdin line 3 holds a lone"),
+        "huge": (text.replace('"content":"entry 1"', '"content":"' + "y" * 2_000_000 + '"'), "line 3 is longer than"),
+        "true": (text.replace('"mnemo_export":1', '"mnemo_export":true'), "format version True"),
+        "float": (text.replace('"mnemo_export":1', '"mnemo_export":1.0'), "format version 1.0"),
+        "cut": (text[: text.index('"content":"entry 1"')], "ends in the middle of line 3"),
+    }
+    for name, (body, said) in cases.items():
+        result = cli(*target, "import", "-", input=body)
+        assert result.code == 2 and said in result.stderr, (name, result.stderr)
+        assert "not valid UTF-8" not in result.stderr and "Traceback" not in result.stderr
+    assert cli(*target, "export").stdout.count('"atom_id"') == 0
+
+
+def to_full_disk(tmp_path: Path, *args: str) -> tuple[int, str]:
+    """Run mnemo with stdout on /dev/full (every write: no space left on device)."""
+    import os
+    import subprocess
+
+    from conftest import MNEMO
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [MNEMO, *args], stdout=full, stderr=subprocess.PIPE, text=True, env={**env, "MNEMO_HOME": str(tmp_path)}
+        )
+    return proc.returncode, proc.stderr
+
+
+def test_a_full_disk_is_said_plainly_and_an_import_says_it_was_stored(cli: Cli, tmp_path: Path) -> None:
+    """Review #7: `> /dev/full` is local trouble (6), never "internal error" with 5 (backend unreachable)."""
+    source = ["--store", str(tmp_path / "source.db")]
+    fill(tmp_path / "source.db", entries=3)
+    code, errors = to_full_disk(tmp_path, *source, "export")
+    assert code == 6 and errors.strip() == "mnemo: cannot write the output: No space left on device", errors
+    file = tmp_path / "e.ndjson"
+    file.write_text(export(cli, source).stdout)
+    target = ["--store", str(tmp_path / "target.db")]
+    code, errors = to_full_disk(tmp_path, *target, "import", str(file))
+    assert code == 6 and "the import is stored (imported 8 entries: 8 stored" in errors, errors
+    assert "internal error" not in errors and "Exception" not in errors
+    done = imported(cli, target, file)  # it was stored: a second import finds every entry
+    assert done["created"] == 0 and done["already_present"] == 8
+    assert "imported 8 entries: 0 stored, 8 already there" in cli(*target, "import", str(file)).stdout
+
+
+def test_a_typo_in_the_scope_is_said_with_the_nearest_name_and_one_entry_is_singular(cli: Cli, tmp_path: Path) -> None:
+    """Review #11 and #23: an export of no such domain says so (as reads do); "1 entry", not "1 entries"."""
+    source = ["--store", str(tmp_path / "source.db")]
+    assert cli(*source, "write", "the only one", "--scope", "ops").code == 0
+    typo = export(cli, source, "--scope", "opz")
+    assert "your own store has no domain 'opz'" in typo.stderr and "Did you mean domain 'ops'?" in typo.stderr
+    one = export(cli, source, "--scope", "ops")
+    assert "exported 1 entry and" in one.stderr and "no domain" not in one.stderr
+    file = tmp_path / "one.ndjson"
+    file.write_text(one.stdout)
+    assert cli("--store", str(tmp_path / "t.db"), "import", str(file)).stdout.startswith("imported 1 entry: 1 stored")
+
+
+def test_room_refusals_say_what_is_true(cli: Cli, tmp_path: Path) -> None:
+    """Review #12, #13: no `rooms rename` is suggested; a room the import created names the importer missing."""
+    source = ["--store", str(tmp_path / "source.db")]
+    fill(tmp_path / "source.db", entries=3)
+    file = tmp_path / "e.ndjson"
+    file.write_text(export(cli, source).stdout)
+    clash = ["--store", str(tmp_path / "clash.db")]
+    assert cli(*clash, "rooms", "create", "team").code == 0
+    refused = cli(*clash, "import", str(file))
+    assert refused.code == 2 and "already has another room named 'team'" in refused.stderr
+    assert "rename" not in refused.stderr and "nothing was imported" in refused.stderr
+    own_only = file.read_text().split("\n")
+    room_file = tmp_path / "rooms.ndjson"  # the room lines and the room's entries only
+    kept = [x for x in own_only if "xroom:" in x or x.startswith(('{"room"', '{"mnemo_export"', '{"end"'))]
+    room_file.write_text("\n".join(kept) + "\n")
+    other = cli("--store", str(tmp_path / "other.db"), "import", str(room_file), env={"MNEMO_PRINCIPAL": "mallory"})
+    assert other.code == 4 and "a room this import creates: the importer (mallory) is not among" in other.stderr
+
+
+def test_import_dash_on_a_terminal_is_refused_instead_of_waiting(tmp_path: Path) -> None:
+    """Review #18: as `verify --expect -`, a terminal on stdin is refused, not waited on."""
+    import os
+    import pty
+    import subprocess
+
+    from conftest import MNEMO
+
+    leader, follower = pty.openpty()
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")} | {"MNEMO_HOME": str(tmp_path)}
+        args = [MNEMO, "--store", str(tmp_path / "t.db"), "import", "-"]
+        proc = subprocess.run(args, stdin=follower, capture_output=True, text=True, env=env, timeout=60, check=False)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert proc.returncode == 2 and "stdin is a terminal" in proc.stderr
+
+
+def test_an_interrupted_export_says_it_is_incomplete(tmp_path: Path) -> None:
+    """Review #17: Ctrl-C mid-export says the file is incomplete (not only "nothing half-committed")."""
+    import os
+    import signal
+    import subprocess
+
+    from conftest import MNEMO
+
+    fill(tmp_path / "source.db", entries=6000)  # far more than a pipe holds: the export blocks mid-way
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    proc = subprocess.Popen(
+        [MNEMO, "--store", str(tmp_path / "source.db"), "export"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**env, "MNEMO_HOME": str(tmp_path)},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(100).startswith(b'{"mnemo_export":1')  # it is writing: blocked on the full pipe
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stdout.read()
+    errors = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 130, errors
+    assert "the export on stdout is incomplete" in errors and b'{"end"' not in rest

@@ -178,6 +178,9 @@ def test_the_same_report_twice_or_to_stdout_is_exit_2(cli: Cli, tmp_path: Path) 
     assert result.code == 2 and "given twice" in result.stderr
     result = cli("check", "--report", "json:-")
     assert result.code == 2 and "stdout carries the result" in result.stderr
+    for path in ("/dev/stdout", "/proc/self/fd/1"):  # review #22: the same stdout by another name
+        result = cli("check", "--report", f"json:{path}")
+        assert result.code == 2 and "stdout carries the result" in result.stderr and result.stdout == "", path
 
 
 def test_a_report_over_the_expect_file_is_refused_before_it_empties_it(cli: Cli, tmp_path: Path) -> None:
@@ -376,3 +379,44 @@ def test_a_missing_id_seen_elsewhere_is_named_with_its_first_line(cli: Cli, tmp_
     ]
     document = cli("verify", "--expect", "-", "--scope", "w", "--format", "json", input=expect)
     assert json.loads(document.stdout)["missing"] == [old, elsewhere, ghost]
+
+
+@pytest.mark.parametrize("text", ["", "\n# only a comment\n", "[]", '{"items": []}'])
+def test_verify_with_no_expected_id_is_exit_2_never_a_pass(cli: Cli, tmp_path: Path, text: str) -> None:
+    """Review #6: an --expect that holds no id proves nothing, and is said so in every report."""
+    write(cli, "an entry")
+    doc = tmp_path / "r.json"
+    result = cli("verify", "--expect", "-", "--report", f"json:{doc}", input=text)
+    assert result.code == 2 and "no ids in --expect stdin" in result.stderr, result.stderr
+    assert "PASS" not in result.stdout and json.loads(doc.read_text()).get("passed") is not True
+
+
+def test_a_room_entry_outside_the_own_store_walk_is_said_to_be_in_its_room(cli: Cli, tmp_path: Path) -> None:
+    """Review #5: a room entry verified without --scope is outside the walk, not lost by it, in every format."""
+    created = cli("rooms", "create", "build-fleet", "--format", "json")
+    assert created.code == 0, created.stderr
+    address = json.loads(created.stdout)["address"]
+    mine = write(cli, "own entry")
+    theirs = write(cli, "fleet entry", address)
+    junit = tmp_path / "r.xml"
+    result = cli(
+        "verify", "--expect", "-", "--report", f"junit:{junit}", "--report", "github", input=f"{mine}\n{theirs}"
+    )
+    assert result.code == 1, result.stderr
+    said = "(outside the scope walked (room 'build-fleet'): 'fleet entry')"
+    assert result.stdout.splitlines()[1] == f"missing   {theirs}  {said}"
+    assert [c.message for c in workflow_commands(result.stderr)] == [f"missing id {theirs} {said}"], result.stderr
+    _kind, why = junit_cases(junit)["every-expected-id-walked"]
+    assert said in why and "shown by id but not by the walk" not in why
+
+
+def test_control_characters_in_verify_text_are_escaped_once(cli: Cli, tmp_path: Path) -> None:
+    """Review #19: a scope or an --expect line holding ESC shows as one escape, not a repr escaped again."""
+    bad = cli("verify", "--expect", "-", input="x\x1b]0;T\x07\n")
+    assert bad.code == 2 and "'x\\x1b]0;T\\x07' is not an atom id" in bad.stderr, bad.stderr
+    atom = write(cli, "one", "d\x1b[31m")
+    junit = tmp_path / "r.xml"
+    result = cli("verify", "--expect", "-", "--scope", "d\x1b[31m", "--report", f"junit:{junit}", input=atom)
+    assert result.code == 0, result.stderr
+    assert "walked domain 'd\\x1b[31m' of your own store" in result.stdout and "\x1b" not in result.stdout
+    assert "domain 'd\\x1b[31m'" in junit.read_text() and "\\\\x1b" not in junit.read_text()

@@ -156,3 +156,22 @@ def test_cli_verify_needs_expect(cli: Callable[..., Any]) -> None:
     result = cli("verify")
     assert result.code == 2
     assert "--expect" in result.stderr
+
+
+def test_cli_verify_on_a_full_disk_is_exit_6_said_plainly(cli: Callable[..., Any], tmp_path: Path) -> None:
+    """Review #7: a stdout that cannot be written is local trouble (6), not an unreachable backend (5)."""
+    import os
+    import subprocess
+
+    from conftest import MNEMO
+
+    store = tmp_path / "s.db"
+    atom = cli("--store", str(store), "write", "one").stdout.strip()
+    (tmp_path / "ids").write_text(atom + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")} | {"MNEMO_HOME": str(tmp_path)}
+    for fmt in ("table", "json"):
+        with open("/dev/full", "w") as full:
+            args = [MNEMO, "--store", str(store), "verify", "--expect", str(tmp_path / "ids"), "--format", fmt]
+            proc = subprocess.run(args, stdout=full, stderr=subprocess.PIPE, text=True, env=env, check=False)
+        assert proc.returncode == 6, proc.stderr
+        assert proc.stderr == "mnemo: cannot write the output: No space left on device\n"
