@@ -6,6 +6,7 @@ from textual.message import Message
 
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.model import Page, Watermark
+from mnemo_tui.removals import Removals
 from mnemo_tui.walk import LiveBatch
 
 
@@ -48,9 +49,16 @@ class WatermarkLoaded(Read):
 
 
 class LiveFound(Read):
-    def __init__(self, generation: int, batch: LiveBatch | None) -> None:
+    """A poll's new entries (None: nothing changed) and, when it asked (`asked`), the removals since the bound
+    (None: the backend keeps no tombstones)."""
+
+    def __init__(
+        self, generation: int, batch: LiveBatch | None, removals: Removals | None = None, asked: bool = False
+    ) -> None:
         super().__init__(generation)
         self.batch = batch
+        self.removals = removals
+        self.asked = asked
 
 
 class LiveFailed(Read):
