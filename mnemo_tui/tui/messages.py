@@ -49,19 +49,19 @@ class WatermarkLoaded(Read):
 
 
 class LiveFound(Read):
-    """A poll's new entries (None: nothing changed) and, when it asked (`asked`), the removals since the bound
-    (None: the backend keeps no tombstones)."""
+    """A poll's new entries (None: nothing changed, or their read failed), the removals since the bound when it
+    asked (`asked`; None: the backend keeps no tombstones), and what failed (`error`: live is paused)."""
 
     def __init__(
-        self, generation: int, batch: LiveBatch | None, removals: Removals | None = None, asked: bool = False
+        self,
+        generation: int,
+        batch: LiveBatch | None,
+        removals: Removals | None = None,
+        asked: bool = False,
+        error: MnemoError | None = None,
     ) -> None:
         super().__init__(generation)
         self.batch = batch
         self.removals = removals
         self.asked = asked
-
-
-class LiveFailed(Read):
-    def __init__(self, generation: int, error: MnemoError) -> None:
-        super().__init__(generation)
         self.error = error

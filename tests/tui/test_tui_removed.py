@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tui_helpers import clock, fill, ids, req, rows, settle
+from tui_helpers import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, ids, req, rows, settle
 from walk_helpers import walk_ids
 from wire_servers import ThreadServer, served_store
 
@@ -195,3 +195,26 @@ async def test_over_mnemo_serve_a_removed_row_leaves_on_the_next_poll(
             assert feed.live_error is None
     finally:
         backend.close()
+
+
+async def test_a_room_deleted_elsewhere_empties_its_feed_and_live_pauses_with_why(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    ops = add_room(store, "ops", ROOM_OPS)
+    store.bulk_insert([("local", req(f"ops note {i}", ops), NOW - (5 - i) * MINUTE) for i in range(3)])
+    app = MnemoApp(local, state, scope=ops, clock=clock, poll_interval=None, pin_notices=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        feed = app.feed_screen.feed
+        assert len(rows(app)) == 3
+        other = other_writer(store)
+        try:
+            other.delete_room(ROOM_OPS)
+        finally:
+            other.close()
+        feed.check_live()
+        await settle(pilot)
+        # The room's feed is refused now, but its former member still hears of the removals.
+        assert rows(app) == []
+        assert "3 entries removed elsewhere" in notices(app)
+        assert feed.live_error is not None

@@ -262,27 +262,35 @@ class FeedView(ScrollView, can_focus=True):
     @work(thread=True, group="live", exit_on_error=False)
     def poll(self, generation: int, tracker: LiveTracker, scope: str | None, history: bool, after: int | None) -> None:
         backend = self.session.backend
+        batch, removals, error = None, None, None
         try:
             if not tracker.changed(self.session.probe):
                 self.post_message(msg.LiveFound(generation, None))
                 return
             batch = tracker.poll(backend, scope, history)
-            # After the entries: an entry written and removed between two polls is dropped in the same one.
-            removals = backend.removals(scope, after) if after is not None else None
-            self.post_message(msg.LiveFound(generation, batch, removals, after is not None))
         except Exception as exc:  # noqa: BLE001 - a failing poll pauses live updates; it never closes the app
-            self.post_message(msg.LiveFailed(generation, msg.as_error(exc)))
+            error = msg.as_error(exc)
+        # After the entries: an entry written and removed between two polls is dropped in the same one. Asked
+        # even when they failed: a room deleted elsewhere refuses its feed but tells its former members so.
+        asked = after is not None
+        if asked:
+            try:
+                removals = backend.removals(scope, after)
+            except Exception as exc:  # noqa: BLE001 - as above
+                asked, error = False, error or msg.as_error(exc)
+        self.post_message(msg.LiveFound(generation, batch, removals, asked, error))
 
     @on(msg.LiveFound)
     def _live_found(self, message: msg.LiveFound) -> None:
         self._live_busy = False
-        if self.live_error is not None:
-            self.live_error = None
+        error = None if message.error is None else message.error.message
+        if self.live_error != error:
+            self.live_error = error
             self.post_message(self.Changed())
         batch = message.batch
-        if message.generation != self.generation or batch is None:
+        if message.generation != self.generation:
             return
-        if batch.entries or batch.overflow:
+        if batch is not None and (batch.entries or batch.overflow):
             self.tracker.observe(batch.entries)
             self.removed.start(batch.entries)
             self.pending[:0] = batch.entries
@@ -316,12 +324,6 @@ class FeedView(ScrollView, can_focus=True):
         self._resized()
         self.post_message(self.Removed(ids, count))  # before the cursor's Highlighted: the screen closes the detail
         self.cursor = self.cursor - above
-        self.post_message(self.Changed())
-
-    @on(msg.LiveFailed)
-    def _live_failed(self, message: msg.LiveFailed) -> None:
-        self._live_busy = False
-        self.live_error = message.error.message
         self.post_message(self.Changed())
 
     def show_pending(self) -> None:
