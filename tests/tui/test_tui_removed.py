@@ -92,7 +92,7 @@ async def test_the_timer_drops_a_row_removed_in_another_domain_scope_too(
             other.close()
         for _ in range(200):  # bounded: the timer polls every 50 ms
             await pilot.pause(0.05)
-            if len(rows(app)) == 4:
+            if len(rows(app)) == 4 and "1 entry removed elsewhere" in notices(app):
                 break
         assert ids(rows(app)) == shown[:-1]
         assert "1 entry removed elsewhere" in notices(app)

@@ -157,6 +157,7 @@ class FeedScreen(Screen[None]):
     @on(FeedView.Removed)
     def feed_removed(self, message: FeedView.Removed) -> None:
         if message.reread:
+            self.open_scope(self.scope)
             self.app.notify("Removals were dropped unseen (past their retention): the feed was read again.", timeout=5)
             return
         shown = self.detail.display and self.detail.entry is not None and self.detail.entry.atom_id in message.ids

@@ -114,7 +114,7 @@ class FeedView(ScrollView, can_focus=True):
 
     class Removed(Message):
         """Entries shown (or held as new) were removed elsewhere and are gone from the feed (`count` rows);
-        `reread`: removals were dropped unseen, so the scope is being read again instead."""
+        `reread`: removals were dropped unseen, so the scope must be read again instead."""
 
         def __init__(self, ids: set[str], count: int, reread: bool = False) -> None:
             super().__init__()
@@ -309,8 +309,7 @@ class FeedView(ScrollView, can_focus=True):
             return
         ids = self.removed.take(removals)
         if ids is None:
-            self.post_message(self.Removed(set(), 0, reread=True))
-            self.open(self.scope, self.include_history)
+            self.post_message(self.Removed(set(), 0, reread=True))  # the screen reads the scope again
             return
         if not ids:
             return
