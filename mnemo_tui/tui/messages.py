@@ -6,6 +6,7 @@ from textual.message import Message
 
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.model import Page, Watermark
+from mnemo_tui.removals import Removals
 from mnemo_tui.walk import LiveBatch
 
 
@@ -48,12 +49,19 @@ class WatermarkLoaded(Read):
 
 
 class LiveFound(Read):
-    def __init__(self, generation: int, batch: LiveBatch | None) -> None:
+    """A poll's new entries (None: nothing changed, or their read failed), the removals since the bound when it
+    asked (`asked`; None: the backend keeps no tombstones), and what failed (`error`: live is paused)."""
+
+    def __init__(
+        self,
+        generation: int,
+        batch: LiveBatch | None,
+        removals: Removals | None = None,
+        asked: bool = False,
+        error: MnemoError | None = None,
+    ) -> None:
         super().__init__(generation)
         self.batch = batch
-
-
-class LiveFailed(Read):
-    def __init__(self, generation: int, error: MnemoError) -> None:
-        super().__init__(generation)
+        self.removals = removals
+        self.asked = asked
         self.error = error

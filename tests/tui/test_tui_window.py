@@ -79,3 +79,31 @@ def test_live_entries_go_on_top_and_repeats_at_the_newest_instant_are_dropped() 
     window.prepend([entry(1), entry(2)])
     assert [window.entry(i) for i in range(4)] == [entry(1), entry(2), entry(3), entry(4)]
     assert window.slot_of_row(0) is None and window.slot_of_row(2) == 0
+
+
+@given(
+    total=st.integers(1, 200),
+    size=st.integers(1, 30),
+    evicted=st.sets(st.integers(1, 10)),
+    head=st.integers(0, 5),
+    removed=st.sets(st.integers(0, 204), max_size=40),
+)
+def test_dropping_removed_entries_keeps_the_window_equal_to_the_walk_without_them(
+    total: int, size: int, evicted: set[int], head: int, removed: set[int]
+) -> None:
+    window = FeedWindow(keep_pages=100)
+    window.prepend([entry(-1 - i) for i in reversed(range(head))])  # live entries, newer than the walk
+    pages = paged(total, [size] * 200)
+    for index, page in enumerate(pages):
+        assert window.add_page(index, page)
+    for index in evicted & set(range(1, len(pages))):
+        window.slots[index].items = None
+    gone = {entry(i - head).atom_id for i in removed}
+    held_before = sum(1 for e in [window.entry(r) for r in range(window.row_count)] if e and e.atom_id in gone)
+    assert window.drop(gone) == held_before
+    # An evicted page read again with its cursor comes back without its removed entries (the server's answer).
+    for request in window.missing(0, window.row_count - 1):
+        page = pages[request.index]
+        assert window.add_page(request.index, Page([e for e in page.items if e.atom_id not in gone], page.next_cursor))
+    expected = [entry(i) for i in range(-head, total) if entry(i).atom_id not in gone]
+    assert [window.entry(r) for r in range(window.row_count)] == expected

@@ -163,6 +163,22 @@ class FeedWindow:
         """Put newer entries (newest first) on top of the feed."""
         self.head[:0] = entries
 
+    def drop(self, ids: set[str]) -> int:
+        """Take the held entries with these ids out (removed elsewhere); returns how many rows went.
+
+        An evicted page keeps its size until it is read again (then it shrinks, as `add_page` says).
+        """
+        before = self.row_count
+        self.head = [e for e in self.head if e.atom_id not in ids]
+        shift = 0
+        for index, slot in enumerate(self.slots):
+            self._starts[index] -= shift
+            if slot.items is not None:
+                kept = [e for e in slot.items if e.atom_id not in ids]
+                shift += len(slot.items) - len(kept)
+                slot.items, slot.size = kept, len(kept)
+        return before - self.row_count
+
     def newest(self) -> Entry | None:
         """The newest entry shown, if any."""
         if self.head:

@@ -154,6 +154,22 @@ class FeedScreen(Screen[None]):
         self.activity_panel.load(self.scope, newest.created_at if newest else None, None)
         self._update_bars()
 
+    @on(FeedView.Removed)
+    def feed_removed(self, message: FeedView.Removed) -> None:
+        if message.reread:
+            self.open_scope(self.scope)
+            self.app.notify("Removals were dropped unseen (past their retention): the feed was read again.", timeout=5)
+            return
+        shown = self.detail.display and self.detail.entry is not None and self.detail.entry.atom_id in message.ids
+        if shown:  # the pane showed an entry that no longer exists (the focus leaves it, not the filter)
+            if self.detail.has_focus_within:
+                self.feed.focus()
+            self.detail.display = False
+        noun = "entry" if message.count == 1 else "entries"
+        closed = "; its detail was closed" if shown else ""
+        self.app.notify(f"{message.count} {noun} removed elsewhere{closed}", title="Removed", timeout=5)
+        self.scopes.count()
+
     @on(FeedView.Highlighted)
     @on(FeedView.Selected)
     def entry_moved(self, message: FeedView.Highlighted | FeedView.Selected) -> None:

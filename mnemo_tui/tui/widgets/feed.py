@@ -18,8 +18,10 @@ from textual.strip import Strip
 
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.model import Entry, RecentQuery, Watermark
+from mnemo_tui.removals import Removals
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import messages as msg
+from mnemo_tui.tui.data.removed import RemovalWatch
 from mnemo_tui.tui.data.window import FeedWindow, PageRequest
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import RowPainter
@@ -110,6 +112,16 @@ class FeedView(ScrollView, can_focus=True):
     class Changed(Message):
         """What the status line says changed (rows loaded, the watermark, live paused or not)."""
 
+    class Removed(Message):
+        """Entries shown (or held as new) were removed elsewhere and are gone from the feed (`count` rows);
+        `reread`: removals were dropped unseen, so the scope must be read again instead."""
+
+        def __init__(self, ids: set[str], count: int, reread: bool = False) -> None:
+            super().__init__()
+            self.ids = ids
+            self.count = count
+            self.reread = reread
+
     def __init__(self, session: Session, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.session = session
@@ -118,6 +130,9 @@ class FeedView(ScrollView, can_focus=True):
         self.generation = 0
         self.window = FeedWindow(keep_pages=session.keep_pages)
         self.tracker = LiveTracker(session.overlap)
+        self.removed = RemovalWatch()
+        # False once the backend answered that it keeps no tombstones (the hosted service): never asked again.
+        self.tombstones = True
         self.pending: list[Entry] = []
         self.pending_overflow = False
         self.watermark: Watermark | None = None
@@ -140,6 +155,7 @@ class FeedView(ScrollView, can_focus=True):
         self.generation += 1
         self.window = FeedWindow(keep_pages=self.session.keep_pages)
         self.tracker = LiveTracker(self.session.overlap)
+        self.removed = RemovalWatch()
         self.pending, self.pending_overflow = [], False
         self.filter, self._matches = "", []
         self._inflight.clear()
@@ -180,16 +196,21 @@ class FeedView(ScrollView, can_focus=True):
         first = not self.window.started
         if message.index == 0 and first:
             self.tracker.token = message.token
-        if not self.window.add_page(message.index, message.page):
+        page = message.page
+        if self.removed.ids:  # read before a removal the feed has already seen
+            page = page.replace(items=self.removed.keep(page.items))
+        if not self.window.add_page(message.index, page):
             return
-        self.tracker.observe(message.page.items)
+        self.tracker.observe(page.items)
+        if message.index == 0 and first:
+            self.removed.start(page.items)
         self.loading = False
         top, bottom = self.visible_rows()
         self.window.evict(top, bottom)
         self._resized()
         if message.index == 0 and first:
-            items = message.page.items
-            empty = not items and message.page.next_cursor is None
+            items = page.items
+            empty = not items and page.next_cursor is None
             newest, oldest = (items[0].created_at, items[-1].created_at) if items else (None, None)
             self.post_message(self.Opened(self.read_query(), empty, newest, oldest))
             self.post_message(self.Highlighted(self.current))
@@ -234,38 +255,74 @@ class FeedView(ScrollView, can_focus=True):
         if self._live_busy or not self.window.started:
             return
         self._live_busy = True
-        self.poll(self.generation, self.tracker, self.scope, self.include_history)
+        # Removals are asked for only with something shown to drop, and of a backend that keeps them.
+        after = self.removed.after if self.tombstones else None
+        self.poll(self.generation, self.tracker, self.scope, self.include_history, after)
 
     @work(thread=True, group="live", exit_on_error=False)
-    def poll(self, generation: int, tracker: LiveTracker, scope: str | None, history: bool) -> None:
+    def poll(self, generation: int, tracker: LiveTracker, scope: str | None, history: bool, after: int | None) -> None:
         backend = self.session.backend
+        batch, removals, error = None, None, None
         try:
-            batch = tracker.poll(backend, scope, history) if tracker.changed(self.session.probe) else None
-            self.post_message(msg.LiveFound(generation, batch))
+            if not tracker.changed(self.session.probe):
+                self.post_message(msg.LiveFound(generation, None))
+                return
+            batch = tracker.poll(backend, scope, history)
         except Exception as exc:  # noqa: BLE001 - a failing poll pauses live updates; it never closes the app
-            self.post_message(msg.LiveFailed(generation, msg.as_error(exc)))
+            error = msg.as_error(exc)
+        # After the entries: an entry written and removed between two polls is dropped in the same one. Asked
+        # even when they failed: a room deleted elsewhere refuses its feed but tells its former members so.
+        asked = after is not None
+        if asked:
+            try:
+                removals = backend.removals(scope, after)
+            except Exception as exc:  # noqa: BLE001 - as above
+                asked, error = False, error or msg.as_error(exc)
+        self.post_message(msg.LiveFound(generation, batch, removals, asked, error))
 
     @on(msg.LiveFound)
     def _live_found(self, message: msg.LiveFound) -> None:
         self._live_busy = False
-        if self.live_error is not None:
-            self.live_error = None
+        error = None if message.error is None else message.error.message
+        if self.live_error != error:
+            self.live_error = error
             self.post_message(self.Changed())
         batch = message.batch
-        if message.generation != self.generation or batch is None or not (batch.entries or batch.overflow):
+        if message.generation != self.generation:
             return
-        self.tracker.observe(batch.entries)
-        self.pending[:0] = batch.entries
-        self.pending_overflow = self.pending_overflow or batch.overflow or len(self.pending) > PENDING_CAP
-        del self.pending[PENDING_CAP:]
-        if self.at_top:
-            self.show_pending()
-        self.post_message(self.Arrived(batch.entries, len(self.pending), self.pending_overflow))
+        if batch is not None and (batch.entries or batch.overflow):
+            self.tracker.observe(batch.entries)
+            self.removed.start(batch.entries)
+            self.pending[:0] = batch.entries
+            self.pending_overflow = self.pending_overflow or batch.overflow or len(self.pending) > PENDING_CAP
+            del self.pending[PENDING_CAP:]
+            if self.at_top:
+                self.show_pending()
+            self.post_message(self.Arrived(batch.entries, len(self.pending), self.pending_overflow))
+        if message.asked:
+            self._take_removals(message.removals)
 
-    @on(msg.LiveFailed)
-    def _live_failed(self, message: msg.LiveFailed) -> None:
-        self._live_busy = False
-        self.live_error = message.error.message
+    def _take_removals(self, removals: Removals | None) -> None:
+        """Drop the rows removed elsewhere, the cursor staying on its entry (or, if it went, on the next older)."""
+        if removals is None:
+            self.tombstones = False
+            return
+        ids = self.removed.take(removals)
+        if ids is None:
+            self.post_message(self.Removed(set(), 0, reread=True))  # the screen reads the scope again
+            return
+        if not ids:
+            return
+        above = sum(1 for row in range(self.cursor) if (e := self.entry_at(row)) is not None and e.atom_id in ids)
+        held = len(self.pending)
+        self.pending = [e for e in self.pending if e.atom_id not in ids]
+        count = self.window.drop(ids) + held - len(self.pending)
+        if not count:
+            return
+        self.painter.clear()
+        self._resized()
+        self.post_message(self.Removed(ids, count))  # before the cursor's Highlighted: the screen closes the detail
+        self.cursor = self.cursor - above
         self.post_message(self.Changed())
 
     def show_pending(self) -> None:

@@ -1,0 +1,220 @@
+"""An entry the feed shows, removed by another writer, leaves the feed on the next poll (issue 39; docs/tui.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tui_helpers import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, ids, req, rows, settle
+from walk_helpers import walk_ids
+from wire_servers import ThreadServer, served_store
+
+from mnemo_tui.backends.delegate import DelegatingBackend
+from mnemo_tui.backends.local import LocalBackend
+from mnemo_tui.backends.remote import RemoteBackend
+from mnemo_tui.engine.store import Store
+from mnemo_tui.model import RecentQuery
+from mnemo_tui.removals import Removals
+from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.tui import MnemoApp
+
+pytestmark = pytest.mark.anyio
+SIZE = (120, 36)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def notices(app: MnemoApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+def other_writer(store: Store) -> LocalBackend:
+    """Another connection to the same file, as another process (or a room's other member) would delete."""
+    return LocalBackend.open(store.path, "local")
+
+
+async def test_removed_rows_leave_the_feed_the_cursor_stays_and_the_detail_closes(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 10)
+    app = MnemoApp(local, state, clock=clock, poll_interval=None, pin_notices=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        feed = app.feed_screen.feed
+        shown = ids(rows(app))
+        await pilot.press("j", "j", "enter")  # the detail of the third row
+        await settle(pilot)
+        assert app.feed_screen.detail.display and app.feed_screen.detail.entry.atom_id == shown[2]  # type: ignore[union-attr]
+        other = other_writer(store)
+        try:
+            other.delete(shown[0])  # above the cursor
+            other.delete(shown[2])  # the one under the cursor, open in the detail pane
+        finally:
+            other.close()
+        feed.check_live()
+        await settle(pilot)
+        assert ids(rows(app)) == [shown[1], *shown[3:]] == walk_ids(local, RecentQuery(limit=100))
+        assert feed.cursor == 1 and feed.current is not None and feed.current.atom_id == shown[3]
+        assert not app.feed_screen.detail.display
+        assert "2 entries removed elsewhere; its detail was closed" in notices(app)
+        # The next poll asks from the newest removal seen: nothing is dropped or said twice.
+        other = other_writer(store)
+        try:
+            other.write(req("written after the removals"))
+        finally:
+            other.close()
+        feed.check_live()
+        await settle(pilot)
+        assert len(rows(app)) == 8 and len(feed.pending) == 1  # held: the cursor is away from the top
+        assert sum("removed elsewhere" in n for n in notices(app)) == 1
+
+
+async def test_the_timer_drops_a_row_removed_in_another_domain_scope_too(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 5, domain="notes")
+    fill(store, 3, domain="work")
+    app = MnemoApp(local, state, scope="notes", clock=clock, poll_interval=0.05, pin_notices=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        shown = ids(rows(app))
+        assert len(shown) == 5
+        work = walk_ids(local, RecentQuery(scope="work", limit=100))
+        other = other_writer(store)
+        try:
+            other.delete(work[0])  # another domain's removal: the feed of `notes` is not touched
+            other.delete(shown[-1])
+        finally:
+            other.close()
+        for _ in range(200):  # bounded: the timer polls every 50 ms
+            await pilot.pause(0.05)
+            if len(rows(app)) == 4 and "1 entry removed elsewhere" in notices(app):
+                break
+        assert ids(rows(app)) == shown[:-1]
+        assert "1 entry removed elsewhere" in notices(app)
+
+
+async def test_removals_dropped_unseen_read_the_scope_again(store: Store, local: LocalBackend, state: StateDB) -> None:
+    fill(store, 6)
+    app = MnemoApp(local, state, clock=clock, poll_interval=None, pin_notices=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        feed = app.feed_screen.feed
+        shown = ids(rows(app))
+        other = other_writer(store)
+        try:
+            other.delete(shown[0])
+            feed.check_live()  # the first answer: clear of drops
+            await settle(pilot)
+            assert ids(rows(app)) == shown[1:]
+            # A writer keeping no tombstones at all: its removal's tombstone is dropped at once.
+            other.engine.tombstone_retention = 0  # type: ignore[attr-defined]
+            other.delete(shown[3])
+        finally:
+            other.close()
+        feed.check_live()
+        await settle(pilot)
+        assert ids(rows(app)) == [shown[1], shown[2], shown[4], shown[5]]
+        assert any("read again" in n for n in notices(app))
+
+
+class NoTombstones(DelegatingBackend):
+    """A real store behind an answer the hosted service gives: no removals kept (None)."""
+
+    def __init__(self, inner: LocalBackend) -> None:
+        super().__init__(inner)
+        self.asked = 0
+
+    @property
+    def principal(self) -> str:
+        return self.inner.principal
+
+    def removals(self, scope: str | None, after: int | None, upto: int | None = None) -> Removals | None:
+        self.asked += 1
+        return None
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+async def test_a_backend_without_tombstones_is_asked_once_and_nothing_fails(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 4)
+    backend = NoTombstones(local)
+    app = MnemoApp(backend, state, clock=clock, poll_interval=None, pin_notices=True)  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        feed = app.feed_screen.feed
+        shown = ids(rows(app))
+        for n in range(3):
+            other = other_writer(store)
+            try:
+                other.write(req(f"new {n}"))
+            finally:
+                other.close()
+            feed.check_live()
+            await settle(pilot)
+        assert backend.asked == 1
+        assert feed.live_error is None
+        assert ids(rows(app))[3:] == shown
+        assert not any("removed" in n for n in notices(app))
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[ThreadServer, LocalBackend, str]]:
+    path = tmp_path / "served.db"
+    store = Store(path)
+    key = store.create_key("alice")[1]
+    with served_store(path) as server:
+        yield server, LocalBackend(store, "alice"), key
+    store.close()
+
+
+async def test_over_mnemo_serve_a_removed_row_leaves_on_the_next_poll(
+    served: tuple[ThreadServer, LocalBackend, str], state: StateDB
+) -> None:
+    server, local, key = served
+    written = [local.write(req(f"remote entry {i}")).atom_id for i in range(5)]
+    backend = RemoteBackend(server.url, key, retries=1, sleep=lambda seconds: None)
+    app = MnemoApp(backend, state, clock=clock, poll_interval=None, pin_notices=True)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            feed = app.feed_screen.feed
+            assert ids(rows(app)) == list(reversed(written))
+            local.delete(written[2])
+            feed.check_live()
+            await settle(pilot)
+            assert ids(rows(app)) == [written[4], written[3], written[1], written[0]]
+            assert "1 entry removed elsewhere" in notices(app)
+            assert feed.live_error is None
+    finally:
+        backend.close()
+
+
+async def test_a_room_deleted_elsewhere_empties_its_feed_and_live_pauses_with_why(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    ops = add_room(store, "ops", ROOM_OPS)
+    store.bulk_insert([("local", req(f"ops note {i}", ops), NOW - (5 - i) * MINUTE) for i in range(3)])
+    app = MnemoApp(local, state, scope=ops, clock=clock, poll_interval=None, pin_notices=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        feed = app.feed_screen.feed
+        assert len(rows(app)) == 3
+        other = other_writer(store)
+        try:
+            other.delete_room(ROOM_OPS)
+        finally:
+            other.close()
+        feed.check_live()
+        await settle(pilot)
+        # The room's feed is refused now, but its former member still hears of the removals.
+        assert rows(app) == []
+        assert "3 entries removed elsewhere" in notices(app)
+        assert feed.live_error is not None
