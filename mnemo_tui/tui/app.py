@@ -184,9 +184,25 @@ class MnemoApp(App[None]):
         finally:
             db.close()
 
-    def _picture_once_shown(self) -> None:
-        """The palette's screenshot, taken once the screen under it is drawn again (its footer included)."""
-        self.call_after_refresh(lambda: self.call_after_refresh(self.save_picture))
+    def _picture_once_shown(self, tries: int = 0) -> None:
+        """The palette's screenshot, taken once the screen under it shows its own keys again: its footer
+        redraws them after the palette hands the focus back, so the picture waits for that (bounded)."""
+        if tries < 100 and not self._footer_drawn():
+            self.call_after_refresh(self._picture_once_shown, tries + 1)
+            return
+        self.call_after_refresh(self.save_picture)
+
+    def _footer_drawn(self) -> bool:
+        """Whether the current screen has its focus back and its footer shows a key for each binding it shows."""
+        from textual.widgets import Footer
+
+        screen = self.screen
+        footers = list(screen.query(Footer))
+        if screen.focused is None or not footers:
+            return False
+        # A key counts once it is laid out (a region on the screen), not merely mounted.
+        shown = {getattr(key, "action", None) for footer in footers for key in footer.query("*") if key.region}
+        return all(b.binding.action in shown for b in screen.active_bindings.values() if b.binding.show)
 
     def save_picture(self) -> None:
         """Save a screenshot where it can be found: the Downloads folder if there is one, else Pictures, else
