@@ -116,7 +116,7 @@ class LoopingFeed:
 
 def test_a_looping_endpoint_is_exit_5_in_every_command_that_walks(cli: Any, tmp_path: Path) -> None:
     expect = tmp_path / "ids.txt"
-    expect.write_text("")
+    expect.write_text("00000000-0000-4000-8000-000000000000\n")  # an id (an empty --expect is refused first)
     with serving(LoopingFeed()) as server:
         env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": KEY}
         runs = {

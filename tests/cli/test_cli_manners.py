@@ -222,7 +222,7 @@ def test_no_read_creates_a_store_and_a_named_missing_store_is_exit_6(
 ) -> None:
     missing = tmp_path / "nope" / "x.db"
     for args in (["recent"], ["catchup"], ["search", "x"], ["rooms", "list"], ["verify", "--expect", "-"]):
-        r = cli("--store", str(missing), *args, input="")
+        r = cli("--store", str(missing), *args, input="00000000-0000-4000-8000-000000000000\n")
         assert r.code == 6 and str(missing) in r.stderr and "--store" in r.stderr, (args, r.stderr)
     r = cli("recent", env={"MNEMO_STORE": str(missing)})
     assert r.code == 6 and "MNEMO_STORE" in r.stderr
