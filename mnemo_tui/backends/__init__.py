@@ -84,6 +84,12 @@ class Backend(Protocol):
         backend cannot read one (the catch-up layer's walk then follows the cursors)."""
         return None
 
+    def walk_pages(self, query: RecentQuery) -> Iterator[Page] | None:
+        """The walk from the query's cursor to the end of the feed, as the pages `recent` would give one
+        by one (in the backend's own page size), from one streamed read; None when the backend has none
+        (`Walk` then asks `recent` page by page)."""
+        return None
+
     def change_token(self) -> tuple[int, int] | None:
         """A cheap token that changes whenever the store may have changed; None when there is no such probe
         (watchers then poll)."""

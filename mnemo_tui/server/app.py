@@ -17,7 +17,7 @@ from mnemo_tui import __version__
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import LocalStateError, MnemoError, PayloadTooLarge, Unavailable
-from mnemo_tui.server import asgi, auth, plane_routes, removals_route, routes, search_routes
+from mnemo_tui.server import asgi, auth, plane_routes, removals_route, routes, search_routes, walk_stream
 from mnemo_tui.server.asgi import (
     ClientDisconnect,
     Receive,
@@ -27,6 +27,7 @@ from mnemo_tui.server.asgi import (
     Router,
     Scope,
     Send,
+    StreamingResponse,
 )
 from mnemo_tui.server.envelope import Refused, dumps, error, ok, request_id
 from mnemo_tui.server.pool import DEFAULT_WORKERS, LOOKUP, READ, WRITE, EnginePool, Opener
@@ -53,7 +54,7 @@ def document() -> dict[str, Any]:
     return doc
 
 
-Handler = Callable[[Request], Awaitable[Response]]
+Handler = Callable[[Request], Awaitable[Response | StreamingResponse]]
 
 
 class BodyBudget:
@@ -195,6 +196,27 @@ def endpoint(work: Work, served: Served, *, body: bool = True, at_once: str | No
     return handle
 
 
+def recent_endpoint(served: Served) -> Handler:
+    """`POST /memory/recent`: one page as JSON, or with `Accept: application/x-ndjson` the whole walk as
+    NDJSON (`walk_stream`), whose first page is read before the answer starts, so that a bad body, key
+    or cursor is refused with its status and envelope as for a page."""
+    one_page = endpoint(routes.recent, served, at_once=READ)
+
+    async def recent(request: Request) -> Response | StreamingResponse:
+        if not walk_stream.wanted(request.headers.get("accept")):
+            return await one_page(request)
+        try:
+            who = await served.principal(auth.presented_key(request))
+            request.scope["mnemo.principal"] = who
+            query = routes.recent_query(Call(raw=await read_body(request, served.bodies)))
+            first = await served.pool.run(partial(walk_stream.page, who=who, query=query))
+        except Exception as exc:  # noqa: BLE001 - every failure becomes an envelope
+            return error(_translate(exc), request_id(request))
+        return walk_stream.answer(served.pool, who, query, first, request.receive)
+
+    return recent
+
+
 def probe(served: Served) -> Handler:
     """`GET /health` and `GET /ready` (no key): whether the store answers, on a thread of its own (never behind the pool)."""
 
@@ -320,7 +342,7 @@ def to_access_logger(line: str) -> None:
 
 
 class App:
-    """The ASGI app: routes a request, answers it whole, logs it; closes its database threads at shutdown."""
+    """The ASGI app: routes a request, answers it (whole, or streamed), logs it; closes its database threads at shutdown."""
 
     def __init__(self, router: Router, served: Served, access: Callable[[str], None] = to_access_logger) -> None:
         self.router = router
@@ -349,7 +371,7 @@ class App:
         finally:
             self.access(access_line(scope, status, started))
 
-    async def _answer(self, scope: Scope, receive: Receive) -> Response:
+    async def _answer(self, scope: Scope, receive: Receive) -> Response | StreamingResponse:
         found = self.router.find(scope["method"], scope)
         if isinstance(found, asgi.Missing):
             return await unrouted(Request(scope, receive), self.state, found.allow)
@@ -408,7 +430,7 @@ def create_app(
     for probe_path, handler in (("/health", health), ("/ready", health), ("/health/ready", readiness(served))):
         by_path[PREFIX + probe_path] = {"GET": handler}
     by_path["/openapi.json"] = {"GET": partial(openapi, served=served)}
-    at("/memory/recent", routes.recent, "POST")
+    by_path[PREFIX + "/memory/recent"] = {"POST": recent_endpoint(served)}
     at("/memory/read", search_routes.read, "POST")
     at("/memory/read-batch", search_routes.read_batch, "POST")
     at("/memory/query", search_routes.query, "POST")

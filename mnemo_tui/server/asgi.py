@@ -6,8 +6,9 @@ a path to an endpoint, and every request costs a dictionary look-up (docs/server
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -75,6 +76,51 @@ class Response:
         await send({"type": "http.response.body", "body": self.body})
 
 
+class StreamingResponse:
+    """An answer sent part by part as `parts` makes them (chunked transfer): each part's send is awaited
+    before the next part is asked for, so a client that reads slowly holds the writer back (the server's
+    flow control) and a part or two at most is in memory. A client gone (`http.disconnect` on `receive`,
+    watched meanwhile) stops it before its next part; `parts` is closed whatever ends it."""
+
+    __slots__ = ("headers", "media_type", "parts", "receive", "status")
+
+    def __init__(
+        self,
+        parts: AsyncIterator[bytes],
+        receive: Receive,
+        status: int = 200,
+        media_type: str = JSON,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.parts = parts
+        self.receive = receive
+        self.status = status
+        self.media_type = media_type
+        self.headers = headers if headers is not None else {}
+
+    async def _gone(self) -> None:
+        while (await self.receive())["type"] != "http.disconnect":
+            pass
+
+    async def send(self, send: Send) -> None:
+        raw = [_content_type(self.media_type)]
+        raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
+        await send({"type": "http.response.start", "status": self.status, "headers": raw})
+        gone = asyncio.ensure_future(self._gone())
+        try:
+            async for part in self.parts:
+                if gone.done():
+                    return
+                await send({"type": "http.response.body", "body": part, "more_body": True})
+            if not gone.done():
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            gone.cancel()
+            aclose = getattr(self.parts, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
 @lru_cache(maxsize=16)
 def _content_type(media: str) -> tuple[bytes, bytes]:
     if media.startswith("text/") and "charset" not in media:
@@ -82,7 +128,7 @@ def _content_type(media: str) -> tuple[bytes, bytes]:
     return b"content-type", media.encode("latin-1")
 
 
-Handler = Callable[[Request], Awaitable[Response]]
+Handler = Callable[[Request], Awaitable[Response | StreamingResponse]]
 _PARAM = re.compile(r"{([a-z_]+)}\Z")
 Segments = tuple[str, ...]
 
