@@ -6,9 +6,8 @@ a path to an endpoint, and every request costs a dictionary look-up (docs/server
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote_to_bytes
@@ -76,49 +75,41 @@ class Response:
         await send({"type": "http.response.body", "body": self.body})
 
 
-class StreamingResponse:
-    """An answer sent part by part as `parts` makes them (chunked transfer): each part's send is awaited
-    before the next part is asked for, so a client that reads slowly holds the writer back (the server's
-    flow control) and a part or two at most is in memory. A client gone (`http.disconnect` on `receive`,
-    watched meanwhile) stops it before its next part; `parts` is closed whatever ends it."""
+Write = Callable[[bytes], Awaitable[None]]
 
-    __slots__ = ("headers", "media_type", "parts", "receive", "status")
+
+class Streamed(Response):
+    """An answer sent as it is made (`more_body`), without a length: `produce(write)` writes its parts, each
+    sent at once (the server's own flow control holds `write` while the client reads slowly), and the
+    answer ends when `produce` returns or raises; `done` runs after, whatever happened."""
+
+    __slots__ = ("done", "produce")
 
     def __init__(
         self,
-        parts: AsyncIterator[bytes],
-        receive: Receive,
-        status: int = 200,
-        media_type: str = JSON,
+        produce: Callable[[Write], Awaitable[None]],
+        media_type: str,
         headers: dict[str, str] | None = None,
+        done: Callable[[], None] | None = None,
     ) -> None:
-        self.parts = parts
-        self.receive = receive
-        self.status = status
-        self.media_type = media_type
-        self.headers = headers if headers is not None else {}
-
-    async def _gone(self) -> None:
-        while (await self.receive())["type"] != "http.disconnect":
-            pass
+        super().__init__(b"", 200, media_type, headers)
+        self.produce = produce
+        self.done = done
 
     async def send(self, send: Send) -> None:
-        raw = [_content_type(self.media_type)]
-        raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
-        await send({"type": "http.response.start", "status": self.status, "headers": raw})
-        gone = asyncio.ensure_future(self._gone())
         try:
-            async for part in self.parts:
-                if gone.done():
-                    return
+            raw = [_content_type(self.media_type)]
+            raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
+            await send({"type": "http.response.start", "status": self.status, "headers": raw})
+
+            async def write(part: bytes) -> None:
                 await send({"type": "http.response.body", "body": part, "more_body": True})
-            if not gone.done():
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+            await self.produce(write)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
-            gone.cancel()
-            aclose = getattr(self.parts, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            if self.done is not None:
+                self.done()
 
 
 @lru_cache(maxsize=16)
@@ -128,7 +119,7 @@ def _content_type(media: str) -> tuple[bytes, bytes]:
     return b"content-type", media.encode("latin-1")
 
 
-Handler = Callable[[Request], Awaitable[Response | StreamingResponse]]
+Handler = Callable[[Request], Awaitable[Response]]
 _PARAM = re.compile(r"{([a-z_]+)}\Z")
 Segments = tuple[str, ...]
 
