@@ -204,6 +204,8 @@ class Lines:
                 start = 0
                 end = chunk.find(b"\n")
                 while end >= 0:
+                    if size + end - start > MAX_ANSWER:
+                        raise TooLarge(f"a line over {MAX_ANSWER >> 20} MiB")
                     if parts:
                         parts.append(chunk[start:end])
                         line = b"".join(parts)
