@@ -402,9 +402,9 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             "local_all",
         )
     )
-    cpu_rate, cpu_pages, cpu_bare, cpu_streamed, cpu_minimal, cpu_minimal_streamed = (
+    cpu_rate, cpu_pages, cpu_bare, cpu_streamed, cpu_minimal, cpu_minimal_streamed, cpu_local, cpu_all = (
         n / statistics.median(r[f"{name} cpu"] for r in runs)
-        for name in ("remote", "pages", "bare", "bare_streamed", "minimal", "minimal_streamed")
+        for name in ("remote", "pages", "bare", "bare_streamed", "minimal", "minimal_streamed", "local", "local_all")
     )
     bare_is = "a bare ASGI app (the same keyset SQL, one connection) under uvicorn, read by RemoteBackend's own client"
     streamed_is = "the bare app's NDJSON walk (pages of 1,000), read by RemoteBackend's own client, json.loads a line"
@@ -423,6 +423,20 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             local_rate,
             "—",
             "LocalBackend.recent at limit 100",
+        ),
+        _row(
+            "the remote walk streamed, per CPU second (client + server), against the embedded walk's",
+            cpu_rate,
+            cpu_all,
+            "—",
+            "walk.stream_wire over LocalBackend, per CPU second (one process)",
+        ),
+        _row(
+            "the same, against the embedded walk page by page",
+            cpu_rate,
+            cpu_local,
+            "—",
+            "LocalBackend.recent, per CPU second",
         ),
         _row("the remote walk streamed", rate, streamed_rate, "≥ 0.9x", streamed_is),
         _row(
