@@ -4,6 +4,7 @@ from its last cursor; a streamed catch-up beside concurrent writers misses and r
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -292,3 +293,57 @@ def test_a_line_over_the_answer_bound_is_refused_and_not_asked_again(monkeypatch
             list(Walk(backend, RecentQuery(limit=100)).pages())
         backend.close()
     assert endpoint.cursors == [None]
+
+
+class Paced(LateClock):
+    """An endpoint with the stream that sends a line every `pause` seconds, or drips its second line a byte at
+    a time (`drip`)."""
+
+    def __init__(self, pause: float, drip: bool = False) -> None:
+        super().__init__()
+        self.pause, self.drip = pause, drip
+        self.requests = 0
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        await read_body(receive)
+        self.requests += 1
+        rows = sorted(self.entries, reverse=True)
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/x-ndjson")]}
+        )
+        for start in range(0, len(rows), 10):
+            more = start + 10 < len(rows)
+            page = {
+                "items": [self.item(*e) for e in rows[start : start + 10]],
+                "next_cursor": f"o{start + 10}" if more else None,
+            }
+            line = json.dumps(page).encode() + b"\n"
+            if self.drip and start:
+                for byte in range(len(line)):
+                    await send({"type": "http.response.body", "body": line[byte : byte + 1], "more_body": True})
+                    await asyncio.sleep(self.pause)
+            else:
+                await send({"type": "http.response.body", "body": line, "more_body": True})
+                await asyncio.sleep(self.pause)
+        await send({"type": "http.response.body", "body": b""})
+
+
+def test_the_deadline_bounds_each_line_of_a_stream_not_the_whole_walk() -> None:
+    paced = Paced(pause=0.4)
+    newest_first = _entries(paced, 40)  # four lines, 0.4 s apart: the walk takes longer than its 1 s deadline
+    with serving(paced) as server:
+        backend = RemoteBackend(server.url, "mk_live_" + "1" * 32, deadline=1.0)
+        walked = [e.atom_id for fresh in Walk(backend, RecentQuery(limit=10)).pages() for e in fresh]
+        backend.close()
+    assert walked == newest_first and paced.requests == 1
+    dripping = Paced(pause=0.2, drip=True)
+    _entries(dripping, 20)
+    with serving(dripping) as server:
+        backend = RemoteBackend(server.url, "mk_live_" + "1" * 32, deadline=1.0)
+        with pytest.raises(Unavailable, match=r"no whole page from .* stream within the deadline of 1 s"):
+            list(Walk(backend, RecentQuery(limit=10)).pages())
+        backend.close()
+    assert dripping.requests == 1  # a line past its deadline is not asked for again
