@@ -410,19 +410,21 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     streamed_is = "the bare app's NDJSON walk (pages of 1,000), read by RemoteBackend's own client, json.loads a line"
     return [
         start,
+        # Issue 38's goal was set against this benchmark's embedded walk (LocalBackend.recent at limit 100, the
+        # row the remote walk was compared with then); the embedded `recent --all` (one statement) is given too.
         _row(
             f"remote walk of {n:,} entries streamed (walk.stream_wire over RemoteBackend → mnemo serve, NDJSON, as recent --all)",
             rate,
-            all_rate,
+            local_rate,
             "≥ 0.5x",
-            "the same walk on the embedded store (walk.stream_wire over LocalBackend, as recent --all)",
+            "the same walk on the embedded store, page by page at limit 100 (LocalBackend.recent)",
         ),
         _row(
-            "the remote walk streamed, against the embedded walk page by page",
+            "the remote walk streamed, against the embedded recent --all",
             rate,
-            local_rate,
+            all_rate,
             "—",
-            "LocalBackend.recent at limit 100",
+            "walk.stream_wire over LocalBackend (one statement, as recent --all on the embedded store)",
         ),
         _row(
             "the remote walk streamed, per CPU second (client + server), against the embedded walk's",
