@@ -110,9 +110,9 @@ def _held_port() -> socket.socket:
 
 def test_a_server_killed_mid_stream_is_asked_again_from_the_last_cursor(isolated_home: Path) -> None:
     store = Store(isolated_home / "store.db")
-    # ~50 MB: more than the socket buffers and the server's one line in hand can hold while the client
-    # does not read, so the first server is still in the middle of its stream when it is killed.
-    key, embedded = seeded(store, 10_000, pad=5_000)
+    # ~60 MB: more than the socket buffers (up to 32 + 4 MB here) and the server's line in hand can hold
+    # while the client does not read, so the first server is still in the middle of its stream when killed.
+    key, embedded = seeded(store, 12_000, pad=5_000)
     store.close()
     held = _held_port()
     port = held.getsockname()[1]
