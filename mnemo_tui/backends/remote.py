@@ -191,7 +191,10 @@ class RemoteBackend(Calls, Backend):
             except TransportError as exc:
                 reason = exc.reason
             if not self._wait_to_retry(broken, time.monotonic() + self.deadline):
-                raise Unavailable(f"the walk's stream from {self.identity} broke {broken + 1} time(s) ({reason})")
+                raise Unavailable(
+                    f"the walk's stream from {self.identity} broke {broken + 1} time(s) in a row without a page "
+                    f"({reason}); is the server up?"
+                )
             broken += 1
 
     # -- writes and search --------------------------------------------------------------------

@@ -235,9 +235,9 @@ class Cut(LateClock):
     """An endpoint with the stream: pages of 100 a line; its first stream ends after `lines` lines without
     the last one (a connection cut between lines), or sends a line of `huge` bytes first."""
 
-    def __init__(self, lines: int = 1, huge: int = 0) -> None:
+    def __init__(self, lines: int = 1, huge: int = 0, always: bool = False) -> None:
         super().__init__()
-        self.lines, self.huge = lines, huge
+        self.lines, self.huge, self.always = lines, huge, always  # `always`: every stream is cut so
         self.cursors: list[str | None] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -253,7 +253,7 @@ class Cut(LateClock):
         if self.huge:
             await send({"type": "http.response.body", "body": b"x" * self.huge + b"\n", "more_body": True})
         sent = 0
-        while start < len(rows) and (len(self.cursors) > 1 or sent < self.lines):
+        while start < len(rows) and ((len(self.cursors) > 1 and not self.always) or sent < self.lines):
             more = start + 100 < len(rows)
             page = {
                 "items": [self.item(*e) for e in rows[start : start + 100]],
@@ -347,3 +347,15 @@ def test_the_deadline_bounds_each_line_of_a_stream_not_the_whole_walk() -> None:
             list(Walk(backend, RecentQuery(limit=10)).pages())
         backend.close()
     assert dripping.requests == 1  # a line past its deadline is not asked for again
+
+
+def test_a_stream_that_keeps_breaking_without_a_page_is_given_up_like_a_request(cli: Callable[..., CliResult]) -> None:
+    endpoint = Cut(lines=0, always=True)
+    _entries(endpoint, 50)
+    with serving(endpoint) as server:
+        env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": "mk_live_" + "1" * 32}
+        result = cli("recent", "--all", "--format", "ndjson", env=env)
+    assert result.code == 5 and result.stdout == ""
+    assert "stream from" in result.stderr and "broke 5 time(s) in a row" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert endpoint.cursors == [None] * 5  # asked again from where it stood, after the retry policy's waits
