@@ -174,9 +174,7 @@ class Walk:
                     if self.progress.done:
                         break
             finally:
-                close = getattr(stream, "close", None)
-                if close is not None:
-                    close()
+                stream.close()  # a walk left early (`| head`) lets go of the answer at once
 
     def _taken(self, page: Page, used: str | None) -> list[Entry]:
         """One page read from `used` (a cursor, None at the top): checked, its fresh entries kept, the

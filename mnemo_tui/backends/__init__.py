@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from mnemo_tui.model import Entry, Page, RecentQuery
@@ -84,7 +84,7 @@ class Backend(Protocol):
         backend cannot read one (the catch-up layer's walk then follows the cursors)."""
         return None
 
-    def walk_pages(self, query: RecentQuery) -> Iterator[Page] | None:
+    def walk_pages(self, query: RecentQuery) -> Generator[Page, None, None] | None:
         """The walk from the query's cursor to the end of the feed, as the pages `recent` would give one
         by one (in the backend's own page size), from one streamed read; None when the backend has none
         (`Walk` then asks `recent` page by page)."""

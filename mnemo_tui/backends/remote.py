@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator
 from hashlib import sha256
 from typing import Any, Literal, cast
 from urllib.parse import quote
@@ -143,13 +143,13 @@ class RemoteBackend(Calls, Backend):
         canonical = response.headers.get(CANONICAL_HEADER) == "canonical"
         return page_of(response.content, canonical)
 
-    def walk_pages(self, query: RecentQuery) -> Iterator[Page]:
+    def walk_pages(self, query: RecentQuery) -> Generator[Page, None, None]:
         """The walk from the query's cursor to its end, as pages (the same pages `recent` would give,
         in the endpoint's own size), from one streamed answer where the endpoint offers it."""
         query = query.validated()
         return self._streamed(query, _client_filters(query))
 
-    def _streamed(self, query: RecentQuery, local: str | None) -> Iterator[Page]:
+    def _streamed(self, query: RecentQuery, local: str | None) -> Generator[Page, None, None]:
         """`POST /memory/recent` asked for NDJSON: each line a page, parsed as a page is (and held to its
         size bound), until the line whose `next_cursor` is null. A stream that breaks (a server killed, a
         dropped connection, no byte within the read timeout) is asked again from the last line's cursor
