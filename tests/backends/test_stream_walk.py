@@ -25,7 +25,7 @@ from mnemo_tui.backends import remote_http
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.engine.store import Store
-from mnemo_tui.errors import Unavailable
+from mnemo_tui.errors import BrokenFeed, Unavailable
 from mnemo_tui.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 from mnemo_tui.walk import Walk, stream_wire
@@ -359,3 +359,30 @@ def test_a_stream_that_keeps_breaking_without_a_page_is_given_up_like_a_request(
     assert "stream from" in result.stderr and "broke 5 time(s) in a row" in result.stderr
     assert "Traceback" not in result.stderr
     assert endpoint.cursors == [None] * 5  # asked again from where it stood, after the retry policy's waits
+
+
+class Looping(LateClock):
+    """An endpoint with the stream whose lines never advance: the first page again and again, same cursor."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        await read_body(receive)
+        page = {"items": [self.item(*e) for e in sorted(self.entries, reverse=True)[:10]], "next_cursor": "o10"}
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/x-ndjson")]}
+        )
+        for _ in range(5):
+            await send({"type": "http.response.body", "body": json.dumps(page).encode() + b"\n", "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def test_each_line_of_a_stream_is_held_to_the_walks_checks() -> None:
+    looping = Looping()
+    _entries(looping, 30)
+    with serving(looping) as server:
+        backend = RemoteBackend(server.url, "mk_live_" + "1" * 32)
+        with pytest.raises(BrokenFeed, match="the same cursor again"):
+            list(Walk(backend, RecentQuery(limit=10)).pages())
+        backend.close()
