@@ -252,7 +252,8 @@ class WalkProgress(Value):
         cursor: the cursor of the next page (None before the first page, and at the end).
         done: the walk has read a page without a cursor.
         newest: the newest instant seen; `newest_ids` the ids seen within the overlap below it.
-        pages: requests made; `delivered` fresh entries yielded; `repeats` held entries dropped.
+        pages: pages read (a request each, or a line of a streamed walk); `delivered` fresh entries
+            yielded; `repeats` held entries dropped.
     """
 
     cursor: str | None = None

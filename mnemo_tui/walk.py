@@ -8,7 +8,7 @@ from operator import attrgetter
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import BrokenFeed
 from mnemo_tui.limits import MAX_LIMIT
-from mnemo_tui.model import Entry, RecentQuery, Value, WalkProgress, Watermark
+from mnemo_tui.model import Entry, Page, RecentQuery, Value, WalkProgress, Watermark
 
 # How far below a watermark a pass re-reads on an endpoint, whose database may let a transaction
 # that took an earlier timestamp commit after a later one (PRODUCT.md). The embedded engine's
@@ -152,43 +152,64 @@ class Walk:
         self._empty = 0
 
     def pages(self) -> Iterator[list[Entry]]:
-        """Each page's fresh entries, newest first (a page may have none), until the end of the feed."""
+        """Each page's fresh entries, newest first (a page may have none), until the end of the feed.
+
+        A walk without `max_pages` reads the backend's stream of pages where it has one
+        (`Backend.walk_pages`: one streamed answer from `mnemo serve`), every page held to the same
+        checks; else, and with `max_pages`, it asks for each page (`Backend.recent`).
+        """
         requests = 0
+        streamed = self.max_pages is None
         while not self.progress.done and (self.max_pages is None or requests < self.max_pages):
             used = self.progress.cursor
-            page = self.backend.recent(self.query.replace(cursor=used))
-            requests += 1
-            number = self.progress.pages + 1
-            self._advanced(page.items, used, page.next_cursor, number)
-            ids = list(map(_ATOM_ID, page.items))
-            fresh: list[Entry] = []
-            repeats = 0
-            if self.held.isdisjoint(ids) and self._previous.isdisjoint(ids) and not self.hold_all:
-                fresh = list(page.items)  # nothing held: the whole page is fresh (most pages of a walk)
-            else:
-                for entry in page.items:
-                    atom = entry.atom_id
-                    if atom in self.held or atom in self._previous:
-                        repeats += 1
-                        if self.on_repeat is not None:
-                            self.on_repeat(entry)
-                    else:
-                        fresh.append(entry)
-                        if self.hold_all:
-                            self.held.add(atom)
-            self.frontier.observe_all(page.items)
-            self._previous = frozenset(ids)
-            p = self.progress
-            self.progress = WalkProgress(
-                cursor=page.next_cursor,
-                done=page.next_cursor is None,
-                newest=self.frontier.newest,
-                newest_ids=self.frontier.ids,
-                pages=number,
-                delivered=p.delivered + len(fresh),
-                repeats=p.repeats + repeats,
-            )
-            yield fresh
+            stream = self.backend.walk_pages(self.query.replace(cursor=used)) if streamed else None
+            if stream is None:
+                requests += 1
+                yield self._taken(self.backend.recent(self.query.replace(cursor=used)), used)
+                continue
+            streamed = False  # a stream that ends before the end of the feed is followed by pages
+            try:
+                for page in stream:
+                    yield self._taken(page, self.progress.cursor)
+                    if self.progress.done:
+                        break
+            finally:
+                stream.close()  # a walk left early (`| head`) lets go of the answer at once
+
+    def _taken(self, page: Page, used: str | None) -> list[Entry]:
+        """One page read from `used` (a cursor, None at the top): checked, its fresh entries kept, the
+        progress moved on."""
+        number = self.progress.pages + 1
+        self._advanced(page.items, used, page.next_cursor, number)
+        ids = list(map(_ATOM_ID, page.items))
+        fresh: list[Entry] = []
+        repeats = 0
+        if self.held.isdisjoint(ids) and self._previous.isdisjoint(ids) and not self.hold_all:
+            fresh = list(page.items)  # nothing held: the whole page is fresh (most pages of a walk)
+        else:
+            for entry in page.items:
+                atom = entry.atom_id
+                if atom in self.held or atom in self._previous:
+                    repeats += 1
+                    if self.on_repeat is not None:
+                        self.on_repeat(entry)
+                else:
+                    fresh.append(entry)
+                    if self.hold_all:
+                        self.held.add(atom)
+        self.frontier.observe_all(page.items)
+        self._previous = frozenset(ids)
+        p = self.progress
+        self.progress = WalkProgress(
+            cursor=page.next_cursor,
+            done=page.next_cursor is None,
+            newest=self.frontier.newest,
+            newest_ids=self.frontier.ids,
+            pages=number,
+            delivered=p.delivered + len(fresh),
+            repeats=p.repeats + repeats,
+        )
+        return fresh
 
     def _advanced(self, items: list[Entry], used: str | None, cursor: str | None, number: int) -> None:
         """Raise `BrokenFeed` unless the page moved the walk on: its last entry strictly older than the

@@ -27,6 +27,12 @@ async def read_body(receive: Any) -> bytes:
             return raw
 
 
+def without_accept(scope: dict[str, Any]) -> dict[str, Any]:
+    """A request's scope without its `Accept`: the app answers a page of JSON, never the streamed walk (a
+    test's middleware that rewrites one page, or that counts one request a page)."""
+    return {**scope, "headers": [(k, v) for k, v in scope["headers"] if k.lower() != b"accept"]}
+
+
 class ThreadServer:
     """An ASGI app served by uvicorn on a free 127.0.0.1 port, in a daemon thread."""
 

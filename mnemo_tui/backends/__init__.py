@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from mnemo_tui.model import Entry, Page, RecentQuery
@@ -82,6 +82,12 @@ class Backend(Protocol):
     def snapshot_wire(self, query: RecentQuery) -> Iterator[list[str]] | None:
         """Every remaining entry of a walk from one snapshot, as wire texts in chunks; None when the
         backend cannot read one (the catch-up layer's walk then follows the cursors)."""
+        return None
+
+    def walk_pages(self, query: RecentQuery) -> Generator[Page, None, None] | None:
+        """The walk from the query's cursor to the end of the feed, as the pages `recent` would give one
+        by one (in the backend's own page size), from one streamed read; None when the backend has none
+        (`Walk` then asks `recent` page by page)."""
         return None
 
     def change_token(self) -> tuple[int, int] | None:

@@ -22,7 +22,8 @@ class DelegatingBackend(Backend):
     """Every operation of the protocol, passed through to `inner` inside `_guard()`.
 
     Subclasses override the operations they change (a recorder, a lock, a deliberate defect in a
-    test) and, to wrap every call at once, `_guard`.
+    test) and, to wrap every call at once, `_guard`. `walk_pages` is not passed through (the default,
+    None, is kept): a wrapper sees each page of a walk through `recent` unless it takes the stream on.
     """
 
     def __init__(self, inner: Backend) -> None:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Generator
 from hashlib import sha256
 from typing import Any, Literal, cast
 from urllib.parse import quote
 
 from mnemo_tui.backends import Backend, remote_removals
 from mnemo_tui.backends.remote_calls import Calls
+from mnemo_tui.backends.remote_http import DeadlinePassed, TooLarge, TransportError
 from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, time_of, wire_time
 from mnemo_tui.errors import AuthError, NotFound, Unavailable, ValidationError
 from mnemo_tui.limits import ROOM_PREFIX
@@ -52,6 +55,26 @@ def _unbind(binding: str, cursor: str) -> str:
     if not cursor.startswith(binding) or len(cursor) == len(binding):
         raise ValidationError("cursor does not belong to this scope and these filters")
     return cursor[len(binding) :]
+
+
+def _served(query: RecentQuery, local: str) -> RecentQuery:
+    """What the endpoint is asked for a query whose author filters the client applies itself (`local`)."""
+    return query.replace(
+        author=None,
+        exclude_author=None if "/" in (query.exclude_author or "") else query.exclude_author,
+        cursor=None if query.cursor is None else _unbind(local, query.cursor),
+    )
+
+
+def _kept(query: RecentQuery, local: str, page: Page) -> Page:
+    """An endpoint's page with the client's author filters applied, its cursor bound to them."""
+    kept = [
+        e
+        for e in page.items
+        if (query.author is None or by_author(e, query.author))
+        and (query.exclude_author is None or not by_author(e, query.exclude_author))
+    ]
+    return Page(items=kept, next_cursor=None if not page.next_cursor else _bind(local, page.next_cursor))
 
 
 def _text(body: Any, name: str, default: str = "") -> str:
@@ -113,24 +136,66 @@ class RemoteBackend(Calls, Backend):
         local = _client_filters(query)
         if local is None:
             return self._page(query)
-        server = query.replace(
-            author=None,
-            exclude_author=None if "/" in (query.exclude_author or "") else query.exclude_author,
-            cursor=None if query.cursor is None else _unbind(local, query.cursor),
-        )
-        page = self._page(server)
-        kept = [
-            e
-            for e in page.items
-            if (query.author is None or by_author(e, query.author))
-            and (query.exclude_author is None or not by_author(e, query.exclude_author))
-        ]
-        return Page(items=kept, next_cursor=None if not page.next_cursor else _bind(local, page.next_cursor))
+        return _kept(query, local, self._page(_served(query, local)))
 
     def _page(self, query: RecentQuery) -> Page:
         response = self._send("POST", "/memory/recent", self._recent_body(query))
         canonical = response.headers.get(CANONICAL_HEADER) == "canonical"
         return page_of(response.content, canonical)
+
+    def walk_pages(self, query: RecentQuery) -> Generator[Page, None, None]:
+        """The walk from the query's cursor to its end, as pages (the same pages `recent` would give,
+        in the endpoint's own size), from one streamed answer where the endpoint offers it."""
+        query = query.validated()
+        return self._streamed(query, _client_filters(query))
+
+    def _streamed(self, query: RecentQuery, local: str | None) -> Generator[Page, None, None]:
+        """`POST /memory/recent` asked for NDJSON: each line a page, parsed as a page is (and held to its
+        size bound), until the line whose `next_cursor` is null. A stream that breaks (a server killed, a
+        dropped connection, no byte within the read timeout) is asked again from the last line's cursor
+        with the retry policy's backoff, and given up like a request when that fails. An endpoint that
+        answers one page of JSON (the hosted service) is walked on page by page, as `recent` does."""
+        server = query if local is None else _served(query, local)
+        cursor = server.cursor
+        broken = 0
+        while True:
+            body = self._recent_body(server.replace(cursor=cursor))
+            answer = self._send("POST", "/memory/recent", body, stream=True)
+            canonical = answer.headers.get(CANONICAL_HEADER) == "canonical"
+            if answer.lines is None:
+                page = page_of(answer.content, canonical)
+                yield page if local is None else _kept(query, local, page)
+                while page.next_cursor is not None:
+                    page = self._page(server.replace(cursor=page.next_cursor))
+                    yield page if local is None else _kept(query, local, page)
+                return
+            reason = "it ended before its last page"
+            try:
+                with answer.lines as lines:
+                    for line in lines:
+                        if not line or line.isspace():
+                            continue
+                        page = page_of(line, canonical)
+                        broken = 0
+                        yield page if local is None else _kept(query, local, page)
+                        if page.next_cursor is None:
+                            return
+                        cursor = page.next_cursor
+            except DeadlinePassed:
+                raise Unavailable(
+                    f"no whole page from {self.identity}'s stream within the deadline of {self.deadline:g} s "
+                    "(set MNEMO_DEADLINE to wait longer)"
+                ) from None
+            except TooLarge as exc:
+                raise Unavailable(f"{self.identity} sent {exc.reason} in its stream; not asked again") from None
+            except TransportError as exc:
+                reason = exc.reason
+            if not self._wait_to_retry(broken, time.monotonic() + self.deadline):
+                raise Unavailable(
+                    f"the walk's stream from {self.identity} broke {broken + 1} time(s) in a row without a page "
+                    f"({reason}); is the server up?"
+                )
+            broken += 1
 
     # -- writes and search --------------------------------------------------------------------
 

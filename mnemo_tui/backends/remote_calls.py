@@ -38,6 +38,8 @@ RETRIES = 4
 BACKOFF = 0.25
 MAX_WAIT = 30.0
 DEADLINE = 60.0  # seconds for one call's whole answer, retries included (MNEMO_DEADLINE)
+# A streamed walk asks for NDJSON and takes JSON (one page) from an endpoint that has no stream.
+STREAM_ACCEPT = "application/x-ndjson, application/json;q=0.5"
 
 
 def deadline_of(environ: Mapping[str, str]) -> float:
@@ -169,21 +171,28 @@ class Calls:
         except ValueError:
             raise Unavailable(f"{self.identity} answered {method} {path} with a body that is not JSON") from None
 
-    def _send(self, method: str, path: str, body: Any = None, *, idempotent: bool = True) -> Answer:
+    def _send(
+        self, method: str, path: str, body: Any = None, *, idempotent: bool = True, stream: bool = False
+    ) -> Answer:
         """One call, retried with backoff on 429, 503, `retryable: true` and connection failures.
 
         A write without `external_ref` is retried only when the endpoint cannot have processed it
         (the connection never opened, or a 429/503 answer), so a retry never writes twice. The whole
         call, retries and waits included, has `self.deadline` seconds; an answer refused for its size
-        is not asked for again.
+        is not asked for again. With `stream`, NDJSON is asked for first and, when it comes, handed
+        back as `Answer.lines` once its head is in (each line within `self.deadline` of the one
+        before; the caller closes it); any other answer is read whole.
         """
         content = None if body is None else dumps(body).encode()
         headers = {"X-Request-Id": uuid.uuid4().hex}
+        if stream:
+            headers["Accept"] = STREAM_ACCEPT
+        lines = self.deadline if stream else None
         deadline = time.monotonic() + self.deadline
         attempt = 0
         while True:
             try:
-                response = self._client.request(method, path, content, headers, deadline)
+                response = self._client.request(method, path, content, headers, deadline, lines=lines)
             except DeadlinePassed:
                 raise Unavailable(
                     f"no whole answer from {self.identity} to {method} {path} within the deadline of "

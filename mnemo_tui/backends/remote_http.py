@@ -14,7 +14,7 @@ import json
 import socket
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -39,6 +39,7 @@ from mnemo_tui.errors import (
 # The largest answer read (a page of 100 entries at the largest content is well under it): a body
 # declared or sent beyond it is refused, not a memory error, and not fetched again.
 MAX_ANSWER = 256 << 20
+NDJSON = "application/x-ndjson"
 
 
 class TransportError(Exception):
@@ -76,14 +77,16 @@ class TooLarge(TransportError):
 
 
 class Answer:
-    """One HTTP answer, read whole: status, headers (names lower-cased; a repeated one keeps its last value), body."""
+    """One HTTP answer, read whole: status, headers (names lower-cased; a repeated one keeps its last value), body;
+    or, for a streamed one, its `lines` instead of a body (see `Http.request`)."""
 
-    __slots__ = ("content", "headers", "status_code")
+    __slots__ = ("content", "headers", "lines", "status_code")
 
-    def __init__(self, status_code: int, headers: dict[str, str], content: bytes) -> None:
+    def __init__(self, status_code: int, headers: dict[str, str], content: bytes, lines: Lines | None = None) -> None:
         self.status_code = status_code
         self.headers = headers
         self.content = content
+        self.lines = lines
 
     def json(self) -> Any:
         """The body as JSON.
@@ -150,6 +153,89 @@ def _reason(exc: httpx.HTTPError) -> str:
     return type(exc).__name__
 
 
+def _failure(exc: httpx.HTTPError, deadline: float) -> TransportError:
+    """What an httpx error means to mnemo: never sent, past the deadline, or sent and no answer."""
+    if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError)):
+        return NotSent(_reason(exc))
+    if isinstance(exc, httpx.TimeoutException) and time.monotonic() >= deadline:
+        return DeadlinePassed("the deadline passed")
+    return TransportError(_reason(exc))  # ReadError, WriteError, RemoteProtocolError, DecodingError...
+
+
+def _whole(response: httpx.Response, deadline: float) -> bytes:
+    """An answer's whole body, within the deadline and the size bound (both checked as it comes)."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_ANSWER:
+        raise TooLarge(f"an answer over {MAX_ANSWER >> 20} MiB")
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > MAX_ANSWER:
+            raise TooLarge(f"an answer over {MAX_ANSWER >> 20} MiB")
+        if time.monotonic() > deadline:
+            raise DeadlinePassed("the deadline passed")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class Lines:
+    """The lines of a streamed (NDJSON) answer as they come, without their line breaks: each line within
+    `seconds` of the one before and `MAX_ANSWER` bytes (never one unbounded line in memory), the wait
+    for any one read within the client's read timeout (the stream's idle deadline).
+
+    Iterating raises TransportError (the stream broke: asking again may help), DeadlinePassed or
+    TooLarge (it will not). Close it when done (a `with` block does).
+    """
+
+    def __init__(self, response: httpx.Response, seconds: float) -> None:
+        self._response = response
+        self.seconds = seconds
+
+    def __iter__(self) -> Iterator[bytes]:
+        parts: list[bytes] = []
+        size = 0
+        due = time.monotonic() + self.seconds
+        try:
+            for chunk in self._response.iter_bytes():
+                now = time.monotonic()
+                if now > due:
+                    raise DeadlinePassed("the deadline passed")
+                start = 0
+                end = chunk.find(b"\n")
+                while end >= 0:
+                    if size + end - start > MAX_ANSWER:
+                        raise TooLarge(f"a line over {MAX_ANSWER >> 20} MiB")
+                    if parts:
+                        parts.append(chunk[start:end])
+                        line = b"".join(parts)
+                        parts, size = [], 0
+                    else:
+                        line = chunk[start:end]
+                    yield line
+                    due = time.monotonic() + self.seconds
+                    start = end + 1
+                    end = chunk.find(b"\n", start)
+                if start < len(chunk):
+                    parts.append(chunk[start:] if start else chunk)
+                    size += len(chunk) - start
+                    if size > MAX_ANSWER:
+                        raise TooLarge(f"a line over {MAX_ANSWER >> 20} MiB")
+        except httpx.HTTPError as exc:
+            raise _failure(exc, due) from None
+        if parts:
+            raise TransportError("the stream ended within a line")
+
+    def close(self) -> None:
+        self._response.close()
+
+    def __enter__(self) -> Lines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class Http:
     """Requests to one endpoint through one kept-alive `httpx.Client`.
 
@@ -207,9 +293,20 @@ class Http:
         )
 
     def request(
-        self, method: str, path: str, content: bytes | None, headers: Mapping[str, str], deadline: float
+        self,
+        method: str,
+        path: str,
+        content: bytes | None,
+        headers: Mapping[str, str],
+        deadline: float,
+        *,
+        lines: float | None = None,
     ) -> Answer:
         """One request and its whole answer, by `deadline` (a `time.monotonic()` instant).
+
+        `lines`: an NDJSON answer (2xx) is not read whole but handed back as `Answer.lines`, each line
+        due within `lines` seconds of the one before (the caller closes it); any other answer is read
+        whole as always.
 
         Raises:
             NotSent: the connection could not be opened.
@@ -223,34 +320,27 @@ class Http:
         wait = min(self.read_timeout, left)
         timeout = httpx.Timeout(wait, connect=min(self.connect_timeout, left), pool=min(self.connect_timeout, left))
         try:
-            with self._client.stream(
+            request = self._client.build_request(
                 method, self.base + path, content=content, headers=headers, timeout=timeout
-            ) as response:
-                declared = response.headers.get("content-length", "")
-                if declared.isdigit() and int(declared) > MAX_ANSWER:
-                    raise TooLarge(f"an answer over {MAX_ANSWER >> 20} MiB")
-                chunks: list[bytes] = []
-                size = 0
-                for chunk in response.iter_bytes():
-                    size += len(chunk)
-                    if size > MAX_ANSWER:
-                        raise TooLarge(f"an answer over {MAX_ANSWER >> 20} MiB")
-                    if time.monotonic() > deadline:
-                        raise DeadlinePassed("the deadline passed")
-                    chunks.append(chunk)
-                return Answer(
-                    response.status_code,
-                    {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in response.headers.raw},
-                    b"".join(chunks),
-                )
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError) as exc:
-            raise NotSent(_reason(exc)) from None
-        except httpx.TimeoutException as exc:
-            if time.monotonic() >= deadline:
-                raise DeadlinePassed("the deadline passed") from None
-            raise TransportError(_reason(exc)) from None
-        except httpx.HTTPError as exc:  # ReadError, WriteError, RemoteProtocolError, DecodingError...
-            raise TransportError(_reason(exc)) from None
+            )
+            response = self._client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise _failure(exc, deadline) from None
+        handed = False
+        try:
+            status = response.status_code
+            answer_headers = {
+                name.decode("latin-1").lower(): value.decode("latin-1") for name, value in response.headers.raw
+            }
+            if lines is not None and status < 300 and answer_headers.get("content-type", "").startswith(NDJSON):
+                handed = True
+                return Answer(status, answer_headers, b"", Lines(response, lines))
+            return Answer(status, answer_headers, _whole(response, deadline))
+        except httpx.HTTPError as exc:
+            raise _failure(exc, deadline) from None
+        finally:
+            if not handed:
+                response.close()
 
     def close(self) -> None:
         """Close the client and its connection."""

@@ -6,16 +6,13 @@ import json
 import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
-from functools import lru_cache, partial
-from itertools import repeat
-from operator import floordiv, itemgetter, sub
+from functools import lru_cache
 from typing import Any
 
 import orjson
 
 from mnemo_tui import timefmt
 from mnemo_tui.errors import Unavailable, ValidationError
-from mnemo_tui.limits import MAX_LIMIT
 from mnemo_tui.limits import dumps as _dumps
 from mnemo_tui.model import Entry, Page
 
@@ -30,16 +27,11 @@ _BLANK = frozenset(" \t\n\r")
 # where it is read (`_canonical_us`: February 30th is a ValueError there).
 _TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
 _CANONICAL_TIME = re.compile(_TIME + r"\Z")
-_TIME_LEN = 27
-# The canonical times' shape, digits read as 0, once for each time a page can hold (see `_bulk`).
+# The canonical time's shape, its digits read as 0 (see `_bulk`).
 _ZEROS = str.maketrans("0123456789", "0" * 10)
-_SHAPES = "0000-00-00T00:00:00.000000Z\n" * MAX_LIMIT
-_ATOM_ID = itemgetter("atom_id")
+_SHAPE = "0000-00-00T00:00:00.000000Z"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_US = timedelta(microseconds=1)
-# `Entry._make` without its Python frame: the named tuple built from one `(created_at, atom_id, wire)`.
-_entry = partial(tuple.__new__, Entry)
-_CREATED_AT = itemgetter("created_at")
 
 
 _MIN_US = timefmt.from_datetime(datetime(1, 1, 1, tzinfo=UTC))
@@ -286,31 +278,28 @@ def page_of(body: bytes | str, canonical: bool = False) -> Page:
 
 
 def _bulk(items: list[Any], spans: list[str]) -> list[Entry] | None:
-    """The entries of a trusted page whose every item has an atom id and a canonical time, built a list at a
-    time (no Python loop of ours per item); None when one item has not (each is then read on its own)."""
+    """The entries of a trusted page whose every item has an atom id and a canonical time; None when one
+    item has not (each is then read on its own, `_trusted`)."""
+    entries = []
+    times = []
     try:
-        atoms = list(map(_ATOM_ID, items))
-        created = list(map(_CREATED_AT, items))
-        "".join(atoms)  # a TypeError unless every atom id is a string
-        if not all(atoms):
-            return None
-        # Every time in the canonical shape, checked at once: its digits read as 0 (any other character,
-        # a digit of another script too, stays itself) against the shape repeated. The joined text has
-        # the separators' line breaks only where the shape has them, so each time is one whole block.
-        # join() refuses what is not a string; the values are the C parser's to check (below), but for
-        # `24:00`, which a later Python may read as the next midnight.
-        if not created:
-            return []
-        times = "\n".join(created)
-        size = len(created) * (_TIME_LEN + 1) - 1
-        if len(times) != size or times.translate(_ZEROS) != _SHAPES[:size] or "T24" in times:
-            return None
-        # The C parser reads each (a date that does not exist is a ValueError); the differences from the
-        # epoch divided by one microsecond are `timefmt`'s integers.
-        instants = map(sub, map(datetime.fromisoformat, created), repeat(_EPOCH))
-        return list(map(_entry, zip(map(floordiv, instants, repeat(_ONE_US)), atoms, spans, strict=True)))
+        for item, span in zip(items, spans, strict=True):
+            atom = item["atom_id"]
+            created = item["created_at"]
+            if type(atom) is not str or not atom:
+                return None
+            times.append(created)
+            # The C parser reads the time (one that does not exist is a ValueError), its shape checked below.
+            entries.append(Entry((datetime.fromisoformat(created) - _EPOCH) // _ONE_US, atom, span))
     except (KeyError, TypeError, ValueError):
         return None
+    # Every time in the canonical shape, checked at once: the digits read as 0 (any other character, a
+    # digit of another script too, stays itself) against the shape repeated, the line breaks where the
+    # shape has them. `24:00`, which a later Python may read as the next midnight, is refused too.
+    joined = "\n".join(times)
+    if joined.translate(_ZEROS) != "\n".join([_SHAPE] * len(times)) or "T24" in joined:
+        return None
+    return entries
 
 
 def _trusted(item: Any, span: str) -> Entry:

@@ -463,8 +463,8 @@ def _catchup_summary(result: CatchupResult, consumer: str, utc: bool) -> str:
     else:
         moved = "watermark moved"
     noun = "entry" if delivered == 1 else "entries"
-    requests = "1 request" if pages == 1 else f"{pages} requests"
-    text = f"{delivered} new {noun} for consumer {consumer!r} in {requests}; {moved}"
+    read = "1 page" if pages == 1 else f"{pages} pages"  # a request each, or a line of a streamed walk
+    text = f"{delivered} new {noun} for consumer {consumer!r} in {read}; {moved}"
     again = "1 entry you already had was" if repeats == 1 else f"{repeats} entries you already had were"
     removed = len(result.removed)
     gone = f"; {removed} removal{'' if removed == 1 else 's'} reported" if removed else ""

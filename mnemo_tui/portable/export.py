@@ -21,9 +21,10 @@ from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.database import NOT_A_MEMBER
 from mnemo_tui.engine.exchange import count_rows, export_line, export_rows, rooms_of
-from mnemo_tui.errors import BrokenFeed, Forbidden, MnemoError
+from mnemo_tui.errors import Forbidden, MnemoError
 from mnemo_tui.limits import MAX_LIMIT, dumps, parse_scope, room_of
 from mnemo_tui.model import RecentQuery
+from mnemo_tui.walk import Walk
 
 if TYPE_CHECKING:
     from typing import Any
@@ -74,11 +75,10 @@ def _remote_rows(
     with tempfile.TemporaryFile() as spool:
         offsets = array("q")
         query = RecentQuery(scope=scope, since=since, include_history=True, limit=MAX_LIMIT)
-        cursor: str | None = None
-        while True:
-            page = backend.recent(query.replace(cursor=cursor))
+        # The one walk (a cursor that does not advance is BrokenFeed), streamed where the endpoint can.
+        for page in Walk(backend, query).pages():
             rows = []
-            for entry in reversed(page.items):
+            for entry in reversed(page):
                 # The feed carries no metadata or external_ref: one read of the entry whole each.
                 detail = backend.detail(entry.atom_id)
                 metadata = dumps(detail.metadata) if detail.metadata else None
@@ -88,11 +88,6 @@ def _remote_rows(
             if rows:
                 offsets.append(spool.tell())
                 spool.write(dumps(rows).encode() + b"\n")
-            if page.next_cursor is None:
-                break
-            if page.next_cursor == cursor:
-                raise BrokenFeed(f"{backend.identity} handed back the same cursor: the walk would not advance")
-            cursor = page.next_cursor
         for offset in reversed(offsets):
             spool.seek(offset)
             yield [(int(t), str(i), str(line)) for t, i, line in json.loads(spool.readline())]

@@ -17,7 +17,17 @@ from mnemo_tui import __version__
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import LocalStateError, MnemoError, PayloadTooLarge, Unavailable
-from mnemo_tui.server import asgi, auth, follow, plane_routes, removals_route, routes, search_routes, wake
+from mnemo_tui.server import (
+    asgi,
+    auth,
+    follow,
+    plane_routes,
+    removals_route,
+    routes,
+    search_routes,
+    wake,
+    walk_stream,
+)
 from mnemo_tui.server.asgi import (
     ClientDisconnect,
     Receive,
@@ -206,6 +216,27 @@ def endpoint(
     return handle
 
 
+def recent_endpoint(served: Served) -> Handler:
+    """`POST /memory/recent`: one page as JSON, or with `Accept: application/x-ndjson` the whole walk as
+    NDJSON (`walk_stream`), whose first page is read before the answer starts, so that a bad body, key
+    or cursor is refused with its status and envelope as for a page."""
+    one_page = endpoint(routes.recent, served, at_once=READ)
+
+    async def recent(request: Request) -> Response:
+        if not walk_stream.wanted(request.headers.get("accept")):
+            return await one_page(request)
+        try:
+            who = await served.principal(auth.presented_key(request))
+            request.scope["mnemo.principal"] = who
+            query = routes.recent_query(Call(raw=await read_body(request, served.bodies)))
+            first = await served.pool.run(partial(walk_stream.page, who=who, query=query))
+        except Exception as exc:  # noqa: BLE001 - every failure becomes an envelope
+            return error(_translate(exc), request_id(request))
+        return walk_stream.answer(served.pool, who, query, first, request.receive)
+
+    return recent
+
+
 def probe(served: Served) -> Handler:
     """`GET /health` and `GET /ready` (no key): whether the store answers, on a thread of its own (never behind the pool)."""
 
@@ -344,7 +375,7 @@ def to_access_logger(line: str) -> None:
 
 
 class App:
-    """The ASGI app: routes a request, answers it whole, logs it; closes its database threads at shutdown."""
+    """The ASGI app: routes a request, answers it (whole, or streamed), logs it; closes its database threads at shutdown."""
 
     def __init__(self, router: Router, served: Served, access: Callable[[str], None] = to_access_logger) -> None:
         self.router = router
@@ -444,7 +475,7 @@ def create_app(
     for probe_path, handler in (("/health", health), ("/ready", health), ("/health/ready", readiness(served))):
         by_path[PREFIX + probe_path] = {"GET": handler}
     by_path["/openapi.json"] = {"GET": partial(openapi, served=served)}
-    at("/memory/recent", routes.recent, "POST")
+    by_path[PREFIX + "/memory/recent"] = {"POST": recent_endpoint(served)}
     by_path[PREFIX + "/memory/follow"] = {"POST": follow.handler(served, read_body)}
     at("/memory/read", search_routes.read, "POST")
     at("/memory/read-batch", search_routes.read_batch, "POST")

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import Timeout
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.model import RecentQuery, WirePage
 from mnemo_tui.server import bodies
 from mnemo_tui.server.bodies import M, require_uuid
 from mnemo_tui.values.writes import WriteRequest
@@ -46,10 +46,10 @@ def _cursor_json(cursor: str | None) -> bytes:
 # -- the feed -------------------------------------------------------------------------------
 
 
-def recent(engine: Engine, who: str, call: Call) -> bytes:
-    """`POST /memory/recent`: one page of the feed, the stored wire items joined as they are."""
+def recent_query(call: Call) -> RecentQuery:
+    """The feed read a `POST /memory/recent` body asks for (422 when it does not fit)."""
     b = call.body(bodies.Recent)
-    query = RecentQuery(
+    return RecentQuery(
         scope=b.domain,
         since=parse_time(b.since),
         until=parse_time(b.until),
@@ -58,8 +58,16 @@ def recent(engine: Engine, who: str, call: Call) -> bytes:
         cursor=b.cursor,
         include_history=b.include_history,
     )
-    page = engine.recent_wire(who, query)
+
+
+def page_json(page: WirePage) -> bytes:
+    """A page as the wire's `RecentResponse`: the stored wire items joined as they are."""
     return b'{"items":[' + ",".join(page.items).encode() + b'],"next_cursor":' + _cursor_json(page.next_cursor) + b"}"
+
+
+def recent(engine: Engine, who: str, call: Call) -> bytes:
+    """`POST /memory/recent`: one page of the feed."""
+    return page_json(engine.recent_wire(who, recent_query(call)))
 
 
 # -- writes ---------------------------------------------------------------------------------

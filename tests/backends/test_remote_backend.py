@@ -22,7 +22,7 @@ from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import AuthError, Unavailable, ValidationError
 from mnemo_tui.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
-from mnemo_tui.walk import stream_wire
+from mnemo_tui.walk import Walk, stream_wire
 
 KEY = "mk_live_" + "3" * 32
 ITEM = {
@@ -183,8 +183,19 @@ def test_a_walk_uses_one_keep_alive_connection_and_the_access_log_holds_no_key(
         backend.close()
     finally:
         logger.removeHandler(handler)
-    assert [len(c) for c in chunks] == [100, 100, 50]
+    assert [len(c) for c in chunks] == [250]  # one line of the streamed walk
     walk = [r for r in lines if "/memory/recent" in r.getMessage()]
+    assert len(walk) == 1
+    # Page by page (what a walk with a page budget, and an endpoint without the stream, does).
+    logger.addHandler(handler)
+    try:
+        backend = RemoteBackend(server.url, key)
+        pages = [e.atom_id for fresh in Walk(backend, RecentQuery(limit=100), max_pages=3).pages() for e in fresh]
+        backend.close()
+    finally:
+        logger.removeHandler(handler)
+    assert len(pages) == 250
+    walk = [r for r in lines if "/memory/recent" in r.getMessage()][1:]
     assert len(walk) == 3
     ports = {r.getMessage().split(" ", 1)[0].rsplit(":", 1)[1] for r in walk}  # `host:port "METHOD path" ...`
     assert len(ports) == 1  # one client port: one connection

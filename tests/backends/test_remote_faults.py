@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from walk_helpers import walk_ids
-from wire_servers import LateClock, ThreadServer, read_body, serving
+from wire_servers import LateClock, ThreadServer, read_body, serving, without_accept
 
 from mnemo_tui import timefmt
 from mnemo_tui.backends.local import LocalBackend
@@ -39,6 +39,7 @@ class Faults:
         if scope["type"] != "http" or not scope["path"].endswith("/memory/recent"):
             await self.app(scope, receive, send)
             return
+        scope = without_accept(scope)  # pages of JSON, a request each (the streamed walk: test_stream_walk.py)
         raw = await read_body(receive)
         self.recent_bodies.append(json.loads(raw))
         n = len(self.recent_bodies)

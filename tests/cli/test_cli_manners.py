@@ -366,7 +366,7 @@ def test_json_is_indented_on_a_terminal_and_compact_in_a_pipe(cli: Cli, isolated
 def test_messages_use_no_internal_words(cli: Cli, isolated_home: Path) -> None:
     fill(isolated_home, 3)
     first = cli("catchup")
-    assert "3 new entries for consumer 'default' in 1 request" in first.stderr
+    assert "3 new entries for consumer 'default' in 1 page" in first.stderr
     assert "page(s)" not in first.stderr and "repeat" not in first.stderr
     marks = cli("watermark", "list").stdout
     assert "BOUNDARY" not in marks and "ENTRIES AT IT" in marks

@@ -1,0 +1,79 @@
+"""Provides the streamed walk: `POST /memory/recent` with `Accept: application/x-ndjson` answers the whole walk,
+one line a page exactly as the JSON answer's page, the server following its own cursors (docs/server.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from functools import partial
+
+from mnemo_tui.engine.interface import Engine
+from mnemo_tui.limits import STREAM_PAGE
+from mnemo_tui.model import RecentQuery, WirePage
+from mnemo_tui.server.asgi import Receive, Streamed, Write
+from mnemo_tui.server.envelope import CANONICAL
+from mnemo_tui.server.pool import EnginePool
+from mnemo_tui.server.routes import page_json
+
+NDJSON = "application/x-ndjson"
+log = logging.getLogger("mnemo.server")
+
+
+def wanted(accept: str | None) -> bool:
+    """Whether an `Accept` header asks for the stream: `application/x-ndjson` listed, and not with `q=0`."""
+    if accept is None or NDJSON not in accept:
+        return False
+    for item in accept.split(","):
+        kind, *params = item.split(";")
+        if kind.strip().lower() != NDJSON:
+            continue
+        for param in params:
+            name, _, value = param.strip().partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    return float(value) > 0
+                except ValueError:
+                    return False
+        return True
+    return False
+
+
+def page(engine: Engine, who: str, query: RecentQuery) -> WirePage:
+    """One line's page: `STREAM_PAGE` entries from the query's cursor (its limit checked, not used)."""
+    return engine.recent_wire(who, query, STREAM_PAGE)
+
+
+async def _gone(receive: Receive) -> None:
+    """Returns once the client went away (the request's body was read whole before)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def answer(pool: EnginePool, who: str, query: RecentQuery, first: WirePage, receive: Receive) -> Streamed:
+    """The NDJSON answer of a walk whose first page is read (its failures were a JSON refusal, status and all).
+
+    Each page is a line; the next page is read (in a database thread, one call a page) only once the line
+    before was handed over, so the server's flow control holds the walk back to the client's pace. A
+    client gone stops it before its next page. A page that fails ends the stream without its last line
+    (`"next_cursor":null`), which tells the client to ask again from the last cursor it got; that request
+    then gets the failure's own answer (a 503 while the server stops, a 403...).
+    """
+
+    async def produce(write: Write) -> None:
+        gone = asyncio.ensure_future(_gone(receive))
+        try:
+            current = first
+            while True:
+                await write(page_json(current) + b"\n")
+                if current.next_cursor is None or gone.done():
+                    return
+                try:
+                    current = await pool.run(partial(page, who=who, query=query.replace(cursor=current.next_cursor)))
+                except Exception as exc:  # noqa: BLE001 - the client asks again; the log says why
+                    log.warning("streamed walk cut short: %s", getattr(exc, "message", None) or type(exc).__name__)
+                    return
+        finally:
+            gone.cancel()
+
+    headers = {**CANONICAL, "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    return Streamed(produce, NDJSON, headers)

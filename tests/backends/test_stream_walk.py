@@ -1,0 +1,388 @@
+"""The streamed walk (PUSH.md section 3): over a real `mnemo serve`, `recent --all`, `catchup` and `verify` read
+one NDJSON answer each; a plain-JSON endpoint is walked page by page; a stream cut by a killed server resumes
+from its last cursor; a streamed catch-up beside concurrent writers misses and repeats nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import MNEMO, CliResult, Target
+from serve_process import ServeProcess, start_serve
+from wire_servers import LateClock, read_body, serving
+
+from mnemo_tui import timefmt
+from mnemo_tui.backends import remote_http
+from mnemo_tui.backends.local import LocalBackend
+from mnemo_tui.backends.remote import RemoteBackend
+from mnemo_tui.engine.store import Store
+from mnemo_tui.errors import BrokenFeed, Unavailable
+from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.writes import WriteRequest
+from mnemo_tui.walk import Walk, stream_wire
+
+RECENT = '"POST /api/v1/memory/recent"'
+
+
+def seeded(engine: Any, n: int, pad: int = 0) -> tuple[str, list[str]]:
+    """`n` entries of alice (a key made for her) and the embedded walk of them: their wire lines, newest first."""
+    key = engine.create_key("alice")[1]
+    base = timefmt.now_us() - 3_600_000_000
+    filler = "x" * pad  # one long word: the full-text index stays small
+    rows = [("alice", WriteRequest(content=f"entry {i} {filler}", domain="notes"), base + i) for i in range(n)]
+    engine.bulk_insert(rows)
+    walk = stream_wire(LocalBackend(engine, "alice"), RecentQuery())
+    return key, [line for chunk in walk for line in chunk]
+
+
+def recent_requests(log: str) -> int:
+    return sum(1 for line in log.splitlines() if RECENT in line)
+
+
+def test_recent_all_catchup_and_verify_over_mnemo_serve_each_read_one_stream(
+    isolated_home: Path, cli: Callable[..., CliResult]
+) -> None:
+    store = Store(isolated_home / "store.db")
+    key, embedded = seeded(store, 2345)  # three lines of the stream: 1,000, 1,000 and 345 entries
+    store.close()
+    served = start_serve(isolated_home)
+    try:
+        env = {"MNEMO_ENDPOINT": served.url, "MNEMO_API_KEY": key}
+        walked = cli("recent", "--all", "--format", "ndjson", env=env)
+        assert walked.code == 0, walked.stderr
+        assert walked.stdout.splitlines() == embedded  # each entry once, in order, byte for byte
+        caught = cli("catchup", "--format", "json", env=env)
+        assert caught.code == 0, caught.stderr
+        ids = [json.loads(line)["atom_id"] for line in embedded]
+        assert [item["atom_id"] for item in json.loads(caught.stdout)["items"]] == ids
+        verified = cli("verify", "--expect", "-", input="\n".join(ids), env=env)
+        assert verified.code == 0, verified.stdout + verified.stderr
+    finally:
+        _code, log = served.stop()
+    assert recent_requests(log) == 3  # one request a walk: the stream, not 24 pages
+
+
+class Counted(LateClock):
+    """The plain-JSON endpoint (one page an answer, whatever is asked for), counting its feed requests."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.accepts: list[str] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].endswith("/memory/recent"):
+            self.accepts.append(dict(scope["headers"]).get(b"accept", b"").decode())
+        await super().__call__(scope, receive, send)
+
+
+def test_an_endpoint_that_answers_plain_json_is_walked_page_by_page(cli: Callable[..., CliResult]) -> None:
+    clock = Counted()
+    base = timefmt.now_us() - 60_000_000
+    ids = [f"{n:08d}-0000-4000-8000-000000000000" for n in range(250)]
+    for n, atom in enumerate(ids):
+        clock.add(base + n, atom)
+    with serving(clock) as server:
+        env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": "mk_live_" + "1" * 32}
+        result = cli("recent", "--all", "--format", "ndjson", env=env)
+    assert result.code == 0, result.stderr
+    assert [json.loads(line)["atom_id"] for line in result.stdout.splitlines()] == ids[::-1]
+    assert len(clock.accepts) == 3  # pages of 100, 100 and 50
+    assert "application/x-ndjson" in clock.accepts[0]  # it asked for the stream, and took the page it got
+
+
+def _held_port() -> socket.socket:
+    # Bound, never listening: a client is refused while no server runs, and no other process takes the port
+    # between the two servers, which each bind it beside (SO_REUSEADDR) as in test_remote_faults.py.
+    held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    held.bind(("127.0.0.1", 0))
+    return held
+
+
+def test_a_server_killed_mid_stream_is_asked_again_from_the_last_cursor(isolated_home: Path) -> None:
+    store = Store(isolated_home / "store.db")
+    # ~60 MB: more than the socket buffers (up to 32 + 4 MB here) and the server's line in hand can hold
+    # while the client does not read, so the first server is still in the middle of its stream when killed.
+    key, embedded = seeded(store, 12_000, pad=5_000)
+    store.close()
+    held = _held_port()
+    port = held.getsockname()[1]
+    with held:
+        first = start_serve(isolated_home, "--port", str(port))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+        env.update(MNEMO_HOME=str(isolated_home), MNEMO_ENDPOINT=first.url, MNEMO_API_KEY=key)
+        errors = (isolated_home / "client.err").open("wb")
+        client = subprocess.Popen(
+            [MNEMO, "recent", "--all", "--format", "ndjson"], stdout=subprocess.PIPE, stderr=errors, env=env
+        )
+        second: ServeProcess | None = None
+        try:
+            assert client.stdout is not None
+            # The first lines came; the client now blocks on its full stdout pipe, in the middle of the stream.
+            head = [client.stdout.readline() for _ in range(10)]
+            first.proc.send_signal(signal.SIGKILL)
+            first.proc.wait(timeout=30)
+            second = start_serve(isolated_home, "--port", str(port))
+            assert second.url == first.url
+            rest = client.stdout.read()  # through the same buffered reader as the first lines
+            client.wait(timeout=300)
+        finally:
+            if client.poll() is None:
+                client.kill()
+            errors.close()
+            log = second.stop()[1] if second is not None else ""
+    assert client.returncode == 0, (isolated_home / "client.err").read_text()
+    lines = [line.rstrip(b"\n").decode() for line in head] + rest.decode().splitlines()
+    assert lines == embedded  # every entry exactly once, in order
+    assert recent_requests(log) == 1  # the second server was asked once: the walk resumed, it did not start over
+
+
+_WRITER = """
+import sys, threading
+from pathlib import Path
+from mnemo_tui.values.writes import WriteRequest
+kind, location, passes, name, count = sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+if kind == "postgres":
+    from mnemo_tui.engine.postgres import PgStore
+    engine = PgStore(location)
+else:
+    from mnemo_tui.engine.store import Store
+    engine = Store(location)
+
+def passes_now():
+    try:
+        return int(passes.read_text() or 0)
+    except (OSError, ValueError):
+        return 0
+
+seen = passes_now()
+for i in range(count):
+    print(engine.write("alice", WriteRequest(content=f"{name} {i}", domain="notes")).atom_id, flush=True)
+    if i % 25 == 24:  # wait for the consumer's next pass (at most 30 s), so writes and passes interleave
+        for _ in range(3000):
+            if passes_now() > seen:
+                break
+            threading.Event().wait(0.01)
+        seen = passes_now()
+engine.close()
+"""
+
+
+def test_a_streamed_catchup_beside_writers_delivers_every_entry_exactly_once(
+    target: Target, isolated_home: Path, cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    if target.engine == "sqlite":
+        target = Target("sqlite", isolated_home / "store.db")  # where `mnemo serve` finds its store
+    engine = target.open()
+    try:
+        key, before = seeded(engine, 2500)  # the first pass is a stream of three lines
+    finally:
+        engine.close()
+    where = ("--database", str(target.location)) if target.engine == "postgres" else ()
+    served = start_serve(isolated_home, *where, "--workers", "4")
+    passes = tmp_path / "passes"
+    passes.write_text("0")
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, target.engine, str(target.location), str(passes), f"w{n}", "100"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(2)
+    ]
+    delivered: list[str] = []
+    env = {"MNEMO_ENDPOINT": served.url, "MNEMO_API_KEY": key}
+
+    def one_pass() -> None:
+        result = cli("catchup", "--format", "ndjson", env=env)
+        assert result.code == 0, result.stderr
+        delivered.extend(json.loads(line)["atom_id"] for line in result.stdout.splitlines())
+
+    try:
+        count = 0
+        for count in range(1, 200):  # bounded; ends once both writers have exited
+            one_pass()
+            passes.write_text(str(count))
+            if all(w.poll() is not None for w in writers):
+                break
+        one_pass()  # after the last write: nothing may be left
+        outputs = [w.communicate(timeout=60) for w in writers]
+    finally:
+        for w in writers:
+            if w.poll() is None:
+                w.kill()
+        _code, log = served.stop()
+    for w, (_out, err) in zip(writers, outputs, strict=True):
+        assert w.returncode == 0, err
+    written = [i for out, _ in outputs for i in out.split()]
+    assert count > 1 and len(written) == 200
+    assert len(delivered) == len(set(delivered)), "an entry was delivered twice"
+    assert set(delivered) == set(written) | {json.loads(line)["atom_id"] for line in before}
+    assert recent_requests(log) == count + 1  # one streamed request a pass
+
+
+class Cut(LateClock):
+    """An endpoint with the stream: pages of 100 a line; its first stream ends after `lines` lines without
+    the last one (a connection cut between lines), or sends a line of `huge` bytes first."""
+
+    def __init__(self, lines: int = 1, huge: int = 0, always: bool = False) -> None:
+        super().__init__()
+        self.lines, self.huge, self.always = lines, huge, always  # `always`: every stream is cut so
+        self.cursors: list[str | None] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        body = json.loads(await read_body(receive))
+        self.cursors.append(body.get("cursor"))
+        rows = sorted(self.entries, reverse=True)
+        start = int(body["cursor"][1:]) if body.get("cursor") else 0
+        head = [(b"content-type", b"application/x-ndjson")]
+        await send({"type": "http.response.start", "status": 200, "headers": head})
+        if self.huge:
+            await send({"type": "http.response.body", "body": b"x" * self.huge + b"\n", "more_body": True})
+        sent = 0
+        while start < len(rows) and ((len(self.cursors) > 1 and not self.always) or sent < self.lines):
+            more = start + 100 < len(rows)
+            page = {
+                "items": [self.item(*e) for e in rows[start : start + 100]],
+                "next_cursor": f"o{start + 100}" if more else None,
+            }
+            await send({"type": "http.response.body", "body": json.dumps(page).encode() + b"\n", "more_body": True})
+            start, sent = start + 100, sent + 1
+        await send({"type": "http.response.body", "body": b""})
+
+
+def _entries(endpoint: LateClock, n: int) -> list[str]:
+    base = timefmt.now_us() - 60_000_000
+    ids = [f"{i:08d}-0000-4000-8000-000000000000" for i in range(n)]
+    for i, atom in enumerate(ids):
+        endpoint.add(base + i, atom)
+    return ids[::-1]
+
+
+def test_a_stream_that_ends_before_its_last_line_is_asked_again_from_its_last_cursor() -> None:
+    endpoint = Cut(lines=2)
+    newest_first = _entries(endpoint, 450)
+    with serving(endpoint) as server:
+        backend = RemoteBackend(server.url, "mk_live_" + "1" * 32, sleep=lambda seconds: None)
+        walked = [e.atom_id for fresh in Walk(backend, RecentQuery(limit=100)).pages() for e in fresh]
+        backend.close()
+    assert walked == newest_first
+    assert endpoint.cursors == [None, "o200"]
+
+
+def test_a_line_over_the_answer_bound_is_refused_and_not_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(remote_http, "MAX_ANSWER", 1 << 20)
+    endpoint = Cut(huge=(1 << 20) + 1)
+    _entries(endpoint, 10)
+    with serving(endpoint) as server:
+        backend = RemoteBackend(server.url, "mk_live_" + "1" * 32, sleep=lambda seconds: None)
+        with pytest.raises(Unavailable, match="a line over 1 MiB in its stream; not asked again"):
+            list(Walk(backend, RecentQuery(limit=100)).pages())
+        backend.close()
+    assert endpoint.cursors == [None]
+
+
+class Paced(LateClock):
+    """An endpoint with the stream that sends a line every `pause` seconds, or drips its second line a byte at
+    a time (`drip`)."""
+
+    def __init__(self, pause: float, drip: bool = False) -> None:
+        super().__init__()
+        self.pause, self.drip = pause, drip
+        self.requests = 0
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        await read_body(receive)
+        self.requests += 1
+        rows = sorted(self.entries, reverse=True)
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/x-ndjson")]}
+        )
+        for start in range(0, len(rows), 10):
+            more = start + 10 < len(rows)
+            page = {
+                "items": [self.item(*e) for e in rows[start : start + 10]],
+                "next_cursor": f"o{start + 10}" if more else None,
+            }
+            line = json.dumps(page).encode() + b"\n"
+            if self.drip and start:
+                for byte in range(len(line)):
+                    await send({"type": "http.response.body", "body": line[byte : byte + 1], "more_body": True})
+                    await asyncio.sleep(self.pause)
+            else:
+                await send({"type": "http.response.body", "body": line, "more_body": True})
+                await asyncio.sleep(self.pause)
+        await send({"type": "http.response.body", "body": b""})
+
+
+def test_the_deadline_bounds_each_line_of_a_stream_not_the_whole_walk() -> None:
+    paced = Paced(pause=0.4)
+    newest_first = _entries(paced, 40)  # four lines, 0.4 s apart: the walk takes longer than its 1 s deadline
+    with serving(paced) as server:
+        backend = RemoteBackend(server.url, "mk_live_" + "1" * 32, deadline=1.0)
+        walked = [e.atom_id for fresh in Walk(backend, RecentQuery(limit=10)).pages() for e in fresh]
+        backend.close()
+    assert walked == newest_first and paced.requests == 1
+    dripping = Paced(pause=0.2, drip=True)
+    _entries(dripping, 20)
+    with serving(dripping) as server:
+        backend = RemoteBackend(server.url, "mk_live_" + "1" * 32, deadline=1.0)
+        with pytest.raises(Unavailable, match=r"no whole page from .* stream within the deadline of 1 s"):
+            list(Walk(backend, RecentQuery(limit=10)).pages())
+        backend.close()
+    assert dripping.requests == 1  # a line past its deadline is not asked for again
+
+
+def test_a_stream_that_keeps_breaking_without_a_page_is_given_up_like_a_request(cli: Callable[..., CliResult]) -> None:
+    endpoint = Cut(lines=0, always=True)
+    _entries(endpoint, 50)
+    with serving(endpoint) as server:
+        env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": "mk_live_" + "1" * 32}
+        result = cli("recent", "--all", "--format", "ndjson", env=env)
+    assert result.code == 5 and result.stdout == ""
+    assert "stream from" in result.stderr and "broke 5 time(s) in a row" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert endpoint.cursors == [None] * 5  # asked again from where it stood, after the retry policy's waits
+
+
+class Looping(LateClock):
+    """An endpoint with the stream whose lines never advance: the first page again and again, same cursor."""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        await read_body(receive)
+        page = {"items": [self.item(*e) for e in sorted(self.entries, reverse=True)[:10]], "next_cursor": "o10"}
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/x-ndjson")]}
+        )
+        for _ in range(5):
+            await send({"type": "http.response.body", "body": json.dumps(page).encode() + b"\n", "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def test_each_line_of_a_stream_is_held_to_the_walks_checks() -> None:
+    looping = Looping()
+    _entries(looping, 30)
+    with serving(looping) as server:
+        backend = RemoteBackend(server.url, "mk_live_" + "1" * 32)
+        with pytest.raises(BrokenFeed, match="the same cursor again"):
+            list(Walk(backend, RecentQuery(limit=10)).pages())
+        backend.close()
