@@ -82,7 +82,9 @@ def test_an_endpoint_without_the_channel_is_none_and_asked_once() -> None:
     assert len(server.requests) == 1
 
 
-@pytest.mark.parametrize(("code", "status", "error"), [("REMOVALS_GONE", 410, RemovalsGone), ("FORBIDDEN", 403, Forbidden)])
+@pytest.mark.parametrize(
+    ("code", "status", "error"), [("REMOVALS_GONE", 410, RemovalsGone), ("FORBIDDEN", 403, Forbidden)]
+)
 def test_an_error_event_is_the_projects_error(code: str, status: int, error: type[Exception]) -> None:
     async def answer(n: int, writer: asyncio.StreamWriter) -> None:
         writer.write(SSE_HEAD + event("entries", "5", {"items": []}))
