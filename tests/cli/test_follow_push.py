@@ -94,7 +94,7 @@ def keyed_store(home: Path, entries: int = 3) -> tuple[str, list[str]]:
 
 def requests(served: ServeProcess, path: str) -> int:
     """How many requests for `path` the server's access log has written so far."""
-    return sum(1 for line in list(served.lines) if "mnemo.access" in line and f" {path} " in line)
+    return sum(1 for line in list(served.lines) if "mnemo.access" in line and f' {path}" ' in line)
 
 
 def test_a_write_after_the_follower_started_is_pushed_in_the_one_request_it_makes(isolated_home: Path) -> None:
