@@ -61,6 +61,7 @@ def test_headers_then_nothing_is_a_dead_stream_asked_again_from_the_last_positio
             first = next(follow)
             assert [e.content for e in first.entries] == ["pushed 2", "pushed 1"]
             again = next(follow)  # only after the idle deadline dropped the first connection
+            assert isinstance(follow, remote_follow.RemoteFollow) and follow.connections == 2
         finally:
             follow.close()
     assert again.kind == "entries" and [e.content for e in again.entries] == ["pushed 3"]

@@ -205,3 +205,49 @@ def test_an_endpoint_without_the_channel_is_polled_without_a_word(isolated_home:
     assert wrapped.follows == 1  # asked once, then polled
     assert wrapped.recents >= 2  # the first page, then the polls
     assert "follow" not in stderr.lower().replace("--follow", "")  # no word about it
+
+
+class Counting:
+    """The real app, counting follow and recent requests and the heartbeats its streams send."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.follows = 0
+        self.recents = 0
+        self.heartbeats = 0
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.follows += scope["path"].endswith("/memory/follow")
+        self.recents += scope["path"].endswith("/memory/recent")
+
+        async def counted(message: dict[str, Any]) -> None:
+            self.heartbeats += message.get("body", b"").count(b"event: heartbeat")
+            await send(message)
+
+        await self.app(scope, receive, counted)
+
+
+def test_heartbeats_print_nothing_and_cost_no_request(isolated_home: Path) -> None:
+    key, before = keyed_store(isolated_home)
+    app = create_app(isolated_home / "store.db", workers=2, heartbeat_seconds=0.05)
+    counting = Counting(app)
+    try:
+        with serving(counting) as server:
+            follower = Follower(isolated_home, server.url, key)
+            try:
+                follower.wait_for(lambda: len(follower.seen) == 3)
+                follower.wait_for(lambda: counting.heartbeats >= 20)
+                assert follower.seen == before  # the heartbeats printed nothing
+                written = write(server.url, key, 2, "after the beats")
+                follower.wait_for(lambda: set(written) <= set(follower.seen))
+            finally:
+                code, stderr = follower.stop()
+    finally:
+        app.state.pool.close()
+        app.state.health.close()
+    assert code == 130, stderr
+    assert follower.seen == before + written
+    assert counting.follows == 1 and counting.recents == 0
