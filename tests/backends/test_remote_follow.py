@@ -175,3 +175,33 @@ def test_an_event_over_the_bound_ends_recent_follow_with_a_clear_error(tmp_path:
     assert "an event over 32 MiB" in done.stderr and "not asked again" in done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
     assert len(server.requests) == 1
+
+
+def test_a_server_gone_for_the_whole_deadline_ends_recent_follow_with_exit_5(tmp_path: Path) -> None:
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", "8", {"items": [item(1)]}))
+        await writer.drain()
+        await hang()
+
+    server = RawServer(answer)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env.update(MNEMO_HOME=str(tmp_path), MNEMO_ENDPOINT=server.url, MNEMO_API_KEY=KEY, MNEMO_DEADLINE="2")
+    follower = subprocess.Popen(
+        [MNEMO, "recent", "--follow", "--format", "ndjson"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert follower.stdout is not None
+        assert "pushed 1" in follower.stdout.readline()
+        server.close()  # the stream drops, and every reconnect is refused from now on
+        code = follower.wait(timeout=60)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+    stderr = follower.stderr.read() if follower.stderr else ""
+    assert code == 5, stderr
+    assert "cannot reconnect the follow to" in stderr and "Traceback" not in stderr
+    assert len(server.requests) == 1
