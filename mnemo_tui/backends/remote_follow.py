@@ -53,6 +53,10 @@ class EventTooLarge(TransportError):
     final = True
 
 
+class Ended(TransportError):
+    """An `error` event the endpoint says may be retried (503: the store is unavailable): asked again."""
+
+
 def lines(chunks: Iterator[bytes], bound: int = MAX_EVENT) -> Iterator[bytes]:
     """The lines of a byte stream without their ends (`\\r\\n`, `\\n` or `\\r`), an event's blank line as `b""`.
 
@@ -166,9 +170,6 @@ class RemoteFollow:
             except TransportError as exc:
                 if exc.final:
                     raise Unavailable(f"{calls.identity} sent {exc.reason} on the follow; not asked again") from None
-            except MnemoError as exc:
-                if not exc.retryable:
-                    raise
             finally:
                 stream.close()
                 self._stream = None
@@ -223,7 +224,10 @@ class RemoteFollow:
                 self.position = position
                 yield Pushed("heartbeat", position, [], [])
             elif kind == "error":
-                raise _error_of_event(event.data)
+                problem = _error_of_event(event.data)
+                if problem.retryable:
+                    raise Ended(problem.message)
+                raise problem
             # else: the `retry:` field alone, or an event this client does not know
 
 

@@ -205,3 +205,26 @@ def test_a_server_gone_for_the_whole_deadline_ends_recent_follow_with_exit_5(tmp
     assert code == 5, stderr
     assert "cannot reconnect the follow to" in stderr and "Traceback" not in stderr
     assert len(server.requests) == 1
+
+
+def test_a_retryable_error_event_is_asked_again_from_the_last_position() -> None:
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        if n == 0:
+            envelope = {"code": "UNAVAILABLE", "message": "store unavailable", "retryable": True, "details": None}
+            writer.write(SSE_HEAD + event("entries", "3", {"items": [item(1)]}))
+            writer.write(b"event: error\ndata: " + json.dumps({"error": envelope}).encode() + b"\n\n")
+        else:
+            writer.write(SSE_HEAD + event("heartbeat", "4", {}))
+        await writer.drain()
+        if n:
+            await hang()
+
+    with raw(answer) as server, backend(server.url) as remote:
+        follow = remote.follow(RecentQuery())
+        assert follow is not None
+        try:
+            assert [e.content for e in next(follow).entries] == ["pushed 1"]
+            assert next(follow).kind == "heartbeat"
+        finally:
+            follow.close()
+    assert len(server.requests) == 2 and server.requests[1][1]["last-event-id"] == "3"
