@@ -35,6 +35,7 @@ SUITES = {
     "tui": "bench_tui",
     "load": "bench_load",
     "mcp": "bench_mcp",
+    "follow": "bench_follow",
 }
 _GOAL = re.compile(r"^\s*(≤|<=|<|≥|>=|>)\s*([0-9.]+)\s*(x|×)?", re.IGNORECASE)
 
