@@ -9,6 +9,7 @@ is asked again with `Last-Event-ID` = the last position received, after the retr
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterator
@@ -138,6 +139,7 @@ class RemoteFollow:
         self.position = position
         self.connections = 1
         self._closed = False
+        self._stop = threading.Event()  # set by close(): a reconnect's backoff ends at once
         self._events = self._run()
 
     def __iter__(self) -> Iterator[Pushed]:
@@ -148,6 +150,7 @@ class RemoteFollow:
 
     def close(self) -> None:
         self._closed = True
+        self._stop.set()
         stream = self._stream
         if stream is not None:
             stream.abort()
@@ -186,6 +189,7 @@ class RemoteFollow:
                 attempt=attempt,
                 deadline=deadline,
                 closed=lambda: self._closed,
+                pause=self._stop.wait,
             )
             if opened is None:
                 return
@@ -274,6 +278,7 @@ def _open(
     attempt: int = 0,
     deadline: float | None = None,
     closed: Callable[[], bool] = lambda: False,
+    pause: Callable[[float], object] | None = None,
 ) -> Stream | None:
     """A follow's stream, asked with the retry policy's backoff; None when the endpoint has no such route
     (a first ask: 404 or 405, or an answer that is not a stream) or the follow was closed meanwhile.
@@ -301,7 +306,7 @@ def _open(
         wait = min(calls.max_wait, said) if said is not None else calls._delay(attempt)
         if time.monotonic() + wait >= deadline:
             return False
-        calls._sleep(wait)
+        (pause or calls._sleep)(wait)
         attempt += 1
         return not closed()
 

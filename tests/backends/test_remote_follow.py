@@ -228,3 +228,30 @@ def test_a_retryable_error_event_is_asked_again_from_the_last_position() -> None
         finally:
             follow.close()
     assert len(server.requests) == 2 and server.requests[1][1]["last-event-id"] == "3"
+
+
+def test_close_ends_a_reconnect_waiting_in_its_backoff() -> None:
+    import threading
+
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", "1", {"items": [item(1)]}))
+        await writer.drain()  # then the connection closes: the follow waits its backoff to reconnect
+
+    with raw(answer) as server:
+        remote = RemoteBackend(server.url, KEY, backoff=60.0)  # a first wait of 30 s (max_wait)
+        try:
+            follow = remote.follow(RecentQuery())
+            assert isinstance(follow, remote_follow.RemoteFollow)
+            got: list[object] = []
+            reader = threading.Thread(target=lambda: got.extend(follow), daemon=True)
+            reader.start()
+            for _ in range(500):
+                if got and follow._stream is None:  # the stream ended: it waits to reconnect
+                    break
+                reader.join(0.01)
+            follow.close()
+            reader.join(timeout=10)
+            assert not reader.is_alive()  # woken by close(), not after its 30 s wait
+        finally:
+            remote.close()
+    assert len(got) == 1 and len(server.requests) == 1
