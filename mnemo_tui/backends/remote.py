@@ -6,7 +6,7 @@ import time
 import uuid
 from collections.abc import Generator
 from hashlib import sha256
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import quote
 
 from mnemo_tui.backends import Backend, remote_removals
@@ -24,6 +24,9 @@ from mnemo_tui.values.rooms import Invite, Joined, Room, room_id_of
 from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
 from mnemo_tui.values.secrets import SecretInfo
 from mnemo_tui.values.writes import WriteRequest, WriteResult
+
+if TYPE_CHECKING:
+    from mnemo_tui.backends.remote_follow import RemoteFollow
 
 
 def _number(value: Any) -> float:
@@ -196,6 +199,21 @@ class RemoteBackend(Calls, Backend):
                     f"({reason}); is the server up?"
                 )
             broken += 1
+
+    # False once the endpoint answered that it has no push channel (404/405): asked once per backend.
+    _offers_follow = True
+
+    def follow(self, query: RecentQuery, position: str | None = None) -> RemoteFollow | None:
+        """`POST /memory/follow` (mnemo serve's push channel, docs/server.md, "Push follow"); None where the endpoint has
+        none (the hosted service), remembered for this backend, so its callers poll without a word."""
+        if not self._offers_follow:
+            return None
+        from mnemo_tui.backends import remote_follow
+
+        opened = remote_follow.follow(self, query, position)
+        if opened is None:
+            self._offers_follow = False
+        return opened
 
     # -- writes and search --------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import Any
 
-HEARTBEAT_SECONDS = 15.0  # of silence on a stream before a heartbeat (PUSH.md; the client waits 45 s)
+HEARTBEAT_SECONDS = 15.0  # of silence on a stream before a heartbeat (docs/server.md; the client waits 45 s)
 SQLITE_PROBE_SECONDS = 0.25  # PRAGMA data_version, while anyone follows: writers in other processes
 PG_POLL_SECONDS = 1.0  # the slow poll beside LISTEN: a transaction pooler loses notifications silently
 CHANNEL = "mnemo_changes"

@@ -1,4 +1,4 @@
-"""The streamed walk (PUSH.md section 3): over a real `mnemo serve`, `recent --all`, `catchup` and `verify` read
+"""The streamed walk (docs/server.md, "The streamed walk"): over a real `mnemo serve`, `recent --all`, `catchup` and `verify` read
 one NDJSON answer each; a plain-JSON endpoint is walked page by page; a stream cut by a killed server resumes
 from its last cursor; a streamed catch-up beside concurrent writers misses and repeats nothing."""
 

@@ -101,7 +101,7 @@ class FeedScreen(Screen[None]):
         self.call_after_refresh(lambda: self.feed.focus() if self.switcher.current == "feed" else None)
         self.open_scope(self.first_scope)
         if self.session.poll_interval:
-            self.set_interval(self.session.poll_interval, self.feed.check_live)
+            self.set_interval(self.session.poll_interval, self.feed.tick)
 
     @property
     def scope(self) -> str | None:
@@ -306,7 +306,8 @@ class FeedScreen(Screen[None]):
         parts.append("● no watermark yet" if no_mark else "● since watermark")
         if feed.include_history:
             parts.append("history shown")
-        parts.append(f"live paused: {feed.live_error}" if feed.live_error else "live")
+        live = "live (pushed)" if feed.pushing else "live"
+        parts.append(f"live paused: {feed.live_error}" if feed.live_error else live)
         line = " · ".join(parts)
         if len(line) > self.size.width - 2:
             # A narrow terminal keeps the whole line in shorter words (the error stays in the notice).

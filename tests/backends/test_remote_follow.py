@@ -1,0 +1,257 @@
+"""The push follow's client (docs/server.md, "Push follow") against servers that misbehave on purpose, byte by byte."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from conftest import MNEMO
+from sse_servers import SSE_HEAD, Handler, RawServer, event, hang, item
+
+from mnemo_tui.backends import remote_follow
+from mnemo_tui.backends.remote import RemoteBackend
+from mnemo_tui.errors import Forbidden, RemovalsGone
+from mnemo_tui.model import RecentQuery
+
+KEY = "mk_live_" + "7" * 32
+
+
+@contextmanager
+def raw(handler: Handler) -> Iterator[RawServer]:
+    server = RawServer(handler)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@contextmanager
+def backend(url: str) -> Iterator[RemoteBackend]:
+    remote = RemoteBackend(url, KEY, retries=2, sleep=lambda seconds: None)
+    try:
+        yield remote
+    finally:
+        remote.close()
+
+
+def test_headers_then_nothing_is_a_dead_stream_asked_again_from_the_last_position(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(remote_follow, "IDLE_SECONDS", 0.5)
+
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + b"retry: 2000\n\n")
+        if n == 0:
+            writer.write(event("entries", "41", {"items": [item(2), item(1)]}))
+        else:
+            writer.write(event("entries", "42", {"items": [item(3)]}))
+        await writer.drain()
+        await hang()  # headers, an event, then nothing: no byte for the idle deadline
+
+    with raw(answer) as server, backend(server.url) as remote:
+        follow = remote.follow(RecentQuery(limit=2))
+        assert follow is not None
+        try:
+            first = next(follow)
+            assert [e.content for e in first.entries] == ["pushed 2", "pushed 1"]
+            again = next(follow)  # only after the idle deadline dropped the first connection
+            assert isinstance(follow, remote_follow.RemoteFollow) and follow.connections == 2
+        finally:
+            follow.close()
+    assert again.kind == "entries" and [e.content for e in again.entries] == ["pushed 3"]
+    assert len(server.requests) == 2
+    assert "last-event-id" not in server.requests[0][1]
+    assert server.requests[1][1]["last-event-id"] == "41"
+    assert server.requests[0][0].startswith("POST /api/v1/memory/follow ")
+
+
+def test_an_endpoint_without_the_channel_is_none_and_asked_once() -> None:
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        body = b'{"detail":"Not Found"}'
+        writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\n")
+        writer.write(b"content-length: %d\r\n\r\n" % len(body) + body)
+        await writer.drain()
+
+    with raw(answer) as server, backend(server.url) as remote:
+        assert remote.follow(RecentQuery()) is None
+        assert remote.follow(RecentQuery(scope="general")) is None
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "error"), [("REMOVALS_GONE", 410, RemovalsGone), ("FORBIDDEN", 403, Forbidden)]
+)
+def test_an_error_event_is_the_projects_error(code: str, status: int, error: type[Exception]) -> None:
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", "5", {"items": []}))
+        envelope = {"code": code, "message": f"{code} said the server", "retryable": False, "details": None}
+        writer.write(b"event: error\ndata: " + json.dumps({"error": envelope}).encode() + b"\n\n")
+        await writer.drain()
+
+    with raw(answer) as server, backend(server.url) as remote:
+        follow = remote.follow(RecentQuery(), position="4")
+        assert follow is not None
+        assert next(follow).entries == []
+        with pytest.raises(error, match=f"{code} said the server"):
+            next(follow)
+        follow.close()
+    assert server.requests[0][1]["last-event-id"] == "4"
+
+
+def test_a_wake_in_chunks_comes_oldest_part_first_each_newest_first() -> None:
+    """A wake of 230 entries as the server sends it: 100 + 100 + 30, oldest part first, each with the position
+    it completes; each is yielded as it comes, its entries newest first (the feed's order, chunk by chunk)."""
+    numbers = list(range(1, 231))
+    chunks = [numbers[:100], numbers[100:200], numbers[200:]]
+
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", "1", {"items": []}))
+        for chunk in chunks:
+            writer.write(event("entries", str(chunk[-1] + 1), {"items": [item(i) for i in reversed(chunk)]}))
+        writer.write(event("heartbeat", "231", {}))
+        await writer.drain()
+        await hang()
+
+    with raw(answer) as server, backend(server.url) as remote:
+        follow = remote.follow(RecentQuery())
+        assert follow is not None
+        try:
+            got = [next(follow) for _ in range(5)]
+        finally:
+            follow.close()
+    assert got[0].entries == [] and got[0].position == "1"
+    for pushed, chunk in zip(got[1:4], chunks, strict=True):
+        assert [e.content for e in pushed.entries] == [f"pushed {i}" for i in reversed(chunk)]
+        assert pushed.position == str(chunk[-1] + 1)
+    assert got[4].kind == "heartbeat" and follow.position == "231"
+
+
+def test_close_from_another_thread_ends_a_waiting_read() -> None:
+    import threading
+
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", "1", {"items": [item(1)]}))
+        await writer.drain()
+        await hang()
+
+    with raw(answer) as server, backend(server.url) as remote:
+        follow = remote.follow(RecentQuery())
+        assert follow is not None
+        got: list[object] = []
+        reader = threading.Thread(target=lambda: got.extend(follow), daemon=True)
+        reader.start()
+        for _ in range(400):
+            if got:
+                break
+            reader.join(0.01)
+        follow.close()
+        reader.join(timeout=10)
+        assert not reader.is_alive()  # ended by close(), not by the 45 s idle deadline
+    assert len(got) == 1 and len(server.requests) == 1
+
+
+def test_an_event_over_the_bound_ends_recent_follow_with_a_clear_error(tmp_path: Path) -> None:
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + b"event: entries\nid: 3\ndata: ")
+        block = b"x" * (1 << 20)
+        for _ in range(33):  # 33 MiB on one line, never a line end
+            writer.write(block)
+            await writer.drain()
+        await hang()
+
+    with raw(answer) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+        env.update(MNEMO_HOME=str(tmp_path), MNEMO_ENDPOINT=server.url, MNEMO_API_KEY=KEY, NO_COLOR="1")
+        done = subprocess.run(
+            [MNEMO, "recent", "--follow", "--format", "ndjson"], capture_output=True, text=True, env=env, timeout=120
+        )
+    assert done.returncode == 5, done.stderr
+    assert "an event over 32 MiB" in done.stderr and "not asked again" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert len(server.requests) == 1
+
+
+def test_a_server_gone_for_the_whole_deadline_ends_recent_follow_with_exit_5(tmp_path: Path) -> None:
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", "8", {"items": [item(1)]}))
+        await writer.drain()
+        await hang()
+
+    server = RawServer(answer)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env.update(MNEMO_HOME=str(tmp_path), MNEMO_ENDPOINT=server.url, MNEMO_API_KEY=KEY, MNEMO_DEADLINE="2")
+    follower = subprocess.Popen(
+        [MNEMO, "recent", "--follow", "--format", "ndjson"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert follower.stdout is not None
+        assert "pushed 1" in follower.stdout.readline()
+        server.close()  # the stream drops, and every reconnect is refused from now on
+        code = follower.wait(timeout=60)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+    stderr = follower.stderr.read() if follower.stderr else ""
+    assert code == 5, stderr
+    assert "cannot reconnect the follow to" in stderr and "Traceback" not in stderr
+    assert len(server.requests) == 1
+
+
+def test_a_retryable_error_event_is_asked_again_from_the_last_position() -> None:
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        if n == 0:
+            envelope = {"code": "UNAVAILABLE", "message": "store unavailable", "retryable": True, "details": None}
+            writer.write(SSE_HEAD + event("entries", "3", {"items": [item(1)]}))
+            writer.write(b"event: error\ndata: " + json.dumps({"error": envelope}).encode() + b"\n\n")
+        else:
+            writer.write(SSE_HEAD + event("heartbeat", "4", {}))
+        await writer.drain()
+        if n:
+            await hang()
+
+    with raw(answer) as server, backend(server.url) as remote:
+        follow = remote.follow(RecentQuery())
+        assert follow is not None
+        try:
+            assert [e.content for e in next(follow).entries] == ["pushed 1"]
+            assert next(follow).kind == "heartbeat"
+        finally:
+            follow.close()
+    assert len(server.requests) == 2 and server.requests[1][1]["last-event-id"] == "3"
+
+
+def test_close_ends_a_reconnect_waiting_in_its_backoff() -> None:
+    import threading
+
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", "1", {"items": [item(1)]}))
+        await writer.drain()  # then the connection closes: the follow waits its backoff to reconnect
+
+    with raw(answer) as server:
+        remote = RemoteBackend(server.url, KEY, backoff=60.0)  # a first wait of 30 s (max_wait)
+        try:
+            follow = remote.follow(RecentQuery())
+            assert isinstance(follow, remote_follow.RemoteFollow)
+            got: list[object] = []
+            reader = threading.Thread(target=lambda: got.extend(follow), daemon=True)
+            reader.start()
+            for _ in range(500):
+                if got and follow._stream is None:  # the stream ended: it waits to reconnect
+                    break
+                reader.join(0.01)
+            follow.close()
+            reader.join(timeout=10)
+            assert not reader.is_alive()  # woken by close(), not after its 30 s wait
+        finally:
+            remote.close()
+    assert len(got) == 1 and len(server.requests) == 1
