@@ -106,9 +106,7 @@ def _open_read_only(path: str) -> tuple[sqlite3.Connection, int]:
     from urllib.parse import quote
 
     for flags in ("mode=ro", "mode=ro&immutable=1"):
-        db = sqlite3.connect(
-            f"file:{quote(path)}?{flags}", uri=True, isolation_level=None, check_same_thread=False
-        )
+        db = sqlite3.connect(f"file:{quote(path)}?{flags}", uri=True, isolation_level=None, check_same_thread=False)
         try:
             version = int(db.execute("PRAGMA user_version").fetchone()[0])
             db.execute("SELECT count(*) FROM meta").fetchone()
