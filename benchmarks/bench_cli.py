@@ -91,6 +91,23 @@ def _compiled() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", package], check=True, capture_output=True)
 
 
+COLD_START_GOAL = "≤ 2.2x"
+BARE_START = '`python -c "import sqlite3, json"` in the same venv'
+
+
+def _timed(name: str, mine: list[float], anchor: list[float], ratios: list[float], how: str) -> dict[str, Any]:
+    """A row of seconds measured in alternated pairs: medians in milliseconds, and of the pairs' ratios."""
+    return {
+        "name": name,
+        "value": round(statistics.median(mine) * 1000, 1),
+        "unit": "ms",
+        "anchor": round(statistics.median(anchor) * 1000, 1),
+        "ratio": round(statistics.median(ratios), 2),
+        "goal": COLD_START_GOAL,
+        "anchor_is": f"{BARE_START} ({how})",
+    }
+
+
 def cold_start(store: Path, reps: int) -> list[dict[str, Any]]:
     """`mnemo recent --limit 20 --format ndjson` against `python -c "import sqlite3, json"`, alternated: wall
     and CPU time, and (with valgrind) the instructions of each, which no other load on the machine moves."""
@@ -112,26 +129,17 @@ def cold_start(store: Path, reps: int) -> list[dict[str, Any]]:
             walls.append(a / b)
             cpus.append(a_cpu / b_cpu)
         counted = (instructions([sys.executable, *mnemo], env), instructions(bare, env)) if VALGRIND else None
-    anchor_is = '`python -c "import sqlite3, json"` in the same venv'
-    rows: list[dict[str, Any]] = [
-        {
-            "name": "`mnemo recent --limit 20 --format ndjson` cold start",
-            "value": round(statistics.median(wall_a) * 1000, 1),
-            "unit": "ms",
-            "anchor": round(statistics.median(wall_b) * 1000, 1),
-            "ratio": round(statistics.median(walls), 2),
-            "goal": "≤ 2.2x",
-            "anchor_is": f"{anchor_is} (median of alternated pairs)",
-        },
-        {
-            "name": "the same cold start, CPU time (user + system)",
-            "value": round(statistics.median(cpu_a) * 1000, 1),
-            "unit": "ms",
-            "anchor": round(statistics.median(cpu_b) * 1000, 1),
-            "ratio": round(statistics.median(cpus), 2),
-            "goal": "≤ 2.2x",
-            "anchor_is": f"{anchor_is} (median of alternated pairs, each child's rusage)",
-        },
+    rows = [
+        _timed(
+            "`mnemo recent --limit 20 --format ndjson` cold start", wall_a, wall_b, walls, "median of alternated pairs"
+        ),
+        _timed(
+            "the same cold start, CPU time (user + system)",
+            cpu_a,
+            cpu_b,
+            cpus,
+            "median of alternated pairs, each child's rusage",
+        ),
     ]
     if counted is not None:
         rows.append(
@@ -141,8 +149,8 @@ def cold_start(store: Path, reps: int) -> list[dict[str, Any]]:
                 "unit": "M instructions",
                 "anchor": round(counted[1] / 1e6, 1),
                 "ratio": round(counted[0] / counted[1], 2),
-                "goal": "≤ 2.2x",
-                "anchor_is": f"{anchor_is} (one run each, PYTHONHASHSEED=0)",
+                "goal": COLD_START_GOAL,
+                "anchor_is": f"{BARE_START} (one run each, PYTHONHASHSEED=0)",
             }
         )
     return rows
