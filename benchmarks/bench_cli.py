@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -19,6 +20,7 @@ from bench_engine import DATA, PRINCIPAL, build_store
 BIN = Path(sys.executable).parent
 MNEMO = shutil.which("mnemo", path=str(BIN)) or "mnemo"
 SQLITE3 = shutil.which("sqlite3")
+VALGRIND = shutil.which("valgrind")
 
 
 # The measuring process: it starts the command and reads that child's own rusage with wait4. It is a
@@ -33,17 +35,40 @@ with open(os.devnull, "wb") as sink:
     proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - started
-print(json.dumps([elapsed, usage.ru_maxrss, os.waitstatus_to_exitcode(status)]))
+cpu = usage.ru_utime + usage.ru_stime
+print(json.dumps([elapsed, usage.ru_maxrss, os.waitstatus_to_exitcode(status), cpu]))
 """
+
+
+def run_child_cpu(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int, int]:
+    """Run `cmd` with stdout to /dev/null; returns (wall seconds, the child's own CPU seconds (user + system),
+    its max RSS in KiB, exit code)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, json.dumps(cmd)], env=env, capture_output=True, check=True
+    ).stdout
+    elapsed, rss, code, cpu = json.loads(out)
+    return float(elapsed), float(cpu), int(rss), int(code)
 
 
 def run_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, int]:
     """Run `cmd` with stdout to /dev/null; returns (wall seconds, the child's own max RSS in KiB, exit code)."""
-    out = subprocess.run(
-        [sys.executable, "-c", _LAUNCHER, json.dumps(cmd)], env=env, capture_output=True, check=True
-    ).stdout
-    elapsed, rss, code = json.loads(out)
-    return float(elapsed), int(rss), int(code)
+    elapsed, _, rss, code = run_child_cpu(cmd, env)
+    return elapsed, rss, code
+
+
+def instructions(cmd: list[str], env: dict[str, str]) -> int:
+    """The instructions `cmd` runs, counted by callgrind: the same figure whatever else the machine runs."""
+    assert VALGRIND is not None
+    done = subprocess.run(
+        [VALGRIND, "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+        env={**env, "PYTHONHASHSEED": "0"},  # string hashes decide dictionary probes: one seed, one count
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    assert found is not None, done.stderr[-500:]
+    return int(found.group(1))
 
 
 def _env(store: Path, home: str) -> dict[str, str]:
@@ -66,8 +91,26 @@ def _compiled() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", package], check=True, capture_output=True)
 
 
-def cold_start(store: Path, reps: int) -> dict[str, Any]:
-    """`mnemo recent --limit 20 --format ndjson` against `python -c "import sqlite3, json"`, alternated."""
+COLD_START_GOAL = "≤ 2.2x"
+BARE_START = '`python -c "import sqlite3, json"` in the same venv'
+
+
+def _timed(name: str, mine: list[float], anchor: list[float], ratios: list[float], how: str) -> dict[str, Any]:
+    """A row of seconds measured in alternated pairs: medians in milliseconds, and of the pairs' ratios."""
+    return {
+        "name": name,
+        "value": round(statistics.median(mine) * 1000, 1),
+        "unit": "ms",
+        "anchor": round(statistics.median(anchor) * 1000, 1),
+        "ratio": round(statistics.median(ratios), 2),
+        "goal": COLD_START_GOAL,
+        "anchor_is": f"{BARE_START} ({how})",
+    }
+
+
+def cold_start(store: Path, reps: int) -> list[dict[str, Any]]:
+    """`mnemo recent --limit 20 --format ndjson` against `python -c "import sqlite3, json"`, alternated: wall
+    and CPU time, and (with valgrind) the instructions of each, which no other load on the machine moves."""
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-") as home:
         env = _env(store, home)
         mnemo = [MNEMO, "recent", "--limit", "20", "--format", "ndjson"]
@@ -75,22 +118,42 @@ def cold_start(store: Path, reps: int) -> dict[str, Any]:
         for _ in range(3):
             assert run_child(mnemo, env)[2] == 0, "mnemo recent failed"
             run_child(bare, env)
-        ta, tb, ratios = [], [], []
+        wall_a, wall_b, cpu_a, cpu_b, walls, cpus = [], [], [], [], [], []
         for _ in range(reps):
-            a = run_child(mnemo, env)[0]
-            b = run_child(bare, env)[0]
-            ta.append(a)
-            tb.append(b)
-            ratios.append(a / b)
-    return {
-        "name": "`mnemo recent --limit 20 --format ndjson` cold start",
-        "value": round(statistics.median(ta) * 1000, 1),
-        "unit": "ms",
-        "anchor": round(statistics.median(tb) * 1000, 1),
-        "ratio": round(statistics.median(ratios), 2),
-        "goal": "≤ 2.0x",
-        "anchor_is": '`python -c "import sqlite3, json"` in the same venv (median of alternated pairs)',
-    }
+            a, a_cpu, _, _ = run_child_cpu(mnemo, env)
+            b, b_cpu, _, _ = run_child_cpu(bare, env)
+            wall_a.append(a)
+            wall_b.append(b)
+            cpu_a.append(a_cpu)
+            cpu_b.append(b_cpu)
+            walls.append(a / b)
+            cpus.append(a_cpu / b_cpu)
+        counted = (instructions([sys.executable, *mnemo], env), instructions(bare, env)) if VALGRIND else None
+    rows = [
+        _timed(
+            "`mnemo recent --limit 20 --format ndjson` cold start", wall_a, wall_b, walls, "median of alternated pairs"
+        ),
+        _timed(
+            "the same cold start, CPU time (user + system)",
+            cpu_a,
+            cpu_b,
+            cpus,
+            "median of alternated pairs, each child's rusage",
+        ),
+    ]
+    if counted is not None:
+        rows.append(
+            {
+                "name": "the same cold start, instructions (callgrind)",
+                "value": round(counted[0] / 1e6, 1),
+                "unit": "M instructions",
+                "anchor": round(counted[1] / 1e6, 1),
+                "ratio": round(counted[0] / counted[1], 2),
+                "goal": COLD_START_GOAL,
+                "anchor_is": f"{BARE_START} (one run each, PYTHONHASHSEED=0)",
+            }
+        )
+    return rows
 
 
 def demo_store(entries: int) -> tuple[Path, int]:
@@ -189,7 +252,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     _compiled()
     big = build_store(100_000 if quick else 1_000_000)
     n_all = 80_000 if quick else 800_000
-    rows = [cold_start(big, 21 if quick else 41)]
+    rows = cold_start(big, 21 if quick else 41)
     rows += all_rate(build_store(n_all), n_all, 5 if quick else 7)
     demo, shown = demo_store(10_000 if quick else 100_000)
     rows += all_rate(

@@ -5,18 +5,36 @@ from __future__ import annotations
 import json
 import os
 import stat
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # Paths are texts here (os.path): `mnemo recent` reaches this module, and pathlib is dear to import.
+    StrPath = str | os.PathLike[str]
 
 # O_EXCL refuses a name that exists, a planted symlink included; O_NOFOLLOW refuses a link even so.
 EXCLUSIVE = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0)
 
 
-def temporary_name(path: Path) -> Path:
+def temporary_name(path: StrPath) -> str:
     """A fresh, unguessable name beside `path` for the file that will replace it."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+    folder, name = os.path.split(os.fspath(path))
+    return os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
 
 
-def write_atomic(path: Path, text: str, mode: int = 0o600) -> None:
+def make_folder(path: StrPath) -> None:
+    """Create the folder `path` is in, and its parents, unless it exists."""
+    os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
+
+
+def discard(path: StrPath) -> None:
+    """Remove a file, if it is there."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def write_atomic(path: StrPath, text: str, mode: int = 0o600) -> None:
     """Replace `path` with `text` (UTF-8) in one rename: a reader sees the old file or the new one, whole.
 
     The temporary file is created with `O_EXCL|O_NOFOLLOW` and `mode`, so nothing another user placed
@@ -25,7 +43,7 @@ def write_atomic(path: Path, text: str, mode: int = 0o600) -> None:
     Raises:
         OSError: the folder or the file cannot be written (the old file is left as it was).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path)
     tmp = temporary_name(path)
     fd = os.open(tmp, EXCLUSIVE, mode)
     try:
@@ -35,7 +53,7 @@ def write_atomic(path: Path, text: str, mode: int = 0o600) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        discard(tmp)
         raise
 
 
@@ -43,7 +61,7 @@ class Exposed(OSError):
     """A private file that others than its owner may read (a key in it is no longer the owner's alone)."""
 
 
-def read_private_map(path: Path) -> dict[str, str]:
+def read_private_map(path: StrPath) -> dict[str, str]:
     """The `{name: secret}` JSON map of a private file (credentials, vault keys); {} when there is none.
 
     Opened without following a link, and refused when its mode lets anyone but its owner read it.
@@ -117,7 +135,7 @@ def edit_text(initial: str, help_lines: list[str]) -> str | None:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="mnemo-edit-") as folder:
-        path = Path(folder) / "ENTRY.md"
+        path = os.path.join(folder, "ENTRY.md")
         body = initial + ("" if initial.endswith("\n") or not initial else "\n")
         comments = "".join(f"# {line}\n" if line else "#\n" for line in help_lines)
         fd = os.open(path, EXCLUSIVE, 0o600)
@@ -129,6 +147,7 @@ def edit_text(initial: str, help_lines: list[str]) -> str | None:
             return None
         if done.returncode != 0:
             return None
-        text = path.read_text("utf-8")
+        with open(path, encoding="utf-8") as written:
+            text = written.read()
     kept = text.split(f"\n{SCISSORS}\n", 1)[0] if f"\n{SCISSORS}\n" in text else text.split(SCISSORS, 1)[0]
     return kept.strip("\n")

@@ -102,10 +102,10 @@ class Value(metaclass=_Declared):
         return type(self)(**fields)
 
 
-class _EntryFields(NamedTuple):
-    created_at: int  # microseconds since the epoch, UTC, assigned by the store
-    atom_id: str
-    wire: str  # the wire item as stored and sent (`RecentItem`), compact JSON
+# created_at: microseconds since the epoch, UTC, assigned by the store; wire: the wire item as stored and
+# sent (`RecentItem`), compact JSON. The functional form: the class form's types would be this module's
+# annotation strings, which `typing` compiles, and a first `compile()` is dear at start (docs/performance.md).
+_EntryFields = NamedTuple("_EntryFields", [("created_at", int), ("atom_id", str), ("wire", str)])  # noqa: UP014
 
 
 class Entry(_EntryFields):

@@ -6,30 +6,33 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mnemo_tui.files import EXCLUSIVE, temporary_name
+from mnemo_tui.files import EXCLUSIVE, discard, make_folder, temporary_name
+
+if TYPE_CHECKING:
+    from mnemo_tui.files import StrPath
 
 SMALLEST_PAGE = 512
 
 
-def long_enough(path: Path) -> bool:
+def long_enough(path: StrPath) -> bool:
     """Whether a file is at least one (smallest) SQLite page long; SQLite itself refuses a longer file of garbage.
 
     Only `stat`, never `open`: closing any descriptor of a database file drops every POSIX lock this
     process holds on it, which would let another process delete the WAL under our open connections.
     """
-    return path.stat().st_size >= SMALLEST_PAGE
+    return os.stat(path).st_size >= SMALLEST_PAGE
 
 
-def create_whole(path: Path, build: Callable[[Path], None]) -> None:
+def create_whole(path: StrPath, build: Callable[[str], None]) -> None:
     """Create a database whole: `build` fills a 0600 temporary file, which is then linked in place.
 
     The file at `path` thus never exists without its schema, so a file shorter than a page there
     can only be a truncated one (SQLite would silently take it for a new, empty database). `link`
     (unlike `rename`) refuses to replace a file another process created first.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folder(path)
     tmp = temporary_name(path)
     os.close(os.open(tmp, EXCLUSIVE, 0o600))
     try:
@@ -39,11 +42,11 @@ def create_whole(path: Path, build: Callable[[Path], None]) -> None:
         except FileExistsError:
             pass  # another process created it meanwhile: use theirs
         except OSError:
-            if not path.exists():  # a file system without hard links: rename, the next best thing
+            if not os.path.exists(path):  # a file system without hard links: rename, the next best thing
                 os.replace(tmp, path)
     finally:
-        for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
-            leftover.unlink(missing_ok=True)
+        for leftover in (tmp, tmp + "-wal", tmp + "-shm"):
+            discard(leftover)
 
 
 @contextmanager

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mnemo_tui.backends import Backend
@@ -12,6 +11,7 @@ from mnemo_tui.engine.store import Store
 from mnemo_tui.model import Entry, Page, RecentQuery
 
 if TYPE_CHECKING:
+    from mnemo_tui.files import StrPath
     from mnemo_tui.removals import Removals
     from mnemo_tui.values.plane import Stats
     from mnemo_tui.values.rooms import Invite, Joined, Room
@@ -36,12 +36,12 @@ class LocalBackend(Backend):
         self._principal = principal
 
     @classmethod
-    def open(cls, path: Path | str, principal: str = "local") -> LocalBackend:
+    def open(cls, path: StrPath, principal: str = "local") -> LocalBackend:
         """The embedded store file at `path` (created when missing)."""
         return cls(Store(path), principal)
 
     @classmethod
-    def empty(cls, path: Path | str, principal: str = "local") -> LocalBackend:
+    def empty(cls, path: StrPath, principal: str = "local") -> LocalBackend:
         """An empty store held in memory under the identity of `path` (a missing default store, read)."""
         return cls(Store(path, memory=True), principal)
 

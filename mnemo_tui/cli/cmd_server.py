@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -135,7 +136,7 @@ def serve(
         )
     try:
         return run_server(
-            None if c.settings.database else store_path(c.settings, creates=True),
+            None if c.settings.database else Path(store_path(c.settings, creates=True)),
             host,
             port,
             workers=workers,
@@ -226,8 +227,6 @@ def db_copy(
     A database that already holds data is refused; nothing is merged.
     """
     c = ctx_of(ctx)
-    from pathlib import Path
-
     from mnemo_tui.dburl import database_identity
     from mnemo_tui.engine.store import Store
 

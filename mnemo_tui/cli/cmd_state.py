@@ -427,13 +427,13 @@ def status(
     if s.endpoint and isinstance(data["principal"], str) and data["principal"].startswith("key:"):
         # The wire has no "who am I": the client knows its key's fingerprint, which keys the watermarks.
         rows[2] = ("principal", f"{data['principal']} (this key's fingerprint; the endpoint does not name it)")
-    if s.store_path is not None and not s.store_path.exists():
+    if s.store_path is not None and not os.path.exists(s.store_path):
         missing = (
             f"named by {s.store_given}, does not exist" if s.store_given else "not created yet: a write creates it"
         )
         rows = [(k, f"{v} ({missing})" if k == "store" else v) for k, v in rows]
     rows.append(("profile", s.profile or "(none)"))
-    rows.append(("config", str(s.config_path) + ("" if s.config_path.exists() else " (not created yet)")))
+    rows.append(("config", s.config_path + ("" if os.path.exists(s.config_path) else " (not created yet)")))
     output.key_value_table(sys.stdout, rows)
     if s.endpoint and source == "none":
         output.hint(f"No key for {s.endpoint}: run `mnemo login` or set MNEMO_API_KEY.")

@@ -10,14 +10,13 @@ cannot be read offers nothing rather than an error in the middle of a command li
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 # At run time: Typer reads the completion functions' annotations to know what to pass them.
 import typer
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from mnemo_tui.state.config import Settings
 
 ENTRY_FORMATS = ("table", "json", "ndjson")
@@ -41,10 +40,10 @@ def scopes(ctx: typer.Context, incomplete: str) -> list[str]:
         return []
     found: set[str] = set()
     if not (settings.endpoint or settings.database) and settings.store_path is not None:
-        found.update(_store_scopes(settings.store_path, settings.principal))
+        found.update(_store_scopes(Path(settings.store_path), settings.principal))
     # Watermarks are keyed by the backend's identity: the endpoint URL, or the store file's path.
     identity = settings.endpoint or (None if settings.database else str(settings.store_path))
-    found.update(s for s in _state_column(settings.state_path, "scope", identity) if s)
+    found.update(s for s in _state_column(Path(settings.state_path), "scope", identity) if s)
     return sorted(s for s in found if s.startswith(incomplete))
 
 
@@ -53,7 +52,7 @@ def consumers(ctx: typer.Context, incomplete: str) -> list[str]:
     settings = _settings(ctx)
     if settings is None:
         return []
-    found = {*_state_column(settings.state_path, "consumer"), settings.consumer}
+    found = {*_state_column(Path(settings.state_path), "consumer"), settings.consumer}
     return sorted(c for c in found if c.startswith(incomplete))
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mnemo_tui.errors import LocalStateError, ValidationError
@@ -68,21 +68,22 @@ def open_backend(settings: Settings, *, creates: bool = False) -> Backend:
     if settings.database:
         return LocalBackend(open_engine(settings), settings.principal)
     path = store_path(settings, creates=creates)
-    if not creates and not path.exists():
+    if not creates and not os.path.exists(path):
         return LocalBackend.empty(path, settings.principal)
     return LocalBackend.open(path, settings.principal)
 
 
-def store_path(settings: Settings, *, creates: bool) -> Path:
+def store_path(settings: Settings, *, creates: bool) -> str:
     """The embedded store's path, checked as `open_backend` says (a named store must exist, or its folder)."""
     path = settings.store_path
     assert path is not None
     given = settings.store_given
     named = f" (named by {given})" if given is not None else ""
-    if path.is_dir():
-        raise LocalStateError(f"{path}{named} is a folder, not a store file: name the file, e.g. {path / 'store.db'}")
-    if given is not None and not path.exists():
-        if not path.parent.is_dir():
+    if os.path.isdir(path):
+        example = os.path.join(path, "store.db")
+        raise LocalStateError(f"{path}{named} is a folder, not a store file: name the file, e.g. {example}")
+    if given is not None and not os.path.exists(path):
+        if not os.path.isdir(os.path.dirname(path) or "."):
             raise LocalStateError(f"no store at {path}{named}, and its folder does not exist: check the path")
         if not creates:
             raise LocalStateError(
@@ -135,7 +136,7 @@ class Context:
         """
         s = self.settings
         path = s.store_path
-        return not (s.endpoint or s.database or s.store_given) and path is not None and not path.exists()
+        return not (s.endpoint or s.database or s.store_given) and path is not None and not os.path.exists(path)
 
     def reopen(self) -> Backend:
         """The backend opened again: a store created since this command first looked finds its file."""

@@ -7,7 +7,6 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from pathlib import Path
 from threading import RLock
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,8 @@ from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
 if TYPE_CHECKING:
     from typing import Any
 
+    from mnemo_tui.files import StrPath
+
 BUSY_TIMEOUT_MS = 30_000
 # No entry is stamped after 9000-01-01: a writer whose clock runs wild can push its bucket's clock
 # ahead, never to the end of representable time, so `last + 1` always exists and the bucket stays
@@ -29,16 +30,15 @@ LATEST_WRITE = 221_845_392_000_000_000
 NOT_A_MEMBER = "you are not a member of this room (or it does not exist)"
 
 
-def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
+def connect(path: str, *, create: bool = True) -> sqlite3.Connection:
     """Open (creating with mode 0600 if needed and `create`) and migrate a store file.
 
     Raises:
         LocalStateError: when the file exists but is not a readable mnemo store, or is missing and
             may not be created.
     """
-    path = Path(path)
     try:
-        if not path.exists():
+        if not os.path.exists(path):
             if not create:
                 raise LocalStateError(
                     f"the store file {path} was removed or replaced while it was open (it does not exist any more); "
@@ -82,21 +82,22 @@ def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
     return db
 
 
-def _no_room(path: Path) -> bool:
+def _no_room(path: str) -> bool:
     """Whether the file system holding the store has no free block left."""
     try:
-        return os.statvfs(path.parent).f_bavail == 0
+        return os.statvfs(os.path.dirname(path) or ".").f_bavail == 0
     except OSError:
         return False
 
 
-def _read_only(path: Path, exc: sqlite3.OperationalError) -> bool:
+def _read_only(path: str, exc: sqlite3.OperationalError) -> bool:
     """Whether a store that exists failed to open only because it, or its folder, cannot be written."""
     readonly = "readonly" in str(exc) or "unable to open" in str(exc)
-    return readonly and path.is_file() and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK))
+    folder = os.path.dirname(path) or "."
+    return readonly and os.path.isfile(path) and not (os.access(path, os.W_OK) and os.access(folder, os.W_OK))
 
 
-def _open_read_only(path: Path) -> tuple[sqlite3.Connection, int]:
+def _open_read_only(path: str) -> tuple[sqlite3.Connection, int]:
     """A store on a read-only mount (or a file mnemo may not write): readable, every write refused.
 
     `mode=ro` reads a WAL store whose `-shm` already exists; on a folder where it cannot even be
@@ -105,9 +106,7 @@ def _open_read_only(path: Path) -> tuple[sqlite3.Connection, int]:
     from urllib.parse import quote
 
     for flags in ("mode=ro", "mode=ro&immutable=1"):
-        db = sqlite3.connect(
-            f"file:{quote(str(path))}?{flags}", uri=True, isolation_level=None, check_same_thread=False
-        )
+        db = sqlite3.connect(f"file:{quote(path)}?{flags}", uri=True, isolation_level=None, check_same_thread=False)
         try:
             version = int(db.execute("PRAGMA user_version").fetchone()[0])
             db.execute("SELECT count(*) FROM meta").fetchone()
@@ -121,7 +120,7 @@ def _open_read_only(path: Path) -> tuple[sqlite3.Connection, int]:
     raise sqlite3.OperationalError("unable to open the read-only store")
 
 
-def _open(path: Path) -> tuple[sqlite3.Connection, int]:
+def _open(path: str) -> tuple[sqlite3.Connection, int]:
     db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
     try:
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -176,7 +175,7 @@ def _writer(identity: str) -> Writer:
     return _WRITERS.setdefault(identity, Writer())
 
 
-def _file_id(path: Path) -> tuple[int, int] | None:
+def _file_id(path: str) -> tuple[int, int] | None:
     try:
         found = os.stat(path)
     except OSError:
@@ -257,12 +256,12 @@ class Database:
     # 800,000-entry `recent --all`, against 2,500 with 128 rows, and more than half its time).
     stream_rows = 128
 
-    def __init__(self, path: Path | str, *, create: bool = True, memory: bool = False) -> None:
-        self.path = Path(path).resolve()
-        self.identity = str(self.path)
+    def __init__(self, path: StrPath, *, create: bool = True, memory: bool = False) -> None:
+        self.path = os.path.realpath(path)
+        self.identity = self.path
         # `memory`: an empty store that lives in this process only, under the path's identity (what a
         # read of a store that does not exist yet sees, without creating a file).
-        self.db = _open(Path(":memory:"))[0] if memory else connect(self.path, create=create)
+        self.db = _open(":memory:")[0] if memory else connect(self.path, create=create)
         self.secret = bytes(self.db.execute("SELECT value FROM meta WHERE key = 'cursor_secret'").fetchone()[0])
         self.lock = RLock()
         self._reading = Reading(self)  # one for every read: it holds nothing of a read

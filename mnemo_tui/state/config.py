@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mnemo_tui.errors import LocalStateError, ValidationError
@@ -37,18 +36,20 @@ class Settings(Value):
         utc: tables show UTC rather than local time (`utc = true`, or `--utc`).
         pager: the pager of `config.toml` (`pager = "less -FRX"`), under `MNEMO_PAGER`.
         warnings: what a person should hear about the settings (an unknown key of `config.toml`).
+
+    Paths are texts (`os.path`): `mnemo recent` resolves settings at every start, and pathlib is dear to import.
     """
 
-    config_path: Path
-    state_path: Path
-    store_path: Path | None
+    config_path: str
+    state_path: str
+    store_path: str | None
     endpoint: str | None
     principal: str
     agent: str | None
     consumer: str
     profile: str | None
     api_key: str | None = None
-    home: Path | None = None
+    home: str | None = None
     debug: bool = False
     store_given: str | None = None
     utc: bool = False
@@ -66,17 +67,13 @@ class Settings(Value):
         return "remote" if self.endpoint else "postgres" if self.database else "embedded"
 
 
-def _dirs(home: Path | None) -> tuple[Path, Path, Path]:
+def _dirs(home: str | None) -> tuple[str, str, str]:
     """(config dir, state dir, data dir)."""
     if home is not None:
         return home, home, home
     import platformdirs
 
-    return (
-        Path(platformdirs.user_config_dir(APP)),
-        Path(platformdirs.user_state_dir(APP)),
-        Path(platformdirs.user_data_dir(APP)),
-    )
+    return platformdirs.user_config_dir(APP), platformdirs.user_state_dir(APP), platformdirs.user_data_dir(APP)
 
 
 _TEXT_KEYS = ("store", "endpoint", "database", "state", "principal", "agent", "consumer", "pager")
@@ -84,7 +81,7 @@ _BOOL_KEYS = ("utc",)
 _KEYS = (*_TEXT_KEYS, *_BOOL_KEYS)
 
 
-def unknown_keys(path: Path, data: dict[str, Any]) -> list[str]:
+def unknown_keys(path: str, data: dict[str, Any]) -> list[str]:
     """A warning for each key of `config.toml` mnemo does not know, naming the nearest known one."""
     found: list[str] = []
     tables: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [("", data, (*_KEYS, "default_profile", "profiles"))]
@@ -100,14 +97,14 @@ def unknown_keys(path: Path, data: dict[str, Any]) -> list[str]:
     return found
 
 
-def read_config(path: Path) -> dict[str, Any]:
+def read_config(path: str) -> dict[str, Any]:
     """The parsed `config.toml`, or {} when there is none.
 
     Raises:
         LocalStateError: a file that exists but cannot be read or parsed (named, with the way out).
     """
     try:
-        found = path.stat()
+        found = os.stat(path)
     except FileNotFoundError:
         return {}
     except OSError as exc:
@@ -116,7 +113,8 @@ def read_config(path: Path) -> dict[str, Any]:
         # A FIFO would block the read forever, a directory cannot be read: refused at once.
         raise LocalStateError(f"config file {path} is not a regular file; move it aside to use the defaults")
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as file:
+            raw = file.read()
     except FileNotFoundError:
         return {}
     except OSError as exc:
@@ -146,10 +144,10 @@ def read_config(path: Path) -> dict[str, Any]:
     return data
 
 
-def _path_value(value: str, base: Path) -> Path:
-    # A relative path in config.toml is relative to the file's folder, not to wherever mnemo runs.
-    path = Path(value).expanduser()
-    return path if path.is_absolute() else base / path
+def _path_value(value: str, base: str) -> str:
+    # A relative path in config.toml is relative to the file's folder, not to wherever mnemo runs
+    # (`join` keeps an absolute one as it is).
+    return os.path.join(base, os.path.expanduser(value))
 
 
 API_BASE = "/api/v1"
@@ -215,9 +213,9 @@ def resolve(
     """
     environ = os.environ if env is None else env
     home_value = environ.get("MNEMO_HOME")
-    home = Path(home_value).expanduser() if home_value else None
+    home = os.path.expanduser(home_value) if home_value else None
     config_dir, state_dir, data_dir = _dirs(home)
-    config_path = config_dir / "config.toml"
+    config_path = os.path.join(config_dir, "config.toml")
     config = read_config(config_path)
     profiles: dict[str, Any] = config.get("profiles", {})
     profile_name = profile or environ.get("MNEMO_PROFILE") or None
@@ -270,21 +268,21 @@ def resolve(
             from_file = level >= 2
             given = ("--store", "MNEMO_STORE", f"profile {profile_name!r} of {config_path}", str(config_path))[level]
             break
-    store_path: Path | None = None
+    store_path: str | None = None
     if store_value:
-        store_path = _path_value(str(store_value), config_dir) if from_file else Path(str(store_value)).expanduser()
+        store_path = _path_value(str(store_value), config_dir) if from_file else os.path.expanduser(str(store_value))
     if endpoint_value is None and store_path is None and database_value is None:
-        store_path = data_dir / "store.db"
+        store_path = os.path.join(data_dir, "store.db")
     if database_value is not None:
         from mnemo_tui.dburl import database_identity
 
         database_identity(str(database_value))  # a malformed URL is exit 2 here, before anything opens
     if environ.get("MNEMO_STATE"):
-        state_path = Path(environ["MNEMO_STATE"]).expanduser()
+        state_path = os.path.expanduser(environ["MNEMO_STATE"])
     elif section.get("state") or config.get("state"):
         state_path = _path_value(str(section.get("state") or config.get("state")), config_dir)
     else:
-        state_path = state_dir / "state.db"
+        state_path = os.path.join(state_dir, "state.db")
     return Settings(
         config_path=config_path,
         state_path=state_path,
@@ -305,7 +303,7 @@ def resolve(
     )
 
 
-def save_profile(config_path: Path, profile: str, values: dict[str, str | None], *, make_default: bool = False) -> None:
+def save_profile(config_path: str, profile: str, values: dict[str, str | None], *, make_default: bool = False) -> None:
     """Set (or, with None, remove) keys of one profile in `config.toml`, keeping the file's comments.
 
     The file is rewritten atomically (a temporary file renamed over it) and created 0600 when new.
@@ -323,8 +321,7 @@ def save_profile(config_path: Path, profile: str, values: dict[str, str | None],
 
     read_config(config_path)  # the same errors as any other read, before anything is changed
     try:
-        text = config_path.read_text("utf-8") if config_path.exists() else ""
-        doc = tomlkit.parse(text)
+        doc = tomlkit.parse(_text(config_path))
     except (OSError, ValueError) as exc:
         raise LocalStateError(f"config file {config_path} cannot be read ({exc}); fix it or move it aside") from None
     if make_default and "default_profile" not in doc:
@@ -345,7 +342,7 @@ def save_profile(config_path: Path, profile: str, values: dict[str, str | None],
 
 
 def edit_config(
-    config_path: Path, *, default_profile: str | bool | None = False, drop_profile: str | None = None
+    config_path: str, *, default_profile: str | bool | None = False, drop_profile: str | None = None
 ) -> None:
     """Set or remove `default_profile` (a name, None to remove, False to leave it) and drop one
     `[profiles.NAME]` table, keeping the file's comments; rewritten atomically.
@@ -357,7 +354,7 @@ def edit_config(
 
     read_config(config_path)
     try:
-        doc = tomlkit.parse(config_path.read_text("utf-8") if config_path.exists() else "")
+        doc = tomlkit.parse(_text(config_path))
     except (OSError, ValueError) as exc:
         raise LocalStateError(f"config file {config_path} cannot be read ({exc}); fix it or move it aside") from None
     profiles: Any = doc.get("profiles")
@@ -376,9 +373,17 @@ def edit_config(
     _write_atomic(config_path, tomlkit.dumps(doc))
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _text(path: str) -> str:
+    """The file's text, or "" when there is none."""
+    if not os.path.exists(path):
+        return ""
+    with open(path, encoding="utf-8") as file:
+        return file.read()
+
+
+def _write_atomic(path: str, text: str) -> None:
     try:
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+        mode = os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o600
         write_atomic(path, text, mode)
     except OSError as exc:
         raise LocalStateError(f"config file {path} cannot be written ({exc.strerror}); check its folder") from None

@@ -17,7 +17,7 @@ KeySource = Literal["env", "keyring", "file", "none"]
 
 def credentials_file(settings: Settings) -> Path:
     """The plain-file fallback (`--insecure-storage`): beside `config.toml`, mode 0600."""
-    return settings.config_path.parent / FILE_NAME
+    return Path(settings.config_path).parent / FILE_NAME
 
 
 def _keyring() -> Any | None:

@@ -68,7 +68,7 @@ def _scope_of(key: str) -> str | None:
     return key or None
 
 
-def _open(path: Path) -> sqlite3.Connection:
+def _open(path: str | Path) -> sqlite3.Connection:
     """Connect, apply the schema if the file has none yet, and prove both tables are readable."""
     db = sqlite3.connect(path, isolation_level=None, timeout=30)
     try:

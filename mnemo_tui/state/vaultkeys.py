@@ -41,7 +41,7 @@ def username(identity: str) -> str:
 
 def key_file(settings: Settings) -> Path:
     """The `--insecure-storage` file: beside `config.toml`, mode 0600."""
-    return settings.config_path.parent / FILE_NAME
+    return Path(settings.config_path).parent / FILE_NAME
 
 
 def no_keyring_error() -> AuthError:

@@ -96,6 +96,13 @@ def test_the_engine_imports_no_uuid_secrets_or_typer_to_read_a_page(filled: Path
     assert "uuid" not in modules and "secrets" not in modules and "mnemo_tui.state.statedb" not in modules
 
 
+def test_recent_names_its_files_without_pathlib(filled: Path) -> None:
+    # os.path is all the settings and the store file need; pathlib would bring urllib.parse and ipaddress.
+    modules = probe(filled, "recent", "--limit", "20", "--format", "ndjson")["modules"]
+    assert isinstance(modules, list)
+    assert "pathlib" not in modules and "urllib.parse" not in modules and "ipaddress" not in modules
+
+
 def test_other_commands_go_through_typer(filled: Path) -> None:
     result = probe(filled, "search", "entry", "--format", "ndjson")
     assert result["code"] == 0 and "typer" in heavy_in(result["modules"])

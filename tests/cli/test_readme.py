@@ -151,6 +151,6 @@ def test_the_configuration_example_means_what_it_says(isolated_home: Path) -> No
     env = {"MNEMO_HOME": str(home)}
     laptop = resolve(env=env)
     assert laptop.profile == "laptop" and laptop.consumer == "me"
-    assert laptop.store_path == Path("~/notes/mnemo.db").expanduser()
+    assert laptop.store_path is not None and Path(laptop.store_path) == Path("~/notes/mnemo.db").expanduser()
     team = resolve(profile="team", env=env)
     assert team.endpoint == "http://127.0.0.1:8765/api/v1" and team.consumer == "me-at-work"

@@ -156,7 +156,8 @@ def test_every_truncation_of_config_toml_is_refused_with_its_name_or_read_as_wri
         store_line = f'store = "{tmp_path / "work.db"}"'.encode()
         if settings.profile == "work":
             complete = store_line in text[:cut]
-            assert settings.store_path == (tmp_path / "work.db" if complete else home / "store.db")
+            assert settings.store_path is not None
+            assert Path(settings.store_path) == (tmp_path / "work.db" if complete else home / "store.db")
         else:
             assert settings.profile is None
             assert b'default_profile = "work"' not in text[:cut]

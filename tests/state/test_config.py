@@ -42,9 +42,9 @@ def env_for(home: Path, **extra: str) -> dict[str, str]:
 
 def test_defaults_put_everything_under_mnemo_home(home: Path) -> None:
     s = resolve(env=env_for(home))
-    assert s.config_path == home / "config.toml"
-    assert s.state_path == home / "state.db"
-    assert s.store_path == home / "store.db"
+    assert Path(s.config_path) == home / "config.toml"
+    assert Path(s.state_path) == home / "state.db"
+    assert Path(s.store_path) == home / "store.db"
     assert s.endpoint is None
     assert (s.principal, s.consumer, s.agent, s.profile, s.api_key) == ("local", "default", None, None, None)
     assert s.backend_kind == "embedded"
@@ -52,23 +52,23 @@ def test_defaults_put_everything_under_mnemo_home(home: Path) -> None:
 
 def test_without_mnemo_home_the_user_directories_are_used(tmp_path: Path) -> None:
     s = resolve(env={"XDG_CONFIG_HOME": str(tmp_path / "c"), "HOME": str(tmp_path)})
-    assert s.config_path.name == "config.toml"
-    assert s.store_path is not None and s.store_path.name == "store.db"
-    assert s.state_path.name == "state.db"
-    assert "mnemo" in str(s.config_path.parent)
+    assert Path(s.config_path).name == "config.toml"
+    assert s.store_path is not None and Path(s.store_path).name == "store.db"
+    assert Path(s.state_path).name == "state.db"
+    assert "mnemo" in str(Path(s.config_path).parent)
 
 
 def test_mnemo_state_moves_only_the_state_database(home: Path, tmp_path: Path) -> None:
     s = resolve(env=env_for(home, MNEMO_STATE=str(tmp_path / "ci-cache" / "state.db")))
-    assert s.state_path == tmp_path / "ci-cache" / "state.db"
-    assert s.store_path == home / "store.db"
+    assert Path(s.state_path) == tmp_path / "ci-cache" / "state.db"
+    assert Path(s.store_path) == home / "store.db"
 
 
 def test_profile_values_apply_and_relative_paths_are_relative_to_the_config_file(home: Path) -> None:
     (home / "config.toml").write_text(CONFIG)
     s = resolve(profile="scratch", env=env_for(home))
-    assert s.store_path == home / "scratch.db"
-    assert s.state_path == home / "scratch-state.db"
+    assert Path(s.store_path) == home / "scratch.db"
+    assert Path(s.state_path) == home / "scratch-state.db"
     assert (s.principal, s.agent, s.consumer, s.profile) == ("tester", "pytest", "laptop", "scratch")
 
 
@@ -87,9 +87,9 @@ def test_precedence_flags_then_environment_then_profile_then_defaults(home: Path
     s = resolve(env=env)
     assert s.profile == "work" and s.endpoint is not None and s.consumer == "env-consumer"
     s = resolve(env={**env, "MNEMO_STORE": str(tmp_path / "env.db")})
-    assert s.store_path == tmp_path / "env.db" and s.endpoint is None
+    assert Path(s.store_path) == tmp_path / "env.db" and s.endpoint is None
     s = resolve(store=str(tmp_path / "flag.db"), env={**env, "MNEMO_ENDPOINT": "http://x.example/api/v1"})
-    assert s.store_path == tmp_path / "flag.db" and s.endpoint is None
+    assert Path(s.store_path) == tmp_path / "flag.db" and s.endpoint is None
     s = resolve(profile="scratch", env={**env, "MNEMO_PRINCIPAL": "env-principal"})
     assert s.profile == "scratch" and s.principal == "env-principal"
 

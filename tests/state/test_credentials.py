@@ -73,7 +73,7 @@ def test_insecure_storage_writes_a_0600_file_and_is_read_back(settings: Settings
     where, path = credentials.store_key(settings, KEY, insecure_storage=True)
     assert where == "file" and path == credentials.credentials_file(settings)
     assert path is not None and stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    assert path.parent == settings.config_path.parent
+    assert path.parent == Path(settings.config_path).parent
     assert credentials.lookup_key(settings) == (KEY, "file")
     assert credentials.forget_key(settings) == ["file"]
     assert not path.exists()
