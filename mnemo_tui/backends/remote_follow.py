@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
-import httpx
 from httpx_sse import EventSource
 
 from mnemo_tui.backends.remote_http import (
@@ -162,9 +161,8 @@ class RemoteFollow:
         """
         canonical = stream.headers.get(CANONICAL_HEADER) == "canonical"
         identity = self._calls.identity
-        # httpx-sse decodes the fields; it reads the lines already bounded here, as one more response's body.
-        bounded = (line + b"\n" for line in stream.lines(MAX_EVENT, cr=True, event=True))
-        events = EventSource(httpx.Response(200, headers={"content-type": "text/event-stream"}, content=bounded))
+        # httpx-sse decodes the fields; it reads the lines already bounded, as one more response's body.
+        events = EventSource(stream.event_lines(MAX_EVENT))
         for event in events.iter_sse():
             kind, position = event.event, event.id or self.position
             if kind == "entries":

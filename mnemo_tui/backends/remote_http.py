@@ -363,6 +363,11 @@ class Stream:
         if parts:
             raise TransportError("the stream ended within a line")
 
+    def event_lines(self, bound: int) -> httpx.Response:
+        """The lines of server-sent events (bounded by event) as one more response's body, for httpx-sse's decoder."""
+        bounded = (line + b"\n" for line in self.lines(bound, cr=True, event=True))
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=bounded)
+
     def read(self, deadline: float = math.inf, limit: int | None = None) -> Answer:
         """The whole body as an `Answer`, by `deadline` and within `limit` bytes (MAX_ANSWER), both checked as it comes.
 
