@@ -211,9 +211,9 @@ def _minimal_stream(client: Http, loads: Any = json.loads) -> Any:
         if not answer:
             body = json.dumps({"limit": LIMIT}).encode()
             accept = {"Accept": "application/x-ndjson"}
-            got = client.request("POST", "/memory/recent", body, accept, time.monotonic() + 60, lines=60)
-            assert got.lines is not None, "no stream"
-            answer.append(iter(got.lines))
+            got = client.request("POST", "/memory/recent", body, accept, time.monotonic() + 60, stream=True)
+            assert got.stream is not None, "no stream"
+            answer.append(got.stream.lines(seconds=60))
         parsed = loads(next(answer[0]))
         return len(parsed["items"]), parsed["next_cursor"]
 

@@ -165,7 +165,7 @@ class RemoteBackend(Calls, Backend):
             body = self._recent_body(server.replace(cursor=cursor))
             answer = self._send("POST", "/memory/recent", body, stream=True)
             canonical = answer.headers.get(CANONICAL_HEADER) == "canonical"
-            if answer.lines is None:
+            if answer.stream is None:
                 page = page_of(answer.content, canonical)
                 yield page if local is None else _kept(query, local, page)
                 while page.next_cursor is not None:
@@ -174,8 +174,8 @@ class RemoteBackend(Calls, Backend):
                 return
             reason = "it ended before its last page"
             try:
-                with answer.lines as lines:
-                    for line in lines:
+                with answer.stream as stream:
+                    for line in stream.lines(seconds=self.deadline):
                         if not line or line.isspace():
                             continue
                         page = page_of(line, canonical)

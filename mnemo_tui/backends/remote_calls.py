@@ -180,19 +180,18 @@ class Calls:
         (the connection never opened, or a 429/503 answer), so a retry never writes twice. The whole
         call, retries and waits included, has `self.deadline` seconds; an answer refused for its size
         is not asked for again. With `stream`, NDJSON is asked for first and, when it comes, handed
-        back as `Answer.lines` once its head is in (each line within `self.deadline` of the one
-        before; the caller closes it); any other answer is read whole.
+        back as `Answer.stream` once its head is in (the caller reads its lines, each within
+        `self.deadline` of the one before, and closes it); any other answer is read whole.
         """
         content = None if body is None else dumps(body).encode()
         headers = {"X-Request-Id": uuid.uuid4().hex}
         if stream:
             headers["Accept"] = STREAM_ACCEPT
-        lines = self.deadline if stream else None
         deadline = time.monotonic() + self.deadline
         attempt = 0
         while True:
             try:
-                response = self._client.request(method, path, content, headers, deadline, lines=lines)
+                response = self._client.request(method, path, content, headers, deadline, stream=stream)
             except DeadlinePassed:
                 raise Unavailable(
                     f"no whole answer from {self.identity} to {method} {path} within the deadline of "

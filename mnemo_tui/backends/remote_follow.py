@@ -1,6 +1,6 @@
 """Provides the remote backend's push follow: `POST /memory/follow` read as server-sent events (docs/server.md, "Push follow").
 
-One streamed request through the backend's HTTP client; lines read bounded from its bytes, their
+One streamed request through the backend's HTTP client; lines read bounded from its bytes (`Stream.lines`), their
 fields decoded by httpx-sse's decoder, items read by the code that reads a page (`remote_wire`).
 A stream that drops (a transport error, no byte for `IDLE_SECONDS`, the server gone or ending it)
 is asked again with `Last-Event-ID` = the last position received, after the retry policy's backoff.
@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
-import httpx
 from httpx_sse import EventSource
 
 from mnemo_tui.backends.remote_http import (
@@ -49,53 +48,8 @@ MAX_EVENT = 32 << 20
 MAX_REFUSAL = 1 << 20
 
 
-class EventTooLarge(TransportError):
-    """A line or an event beyond `MAX_EVENT`."""
-
-    final = True
-
-
 class Ended(TransportError):
     """An `error` event the endpoint says may be retried (503: the store is unavailable): asked again."""
-
-
-def lines(chunks: Iterator[bytes], bound: int = MAX_EVENT) -> Iterator[bytes]:
-    """The lines of a byte stream without their ends (`\\r\\n`, `\\n` or `\\r`), an event's blank line as `b""`.
-
-    Never more than `bound` bytes are held: a line, or the lines of one event, beyond it raise `EventTooLarge`.
-    """
-    held = bytearray()
-    event = 0  # the bytes of the event read so far
-    cr = False  # the last chunk ended in `\r`: a `\n` opening the next one belongs to it
-    for chunk in chunks:
-        if cr and chunk.startswith(b"\n"):
-            chunk = chunk[1:]
-        cr = False
-        if b"\n" not in chunk and b"\r" not in chunk:
-            held += chunk
-            if event + len(held) > bound:
-                raise EventTooLarge(f"an event over {bound >> 20} MiB")
-            continue
-        held += chunk
-        start = 0
-        size = len(held)
-        while start < size:
-            n = held.find(b"\n", start)
-            r = held.find(b"\r", start, n if n >= 0 else size)
-            end = r if r >= 0 else n
-            if end < 0:
-                break
-            line = bytes(held[start:end])
-            start = end + (2 if r >= 0 and end + 1 < size and held[end + 1] == 0x0A else 1)
-            if r >= 0 and end + 1 == size:
-                cr = True
-            event = 0 if not line else event + len(line) + 1
-            if event > bound:
-                raise EventTooLarge(f"an event over {bound >> 20} MiB")
-            yield line
-        del held[:start]
-        if event + len(held) > bound:
-            raise EventTooLarge(f"an event over {bound >> 20} MiB")
 
 
 def _error_of_event(data: str) -> MnemoError:
@@ -207,9 +161,8 @@ class RemoteFollow:
         """
         canonical = stream.headers.get(CANONICAL_HEADER) == "canonical"
         identity = self._calls.identity
-        # httpx-sse decodes the fields; it reads the lines already bounded here, as one more response's body.
-        bounded = (line + b"\n" for line in lines(stream.chunks()))
-        events = EventSource(httpx.Response(200, headers={"content-type": "text/event-stream"}, content=bounded))
+        # httpx-sse decodes the fields; it reads the lines already bounded, as one more response's body.
+        events = EventSource(stream.event_lines(MAX_EVENT))
         for event in events.iter_sse():
             kind, position = event.event, event.id or self.position
             if kind == "entries":

@@ -11,6 +11,7 @@ an answer's status means to mnemo (`error_of`), so `remote.py` keeps only the ca
 from __future__ import annotations
 
 import json
+import math
 import socket
 import ssl
 import time
@@ -78,15 +79,15 @@ class TooLarge(TransportError):
 
 class Answer:
     """One HTTP answer, read whole: status, headers (names lower-cased; a repeated one keeps its last value), body;
-    or, for a streamed one, its `lines` instead of a body (see `Http.request`)."""
+    or, for a streamed one, its `stream` instead of a body (see `Http.request`)."""
 
-    __slots__ = ("content", "headers", "lines", "status_code")
+    __slots__ = ("content", "headers", "status_code", "stream")
 
-    def __init__(self, status_code: int, headers: dict[str, str], content: bytes, lines: Lines | None = None) -> None:
+    def __init__(self, status_code: int, headers: dict[str, str], content: bytes, stream: Stream | None = None) -> None:
         self.status_code = status_code
         self.headers = headers
         self.content = content
-        self.lines = lines
+        self.stream = stream
 
     def json(self) -> Any:
         """The body as JSON.
@@ -162,80 +163,6 @@ def _failure(exc: httpx.HTTPError, deadline: float) -> TransportError:
     return TransportError(_reason(exc))  # ReadError, WriteError, RemoteProtocolError, DecodingError...
 
 
-def _whole(response: httpx.Response, deadline: float) -> bytes:
-    """An answer's whole body, within the deadline and the size bound (both checked as it comes)."""
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_ANSWER:
-        raise TooLarge(f"an answer over {MAX_ANSWER >> 20} MiB")
-    chunks: list[bytes] = []
-    size = 0
-    for chunk in response.iter_bytes():
-        size += len(chunk)
-        if size > MAX_ANSWER:
-            raise TooLarge(f"an answer over {MAX_ANSWER >> 20} MiB")
-        if time.monotonic() > deadline:
-            raise DeadlinePassed("the deadline passed")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-class Lines:
-    """The lines of a streamed (NDJSON) answer as they come, without their line breaks: each line within
-    `seconds` of the one before and `MAX_ANSWER` bytes (never one unbounded line in memory), the wait
-    for any one read within the client's read timeout (the stream's idle deadline).
-
-    Iterating raises TransportError (the stream broke: asking again may help), DeadlinePassed or
-    TooLarge (it will not). Close it when done (a `with` block does).
-    """
-
-    def __init__(self, response: httpx.Response, seconds: float) -> None:
-        self._response = response
-        self.seconds = seconds
-
-    def __iter__(self) -> Iterator[bytes]:
-        parts: list[bytes] = []
-        size = 0
-        due = time.monotonic() + self.seconds
-        try:
-            for chunk in self._response.iter_bytes():
-                now = time.monotonic()
-                if now > due:
-                    raise DeadlinePassed("the deadline passed")
-                start = 0
-                end = chunk.find(b"\n")
-                while end >= 0:
-                    if size + end - start > MAX_ANSWER:
-                        raise TooLarge(f"a line over {MAX_ANSWER >> 20} MiB")
-                    if parts:
-                        parts.append(chunk[start:end])
-                        line = b"".join(parts)
-                        parts, size = [], 0
-                    else:
-                        line = chunk[start:end]
-                    yield line
-                    due = time.monotonic() + self.seconds
-                    start = end + 1
-                    end = chunk.find(b"\n", start)
-                if start < len(chunk):
-                    parts.append(chunk[start:] if start else chunk)
-                    size += len(chunk) - start
-                    if size > MAX_ANSWER:
-                        raise TooLarge(f"a line over {MAX_ANSWER >> 20} MiB")
-        except httpx.HTTPError as exc:
-            raise _failure(exc, due) from None
-        if parts:
-            raise TransportError("the stream ended within a line")
-
-    def close(self) -> None:
-        self._response.close()
-
-    def __enter__(self) -> Lines:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
 class Http:
     """Requests to one endpoint through one kept-alive `httpx.Client`.
 
@@ -300,13 +227,12 @@ class Http:
         headers: Mapping[str, str],
         deadline: float,
         *,
-        lines: float | None = None,
+        stream: bool = False,
     ) -> Answer:
         """One request and its whole answer, by `deadline` (a `time.monotonic()` instant).
 
-        `lines`: an NDJSON answer (2xx) is not read whole but handed back as `Answer.lines`, each line
-        due within `lines` seconds of the one before (the caller closes it); any other answer is read
-        whole as always.
+        `stream`: an NDJSON answer (2xx) is not read whole but handed back as `Answer.stream` (the
+        caller reads its lines and closes it); any other answer is read whole as always.
 
         Raises:
             NotSent: the connection could not be opened.
@@ -323,24 +249,13 @@ class Http:
             request = self._client.build_request(
                 method, self.base + path, content=content, headers=headers, timeout=timeout
             )
-            response = self._client.send(request, stream=True)
+            answer = Stream(self._client.send(request, stream=True))
         except httpx.HTTPError as exc:
             raise _failure(exc, deadline) from None
-        handed = False
-        try:
-            status = response.status_code
-            answer_headers = {
-                name.decode("latin-1").lower(): value.decode("latin-1") for name, value in response.headers.raw
-            }
-            if lines is not None and status < 300 and answer_headers.get("content-type", "").startswith(NDJSON):
-                handed = True
-                return Answer(status, answer_headers, b"", Lines(response, lines))
-            return Answer(status, answer_headers, _whole(response, deadline))
-        except httpx.HTTPError as exc:
-            raise _failure(exc, deadline) from None
-        finally:
-            if not handed:
-                response.close()
+        if stream and answer.status_code < 300 and answer.headers.get("content-type", "").startswith(NDJSON):
+            return Answer(answer.status_code, answer.headers, b"", answer)
+        with answer:
+            return answer.read(deadline)
 
     def open_stream(
         self, method: str, path: str, content: bytes | None, headers: Mapping[str, str], idle: float, deadline: float
@@ -376,15 +291,12 @@ class Http:
         self._client.close()
 
 
-class Idle(TransportError):
-    """A stream that sent no byte within its idle deadline."""
-
-
 class Stream:
-    """One answer being read as it comes: `status_code`, `headers` (as `Answer`'s), then `chunks()`.
+    """One answer being read as it comes: `status_code`, `headers` (as `Answer`'s), then `lines()` or `read()`.
 
     `abort()` may be called from any thread: it shuts the connection's socket down, so a read waiting
-    on it in another thread returns at once (a closed socket alone would leave it waiting).
+    on it in another thread returns at once (a closed socket alone would leave it waiting). Close it
+    when done (a `with` block does).
     """
 
     def __init__(self, response: httpx.Response) -> None:
@@ -393,33 +305,92 @@ class Stream:
         self.headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in response.headers.raw}
         self.aborted = False
 
-    def chunks(self) -> Iterator[bytes]:
-        """The body's bytes as they come, until it ends.
+    def lines(
+        self, bound: int | None = None, *, cr: bool = False, event: bool = False, seconds: float = math.inf
+    ) -> Iterator[bytes]:
+        """The body's lines as they come, without their ends: `\\n` ends one, and with `cr` also `\\r\\n` or `\\r`
+        (server-sent events). Never more than `bound` bytes (MAX_ANSWER) are held (never one unbounded line
+        in memory): a line beyond it raises TooLarge, or with `event`, the lines of one event (up to a blank
+        line, their ends counted). Each line comes within `seconds` of the one before, any one read within
+        the request's read timeout (the stream's idle deadline).
 
         Raises:
-            Idle: no byte within the idle deadline.
-            TransportError: the connection failed or the body was cut short.
+            DeadlinePassed: a line not whole within `seconds`.
+            TooLarge: a line (an event) beyond the bound.
+            TransportError: the stream broke, or ended within a line (asking again may help).
         """
+        bound = MAX_ANSWER if bound is None else bound
+        too_large = f"{'an event' if event else 'a line'} over {bound >> 20} MiB"
+        parts: list[bytes] = []  # the line read so far, `size` bytes
+        size = spent = 0  # `spent`: an event's lines already read, with their ends
+        after_cr = False  # the last chunk ended in `\r`: a `\n` opening the next one belongs to it
+        due = time.monotonic() + seconds
         try:
-            yield from self._response.iter_bytes()
-        except httpx.ReadTimeout:
-            raise Idle("no byte within the idle deadline") from None
+            for chunk in self._response.iter_bytes():
+                if time.monotonic() > due:
+                    raise DeadlinePassed("the deadline passed")
+                start = 1 if after_cr and chunk.startswith(b"\n") else 0
+                after_cr = False
+                while True:
+                    end = chunk.find(b"\n", start)
+                    if cr and (r := chunk.find(b"\r", start, len(chunk) if end < 0 else end)) >= 0:
+                        end = r
+                    if end < 0:
+                        break
+                    length = size + end - start
+                    if length and spent + length + event > bound:
+                        raise TooLarge(too_large)
+                    if parts:
+                        parts.append(chunk[start:end])
+                        line = b"".join(parts)
+                        parts, size = [], 0
+                    else:
+                        line = chunk[start:end]
+                    spent = spent + length + 1 if event and length else 0
+                    yield line
+                    due = time.monotonic() + seconds
+                    start = end + 1
+                    if chunk[end] == 0x0D:  # `\r\n` is one end
+                        after_cr = start == len(chunk)
+                        start += chunk.startswith(b"\n", start)
+                if start < len(chunk):
+                    parts.append(chunk[start:] if start else chunk)
+                    size += len(chunk) - start
+                    if spent + size > bound:
+                        raise TooLarge(too_large)
         except httpx.HTTPError as exc:
-            raise TransportError(_reason(exc)) from None
+            raise _failure(exc, due) from None
+        if parts:
+            raise TransportError("the stream ended within a line")
 
-    def read(self, limit: int) -> Answer:
-        """The whole (short) body of an answer that is not a stream (a refusal), as an `Answer`.
+    def event_lines(self, bound: int) -> httpx.Response:
+        """The lines of server-sent events (bounded by event) as one more response's body, for httpx-sse's decoder."""
+        bounded = (line + b"\n" for line in self.lines(bound, cr=True, event=True))
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=bounded)
+
+    def read(self, deadline: float = math.inf, limit: int | None = None) -> Answer:
+        """The whole body as an `Answer`, by `deadline` and within `limit` bytes (MAX_ANSWER), both checked as it comes.
 
         Raises:
-            TooLarge: a body beyond `limit`.
-            TransportError: the connection failed while it was read.
+            DeadlinePassed, TooLarge, or TransportError: the connection failed while it was read.
         """
-        body = bytearray()
-        for chunk in self.chunks():
-            body += chunk
-            if len(body) > limit:
-                raise TooLarge(f"an answer over {limit} bytes")
-        return Answer(self.status_code, self.headers, bytes(body))
+        limit = MAX_ANSWER if limit is None else limit
+        declared = self.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise TooLarge(f"an answer over {limit >> 20} MiB")
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            for chunk in self._response.iter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise TooLarge(f"an answer over {limit >> 20} MiB")
+                if time.monotonic() > deadline:
+                    raise DeadlinePassed("the deadline passed")
+                chunks.append(chunk)
+        except httpx.HTTPError as exc:
+            raise _failure(exc, deadline) from None
+        return Answer(self.status_code, self.headers, b"".join(chunks))
 
     def abort(self) -> None:
         """End the stream from any thread: its socket is shut down (a read waiting on it returns)."""
@@ -438,6 +409,12 @@ class Stream:
             self._response.close()
         except (httpx.HTTPError, OSError):
             pass  # a connection already broken is dropped by the pool all the same
+
+    def __enter__(self) -> Stream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 _BY_STATUS: dict[int, type[MnemoError]] = {
