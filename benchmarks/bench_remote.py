@@ -78,11 +78,11 @@ async def app(scope, receive, send):
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": out})
         return
-    # The streamed walk as mnemo serve answers it: a line a page of 1,000, each sent (and awaited) before the next.
+    # The streamed walk as mnemo serve answers it: a line a page of 100, each sent (and awaited) before the next.
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/x-ndjson")]})
     cursor = body.get("cursor")
     while True:
-        out, cursor = page(cursor, 1000)
+        out, cursor = page(cursor, 100)
         await send({"type": "http.response.body", "body": out + b"\n", "more_body": True})
         if not cursor:
             break
@@ -245,11 +245,11 @@ def interleaved(
     noise hits them all.
 
     `remote`: walk.stream_wire over RemoteBackend (what `recent --all`, `catchup` and `verify` do: one NDJSON
-    answer, a line a page of up to 1,000) -> mnemo serve; `pages`: RemoteBackend.recent page by page at limit 100
+    answer, a line a page of 100) -> mnemo serve; `pages`: RemoteBackend.recent page by page at limit 100
     (a walk with a page budget, or an endpoint without the stream); `bare`: the client RemoteBackend reads with
     (`remote_http.Http`, one httpx.Client, answers streamed) parsing each page with `json.loads` (as httpx's
     `Response.json()`) -> the bare app, page by page; `bare_streamed`: the same client asking the bare app for
-    its NDJSON walk (pages of 1,000), each line parsed by `json.loads`; `bare_orjson`: `bare` parsing with
+    its NDJSON walk (pages of 100), each line parsed by `json.loads`; `bare_orjson`: `bare` parsing with
     `orjson.loads`; `minimal` / `minimal_streamed`: the `bare` / `bare_streamed` client -> mnemo serve (the
     server's cost alone); `local`: LocalBackend.recent page by page; `local_all`: walk.stream_wire over
     LocalBackend (what `recent --all` does on the embedded store: one statement). With `pids` (mnemo serve's, the
@@ -407,7 +407,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         for name in ("remote", "pages", "bare", "bare_streamed", "minimal", "minimal_streamed", "local", "local_all")
     )
     bare_is = "a bare ASGI app (the same keyset SQL, one connection) under uvicorn, read by RemoteBackend's own client"
-    streamed_is = "the bare app's NDJSON walk (pages of 1,000), read by RemoteBackend's own client, json.loads a line"
+    streamed_is = "the bare app's NDJSON walk (pages of 100), read by RemoteBackend's own client, json.loads a line"
     return [
         start,
         # Issue 38's goal was set against this benchmark's embedded walk (LocalBackend.recent at limit 100, the

@@ -14,9 +14,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAX_LIMIT = 100
-# The entries of one line of the streamed walk (`Accept: application/x-ndjson`): the server's own page,
-# never a request's `limit`, which stays at most MAX_LIMIT.
-STREAM_PAGE = 1000
 DEFAULT_LIMIT = 20
 MAX_CONTENT = 10_000
 MAX_DOMAIN = 100

@@ -11,7 +11,7 @@ from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_search, query_words, spliced_entry, with_superseded_by
-from mnemo_tui.limits import STREAM_PAGE, check_limit, room_of
+from mnemo_tui.limits import check_limit, room_of
 from mnemo_tui.model import Entry, Page, RecentQuery, Value, WirePage
 
 if TYPE_CHECKING:
@@ -51,18 +51,15 @@ class FeedOps(Database):
             return plan.params
         return (*plan.params, *cursors.decode(self.secret, plan.bound, q.cursor))
 
-    def _page(self, principal: str, q: RecentQuery, size: int | None = None) -> tuple[list[Any], str | None, bool]:
+    def _page(self, principal: str, q: RecentQuery) -> tuple[list[Any], str | None, bool]:
         """The one page builder: `limit + 1` rows (so the last page carries no cursor), the membership
-        check of an empty room read, and the next cursor from the last row returned. `size` (up to
-        `STREAM_PAGE`) replaces the query's limit, which is still checked: the streamed walk's pages.
+        check of an empty room read, and the next cursor from the last row returned.
 
         Rows are (created_at, atom_id, wire), with superseded_by fourth where the plan says a row can
         have one (`FeedPlan.spliced`).
 
         What `RecentQuery.validated` checks, checked where it is cheapest (`_checked_plan`)."""
         limit, plan = _checked_plan(principal, q, True)
-        if size is not None:
-            limit = min(size, STREAM_PAGE)
         params = self._positioned(plan, q)
         rows = self.fetch_all(plan.sql, (*params, limit + 1))
         if not rows and plan.room_id is not None:
@@ -86,10 +83,9 @@ class FeedOps(Database):
             return Page([Entry(c, a, w if s is None else with_superseded_by(w, s)) for c, a, w, s in rows], cursor)
         return Page(list(map(Entry._make, rows)), cursor)
 
-    def recent_wire(self, principal: str, q: RecentQuery, size: int | None = None) -> WirePage:
-        """The same page as `recent`, as the entries' wire texts (what the server sends), with no `Entry` built;
-        `size` entries at most instead of the query's limit (the server's streamed walk, up to `STREAM_PAGE`)."""
-        rows, cursor, spliced = self._page(principal, q, size)
+    def recent_wire(self, principal: str, q: RecentQuery) -> WirePage:
+        """The same page as `recent`, as the entries' wire texts (what the server sends), with no `Entry` built."""
+        rows, cursor, spliced = self._page(principal, q)
         if spliced:
             return WirePage([w if s is None else with_superseded_by(w, s) for _c, _a, w, s in rows], cursor)
         return WirePage(list(map(_WIRE, rows)), cursor)

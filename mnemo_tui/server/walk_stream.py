@@ -8,7 +8,6 @@ import logging
 from functools import partial
 
 from mnemo_tui.engine.interface import Engine
-from mnemo_tui.limits import STREAM_PAGE
 from mnemo_tui.model import RecentQuery, WirePage
 from mnemo_tui.server.asgi import Receive, Streamed, Write
 from mnemo_tui.server.envelope import CANONICAL
@@ -39,8 +38,9 @@ def wanted(accept: str | None) -> bool:
 
 
 def page(engine: Engine, who: str, query: RecentQuery) -> WirePage:
-    """One line's page: `STREAM_PAGE` entries from the query's cursor (its limit checked, not used)."""
-    return engine.recent_wire(who, query, STREAM_PAGE)
+    """One line's page: the query's `limit` entries from its cursor, as the JSON answer's page would be
+    (so a catch-up's checkpoints, one a page, come as often as they do page by page)."""
+    return engine.recent_wire(who, query)
 
 
 async def _gone(receive: Receive) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import random
 import sqlite3
@@ -35,6 +36,8 @@ ENTRIES = 1200
 LIMIT = 5
 KILLS = 14
 CONSUMER = "crashy"
+# Lines a walk may print past what the test has read: a pipe of 4 KiB, the writer's own buffer and a page.
+AHEAD = 120
 
 
 def _fill(store_path: Path, n: int, start: int = 0) -> None:
@@ -58,14 +61,6 @@ def _visible(store_path: Path) -> list[tuple[int, str]]:
     finally:
         store.close()
     return [(int(r[0]), str(r[1])) for r in page_rows]
-
-
-def _lines_in(path: Path) -> int:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read().count(b"\n")
-    except FileNotFoundError:
-        return 0
 
 
 def _assert_nothing_passed_unseen(
@@ -125,26 +120,33 @@ def _kill_walks(tmp_path: Path, target: Target, seed: int) -> None:
         outputs.append(out)
         delivered = {a for o in outputs for a in ndjson_ids(o)}
         remaining = len({a for _, a in _visible(target.store)} - delivered)
-        # A random point of what is left of the walk, counted in printed entries.
-        kill_after = rng.randint(1, max(1, remaining * 2 // 3))
+        # A random point of what is left of the walk, counted in printed entries, at least `AHEAD` before its
+        # end: the walk writes into a pipe of one page that this test reads line by line, so it can never be
+        # more than the pipe and its own buffer ahead of the reader, and is always still running at the kill.
+        kill_after = rng.randint(1, max(1, remaining - AHEAD))
         with open(out, "wb") as fh:
             err = open(out.with_suffix(".err"), "wb")  # noqa: SIM115 - closed below, after the kill
-            proc = subprocess.Popen(argv, stdout=fh, stderr=err, env=env)
-            deadline = time.monotonic() + 60
-            while proc.poll() is None and _lines_in(out) < kill_after and time.monotonic() < deadline:
-                time.sleep(0.002)
-            if proc.poll() is None:
-                kill9(proc)
-                kills += 1
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env)
+            assert proc.stdout is not None
+            fcntl.fcntl(proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, 4096)
+            read = 0
+            while read < kill_after and (line := proc.stdout.readline()):
+                fh.write(line)
+                read += 1
+            kill9(proc)
+            fh.write(proc.stdout.read())  # what the walk printed before it died is printed
+            proc.stdout.close()
             err.close()
             assert proc.returncode in (0, -9), out.with_suffix(".err").read_text()
+            kills += proc.returncode == -9
         delivered = {a for o in outputs for a in ndjson_ids(o)}
         _assert_nothing_passed_unseen(target, home, delivered)
         assert integrity(home / "state.db") == "ok"
         assert integrity(target.store) == "ok"
     assert kills >= KILLS // 2, "most walks should have been killed half-way"
-    # --resume finishes the interrupted walk; one more pass finds nothing left.
-    for name in ("resume", "after"):
+    # --resume finishes the interrupted walk; the next pass reads what landed on top since that walk began
+    # (every walk was killed, so none of the later ones did); one more finds nothing left.
+    for name in ("resume", "after", "empty"):
         out = tmp_path / f"{name}.ndjson"
         outputs.append(out)
         proc = run_cli(env, *argv[1:])

@@ -24,22 +24,22 @@ def seeded(path: Path, n: int) -> str:
     return key
 
 
-def test_the_walk_comes_as_pages_of_up_to_1000_and_refusals_come_before_it_as_json(tmp_path: Path) -> None:
-    key = seeded(tmp_path / "s.db", 2100)
+def test_the_walk_comes_as_pages_of_the_limit_and_refusals_come_before_it_as_json(tmp_path: Path) -> None:
+    key = seeded(tmp_path / "s.db", 250)
     with served_store(tmp_path / "s.db") as server, httpx.Client(base_url=server.url, timeout=30) as client:
         ask = {"X-Api-Key": key, "Accept": "application/x-ndjson"}
-        walk = client.post("/memory/recent", json={"limit": 10}, headers=ask)
+        walk = client.post("/memory/recent", json={"limit": 100}, headers=ask)
         assert walk.status_code == 200
         assert walk.headers["content-type"] == "application/x-ndjson"
         assert walk.headers["x-mnemo-wire"] == "canonical"
         pages = [json.loads(line) for line in walk.content.splitlines()]
-        assert [len(p["items"]) for p in pages] == [1000, 1000, 100]  # the server's size, not the limit's
+        assert [len(p["items"]) for p in pages] == [100, 100, 50]  # a line is the page the limit asks for
         assert [p["next_cursor"] is None for p in pages] == [False, False, True]
         # Each line is the JSON answer's page: its cursor continues the walk page by page.
         page = client.post(
             "/memory/recent", json={"limit": 100, "cursor": pages[0]["next_cursor"]}, headers={"X-Api-Key": key}
         )
-        assert page.json()["items"] == pages[1]["items"][:100]
+        assert page.json()["items"] == pages[1]["items"]
         bad = client.post("/memory/recent", json={"cursor": "nope!"}, headers=ask)
         assert (bad.status_code, bad.headers["content-type"], bad.json()["code"]) == (
             400,
