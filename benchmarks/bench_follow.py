@@ -1,0 +1,457 @@
+"""Provides the follow benchmark (issue 38): push latency against the polling fallback, idle cost, 1,000 idle followers.
+
+    python benchmarks/bench_follow.py [--quick]
+
+(a) Latency: one `mnemo serve` offering `POST /memory/follow` and one the same but without it (the
+    route answers 404 as the hosted service does, so the very same client falls back to polling),
+    each on its own store, each followed by `mnemo recent --follow --format ndjson` (a subprocess).
+    Writes go to both servers in turn, a few tens of milliseconds apart; a write's latency is from
+    its HTTP answer arriving here to its line being read from the follower's stdout. p50/p99.
+(b) Idle cost: while (c) runs, the two CLI followers of (a) sit idle; their servers' access logs
+    count the requests they make, and (c)'s raw followers count the heartbeats they receive.
+(c) 1,000 idle followers on one server (`--max-follows 1000 --max-connections 1200`), raw streamed
+    requests from one asyncio process over several keys (the per-key bound is 100); the server's
+    VmRSS before and with them open, and its CPU while they idle.
+
+Figures are printed (rows as `run.py` prints them), never asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+MNEMO = shutil.which("mnemo", path=str(Path(sys.executable).parent)) or "mnemo"
+PRINCIPAL = "bench"
+HEARTBEAT = 15.0  # PUSH.md: the server's heartbeat interval
+FOLLOWERS = 1000
+PER_KEY = 84  # < 100, the per-key bound: 12 keys carry the 1,000
+
+# `mnemo serve` as it is, except that `POST /memory/follow` is not routed: the app's own 404 answers it
+# (as the hosted service would), so the same client polls. Everything else (edges, log, engine) is serve's.
+_NO_FOLLOW = r"""
+import sys
+from pathlib import Path
+from mnemo_tui.server import run
+
+class NoFollow:
+    def __init__(self, app):
+        self.app = app
+    def __getattr__(self, name):
+        return getattr(self.app, name)
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["path"].endswith("/memory/follow"):
+            path = scope["path"] + "-not-offered"
+            scope = dict(scope, path=path, raw_path=path.encode())
+        await self.app(scope, receive, send)
+
+_create = run.create_app
+run.create_app = lambda *a, **k: NoFollow(_create(*a, **k))
+sys.exit(run.serve(Path(sys.argv[1]), port=0))
+"""
+
+# The 1,000 idle followers: raw streamed requests from one asyncio process. Prints `open N` once every
+# stream has its first event, then after WINDOW seconds one JSON line of what each stream received.
+_FOLLOWERS = r"""
+import asyncio, json, resource, sys, time
+import httpx
+
+url, keys, n, window = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+opened, counts, failures = 0, [], []
+all_open = asyncio.Event()
+window_start = [None]
+
+async def follow(client, i, key):
+    global opened
+    got = {"heartbeat": 0, "entries": 0, "removed": 0, "other": 0, "in_window": 0, "first": False}
+    counts.append(got)
+    try:
+        async with client.stream("POST", "/memory/follow", json={}, headers={"X-Api-Key": key}) as answer:
+            if answer.status_code != 200:
+                failures.append(f"{answer.status_code} {(await answer.aread())[:200]!r}")
+                return
+            async for line in answer.aiter_lines():
+                if not line.startswith("event:"):
+                    continue
+                kind = line[6:].strip()
+                got[kind if kind in got else "other"] += 1
+                if kind == "heartbeat" and window_start[0] is not None:
+                    got["in_window"] += 1
+                if not got["first"]:
+                    got["first"] = True
+                    opened += 1
+                    if opened == n:
+                        all_open.set()
+    except (httpx.HTTPError, asyncio.CancelledError) as exc:
+        if not isinstance(exc, asyncio.CancelledError):
+            failures.append(f"{type(exc).__name__}: {exc}")
+
+async def main():
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
+    timeout = httpx.Timeout(30, read=60)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout) as client:
+        tasks = []
+        for i in range(n):
+            tasks.append(asyncio.create_task(follow(client, i, keys[i % len(keys)])))
+            if i % 50 == 49:
+                await asyncio.sleep(0.05)
+        try:
+            await asyncio.wait_for(all_open.wait(), 120)
+        except TimeoutError:
+            pass
+        print(f"open {opened} {len(failures)}", flush=True)
+        sys.stdin.readline()  # the parent has read the server's memory: the idle window starts
+        window_start[0] = time.monotonic()
+        await asyncio.sleep(window)
+        hb = [c["in_window"] for c in counts]
+        print(json.dumps({"opened": opened, "failures": failures[:5], "n_failures": len(failures),
+                          "heartbeats": hb, "entries_events": sum(c["entries"] for c in counts),
+                          "other": sum(c["other"] for c in counts)}), flush=True)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+asyncio.run(main())
+"""
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env.update(MNEMO_HOME=str(home), NO_COLOR="1", **extra)
+    return env
+
+
+def make_store(path: Path, keys: int = 1) -> list[str]:
+    """A new store with `keys` API keys of one principal."""
+    from mnemo_tui.engine.store import Store
+
+    store = Store(path)
+    try:
+        return [store.create_key(PRINCIPAL)[1] for _ in range(keys)]
+    finally:
+        store.close()
+
+
+class Server:
+    """A server process on a free loopback port, its stderr (log, access lines) to a file."""
+
+    def __init__(self, command: list[str], store: Path, home: Path, name: str) -> None:
+        home.mkdir(parents=True, exist_ok=True)
+        self.log = home / f"{name}.log"
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=out, env=_env(home, MNEMO_STORE=str(store)))
+        self.url = ""
+        for _ in range(600):
+            found = re.search(r"ready at (http://\S+/api/v1)", self.log.read_text(errors="replace"))
+            if found:
+                self.url = found.group(1)
+                break
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{name} exited: " + self.log.read_text(errors="replace")[-2000:])
+            time.sleep(0.05)
+        else:
+            raise RuntimeError(f"{name} did not print its address")
+
+    def access_lines(self, start: int = 0) -> list[str]:
+        """The access-log lines written after byte `start` of the log."""
+        with self.log.open("rb") as f:
+            f.seek(start)
+            text = f.read().decode(errors="replace")
+        return [line for line in text.splitlines() if " mnemo.access " in line]
+
+    def log_size(self) -> int:
+        return self.log.stat().st_size
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise RuntimeError("no VmRSS")
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+
+
+def serve(store: Path, home: Path, *args: str) -> Server:
+    return Server([MNEMO, "serve", "--port", "0", *args], store, home, "serve")
+
+
+def serve_without_follow(store: Path, home: Path) -> Server:
+    return Server([sys.executable, "-c", _NO_FOLLOW, str(store)], store, home, "serve-no-follow")
+
+
+class Follower:
+    """`mnemo recent --follow --format ndjson` against an endpoint; a thread stamps each line as it is read."""
+
+    def __init__(self, url: str, key: str, home: Path) -> None:
+        home.mkdir(parents=True, exist_ok=True)
+        env = _env(home, MNEMO_ENDPOINT=url, MNEMO_API_KEY=key)
+        self.proc = subprocess.Popen(
+            [MNEMO, "recent", "--follow", "--format", "ndjson"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        self.seen: dict[str, float] = {}
+        self.repeated = 0
+        self.lines = 0
+        self.changed = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            at = time.perf_counter()
+            atom = json.loads(raw)["atom_id"]
+            with self.changed:
+                self.lines += 1
+                if atom in self.seen:
+                    self.repeated += 1
+                else:
+                    self.seen[atom] = at
+                self.changed.notify_all()
+
+    def wait_for(self, ids: set[str] | int, seconds: float) -> bool:
+        """Whether every id (or that many lines) was read within `seconds`."""
+        end = time.monotonic() + seconds
+        with self.changed:
+            while (self.lines < ids) if isinstance(ids, int) else not ids <= self.seen.keys():
+                left = end - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None:
+                    return False
+                self.changed.wait(left)
+            return True
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+
+
+def _pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+def latency(pairs: dict[str, tuple[Any, Follower, str]], writes: int) -> dict[str, list[float]]:
+    """Writes to every server in turn (the first one alternating), `writes` each, 20–60 ms apart; the
+    milliseconds from each write's answer to its line read from that server's follower."""
+    import httpx
+
+    clients = {name: httpx.Client(base_url=srv.url, headers={"X-Api-Key": key}) for name, (srv, _, key) in pairs.items()}
+    acked: dict[str, dict[str, float]] = {name: {} for name in pairs}
+    names = list(pairs)
+    rng = random.Random(38)
+    try:
+        for i in range(writes):
+            for name in names[i % len(names) :] + names[: i % len(names)]:
+                answer = clients[name].post("/memory/write", json={"content": f"follow bench {name} {i}"})
+                at = time.perf_counter()
+                answer.raise_for_status()
+                acked[name][answer.json()["atom_id"]] = at
+            time.sleep(rng.uniform(0.02, 0.06))
+    finally:
+        for client in clients.values():
+            client.close()
+    out: dict[str, list[float]] = {}
+    for name, (_, follower, _) in pairs.items():
+        if not follower.wait_for(set(acked[name]), 60):
+            missing = len(set(acked[name]) - follower.seen.keys())
+            raise AssertionError(f"the {name} follower never printed {missing} of {writes} entries")
+        if follower.repeated:
+            raise AssertionError(f"the {name} follower printed {follower.repeated} entries twice")
+        out[name] = [(follower.seen[a] - t) * 1000 for a, t in acked[name].items()]
+    return out
+
+
+def many_followers(srv: Server, keys: list[str], n: int, window: float, idle: list[Server]) -> dict[str, Any]:
+    """Open `n` raw followers on `srv`; its RSS before and with them open; heartbeats and CPU over `window`.
+
+    Over the same window, the access lines of each server in `idle` (each with one idle CLI follower)."""
+    import httpx
+
+    with httpx.Client(base_url=srv.url, headers={"X-Api-Key": keys[0]}) as client:  # warm: a write, a page
+        client.post("/memory/write", json={"content": "warm"}).raise_for_status()
+        client.post("/memory/recent", json={"limit": 20}).raise_for_status()
+    time.sleep(1)
+    before = srv.rss_kib()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _FOLLOWERS, srv.url, json.dumps(keys), str(n), str(window)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        opened_line = proc.stdout.readline().split()
+        opened = int(opened_line[1]) if len(opened_line) > 1 else 0
+        time.sleep(2)  # let the server settle with every stream open
+        with_them = srv.rss_kib()
+        marks = [s.log_size() for s in idle]
+        own_mark = srv.log_size()
+        cpu = srv.cpu_seconds()
+        started = time.monotonic()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        result = json.loads(proc.stdout.readline())
+        elapsed = time.monotonic() - started
+        cpu = srv.cpu_seconds() - cpu
+        end_rss = srv.rss_kib()
+        time.sleep(0.5)  # the access log is written in batches (0.2 s)
+        idle_requests = [len(s.access_lines(m)) for s, m in zip(idle, marks, strict=True)]
+        own_requests = len(srv.access_lines(own_mark))
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    return {
+        "opened": opened,
+        "rss_before_kib": before,
+        "rss_with_kib": max(with_them, end_rss),
+        "heartbeats": result["heartbeats"],
+        "failures": result["n_failures"],
+        "failure_samples": result["failures"],
+        "window": elapsed,
+        "cpu": cpu,
+        "idle_requests": idle_requests,
+        "own_requests": own_requests,
+    }
+
+
+def run(quick: bool = False) -> list[dict[str, Any]]:
+    import httpx
+
+    writes = 200 if quick else 400
+    window = 2 * HEARTBEAT + 1 if quick else 4 * HEARTBEAT + 1
+    load_start = os.getloadavg()
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-follow-") as tmp:
+        root = Path(tmp)
+        (push_key,) = make_store(root / "push.db")
+        (poll_key,) = make_store(root / "poll.db")
+        keys = make_store(root / "many.db", keys=-(-FOLLOWERS // PER_KEY))
+        servers: list[Server] = []
+        followers: list[Follower] = []
+        try:
+            push = serve(root / "push.db", root / "push")
+            servers.append(push)
+            poll = serve_without_follow(root / "poll.db", root / "poll")
+            servers.append(poll)
+            pairs: dict[str, tuple[Any, Follower, str]] = {}
+            for name, srv, key in (("push", push, push_key), ("poll", poll, poll_key)):
+                follower = Follower(srv.url, key, root / f"client-{name}")
+                followers.append(follower)
+                pairs[name] = (srv, follower, key)
+            # Each follower is following once it printed a first entry written after it started.
+            for name, (srv, follower, key) in pairs.items():
+                httpx.post(srv.url + "/memory/write", json={"content": "first"}, headers={"X-Api-Key": key})
+                if not follower.wait_for(1, 60):
+                    raise AssertionError(f"the {name} follower printed nothing")
+            lat = latency(pairs, writes)
+            for name in ("push", "poll"):
+                srv, follower, _ = pairs[name]
+                print(f"[follow] {name}: p50 {statistics.median(lat[name]):.1f} ms, p99 {_pct(lat[name], 0.99):.1f} ms", file=sys.stderr)
+            many_server = serve(root / "many.db", root / "many", "--max-follows", "1000", "--max-connections", "1200")
+            servers.append(many_server)
+            many = many_followers(many_server, keys, FOLLOWERS, window, [push, poll])
+        finally:
+            for follower in followers:
+                follower.stop()
+            for srv in servers:
+                srv.stop()
+    load_end = os.getloadavg()
+    push_p50, push_p99 = statistics.median(lat["push"]), _pct(lat["push"], 0.99)
+    poll_p50, poll_p99 = statistics.median(lat["poll"]), _pct(lat["poll"], 0.99)
+    poll_is = "the same client and server without the follow route (404: the client polls, as against the hosted service)"
+    rows += [
+        _row(f"follow latency p50, write answered → ndjson line read ({writes} writes)", push_p50, "ms", poll_p50, "≤ 50", poll_is),
+        _row(f"follow latency p99 ({writes} writes)", push_p99, "ms", poll_p99, "≤ 250", poll_is),
+    ]
+    per = many["window"] / HEARTBEAT
+    hb = many["heartbeats"]
+    push_idle, poll_idle = many["idle_requests"]
+    rows += [
+        _row(
+            f"idle CLI follower (push): requests per {HEARTBEAT:g} s over {many['window']:.0f} s",
+            push_idle / per,
+            "req",
+            poll_idle / per,
+            "≤ 1",
+            "the polling CLI follower over the same window (its server's access log)",
+        ),
+        _row(
+            f"idle raw follower: heartbeats per {HEARTBEAT:g} s (mean of {len(hb)}; min {min(hb, default=0)}, max {max(hb, default=0)})",
+            statistics.mean(hb) / per if hb else None,
+            "events",
+            None,
+            "≤ 1",
+            "",
+        ),
+        _row(
+            f"{FOLLOWERS:,} idle followers ({many['opened']:,} open, {many['failures']} failed): server RSS added",
+            (many["rss_with_kib"] - many["rss_before_kib"]) / 1024,
+            "MB",
+            many["rss_before_kib"] / 1024,
+            "< 100",
+            "the server's VmRSS before they opened (after a write and a page)",
+        ),
+        _row(
+            f"{FOLLOWERS:,} idle followers: server CPU while idle ({many['own_requests']} access lines in the window)",
+            100 * many["cpu"] / many["window"],
+            "% of a core",
+            None,
+            "—",
+            "",
+        ),
+    ]
+    load = "load average (1, 5, 15 min) " + " ".join(f"{x:.2f}" for x in load_start) + " at the start, "
+    load += " ".join(f"{x:.2f}" for x in load_end) + " at the end"
+    print(f"[follow] {load}; {many['failure_samples']}", file=sys.stderr)
+    return rows
+
+
+def _row(name: str, value: float | None, unit: str, anchor: float | None, goal: str, anchor_is: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": None if value is None else round(value, 2),
+        "unit": unit,
+        "anchor": None if anchor is None else round(anchor, 2),
+        "ratio": round(value / anchor, 3) if value is not None and anchor else None,
+        "goal": goal,
+        "anchor_is": anchor_is,
+    }
+
+
+if __name__ == "__main__":
+    from run import machine, markdown
+
+    started = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    got = run("--quick" in sys.argv)
+    info = machine()
+    info["load at start"] = started
+    sys.stdout.write(markdown(got, [], info))
