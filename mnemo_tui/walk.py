@@ -276,6 +276,28 @@ class LiveTracker:
             if self.floor is None or position < self.floor:
                 self.floor = position
 
+    def query(self, base: RecentQuery) -> RecentQuery:
+        """`base` read from what is new to this tracker: from the newest instant shown, `overlap` below it,
+        never below the floor (a poll's read, and where a push follow of what is shown starts)."""
+        start = start_of(self.frontier.mark(), self.overlap)
+        floor = self.floor
+        since = start.since if floor is None or start.since is None else max(start.since, floor[0])
+        low = base.since if since is None else since if base.since is None else max(base.since, since)
+        return base.replace(since=low, cursor=None)
+
+    def take(self, entries: list[Entry]) -> list[Entry]:
+        """Pushed entries (a follow's, newest first) that are new, noted as shown.
+
+        The push delivers each entry once; this is the safety net the polls have too: ids shown at
+        (or within the overlap below) the newest instant are dropped, and so is anything at or below
+        the oldest entry shown (the floor: reading on by cursor reaches it).
+        """
+        shown = set(self.frontier.ids)
+        floor = self.floor
+        fresh = [e for e in entries if e.atom_id not in shown and (floor is None or (e.created_at, e.atom_id) > floor)]
+        self.observe(fresh)
+        return fresh
+
     def changed(self, probe: Probe) -> bool:
         """Whether a poll is worth making: always when the backend has no cheap probe (an endpoint)."""
         token = probe()
@@ -301,17 +323,15 @@ class LiveTracker:
         scope and filters instead (`recent --follow`: its `--since` and `--exclude-author`);
         `max_pages=None` reads every new page (nothing may overflow).
         """
-        start = start_of(self.frontier.mark(), self.overlap)
-        floor = self.floor
-        since = start.since if floor is None or start.since is None else max(start.since, floor[0])
         if base is None:
             base = RecentQuery(scope=scope, include_history=include_history)
-        low = base.since if since is None else since if base.since is None else max(base.since, since)
-        query = base.replace(since=low, cursor=None, limit=MAX_LIMIT)
+        query = self.query(base).replace(limit=MAX_LIMIT)
+        floor = self.floor
         # Nothing shown yet: one page is the feed's new top; the rest is reached by scrolling.
         # (`max_pages=None`: every new page, whether or not anything was shown.)
         pages = max_pages if self.frontier.newest is not None or max_pages is None else 1
-        walk = Walk(backend, query, held=start.held, overlap=self.overlap, max_pages=pages)
+        held = start_of(self.frontier.mark(), self.overlap).held
+        walk = Walk(backend, query, held=held, overlap=self.overlap, max_pages=pages)
         fresh = [
             entry
             for page in walk.pages()

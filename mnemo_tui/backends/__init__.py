@@ -9,6 +9,7 @@ from mnemo_tui.model import Entry, Page, RecentQuery
 
 if TYPE_CHECKING:
     from mnemo_tui.removals import Removals
+    from mnemo_tui.values.follow import Follow
     from mnemo_tui.values.plane import Stats
     from mnemo_tui.values.rooms import Invite, Joined, Room
     from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
@@ -87,6 +88,12 @@ class Backend(Protocol):
     def change_token(self) -> tuple[int, int] | None:
         """A cheap token that changes whenever the store may have changed; None when there is no such probe
         (watchers then poll)."""
+        return None
+
+    def follow(self, query: RecentQuery, position: str | None = None) -> Follow | None:
+        """The feed of one scope pushed as it changes (PUSH.md section 2), from `position` (one the follow
+        handed out) or else from `query`'s `since` or newest page; None when the backend offers no push
+        (the embedded store, an endpoint without the channel): the caller then polls."""
         return None
 
     def removals(self, scope: str | None, after: int | None, upto: int | None = None) -> Removals | None:

@@ -11,6 +11,7 @@ from mnemo_tui.model import Entry, Page, RecentQuery
 
 if TYPE_CHECKING:
     from mnemo_tui.removals import Removals
+    from mnemo_tui.values.follow import Follow
     from mnemo_tui.values.plane import Stats
     from mnemo_tui.values.rooms import Invite, Joined, Room
     from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
@@ -77,6 +78,11 @@ class DelegatingBackend(Backend):
     def chain(self, atom_id: str) -> list[Entry] | None:
         with self._guard():
             return self.inner.chain(atom_id)
+
+    def follow(self, query: RecentQuery, position: str | None = None) -> Follow | None:
+        # Guarded while it opens; its events are read outside the guard (a stream never ends by itself).
+        with self._guard():
+            return self.inner.follow(query, position)
 
     def removals(self, scope: str | None, after: int | None, upto: int | None = None) -> Removals | None:
         with self._guard():

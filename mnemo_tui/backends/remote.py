@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from hashlib import sha256
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import quote
 
 from mnemo_tui.backends import Backend, remote_removals
@@ -21,6 +21,9 @@ from mnemo_tui.values.rooms import Invite, Joined, Room, room_id_of
 from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
 from mnemo_tui.values.secrets import SecretInfo
 from mnemo_tui.values.writes import WriteRequest, WriteResult
+
+if TYPE_CHECKING:
+    from mnemo_tui.backends.remote_follow import RemoteFollow
 
 
 def _number(value: Any) -> float:
@@ -131,6 +134,21 @@ class RemoteBackend(Calls, Backend):
         response = self._send("POST", "/memory/recent", self._recent_body(query))
         canonical = response.headers.get(CANONICAL_HEADER) == "canonical"
         return page_of(response.content, canonical)
+
+    # False once the endpoint answered that it has no push channel (404/405): asked once per backend.
+    _offers_follow = True
+
+    def follow(self, query: RecentQuery, position: str | None = None) -> RemoteFollow | None:
+        """`POST /memory/follow` (mnemo serve's push channel, PUSH.md section 2); None where the endpoint has
+        none (the hosted service), remembered for this backend, so its callers poll without a word."""
+        if not self._offers_follow:
+            return None
+        from mnemo_tui.backends import remote_follow
+
+        opened = remote_follow.follow(self, query, position)
+        if opened is None:
+            self._offers_follow = False
+        return opened
 
     # -- writes and search --------------------------------------------------------------------
 

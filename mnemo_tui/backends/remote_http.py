@@ -14,7 +14,7 @@ import json
 import socket
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -252,9 +252,102 @@ class Http:
         except httpx.HTTPError as exc:  # ReadError, WriteError, RemoteProtocolError, DecodingError...
             raise TransportError(_reason(exc)) from None
 
+    def open_stream(
+        self, method: str, path: str, content: bytes | None, headers: Mapping[str, str], idle: float, deadline: float
+    ) -> Stream:
+        """A request whose answer is read as it comes (a push follow): its status and headers once they are in.
+
+        The overall deadline bounds only the connection and the wait for the headers; the body is
+        bounded by `idle`, the longest wait for any byte (httpx's read timeout for this request).
+
+        Raises:
+            NotSent: the connection could not be opened.
+            DeadlinePassed: the deadline passed before the answer's headers came.
+            TransportError: the request was (or may have been) sent and no answer came.
+        """
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise DeadlinePassed("the deadline passed")
+        opening = min(self.connect_timeout, left)
+        timeout = httpx.Timeout(idle, connect=opening, pool=opening, write=min(self.read_timeout, left))
+        request = self._client.build_request(
+            method, self.base + path, content=content, headers=headers, timeout=timeout
+        )
+        try:
+            response = self._client.send(request, stream=True)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError) as exc:
+            raise NotSent(_reason(exc)) from None
+        except httpx.HTTPError as exc:
+            raise TransportError(_reason(exc)) from None
+        return Stream(response)
+
     def close(self) -> None:
         """Close the client and its connection."""
         self._client.close()
+
+
+class Idle(TransportError):
+    """A stream that sent no byte within its idle deadline."""
+
+
+class Stream:
+    """One answer being read as it comes: `status_code`, `headers` (as `Answer`'s), then `chunks()`.
+
+    `abort()` may be called from any thread: it shuts the connection's socket down, so a read waiting
+    on it in another thread returns at once (a closed socket alone would leave it waiting).
+    """
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+        self.status_code = response.status_code
+        self.headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in response.headers.raw}
+        self.aborted = False
+
+    def chunks(self) -> Iterator[bytes]:
+        """The body's bytes as they come, until it ends.
+
+        Raises:
+            Idle: no byte within the idle deadline.
+            TransportError: the connection failed or the body was cut short.
+        """
+        try:
+            yield from self._response.iter_bytes()
+        except httpx.ReadTimeout:
+            raise Idle("no byte within the idle deadline") from None
+        except httpx.HTTPError as exc:
+            raise TransportError(_reason(exc)) from None
+
+    def read(self, limit: int) -> Answer:
+        """The whole (short) body of an answer that is not a stream (a refusal), as an `Answer`.
+
+        Raises:
+            TooLarge: a body beyond `limit`.
+            TransportError: the connection failed while it was read.
+        """
+        body = bytearray()
+        for chunk in self.chunks():
+            body += chunk
+            if len(body) > limit:
+                raise TooLarge(f"an answer over {limit} bytes")
+        return Answer(self.status_code, self.headers, bytes(body))
+
+    def abort(self) -> None:
+        """End the stream from any thread: its socket is shut down (a read waiting on it returns)."""
+        self.aborted = True
+        network = self._response.extensions.get("network_stream")
+        sock = network.get_extra_info("socket") if network is not None else None
+        if isinstance(sock, socket.socket):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed or reset: no read can be waiting on it
+
+    def close(self) -> None:
+        """Release the connection (from the thread that reads it)."""
+        try:
+            self._response.close()
+        except (httpx.HTTPError, OSError):
+            pass  # a connection already broken is dropped by the pool all the same
 
 
 _BY_STATUS: dict[int, type[MnemoError]] = {

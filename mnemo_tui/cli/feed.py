@@ -159,7 +159,9 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
     Entries are printed oldest first, the newest last (as `tail -f`). New entries are read by the
     walk layer's `LiveTracker`, the TUI's live feed: from the newest instant shown, inclusive, with
     the backend's overlap, dropping ids shown; the embedded store is read only when its change
-    token moved. No watermark is read or moved. Runs until ^C (exit 130) or the backend fails.
+    token moved. An endpoint that offers the push follow (`Backend.follow`) pushes them instead,
+    one request while idle; one without it is polled. No watermark is read or moved. Runs until ^C
+    (exit 130) or the backend fails.
     """
     import time
 
@@ -180,7 +182,7 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
     def emit(entries: list[Entry]) -> None:
         if not entries:
             return
-        tracker.observe(entries)
+        tracker.observe(entries)  # (already noted by `take`, which changes nothing then)
         oldest_first = entries[::-1]
         if table is not None:
             table.rows(oldest_first)
@@ -188,6 +190,20 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
             output.ndjson(out, (e.wire for e in oldest_first))
         out.flush()
 
+    pushed = backend.follow(query)
+    if pushed is not None:
+        # The endpoint pushes: its first event is the newest page (or everything since `--since`), then
+        # each wake's new entries; heartbeats and removals print nothing (the output is entries only).
+        try:
+            first = True
+            for event in pushed:
+                emit(tracker.take(event.entries))
+                if first and output.is_tty(sys.stderr):
+                    output.hint("(following: new entries appear as they land; ^C to stop)")
+                first = False
+        finally:
+            pushed.close()
+        return
     probe = backend.change_token
     tracker.changed(probe)  # the token before the first read: any write after it is polled for
     if query.since is not None:

@@ -49,7 +49,7 @@ class WatermarkLoaded(Read):
 
 
 class LiveFound(Read):
-    """A poll's new entries (None: nothing changed, or their read failed), the removals since the bound when it
+    """A poll's (or the push follow's) new entries (None: nothing changed, or their read failed), the removals since the bound when it
     asked (`asked`; None: the backend keeps no tombstones), and what failed (`error`: live is paused)."""
 
     def __init__(
@@ -59,9 +59,21 @@ class LiveFound(Read):
         removals: Removals | None = None,
         asked: bool = False,
         error: MnemoError | None = None,
+        pushed: bool = False,
     ) -> None:
         super().__init__(generation)
         self.batch = batch
         self.removals = removals
         self.asked = asked
         self.error = error
+        self.pushed = pushed  # from the push follow's thread, not a poll (no poll in flight to end)
+
+
+class PushEnded(Read):
+    """The push follow's thread ended: `offered` False when the backend has no push (the feed polls), else
+    why it failed (`error`; None when it was closed or the stream ended cleanly)."""
+
+    def __init__(self, generation: int, error: MnemoError | None, offered: bool = True) -> None:
+        super().__init__(generation)
+        self.error = error
+        self.offered = offered

@@ -101,7 +101,7 @@ class FeedScreen(Screen[None]):
         self.call_after_refresh(lambda: self.feed.focus() if self.switcher.current == "feed" else None)
         self.open_scope(self.first_scope)
         if self.session.poll_interval:
-            self.set_interval(self.session.poll_interval, self.feed.check_live)
+            self.set_interval(self.session.poll_interval, self.feed.tick)
 
     @property
     def scope(self) -> str | None:

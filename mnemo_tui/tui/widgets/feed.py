@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import ClassVar
 
 from rich.cells import set_cell_size
@@ -16,11 +17,12 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from mnemo_tui.errors import MnemoError
+from mnemo_tui.errors import MnemoError, RemovalsGone
 from mnemo_tui.model import Entry, RecentQuery, Watermark
 from mnemo_tui.removals import Removals
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import messages as msg
+from mnemo_tui.tui.data.live import PushHandle, read_push
 from mnemo_tui.tui.data.removed import RemovalWatch
 from mnemo_tui.tui.data.window import FeedWindow, PageRequest
 from mnemo_tui.tui.session import Session
@@ -144,6 +146,10 @@ class FeedView(ScrollView, can_focus=True):
         self._matches: list[Entry] = []
         self._inflight: set[int] = set()
         self._live_busy = False
+        # The push follow of the current generation (an endpoint that offers it): read by its own thread.
+        self.offers_push = session.backend.kind == "remote"
+        self._push: PushHandle | None = None
+        self.pushing = False
         self._styles: dict[str, Style] = {}
         self.painter = RowPainter(self._style)
 
@@ -152,6 +158,7 @@ class FeedView(ScrollView, can_focus=True):
     def open(self, scope: str | None, include_history: bool) -> None:
         """Show a scope from its newest entry; anything still in flight for the previous one is dropped."""
         self.scope, self.include_history = scope, include_history
+        self.stop_push()
         self.generation += 1
         self.window = FeedWindow(keep_pages=self.session.keep_pages)
         self.tracker = LiveTracker(self.session.overlap)
@@ -204,6 +211,7 @@ class FeedView(ScrollView, can_focus=True):
         self.tracker.observe(page.items)
         if message.index == 0 and first:
             self.removed.start(page.items)
+            self.start_push()
         self.loading = False
         top, bottom = self.visible_rows()
         self.window.evict(top, bottom)
@@ -250,6 +258,11 @@ class FeedView(ScrollView, can_focus=True):
 
     # -- live -----------------------------------------------------------------------------
 
+    def tick(self) -> None:
+        """The timer's live check: a poll, unless the push follow brings what is new."""
+        if not self.pushing:
+            self.check_live()
+
     def check_live(self) -> None:
         """Look for new entries (one poll at a time; none before the first page has arrived)."""
         if self._live_busy or not self.window.started:
@@ -282,7 +295,10 @@ class FeedView(ScrollView, can_focus=True):
 
     @on(msg.LiveFound)
     def _live_found(self, message: msg.LiveFound) -> None:
-        self._live_busy = False
+        if not message.pushed:
+            self._live_busy = False
+        elif message.generation == self.generation:
+            self.pushing = True
         error = None if message.error is None else message.error.message
         if self.live_error != error:
             self.live_error = error
@@ -290,17 +306,63 @@ class FeedView(ScrollView, can_focus=True):
         batch = message.batch
         if message.generation != self.generation:
             return
-        if batch is not None and (batch.entries or batch.overflow):
-            self.tracker.observe(batch.entries)
-            self.removed.start(batch.entries)
-            self.pending[:0] = batch.entries
+        # A poll and the push may both bring an entry: what was shown meanwhile is dropped here.
+        entries = self.tracker.take(batch.entries) if batch is not None else []
+        if batch is not None and (entries or batch.overflow):
+            self.removed.start(entries)
+            self.pending[:0] = entries
             self.pending_overflow = self.pending_overflow or batch.overflow or len(self.pending) > PENDING_CAP
             del self.pending[PENDING_CAP:]
             if self.at_top:
                 self.show_pending()
-            self.post_message(self.Arrived(batch.entries, len(self.pending), self.pending_overflow))
+            self.post_message(self.Arrived(entries, len(self.pending), self.pending_overflow))
         if message.asked:
             self._take_removals(message.removals)
+        if not message.pushed and error is None and self.offers_push and self._push is None:
+            self.start_push()  # the push had failed and the endpoint answers again: back to pushing
+
+    # -- push: an endpoint's follow, read by a thread of its own ----------------------------------
+
+    def start_push(self) -> None:
+        """Over an endpoint that offers the push follow, read it for this generation in a thread.
+
+        A plain daemon thread, not a Textual worker: a worker runs on the event loop's executor, which
+        the loop waits for when it closes, and the app counts workers as reads in flight; a follow
+        never ends by itself. `stop_push` (a new generation, the feed unmounted) closes its connection.
+        """
+        if not self.offers_push or self._push is not None or not self.window.started:
+            return
+        push = PushHandle()
+        self._push = push
+        query = self.tracker.query(self.read_query())
+        after = self.removed.after if self.tombstones else None
+        args = (push, self.session.backend, self.generation, query, after, self.post_message)
+        thread = threading.Thread(target=read_push, args=args, name="mnemo-follow", daemon=True)
+        thread.start()
+
+    def stop_push(self) -> None:
+        push, self._push = self._push, None
+        self.pushing = False
+        if push is not None:
+            push.close()
+
+    def on_unmount(self) -> None:
+        self.stop_push()
+
+    @on(msg.PushEnded)
+    def _push_ended(self, message: msg.PushEnded) -> None:
+        if message.generation != self.generation:
+            return
+        self._push, self.pushing = None, False
+        if not message.offered:
+            self.offers_push = False  # this backend has no push: the timer's poll it is
+            return
+        if isinstance(message.error, RemovalsGone):
+            self.post_message(self.Removed(set(), 0, reread=True))  # resumed past the removals kept: read again
+            return
+        if message.error is not None and self.live_error != message.error.message:
+            self.live_error = message.error.message  # live pauses; the timer's poll takes over and retries
+            self.post_message(self.Changed())
 
     def _take_removals(self, removals: Removals | None) -> None:
         """Drop the rows removed elsewhere, the cursor staying on its entry (or, if it went, on the next older)."""

@@ -1,0 +1,408 @@
+"""Provides the remote backend's push follow: `POST /memory/follow` read as server-sent events (PUSH.md section 2).
+
+One streamed request through the backend's HTTP client; lines read bounded from its bytes, their
+fields decoded by httpx-sse's decoder, items read by the code that reads a page (`remote_wire`).
+A stream that drops (a transport error, no byte for `IDLE_SECONDS`, the server gone or ending it)
+is asked again with `Last-Event-ID` = the last position received, after the retry policy's backoff.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Generator, Iterator
+from typing import TYPE_CHECKING, Any
+
+from httpx_sse._decoders import SSEDecoder  # the decoder alone: the transport and its bounds are ours
+
+from mnemo_tui.backends.remote_http import (
+    NOT_PROCESSED_STATUS,
+    TRANSIENT_STATUS,
+    Answer,
+    DeadlinePassed,
+    Stream,
+    TransportError,
+    error_of,
+    retry_after,
+    said_retryable,
+)
+from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, page_of
+from mnemo_tui.errors import BY_CODE, MnemoError, Unavailable
+from mnemo_tui.limits import MAX_LIMIT, dumps
+from mnemo_tui.model import Entry, by_author
+from mnemo_tui.removals import Removal
+from mnemo_tui.values.follow import Pushed
+
+if TYPE_CHECKING:
+    from mnemo_tui.backends.remote_calls import Calls
+    from mnemo_tui.model import RecentQuery
+
+PATH = "/memory/follow"
+# No byte for this long (three heartbeats) is a dead stream: it is asked again.
+IDLE_SECONDS = 45.0
+# The largest event read: the largest page's size. A line or an event beyond it ends the follow.
+MAX_EVENT = 32 << 20
+# A refusal's JSON body is read whole up to this.
+MAX_REFUSAL = 1 << 20
+# An `entries` event this full may be one chunk of a wake with more to come (see `_Wakes`).
+CHUNK = MAX_LIMIT
+
+
+class EventTooLarge(TransportError):
+    """A line or an event beyond `MAX_EVENT`."""
+
+    final = True
+
+
+def lines(chunks: Iterator[bytes], bound: int = MAX_EVENT) -> Iterator[bytes]:
+    """The lines of a byte stream without their ends (`\\r\\n`, `\\n` or `\\r`), an event's blank line as `b""`.
+
+    Never more than `bound` bytes are held: a line, or the lines of one event, beyond it raise `EventTooLarge`.
+    """
+    held = bytearray()
+    event = 0  # the bytes of the event read so far
+    cr = False  # the last chunk ended in `\r`: a `\n` opening the next one belongs to it
+    for chunk in chunks:
+        if cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]
+        cr = False
+        if b"\n" not in chunk and b"\r" not in chunk:
+            held += chunk
+            if event + len(held) > bound:
+                raise EventTooLarge(f"an event over {bound >> 20} MiB")
+            continue
+        held += chunk
+        start = 0
+        size = len(held)
+        while start < size:
+            n = held.find(b"\n", start)
+            r = held.find(b"\r", start, n if n >= 0 else size)
+            end = r if r >= 0 else n
+            if end < 0:
+                break
+            line = bytes(held[start:end])
+            start = end + (2 if r >= 0 and end + 1 < size and held[end + 1] == 0x0A else 1)
+            if r >= 0 and end + 1 == size:
+                cr = True
+            event = 0 if not line else event + len(line) + 1
+            if event > bound:
+                raise EventTooLarge(f"an event over {bound >> 20} MiB")
+            yield line
+        del held[:start]
+        if event + len(held) > bound:
+            raise EventTooLarge(f"an event over {bound >> 20} MiB")
+
+
+def _error_of_event(data: str) -> MnemoError:
+    """The project's error for an `error` event (`{"error": <the envelope's error>}`)."""
+    try:
+        body = json.loads(data).get("error")
+    except (ValueError, AttributeError):
+        body = None
+    if not isinstance(body, dict):
+        return Unavailable("the endpoint ended the follow with an error event that is not an error")
+    code = body.get("code")
+    message = body.get("message")
+    cls = BY_CODE.get(code, Unavailable) if isinstance(code, str) else Unavailable
+    details = body.get("details") if isinstance(body.get("details"), dict) else None
+    exc = cls(
+        message if isinstance(message, str) and message else f"the endpoint ended the follow ({code})", details=details
+    )
+    if isinstance(body.get("retryable"), bool):
+        exc.retryable = body["retryable"]
+    return exc
+
+
+class _Wakes:
+    """Joins the `entries` events of one wake (one position) before they are shown.
+
+    A wake's entries come newest first in chunks of at most `CHUNK`; the client must show a wake
+    whole (oldest first in `recent --follow`, newest on top in the TUI) but cannot see where it ends.
+    A chunk of fewer than `CHUNK` entries ends it; a full one is held until the next event says
+    otherwise (another position, another kind). A wake of exactly n·`CHUNK` entries so waits for
+    the next event, a heartbeat at most.
+    """
+
+    def __init__(self) -> None:
+        self.held: list[Entry] = []
+        self.position: str | None = None
+
+    def add(self, entries: list[Entry], position: str | None, whole: bool) -> Pushed | None:
+        """Note one `entries` event; the wake to show when it is complete (`whole`: it is one event)."""
+        out = self.flush() if self.held and position != self.position else None
+        self.held.extend(entries)
+        self.position = position
+        if whole or len(entries) < CHUNK:
+            joined = self.flush()
+            if out is not None and joined is not None:
+                return _joined(out, joined)
+            return joined or out
+        return out
+
+    def flush(self) -> Pushed | None:
+        if not self.held and self.position is None:
+            return None
+        entries = sorted(self.held, key=lambda e: (e.created_at, e.atom_id.lower()), reverse=True)
+        pushed = Pushed("entries", self.position, entries, [])
+        self.held, self.position = [], None
+        return pushed
+
+
+def _joined(older: Pushed, newer: Pushed) -> Pushed:
+    entries = sorted([*older.entries, *newer.entries], key=lambda e: (e.created_at, e.atom_id.lower()), reverse=True)
+    return Pushed("entries", newer.position, entries, [])
+
+
+class RemoteFollow:
+    """An open push follow of one `RemoteBackend`: iterate it for `Pushed` events; `close()` from any thread.
+
+    It reconnects by itself; it raises the project's error when the endpoint refuses a reconnect,
+    when reconnecting fails until the call's deadline, for an `error` event, and for an event too large.
+    """
+
+    def __init__(
+        self,
+        calls: Calls,
+        query: RecentQuery,
+        keep: Callable[[Entry], bool] | None,
+        first: Stream,
+        position: str | None,
+    ) -> None:
+        self._calls = calls
+        self._query = query
+        self._keep = keep
+        self._stream: Stream | None = first
+        self.position = position
+        self.connections = 1
+        self._closed = False
+        self._events = self._run()
+
+    def __iter__(self) -> Iterator[Pushed]:
+        return self
+
+    def __next__(self) -> Pushed:
+        return next(self._events)
+
+    def close(self) -> None:
+        self._closed = True
+        stream = self._stream
+        if stream is not None:
+            stream.abort()
+        try:
+            self._events.close()
+        except ValueError:
+            pass  # being read in another thread: its read returns now, and it ends itself
+
+    def _run(self) -> Generator[Pushed, None, None]:
+        calls = self._calls
+        attempt, deadline = 0, 0.0
+        while not self._closed:
+            stream = self._stream
+            assert stream is not None
+            got = False
+            try:
+                for event in self._read(stream):
+                    got = True
+                    yield event
+            except TransportError as exc:
+                if exc.final:
+                    raise Unavailable(f"{calls.identity} sent {exc.reason} on the follow; not asked again") from None
+            except MnemoError as exc:
+                if not exc.retryable:
+                    raise
+            finally:
+                stream.close()
+                self._stream = None
+            if self._closed:
+                return
+            # The backoff and the deadline run on from one drop to the next until an event comes again.
+            if got or not attempt:
+                attempt, deadline = 0, time.monotonic() + calls.deadline
+            opened = _open(
+                calls,
+                self._query,
+                self.position,
+                reconnect=True,
+                attempt=attempt,
+                deadline=deadline,
+                closed=lambda: self._closed,
+            )
+            if opened is None:
+                return
+            self._stream = opened
+            attempt += 1
+            self.connections += 1
+
+    def _read(self, stream: Stream) -> Iterator[Pushed]:
+        """The events of one connection, until it ends (returns) or drops (raises)."""
+        canonical = stream.headers.get(CANONICAL_HEADER) == "canonical"
+        decoder = SSEDecoder()
+        wakes = _Wakes()
+        # The newest page of a fresh follow is one event, however full.
+        single = self.position is None and self._query.since is None
+        identity = self._calls.identity
+        for raw in lines(stream.chunks()):
+            event = decoder.decode(raw.decode("utf-8", errors="replace"))
+            if event is None:
+                continue
+            kind, position = event.event, event.id or self.position
+            if kind == "entries":
+                try:
+                    page = page_of(_items_body(event.data), canonical)
+                except Unavailable:
+                    raise Unavailable(f"{identity} sent a follow event whose items are not a page") from None
+                entries = page.items if self._keep is None else [e for e in page.items if self._keep(e)]
+                shown = wakes.add(entries, position, single)
+                single = False
+                self.position = position
+                if shown is not None:
+                    yield shown
+                continue
+            if kind not in ("removed", "heartbeat", "error"):
+                continue  # the `retry:` field alone, or an event this client does not know
+            held = wakes.flush()
+            if held is not None:
+                yield held
+            if kind == "error":
+                raise _error_of_event(event.data)
+            self.position = position
+            if kind == "removed":
+                yield Pushed("removed", position, [], _removals(event.data, identity))
+            else:
+                yield Pushed("heartbeat", position, [], [])
+        held = wakes.flush()
+        if held is not None:
+            yield held
+
+
+def _items_body(data: str) -> bytes:
+    return data.encode("utf-8")
+
+
+def _removals(data: str, identity: str) -> list[Removal]:
+    try:
+        return [Removal.from_wire(item) for item in json.loads(data)["removed"]]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise Unavailable(f"{identity} sent a follow event whose removals are not a list of removals") from None
+
+
+def follow_body(query: RecentQuery) -> dict[str, Any]:
+    """The follow's body: the `POST /memory/recent` body without `cursor` and `until` (a follow has neither)."""
+    from mnemo_tui.backends.remote_wire import wire_time
+
+    exclude = query.exclude_author if "/" not in (query.exclude_author or "") else None
+    return {
+        "domain": query.scope,
+        "since": wire_time(query.since),
+        "exclude_author": exclude,
+        "include_history": query.include_history,
+        "limit": query.limit,
+    }
+
+
+def keeper(query: RecentQuery) -> Callable[[Entry], bool] | None:
+    """The author filters the client applies itself (the endpoint filters by principal only), or None."""
+    if query.author is None and "/" not in (query.exclude_author or ""):
+        return None
+
+    def keep(entry: Entry) -> bool:
+        return (query.author is None or by_author(entry, query.author)) and (
+            query.exclude_author is None or not by_author(entry, query.exclude_author)
+        )
+
+    return keep
+
+
+def _open(
+    calls: Calls,
+    query: RecentQuery,
+    position: str | None,
+    *,
+    reconnect: bool = False,
+    attempt: int = 0,
+    deadline: float | None = None,
+    closed: Callable[[], bool] = lambda: False,
+) -> Stream | None:
+    """A follow's stream, asked with the retry policy's backoff; None when the endpoint has no such route
+    (a first ask: 404 or 405, or an answer that is not a stream) or the follow was closed meanwhile.
+
+    A first ask gives up as a request does (`calls.retries` attempts within the call's deadline); a
+    reconnect waits first, and keeps trying with the same backoff until `deadline` (a server that
+    restarts must not end a follow; one gone for the whole deadline does).
+
+    Raises:
+        MnemoError: a refusal (401, 403, 422, ...), or no answer within the retries or the deadline.
+    """
+    content = dumps(follow_body(query)).encode()
+    headers = {"X-Request-Id": uuid.uuid4().hex, "Accept": "text/event-stream"}
+    if position is not None:
+        headers["Last-Event-ID"] = position
+    if deadline is None:
+        deadline = time.monotonic() + calls.deadline
+    what = "reconnect the follow to" if reconnect else "reach"
+    reason = "no answer"
+
+    def again(said: float | None = None) -> bool:
+        nonlocal attempt
+        if not reconnect and attempt >= calls.retries:
+            return False
+        wait = min(calls.max_wait, said) if said is not None else calls._delay(attempt)
+        if time.monotonic() + wait >= deadline:
+            return False
+        calls._sleep(wait)
+        attempt += 1
+        return not closed()
+
+    if reconnect and not again():
+        if closed():
+            return None
+        raise Unavailable(f"cannot {what} {calls.identity} within the deadline of {calls.deadline:g} s")
+    while True:
+        try:
+            stream = calls._client.open_stream("POST", PATH, content, headers, IDLE_SECONDS, deadline)
+        except DeadlinePassed:
+            raise Unavailable(f"cannot {what} {calls.identity} within the deadline of {calls.deadline:g} s") from None
+        except TransportError as exc:
+            reason = exc.reason
+            if again():
+                continue
+            if closed():
+                return None
+            raise Unavailable(
+                f"cannot {what} {calls.identity} ({reason}) after {attempt + 1} attempt(s); is the server up?"
+            ) from None
+        status = stream.status_code
+        if status == 200 and stream.headers.get("content-type", "").startswith("text/event-stream"):
+            return stream
+        try:
+            answer: Answer | None = stream.read(MAX_REFUSAL)
+        except TransportError:
+            answer = None
+        finally:
+            stream.close()
+        if status in (404, 405) or status == 200:
+            if reconnect:
+                raise Unavailable(f"{calls.identity} no longer offers the follow (HTTP {status})")
+            return None  # no push channel here (the hosted service): the caller polls
+        if answer is None:
+            if again():
+                continue
+            raise Unavailable(f"{calls.identity} answered the follow with HTTP {status} and no readable body")
+        problem = error_of(answer)
+        said = said_retryable(answer)
+        transient = said if said is not None else (problem.retryable or status in TRANSIENT_STATUS)
+        if transient and status in NOT_PROCESSED_STATUS | TRANSIENT_STATUS and again(retry_after(answer)):
+            continue
+        if closed():
+            return None
+        raise problem
+
+
+def follow(calls: Calls, query: RecentQuery, position: str | None) -> RemoteFollow | None:
+    """The follow of `RemoteBackend.follow`: opened now (refusals raise here), None without the channel."""
+    query = query.validated()
+    first = _open(calls, query, position)
+    if first is None:
+        return None
+    return RemoteFollow(calls, query, keeper(query), first, position)

@@ -1,0 +1,32 @@
+"""Provides the values of a push follow (PUSH.md section 2): one event as the client reads it, and an open follow."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Protocol
+
+from mnemo_tui.model import Value
+
+if TYPE_CHECKING:
+    from mnemo_tui.model import Entry
+    from mnemo_tui.removals import Removal
+
+
+class Pushed(Value):
+    """One event of a follow: `entries` (newest first; one wake's chunks already joined), `removed` (oldest
+    first) or `heartbeat`, with the position the stream stood at after it (opaque: resume from it)."""
+
+    kind: str
+    position: str | None
+    entries: list[Entry]
+    removals: list[Removal]
+
+
+class Follow(Protocol):
+    """An open follow: iterate it for its events (it reconnects by itself); `close()`, from any thread, ends it."""
+
+    def __iter__(self) -> Iterator[Pushed]: ...
+
+    def __next__(self) -> Pushed: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,172 @@
+"""The push follow's client (PUSH.md section 2) against servers that misbehave on purpose, byte by byte."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from conftest import MNEMO
+from sse_servers import SSE_HEAD, Handler, RawServer, event, hang, item
+
+from mnemo_tui.backends import remote_follow
+from mnemo_tui.backends.remote import RemoteBackend
+from mnemo_tui.errors import Forbidden, RemovalsGone
+from mnemo_tui.model import RecentQuery
+
+KEY = "mk_live_" + "7" * 32
+
+
+@contextmanager
+def raw(handler: Handler) -> Iterator[RawServer]:
+    server = RawServer(handler)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@contextmanager
+def backend(url: str) -> Iterator[RemoteBackend]:
+    remote = RemoteBackend(url, KEY, retries=2, sleep=lambda seconds: None)
+    try:
+        yield remote
+    finally:
+        remote.close()
+
+
+def test_headers_then_nothing_is_a_dead_stream_asked_again_from_the_last_position(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(remote_follow, "IDLE_SECONDS", 0.5)
+
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + b"retry: 2000\n\n")
+        if n == 0:
+            writer.write(event("entries", "41", {"items": [item(2), item(1)]}))
+        else:
+            writer.write(event("entries", "42", {"items": [item(3)]}))
+        await writer.drain()
+        await hang()  # headers, an event, then nothing: no byte for the idle deadline
+
+    with raw(answer) as server, backend(server.url) as remote:
+        follow = remote.follow(RecentQuery(limit=2))
+        assert follow is not None
+        try:
+            first = next(follow)
+            assert [e.content for e in first.entries] == ["pushed 2", "pushed 1"]
+            again = next(follow)  # only after the idle deadline dropped the first connection
+        finally:
+            follow.close()
+    assert again.kind == "entries" and [e.content for e in again.entries] == ["pushed 3"]
+    assert len(server.requests) == 2
+    assert "last-event-id" not in server.requests[0][1]
+    assert server.requests[1][1]["last-event-id"] == "41"
+    assert server.requests[0][0].startswith("POST /api/v1/memory/follow ")
+
+
+def test_an_endpoint_without_the_channel_is_none_and_asked_once() -> None:
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        body = b'{"detail":"Not Found"}'
+        writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\n")
+        writer.write(b"content-length: %d\r\n\r\n" % len(body) + body)
+        await writer.drain()
+
+    with raw(answer) as server, backend(server.url) as remote:
+        assert remote.follow(RecentQuery()) is None
+        assert remote.follow(RecentQuery(scope="general")) is None
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "error"), [("REMOVALS_GONE", 410, RemovalsGone), ("FORBIDDEN", 403, Forbidden)]
+)
+def test_an_error_event_is_the_projects_error(code: str, status: int, error: type[Exception]) -> None:
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", "5", {"items": []}))
+        envelope = {"code": code, "message": f"{code} said the server", "retryable": False, "details": None}
+        writer.write(b"event: error\ndata: " + __import__("json").dumps({"error": envelope}).encode() + b"\n\n")
+        await writer.drain()
+
+    with raw(answer) as server, backend(server.url) as remote:
+        follow = remote.follow(RecentQuery(), position="4")
+        assert follow is not None
+        assert next(follow).entries == []
+        with pytest.raises(error, match=f"{code} said the server"):
+            next(follow)
+        follow.close()
+    assert server.requests[0][1]["last-event-id"] == "4"
+
+
+def test_the_chunks_of_one_wake_are_shown_together_newest_first() -> None:
+    """A wake of 230 entries comes as 100 + 100 + 30 under one position: it is shown as one batch."""
+    numbers = list(range(230, 0, -1))
+
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", "1", {"items": []}))
+        for chunk in (numbers[:100], numbers[100:200], numbers[200:]):
+            writer.write(event("entries", "9", {"items": [item(i) for i in chunk]}))
+        writer.write(event("heartbeat", "9", {}))
+        await writer.drain()
+        await hang()
+
+    with raw(answer) as server, backend(server.url) as remote:
+        follow = remote.follow(RecentQuery())
+        assert follow is not None
+        try:
+            assert next(follow).entries == []
+            wake = next(follow)
+            beat = next(follow)
+        finally:
+            follow.close()
+    assert [e.content for e in wake.entries] == [f"pushed {i}" for i in numbers]
+    assert wake.position == "9" and beat.kind == "heartbeat"
+
+
+def test_close_from_another_thread_ends_a_waiting_read() -> None:
+    import threading
+
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", "1", {"items": [item(1)]}))
+        await writer.drain()
+        await hang()
+
+    with raw(answer) as server, backend(server.url) as remote:
+        follow = remote.follow(RecentQuery())
+        assert follow is not None
+        got: list[object] = []
+        reader = threading.Thread(target=lambda: got.extend(follow), daemon=True)
+        reader.start()
+        for _ in range(400):
+            if got:
+                break
+            reader.join(0.01)
+        follow.close()
+        reader.join(timeout=10)
+        assert not reader.is_alive()  # ended by close(), not by the 45 s idle deadline
+    assert len(got) == 1 and len(server.requests) == 1
+
+
+def test_an_event_over_the_bound_ends_recent_follow_with_a_clear_error(tmp_path: Path) -> None:
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + b"event: entries\nid: 3\ndata: ")
+        block = b"x" * (1 << 20)
+        for _ in range(33):  # 33 MiB on one line, never a line end
+            writer.write(block)
+            await writer.drain()
+        await hang()
+
+    with raw(answer) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+        env.update(MNEMO_HOME=str(tmp_path), MNEMO_ENDPOINT=server.url, MNEMO_API_KEY=KEY, NO_COLOR="1")
+        done = subprocess.run(
+            [MNEMO, "recent", "--follow", "--format", "ndjson"], capture_output=True, text=True, env=env, timeout=120
+        )
+    assert done.returncode == 5, done.stderr
+    assert "an event over 32 MiB" in done.stderr and "not asked again" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert len(server.requests) == 1
