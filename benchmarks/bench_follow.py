@@ -155,7 +155,9 @@ class Server:
         home.mkdir(parents=True, exist_ok=True)
         self.log = home / f"{name}.log"
         with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=out, env=_env(home, MNEMO_STORE=str(store)))
+            self.proc = subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=out, env=_env(home, MNEMO_STORE=str(store))
+            )
         self.url = ""
         for _ in range(600):
             found = re.search(r"ready at (http://\S+/api/v1)", self.log.read_text(errors="replace"))
@@ -264,7 +266,9 @@ def latency(pairs: dict[str, tuple[Any, Follower, str]], writes: int) -> dict[st
     milliseconds from each write's answer to its line read from that server's follower."""
     import httpx
 
-    clients = {name: httpx.Client(base_url=srv.url, headers={"X-Api-Key": key}) for name, (srv, _, key) in pairs.items()}
+    clients = {
+        name: httpx.Client(base_url=srv.url, headers={"X-Api-Key": key}) for name, (srv, _, key) in pairs.items()
+    }
     acked: dict[str, dict[str, float]] = {name: {} for name in pairs}
     names = list(pairs)
     rng = random.Random(38)
@@ -375,7 +379,10 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             lat = latency(pairs, writes)
             for name in ("push", "poll"):
                 srv, follower, _ = pairs[name]
-                print(f"[follow] {name}: p50 {statistics.median(lat[name]):.1f} ms, p99 {_pct(lat[name], 0.99):.1f} ms", file=sys.stderr)
+                print(
+                    f"[follow] {name}: p50 {statistics.median(lat[name]):.1f} ms, p99 {_pct(lat[name], 0.99):.1f} ms",
+                    file=sys.stderr,
+                )
             many_server = serve(root / "many.db", root / "many", "--max-follows", "1000", "--max-connections", "1200")
             servers.append(many_server)
             many = many_followers(many_server, keys, FOLLOWERS, window, [push, poll])
@@ -387,9 +394,18 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     load_end = os.getloadavg()
     push_p50, push_p99 = statistics.median(lat["push"]), _pct(lat["push"], 0.99)
     poll_p50, poll_p99 = statistics.median(lat["poll"]), _pct(lat["poll"], 0.99)
-    poll_is = "the same client and server without the follow route (404: the client polls, as against the hosted service)"
+    poll_is = (
+        "the same client and server without the follow route (404: the client polls, as against the hosted service)"
+    )
     rows += [
-        _row(f"follow latency p50, write answered → ndjson line read ({writes} writes)", push_p50, "ms", poll_p50, "≤ 50", poll_is),
+        _row(
+            f"follow latency p50, write answered → ndjson line read ({writes} writes)",
+            push_p50,
+            "ms",
+            poll_p50,
+            "≤ 50",
+            poll_is,
+        ),
         _row(f"follow latency p99 ({writes} writes)", push_p99, "ms", poll_p99, "≤ 250", poll_is),
     ]
     per = many["window"] / HEARTBEAT

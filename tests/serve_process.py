@@ -33,7 +33,11 @@ def start_serve(home: Path, *args: str, port: int = 0, store: Path | None = None
     if store is not None:
         env["MNEMO_STORE"] = str(store)
     proc = subprocess.Popen(
-        [MNEMO, "serve", "--port", str(port), *args], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
+        [MNEMO, "serve", "--port", str(port), *args],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
     )
     assert proc.stderr is not None
     lines: list[str] = []

@@ -337,4 +337,3 @@ def test_postgres_writers_on_one_server_a_follower_on_the_other_killed_and_resta
             for server in servers:
                 if server.proc.poll() is None:
                     server.stop()
-
