@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 from conftest import MNEMO
@@ -337,3 +338,55 @@ def test_postgres_writers_on_one_server_a_follower_on_the_other_killed_and_resta
             for server in servers:
                 if server.proc.poll() is None:
                     server.stop()
+
+
+# `mnemo serve` whose slow poll of the change token runs once an hour: within this test only a NOTIFY
+# from another server (or its own LISTEN starting) can wake its followers.
+NOTIFY_ONLY = r"""
+import sys
+from mnemo_tui.server import wake
+wake.PG_POLL_SECONDS = 3600.0
+from mnemo_tui.cli import run
+sys.argv = ["mnemo", *sys.argv[1:]]
+run()
+"""
+
+
+@pytest.mark.slow
+def test_postgres_a_write_on_one_server_is_pushed_to_a_follower_of_the_other_by_notify(
+    pg_databases: Any, tmp_path: Path
+) -> None:
+    """No time measured: server B's slow poll is an hour, so what reaches its follower came by NOTIFY.
+
+    Three writes on A, each awaited on B's follower before the next: B's first probe of the token (as a
+    follower joins) and its wake-up once LISTEN runs can each deliver one at most, so the third at least
+    came by a notification of A."""
+    from mnemo_tui.engine.postgres import PgStore
+
+    url = pg_databases.cluster.url(pg_databases.create())
+    admin = PgStore(url)
+    key = admin.create_key("team")[1]
+    admin.write("team", WriteRequest(content="seed"))
+    admin.close()
+    args = ("--database", url, "--database-pooler", "none", "--workers", "2")
+    servers: list[ServeProcess] = []
+    follower: Follower | None = None
+    try:
+        servers.append(start_serve(tmp_path / "a", *args))
+        servers.append(start_serve(tmp_path / "b", *args, program=(sys.executable, "-c", NOTIFY_ONLY)))
+        a, b = servers
+        follower = Follower(tmp_path / "fb", b.url, key, tmp_path / "fb.ndjson")
+        follower.wait_until("printed the seed", lambda ids: len(ids) == 1)
+        for i in range(3):
+            answer = httpx.post(a.url + "/memory/write", json={"content": f"on A {i}"}, headers={"X-Api-Key": key})
+            assert answer.status_code == 200, answer.text
+            written = answer.json()["atom_id"]
+            follower.wait_until(f"printed write {i} of server A", lambda ids, written=written: written in ids)
+        ids = follower.ids()
+        assert len(ids) == len(set(ids)) == 4
+    finally:
+        if follower is not None:
+            follower.stop()
+        for server in servers:
+            if server.proc.poll() is None:
+                server.stop()
