@@ -29,6 +29,7 @@ from mnemo_tui.engine import pg_schema as schema
 from mnemo_tui.engine.atoms import AtomOps, insert_sql
 from mnemo_tui.engine.database import Clock, Database, deadline
 from mnemo_tui.engine.feed import FeedOps, Matching
+from mnemo_tui.engine.follow import FollowOps
 from mnemo_tui.engine.keys import KeyOps
 from mnemo_tui.engine.memory_plane import MemoryOps
 from mnemo_tui.engine.pg_search import query, vector
@@ -162,6 +163,14 @@ class _Pools:
 
 
 POOLS = _Pools()
+
+
+async def listening(url: str) -> Any:
+    """An autocommit connection of its own for LISTEN/NOTIFY (server/wake.py); Unavailable (no password) if not."""
+    try:
+        return await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=5)
+    except psycopg.Error as exc:
+        raise Unavailable(_scrub(url, str(exc))) from None
 
 
 def failure(url: str, exc: BaseException, limit: float | None = None) -> MnemoError | None:
@@ -507,7 +516,7 @@ class PgDatabase(Database):
         return zlib.crc32(snapshot.encode()), len(snapshot)
 
 
-class PgStore(PgDatabase, FeedOps, MemoryOps, RoomOps, AtomOps, VaultOps, KeyOps):
+class PgStore(PgDatabase, FeedOps, FollowOps, MemoryOps, RoomOps, AtomOps, VaultOps, KeyOps):
     """The PostgreSQL engine: an implementation of `engine.interface.Engine` over one database.
 
     Open one per thread (as the server does); they share one connection pool per URL.

@@ -17,7 +17,7 @@ from mnemo_tui import __version__
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import LocalStateError, MnemoError, PayloadTooLarge, Unavailable
-from mnemo_tui.server import asgi, auth, plane_routes, removals_route, routes, search_routes
+from mnemo_tui.server import asgi, auth, follow, plane_routes, removals_route, routes, search_routes, wake
 from mnemo_tui.server.asgi import (
     ClientDisconnect,
     Receive,
@@ -29,8 +29,10 @@ from mnemo_tui.server.asgi import (
     Send,
 )
 from mnemo_tui.server.envelope import Refused, dumps, error, ok, request_id
+from mnemo_tui.server.follow import MAX_FOLLOWS, Bounds
 from mnemo_tui.server.pool import DEFAULT_WORKERS, LOOKUP, READ, WRITE, EnginePool, Opener
 from mnemo_tui.server.routes import Call
+from mnemo_tui.server.wake import HEARTBEAT_SECONDS, Hub
 
 MAX_BODY = 1 << 20  # 1 MiB
 # What one request may cost the server at most (docs/security.md).
@@ -163,11 +165,14 @@ class Served:
     """What every endpoint of one app shares: its database threads, the probes' thread, the budget of
     bodies in flight, the OpenAPI document."""
 
-    def __init__(self, pool: EnginePool, health: EnginePool, openapi: bytes) -> None:
+    def __init__(self, pool: EnginePool, health: EnginePool, openapi: bytes, hub: Hub, follows: Bounds) -> None:
         self.pool = pool
         self.health = health
         self.bodies = BodyBudget()
         self.openapi = openapi
+        self.hub = hub  # wakes the push follows (follow.py)
+        self.follows = follows
+        self.translate: Callable[[BaseException], MnemoError] = _translate
 
     async def principal(self, key: str) -> str:
         """The key's principal, checked before anything else of the request is read: on the event loop
@@ -175,7 +180,9 @@ class Served:
         return await self.pool.run(lambda engine: engine.principal_for_key(key), at_once=LOOKUP)
 
 
-def endpoint(work: Work, served: Served, *, body: bool = True, at_once: str | None = None) -> Handler:
+def endpoint(
+    work: Work, served: Served, *, body: bool = True, at_once: str | None = None, wakes: bool = False
+) -> Handler:
     """An authenticated endpoint: the key is checked before a byte of the body is read, then the work runs
     in a database thread as the key's principal, or on the event loop when it can be done there at once
     (`at_once`, see `EnginePool.run`)."""
@@ -188,7 +195,11 @@ def endpoint(work: Work, served: Served, *, body: bool = True, at_once: str | No
             request.scope["mnemo.principal"] = who
             raw = await read_body(request, served.bodies) if body else b""
             call = Call(raw=raw, params=request.params, headers=headers)
-            return ok(await served.pool.run(lambda engine: work(engine, who, call), at_once=at_once))
+            try:
+                return ok(await served.pool.run(lambda engine: work(engine, who, call), at_once=at_once))
+            finally:
+                if wakes:  # it may have written (committed, or its fate unknown): the follows look
+                    served.hub.written()
         except Exception as exc:  # noqa: BLE001 - every failure becomes an envelope
             return error(_translate(exc), request_id(request))
 
@@ -252,6 +263,19 @@ BOUNDED_READS = frozenset(
 
 # One entry written (its size bounded by the body's): done on the event loop when its lock is free.
 BOUNDED_WRITES = frozenset({routes.write})
+
+# The POST endpoints that only read: every other POST or DELETE may write, and wakes the follows after it.
+READS_BY_POST = frozenset(
+    {
+        routes.recent,
+        search_routes.read,
+        search_routes.read_batch,
+        search_routes.query,
+        plane_routes.graph,
+        plane_routes.atom_by_external_ref,
+        removals_route.removals,
+    }
+)
 
 # Paths that answer without a key; every other /api/v1 path checks the key before it is routed.
 PUBLIC = frozenset({PREFIX + "/health", PREFIX + "/ready", PREFIX + "/health/ready", "/openapi.json"})
@@ -357,6 +381,7 @@ class App:
         return await handler(Request(scope, receive, params))
 
     def close(self) -> None:
+        self.state.hub.close()
         self.state.pool.close()
         self.state.health.close()
 
@@ -377,11 +402,14 @@ def create_app(
     request_seconds: float = REQUEST_SECONDS,
     allow_reset: bool = False,
     access: Callable[[str], None] = to_access_logger,
+    heartbeat_seconds: float = HEARTBEAT_SECONDS,
+    max_follows: int = MAX_FOLLOWS,
 ) -> App:
     """The app serving WIRE.md over an engine: the embedded store file at `store_path`, the PostgreSQL
     `database` (initialized when empty; an older schema migrated only with `migrate`; `pooled`: behind a
     transaction pooler, see `PgStore`), or what `opener` opens;
-    each request's access line goes to `access`."""
+    each request's access line goes to `access`; push follows send a heartbeat after `heartbeat_seconds` of
+    silence, `max_follows` of them open at once."""
     if opener is None and database is not None:
         from mnemo_tui.engine.postgres import PgStore
 
@@ -392,16 +420,20 @@ def create_app(
         path = Path(store_path)
         Store(path).close()  # created (and migrated) here, once; every later connection needs it to exist
         opener = partial(Store, path, create=False)
+    pool = EnginePool(opener, workers=workers, limit=request_seconds)
     served = Served(
-        EnginePool(opener, workers=workers, limit=request_seconds),
+        pool,
         EnginePool(opener, workers=1, limit=HEALTH_SECONDS, on_loop=False),
         dumps(document()),
+        wake.hub(pool, database, pooled, heartbeat_seconds),
+        Bounds(max_follows),
     )
     by_path: dict[str, dict[str, Handler]] = {}
 
     def at(path: str, work: Work, method: str, *, body: bool | None = None) -> None:
         at_once = READ if work in BOUNDED_READS else WRITE if work in BOUNDED_WRITES else None
-        handler = endpoint(work, served, body=method == "POST" if body is None else body, at_once=at_once)
+        wakes = method in ("POST", "DELETE") and work not in READS_BY_POST
+        handler = endpoint(work, served, body=method == "POST" if body is None else body, at_once=at_once, wakes=wakes)
         by_path.setdefault(PREFIX + path, {})[method] = handler
 
     health = probe(served)
@@ -409,6 +441,7 @@ def create_app(
         by_path[PREFIX + probe_path] = {"GET": handler}
     by_path["/openapi.json"] = {"GET": partial(openapi, served=served)}
     at("/memory/recent", routes.recent, "POST")
+    by_path[PREFIX + "/memory/follow"] = {"POST": follow.handler(served, read_body)}
     at("/memory/read", search_routes.read, "POST")
     at("/memory/read-batch", search_routes.read_batch, "POST")
     at("/memory/query", search_routes.query, "POST")

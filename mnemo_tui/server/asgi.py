@@ -75,6 +75,43 @@ class Response:
         await send({"type": "http.response.body", "body": self.body})
 
 
+Write = Callable[[bytes], Awaitable[None]]
+
+
+class Streamed(Response):
+    """An answer sent as it is made (`more_body`), without a length: `produce(write)` writes its parts, each
+    sent at once (the server's own flow control holds `write` while the client reads slowly), and the
+    answer ends when `produce` returns or raises; `done` runs after, whatever happened."""
+
+    __slots__ = ("done", "produce")
+
+    def __init__(
+        self,
+        produce: Callable[[Write], Awaitable[None]],
+        media_type: str,
+        headers: dict[str, str] | None = None,
+        done: Callable[[], None] | None = None,
+    ) -> None:
+        super().__init__(b"", 200, media_type, headers)
+        self.produce = produce
+        self.done = done
+
+    async def send(self, send: Send) -> None:
+        try:
+            raw = [_content_type(self.media_type)]
+            raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
+            await send({"type": "http.response.start", "status": self.status, "headers": raw})
+
+            async def write(part: bytes) -> None:
+                await send({"type": "http.response.body", "body": part, "more_body": True})
+
+            await self.produce(write)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            if self.done is not None:
+                self.done()
+
+
 @lru_cache(maxsize=16)
 def _content_type(media: str) -> tuple[bytes, bytes]:
     if media.startswith("text/") and "charset" not in media:

@@ -1,0 +1,68 @@
+"""Provides the reads of a push follow (`POST /memory/follow`, docs/server.md "Push follow"): a scope's
+position (its bucket's clock) and its entries in a window of instants, oldest first, a page at a time."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mnemo_tui.engine.database import NOT_A_MEMBER, Database
+from mnemo_tui.engine.feed import _filtered, _scoped
+from mnemo_tui.engine.rules import with_superseded_by
+from mnemo_tui.errors import Forbidden
+from mnemo_tui.limits import parse_scope, room_of
+from mnemo_tui.model import RecentQuery
+
+if TYPE_CHECKING:
+    from typing import Any
+
+# Portable SQL: both engines run it (PgConnection turns `?` into its own placeholders).
+_OWN = "SELECT last_created_at FROM buckets WHERE kind = 'own' AND owner = ?"
+_ROOM = (
+    "SELECT b.last_created_at, EXISTS (SELECT 1 FROM members m WHERE m.room_id = b.owner AND m.principal = ?) "
+    "FROM buckets b WHERE b.kind = 'room' AND b.owner = ? AND (EXISTS (SELECT 1 FROM members m "
+    "WHERE m.room_id = b.owner AND m.principal = ?) OR EXISTS (SELECT 1 FROM departed d "
+    "WHERE d.bucket = b.bucket AND d.principal = ?))"
+)
+
+
+class FollowOps(Database):
+    """What a follower reads on each wake-up: where its scope's clock stands, then what lies behind it."""
+
+    def position(self, principal: str, scope: str | None) -> tuple[int, bool]:
+        """The scope's position (its bucket's `last_created_at`: every entry and removal of the scope has an
+        instant at or before it) and whether the principal may still read the scope's entries.
+
+        An own bucket not yet created reads 0. A room's former member (the room was deleted) still reads
+        its position, with False: its removals are theirs to read, its entries no more.
+
+        Raises:
+            ValidationError: a bad scope.
+            Forbidden: a room the principal is not, and was not, a member of.
+        """
+        room_id = room_of(parse_scope(scope))
+        with self.reading() as db:
+            if room_id is None:
+                row = db.execute(_OWN, (principal,)).fetchone()
+                return (0 if row is None else int(row[0])), True
+            row = db.execute(_ROOM, (principal, room_id, principal, principal)).fetchone()
+        if row is None:
+            raise Forbidden(NOT_A_MEMBER)
+        return int(row[0]), bool(row[1])
+
+    def entries_after(self, principal: str, q: RecentQuery, after: int, upto: int, limit: int) -> list[tuple[int, str]]:
+        """The scope's entries with `after < created_at <= upto` (the query's author and history filters
+        applied; its times, cursor and limit not), oldest first, at most `limit`: (created_at, wire).
+
+        Within one bucket instants are unique, so the instant of the last row is an exact position to
+        read the next page after.
+        """
+        base = RecentQuery(scope=q.scope, exclude_author=q.exclude_author, include_history=q.include_history)
+        spliced = base.include_history or room_of(base.scope) is not None
+        columns = "a.created_at, a.wire" + (", a.superseded_by" if spliced else "")
+        sql, params = _scoped(principal, base.scope, columns, "atoms a")
+        more, extra = _filtered(base)
+        sql += more + " AND a.created_at > ? AND a.created_at <= ? ORDER BY a.created_at, a.atom_id LIMIT ?"
+        rows: list[Any] = self.fetch_all(sql, (*params, *extra, after, upto, limit))
+        if spliced:
+            return [(int(r[0]), r[1] if r[2] is None else with_superseded_by(r[1], r[2])) for r in rows]
+        return [(int(r[0]), r[1]) for r in rows]

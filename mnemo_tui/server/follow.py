@@ -1,0 +1,318 @@
+"""Provides `POST /memory/follow`: mnemo serve's push follow, a scope's new entries and removals as server-sent
+events (docs/server.md, "Push follow"; the protocol: issue 38).
+
+A position P is an instant of the scope's bucket clock: every entry and removal at or before it has been
+sent. On each wake-up the scope's clock `last` is read first, then what lies in (P, last]; an in-flight
+write holds the clock and stamps past `last`, so the next wake-up finds it. Events go out oldest part
+first, each `id:` the exact position it completes (entries newest first within an event), so a stream
+cut anywhere resumes from its last `id:` with nothing skipped and nothing sent twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from mnemo_tui import timefmt
+from mnemo_tui.errors import Forbidden, MnemoError, RemovalsGone, Unavailable, Unprocessable
+from mnemo_tui.model import RecentQuery
+from mnemo_tui.server import auth, bodies
+from mnemo_tui.server.asgi import Request, Response, Streamed, Write
+from mnemo_tui.server.envelope import Refused, dumps, error, request_id
+from mnemo_tui.server.pool import READ
+from mnemo_tui.server.removals_route import GONE
+from mnemo_tui.server.wake import Follower, Hub
+
+if TYPE_CHECKING:
+    from mnemo_tui.engine.interface import Engine
+    from mnemo_tui.removals import Removal
+    from mnemo_tui.server.pool import EnginePool
+
+
+class Served(Protocol):
+    """What a follow uses of the app's shared parts (`app.Served`)."""
+
+    pool: EnginePool
+    hub: Hub
+    follows: Bounds
+    bodies: Any
+    translate: Callable[[BaseException], MnemoError]
+
+    async def principal(self, key: str) -> str: ...
+
+
+ReadBody = Callable[[Request, Any], Awaitable[bytes]]
+
+MAX_FOLLOWS = 500  # open at once on one server (`mnemo serve --max-follows`)
+MAX_FOLLOWS_PER_KEY = 100
+CHUNK = 100  # entries an event carries at most
+RETRY_MS = 2000
+MEDIA = "text/event-stream; charset=utf-8"
+HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+_POSITION = re.compile(r"[0-9]{1,19}\Z")
+_LINES = re.compile(rb"\r\n|\r|\n")
+
+
+class FollowBody(bodies.Recent):
+    """The body of `POST /memory/recent`; `cursor` and `until` are refused (a follow starts at the top and never ends)."""
+
+
+class Bounds:
+    """The follows open at once: per key, and on this server."""
+
+    def __init__(self, max_follows: int = MAX_FOLLOWS, per_key: int | None = None) -> None:
+        self.max_follows = max_follows
+        self.per_key = MAX_FOLLOWS_PER_KEY if per_key is None else per_key
+        self.open = 0
+        self.by_key: dict[str, int] = {}
+
+    def take(self, key: str) -> None:
+        if self.by_key.get(key, 0) >= self.per_key:
+            raise Refused(
+                429,
+                "TOO_MANY_FOLLOWS",
+                f"this key has {self.per_key} follows open already (the most one key may); close one first",
+                retryable=True,
+            )
+        if self.open >= self.max_follows:
+            raise Unavailable(f"this server serves {self.max_follows} follows already; retry later or elsewhere")
+        self.open += 1
+        self.by_key[key] = self.by_key.get(key, 0) + 1
+
+    def give(self, key: str) -> None:
+        self.open -= 1
+        left = self.by_key[key] - 1
+        if left:
+            self.by_key[key] = left
+        else:
+            del self.by_key[key]
+
+
+def last_event_id(request: Request) -> int | None:
+    """The position to resume after (`Last-Event-ID`): only what this server emits, digits.
+
+    Raises:
+        Unprocessable: anything else.
+    """
+    value = request.headers.get("last-event-id")
+    if value is None:
+        return None
+    if not _POSITION.match(value.strip()):
+        raise Unprocessable("Last-Event-ID must be a position this server sent (digits)")
+    return int(value.strip())
+
+
+def event(name: bytes, data: bytes, position: int | None) -> bytes:
+    """One server-sent event; `data` on as many `data:` lines as it has lines (JSON has none but whitespace)."""
+    head = b"event: " + name + b"\n" + (b"id: %d\n" % position if position is not None else b"")
+    return head + b"".join(b"data: " + line + b"\n" for line in _LINES.split(data)) + b"\n"
+
+
+def failure_event(exc: MnemoError) -> bytes:
+    return event(b"error", dumps({"error": {**exc.envelope(None), "status": exc.status}}), None)
+
+
+class Gone(Exception):
+    """The client went away, or the server stops: the stream ends."""
+
+
+class Follow:
+    """One open follow: its query, its position, and the stream it writes."""
+
+    def __init__(self, served: Served, who: str, query: RecentQuery, follower: Follower) -> None:
+        self.served = served
+        self.hub: Hub = served.hub
+        self.who = who
+        self.query = query
+        self.follower = follower
+        self._write: Write | None = None
+        self._held: tuple[bytes, bytes] | None = None
+        self._held_at = 0
+        self.translate: Callable[[BaseException], MnemoError] = served.translate
+
+    async def run(self, fn: Callable[[Engine], Any]) -> Any:
+        return await self.served.pool.run(fn, at_once=READ)
+
+    async def page(self, after: int, last: int) -> list[tuple[int, str]]:
+        who, q = self.who, self.query
+        found: list[tuple[int, str]] = await self.run(lambda engine: engine.entries_after(who, q, after, last, CHUNK))
+        return found
+
+    async def position(self) -> tuple[int, bool]:
+        who, scope = self.who, self.query.scope
+        found: tuple[int, bool] = await self.run(lambda engine: engine.position(who, scope))
+        return found
+
+    async def send(self, part: bytes) -> None:
+        if self.follower.gone or self.hub.closed:
+            raise Gone
+        assert self._write is not None
+        await self._write(part)
+        self.follower.quiet_since = asyncio.get_running_loop().time()
+
+    async def emit(self, name: bytes, data: bytes, position: int) -> None:
+        """Sends the event held back, with its own position, and holds this one: the last of a window goes
+        out with the window's end as its position (`flush`)."""
+        if self._held is not None:
+            await self.send(event(*self._held, self._held_at))
+        self._held, self._held_at = (name, data), position
+
+    async def flush(self, last: int) -> bool:
+        held, self._held = self._held, None
+        if held is None:
+            return False
+        await self.send(event(*held, last))
+        return True
+
+    async def window(self, after: int, last: int, *, removals: bool = True) -> bool:
+        """Sends the scope's entries (and removals) in (after, last] in order of their instants, a run of one
+        kind an event, at most `CHUNK` entries an event; whether anything was sent.
+
+        Raises:
+            RemovalsGone: tombstones after `after` were dropped (past the retention).
+        """
+        who, scope = self.who, self.query.scope
+        gone: list[Removal] = []
+        if removals:
+            found = await self.run(lambda engine: engine.removals(who, scope, after, last))
+            if found.gone:
+                raise RemovalsGone(GONE, details={"reason": "removals_gone"})
+            gone = found.items
+        ri, position = 0, after
+        while True:
+            page = await self.page(position, last)
+            full = len(page) == CHUNK
+            horizon = page[-1][0] if full else last
+            ei = 0
+            while ei < len(page) or (ri < len(gone) and gone[ri].removed_at <= horizon):
+                next_entry = page[ei][0] if ei < len(page) else horizon + 1
+                if ri < len(gone) and gone[ri].removed_at < next_entry:
+                    run = []
+                    while ri < len(gone) and gone[ri].removed_at < next_entry and gone[ri].removed_at <= horizon:
+                        run.append(gone[ri].wire())
+                        ri += 1
+                    await self.emit(b"removed", dumps({"removed": run}), gone[ri - 1].removed_at)
+                else:
+                    next_removal = gone[ri].removed_at if ri < len(gone) else horizon + 1
+                    items = []
+                    while ei < len(page) and page[ei][0] < next_removal:
+                        items.append(page[ei])
+                        ei += 1
+                    wires = ",".join(wire for _, wire in reversed(items)).encode()
+                    await self.emit(b"entries", b'{"items":[' + wires + b"]}", items[-1][0])
+            if not full:
+                break
+            position = horizon
+        return await self.flush(last)
+
+    async def start(self, resume: int | None, last: int, since: int | None) -> None:
+        if resume is not None:
+            await self.window(resume, last)
+            return
+        if since is not None:
+            sent = await self.window(since - 1, last, removals=False)
+        else:
+            q = self.query
+            page = RecentQuery(
+                scope=q.scope,
+                until=last,
+                exclude_author=q.exclude_author,
+                limit=q.limit,
+                include_history=q.include_history,
+            )
+            who = self.who
+            found = await self.run(lambda engine: engine.recent_wire(who, page))
+            await self.send(event(b"entries", b'{"items":[' + ",".join(found.items).encode() + b"]}", last))
+            sent = True
+        if not sent:  # the client learns its position at once
+            await self.send(event(b"entries", b'{"items":[]}', last))
+
+    async def stream(self, write: Write, resume: int | None, last: int, member: bool, since: int | None) -> None:
+        self._write = write
+        follower, hub = self.follower, self.hub
+        try:
+            await self.send(b"retry: %d\n\n" % RETRY_MS)
+            seen = hub.generation
+            await self.start(resume, last, since)
+            position = last
+            while member:
+                if hub.generation != seen:
+                    seen = hub.generation
+                    last, member = await self.position()
+                    if last > position:
+                        await self.window(position, last)
+                        position = last
+                elif asyncio.get_running_loop().time() - follower.quiet_since >= hub.heartbeat:
+                    await self.send(event(b"heartbeat", b"{}", position))
+                else:
+                    if follower.gone or hub.closed:
+                        return
+                    await follower.wait()
+            # A deleted room: its removals were sent to its former member, and nothing more will come.
+            await self.send(failure_event(Forbidden("the room was deleted (or you are no longer a member)")))
+        except Gone:
+            return
+        except Exception as exc:  # noqa: BLE001 - said on the stream, which then ends
+            if not (follower.gone or hub.closed):
+                await write(failure_event(self.translate(exc)))
+
+
+async def _watch(request: Request, follower: Follower) -> None:
+    """Marks the follower gone when its client disconnects (the request's body was read whole before)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            follower.gone = True
+            follower.poke()
+            return
+
+
+def handler(served: Served, read_body: ReadBody) -> Callable[[Request], Awaitable[Response]]:
+    """`POST /memory/follow`: the key first, then the body, `Last-Event-ID` and the bounds, then the scope's
+    position (a stranger to a room is refused before the stream starts)."""
+
+    async def follow(request: Request) -> Response:
+        try:
+            key = auth.presented_key(request)
+            who = await served.principal(key)
+            request.scope["mnemo.principal"] = who
+            raw = await read_body(request, served.bodies)
+            b = bodies.parse(FollowBody, raw if raw.strip() else b"{}")
+            for refused in ("cursor", "until"):
+                if getattr(b, refused) is not None:
+                    raise Unprocessable(f"{refused} is refused on a follow (it starts at the newest and never ends)")
+            resume = last_event_id(request)
+            since = None if b.since is None else timefmt.parse_iso(b.since)
+            query = RecentQuery(
+                scope=b.domain, exclude_author=b.exclude_author, limit=b.limit, include_history=b.include_history
+            ).validated()
+            served.follows.take(key)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes an envelope
+            return error(served.translate(exc), request_id(request))
+        follower = served.hub.join()
+        one = Follow(served, who, query, follower)
+        watching: list[asyncio.Task[None]] = []
+
+        def done() -> None:
+            served.hub.leave(follower)
+            served.follows.give(key)
+            for task in watching:
+                task.cancel()
+
+        try:
+            last, member = await one.position()
+            if not member and resume is None:
+                raise Forbidden("you are not a member of this room (or it does not exist)")
+        except Exception as exc:  # noqa: BLE001
+            done()
+            return error(served.translate(exc), request_id(request))
+        watching.append(asyncio.get_running_loop().create_task(_watch(request, follower)))
+
+        async def produce(write: Write) -> None:
+            await one.stream(write, resume, last, member, since)
+
+        return Streamed(produce, MEDIA, dict(HEADERS), done)
+
+    return follow

@@ -1,0 +1,231 @@
+"""Provides the wake-up hub of one server's push follows (docs/server.md, "Push follow"): what tells every
+follower, at once, that its scope may have moved.
+
+One hub per server, never a timer or a database thread per follower: a write through this server wakes
+it after commit; one tick for all followers checks their heartbeats and, while anyone follows, probes the
+engine's change token (writers in other processes, other servers); on PostgreSQL one listening connection
+hears the other servers' `NOTIFY mnemo_changes`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from typing import Any
+
+HEARTBEAT_SECONDS = 15.0  # of silence on a stream before a heartbeat (PUSH.md; the client waits 45 s)
+SQLITE_PROBE_SECONDS = 0.25  # PRAGMA data_version, while anyone follows: writers in other processes
+PG_POLL_SECONDS = 1.0  # the slow poll beside LISTEN: a transaction pooler loses notifications silently
+CHANNEL = "mnemo_changes"
+LISTEN_RETRY_SECONDS = 1.0
+log = logging.getLogger("mnemo.server")
+
+Token = Callable[[], Awaitable[Any]]
+
+
+class Follower:
+    """One open follow as the hub sees it: a future to wake and when it last sent a byte."""
+
+    __slots__ = ("gone", "quiet_since", "waiter")
+
+    def __init__(self, now: float) -> None:
+        self.waiter: asyncio.Future[None] | None = None
+        self.gone = False  # its client went away
+        self.quiet_since = now
+
+    def poke(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self) -> None:
+        """Until the hub, the heartbeat tick, the client's departure or the server's shutdown pokes it."""
+        self.waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self.waiter
+        finally:
+            self.waiter = None
+
+
+class Hub:
+    """The wake-ups of one server's followers.
+
+    Args:
+        token: reads the engine's change token (a coroutine; None: no probe, only this server's writes).
+        probe_seconds: how often the token is read while anyone follows.
+        heartbeat: seconds of silence after which a follower sends a heartbeat.
+        listener: PostgreSQL's LISTEN/NOTIFY (None on SQLite, or behind a transaction pooler: it only sends).
+    """
+
+    def __init__(
+        self,
+        token: Token | None,
+        probe_seconds: float,
+        heartbeat: float = HEARTBEAT_SECONDS,
+        listener: PgListener | None = None,
+    ) -> None:
+        self.token = token
+        self.probe_seconds = probe_seconds
+        self.heartbeat = heartbeat
+        self.listener = listener
+        self.generation = 0  # moves on every wake-up; a follower reads its scope when it moved
+        self.closed = False
+        self.followers: set[Follower] = set()
+        self._ticking: asyncio.Task[None] | None = None
+        self.probes = 0  # token reads made (the tests count them)
+
+    def join(self) -> Follower:
+        loop = asyncio.get_running_loop()
+        follower = Follower(loop.time())
+        self.followers.add(follower)
+        if self._ticking is None or self._ticking.done():
+            self._ticking = loop.create_task(self._tick())
+        if self.listener is not None:
+            self.listener.start(self)
+        return follower
+
+    def leave(self, follower: Follower) -> None:
+        self.followers.discard(follower)
+
+    def wake(self) -> None:
+        """Every follower reads its scope's position again."""
+        self.generation += 1
+        for follower in self.followers:
+            follower.poke()
+
+    def written(self) -> None:
+        """A write of this server committed: wake its followers, and the other servers' (coalesced NOTIFY)."""
+        self.wake()
+        if self.listener is not None and not self.closed:
+            self.listener.notify()
+
+    def close(self) -> None:
+        """The server stops: every stream ends (its clients reconnect elsewhere or later)."""
+        self.closed = True
+        for follower in self.followers:
+            follower.poke()
+        if self._ticking is not None:
+            self._ticking.cancel()
+        if self.listener is not None:
+            self.listener.close()
+
+    async def _tick(self) -> None:
+        """One loop for every follower: heartbeats due, and the change token while anyone follows."""
+        loop = asyncio.get_running_loop()
+        period = min(self.probe_seconds, self.heartbeat / 4)
+        last: Any = None
+        next_probe = loop.time()
+        while self.followers and not self.closed:
+            now = loop.time()
+            if self.token is not None and now >= next_probe:
+                next_probe = now + self.probe_seconds
+                try:
+                    self.probes += 1
+                    token = await self.token()
+                except Exception as exc:  # noqa: BLE001 - a store that does not answer now may later
+                    log.warning("follow: the change token could not be read: %s", exc)
+                else:
+                    # The first read wakes too: a write between a follower's first read and this one is not missed.
+                    if token != last:
+                        self.wake()
+                    last = token
+            now = loop.time()
+            for follower in self.followers:
+                if now - follower.quiet_since >= self.heartbeat:
+                    follower.poke()
+            await asyncio.sleep(period)
+
+
+class PgListener:
+    """PostgreSQL's wake-ups between servers: one autocommit connection that LISTENs (not behind a
+    transaction pooler, where notifications are lost without a word), and a NOTIFY after this server's
+    writes commit, coalesced (one in flight at a time; writes meanwhile ask for one more), on a connection of
+    its own outside any write's transaction (a NOTIFY inside one serialises every commit of the cluster)."""
+
+    def __init__(self, url: str, *, listen: bool) -> None:
+        self.url = url
+        self.listen = listen
+        self.me = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"  # our own notifications wake us already
+        self.heard = 0  # notifications from other servers (the tests count them)
+        self._hub: Hub | None = None
+        self._listening: asyncio.Task[None] | None = None
+        self._sending: asyncio.Task[None] | None = None
+        self._again = False
+        self._closed = False
+        self._sender: Any = None
+
+    def start(self, hub: Hub) -> None:
+        self._hub = hub
+        if self.listen and self._listening is None and not self._closed:
+            self._listening = asyncio.get_running_loop().create_task(self._listen())
+
+    async def _connect(self) -> Any:
+        from mnemo_tui.engine.postgres import listening
+
+        return await listening(self.url)
+
+    async def _listen(self) -> None:
+        while not self._closed:
+            try:
+                conn = await self._connect()
+                try:
+                    await conn.execute(f"LISTEN {CHANNEL}")
+                    if self._hub is not None:
+                        self._hub.wake()  # what was written while no one listened
+                    async for note in conn.notifies():
+                        if note.payload != self.me and self._hub is not None:
+                            self.heard += 1
+                            self._hub.wake()
+                finally:
+                    with suppress(Exception):
+                        await conn.close()
+            except Exception as exc:  # noqa: BLE001 - the database went away: listen again in a moment
+                log.warning("follow: LISTEN %s failed (the slow poll goes on): %s", CHANNEL, exc)
+            await asyncio.sleep(LISTEN_RETRY_SECONDS)
+
+    def notify(self) -> None:
+        if self._sending is not None and not self._sending.done():
+            self._again = True
+            return
+        self._sending = asyncio.get_running_loop().create_task(self._notify())
+
+    async def _notify(self) -> None:
+        self._again = True
+        while self._again and not self._closed:
+            self._again = False
+            try:
+                if self._sender is None or self._sender.closed:
+                    self._sender = await self._connect()
+                await self._sender.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.me))
+            except Exception as exc:  # noqa: BLE001 - the other servers' slow poll finds the write
+                log.warning("follow: NOTIFY %s failed (other servers' slow poll finds the write): %s", CHANNEL, exc)
+                self._sender = None
+                return
+
+    def close(self) -> None:
+        self._closed = True
+        for task in (self._listening, self._sending):
+            if task is not None:
+                task.cancel()
+        sender, self._sender = self._sender, None
+        if sender is not None:
+            with suppress(Exception):
+                asyncio.get_running_loop().create_task(sender.close())
+
+
+def hub(pool: Any, database: str | None, pooled: bool, heartbeat: float = HEARTBEAT_SECONDS) -> Hub:
+    """The hub of a server over `pool`'s engine: SQLite's change token read on the event loop every
+    `SQLITE_PROBE_SECONDS`; PostgreSQL's in a database thread every `PG_POLL_SECONDS`, beside LISTEN
+    (not tried behind a transaction pooler) and NOTIFY."""
+    from mnemo_tui.server.pool import READ
+
+    async def token() -> Any:
+        return await pool.run(lambda engine: engine.change_token(), at_once=READ)
+
+    if database is None:
+        return Hub(token, SQLITE_PROBE_SECONDS, heartbeat)
+    return Hub(token, PG_POLL_SECONDS, heartbeat, PgListener(database, listen=not pooled))
