@@ -246,10 +246,9 @@ def _sqlite_follow(tmp_path: Path, kill: bool) -> None:
             assert len(acked) == 3 * PER_WRITER
             exactly_once(followers, acked, lambda: _sqlite_ids(path))
             assert _sqlite_ids(path) == acked | set(followers[0].ids()[:SEED])
-            if kill:
-                for follower in followers:  # both came back by the stream, not by some fallback
-                    follower.stop()
-                wait_follow_logged(server, len(followers))
+            for follower in followers:  # both read the stream (after a kill: came back by it), not by polling
+                follower.stop()
+            wait_follow_logged(server, len(followers))
         finally:
             for follower in followers:
                 follower.stop()
