@@ -34,6 +34,7 @@ from mnemo_tui.engine.store import Store
 from mnemo_tui.values.writes import WriteRequest
 
 PER_WRITER = 40
+BULK = 250  # written while the server is down: more than the 100 entries one event carries
 SEED = 3
 WAIT = 45.0  # seconds any one condition may take on a loaded machine
 
@@ -239,11 +240,17 @@ def _sqlite_follow(tmp_path: Path, kill: bool) -> None:
                 # Mid-stream: once the second half flows, the server dies with SIGKILL and comes back.
                 followers[0].wait_until("printed a later entry", lambda ids: len(ids) > SEED + len(first_half))
                 kill9(server.proc)
+                # While no server runs, more than a chunk (100) lands: the resume sends it in several events.
+                down = Store(path)
+                bulk = {down.write("alice", WriteRequest(content=f"while down {i}")).atom_id for i in range(BULK)}
+                down.close()
                 server = start_serve(tmp_path / "server", port=port, store=path)
             for writer in writers:
                 writer.wait_for("done")
             acked = {a for w in writers for a in w.acked()}
             assert len(acked) == 3 * PER_WRITER
+            if kill:
+                acked |= bulk
             exactly_once(followers, acked, lambda: _sqlite_ids(path))
             assert _sqlite_ids(path) == acked | set(followers[0].ids()[:SEED])
             for follower in followers:  # both read the stream (after a kill: came back by it), not by polling
@@ -319,12 +326,16 @@ def test_postgres_writers_on_one_server_a_follower_on_the_other_killed_and_resta
             # Server B dies with SIGKILL mid-stream; its follower resumes on B restarted on the same port.
             followers[0].wait_until("printed a later entry", lambda ids: len(ids) > SEED + len(first_half))
             kill9(b.proc)
+            down = PgStore(url)  # more than a chunk lands while B is down
+            bulk = {down.write("team", WriteRequest(content=f"while down {i}")).atom_id for i in range(BULK)}
+            down.close()
             b = start_serve(tmp_path / "b", *args, port=port)
             servers.append(b)
             for writer in writers:
                 writer.wait_for("done")
             acked = {x for w in writers for x in w.acked()}
             assert len(acked) == 2 * PER_WRITER
+            acked |= bulk
             exactly_once(followers, acked, lambda: _pg_ids(url))
             followers[0].stop()
             wait_follow_logged(b, 1)
