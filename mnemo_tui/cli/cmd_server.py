@@ -73,6 +73,12 @@ def serve(
             "--max-header-bytes", metavar="N", help="Request line and headers, 1024-1048576 bytes; past it 431."
         ),
     ] = 16384,
+    max_follows: Annotated[
+        int,
+        typer.Option(
+            "--max-follows", metavar="N", help="Push follows open at once, 1-100000 (100 a key at most); past it 503."
+        ),
+    ] = 500,
     tombstone_retention: Annotated[
         str | None,
         typer.Option(
@@ -101,6 +107,7 @@ def serve(
         ("--max-connections", max_connections, 1, 100_000),
         ("--header-timeout", header_timeout, 1, 3600),
         ("--max-header-bytes", max_header_bytes, 1024, 1 << 20),
+        ("--max-follows", max_follows, 1, 100_000),
     ):
         if not low <= value <= high:
             raise ValidationError(f"{name} must be between {low} and {high}, got {value}")
@@ -136,6 +143,7 @@ def serve(
             database=c.settings.database,
             pooled=pooled,
             edges=Edges(max_connections, header_timeout, max_header_bytes),
+            max_follows=max_follows,
         )
     except OSError as exc:
         raise ValidationError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None

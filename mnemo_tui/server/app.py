@@ -380,6 +380,10 @@ class App:
         handler, params = found
         return await handler(Request(scope, receive, params))
 
+    def end_streams(self) -> None:
+        """Every push follow ends now (the server begins to stop)."""
+        self.state.hub.close()
+
     def close(self) -> None:
         self.state.hub.close()
         self.state.pool.close()

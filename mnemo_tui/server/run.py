@@ -11,6 +11,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import replace
 from functools import partial
@@ -23,6 +24,7 @@ import uvicorn
 from mnemo_tui.dburl import database_identity
 from mnemo_tui.server.app import PREFIX, create_app
 from mnemo_tui.server.edges import Edges
+from mnemo_tui.server.follow import MAX_FOLLOWS
 
 
 def is_loopback(host: str) -> bool:
@@ -73,6 +75,19 @@ def file_room(edges: Edges) -> Edges:
             )
             return replace(edges, max_connections=fewer)
     return edges
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server, which ends every push follow as it begins to shut down: uvicorn waits for open
+    answers to finish, and a stream never would (its clients reconnect elsewhere or later)."""
+
+    def __init__(self, config: uvicorn.Config, end_streams: Callable[[], None]) -> None:
+        super().__init__(config)
+        self.end_streams = end_streams
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.end_streams()
+        await super().shutdown(sockets=sockets)
 
 
 FLUSH_SECONDS = 0.2
@@ -166,9 +181,10 @@ def serve(
     database: str | None = None,
     pooled: bool = True,
     edges: Edges | None = None,
+    max_follows: int = MAX_FOLLOWS,
 ) -> int:
     """Serve the store (or the PostgreSQL `database`) until SIGINT or SIGTERM, its connections bounded by
-    `edges`; returns the exit code (0 after a clean stop)."""
+    `edges` and its push follows by `max_follows`; returns the exit code (0 after a clean stop)."""
     edges = file_room(edges or Edges())
     log_handler = configure_logging(sys.stderr)
     app = create_app(
@@ -178,6 +194,7 @@ def serve(
         workers=workers,
         allow_reset=allow_reset,
         access=partial(log_handler.line, "mnemo.access"),
+        max_follows=max_follows,
     )
     # Everything made so far (modules, the app, its routes) lives as long as the process: kept out of
     # the collector's passes, which then look only at what requests make.
@@ -202,7 +219,7 @@ def serve(
         timeout_graceful_shutdown=5,
         **edges.uvicorn_options(),
     )
-    server = uvicorn.Server(config)
+    server = Server(config, app.end_streams)
     stopping: list[int] = []
 
     def remember(signum: int, frame: FrameType | None) -> None:

@@ -151,6 +151,7 @@ class PgListener:
         self.listen = listen
         self.me = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"  # our own notifications wake us already
         self.heard = 0  # notifications from other servers (the tests count them)
+        self.listening = False
         self._hub: Hub | None = None
         self._listening: asyncio.Task[None] | None = None
         self._sending: asyncio.Task[None] | None = None
@@ -174,6 +175,7 @@ class PgListener:
                 conn = await self._connect()
                 try:
                     await conn.execute(f"LISTEN {CHANNEL}")
+                    self.listening = True
                     if self._hub is not None:
                         self._hub.wake()  # what was written while no one listened
                     async for note in conn.notifies():
@@ -181,6 +183,7 @@ class PgListener:
                             self.heard += 1
                             self._hub.wake()
                 finally:
+                    self.listening = False
                     with suppress(Exception):
                         await conn.close()
             except Exception as exc:  # noqa: BLE001 - the database went away: listen again in a moment

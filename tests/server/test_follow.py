@@ -224,3 +224,56 @@ def test_the_server_and_key_bounds_refuse_with_retry_after_and_a_closed_stream_f
                 raise AssertionError("the closed follows' slots were never freed")
 
         run(main)
+
+
+def test_a_deleted_room_sends_its_removals_then_ends_the_stream_with_403(tmp_path: Path) -> None:
+    with served(tmp_path) as (url, keys, _):
+        alice, bob = keys["alice"], keys["bob"]
+
+        async def main() -> None:
+            async with client() as c:
+                h_alice, h_bob = {"X-Api-Key": alice}, {"X-Api-Key": bob}
+                room = (await c.post(url + "/memory/rooms", json={"name": "team"}, headers=h_alice)).json()
+                invite = await c.post(url + f"/memory/rooms/{room['room_id']}/invites", json={}, headers=h_alice)
+                joined = await c.post(url + "/memory/rooms/join", json={"code": invite.json()["code"]}, headers=h_bob)
+                assert joined.status_code == 200, joined.text
+                address = "xroom:" + room["room_id"]
+                async with following(c, url, bob, {"domain": address}) as s:
+                    assert (await s.next()) is not None
+                    said = await write(c, url, alice, "in the room", domain=address)
+                    await s.until({said})
+                    gone = await c.delete(url + f"/memory/rooms/{room['room_id']}", headers=h_alice)
+                    assert gone.status_code == 200, gone.text
+                    (removed,) = await s.until({said})
+                    assert removed.name == "removed" and removed.data["removed"][0]["reason"] == "room_deleted"
+                    end = await s.next()
+                    assert end is not None and end.name == "error" and end.id is None
+                    assert end.data["error"]["code"] == "FORBIDDEN" and end.data["error"]["status"] == 403
+                    assert await s.next() is None and s.ended  # the stream ended
+                    last = removed.id
+                # The former member resumes from its last position: nothing after it, then the 403.
+                async with following(c, url, bob, {"domain": address}, last_id=last) as s:
+                    end = await s.next()
+                    assert end is not None and end.name == "error" and end.data["error"]["code"] == "FORBIDDEN"
+                # And a follow from scratch is refused before any stream.
+                async with following(c, url, bob, {"domain": address}) as s:
+                    assert s.response.status_code == 403
+
+        run(main)
+
+
+def test_a_writer_outside_the_server_wakes_the_follower_through_the_change_token(tmp_path: Path) -> None:
+    with served(tmp_path) as (url, keys, path):
+
+        async def main() -> None:
+            async with client() as c, following(c, url, keys["alice"]) as s:
+                assert (await s.next()) is not None
+                store = Store(path, create=False)  # another connection: what `mnemo write` on the file is
+                try:
+                    atom = store.write("alice", WriteRequest(content="from outside")).atom_id
+                finally:
+                    store.close()
+                (woken,) = await s.until({atom})
+                assert woken.name == "entries"
+
+        run(main)
