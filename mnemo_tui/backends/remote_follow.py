@@ -29,7 +29,7 @@ from mnemo_tui.backends.remote_http import (
 )
 from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, page_of
 from mnemo_tui.errors import BY_CODE, MnemoError, Unavailable
-from mnemo_tui.limits import MAX_LIMIT, dumps
+from mnemo_tui.limits import dumps
 from mnemo_tui.model import Entry, by_author
 from mnemo_tui.removals import Removal
 from mnemo_tui.values.follow import Pushed
@@ -45,8 +45,6 @@ IDLE_SECONDS = 45.0
 MAX_EVENT = 32 << 20
 # A refusal's JSON body is read whole up to this.
 MAX_REFUSAL = 1 << 20
-# An `entries` event this full may be one chunk of a wake with more to come (see `_Wakes`).
-CHUNK = MAX_LIMIT
 
 
 class EventTooLarge(TransportError):
@@ -112,46 +110,6 @@ def _error_of_event(data: str) -> MnemoError:
     if isinstance(body.get("retryable"), bool):
         exc.retryable = body["retryable"]
     return exc
-
-
-class _Wakes:
-    """Joins the `entries` events of one wake (one position) before they are shown.
-
-    A wake's entries come newest first in chunks of at most `CHUNK`; the client must show a wake
-    whole (oldest first in `recent --follow`, newest on top in the TUI) but cannot see where it ends.
-    A chunk of fewer than `CHUNK` entries ends it; a full one is held until the next event says
-    otherwise (another position, another kind). A wake of exactly n·`CHUNK` entries so waits for
-    the next event, a heartbeat at most.
-    """
-
-    def __init__(self) -> None:
-        self.held: list[Entry] = []
-        self.position: str | None = None
-
-    def add(self, entries: list[Entry], position: str | None, whole: bool) -> Pushed | None:
-        """Note one `entries` event; the wake to show when it is complete (`whole`: it is one event)."""
-        out = self.flush() if self.held and position != self.position else None
-        self.held.extend(entries)
-        self.position = position
-        if whole or len(entries) < CHUNK:
-            joined = self.flush()
-            if out is not None and joined is not None:
-                return _joined(out, joined)
-            return joined or out
-        return out
-
-    def flush(self) -> Pushed | None:
-        if not self.held and self.position is None:
-            return None
-        entries = sorted(self.held, key=lambda e: (e.created_at, e.atom_id.lower()), reverse=True)
-        pushed = Pushed("entries", self.position, entries, [])
-        self.held, self.position = [], None
-        return pushed
-
-
-def _joined(older: Pushed, newer: Pushed) -> Pushed:
-    entries = sorted([*older.entries, *newer.entries], key=lambda e: (e.created_at, e.atom_id.lower()), reverse=True)
-    return Pushed("entries", newer.position, entries, [])
 
 
 class RemoteFollow:
@@ -235,12 +193,14 @@ class RemoteFollow:
             self.connections += 1
 
     def _read(self, stream: Stream) -> Iterator[Pushed]:
-        """The events of one connection, until it ends (returns) or drops (raises)."""
+        """The events of one connection, until it ends (returns) or drops (raises).
+
+        Each event is shown as it comes: the server sends a wake's chunks oldest part first, each
+        with the position it completes (entries newest first within it), so showing them in turn
+        keeps the feed's order (docs/server.md, "Push follow").
+        """
         canonical = stream.headers.get(CANONICAL_HEADER) == "canonical"
         decoder = SSEDecoder()
-        wakes = _Wakes()
-        # The newest page of a fresh follow is one event, however full.
-        single = self.position is None and self._query.since is None
         identity = self._calls.identity
         for raw in lines(stream.chunks()):
             event = decoder.decode(raw.decode("utf-8", errors="replace"))
@@ -249,35 +209,22 @@ class RemoteFollow:
             kind, position = event.event, event.id or self.position
             if kind == "entries":
                 try:
-                    page = page_of(_items_body(event.data), canonical)
+                    page = page_of(event.data.encode("utf-8"), canonical)
                 except Unavailable:
                     raise Unavailable(f"{identity} sent a follow event whose items are not a page") from None
                 entries = page.items if self._keep is None else [e for e in page.items if self._keep(e)]
-                shown = wakes.add(entries, position, single)
-                single = False
                 self.position = position
-                if shown is not None:
-                    yield shown
-                continue
-            if kind not in ("removed", "heartbeat", "error"):
-                continue  # the `retry:` field alone, or an event this client does not know
-            held = wakes.flush()
-            if held is not None:
-                yield held
-            if kind == "error":
-                raise _error_of_event(event.data)
-            self.position = position
-            if kind == "removed":
-                yield Pushed("removed", position, [], _removals(event.data, identity))
-            else:
+                yield Pushed("entries", position, entries, [])
+            elif kind == "removed":
+                removals = _removals(event.data, identity)
+                self.position = position
+                yield Pushed("removed", position, [], removals)
+            elif kind == "heartbeat":
+                self.position = position
                 yield Pushed("heartbeat", position, [], [])
-        held = wakes.flush()
-        if held is not None:
-            yield held
-
-
-def _items_body(data: str) -> bytes:
-    return data.encode("utf-8")
+            elif kind == "error":
+                raise _error_of_event(event.data)
+            # else: the `retry:` field alone, or an event this client does not know
 
 
 def _removals(data: str, identity: str) -> list[Removal]:

@@ -13,8 +13,8 @@ if TYPE_CHECKING:
 
 
 class Pushed(Value):
-    """One event of a follow: `entries` (newest first; one wake's chunks already joined), `removed` (oldest
-    first) or `heartbeat`, with the position the stream stood at after it (opaque: resume from it)."""
+    """One event of a follow: `entries` (newest first), `removed` (oldest first) or `heartbeat`, with the
+    position the stream stood at after it (opaque: resume from it). A wake's events come oldest part first."""
 
     kind: str
     position: str | None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -60,6 +61,7 @@ def test_headers_then_nothing_is_a_dead_stream_asked_again_from_the_last_positio
             first = next(follow)
             assert [e.content for e in first.entries] == ["pushed 2", "pushed 1"]
             again = next(follow)  # only after the idle deadline dropped the first connection
+            assert isinstance(follow, remote_follow.RemoteFollow) and follow.connections == 2
         finally:
             follow.close()
     assert again.kind == "entries" and [e.content for e in again.entries] == ["pushed 3"]
@@ -89,7 +91,7 @@ def test_an_error_event_is_the_projects_error(code: str, status: int, error: typ
     async def answer(n: int, writer: asyncio.StreamWriter) -> None:
         writer.write(SSE_HEAD + event("entries", "5", {"items": []}))
         envelope = {"code": code, "message": f"{code} said the server", "retryable": False, "details": None}
-        writer.write(b"event: error\ndata: " + __import__("json").dumps({"error": envelope}).encode() + b"\n\n")
+        writer.write(b"event: error\ndata: " + json.dumps({"error": envelope}).encode() + b"\n\n")
         await writer.drain()
 
     with raw(answer) as server, backend(server.url) as remote:
@@ -102,15 +104,17 @@ def test_an_error_event_is_the_projects_error(code: str, status: int, error: typ
     assert server.requests[0][1]["last-event-id"] == "4"
 
 
-def test_the_chunks_of_one_wake_are_shown_together_newest_first() -> None:
-    """A wake of 230 entries comes as 100 + 100 + 30 under one position: it is shown as one batch."""
-    numbers = list(range(230, 0, -1))
+def test_a_wake_in_chunks_comes_oldest_part_first_each_newest_first() -> None:
+    """A wake of 230 entries as the server sends it: 100 + 100 + 30, oldest part first, each with the position
+    it completes; each is yielded as it comes, its entries newest first (the feed's order, chunk by chunk)."""
+    numbers = list(range(1, 231))
+    chunks = [numbers[:100], numbers[100:200], numbers[200:]]
 
     async def answer(n: int, writer: asyncio.StreamWriter) -> None:
         writer.write(SSE_HEAD + event("entries", "1", {"items": []}))
-        for chunk in (numbers[:100], numbers[100:200], numbers[200:]):
-            writer.write(event("entries", "9", {"items": [item(i) for i in chunk]}))
-        writer.write(event("heartbeat", "9", {}))
+        for chunk in chunks:
+            writer.write(event("entries", str(chunk[-1] + 1), {"items": [item(i) for i in reversed(chunk)]}))
+        writer.write(event("heartbeat", "231", {}))
         await writer.drain()
         await hang()
 
@@ -118,13 +122,14 @@ def test_the_chunks_of_one_wake_are_shown_together_newest_first() -> None:
         follow = remote.follow(RecentQuery())
         assert follow is not None
         try:
-            assert next(follow).entries == []
-            wake = next(follow)
-            beat = next(follow)
+            got = [next(follow) for _ in range(5)]
         finally:
             follow.close()
-    assert [e.content for e in wake.entries] == [f"pushed {i}" for i in numbers]
-    assert wake.position == "9" and beat.kind == "heartbeat"
+    assert got[0].entries == [] and got[0].position == "1"
+    for pushed, chunk in zip(got[1:4], chunks, strict=True):
+        assert [e.content for e in pushed.entries] == [f"pushed {i}" for i in reversed(chunk)]
+        assert pushed.position == str(chunk[-1] + 1)
+    assert got[4].kind == "heartbeat" and follow.position == "231"
 
 
 def test_close_from_another_thread_ends_a_waiting_read() -> None:
