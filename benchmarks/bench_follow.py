@@ -40,6 +40,7 @@ MNEMO = shutil.which("mnemo", path=str(Path(sys.executable).parent)) or "mnemo"
 PRINCIPAL = "bench"
 HEARTBEAT = 15.0  # PUSH.md: the server's heartbeat interval
 FOLLOWERS = 1000
+FAN_WRITES = 20
 PER_KEY = 84  # < 100, the per-key bound: 12 keys carry the 1,000
 
 # `mnemo serve` as it is, except that `POST /memory/follow` is not routed: the app's own 404 answers it
@@ -66,7 +67,9 @@ sys.exit(run.serve(Path(sys.argv[1]), port=0))
 """
 
 # The 1,000 idle followers: raw streamed requests from one asyncio process. Prints `open N` once every
-# stream has its first event, then after WINDOW seconds one JSON line of what each stream received.
+# stream has its first event; on `go`, idles WINDOW seconds and prints one JSON line of the heartbeats
+# each stream received meanwhile; on `fan`, notes when each stream receives each entry (monotonic
+# clock, the same across processes) until `end`, then prints them as one JSON line.
 _FOLLOWERS = r"""
 import asyncio, json, resource, sys, time
 import httpx
@@ -76,32 +79,36 @@ soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 opened, counts, failures = 0, [], []
 all_open = asyncio.Event()
-window_start = [None]
+stage = ["open"]
+arrivals = {}  # atom_id -> [monotonic time it reached a stream, ...]
 
-async def follow(client, i, key):
+async def follow(client, key):
     global opened
-    got = {"heartbeat": 0, "entries": 0, "removed": 0, "other": 0, "in_window": 0, "first": False}
+    got = {"heartbeat": 0, "entries": 0, "in_window": 0, "first": False}
     counts.append(got)
+    kind = None
     try:
         async with client.stream("POST", "/memory/follow", json={}, headers={"X-Api-Key": key}) as answer:
             if answer.status_code != 200:
                 failures.append(f"{answer.status_code} {(await answer.aread())[:200]!r}")
                 return
             async for line in answer.aiter_lines():
-                if not line.startswith("event:"):
-                    continue
-                kind = line[6:].strip()
-                got[kind if kind in got else "other"] += 1
-                if kind == "heartbeat" and window_start[0] is not None:
-                    got["in_window"] += 1
-                if not got["first"]:
-                    got["first"] = True
-                    opened += 1
-                    if opened == n:
-                        all_open.set()
-    except (httpx.HTTPError, asyncio.CancelledError) as exc:
-        if not isinstance(exc, asyncio.CancelledError):
-            failures.append(f"{type(exc).__name__}: {exc}")
+                if line.startswith("event:"):
+                    kind = line[6:].strip()
+                    if kind == "heartbeat":
+                        got["heartbeat"] += 1
+                        got["in_window"] += stage[0] == "idle"
+                    if not got["first"]:
+                        got["first"] = True
+                        opened += 1
+                        if opened == n:
+                            all_open.set()
+                elif line.startswith("data:") and kind == "entries" and stage[0] == "fan":
+                    at = time.monotonic()
+                    for item in json.loads(line[5:])["items"]:
+                        arrivals.setdefault(item["atom_id"], []).append(at)
+    except httpx.HTTPError as exc:
+        failures.append(f"{type(exc).__name__}: {exc}")
 
 async def main():
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=0)
@@ -109,7 +116,7 @@ async def main():
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout) as client:
         tasks = []
         for i in range(n):
-            tasks.append(asyncio.create_task(follow(client, i, keys[i % len(keys)])))
+            tasks.append(asyncio.create_task(follow(client, keys[i % len(keys)])))
             if i % 50 == 49:
                 await asyncio.sleep(0.05)
         try:
@@ -117,13 +124,18 @@ async def main():
         except TimeoutError:
             pass
         print(f"open {opened} {len(failures)}", flush=True)
-        sys.stdin.readline()  # the parent has read the server's memory: the idle window starts
-        window_start[0] = time.monotonic()
+        await asyncio.to_thread(sys.stdin.readline)  # `go`: the parent has read the server's memory
+        stage[0] = "idle"
         await asyncio.sleep(window)
-        hb = [c["in_window"] for c in counts]
+        stage[0] = "after"
         print(json.dumps({"opened": opened, "failures": failures[:5], "n_failures": len(failures),
-                          "heartbeats": hb, "entries_events": sum(c["entries"] for c in counts),
-                          "other": sum(c["other"] for c in counts)}), flush=True)
+                          "heartbeats": [c["in_window"] for c in counts]}), flush=True)
+        await asyncio.to_thread(sys.stdin.readline)  # `fan`
+        stage[0] = "fan"
+        print("fanning", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)  # `end`
+        stage[0] = "after"
+        print(json.dumps(arrivals), flush=True)
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -330,6 +342,7 @@ def many_followers(srv: Server, keys: list[str], n: int, window: float, idle: li
         time.sleep(0.5)  # the access log is written in batches (0.2 s)
         idle_requests = [s.requests_between(wall, wall_end) for s in idle]
         own_requests = srv.requests_between(wall, wall_end)
+        fan = fan_out(srv, keys[0], proc)
     finally:
         proc.stdin.close()
         proc.wait(timeout=60)
@@ -344,6 +357,38 @@ def many_followers(srv: Server, keys: list[str], n: int, window: float, idle: li
         "cpu": cpu,
         "idle_requests": idle_requests,
         "own_requests": own_requests,
+        **fan,
+    }
+
+
+def fan_out(srv: Server, key: str, proc: subprocess.Popen[str], writes: int = FAN_WRITES) -> dict[str, Any]:
+    """`writes` writes, 0.3–0.5 s apart, each waking every open follower: milliseconds from each write's answer
+    to its entry reaching each stream (as one asyncio process reads them all), and the server's CPU a write."""
+    import httpx
+
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("fan\n")
+    proc.stdin.flush()
+    proc.stdout.readline()  # `fanning`
+    acked: dict[str, float] = {}
+    cpu = srv.cpu_seconds()
+    with httpx.Client(base_url=srv.url, headers={"X-Api-Key": key}) as client:
+        for i in range(writes):
+            answer = client.post("/memory/write", json={"content": f"fan {i}"})
+            acked[answer.json()["atom_id"]] = time.monotonic()
+            time.sleep(random.uniform(0.3, 0.5))
+    cpu = srv.cpu_seconds() - cpu
+    proc.stdin.write("end\n")
+    proc.stdin.flush()
+    arrivals = json.loads(proc.stdout.readline())
+    each = [(t - at) * 1000 for atom, at in acked.items() for t in arrivals.get(atom, [])]
+    last = [(max(arrivals[atom]) - at) * 1000 for atom, at in acked.items() if atom in arrivals]
+    return {
+        "fan_each": each,
+        "fan_last": last,
+        "fan_delivered": len(each),
+        "fan_writes": writes,
+        "fan_cpu_ms": 1000 * cpu / writes,
     }
 
 
@@ -436,6 +481,23 @@ def run(quick: bool = False, followers: int = FOLLOWERS) -> list[dict[str, Any]]
             many["rss_before_kib"] / 1024,
             "< 100",
             "the server's VmRSS before they opened (after a write and a page)",
+        ),
+        _row(
+            f"{followers:,} followers woken by one write: its entry on each stream, p50 "
+            f"({many['fan_delivered']:,} of {many['fan_writes'] * many['opened']:,} deliveries)",
+            statistics.median(many["fan_each"]) if many["fan_each"] else None,
+            "ms",
+            push_p50,
+            "—",
+            "one CLI follower's p50 (above)",
+        ),
+        _row(
+            f"{followers:,} followers woken by one write: the last stream to get it, p50 of {many['fan_writes']} writes",
+            statistics.median(many["fan_last"]) if many["fan_last"] else None,
+            "ms",
+            None,
+            "—",
+            f"(max {max(many['fan_last'], default=0):.0f} ms; server CPU {many['fan_cpu_ms']:.0f} ms a write)",
         ),
         _row(
             f"{followers:,} idle followers: server CPU while idle ({many['own_requests']} access lines in the window)",
