@@ -441,8 +441,10 @@ def run(quick: bool = False, followers: int = FOLLOWERS) -> list[dict[str, Any]]
             lat = latency(pairs, writes)
             for name in ("push", "poll"):
                 srv, follower, _ = pairs[name]
+                early = sum(ms < 0 for ms in lat[name])  # read before the write's own answer arrived
                 print(
-                    f"[follow] {name}: p50 {statistics.median(lat[name]):.1f} ms, p99 {_pct(lat[name], 0.99):.1f} ms",
+                    f"[follow] {name}: p50 {statistics.median(lat[name]):.1f} ms, p99 {_pct(lat[name], 0.99):.1f} ms, "
+                    f"{early} of {len(lat[name])} read before the write's answer",
                     file=sys.stderr,
                 )
             bounds = ("--max-follows", str(followers), "--max-connections", str(followers + 200))

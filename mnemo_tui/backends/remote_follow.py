@@ -9,6 +9,7 @@ is asked again with `Last-Event-ID` = the last position received, after the retr
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterator
@@ -51,6 +52,10 @@ class EventTooLarge(TransportError):
     """A line or an event beyond `MAX_EVENT`."""
 
     final = True
+
+
+class Ended(TransportError):
+    """An `error` event the endpoint says may be retried (503: the store is unavailable): asked again."""
 
 
 def lines(chunks: Iterator[bytes], bound: int = MAX_EVENT) -> Iterator[bytes]:
@@ -134,6 +139,7 @@ class RemoteFollow:
         self.position = position
         self.connections = 1
         self._closed = False
+        self._stop = threading.Event()  # set by close(): a reconnect's backoff ends at once
         self._events = self._run()
 
     def __iter__(self) -> Iterator[Pushed]:
@@ -144,6 +150,7 @@ class RemoteFollow:
 
     def close(self) -> None:
         self._closed = True
+        self._stop.set()
         stream = self._stream
         if stream is not None:
             stream.abort()
@@ -166,9 +173,6 @@ class RemoteFollow:
             except TransportError as exc:
                 if exc.final:
                     raise Unavailable(f"{calls.identity} sent {exc.reason} on the follow; not asked again") from None
-            except MnemoError as exc:
-                if not exc.retryable:
-                    raise
             finally:
                 stream.close()
                 self._stream = None
@@ -185,6 +189,7 @@ class RemoteFollow:
                 attempt=attempt,
                 deadline=deadline,
                 closed=lambda: self._closed,
+                pause=self._stop.wait,
             )
             if opened is None:
                 return
@@ -223,7 +228,10 @@ class RemoteFollow:
                 self.position = position
                 yield Pushed("heartbeat", position, [], [])
             elif kind == "error":
-                raise _error_of_event(event.data)
+                problem = _error_of_event(event.data)
+                if problem.retryable:
+                    raise Ended(problem.message)
+                raise problem
             # else: the `retry:` field alone, or an event this client does not know
 
 
@@ -270,6 +278,7 @@ def _open(
     attempt: int = 0,
     deadline: float | None = None,
     closed: Callable[[], bool] = lambda: False,
+    pause: Callable[[float], object] | None = None,
 ) -> Stream | None:
     """A follow's stream, asked with the retry policy's backoff; None when the endpoint has no such route
     (a first ask: 404 or 405, or an answer that is not a stream) or the follow was closed meanwhile.
@@ -297,7 +306,7 @@ def _open(
         wait = min(calls.max_wait, said) if said is not None else calls._delay(attempt)
         if time.monotonic() + wait >= deadline:
             return False
-        calls._sleep(wait)
+        (pause or calls._sleep)(wait)
         attempt += 1
         return not closed()
 

@@ -175,3 +175,83 @@ def test_an_event_over_the_bound_ends_recent_follow_with_a_clear_error(tmp_path:
     assert "an event over 32 MiB" in done.stderr and "not asked again" in done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
     assert len(server.requests) == 1
+
+
+def test_a_server_gone_for_the_whole_deadline_ends_recent_follow_with_exit_5(tmp_path: Path) -> None:
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", "8", {"items": [item(1)]}))
+        await writer.drain()
+        await hang()
+
+    server = RawServer(answer)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env.update(MNEMO_HOME=str(tmp_path), MNEMO_ENDPOINT=server.url, MNEMO_API_KEY=KEY, MNEMO_DEADLINE="2")
+    follower = subprocess.Popen(
+        [MNEMO, "recent", "--follow", "--format", "ndjson"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert follower.stdout is not None
+        assert "pushed 1" in follower.stdout.readline()
+        server.close()  # the stream drops, and every reconnect is refused from now on
+        code = follower.wait(timeout=60)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+    stderr = follower.stderr.read() if follower.stderr else ""
+    assert code == 5, stderr
+    assert "cannot reconnect the follow to" in stderr and "Traceback" not in stderr
+    assert len(server.requests) == 1
+
+
+def test_a_retryable_error_event_is_asked_again_from_the_last_position() -> None:
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        if n == 0:
+            envelope = {"code": "UNAVAILABLE", "message": "store unavailable", "retryable": True, "details": None}
+            writer.write(SSE_HEAD + event("entries", "3", {"items": [item(1)]}))
+            writer.write(b"event: error\ndata: " + json.dumps({"error": envelope}).encode() + b"\n\n")
+        else:
+            writer.write(SSE_HEAD + event("heartbeat", "4", {}))
+        await writer.drain()
+        if n:
+            await hang()
+
+    with raw(answer) as server, backend(server.url) as remote:
+        follow = remote.follow(RecentQuery())
+        assert follow is not None
+        try:
+            assert [e.content for e in next(follow).entries] == ["pushed 1"]
+            assert next(follow).kind == "heartbeat"
+        finally:
+            follow.close()
+    assert len(server.requests) == 2 and server.requests[1][1]["last-event-id"] == "3"
+
+
+def test_close_ends_a_reconnect_waiting_in_its_backoff() -> None:
+    import threading
+
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", "1", {"items": [item(1)]}))
+        await writer.drain()  # then the connection closes: the follow waits its backoff to reconnect
+
+    with raw(answer) as server:
+        remote = RemoteBackend(server.url, KEY, backoff=60.0)  # a first wait of 30 s (max_wait)
+        try:
+            follow = remote.follow(RecentQuery())
+            assert isinstance(follow, remote_follow.RemoteFollow)
+            got: list[object] = []
+            reader = threading.Thread(target=lambda: got.extend(follow), daemon=True)
+            reader.start()
+            for _ in range(500):
+                if got and follow._stream is None:  # the stream ended: it waits to reconnect
+                    break
+                reader.join(0.01)
+            follow.close()
+            reader.join(timeout=10)
+            assert not reader.is_alive()  # woken by close(), not after its 30 s wait
+        finally:
+            remote.close()
+    assert len(got) == 1 and len(server.requests) == 1

@@ -66,6 +66,7 @@ async def test_a_write_elsewhere_is_pushed_without_a_poll_and_a_delete_drops_its
             feed = app.feed_screen.feed
             await until(pilot, lambda: feed.pushing)  # the follow's first event is in
             assert len(followers()) == 1
+            await until(pilot, lambda: str(app.feed_screen.status.render()).strip().endswith("· live (pushed)"))
             written = other.write(req("written elsewhere")).atom_id
             await until(pilot, lambda: bool(rows(app)) and ids(rows(app))[0] == written)
             assert ids(rows(app)) == [written, *reversed(before)]
@@ -104,5 +105,6 @@ async def test_an_endpoint_without_the_channel_is_polled_by_the_timer(
             await until(pilot, lambda: bool(rows(app)) and ids(rows(app))[0] == written)
             feed = app.feed_screen.feed
             assert not feed.pushing and not feed.offers_push and followers() == []
+            assert str(app.feed_screen.status.render()).strip().endswith("· live")
     finally:
         backend.close()

@@ -306,7 +306,8 @@ class FeedScreen(Screen[None]):
         parts.append("● no watermark yet" if no_mark else "● since watermark")
         if feed.include_history:
             parts.append("history shown")
-        parts.append(f"live paused: {feed.live_error}" if feed.live_error else "live")
+        live = "live (pushed)" if feed.pushing else "live"
+        parts.append(f"live paused: {feed.live_error}" if feed.live_error else live)
         line = " · ".join(parts)
         if len(line) > self.size.width - 2:
             # A narrow terminal keeps the whole line in shorter words (the error stays in the notice).

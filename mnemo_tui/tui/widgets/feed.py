@@ -297,8 +297,9 @@ class FeedView(ScrollView, can_focus=True):
     def _live_found(self, message: msg.LiveFound) -> None:
         if not message.pushed:
             self._live_busy = False
-        elif message.generation == self.generation:
+        elif message.generation == self.generation and not self.pushing:
             self.pushing = True
+            self.post_message(self.Changed())  # the status line says `live (pushed)`
         error = None if message.error is None else message.error.message
         if self.live_error != error:
             self.live_error = error
@@ -353,6 +354,8 @@ class FeedView(ScrollView, can_focus=True):
     def _push_ended(self, message: msg.PushEnded) -> None:
         if message.generation != self.generation:
             return
+        if self.pushing:
+            self.post_message(self.Changed())
         self._push, self.pushing = None, False
         if not message.offered:
             self.offers_push = False  # this backend has no push: the timer's poll it is
