@@ -10,6 +10,7 @@ last position they received. Every wait is for a condition, bounded.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -400,3 +401,79 @@ def test_postgres_a_write_on_one_server_is_pushed_to_a_follower_of_the_other_by_
         for server in servers:
             if server.proc.poll() is None:
                 server.stop()
+
+
+# -- a stream cut after any event resumes exactly (the wire itself, no client in between) -------------
+
+
+def _events(url: str, key: str, last_id: str | None, final: int, stop_after: int | None = None) -> list[Any]:
+    """The follow's events (name, id, atom ids) after `last_id`, read until the one whose id is `final`
+    (or `stop_after` of them); the connection is then closed, as a cut."""
+    headers = {"X-Api-Key": key, "Accept": "text/event-stream"}
+    if last_id is not None:
+        headers["Last-Event-ID"] = last_id
+    got: list[Any] = []
+    name, ident, data = None, None, ""
+    with httpx.stream("POST", url + "/memory/follow", json={}, headers=headers, timeout=WAIT) as answer:
+        assert answer.status_code == 200, answer.read()
+        for line in answer.iter_lines():
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("id:"):
+                ident = line[3:].strip()
+            elif line.startswith("data:"):
+                data += line[5:].strip()
+            elif line == "" and name is not None:
+                body = json.loads(data)
+                ids = [i["atom_id"] for i in body.get("items", body.get("removed", []))]
+                got.append((name, ident, ids))
+                if name == "error" or ident == str(final) or (stop_after is not None and len(got) == stop_after):
+                    break
+                name, ident, data = None, None, ""
+    return got
+
+
+def test_a_stream_cut_after_any_event_of_a_chunked_window_resumes_with_nothing_skipped_or_sent_twice(
+    tmp_path: Path,
+) -> None:
+    """Cut after event k of a window of 330 writes and 9 deletes (several `entries` events of at most
+    100, removals between them), resumed from that event's id: the events received before the cut and
+    after the resume carry the uncut stream's entries and removals, each once (an event's entries come
+    newest first, so where its chunks are cut may differ: the order is not compared, the removals' is)."""
+    path = tmp_path / "served.db"
+    store = Store(path)
+    key = store.create_key("alice")[1]
+    store.write("alice", WriteRequest(content="seed"))
+    server = start_serve(tmp_path / "server", store=path)
+    try:
+        start = _events(server.url, key, None, 0, stop_after=1)
+        assert start[0][0] == "entries" and start[0][1] is not None
+        position = start[0][1]
+        written: list[str] = []
+        deleted: list[str] = []
+        for batch in range(3):  # a delete at the end of each batch: removals between entries events
+            written += [store.write("alice", WriteRequest(content=f"b{batch} {i}")).atom_id for i in range(110)]
+            for doomed in (written[-60], written[-50], written[5 + batch]):
+                answer = httpx.delete(f"{server.url}/memory/atoms/{doomed}", headers={"X-Api-Key": key})
+                assert answer.status_code == 200 and answer.json()["deleted"] == 1, answer.text
+                deleted.append(doomed)
+        with sqlite3.connect(path) as db:
+            (final,) = db.execute(
+                "SELECT last_created_at FROM buckets WHERE kind = 'own' AND owner = 'alice'"
+            ).fetchone()
+        whole = _events(server.url, key, position, final)
+        assert [e[0] for e in whole].count("removed") == 3 and max(len(e[2]) for e in whole) == 100
+        flat = [(name, i) for name, _, ids in whole for i in ids]
+        # An entry deleted before it was read comes as its removal alone.
+        assert sorted(i for name, i in flat if name == "entries") == sorted(set(written) - set(deleted))
+        assert [i for name, i in flat if name == "removed"] == deleted  # oldest first
+        for cut in range(1, len(whole)):
+            before = _events(server.url, key, position, final, stop_after=cut)
+            after = _events(server.url, key, before[-1][1], final)
+            again = [(name, i) for name, _, ids in before + after for i in ids]
+            assert len(again) == len(set(again)), f"cut after event {cut} of {len(whole)}: sent twice"
+            assert set(again) == set(flat), f"cut after event {cut} of {len(whole)}: skipped"
+            assert [x for x in again if x[0] == "removed"] == [x for x in flat if x[0] == "removed"]
+    finally:
+        store.close()
+        server.stop()
