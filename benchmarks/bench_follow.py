@@ -181,7 +181,7 @@ def make_store(path: Path, keys: int = 1) -> list[str]:
 class Server:
     """A server process on a free loopback port, its stderr (log, access lines) to a file."""
 
-    def __init__(self, command: list[str], store: Path, home: Path, name: str) -> None:
+    def __init__(self, command: list[str], store: Path | None, home: Path, name: str) -> None:
         home.mkdir(parents=True, exist_ok=True)
         self.log = home / f"{name}.log"
         with self.log.open("wb") as out:
@@ -231,7 +231,7 @@ class Server:
                 self.proc.wait(timeout=30)
 
 
-def serve(store: Path, home: Path, *args: str) -> Server:
+def serve(store: Path | None, home: Path, *args: str) -> Server:
     return Server([MNEMO, "serve", "--port", "0", *args], store, home, "serve")
 
 
@@ -323,6 +323,70 @@ def latency(pairs: dict[str, tuple[Any, Follower, str]], writes: int) -> dict[st
             raise AssertionError(f"the {name} follower printed {follower.repeated} entries twice")
         out[name] = [(follower.seen[a] - t) * 1000 for a, t in acked[name].items()]
     return out
+
+
+def across(url: str, key: str, followers: dict[str, Follower], writes: int) -> dict[str, list[float]]:
+    """`writes` writes through the server at `url`, 20–60 ms apart: the milliseconds from each write's answer to
+    its line read from each follower (each on another server over the same database)."""
+    import httpx
+
+    acked: dict[str, float] = {}
+    rng = random.Random(38)
+    with httpx.Client(base_url=url, headers={"X-Api-Key": key}) as client:
+        for i in range(writes):
+            answer = client.post("/memory/write", json={"content": f"across {i}"})
+            at = time.perf_counter()
+            answer.raise_for_status()
+            acked[answer.json()["atom_id"]] = at
+            time.sleep(rng.uniform(0.02, 0.06))
+    out: dict[str, list[float]] = {}
+    for name, follower in followers.items():
+        if not follower.wait_for(set(acked), 60) or follower.repeated:
+            raise AssertionError(f"the {name} follower missed or repeated entries")
+        out[name] = [(follower.seen[a] - t) * 1000 for a, t in acked.items()]
+    return out
+
+
+def postgres(root: Path, writes: int) -> dict[str, list[float]] | None:
+    """Three `mnemo serve` over one PostgreSQL database (a cluster of its own, as the tests start): writes through
+    A; a CLI follower on B (`--database-pooler none`: LISTEN, woken by A's NOTIFY) and one on C (the default
+    `transaction`, as behind pgbouncer: no LISTEN, its 1 s slow poll is the wake-up). None without PostgreSQL."""
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    import pg_helpers
+
+    from mnemo_tui.engine.postgres import PgStore
+    from mnemo_tui.values.writes import WriteRequest
+
+    if pg_helpers.binaries() is None:
+        return None
+    cluster = pg_helpers.start_cluster()
+    databases = pg_helpers.Databases(cluster)
+    servers: list[Server] = []
+    clis: list[Follower] = []
+    try:
+        url = cluster.url(databases.create())
+        admin = PgStore(url)
+        key = admin.create_key(PRINCIPAL)[1]
+        admin.write(PRINCIPAL, WriteRequest(content="first"))
+        admin.close()
+        for name, pooler in (("a", "none"), ("b", "none"), ("c", "transaction")):
+            args = ("--database", url, "--database-pooler", pooler, "--workers", "4")
+            servers.append(serve(None, root / f"pg-{name}", *args))
+        followers = {}
+        for name, srv in (("notify", servers[1]), ("slow poll", servers[2])):
+            follower = Follower(srv.url, key, root / f"pg-client-{name}")
+            clis.append(follower)
+            if not follower.wait_for(1, 60):
+                raise AssertionError(f"the {name} follower printed nothing")
+            followers[name] = follower
+        return across(servers[0].url, key, followers, writes)
+    finally:
+        for follower in clis:
+            follower.stop()
+        for srv in servers:
+            srv.stop()
+        databases.close()
+        pg_helpers.stop_cluster(cluster)
 
 
 def many_followers(srv: Server, keys: list[str], n: int, window: float, idle: list[Server]) -> dict[str, Any]:
@@ -456,6 +520,7 @@ def run(quick: bool = False, followers: int = FOLLOWERS) -> list[dict[str, Any]]
                 follower.stop()
             for srv in servers:
                 srv.stop()
+        pg = postgres(root, writes // 2)
     load_end = os.getloadavg()
     push_p50, push_p99 = statistics.median(lat["push"]), _pct(lat["push"], 0.99)
     poll_p50, poll_p99 = statistics.median(lat["poll"]), _pct(lat["poll"], 0.99)
@@ -473,6 +538,23 @@ def run(quick: bool = False, followers: int = FOLLOWERS) -> list[dict[str, Any]]
         ),
         _row(f"follow latency p99 ({writes} writes)", push_p99, "ms", poll_p99, "≤ 250", poll_is),
     ]
+    if pg is None:
+        rows.append(
+            _row("across servers on PostgreSQL: not measured (no PostgreSQL binaries)", None, "", None, "—", "")
+        )
+    else:
+        slow = "the same writes, a follower on server C behind `--database-pooler transaction` (no LISTEN: the 1 s slow poll)"
+        for label, q in (("p50", 0.5), ("p99", 0.99)):
+            rows.append(
+                _row(
+                    f"across servers on PostgreSQL, write on A → line on B (NOTIFY), {label} ({writes // 2} writes)",
+                    _pct(pg["notify"], q),
+                    "ms",
+                    _pct(pg["slow poll"], q),
+                    "—",
+                    slow,
+                )
+            )
     per = many["window"] / HEARTBEAT
     hb = many["heartbeats"]
     push_idle, poll_idle = many["idle_requests"]
