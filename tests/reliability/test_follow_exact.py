@@ -433,47 +433,81 @@ def _events(url: str, key: str, last_id: str | None, final: int, stop_after: int
     return got
 
 
-def test_a_stream_cut_after_any_event_of_a_chunked_window_resumes_with_nothing_skipped_or_sent_twice(
-    tmp_path: Path,
-) -> None:
+_OWN_CLOCK = "SELECT last_created_at FROM buckets WHERE kind = 'own' AND owner = 'alice'"
+
+
+def _cut_anywhere(url: str, key: str, store: Any, final: Callable[[], int]) -> None:
     """Cut after event k of a window of 330 writes and 9 deletes (several `entries` events of at most
     100, removals between them), resumed from that event's id: the events received before the cut and
     after the resume carry the uncut stream's entries and removals, each once (an event's entries come
     newest first, so where its chunks are cut may differ: the order is not compared, the removals' is)."""
+    start = _events(url, key, None, 0, stop_after=1)
+    assert start[0][0] == "entries" and start[0][1] is not None
+    position = start[0][1]
+    written: list[str] = []
+    deleted: list[str] = []
+    for batch in range(3):  # a delete at the end of each batch: removals between entries events
+        written += [store.write("alice", WriteRequest(content=f"b{batch} {i}")).atom_id for i in range(110)]
+        for doomed in (written[-60], written[-50], written[5 + batch]):
+            answer = httpx.delete(f"{url}/memory/atoms/{doomed}", headers={"X-Api-Key": key})
+            assert answer.status_code == 200 and answer.json()["deleted"] == 1, answer.text
+            deleted.append(doomed)
+    last = final()
+    whole = _events(url, key, position, last)
+    assert [e[0] for e in whole].count("removed") == 3 and max(len(e[2]) for e in whole) == 100
+    flat = [(name, i) for name, _, ids in whole for i in ids]
+    # An entry deleted before it was read comes as its removal alone.
+    assert sorted(i for name, i in flat if name == "entries") == sorted(set(written) - set(deleted))
+    assert [i for name, i in flat if name == "removed"] == deleted  # oldest first
+    for cut in range(1, len(whole)):
+        before = _events(url, key, position, last, stop_after=cut)
+        after = _events(url, key, before[-1][1], last)
+        again = [(name, i) for name, _, ids in before + after for i in ids]
+        assert len(again) == len(set(again)), f"cut after event {cut} of {len(whole)}: sent twice"
+        assert set(again) == set(flat), f"cut after event {cut} of {len(whole)}: skipped"
+        assert [x for x in again if x[0] == "removed"] == [x for x in flat if x[0] == "removed"]
+
+
+def test_sqlite_a_stream_cut_after_any_event_of_a_chunked_window_resumes_with_nothing_skipped_or_sent_twice(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "served.db"
     store = Store(path)
     key = store.create_key("alice")[1]
     store.write("alice", WriteRequest(content="seed"))
     server = start_serve(tmp_path / "server", store=path)
+
+    def final() -> int:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            return int(db.execute(_OWN_CLOCK).fetchone()[0])
+
     try:
-        start = _events(server.url, key, None, 0, stop_after=1)
-        assert start[0][0] == "entries" and start[0][1] is not None
-        position = start[0][1]
-        written: list[str] = []
-        deleted: list[str] = []
-        for batch in range(3):  # a delete at the end of each batch: removals between entries events
-            written += [store.write("alice", WriteRequest(content=f"b{batch} {i}")).atom_id for i in range(110)]
-            for doomed in (written[-60], written[-50], written[5 + batch]):
-                answer = httpx.delete(f"{server.url}/memory/atoms/{doomed}", headers={"X-Api-Key": key})
-                assert answer.status_code == 200 and answer.json()["deleted"] == 1, answer.text
-                deleted.append(doomed)
-        with sqlite3.connect(path) as db:
-            (final,) = db.execute(
-                "SELECT last_created_at FROM buckets WHERE kind = 'own' AND owner = 'alice'"
-            ).fetchone()
-        whole = _events(server.url, key, position, final)
-        assert [e[0] for e in whole].count("removed") == 3 and max(len(e[2]) for e in whole) == 100
-        flat = [(name, i) for name, _, ids in whole for i in ids]
-        # An entry deleted before it was read comes as its removal alone.
-        assert sorted(i for name, i in flat if name == "entries") == sorted(set(written) - set(deleted))
-        assert [i for name, i in flat if name == "removed"] == deleted  # oldest first
-        for cut in range(1, len(whole)):
-            before = _events(server.url, key, position, final, stop_after=cut)
-            after = _events(server.url, key, before[-1][1], final)
-            again = [(name, i) for name, _, ids in before + after for i in ids]
-            assert len(again) == len(set(again)), f"cut after event {cut} of {len(whole)}: sent twice"
-            assert set(again) == set(flat), f"cut after event {cut} of {len(whole)}: skipped"
-            assert [x for x in again if x[0] == "removed"] == [x for x in flat if x[0] == "removed"]
+        _cut_anywhere(server.url, key, store, final)
+    finally:
+        store.close()
+        server.stop()
+
+
+@pytest.mark.slow
+def test_postgres_a_stream_cut_after_any_event_of_a_chunked_window_resumes_with_nothing_skipped_or_sent_twice(
+    pg_databases: Any, tmp_path: Path
+) -> None:
+    from mnemo_tui.engine.postgres import PgStore
+
+    url = pg_databases.cluster.url(pg_databases.create())
+    store = PgStore(url)
+    key = store.create_key("alice")[1]
+    store.write("alice", WriteRequest(content="seed"))
+    server = start_serve(tmp_path / "server", "--database", url, "--workers", "2")
+
+    def final() -> int:
+        with psycopg.connect(url) as conn:
+            row = conn.execute(_OWN_CLOCK).fetchone()
+            assert row is not None
+            return int(row[0])
+
+    try:
+        _cut_anywhere(server.url, key, store, final)
     finally:
         store.close()
         server.stop()
