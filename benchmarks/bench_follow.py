@@ -11,7 +11,11 @@
     count the requests they make, and (c)'s raw followers count the heartbeats they receive.
 (c) 1,000 idle followers on one server (`--max-follows 1000 --max-connections 1200`), raw streamed
     requests from one asyncio process over several keys (the per-key bound is 100); the server's
-    VmRSS before and with them open, and its CPU while they idle.
+    VmRSS before and with them open, and its CPU while they idle; then fan-out: writes that wake all
+    of them, each write's arrival on every stream.
+(d) Across servers on PostgreSQL (a cluster of its own, as the tests start one; skipped without the
+    binaries): writes through server A, a CLI follower on B (LISTEN: woken by A's NOTIFY) and one on C
+    (`--database-pooler transaction`: no LISTEN, its 1 s slow poll is the wake-up).
 
 Figures are printed (rows as `run.py` prints them), never asserted.
 """
