@@ -81,8 +81,9 @@ class Stream:
         """Events until every id of `wanted` arrived (entries or removals), in the order they came."""
         got: list[Event] = []
         left = set(wanted)
+        deadline = asyncio.get_running_loop().time() + wait  # heartbeats must not keep it waiting for ever
         while left:
-            found = await self.next(wait)
+            found = await self.next(max(0.0, deadline - asyncio.get_running_loop().time()))
             if found is None:
                 raise AssertionError(f"the stream ended with {sorted(left)} still missing")
             got.append(found)

@@ -14,7 +14,9 @@ from follow_helpers import Event, client, delete, following, write
 from wire_servers import serving
 
 from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.tombstones import TombstoneOps
 from mnemo_tui.server import follow as follow_module
+from mnemo_tui.server import wake
 from mnemo_tui.server.app import create_app
 from mnemo_tui.values.writes import WriteRequest
 
@@ -275,5 +277,88 @@ def test_a_writer_outside_the_server_wakes_the_follower_through_the_change_token
                     store.close()
                 (woken,) = await s.until({atom})
                 assert woken.name == "entries"
+
+        run(main)
+
+
+def test_every_write_path_of_the_server_wakes_its_followers_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The change token is read once an hour: only the server's own wake-ups can deliver within the test's wait.
+    monkeypatch.setattr(wake, "SQLITE_PROBE_SECONDS", 3600.0)
+    with served(tmp_path, allow_reset=True) as (url, keys, _):
+        alice = keys["alice"]
+        h = {"X-Api-Key": alice}
+
+        async def main() -> None:
+            async with client() as c, following(c, url, alice) as s:
+                assert (await s.next()) is not None
+                batch = await c.post(
+                    url + "/memory/write-batch",
+                    json={"items": [{"content": "b1", "domain": "ops"}, {"content": "b2", "domain": "ops"}]},
+                    headers=h,
+                )
+                assert batch.status_code == 200, batch.text
+                two = [r["atom_id"] for r in batch.json()["results"]]
+                await s.until(set(two))
+                single = await write(c, url, alice, "single", domain="notes")
+                await s.until({single})
+                await delete(c, url, alice, single)
+                (one,) = await s.until({single})
+                assert one.name == "removed" and one.data["removed"][0]["reason"] == "deleted"
+                wiped = await c.delete(url + "/memory/domain/ops", headers=h)
+                assert wiped.status_code == 200, wiped.text
+                (wipe,) = await s.until(set(two))
+                assert wipe.name == "removed" and {r["reason"] for r in wipe.data["removed"]} == {"domain_wiped"}
+                last = await write(c, url, alice, "last", domain="notes")
+                await s.until({last})
+                reset = await c.delete(url + "/memory/reset", headers=h)
+                assert reset.status_code == 200, reset.text
+                (cleared,) = await s.until({last})
+                assert cleared.name == "removed" and cleared.data["removed"][0]["reason"] == "reset"
+
+        run(main)
+
+
+def test_an_idle_domain_of_a_busy_store_advances_its_position_on_heartbeats(tmp_path: Path) -> None:
+    with served(tmp_path, heartbeat_seconds=0.3) as (url, keys, _):
+        alice = keys["alice"]
+
+        async def main() -> None:
+            async with client() as c, following(c, url, alice, {"domain": "quiet"}) as s:
+                start = await s.next()
+                assert start is not None and start.id == 0
+                await write(c, url, alice, "elsewhere", domain="busy")
+                for _ in range(50):  # heartbeats until one carries the bucket's newer position
+                    beat = await s.next()
+                    assert beat is not None and beat.name == "heartbeat", beat
+                    if beat.id:
+                        break
+                assert beat.id is not None and beat.id > 0
+
+        run(main)
+
+
+def test_a_resume_from_before_the_kept_removals_ends_with_removals_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(TombstoneOps, "tombstone_retention", 0)  # every tombstone is dropped at the next delete
+    with served(tmp_path) as (url, keys, _):
+        alice = keys["alice"]
+
+        async def main() -> None:
+            async with client() as c:
+                first = await write(c, url, alice, "one")
+                second = await write(c, url, alice, "two")
+                async with following(c, url, alice) as s:
+                    start = await s.next()
+                    assert start is not None and start.id is not None
+                await delete(c, url, alice, first)
+                await delete(c, url, alice, second)  # drops the first's tombstone
+                async with following(c, url, alice, last_id=start.id) as s:
+                    end = await s.next()
+                    assert end is not None and end.name == "error" and end.id is None
+                    assert end.data["error"]["code"] == "REMOVALS_GONE" and end.data["error"]["status"] == 410
+                    assert await s.next() is None
 
         run(main)
