@@ -40,129 +40,14 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from follow_children import FOLLOWERS_PROGRAM, NO_FOLLOW_PROGRAM  # noqa: E402
+
 MNEMO = shutil.which("mnemo", path=str(Path(sys.executable).parent)) or "mnemo"
 PRINCIPAL = "bench"
 HEARTBEAT = 15.0  # PUSH.md: the server's heartbeat interval
 FOLLOWERS = 1000
 FAN_WRITES = 20
 PER_KEY = 84  # < 100, the per-key bound: 12 keys carry the 1,000
-
-# `mnemo serve` as it is, except that `POST /memory/follow` is not routed: the app's own 404 answers it
-# (as the hosted service would), so the same client polls. Everything else (edges, log, engine) is serve's.
-_NO_FOLLOW = r"""
-import sys
-from pathlib import Path
-from mnemo_tui.server import run
-
-class NoFollow:
-    def __init__(self, app):
-        self.app = app
-    def __getattr__(self, name):
-        return getattr(self.app, name)
-    async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and scope["path"].endswith("/memory/follow"):
-            path = scope["path"] + "-not-offered"
-            scope = dict(scope, path=path, raw_path=path.encode())
-        await self.app(scope, receive, send)
-
-_create = run.create_app
-run.create_app = lambda *a, **k: NoFollow(_create(*a, **k))
-sys.exit(run.serve(Path(sys.argv[1]), port=0))
-"""
-
-# The 1,000 idle followers: raw HTTP/1.1 requests on asyncio streams from one process, their answers
-# scanned line by line, not parsed (one event is one chunk of the chunked answer, so its lines are
-# whole): a client this light keeps its own share of the measured delays small. Prints `open N` once
-# every stream has its first event; on `go`, idles WINDOW seconds and prints one JSON line of the
-# heartbeats each stream received meanwhile; on `fan`, notes when each stream receives each entry
-# (monotonic clock, the same across processes); on `end IDS`, waits (bounded) until every stream has
-# every one of IDS and prints the arrivals as one JSON line.
-_FOLLOWERS = r"""
-import asyncio, json, re, resource, sys, time
-from urllib.parse import urlsplit
-
-url, keys, n, window = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-where = urlsplit(url)
-soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-ATOM = re.compile(rb'"atom_id":"([^"]+)"')
-opened, counts, failures = 0, [], []
-all_open, more = asyncio.Event(), asyncio.Event()
-stage = ["open"]
-arrivals = {}  # atom_id -> [monotonic time it reached a stream, ...]
-
-async def follow(key):
-    global opened
-    got = {"in_window": 0, "first": False}
-    counts.append(got)
-    try:
-        reader, writer = await asyncio.open_connection(where.hostname, where.port, limit=1 << 22)
-        body = b"{}"
-        head = (f"POST {where.path}/memory/follow HTTP/1.1\r\nHost: {where.netloc}\r\nX-Api-Key: {key}\r\n"
-                f"Accept: text/event-stream\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
-        writer.write(head.encode() + body)
-        status = await reader.readline()
-        if b" 200 " not in status:
-            failures.append(status.decode(errors="replace").strip())
-            writer.close()
-            return
-        while True:
-            line = await reader.readline()
-            if not line:
-                failures.append("the stream ended")
-                return
-            if line.startswith(b"event:"):
-                if line.startswith(b"event: heartbeat"):
-                    got["in_window"] += stage[0] == "idle"
-                if not got["first"]:
-                    got["first"] = True
-                    opened += 1
-                    if opened == n:
-                        all_open.set()
-            elif stage[0] == "fan" and line.startswith(b"data:"):
-                at = time.monotonic()
-                for atom in ATOM.findall(line):
-                    arrivals.setdefault(atom.decode(), []).append(at)
-                more.set()
-    except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
-        failures.append(f"{type(exc).__name__}: {exc}")
-
-async def main():
-    tasks = []
-    for i in range(n):
-        tasks.append(asyncio.create_task(follow(keys[i % len(keys)])))
-        if i % 50 == 49:
-            await asyncio.sleep(0.05)
-    try:
-        await asyncio.wait_for(all_open.wait(), 120)
-    except TimeoutError:
-        pass
-    print(f"open {opened} {len(failures)}", flush=True)
-    await asyncio.to_thread(sys.stdin.readline)  # `go`: the parent has read the server's memory
-    stage[0] = "idle"
-    await asyncio.sleep(window)
-    stage[0] = "after"
-    print(json.dumps({"opened": opened, "failures": failures[:5], "n_failures": len(failures),
-                      "heartbeats": [c["in_window"] for c in counts]}), flush=True)
-    await asyncio.to_thread(sys.stdin.readline)  # `fan`
-    stage[0] = "fan"
-    print("fanning", flush=True)
-    wanted = json.loads((await asyncio.to_thread(sys.stdin.readline)).split(" ", 1)[1])  # `end IDS`
-    end = time.monotonic() + 60
-    while any(len(arrivals.get(a, ())) < opened for a in wanted) and time.monotonic() < end:
-        more.clear()
-        try:
-            await asyncio.wait_for(more.wait(), 1)
-        except TimeoutError:
-            pass
-    stage[0] = "after"
-    print(json.dumps(arrivals), flush=True)
-    for t in tasks:
-        t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-
-asyncio.run(main())
-"""
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
@@ -240,7 +125,7 @@ def serve(store: Path | None, home: Path, *args: str) -> Server:
 
 
 def serve_without_follow(store: Path, home: Path) -> Server:
-    return Server([sys.executable, "-c", _NO_FOLLOW, str(store)], store, home, "serve-no-follow")
+    return Server([sys.executable, "-c", NO_FOLLOW_PROGRAM, str(store)], store, home, "serve-no-follow")
 
 
 class Follower:
@@ -405,7 +290,7 @@ def many_followers(srv: Server, keys: list[str], n: int, window: float, idle: li
     time.sleep(1)
     before = srv.rss_kib()
     proc = subprocess.Popen(
-        [sys.executable, "-c", _FOLLOWERS, srv.url, json.dumps(keys), str(n), str(window)],
+        [sys.executable, "-c", FOLLOWERS_PROGRAM, srv.url, json.dumps(keys), str(n), str(window)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
