@@ -288,7 +288,7 @@ def _pg_ids(url: str) -> set[str]:
 
 
 @pytest.mark.slow
-def test_postgres_writers_on_one_server_a_follower_on_the_other_killed_and_restarted_exactly_once(
+def test_postgres_writers_on_one_server_a_follower_on_the_other_both_killed_and_restarted_exactly_once(
     pg_databases: Any, tmp_path: Path
 ) -> None:
     from mnemo_tui.engine.postgres import PgStore
@@ -304,9 +304,9 @@ def test_postgres_writers_on_one_server_a_follower_on_the_other_killed_and_resta
     writers: list[Writer] = []
     followers: list[Follower] = []
     servers: list[ServeProcess] = []
-    with held_port() as port:
+    with held_port() as port, held_port() as port_a:
         try:
-            a = start_serve(tmp_path / "a", *args)
+            a = start_serve(tmp_path / "a", *args, port=port_a)
             servers.append(a)
             b = start_serve(tmp_path / "b", *args, port=port)
             servers.append(b)
@@ -324,6 +324,12 @@ def test_postgres_writers_on_one_server_a_follower_on_the_other_killed_and_resta
                 follower.wait_until("printed the first half", lambda ids: first_half <= set(ids))
             for writer in writers:
                 writer.go()
+            # Server A, the writers', dies with SIGKILL as they go on: a write it committed may never have
+            # been answered (asked again: its `external_ref` answers the same atom) nor notified (B's slow
+            # poll or A's next NOTIFY finds it). A comes back on its port; its writers and follower with it.
+            kill9(a.proc)
+            a = start_serve(tmp_path / "a", *args, port=port_a)
+            servers.append(a)
             # Server B dies with SIGKILL mid-stream; its follower resumes on B restarted on the same port.
             followers[0].wait_until("printed a later entry", lambda ids: len(ids) > SEED + len(first_half))
             kill9(b.proc)
@@ -338,8 +344,10 @@ def test_postgres_writers_on_one_server_a_follower_on_the_other_killed_and_resta
             assert len(acked) == 2 * PER_WRITER
             acked |= bulk
             exactly_once(followers, acked, lambda: _pg_ids(url))
-            followers[0].stop()
+            for follower in followers:
+                follower.stop()
             wait_follow_logged(b, 1)
+            wait_follow_logged(a, 1)
         finally:
             for follower in followers:
                 follower.stop()
