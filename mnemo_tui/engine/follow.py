@@ -9,16 +9,17 @@ from mnemo_tui.engine.database import NOT_A_MEMBER, Database
 from mnemo_tui.engine.feed import _filtered, _scoped
 from mnemo_tui.engine.rules import with_superseded_by
 from mnemo_tui.errors import Forbidden
-from mnemo_tui.limits import parse_scope, room_of
+from mnemo_tui.limits import dumps, parse_scope, room_of
 from mnemo_tui.model import RecentQuery
 
 if TYPE_CHECKING:
     from typing import Any
 
 # Portable SQL: both engines run it (PgConnection turns `?` into its own placeholders).
-_OWN = "SELECT last_created_at FROM buckets WHERE kind = 'own' AND owner = ?"
+_OWN = "SELECT last_created_at, bucket FROM buckets WHERE kind = 'own' AND owner = ?"
 _ROOM = (
-    "SELECT b.last_created_at, EXISTS (SELECT 1 FROM members m WHERE m.room_id = b.owner AND m.principal = ?) "
+    "SELECT b.last_created_at, EXISTS (SELECT 1 FROM members m WHERE m.room_id = b.owner AND m.principal = ?), "
+    "b.bucket "
     "FROM buckets b WHERE b.kind = 'room' AND b.owner = ? AND (EXISTS (SELECT 1 FROM members m "
     "WHERE m.room_id = b.owner AND m.principal = ?) OR EXISTS (SELECT 1 FROM departed d "
     "WHERE d.bucket = b.bucket AND d.principal = ?))"
@@ -28,9 +29,26 @@ _ROOM = (
 class FollowOps(Database):
     """What a follower reads on each wake-up: where its scope's clock stands, then what lies behind it."""
 
-    def position(self, principal: str, scope: str | None) -> tuple[int, bool]:
+    kind: str
+
+    def bucket_clocks(self, buckets: list[int]) -> dict[int, int]:
+        """The clocks (`last_created_at`) of these buckets, in one statement: what a server's hub reads once
+        a wake-up for all its followers, so a follower whose bucket did not move reads nothing itself."""
+        if not buckets:
+            return {}
+        # One parameter however many buckets: an array on PostgreSQL, a JSON list on SQLite.
+        param: Any
+        if self.kind == "postgres":
+            where, param = "bucket = ANY(?::bigint[])", buckets
+        else:
+            where, param = "bucket IN (SELECT value FROM json_each(?))", dumps(buckets)
+        rows = self.fetch_all(f"SELECT bucket, last_created_at FROM buckets WHERE {where}", (param,))
+        return {int(r[0]): int(r[1]) for r in rows}
+
+    def position(self, principal: str, scope: str | None) -> tuple[int, bool, int | None]:
         """The scope's position (its bucket's `last_created_at`: every entry and removal of the scope has an
-        instant at or before it) and whether the principal may still read the scope's entries.
+        instant at or before it), whether the principal may still read the scope's entries, and the bucket
+        (None: an own bucket not yet made).
 
         An own bucket not yet created reads 0. A room's former member (the room was deleted) still reads
         its position, with False: its removals are theirs to read, its entries no more.
@@ -43,11 +61,11 @@ class FollowOps(Database):
         with self.reading() as db:
             if room_id is None:
                 row = db.execute(_OWN, (principal,)).fetchone()
-                return (0 if row is None else int(row[0])), True
+                return (0, True, None) if row is None else (int(row[0]), True, int(row[1]))
             row = db.execute(_ROOM, (principal, room_id, principal, principal)).fetchone()
         if row is None:
             raise Forbidden(NOT_A_MEMBER)
-        return int(row[0]), bool(row[1])
+        return int(row[0]), bool(row[1]), int(row[2])
 
     def entries_after(self, principal: str, q: RecentQuery, after: int, upto: int, limit: int) -> list[tuple[int, str]]:
         """The scope's entries with `after < created_at <= upto` (the query's author and history filters

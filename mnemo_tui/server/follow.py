@@ -141,9 +141,20 @@ class Follow:
         return found
 
     async def position(self) -> tuple[int, bool]:
+        """The scope's position and whether its entries are still the principal's to read; its bucket is
+        handed to the hub, which reads every follower's bucket clock in one statement a wake-up."""
         who, scope = self.who, self.query.scope
-        found: tuple[int, bool] = await self.run(lambda engine: engine.position(who, scope))
-        return found
+        last, member, bucket = await self.run(lambda engine: engine.position(who, scope))
+        self.follower.bucket = bucket
+        return int(last), bool(member)
+
+    async def moved(self, position: int) -> bool:
+        """Whether the scope's bucket clock may be past `position` (read once for all followers by the hub)."""
+        bucket = self.follower.bucket
+        if bucket is None:
+            return True
+        clock = await self.hub.clock(bucket)
+        return clock is None or clock > position
 
     async def send(self, part: bytes) -> None:
         if self.follower.gone or self.hub.closed:
@@ -240,6 +251,8 @@ class Follow:
             while member:
                 if hub.generation != seen:
                     seen = hub.generation
+                    if not await self.moved(position):
+                        continue
                     last, member = await self.position()
                     if last > position:
                         await self.window(position, last)

@@ -25,17 +25,19 @@ LISTEN_RETRY_SECONDS = 1.0
 log = logging.getLogger("mnemo.server")
 
 Token = Callable[[], Awaitable[Any]]
+Clocks = Callable[[list[int]], Awaitable[dict[int, int]]]
 
 
 class Follower:
     """One open follow as the hub sees it: a future to wake and when it last sent a byte."""
 
-    __slots__ = ("gone", "quiet_since", "waiter")
+    __slots__ = ("bucket", "gone", "quiet_since", "waiter")
 
     def __init__(self, now: float) -> None:
         self.waiter: asyncio.Future[None] | None = None
         self.gone = False  # its client went away
         self.quiet_since = now
+        self.bucket: int | None = None  # its scope's bucket, once it exists: the hub reads its clock
 
     def poke(self) -> None:
         waiter = self.waiter
@@ -67,8 +69,12 @@ class Hub:
         probe_seconds: float,
         heartbeat: float = HEARTBEAT_SECONDS,
         listener: PgListener | None = None,
+        clocks: Clocks | None = None,
     ) -> None:
         self.token = token
+        self.clocks = clocks
+        self._batch: asyncio.Future[dict[int, int]] | None = None
+        self._batch_at = -1
         self.probe_seconds = probe_seconds
         self.heartbeat = heartbeat
         self.listener = listener
@@ -96,6 +102,21 @@ class Hub:
         self.generation += 1
         for follower in self.followers:
             follower.poke()
+
+    async def clock(self, bucket: int) -> int | None:
+        """The bucket's clock as read after the latest wake-up, by one read for every follower's bucket
+        (shared by all followers woken by it); None when it could not be read (the follower reads itself)."""
+        if self.clocks is None:
+            return None
+        if self._batch is None or self._batch_at != self.generation:
+            self._batch_at = self.generation
+            buckets = sorted({f.bucket for f in self.followers if f.bucket is not None} | {bucket})
+            self._batch = asyncio.ensure_future(self.clocks(buckets))
+        try:
+            found = await asyncio.shield(self._batch)
+        except Exception:  # noqa: BLE001 - each follower then reads its own scope
+            return None
+        return found.get(bucket)
 
     def written(self) -> None:
         """A write of this server committed: wake its followers, and the other servers' (coalesced NOTIFY)."""
@@ -229,6 +250,10 @@ def hub(pool: Any, database: str | None, pooled: bool, heartbeat: float = HEARTB
     async def token() -> Any:
         return await pool.run(lambda engine: engine.change_token(), at_once=READ)
 
+    async def clocks(buckets: list[int]) -> dict[int, int]:
+        found: dict[int, int] = await pool.run(lambda engine: engine.bucket_clocks(buckets), at_once=READ)
+        return found
+
     if database is None:
-        return Hub(token, SQLITE_PROBE_SECONDS, heartbeat)
-    return Hub(token, PG_POLL_SECONDS, heartbeat, PgListener(database, listen=not pooled))
+        return Hub(token, SQLITE_PROBE_SECONDS, heartbeat, clocks=clocks)
+    return Hub(token, PG_POLL_SECONDS, heartbeat, PgListener(database, listen=not pooled), clocks)

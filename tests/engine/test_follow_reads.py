@@ -14,15 +14,16 @@ from mnemo_tui.values.writes import WriteRequest
 def test_position_is_the_bucket_clock_under_the_feeds_access_rule(target: Target) -> None:
     engine = target.open()
     try:
-        assert engine.position("alice", None) == (0, True)  # no bucket yet
-        assert engine.position("alice", "work") == (0, True)
+        assert engine.position("alice", None) == (0, True, None)  # no bucket yet
+        assert engine.position("alice", "work") == (0, True, None)
         first = engine.write("alice", WriteRequest(content="a", domain="work"))
         created = engine.get("alice", first.atom_id).created_at
-        assert engine.position("alice", None) == (created, True)
-        assert engine.position("alice", "idle") == (created, True)  # a domain moves with its bucket
+        last, member, own = engine.position("alice", None)
+        assert (last, member) == (created, True) and own is not None
+        assert engine.position("alice", "idle") == (created, True, own)  # a domain moves with its bucket
         assert engine.delete("alice", first.atom_id) == 1
         removed = engine.removals("alice", None, created).items[0].removed_at
-        assert removed > created and engine.position("alice", "work") == (removed, True)
+        assert removed > created and engine.position("alice", "work") == (removed, True, own)
 
         room = engine.create_room("alice", "team")
         address = room.address
@@ -30,12 +31,15 @@ def test_position_is_the_bucket_clock_under_the_feeds_access_rule(target: Target
         engine.join("bob", invite.code)
         said = engine.write("bob", WriteRequest(content="hi", domain=address))
         at = engine.get("bob", said.atom_id).created_at
-        assert engine.position("bob", address) == (at, True)
+        mine = engine.position("bob", address)
+        assert mine[:2] == (at, True) and mine[2] not in (None, own)
+        assert engine.bucket_clocks([own, mine[2], 10**9]) == {own: removed, mine[2]: at}  # one read for many
+        assert engine.bucket_clocks([]) == {}
         with pytest.raises(Forbidden):
             engine.position("carol", address)  # a stranger: the feed's answer
         engine.delete_room("alice", room.room_id)
-        last, member = engine.position("bob", address)  # a former member: its removals are still his to read
-        assert last > at and member is False
+        last, member, room_bucket = engine.position("bob", address)  # a former member: the removals are his
+        assert last > at and member is False and room_bucket == mine[2]
         with pytest.raises(Forbidden):
             engine.position("carol", address)
     finally:

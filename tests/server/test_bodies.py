@@ -56,7 +56,7 @@ def _operations() -> Iterator[tuple[str, str, str]]:
 def test_every_operation_with_a_body_has_its_model() -> None:
     named = {name for _, _, name in _operations()}
     assert named == set(MODELS)
-    assert len(list(_operations())) == 16  # write-batch has two spellings
+    assert len(list(_operations())) == 17  # write-batch has two spellings; follow takes the feed's body
 
 
 # -- the reference ---------------------------------------------------------------------------------------

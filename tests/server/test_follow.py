@@ -13,6 +13,7 @@ import pytest
 from follow_helpers import Event, client, delete, following, write
 from wire_servers import serving
 
+from mnemo_tui.engine.follow import FollowOps
 from mnemo_tui.engine.store import Store
 from mnemo_tui.engine.tombstones import TombstoneOps
 from mnemo_tui.server import follow as follow_module
@@ -360,5 +361,36 @@ def test_a_resume_from_before_the_kept_removals_ends_with_removals_gone(
                     assert end is not None and end.name == "error" and end.id is None
                     assert end.data["error"]["code"] == "REMOVALS_GONE" and end.data["error"]["status"] == 410
                     assert await s.next() is None
+
+        run(main)
+
+
+def test_a_follower_whose_bucket_did_not_move_reads_nothing_of_its_own_on_a_wake_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[str] = []
+    original = FollowOps.position
+
+    def counted(self: FollowOps, principal: str, scope: str | None) -> tuple[int, bool, int | None]:
+        reads.append(principal)
+        return original(self, principal, scope)
+
+    monkeypatch.setattr(FollowOps, "position", counted)
+    with served(tmp_path) as (url, keys, _):
+        alice, bob = keys["alice"], keys["bob"]
+
+        async def main() -> None:
+            async with client() as c:
+                await write(c, url, alice, "alice has a bucket")
+                async with following(c, url, alice) as quiet, following(c, url, bob) as busy:
+                    assert (await quiet.next()) is not None and (await busy.next()) is not None
+                    before = reads.count("alice")
+                    for n in range(5):  # each wakes the hub: one read of both buckets' clocks, then bob's own
+                        await busy.until({await write(c, url, bob, f"bob {n}")})
+                    assert reads.count("alice") == before  # alice's bucket never moved
+                    assert reads.count("bob") >= 5
+                    mine = await write(c, url, alice, "now alice")
+                    await quiet.until({mine})
+                    assert reads.count("alice") > before
 
         run(main)

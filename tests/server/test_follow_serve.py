@@ -70,3 +70,10 @@ def test_max_follows_refuses_the_next_with_503_and_sigterm_ends_every_stream(
     assert "timeout graceful shutdown exceeded" not in log  # the streams ended; uvicorn cancelled nothing
     assert log.count('"POST /api/v1/memory/follow" 200') == 2  # each stream's access line, at its end
     assert '"POST /api/v1/memory/follow" 503' in log
+
+
+def test_max_follows_out_of_range_is_refused_before_serving(cli: Any) -> None:
+    for bad in ("0", "100001"):
+        refused = cli("serve", "--port", "0", "--max-follows", bad)
+        assert refused.code == 2, refused
+        assert "--max-follows must be between 1 and 100000" in refused.stderr and "Traceback" not in refused.stderr
