@@ -393,7 +393,6 @@ def run(quick: bool = False, followers: int = FOLLOWERS) -> list[dict[str, Any]]
                     raise AssertionError(f"the {name} follower printed nothing")
             lat = latency(pairs, writes)
             for name in ("push", "poll"):
-                srv, follower, _ = pairs[name]
                 early = sum(ms < 0 for ms in lat[name])  # read before the write's own answer arrived
                 print(
                     f"[follow] {name}: p50 {statistics.median(lat[name]):.1f} ms, p99 {_pct(lat[name], 0.99):.1f} ms, "
