@@ -1,6 +1,6 @@
 """Provides the one entry point of mnemo's benchmarks: every tracked figure as a ratio against its anchor, as Markdown.
 
-    python benchmarks/run.py [--quick] [--only engine,cli,remote,tui] [--out FILE] [--json FILE]
+    python benchmarks/run.py [--quick] [--only engine,cli,remote,tui,follow] [--out FILE] [--json FILE]
 
 Each suite module exposes `run(quick: bool) -> list[dict]`; a row is
 `{name, value, unit, anchor, ratio, goal}` (plus an optional `anchor_is` saying what the anchor

@@ -26,11 +26,21 @@ class ServeProcess:
         return code, "".join(self.lines)
 
 
-def start_serve(home: Path, *args: str) -> ServeProcess:
+def start_serve(
+    home: Path, *args: str, port: int = 0, store: Path | None = None, program: tuple[str, ...] = (MNEMO,)
+) -> ServeProcess:
+    """`mnemo serve` on `port` (0: a free one) of 127.0.0.1, serving `store` (else MNEMO_HOME's) or what `args`
+    say; `program`: what runs the `mnemo` command line (the installed script)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
     env["MNEMO_HOME"] = str(home)
+    if store is not None:
+        env["MNEMO_STORE"] = str(store)
     proc = subprocess.Popen(
-        [MNEMO, "serve", "--port", "0", *args], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
+        [*program, "serve", "--port", str(port), *args],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
     )
     assert proc.stderr is not None
     lines: list[str] = []
