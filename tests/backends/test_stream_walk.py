@@ -332,10 +332,12 @@ class Paced(LateClock):
 
 
 def test_the_deadline_bounds_each_line_of_a_stream_not_the_whole_walk() -> None:
-    paced = Paced(pause=0.4)
-    newest_first = _entries(paced, 40)  # four lines, 0.4 s apart: the walk takes longer than its 1 s deadline
+    # Five lines 0.6 s apart: the walk takes longer than its 2.5 s deadline, while each line comes with
+    # nearly 2 s to spare (a margin no load on the machine eats, where 0.4 s against 1 s might be).
+    paced = Paced(pause=0.6)
+    newest_first = _entries(paced, 50)
     with serving(paced) as server:
-        backend = RemoteBackend(server.url, "mk_live_" + "1" * 32, deadline=1.0)
+        backend = RemoteBackend(server.url, "mk_live_" + "1" * 32, deadline=2.5)
         walked = [e.atom_id for fresh in Walk(backend, RecentQuery(limit=10)).pages() for e in fresh]
         backend.close()
     assert walked == newest_first and paced.requests == 1
