@@ -81,9 +81,10 @@ class DelegatingBackend(Backend):
             return self.inner.chain(atom_id)
 
     def follow(self, query: RecentQuery, position: str | None = None) -> Follow | None:
-        # Guarded while it opens; its events are read outside the guard (a stream never ends by itself).
-        with self._guard():
-            return self.inner.follow(query, position)
+        # Never guarded: opening may wait out the retry policy while the endpoint is down, and a lock held
+        # that long would stall every other call (the TUI's reads); the follow has a connection of its
+        # own, and its reconnects run outside any guard alike.
+        return self.inner.follow(query, position)
 
     def removals(self, scope: str | None, after: int | None, upto: int | None = None) -> Removals | None:
         with self._guard():

@@ -183,7 +183,7 @@ def test_a_walk_uses_one_keep_alive_connection_and_the_access_log_holds_no_key(
         backend.close()
     finally:
         logger.removeHandler(handler)
-    assert [len(c) for c in chunks] == [250]  # one line of the streamed walk
+    assert [len(c) for c in chunks] == [100, 100, 50]  # the streamed walk: a line a page of 100
     walk = [r for r in lines if "/memory/recent" in r.getMessage()]
     assert len(walk) == 1
     # Page by page (what a walk with a page budget, and an endpoint without the stream, does).
