@@ -52,6 +52,7 @@ RETRY_MS = 2000
 MEDIA = "text/event-stream; charset=utf-8"
 HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 _POSITION = re.compile(r"[0-9]{1,19}\Z")
+MAX_POSITION = 2**63 - 1  # a position is a signed 64-bit integer in every store (SQLite INTEGER, bigint)
 _LINES = re.compile(rb"\r\n|\r|\n")
 
 
@@ -99,8 +100,8 @@ def last_event_id(request: Request) -> int | None:
     value = request.headers.get("last-event-id")
     if value is None:
         return None
-    if not _POSITION.match(value.strip()):
-        raise Unprocessable("Last-Event-ID must be a position this server sent (digits)")
+    if not _POSITION.match(value.strip()) or int(value.strip()) > MAX_POSITION:
+        raise Unprocessable("Last-Event-ID must be a position this server sent (digits, below 2^63)")
     return int(value.strip())
 
 
@@ -240,12 +241,14 @@ class Follow:
         if not sent:  # the client learns its position at once
             await self.send(event(b"entries", b'{"items":[]}', last))
 
-    async def stream(self, write: Write, resume: int | None, last: int, member: bool, since: int | None) -> None:
+    async def stream(
+        self, write: Write, resume: int | None, last: int, member: bool, since: int | None, seen: int
+    ) -> None:
+        """`seen`: the hub's generation noted before `last` was read, so a write between the two wakes it."""
         self._write = write
         follower, hub = self.follower, self.hub
         try:
             await self.send(b"retry: %d\n\n" % RETRY_MS)
-            seen = hub.generation
             await self.start(resume, last, since)
             position = last
             while member:
@@ -314,6 +317,7 @@ def handler(served: Served, read_body: ReadBody) -> Callable[[Request], Awaitabl
             for task in watching:
                 task.cancel()
 
+        seen = served.hub.generation  # before the read: a write landing after it moves the generation
         try:
             last, member = await one.position()
             if not member and resume is None:
@@ -324,7 +328,7 @@ def handler(served: Served, read_body: ReadBody) -> Callable[[Request], Awaitabl
         watching.append(asyncio.get_running_loop().create_task(_watch(request, follower)))
 
         async def produce(write: Write) -> None:
-            await one.stream(write, resume, last, member, since)
+            await one.stream(write, resume, last, member, since, seen)
 
         return Streamed(produce, MEDIA, dict(HEADERS), done)
 

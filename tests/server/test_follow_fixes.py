@@ -1,0 +1,88 @@
+"""Push follow hardening (review of issue 38): a Last-Event-ID past 64 bits, a write racing the first
+position read, a revoked key, and clients that stop reading (docs/server.md, "Push follow")."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from follow_helpers import client, following, write
+from wire_servers import serving
+
+from mnemo_tui.engine.store import Store
+from mnemo_tui.server import follow as follow_module
+from mnemo_tui.server import wake
+from mnemo_tui.server.app import create_app
+from mnemo_tui.values.writes import WriteRequest
+
+
+@contextmanager
+def served(tmp_path: Path, **options: Any) -> Iterator[tuple[str, dict[str, str], Path]]:
+    path = tmp_path / "served.db"
+    store = Store(path)
+    keys = {p: store.create_key(p)[1] for p in ("alice", "bob")}
+    store.close()
+    with serving(create_app(path, **options)) as server:
+        yield server.url, keys, path
+
+
+def run(main: Callable[[], Any]) -> Any:
+    return asyncio.run(main())
+
+
+def test_a_last_event_id_past_a_signed_64_bit_integer_is_refused_with_422(tmp_path: Path) -> None:
+    with served(tmp_path) as (url, keys, _):
+
+        async def main() -> None:
+            async with client() as c:
+                for last_id in (2**63, 10**19 - 1):
+                    async with following(c, url, keys["alice"], {}, last_id) as s:
+                        raw = await s.response.aread()
+                        assert s.response.status_code == 422, raw
+                        assert b'"code"' in raw and b"INTERNAL" not in raw
+                async with following(c, url, keys["alice"], {}, 2**63 - 1) as s:  # the largest position is one
+                    assert s.response.status_code == 200
+
+        run(main)
+
+
+def test_a_write_committed_between_the_first_position_read_and_the_stream_start_is_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No probe rescues a lost wake-up here: only the write's own wake-up can deliver it.
+    monkeypatch.setattr(wake, "SQLITE_PROBE_SECONDS", 3600.0)
+    original = follow_module.Follow.position
+    written: list[str] = []
+    path_box: list[Path] = []
+
+    async def racing(self: follow_module.Follow) -> tuple[int, bool]:
+        found = await original(self)
+        if not written:  # the handler's read: a write commits after it and wakes the hub at once
+
+            def commit() -> str:
+                store = Store(path_box[0], create=False)
+                try:
+                    return store.write("alice", WriteRequest(content="raced")).atom_id
+                finally:
+                    store.close()
+
+            written.append(await asyncio.to_thread(commit))
+            self.hub.written()
+        return found
+
+    monkeypatch.setattr(follow_module.Follow, "position", racing)
+    with served(tmp_path, heartbeat_seconds=3600.0) as (url, keys, path):
+        path_box.append(path)
+
+        async def main() -> None:
+            async with client() as c, following(c, url, keys["alice"]) as s:
+                first = await s.next()
+                assert first is not None and written and written[0] not in first.ids
+                (woken,) = await s.until({written[0]}, wait=10.0)
+                assert woken.ids == [written[0]]
+
+        run(main)
