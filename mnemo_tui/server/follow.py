@@ -122,8 +122,9 @@ class Gone(Exception):
 class Follow:
     """One open follow: its query, its position, and the stream it writes."""
 
-    def __init__(self, served: Served, who: str, query: RecentQuery, follower: Follower) -> None:
+    def __init__(self, served: Served, who: str, query: RecentQuery, follower: Follower, key: str = "") -> None:
         self.served = served
+        self.key = key
         self.hub: Hub = served.hub
         self.who = who
         self.query = query
@@ -156,6 +157,16 @@ class Follow:
             return True
         clock = await self.hub.clock(bucket)
         return clock is None or clock > position
+
+    async def allowed(self) -> None:
+        """The key is looked up again before anything more is sent: a key revoked since the stream began
+        ends it with the AUTH error (401, final), as any next request of the key would get.
+
+        Raises:
+            MnemoError: the key's lookup failed (revoked, or the store cannot say).
+        """
+        if self.key:
+            await self.served.principal(self.key)
 
     async def send(self, part: bytes) -> None:
         if self.follower.gone or self.hub.closed:
@@ -258,9 +269,11 @@ class Follow:
                         continue
                     last, member = await self.position()
                     if last > position:
+                        await self.allowed()
                         await self.window(position, last)
                         position = last
                 elif asyncio.get_running_loop().time() - follower.quiet_since >= hub.heartbeat:
+                    await self.allowed()
                     await self.send(event(b"heartbeat", b"{}", position))
                 else:
                     if follower.gone or hub.closed:
@@ -308,7 +321,7 @@ def handler(served: Served, read_body: ReadBody) -> Callable[[Request], Awaitabl
         except Exception as exc:  # noqa: BLE001 - every failure becomes an envelope
             return error(served.translate(exc), request_id(request))
         follower = served.hub.join()
-        one = Follow(served, who, query, follower)
+        one = Follow(served, who, query, follower, key)
         watching: list[asyncio.Task[None]] = []
 
         def done() -> None:

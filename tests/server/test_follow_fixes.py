@@ -86,3 +86,57 @@ def test_a_write_committed_between_the_first_position_read_and_the_stream_start_
                 assert woken.ids == [written[0]]
 
         run(main)
+
+
+def test_a_key_revoked_while_it_follows_gets_no_more_entries_and_its_stream_ends_with_401(tmp_path: Path) -> None:
+    with served(tmp_path) as (url, keys, path):
+        store = Store(path, create=False)
+        try:
+            revoked_id, revoked = store.create_key("alice")
+        finally:
+            store.close()
+
+        async def main() -> None:
+            async with client() as c, following(c, url, revoked) as s:
+                assert (await s.next()) is not None
+                before = await write(c, url, keys["alice"], "before revocation")
+                await s.until({before})
+                store = Store(path, create=False)
+                try:
+                    store.revoke_key(revoked_id)
+                finally:
+                    store.close()
+                secret = await write(c, url, keys["alice"], "secret after revocation")
+                last = await s.next()
+                assert last is not None and last.name == "error", last
+                assert last.data["error"]["status"] == 401 and last.data["error"]["code"] == "UNAUTHORIZED"
+                assert last.data["error"]["details"]["reason"] == "revoked_key"
+                assert secret not in last.ids
+                assert (await s.next()) is None  # the stream ended
+
+        run(main)
+
+
+def test_a_revoked_key_is_told_on_its_next_heartbeat(tmp_path: Path) -> None:
+    with served(tmp_path, heartbeat_seconds=0.2) as (url, _keys, path):
+        store = Store(path, create=False)
+        try:
+            revoked_id, revoked = store.create_key("alice")
+        finally:
+            store.close()
+
+        async def main() -> None:
+            async with client() as c, following(c, url, revoked) as s:
+                assert (await s.next()) is not None
+                store = Store(path, create=False)
+                try:
+                    store.revoke_key(revoked_id)
+                finally:
+                    store.close()
+                for _ in range(50):  # the first heartbeat after the revocation ends it; a few may be in flight
+                    found = await s.next()
+                    if found is None or found.name != "heartbeat":
+                        break
+                assert found is not None and found.name == "error" and found.data["error"]["status"] == 401
+
+        run(main)
