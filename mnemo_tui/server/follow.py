@@ -19,7 +19,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.errors import Forbidden, MnemoError, RemovalsGone, Unavailable, Unprocessable
 from mnemo_tui.model import RecentQuery
 from mnemo_tui.server import auth, bodies
-from mnemo_tui.server.asgi import Request, Response, Streamed, Write
+from mnemo_tui.server.asgi import Request, Response, Stalled, Streamed, Write
 from mnemo_tui.server.envelope import Refused, dumps, error, request_id
 from mnemo_tui.server.pool import READ
 from mnemo_tui.server.removals_route import GONE
@@ -283,6 +283,8 @@ class Follow:
             await self.send(failure_event(Forbidden("the room was deleted (or you are no longer a member)")))
         except Gone:
             return
+        except Stalled:
+            raise  # the client stopped reading: nothing more can reach it
         except Exception as exc:  # noqa: BLE001 - said on the stream, which then ends
             if not (follower.gone or hub.closed):
                 await write(failure_event(self.translate(exc)))

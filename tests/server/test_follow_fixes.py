@@ -4,6 +4,7 @@ position read, a revoked key, and clients that stop reading (docs/server.md, "Pu
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +15,7 @@ from follow_helpers import client, following, write
 from wire_servers import serving
 
 from mnemo_tui.engine.store import Store
+from mnemo_tui.server import asgi
 from mnemo_tui.server import follow as follow_module
 from mnemo_tui.server import wake
 from mnemo_tui.server.app import create_app
@@ -140,3 +142,49 @@ def test_a_revoked_key_is_told_on_its_next_heartbeat(tmp_path: Path) -> None:
                 assert found is not None and found.name == "error" and found.data["error"]["status"] == 401
 
         run(main)
+
+
+def stalled_follow(base: str, key: str) -> socket.socket:
+    """A follow whose client never reads past the answer's head: a tiny receive window, nothing read."""
+    host, port = base.split("//")[1].split("/")[0].split(":")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, int(port)))
+    path = "/" + base.split("//")[1].split("/", 1)[1] + "/memory/follow"
+    sock.sendall(
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nX-Api-Key: {key}\r\nContent-Type: application/json\r\n"
+        "Content-Length: 2\r\n\r\n{}".encode()
+    )
+    return sock
+
+
+def test_a_follow_whose_client_stopped_reading_ends_at_the_write_deadline_and_frees_its_slot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(asgi, "WRITE_DEADLINE", 0.5)
+    path = tmp_path / "served.db"
+    store = Store(path)
+    key = store.create_key("alice")[1]
+    store.close()
+    app = create_app(path)
+    with serving(app) as server:
+        sock = stalled_follow(server.url, key)
+        try:
+
+            async def main() -> None:
+                async with client() as c:
+                    big = "x" * 9_900
+                    for n in range(3000):  # until the stalled stream is dropped (its buffers hold a few MB)
+                        if app.state.follows.open == 0 and n > 0:
+                            break
+                        await write(c, server.url, key, f"{n} {big}")
+                    assert app.state.follows.open == 0  # the slot was given back
+                    async with following(c, server.url, key) as s:  # and the server still serves
+                        assert (await s.next()) is not None
+
+            run(main)
+            sock.settimeout(20)
+            while sock.recv(1 << 20):  # what was buffered, then the close
+                pass
+        finally:
+            sock.close()
