@@ -406,6 +406,10 @@ class App:
                 streamed = answer
                 self.streams.add(streamed)
             await answer.send(send)
+            abort = scope.get("mnemo.abort")
+            if streamed is not None and streamed.stalled and abort is not None:
+                abort()
+                await asyncio.sleep(0)  # its connection_lost runs: uvicorn sees a client gone, not an unfinished answer
         finally:
             if streamed is not None:
                 self.streams.discard(streamed)

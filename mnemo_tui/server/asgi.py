@@ -91,7 +91,7 @@ class Streamed(Response):
     sent at once (the server's own flow control holds `write` while the client reads slowly), and the
     answer ends when `produce` returns or raises; `done` runs after, whatever happened."""
 
-    __slots__ = ("_deadline", "_until", "done", "produce")
+    __slots__ = ("_deadline", "_until", "done", "produce", "stalled")
 
     def __init__(
         self,
@@ -105,6 +105,7 @@ class Streamed(Response):
         self.done = done
         self._deadline: asyncio.Timeout | None = None
         self._until: float | None = None
+        self.stalled = False  # ended unfinished: its connection is to be dropped
 
     def stop(self) -> None:
         """The server stops: a part still waiting for its client after `STOP_GRACE` ends the stream."""
@@ -136,7 +137,7 @@ class Streamed(Response):
             await self.produce(write)
             await self._part(send, {"type": "http.response.body", "body": b"", "more_body": False})
         except Stalled:
-            return  # unfinished: the server closes the connection (its buffer is the stalled client's)
+            self.stalled = True  # unfinished: the app drops the connection (its buffer is the stalled client's)
         finally:
             if self.done is not None:
                 self.done()

@@ -4,6 +4,7 @@ position read, a revoked key, and clients that stop reading (docs/server.md, "Pu
 from __future__ import annotations
 
 import asyncio
+import signal
 import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -12,12 +13,12 @@ from typing import Any
 
 import pytest
 from follow_helpers import client, following, write
+from serve_process import start_serve
 from wire_servers import serving
 
 from mnemo_tui.engine.store import Store
-from mnemo_tui.server import asgi
+from mnemo_tui.server import asgi, wake
 from mnemo_tui.server import follow as follow_module
-from mnemo_tui.server import wake
 from mnemo_tui.server.app import create_app
 from mnemo_tui.values.writes import WriteRequest
 
@@ -144,15 +145,15 @@ def test_a_revoked_key_is_told_on_its_next_heartbeat(tmp_path: Path) -> None:
         run(main)
 
 
-def stalled_follow(base: str, key: str) -> socket.socket:
-    """A follow whose client never reads past the answer's head: a tiny receive window, nothing read."""
+def stalled_follow(base: str, key: str, route: str = "/memory/follow", extra: str = "") -> socket.socket:
+    """A stream whose client never reads past the answer's head: a tiny receive window, nothing read."""
     host, port = base.split("//")[1].split("/")[0].split(":")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.connect((host, int(port)))
-    path = "/" + base.split("//")[1].split("/", 1)[1] + "/memory/follow"
+    path = "/" + base.split("//")[1].split("/", 1)[1] + route
     sock.sendall(
-        f"POST {path} HTTP/1.1\r\nHost: x\r\nX-Api-Key: {key}\r\nContent-Type: application/json\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nX-Api-Key: {key}\r\n{extra}Content-Type: application/json\r\n"
         "Content-Length: 2\r\n\r\n{}".encode()
     )
     return sock
@@ -188,3 +189,37 @@ def test_a_follow_whose_client_stopped_reading_ends_at_the_write_deadline_and_fr
                 pass
         finally:
             sock.close()
+
+
+def test_sigterm_ends_follows_and_walks_whose_clients_do_not_read_without_a_traceback(
+    isolated_home: Path, cli: Any
+) -> None:
+    key = cli("keys", "create", "alice").stdout.strip()
+    process = start_serve(isolated_home)
+    socks: list[socket.socket] = []
+    try:
+
+        async def main() -> None:
+            async with client() as c:
+                big = "y" * 9_900
+                for n in range(400):
+                    await write(c, process.url, key, f"{n} {big}")
+                socks.extend(stalled_follow(process.url, key) for _ in range(3))
+                # and a streamed walk, its pages never read
+                socks.append(stalled_follow(process.url, key, "/memory/recent", "Accept: application/x-ndjson\r\n"))
+                for n in range(600):  # the follows' buffers fill: their writes now wait on their clients
+                    await write(c, process.url, key, f"more {n} {big}")
+
+        asyncio.run(main())
+        process.proc.send_signal(signal.SIGTERM)
+        assert process.proc.wait(timeout=30) == 0
+    finally:
+        if process.proc.poll() is None:
+            process.proc.kill()
+            process.proc.wait(timeout=10)
+        for sock in socks:
+            sock.close()
+    log = "".join(process.lines)
+    assert "mnemo serve: stopped" in log and "without completing response" not in log, log
+    assert "Traceback" not in log and "Exception in ASGI application" not in log, log
+    assert "timeout graceful shutdown exceeded" not in log, log  # every stream ended before uvicorn's wait ran out
