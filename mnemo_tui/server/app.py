@@ -381,6 +381,7 @@ class App:
         self.router = router
         self.state = served
         self.access = access
+        self.streams: set[asgi.Streamed] = set()  # answers being streamed, told when the server stops
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -392,6 +393,7 @@ class App:
             return
         started = time.perf_counter()
         status = 500
+        streamed: asgi.Streamed | None = None
         try:
             try:
                 answer = await self._answer(scope, receive)
@@ -400,8 +402,17 @@ class App:
             status = answer.status
             # Once the answer is on its way nothing more can be said: a failure sending it (the client
             # went away) ends the request.
+            if isinstance(answer, asgi.Streamed):
+                streamed = answer
+                self.streams.add(streamed)
             await answer.send(send)
+            abort = scope.get("mnemo.abort")
+            if streamed is not None and streamed.stalled and abort is not None:
+                abort()
+                await asyncio.sleep(0)  # its connection_lost runs: uvicorn sees a client gone, not an unfinished answer
         finally:
+            if streamed is not None:
+                self.streams.discard(streamed)
             self.access(access_line(scope, status, started))
 
     async def _answer(self, scope: Scope, receive: Receive) -> Response:
@@ -412,8 +423,11 @@ class App:
         return await handler(Request(scope, receive, params))
 
     def end_streams(self) -> None:
-        """Every push follow ends now (the server begins to stop)."""
+        """Every push follow ends now (the server begins to stop), and every stream whose client does not
+        read ends within `asgi.STOP_GRACE` (uvicorn would cancel it, with a traceback)."""
         self.state.hub.close()
+        for stream in list(self.streams):
+            stream.stop()
 
     def close(self) -> None:
         self.state.hub.close()

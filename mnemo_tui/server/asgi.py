@@ -6,6 +6,7 @@ a path to an endpoint, and every request costs a dictionary look-up (docs/server
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from functools import lru_cache
@@ -76,6 +77,13 @@ class Response:
 
 
 Write = Callable[[bytes], Awaitable[None]]
+WRITE_DEADLINE = 30.0  # seconds a streamed part may wait for a client that stopped reading, then the stream ends
+STOP_GRACE = 1.0  # seconds each part may still take once the server stops (uvicorn's graceful wait is 5)
+
+
+class Stalled(Exception):
+    """A streamed part was not taken in time (the client stopped reading, or the server stops): the stream
+    ends, its connection is closed."""
 
 
 class Streamed(Response):
@@ -83,7 +91,7 @@ class Streamed(Response):
     sent at once (the server's own flow control holds `write` while the client reads slowly), and the
     answer ends when `produce` returns or raises; `done` runs after, whatever happened."""
 
-    __slots__ = ("done", "produce")
+    __slots__ = ("_deadline", "_until", "done", "produce", "stalled")
 
     def __init__(
         self,
@@ -95,6 +103,27 @@ class Streamed(Response):
         super().__init__(b"", 200, media_type, headers)
         self.produce = produce
         self.done = done
+        self._deadline: asyncio.Timeout | None = None
+        self._until: float | None = None
+        self.stalled = False  # ended unfinished: its connection is to be dropped
+
+    def stop(self) -> None:
+        """The server stops: a part still waiting for its client after `STOP_GRACE` ends the stream."""
+        self._until = asyncio.get_running_loop().time() + STOP_GRACE
+        if self._deadline is not None and (self._deadline.when() or self._until + 1) > self._until:
+            self._deadline.reschedule(self._until)
+
+    async def _part(self, send: Send, message: Message) -> None:
+        when = asyncio.get_running_loop().time() + WRITE_DEADLINE
+        if self._until is not None:
+            when = min(when, self._until)
+        try:
+            async with asyncio.timeout_at(when) as self._deadline:
+                await send(message)
+        except TimeoutError:
+            raise Stalled from None
+        finally:
+            self._deadline = None
 
     async def send(self, send: Send) -> None:
         try:
@@ -103,10 +132,12 @@ class Streamed(Response):
             await send({"type": "http.response.start", "status": self.status, "headers": raw})
 
             async def write(part: bytes) -> None:
-                await send({"type": "http.response.body", "body": part, "more_body": True})
+                await self._part(send, {"type": "http.response.body", "body": part, "more_body": True})
 
             await self.produce(write)
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await self._part(send, {"type": "http.response.body", "body": b"", "more_body": False})
+        except Stalled:
+            self.stalled = True  # unfinished: the app drops the connection (its buffer is the stalled client's)
         finally:
             if self.done is not None:
                 self.done()

@@ -142,6 +142,13 @@ class BoundedH11(H11Protocol):
             return
         super().data_received(data)
 
+    def handle_events(self) -> None:
+        super().handle_events()
+        scope = getattr(self, "scope", None)
+        if scope is not None and "mnemo.abort" not in scope:
+            # A stream whose client stopped reading is dropped (its unsent bytes may never drain), not closed.
+            scope["mnemo.abort"] = self.transport.abort
+
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if not self.transport.is_closing():

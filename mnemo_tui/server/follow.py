@@ -19,7 +19,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.errors import Forbidden, MnemoError, RemovalsGone, Unavailable, Unprocessable
 from mnemo_tui.model import RecentQuery
 from mnemo_tui.server import auth, bodies
-from mnemo_tui.server.asgi import Request, Response, Streamed, Write
+from mnemo_tui.server.asgi import Request, Response, Stalled, Streamed, Write
 from mnemo_tui.server.envelope import Refused, dumps, error, request_id
 from mnemo_tui.server.pool import READ
 from mnemo_tui.server.removals_route import GONE
@@ -52,6 +52,7 @@ RETRY_MS = 2000
 MEDIA = "text/event-stream; charset=utf-8"
 HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 _POSITION = re.compile(r"[0-9]{1,19}\Z")
+MAX_POSITION = 2**63 - 1  # a position is a signed 64-bit integer in every store (SQLite INTEGER, bigint)
 _LINES = re.compile(rb"\r\n|\r|\n")
 
 
@@ -99,8 +100,8 @@ def last_event_id(request: Request) -> int | None:
     value = request.headers.get("last-event-id")
     if value is None:
         return None
-    if not _POSITION.match(value.strip()):
-        raise Unprocessable("Last-Event-ID must be a position this server sent (digits)")
+    if not _POSITION.match(value.strip()) or int(value.strip()) > MAX_POSITION:
+        raise Unprocessable("Last-Event-ID must be a position this server sent (digits, below 2^63)")
     return int(value.strip())
 
 
@@ -121,8 +122,9 @@ class Gone(Exception):
 class Follow:
     """One open follow: its query, its position, and the stream it writes."""
 
-    def __init__(self, served: Served, who: str, query: RecentQuery, follower: Follower) -> None:
+    def __init__(self, served: Served, who: str, query: RecentQuery, follower: Follower, key: str = "") -> None:
         self.served = served
+        self.key = key
         self.hub: Hub = served.hub
         self.who = who
         self.query = query
@@ -155,6 +157,16 @@ class Follow:
             return True
         clock = await self.hub.clock(bucket)
         return clock is None or clock > position
+
+    async def allowed(self) -> None:
+        """The key is looked up again before anything more is sent: a key revoked since the stream began
+        ends it with the AUTH error (401, final), as any next request of the key would get.
+
+        Raises:
+            MnemoError: the key's lookup failed (revoked, or the store cannot say).
+        """
+        if self.key:
+            await self.served.principal(self.key)
 
     async def send(self, part: bytes) -> None:
         if self.follower.gone or self.hub.closed:
@@ -240,12 +252,14 @@ class Follow:
         if not sent:  # the client learns its position at once
             await self.send(event(b"entries", b'{"items":[]}', last))
 
-    async def stream(self, write: Write, resume: int | None, last: int, member: bool, since: int | None) -> None:
+    async def stream(
+        self, write: Write, resume: int | None, last: int, member: bool, since: int | None, seen: int
+    ) -> None:
+        """`seen`: the hub's generation noted before `last` was read, so a write between the two wakes it."""
         self._write = write
         follower, hub = self.follower, self.hub
         try:
             await self.send(b"retry: %d\n\n" % RETRY_MS)
-            seen = hub.generation
             await self.start(resume, last, since)
             position = last
             while member:
@@ -255,9 +269,11 @@ class Follow:
                         continue
                     last, member = await self.position()
                     if last > position:
+                        await self.allowed()
                         await self.window(position, last)
                         position = last
                 elif asyncio.get_running_loop().time() - follower.quiet_since >= hub.heartbeat:
+                    await self.allowed()
                     await self.send(event(b"heartbeat", b"{}", position))
                 else:
                     if follower.gone or hub.closed:
@@ -267,6 +283,8 @@ class Follow:
             await self.send(failure_event(Forbidden("the room was deleted (or you are no longer a member)")))
         except Gone:
             return
+        except Stalled:
+            raise  # the client stopped reading: nothing more can reach it
         except Exception as exc:  # noqa: BLE001 - said on the stream, which then ends
             if not (follower.gone or hub.closed):
                 await write(failure_event(self.translate(exc)))
@@ -305,7 +323,7 @@ def handler(served: Served, read_body: ReadBody) -> Callable[[Request], Awaitabl
         except Exception as exc:  # noqa: BLE001 - every failure becomes an envelope
             return error(served.translate(exc), request_id(request))
         follower = served.hub.join()
-        one = Follow(served, who, query, follower)
+        one = Follow(served, who, query, follower, key)
         watching: list[asyncio.Task[None]] = []
 
         def done() -> None:
@@ -314,6 +332,7 @@ def handler(served: Served, read_body: ReadBody) -> Callable[[Request], Awaitabl
             for task in watching:
                 task.cancel()
 
+        seen = served.hub.generation  # before the read: a write landing after it moves the generation
         try:
             last, member = await one.position()
             if not member and resume is None:
@@ -324,7 +343,7 @@ def handler(served: Served, read_body: ReadBody) -> Callable[[Request], Awaitabl
         watching.append(asyncio.get_running_loop().create_task(_watch(request, follower)))
 
         async def produce(write: Write) -> None:
-            await one.stream(write, resume, last, member, since)
+            await one.stream(write, resume, last, member, since, seen)
 
         return Streamed(produce, MEDIA, dict(HEADERS), done)
 
