@@ -146,8 +146,8 @@ class FeedOps(Database):
             matching = self.matching(bucket, words) if bucket is not None else None
             if matching is None:
                 return []
-            sql, params = _scoped(principal, q.scope, f"{_FEED_COLUMNS}, {matching.score} AS score", matching.source)
-            more, extra = _filtered(q)
+            sql, params = scoped(principal, q.scope, f"{_FEED_COLUMNS}, {matching.score} AS score", matching.source)
+            more, extra = filtered(q)
             order = (
                 "score DESC, a.created_at DESC" if q.order_by == "relevance" else "a.created_at DESC, a.atom_id DESC"
             )
@@ -176,7 +176,7 @@ class FeedOps(Database):
         )
 
 
-def _scoped(principal: str, scope: str | None, select: str, source: str) -> tuple[str, list[Any]]:
+def scoped(principal: str, scope: str | None, select: str, source: str) -> tuple[str, list[Any]]:
     """`SELECT ... FROM source ... WHERE <the scope>`: one own domain, all of them, or a room.
 
     A room is read through `members`: the statement returns no rows to a non-member.
@@ -255,8 +255,8 @@ def _feed_plan(principal: str, filters: tuple[Any, ...], positioned: bool, page:
     spliced = not _current_only(q)
     # A stream prints wire texts and reads no position: it selects only them.
     columns = "a.created_at, a.atom_id, a.wire" if page else "a.wire"
-    sql, params = _scoped(principal, scope, columns + (", a.superseded_by" if spliced else ""), "atoms a")
-    more, extra = _filtered(q)
+    sql, params = scoped(principal, scope, columns + (", a.superseded_by" if spliced else ""), "atoms a")
+    more, extra = filtered(q)
     sql += more
     if positioned:
         sql += " AND (a.created_at, a.atom_id) < (?, ?)"
@@ -269,7 +269,7 @@ def _feed_plan(principal: str, filters: tuple[Any, ...], positioned: bool, page:
 _PRINCIPAL_AGENT = "COALESCE(a.principal || '/' || COALESCE(NULLIF(a.agent_name, ''), a.agent), '')"
 
 
-def _filtered(q: RecentQuery | SearchQuery) -> tuple[str, list[Any]]:
+def filtered(q: RecentQuery | SearchQuery) -> tuple[str, list[Any]]:
     """The time, author and supersession conditions shared by the feed and search."""
     sql = ""
     params: list[Any] = []

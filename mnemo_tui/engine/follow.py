@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mnemo_tui.engine.database import NOT_A_MEMBER, Database
-from mnemo_tui.engine.feed import _filtered, _scoped
+from mnemo_tui.engine.feed import filtered, scoped
 from mnemo_tui.engine.rules import with_superseded_by
 from mnemo_tui.errors import Forbidden
 from mnemo_tui.limits import dumps, parse_scope, room_of
@@ -77,8 +77,8 @@ class FollowOps(Database):
         base = RecentQuery(scope=q.scope, exclude_author=q.exclude_author, include_history=q.include_history)
         spliced = base.include_history or room_of(base.scope) is not None
         columns = "a.created_at, a.wire" + (", a.superseded_by" if spliced else "")
-        sql, params = _scoped(principal, base.scope, columns, "atoms a")
-        more, extra = _filtered(base)
+        sql, params = scoped(principal, base.scope, columns, "atoms a")
+        more, extra = filtered(base)
         sql += more + " AND a.created_at > ? AND a.created_at <= ? ORDER BY a.created_at, a.atom_id LIMIT ?"
         rows: list[Any] = self.fetch_all(sql, (*params, *extra, after, upto, limit))
         if spliced:
