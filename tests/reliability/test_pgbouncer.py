@@ -89,15 +89,12 @@ def test_writers_and_readers_through_two_servers_behind_pgbouncer(
     behind_bouncer: tuple[str, str, list[ServeProcess]], tmp_path: Path
 ) -> None:
     url, key, servers = behind_bouncer
-    writers = [
-        subprocess.Popen(
-            [sys.executable, "-c", WRITER, servers[i % 2].url, key, f"w{i}", str(WRITES)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(WRITERS)
-    ]
+    # The follower prints the newest page, then follows: it must be following before the writers start, or
+    # what they wrote before its first answer lies below that page. A first entry, printed, says it is.
+    with httpx.Client(base_url=servers[0].url, headers={"X-Api-Key": key}, timeout=60) as c:
+        first = c.post("/memory/write", json={"content": "before the writers", "domain": "d0"})
+        assert first.status_code == 200, first.text
+    acknowledged: list[str] = [first.json()["atom_id"]]
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
     env.update(MNEMO_HOME=str(tmp_path), MNEMO_ENDPOINT=servers[1].url, MNEMO_API_KEY=key, NO_COLOR="1")
     follower = subprocess.Popen(
@@ -112,6 +109,7 @@ def test_writers_and_readers_through_two_servers_behind_pgbouncer(
     stdout = follower.stdout
     reading = threading.Thread(target=lambda: followed.extend(json.loads(x)["atom_id"] for x in stdout), daemon=True)
     reading.start()
+    writers: list[subprocess.Popen[str]] = []
     walks: list[list[str]] = []
     failures: list[BaseException] = []
     writing = threading.Event()
@@ -129,11 +127,25 @@ def test_writers_and_readers_through_two_servers_behind_pgbouncer(
     consumer = RemoteBackend(servers[0].url, key)
     caught: list[str] = []
     try:
+        for _ in range(1200):  # bounded: until the follower printed the first entry, failing early if it died
+            if followed:
+                break
+            assert follower.poll() is None, follower.stderr.read() if follower.stderr else ""
+            threading.Event().wait(0.05)
+        assert followed == acknowledged
+        writers += [
+            subprocess.Popen(
+                [sys.executable, "-c", WRITER, servers[i % 2].url, key, f"w{i}", str(WRITES)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(WRITERS)
+        ]
         writing.set()
         walkers = [threading.Thread(target=walker, args=(n,)) for n in range(2)]
         for thread in walkers:
             thread.start()
-        acknowledged: list[str] = []
         for _ in range(3):  # catch-up passes while the writers write
             CatchUp(consumer, state, consumer="c", limit=7).run(lambda es: caught.extend(e.atom_id for e in es))
         for writer in writers:
@@ -146,7 +158,7 @@ def test_writers_and_readers_through_two_servers_behind_pgbouncer(
         assert not failures, failures
         CatchUp(consumer, state, consumer="c", limit=7).run(lambda es: caught.extend(e.atom_id for e in es))
 
-        assert len(acknowledged) == len(set(acknowledged)) == WRITERS * WRITES
+        assert len(acknowledged) == len(set(acknowledged)) == WRITERS * WRITES + 1
         with psycopg.connect(url) as conn:
             stored = conn.execute("SELECT atom_id, content FROM atoms").fetchall()
         assert sorted(a for a, _ in stored) == sorted(acknowledged)  # every acknowledged write, once
