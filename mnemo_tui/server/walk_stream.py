@@ -15,6 +15,10 @@ from mnemo_tui.server.pool import EnginePool
 from mnemo_tui.server.routes import page_json
 
 NDJSON = "application/x-ndjson"
+# Pages read in one database call and sent as one part: a thread hop and a send per page were most of the
+# server's cost of a walk. Bounded, so a walk holds at most about this much at once.
+PART_PAGES = 16
+PART_BYTES = 1 << 20
 log = logging.getLogger("mnemo.server")
 
 
@@ -43,6 +47,23 @@ def page(engine: Engine, who: str, query: RecentQuery) -> WirePage:
     return engine.recent_wire(who, query)
 
 
+def pages(engine: Engine, who: str, query: RecentQuery) -> list[WirePage]:
+    """The pages from the query's cursor on, up to the last or `PART_PAGES` of them or `PART_BYTES` of items.
+
+    A page after the first that fails ends the list early: what was read is sent, and the next call, from
+    the last page's cursor, meets the failure again (and ends the stream) with nothing lost.
+    """
+    read = [page(engine, who, query)]
+    size = sum(map(len, read[0].items))
+    while read[-1].next_cursor is not None and len(read) < PART_PAGES and size < PART_BYTES:
+        try:
+            read.append(page(engine, who, query.replace(cursor=read[-1].next_cursor)))
+        except Exception:  # noqa: BLE001 - met again, and said, by the next call
+            break
+        size += sum(map(len, read[-1].items))
+    return read
+
+
 async def _gone(receive: Receive) -> None:
     """Returns once the client went away (the request's body was read whole before)."""
     while (await receive())["type"] != "http.disconnect":
@@ -52,8 +73,9 @@ async def _gone(receive: Receive) -> None:
 def answer(pool: EnginePool, who: str, query: RecentQuery, first: WirePage, receive: Receive) -> Streamed:
     """The NDJSON answer of a walk whose first page is read (its failures were a JSON refusal, status and all).
 
-    Each page is a line; the next page is read (in a database thread, one call a page) only once the line
-    before was handed over, so the server's flow control holds the walk back to the client's pace. A
+    Each page is a line; the next pages are read (in a database thread, a few in one call, `pages`) only
+    once the lines before were handed over, so the server's flow control holds the walk back to the
+    client's pace. A
     client gone stops it before its next page. A page that fails ends the stream without its last line
     (`"next_cursor":null`), which tells the client to ask again from the last cursor it got; that request
     then gets the failure's own answer (a 503 while the server stops, a 403...).
@@ -62,13 +84,14 @@ def answer(pool: EnginePool, who: str, query: RecentQuery, first: WirePage, rece
     async def produce(write: Write) -> None:
         gone = asyncio.ensure_future(_gone(receive))
         try:
-            current = first
+            current = [first]
             while True:
-                await write(page_json(current) + b"\n")
-                if current.next_cursor is None or gone.done():
+                await write(b"".join(page_json(one) + b"\n" for one in current))
+                cursor = current[-1].next_cursor
+                if cursor is None or gone.done():
                     return
                 try:
-                    current = await pool.run(partial(page, who=who, query=query.replace(cursor=current.next_cursor)))
+                    current = await pool.run(partial(pages, who=who, query=query.replace(cursor=cursor)))
                 except Exception as exc:  # noqa: BLE001 - the client asks again; the log says why
                     log.warning("streamed walk cut short: %s", getattr(exc, "message", None) or type(exc).__name__)
                     return

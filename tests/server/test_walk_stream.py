@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from wire_servers import served_store
 
 from mnemo_tui.engine.store import Store
+from mnemo_tui.model import RecentQuery, WirePage
+from mnemo_tui.server import walk_stream
 from mnemo_tui.server.app import create_app
 from mnemo_tui.values.writes import WriteRequest
 
@@ -58,7 +61,7 @@ def test_the_walk_comes_as_pages_of_the_limit_and_refusals_come_before_it_as_jso
 
 
 def test_a_client_gone_stops_the_walk_before_its_next_page(tmp_path: Path) -> None:
-    key = seeded(tmp_path / "s.db", 5000)  # five lines
+    key = seeded(tmp_path / "s.db", 5000)  # fifty lines
     app = create_app(tmp_path / "s.db", workers=2)
     sent: list[dict[str, Any]] = []
     gone = asyncio.Event()
@@ -90,8 +93,43 @@ def test_a_client_gone_stops_the_walk_before_its_next_page(tmp_path: Path) -> No
         asyncio.run(app(scope, receive, send))
     finally:
         app.close()
-    lines = [m["body"] for m in sent if m["type"] == "http.response.body" and m.get("body")]
+    parts = [m["body"] for m in sent if m["type"] == "http.response.body" and m.get("body")]
     assert sent[0]["status"] == 200
-    assert 1 <= len(lines) <= 2  # the line in hand when it went, never the other three pages
-    assert json.loads(lines[0])["next_cursor"] is not None
+    assert 1 <= len(parts) <= 2  # the part in hand when it went, never the rest of the walk
+    lines = b"".join(parts).splitlines()
+    assert len(lines) <= 1 + walk_stream.PART_PAGES < 50
+    assert json.loads(lines[-1])["next_cursor"] is not None
     assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+def test_a_part_holds_a_few_pages_and_a_page_that_fails_after_the_first_is_met_by_the_next_part(
+    tmp_path: Path,
+) -> None:
+    seeded(tmp_path / "s.db", 2500)
+    store = Store(tmp_path / "s.db")
+    calls = 0
+    down = True
+
+    class Failing:
+        """The store, whose reads after the second fail while it is down (a database that went away)."""
+
+        def recent_wire(self, who: str, query: RecentQuery) -> WirePage:
+            nonlocal calls
+            calls += 1
+            if calls > 2 and down:
+                raise OSError("the database went away")
+            return store.recent_wire(who, query)
+
+    try:
+        whole = walk_stream.pages(store, "alice", RecentQuery(limit=100))
+        assert len(whole) == walk_stream.PART_PAGES and all(len(p.items) == 100 for p in whole)
+        engine: Any = Failing()
+        read = walk_stream.pages(engine, "alice", RecentQuery(limit=100))
+        assert len(read) == 2  # what was read before the failure is sent
+        with pytest.raises(OSError, match="went away"):
+            walk_stream.pages(engine, "alice", RecentQuery(limit=100, cursor=read[-1].next_cursor))
+        down = False
+        again = walk_stream.pages(engine, "alice", RecentQuery(limit=100, cursor=read[-1].next_cursor))
+        assert again[0].items[0] != read[-1].items[-1] and len(again) == walk_stream.PART_PAGES
+    finally:
+        store.close()
