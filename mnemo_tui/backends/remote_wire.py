@@ -7,6 +7,8 @@ import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
+from itertools import repeat
+from operator import floordiv, itemgetter, sub
 from typing import Any
 
 import orjson
@@ -32,6 +34,8 @@ _ZEROS = str.maketrans("0123456789", "0" * 10)
 _SHAPE = "0000-00-00T00:00:00.000000Z"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_US = timedelta(microseconds=1)
+_ATOM_ID = itemgetter("atom_id")
+_CREATED_AT = itemgetter("created_at")
 
 
 _MIN_US = timefmt.from_datetime(datetime(1, 1, 1, tzinfo=UTC))
@@ -279,27 +283,29 @@ def page_of(body: bytes | str, canonical: bool = False) -> Page:
 
 def _bulk(items: list[Any], spans: list[str]) -> list[Entry] | None:
     """The entries of a trusted page whose every item has an atom id and a canonical time; None when one
-    item has not (each is then read on its own, `_trusted`)."""
-    entries = []
-    times = []
+    item has not (each is then read on its own, `_trusted`).
+
+    Each step maps a C function over the whole page (no Python code per entry but the `Entry` built).
+    """
     try:
-        for item, span in zip(items, spans, strict=True):
-            atom = item["atom_id"]
-            created = item["created_at"]
-            if type(atom) is not str or not atom:
-                return None
-            times.append(created)
-            # The C parser reads the time (one that does not exist is a ValueError), its shape checked below.
-            entries.append(Entry((datetime.fromisoformat(created) - _EPOCH) // _ONE_US, atom, span))
-    except (KeyError, TypeError, ValueError):
+        atoms = list(map(_ATOM_ID, items))
+        times = list(map(_CREATED_AT, items))
+        joined = "\n".join(times)  # a time that is not a string is a TypeError
+    except (KeyError, TypeError):
+        return None
+    if not all(atoms) or set(map(type, atoms)) - {str} or len(spans) != len(atoms):
         return None
     # Every time in the canonical shape, checked at once: the digits read as 0 (any other character, a
     # digit of another script too, stays itself) against the shape repeated, the line breaks where the
     # shape has them. `24:00`, which a later Python may read as the next midnight, is refused too.
-    joined = "\n".join(times)
     if joined.translate(_ZEROS) != "\n".join([_SHAPE] * len(times)) or "T24" in joined:
         return None
-    return entries
+    try:
+        # The C parser reads each time (one that does not exist is a ValueError), as microseconds since the epoch.
+        instants = map(floordiv, map(sub, map(datetime.fromisoformat, times), repeat(_EPOCH)), repeat(_ONE_US))
+        return list(map(Entry, instants, atoms, spans))
+    except ValueError:
+        return None
 
 
 def _trusted(item: Any, span: str) -> Entry:

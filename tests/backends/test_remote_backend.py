@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from wire_servers import Canned, ThreadServer, refusing_port, served_store, serving
 
 from mnemo_tui.backends.local import LocalBackend
@@ -375,3 +377,42 @@ def test_login_status_watermarks_and_demo_over_an_endpoint(cli: Any, served: tup
     assert marks.code == 0 and len(json.loads(marks.stdout)) == 1
     demo = cli("demo", env=no_keyring)
     assert demo.code == 2 and "Traceback" not in demo.stderr
+
+
+_CANONICAL_TIMES = st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)).map(
+    lambda d: d.isoformat(timespec="microseconds") + "Z"
+)
+_TIMES = st.one_of(
+    _CANONICAL_TIMES,
+    st.sampled_from(["2026-02-30T10:00:00.000000Z", "2026-01-01T24:00:00.000000Z", "2026-01-01T10:00:00Z", ""]),
+    st.text(alphabet="0123456789٣-T:.Z", min_size=27, max_size=27),
+    st.integers(),
+    st.none(),
+)
+_ATOMS = st.one_of(st.text(min_size=0, max_size=8), st.integers(), st.none())
+_GOOD = st.tuples(st.text(min_size=1, max_size=8), _CANONICAL_TIMES)
+# Mostly pages of good items (the whole page read at once), some with an odd item among them.
+_ROWS = st.one_of(
+    st.lists(_GOOD, max_size=12), st.lists(st.one_of(_GOOD, _GOOD, st.tuples(_ATOMS, _TIMES)), max_size=8)
+)
+
+
+@given(_ROWS)
+def test_a_trusted_page_reads_each_item_as_it_would_be_read_alone(rows: list[tuple[Any, Any]]) -> None:
+    # The whole-page reading of a trusted page (`_bulk`) is a shortcut: whatever its items, every entry is
+    # the one the item read on its own gives (`_trusted`), or the page is read item by item.
+    from mnemo_tui.backends.remote_wire import _trusted, page_of
+
+    items = [
+        {"atom_id": atom, "content": "c", "domain": "d", "created_at": created, "concepts": []}
+        for atom, created in rows
+    ]
+    body = json.dumps({"items": items, "next_cursor": None}, separators=(",", ":"))
+    try:
+        alone = [_trusted(item, json.dumps(item, separators=(",", ":"))) for item in items]
+    except Unavailable:
+        with pytest.raises(Unavailable):
+            page_of(body.encode(), True)
+        return
+    read = page_of(body.encode(), True).items
+    assert [(e.created_at, e.atom_id, e.wire) for e in read] == [(e.created_at, e.atom_id, e.wire) for e in alone]
