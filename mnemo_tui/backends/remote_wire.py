@@ -7,8 +7,6 @@ import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
-from itertools import repeat
-from operator import floordiv, itemgetter, sub
 from typing import Any
 
 import orjson
@@ -34,8 +32,6 @@ _ZEROS = str.maketrans("0123456789", "0" * 10)
 _SHAPE = "0000-00-00T00:00:00.000000Z"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_US = timedelta(microseconds=1)
-_ATOM_ID = itemgetter("atom_id")
-_CREATED_AT = itemgetter("created_at")
 
 
 _MIN_US = timefmt.from_datetime(datetime(1, 1, 1, tzinfo=UTC))
@@ -283,13 +279,10 @@ def page_of(body: bytes | str, canonical: bool = False) -> Page:
 
 def _bulk(items: list[Any], spans: list[str]) -> list[Entry] | None:
     """The entries of a trusted page whose every item has an atom id and a canonical time; None when one
-    item has not (each is then read on its own, `_trusted`).
-
-    Each step maps a C function over the whole page (no Python code per entry but the `Entry` built).
-    """
+    item has not (each is then read on its own, `_trusted`)."""
     try:
-        atoms = list(map(_ATOM_ID, items))
-        times = list(map(_CREATED_AT, items))
+        atoms = [item["atom_id"] for item in items]
+        times = [item["created_at"] for item in items]
         joined = "\n".join(times)  # a time that is not a string is a TypeError
     except (KeyError, TypeError):
         return None
@@ -301,11 +294,11 @@ def _bulk(items: list[Any], spans: list[str]) -> list[Entry] | None:
     if joined.translate(_ZEROS) != "\n".join([_SHAPE] * len(times)) or "T24" in joined:
         return None
     try:
-        # The C parser reads each time (one that does not exist is a ValueError), as microseconds since the epoch.
-        instants = map(floordiv, map(sub, map(datetime.fromisoformat, times), repeat(_EPOCH)), repeat(_ONE_US))
-        return list(map(Entry, instants, atoms, spans))
+        # The C parser reads each time (one that does not exist is a ValueError).
+        instants = [(datetime.fromisoformat(created) - _EPOCH) // _ONE_US for created in times]
     except ValueError:
         return None
+    return list(map(Entry, instants, atoms, spans))
 
 
 def _trusted(item: Any, span: str) -> Entry:
