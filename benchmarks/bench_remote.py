@@ -78,12 +78,18 @@ async def app(scope, receive, send):
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": out})
         return
-    # The streamed walk as mnemo serve answers it: a line a page of 100, each sent (and awaited) before the next.
+    # The streamed walk as mnemo serve answers it: lines of a page of 100, up to 16 a part, each part sent
+    # (and awaited) before the next is read.
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/x-ndjson")]})
     cursor = body.get("cursor")
     while True:
-        out, cursor = page(cursor, 100)
-        await send({"type": "http.response.body", "body": out + b"\n", "more_body": True})
+        part = []
+        for _ in range(16):
+            out, cursor = page(cursor, 100)
+            part.append(out + b"\n")
+            if not cursor:
+                break
+        await send({"type": "http.response.body", "body": b"".join(part), "more_body": True})
         if not cursor:
             break
     await send({"type": "http.response.body", "body": b""})
