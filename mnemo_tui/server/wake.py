@@ -134,6 +134,11 @@ class Hub:
         if self.listener is not None:
             self.listener.close()
 
+    async def wait_closed(self) -> None:
+        """Until what `close` stopped has ended: the LISTEN connection is closed."""
+        if self.listener is not None:
+            await self.listener.wait_closed()
+
     async def _tick(self) -> None:
         """One loop for every follower: heartbeats due, and the change token while anyone follows."""
         loop = asyncio.get_running_loop()
@@ -168,7 +173,8 @@ class PgListener:
     (a database thread's engine, outside any write's transaction: a NOTIFY inside one serialises every
     commit of the cluster).
 
-    The NOTIFY has no connection of its own: the engines' are closed with their threads."""
+    Nothing it opens outlives the server: the NOTIFY has no connection of its own (the engines' are closed
+    with their threads), and `wait_closed` returns once the LISTEN connection is closed."""
 
     def __init__(self, url: str, *, listen: bool, send: Callable[[str], Awaitable[None]]) -> None:
         self.url = url
@@ -193,10 +199,23 @@ class PgListener:
 
         return await listening(self.url)
 
+    async def _open(self) -> Any:
+        """The listening connection, never left half-open when the server stops while it connects."""
+        connecting = asyncio.ensure_future(self._connect())
+        try:
+            return await asyncio.shield(connecting)
+        except asyncio.CancelledError:
+            # A connection dropped halfway keeps its server process waiting in authentication for
+            # `authentication_timeout` (60 s), and a DROP DATABASE waits for it: let the connect end
+            # (it has a timeout of its own), then close it.
+            with suppress(Exception):
+                await (await asyncio.shield(connecting)).close()
+            raise
+
     async def _listen(self) -> None:
         while not self._closed:
             try:
-                conn = await self._connect()
+                conn = await self._open()
                 try:
                     await conn.execute(f"LISTEN {CHANNEL}")
                     self.listening = True
@@ -236,6 +255,11 @@ class PgListener:
         for task in (self._listening, self._sending):
             if task is not None:
                 task.cancel()
+
+    async def wait_closed(self) -> None:
+        """Until the LISTEN connection is closed (after `close`)."""
+        tasks = [task for task in (self._listening, self._sending) if task is not None]
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def hub(pool: Any, database: str | None, pooled: bool, heartbeat: float = HEARTBEAT_SECONDS) -> Hub:
