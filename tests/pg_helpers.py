@@ -246,6 +246,34 @@ class Databases:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+def client_sockets(port: int) -> set[str]:
+    """This process's open TCP sockets connected to `port` (their inodes), from /proc (Linux).
+
+    Seen from the client, not the server: a connection left halfway through its authentication is not
+    in the server's `pg_stat_activity` (a backend is listed once authenticated), yet its process holds
+    up a DROP DATABASE until `authentication_timeout` (60 s)."""
+    mine = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed meanwhile (the listing's own descriptor)
+            continue
+        if target.startswith("socket:["):
+            mine.add(target[len("socket:[") : -1])
+    found = set()
+    for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
+        if not os.path.exists(table):
+            continue
+        with open(table) as lines:
+            next(lines)  # the header
+            for line in lines:
+                fields = line.split()
+                remote, inode = fields[2], fields[9]
+                if int(remote.rsplit(":", 1)[1], 16) == port and inode in mine:
+                    found.add(inode)
+    return found
+
+
 NO_PGBOUNCER = "no pgbouncer on this machine: scripts/setup-dev.sh installs Debian's pgbouncer"
 BOUNCER_INI = """[databases]
 * = host=127.0.0.1 port={backend}

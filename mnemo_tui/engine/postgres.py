@@ -166,7 +166,7 @@ POOLS = _Pools()
 
 
 async def listening(url: str) -> Any:
-    """An autocommit connection of its own for LISTEN/NOTIFY (server/wake.py); Unavailable (no password) if not."""
+    """An autocommit connection of its own for LISTEN (server/wake.py); Unavailable (no password) if not."""
     try:
         return await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=5)
     except psycopg.Error as exc:
@@ -514,6 +514,15 @@ class PgDatabase(Database):
         with self.reading() as db:
             snapshot = str(db.execute("SELECT pg_current_snapshot()::text").fetchone()[0])
         return zlib.crc32(snapshot.encode()), len(snapshot)
+
+    def notify(self, channel: str, payload: str) -> None:
+        """`pg_notify(channel, payload)` on a connection of the pool of its own, by itself: autocommit, or its own
+        short transaction behind a transaction pooler. Never inside a write's transaction (a NOTIFY inside one
+        serialises every commit of the cluster, and would wake the listeners before the write is there)."""
+        if self._writes:
+            raise RuntimeError("a NOTIFY inside a write's transaction: send it after the commit")
+        with self._checkout() as conn, self._limited(conn, write=False):
+            conn.execute("SELECT pg_notify(%s, %s)", (channel, payload))
 
 
 class PgStore(PgDatabase, FeedOps, FollowOps, MemoryOps, RoomOps, AtomOps, VaultOps, KeyOps):

@@ -386,7 +386,7 @@ class App:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "lifespan":
-            await asgi.lifespan(receive, send, self.close)
+            await asgi.lifespan(receive, send, self.shutdown)
             return
         if kind != "http":  # a websocket: refused
             await send({"type": "websocket.close", "code": 1008})
@@ -428,6 +428,13 @@ class App:
         self.state.hub.close()
         for stream in list(self.streams):
             stream.stop()
+
+    async def shutdown(self) -> None:
+        """The lifespan's end: the hub stops, and once its LISTEN connection is closed, the database threads
+        (no connection of this server is left open, even one opened as it stopped)."""
+        self.state.hub.close()
+        await self.state.hub.wait_closed()
+        self.close()
 
     def close(self) -> None:
         self.state.hub.close()

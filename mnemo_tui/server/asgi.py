@@ -256,15 +256,15 @@ class Missing:
         self.allow = allow
 
 
-async def lifespan(receive: Receive, send: Send, on_shutdown: Callable[[], None]) -> None:
-    """The ASGI lifespan protocol: nothing to do at start-up, `on_shutdown` at the end."""
+async def lifespan(receive: Receive, send: Send, on_shutdown: Callable[[], Awaitable[None]]) -> None:
+    """The ASGI lifespan protocol: nothing to do at start-up, `on_shutdown` awaited at the end."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             try:
-                on_shutdown()
+                await on_shutdown()
             except Exception as exc:  # noqa: BLE001 - said to the server, which logs it
                 await send({"type": "lifespan.shutdown.failed", "message": str(exc)})
                 return

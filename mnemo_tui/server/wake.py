@@ -134,6 +134,11 @@ class Hub:
         if self.listener is not None:
             self.listener.close()
 
+    async def wait_closed(self) -> None:
+        """Until what `close` stopped has ended: the LISTEN connection is closed."""
+        if self.listener is not None:
+            await self.listener.wait_closed()
+
     async def _tick(self) -> None:
         """One loop for every follower: heartbeats due, and the change token while anyone follows."""
         loop = asyncio.get_running_loop()
@@ -164,12 +169,17 @@ class Hub:
 class PgListener:
     """PostgreSQL's wake-ups between servers: one autocommit connection that LISTENs (not behind a
     transaction pooler, where notifications are lost without a word), and a NOTIFY after this server's
-    writes commit, coalesced (one in flight at a time; writes meanwhile ask for one more), on a connection of
-    its own outside any write's transaction (a NOTIFY inside one serialises every commit of the cluster)."""
+    writes commit, coalesced (one in flight at a time; writes meanwhile ask for one more), sent by `send`
+    (a database thread's engine, outside any write's transaction: a NOTIFY inside one serialises every
+    commit of the cluster).
 
-    def __init__(self, url: str, *, listen: bool) -> None:
+    Nothing it opens outlives the server: the NOTIFY has no connection of its own (the engines' are closed
+    with their threads), and `wait_closed` returns once the LISTEN connection is closed."""
+
+    def __init__(self, url: str, *, listen: bool, send: Callable[[str], Awaitable[None]]) -> None:
         self.url = url
         self.listen = listen
+        self.send = send
         self.me = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"  # our own notifications wake us already
         self.heard = 0  # notifications from other servers (the tests count them)
         self.listening = False
@@ -178,7 +188,6 @@ class PgListener:
         self._sending: asyncio.Task[None] | None = None
         self._again = False
         self._closed = False
-        self._sender: Any = None
 
     def start(self, hub: Hub) -> None:
         self._hub = hub
@@ -190,10 +199,23 @@ class PgListener:
 
         return await listening(self.url)
 
+    async def _open(self) -> Any:
+        """The listening connection, never left half-open when the server stops while it connects."""
+        connecting = asyncio.ensure_future(self._connect())
+        try:
+            return await asyncio.shield(connecting)
+        except asyncio.CancelledError:
+            # A connection dropped halfway keeps its server process waiting in authentication for
+            # `authentication_timeout` (60 s), and a DROP DATABASE waits for it: let the connect end
+            # (it has a timeout of its own), then close it.
+            with suppress(Exception):
+                await (await asyncio.shield(connecting)).close()
+            raise
+
     async def _listen(self) -> None:
         while not self._closed:
             try:
-                conn = await self._connect()
+                conn = await self._open()
                 try:
                     await conn.execute(f"LISTEN {CHANNEL}")
                     self.listening = True
@@ -222,29 +244,28 @@ class PgListener:
         while self._again and not self._closed:
             self._again = False
             try:
-                if self._sender is None or self._sender.closed:
-                    self._sender = await self._connect()
-                await self._sender.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.me))
+                await self.send(self.me)
             except Exception as exc:  # noqa: BLE001 - the other servers' slow poll finds the write
                 log.warning("follow: NOTIFY %s failed (other servers' slow poll finds the write): %s", CHANNEL, exc)
-                self._sender = None
                 return
 
     def close(self) -> None:
+        """Stops listening and sending (a NOTIFY already in a database thread ends there, as any call)."""
         self._closed = True
         for task in (self._listening, self._sending):
             if task is not None:
                 task.cancel()
-        sender, self._sender = self._sender, None
-        if sender is not None:
-            with suppress(Exception):
-                asyncio.get_running_loop().create_task(sender.close())
+
+    async def wait_closed(self) -> None:
+        """Until the LISTEN connection is closed (after `close`)."""
+        tasks = [task for task in (self._listening, self._sending) if task is not None]
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def hub(pool: Any, database: str | None, pooled: bool, heartbeat: float = HEARTBEAT_SECONDS) -> Hub:
     """The hub of a server over `pool`'s engine: SQLite's change token read on the event loop every
     `SQLITE_PROBE_SECONDS`; PostgreSQL's in a database thread every `PG_POLL_SECONDS`, beside LISTEN
-    (not tried behind a transaction pooler) and NOTIFY."""
+    (not tried behind a transaction pooler) and NOTIFY (in a database thread too)."""
     from mnemo_tui.server.pool import READ
 
     async def token() -> Any:
@@ -254,6 +275,18 @@ def hub(pool: Any, database: str | None, pooled: bool, heartbeat: float = HEARTB
         found: dict[int, int] = await pool.run(lambda engine: engine.bucket_clocks(buckets), at_once=READ)
         return found
 
+    async def send(payload: str) -> None:
+        await pool.run(lambda engine: _notify(engine, payload))
+
     if database is None:
         return Hub(token, SQLITE_PROBE_SECONDS, heartbeat, clocks=clocks)
-    return Hub(token, PG_POLL_SECONDS, heartbeat, PgListener(database, listen=not pooled), clocks)
+    return Hub(token, PG_POLL_SECONDS, heartbeat, PgListener(database, listen=not pooled, send=send), clocks)
+
+
+def _notify(engine: Any, payload: str) -> None:
+    """NOTIFY on a database thread's engine (a PostgreSQL one: a hub with a listener serves a database)."""
+    from mnemo_tui.engine.postgres import PgDatabase
+
+    if not isinstance(engine, PgDatabase):
+        raise TypeError(f"a NOTIFY needs a PostgreSQL engine, not {type(engine).__name__}")
+    engine.notify(CHANNEL, payload)

@@ -4,11 +4,14 @@ behind pgbouncer in transaction mode (no LISTEN there) the slow poll of the chan
 from __future__ import annotations
 
 import asyncio
+import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pg_helpers
 import pytest
 from follow_helpers import client, delete, following, write
 from serve_process import ServeProcess, start_serve
@@ -17,6 +20,10 @@ from wire_servers import serving
 from mnemo_tui.engine.postgres import PgStore
 from mnemo_tui.server import wake
 from mnemo_tui.server.app import App, create_app
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # starlette's note about httpx2: the test client works as it is
+    from starlette.testclient import TestClient
 
 
 def _key(url: str) -> str:
@@ -93,3 +100,44 @@ def test_behind_pgbouncer_in_transaction_mode_the_slow_poll_still_delivers(
                 assert listener.heard == 0
 
         asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("pooler", "writes"),
+    [("transaction", True), ("none", True), ("none", False)],
+    ids=["behind-a-pooler", "listening", "closed-while-listen-connects"],
+)
+def test_no_connection_of_the_app_outlives_its_close(pg_databases: Any, pooler: str, writes: bool) -> None:
+    """Every connection the app opened (its engines', LISTEN's, its NOTIFYs') is closed once its lifespan
+    has ended, even one a request answered just before or a follower's LISTEN was opening: a connection
+    left open holds its server process, and one left halfway through its authentication holds every DROP
+    DATABASE of the cluster for a minute (`authentication_timeout`). Counted from this process's side:
+    such a connection is not in the server's `pg_stat_activity`."""
+    url = pg_databases.cluster.url(pg_databases.create())
+    key = _key(url)  # its engine closed: its pool with it
+    port = pg_databases.cluster.port
+    before = pg_helpers.client_sockets(port)
+    app = create_app(database=url, pooled=pooler == "transaction", workers=2)
+    assert isinstance(app, App)
+    hub, listener = app.state.hub, app.state.hub.listener
+    assert listener is not None and listener.listen == (pooler == "none")
+    headers = {"X-Api-Key": key}
+    with TestClient(app, raise_server_exceptions=False) as served:
+        assert served.portal is not None
+
+        async def join() -> None:
+            hub.join()  # a follower: LISTEN begins, unless behind a transaction pooler
+
+        served.portal.call(join)
+        if writes:
+            for _ in range(400):  # LISTEN is issued as the follower joins: wait until it listens
+                if listener.listening == listener.listen:
+                    break
+                threading.Event().wait(0.05)
+            assert listener.listening == listener.listen
+            written = served.post("/api/v1/memory/write", json={"content": "kept"}, headers=headers)
+            assert written.status_code == 200, written.text
+            # A POST to /memory/write wakes the other servers even when refused: a NOTIFY is under way as it closes.
+            assert served.post("/api/v1/memory/write", json={}, headers=headers).status_code == 422
+    left = pg_helpers.client_sockets(port) - before
+    assert not left, f"{len(left)} connection(s) of the app still open after its close"
