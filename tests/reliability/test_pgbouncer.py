@@ -8,8 +8,6 @@ once. The contract suite runs behind pgbouncer as well (tests/contract/test_cont
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import subprocess
 import sys
@@ -21,7 +19,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from conftest import MNEMO
+from follow_helpers import Follower
 from serve_process import ServeProcess, start_serve
 
 from mnemo_tui.backends.remote import RemoteBackend
@@ -95,20 +93,7 @@ def test_writers_and_readers_through_two_servers_behind_pgbouncer(
         first = c.post("/memory/write", json={"content": "before the writers", "domain": "d0"})
         assert first.status_code == 200, first.text
     acknowledged: list[str] = [first.json()["atom_id"]]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    env.update(MNEMO_HOME=str(tmp_path), MNEMO_ENDPOINT=servers[1].url, MNEMO_API_KEY=key, NO_COLOR="1")
-    follower = subprocess.Popen(
-        [MNEMO, "recent", "--follow", "-f", "ndjson"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    followed: list[str] = []
-    assert follower.stdout is not None
-    stdout = follower.stdout
-    reading = threading.Thread(target=lambda: followed.extend(json.loads(x)["atom_id"] for x in stdout), daemon=True)
-    reading.start()
+    follower = Follower.of(tmp_path, servers[1].url, key)
     writers: list[subprocess.Popen[str]] = []
     walks: list[list[str]] = []
     failures: list[BaseException] = []
@@ -127,12 +112,8 @@ def test_writers_and_readers_through_two_servers_behind_pgbouncer(
     consumer = RemoteBackend(servers[0].url, key)
     caught: list[str] = []
     try:
-        for _ in range(1200):  # bounded: until the follower printed the first entry, failing early if it died
-            if followed:
-                break
-            assert follower.poll() is None, follower.stderr.read() if follower.stderr else ""
-            threading.Event().wait(0.05)
-        assert followed == acknowledged
+        follower.wait_for(lambda: follower.lines, "printed the first entry")
+        assert follower.seen == acknowledged
         writers += [
             subprocess.Popen(
                 [sys.executable, "-c", WRITER, servers[i % 2].url, key, f"w{i}", str(WRITES)],
@@ -168,19 +149,14 @@ def test_writers_and_readers_through_two_servers_behind_pgbouncer(
             assert len(seen) == len(set(seen)) and set(seen) <= set(acknowledged)
         assert len(walks) >= 2
         assert sorted(walk(servers[0].url, key)) == sorted(acknowledged)  # a walk after the writes sees every entry
-        for _ in range(600):  # bounded wait for the follower to print the last writes
-            if set(acknowledged) <= set(followed) or follower.poll() is not None:
-                break
-            threading.Event().wait(0.05)
-        assert sorted(followed) == sorted(acknowledged)
+        follower.wait_printed(acknowledged, wait=30)  # the last writes
+        assert sorted(follower.seen) == sorted(acknowledged)
         logs = "".join(line for server in servers for line in server.lines)
         assert not SERVER_ERROR.search(logs), SERVER_ERROR.findall(logs)[:5]
     finally:
         consumer.close()
         state.close()
-        if follower.poll() is None:
-            follower.terminate()
-            follower.wait(timeout=30)
+        follower.stop()
         for writer in writers:
             if writer.poll() is None:
                 writer.kill()
