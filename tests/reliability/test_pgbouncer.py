@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ import httpx
 import psycopg
 import pytest
 from follow_helpers import Follower
-from serve_process import ServeProcess, start_serve
+from serve_process import ServeProcess, servers_over_database, start_writers
 
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.catchup import CatchUp
@@ -51,20 +50,8 @@ with httpx.Client(base_url=url, headers={"X-Api-Key": key}, timeout=60) as c:
 @pytest.fixture
 def behind_bouncer(pg_databases: Any, pg_bouncer: Any, tmp_path: Path) -> Iterator[tuple[str, str, list[ServeProcess]]]:
     url = pg_bouncer.url(pg_databases.create())
-    admin = PgStore(url)
-    key = admin.create_key("team")[1]
-    admin.close()
-    servers: list[ServeProcess] = []
-    try:
-        for i in range(2):
-            home = tmp_path / f"server{i}"
-            home.mkdir()
-            servers.append(start_serve(home, "--database", url, "--workers", "4"))
+    with servers_over_database(url, tmp_path, 2) as (key, servers):
         yield url, key, servers
-    finally:
-        for server in servers:
-            if server.proc.poll() is None:
-                server.stop()
 
 
 def walk(base: str, key: str) -> list[str]:
@@ -114,15 +101,7 @@ def test_writers_and_readers_through_two_servers_behind_pgbouncer(
     try:
         follower.wait_for(lambda: follower.lines, "printed the first entry")
         assert follower.seen == acknowledged
-        writers += [
-            subprocess.Popen(
-                [sys.executable, "-c", WRITER, servers[i % 2].url, key, f"w{i}", str(WRITES)],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for i in range(WRITERS)
-        ]
+        writers += start_writers(WRITER, servers, key, WRITERS, WRITES)
         writing.set()
         walkers = [threading.Thread(target=walker, args=(n,)) for n in range(2)]
         for thread in walkers:
