@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,6 +245,67 @@ def supersession_consistent(store: Path) -> list[str]:
             elif atom not in json.loads(rows[superseded_by][0] or "[]"):
                 problems.append(f"{atom} superseded by {superseded_by}, which does not list it")
     return problems
+
+
+# -- processes racing a consumer's passes --------------------------------------------------
+
+# The opening of a script run beside a consumer that counts its passes in a file (`Passes.start`): argv 1 to 3
+# are a conftest `Target`'s engine and location and that file, the script's own arguments follow. `engine` is
+# the target opened; `wait_for_a_pass(seen)` waits for a pass after `seen` (at most 30 s: the consumer may have
+# finished its loop), so writes and passes interleave whatever the machine's speed.
+BESIDE_PASSES = """
+import sys, threading
+from pathlib import Path
+from mnemo_tui.values.writes import WriteRequest
+engine_kind, location, passes = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+if engine_kind == "postgres":
+    from mnemo_tui.engine.postgres import PgStore
+    engine = PgStore(location)
+else:
+    from mnemo_tui.engine.store import Store
+    engine = Store(location)
+
+def passes_now():
+    try:
+        return int(passes.read_text() or 0)
+    except (OSError, ValueError):
+        return 0
+
+def wait_for_a_pass(seen):
+    for _ in range(3000):
+        if passes_now() > seen:
+            return
+        threading.Event().wait(0.01)
+"""
+
+
+class Passes:
+    """A consumer's passes counted in the file `path`, for the processes started beside it to wait for."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.write_text("0")
+
+    def start(self, script: str, target: Any, *args: str) -> subprocess.Popen[str]:
+        """`script` (opened by `BESIDE_PASSES`) in a process of its own on a conftest `Target`, stdout and stderr piped."""
+        return subprocess.Popen(
+            [PYTHON, "-c", BESIDE_PASSES + script, target.engine, str(target.location), str(self.path), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def run(self, one_pass: Callable[[], None], producers: list[subprocess.Popen[str]], most: int) -> int:
+        """Passes, each counted in the file, until every producer has exited (bounded: `most` - 1 of them), then
+        one more after the last write: how many were counted."""
+        count = 0
+        for count in range(1, most):
+            one_pass()
+            self.path.write_text(str(count))
+            if all(p.poll() is not None for p in producers):
+                break
+        one_pass()
+        return count
 
 
 # -- worker processes ---------------------------------------------------------------------

@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,3 +73,43 @@ def start_serve(
             threading.Event().wait(0.05)
     proc.kill()
     raise AssertionError("mnemo serve never answered /health")
+
+
+@contextmanager
+def servers_over_database(url: str, homes: Path, count: int) -> Iterator[tuple[str, list[ServeProcess]]]:
+    """`count` `mnemo serve` processes (4 workers each, MNEMO_HOME `homes/server<i>`) over the one PostgreSQL
+    database at `url`, for the block: an API key of principal `team` made there, and the servers."""
+    from mnemo_tui.engine.postgres import PgStore
+
+    admin = PgStore(url)
+    try:
+        key = admin.create_key("team")[1]
+    finally:
+        admin.close()
+    servers: list[ServeProcess] = []
+    try:
+        for i in range(count):
+            home = homes / f"server{i}"
+            home.mkdir()
+            servers.append(start_serve(home, "--database", url, "--workers", "4"))
+        yield key, servers
+    finally:
+        for server in servers:
+            if server.proc.poll() is None:
+                server.stop()
+
+
+def start_writers(
+    script: str, servers: list[ServeProcess], key: str, writers: int, writes: int
+) -> list[subprocess.Popen[str]]:
+    """`writers` processes running the Python `script` with the arguments `URL KEY w<i> WRITES`, the i-th on
+    `servers[i % len(servers)]`; stdout and stderr piped."""
+    return [
+        subprocess.Popen(
+            [sys.executable, "-c", script, servers[i % len(servers)].url, key, f"w{i}", str(writes)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(writers)
+    ]

@@ -10,6 +10,7 @@ from textual.pilot import Pilot
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.delegate import DelegatingBackend
 from mnemo_tui.backends.local import LocalBackend
+from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import AuthError, MnemoError, Unavailable
 from mnemo_tui.model import Entry
@@ -160,6 +161,11 @@ class FlakyBackend(DelegatingBackend):
 
 def as_backend(backend: FlakyBackend) -> Backend:
     return backend  # type: ignore[return-value]
+
+
+def remote(url: str, key: str) -> RemoteBackend:
+    """A backend of the endpoint `url` that asks once and never sleeps: a refusal shows at once."""
+    return RemoteBackend(url, key, retries=1, sleep=lambda seconds: None)
 
 
 def store_at(tmp_path: Path, name: str = "tui.db") -> Store:

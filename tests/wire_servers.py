@@ -82,6 +82,18 @@ def serving(app: Any, port: int = 0, sock: socket.socket | None = None) -> Itera
         server.stop()
 
 
+@contextmanager
+def serving_app(app: Any, front: Any = None) -> Iterator[ThreadServer]:
+    """Serve an app of `create_app` (behind `front`, a test's ASGI app around it, when given) on a server of its
+    own for the block, then close the app's thread pool and health probe."""
+    try:
+        with serving(app if front is None else front) as server:
+            yield server
+    finally:
+        app.state.pool.close()
+        app.state.health.close()
+
+
 def read_answer(sock: socket.socket) -> tuple[int, dict[str, Any]]:
     """The status and JSON body of one HTTP/1.1 answer read off a raw socket (sized by Content-Length)."""
     data = b""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import MNEMO
+from follow_helpers import Follower
 from sse_servers import SSE_HEAD, Handler, RawServer, event, hang, item
 
 from mnemo_tui.backends import remote_follow
@@ -184,24 +185,12 @@ def test_a_server_gone_for_the_whole_deadline_ends_recent_follow_with_exit_5(tmp
         await hang()
 
     server = RawServer(answer)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    env.update(MNEMO_HOME=str(tmp_path), MNEMO_ENDPOINT=server.url, MNEMO_API_KEY=KEY, MNEMO_DEADLINE="2")
-    follower = subprocess.Popen(
-        [MNEMO, "recent", "--follow", "--format", "ndjson"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert follower.stdout is not None
-        assert "pushed 1" in follower.stdout.readline()
+    env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": KEY, "MNEMO_DEADLINE": "2"}
+    with Follower(tmp_path, env=env) as follower:
+        follower.wait_for(lambda: follower.lines, "printed the pushed entry")
+        assert "pushed 1" in follower.lines[0]
         server.close()  # the stream drops, and every reconnect is refused from now on
-        code = follower.wait(timeout=60)
-    finally:
-        if follower.poll() is None:
-            follower.kill()
-    stderr = follower.stderr.read() if follower.stderr else ""
+        code, stderr = follower.ended(timeout=60)
     assert code == 5, stderr
     assert "cannot reconnect the follow to" in stderr and "Traceback" not in stderr
     assert len(server.requests) == 1

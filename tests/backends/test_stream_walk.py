@@ -10,13 +10,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import MNEMO, CliResult, Target
+from reliability_helpers import Passes
 from serve_process import ServeProcess, start_serve
 from wire_servers import LateClock, read_body, serving
 
@@ -146,32 +146,14 @@ def test_a_server_killed_mid_stream_is_asked_again_from_the_last_cursor(isolated
     assert recent_requests(log) == 1  # the second server was asked once: the walk resumed, it did not start over
 
 
+# Run after the opening `Passes.start` gives it (the target opened as `engine`, `wait_for_a_pass`).
 _WRITER = """
-import sys, threading
-from pathlib import Path
-from mnemo_tui.values.writes import WriteRequest
-kind, location, passes, name, count = sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4], int(sys.argv[5])
-if kind == "postgres":
-    from mnemo_tui.engine.postgres import PgStore
-    engine = PgStore(location)
-else:
-    from mnemo_tui.engine.store import Store
-    engine = Store(location)
-
-def passes_now():
-    try:
-        return int(passes.read_text() or 0)
-    except (OSError, ValueError):
-        return 0
-
+name, count = sys.argv[4], int(sys.argv[5])
 seen = passes_now()
 for i in range(count):
     print(engine.write("alice", WriteRequest(content=f"{name} {i}", domain="notes")).atom_id, flush=True)
-    if i % 25 == 24:  # wait for the consumer's next pass (at most 30 s), so writes and passes interleave
-        for _ in range(3000):
-            if passes_now() > seen:
-                break
-            threading.Event().wait(0.01)
+    if i % 25 == 24:  # wait for the consumer's next pass, so writes and passes interleave
+        wait_for_a_pass(seen)
         seen = passes_now()
 engine.close()
 """
@@ -189,17 +171,8 @@ def test_a_streamed_catchup_beside_writers_delivers_every_entry_exactly_once(
         engine.close()
     where = ("--database", str(target.location)) if target.engine == "postgres" else ()
     served = start_serve(isolated_home, *where, "--workers", "4")
-    passes = tmp_path / "passes"
-    passes.write_text("0")
-    writers = [
-        subprocess.Popen(
-            [sys.executable, "-c", _WRITER, target.engine, str(target.location), str(passes), f"w{n}", "100"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for n in range(2)
-    ]
+    passes = Passes(tmp_path / "passes")
+    writers = [passes.start(_WRITER, target, f"w{n}", "100") for n in range(2)]
     delivered: list[str] = []
     env = {"MNEMO_ENDPOINT": served.url, "MNEMO_API_KEY": key}
 
@@ -209,13 +182,7 @@ def test_a_streamed_catchup_beside_writers_delivers_every_entry_exactly_once(
         delivered.extend(json.loads(line)["atom_id"] for line in result.stdout.splitlines())
 
     try:
-        count = 0
-        for count in range(1, 200):  # bounded; ends once both writers have exited
-            one_pass()
-            passes.write_text(str(count))
-            if all(w.poll() is not None for w in writers):
-                break
-        one_pass()  # after the last write: nothing may be left
+        count = passes.run(one_pass, writers, most=200)  # the last pass after the last write: nothing may be left
         outputs = [w.communicate(timeout=60) for w in writers]
     finally:
         for w in writers:

@@ -5,49 +5,20 @@ is reported exactly once (issue 39), on the embedded store and on PostgreSQL."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from conftest import CliResult, Target
+from reliability_helpers import Passes
 
 PER_WRITER = 60
 WRITERS = 2
 # Every third entry of `notes` a writer writes is one the deleter deletes.
 MARKED = sum(1 for i in range(PER_WRITER) if i % 3 == 0 and i % 10 != 5)
 
-# Each process opens the target itself. A writer waits, every 20 writes, for the consumer's next pass
-# (a file it counts in), so writes, deletes and passes interleave whatever the machine's speed.
-_OPEN = """
-import sys, threading
-from pathlib import Path
-from mnemo_tui.model import RecentQuery
-from mnemo_tui.values.writes import WriteRequest
-engine_kind, location, passes = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-if engine_kind == "postgres":
-    from mnemo_tui.engine.postgres import PgStore
-    engine = PgStore(location)
-else:
-    from mnemo_tui.engine.store import Store
-    engine = Store(location)
-
-def passes_now():
-    try:
-        return int(passes.read_text() or 0)
-    except (OSError, ValueError):
-        return 0
-
-def wait_for_a_pass(seen):
-    for _ in range(3000):  # at most 30 s: the consumer may have finished its loop
-        if passes_now() > seen:
-            return
-        threading.Event().wait(0.01)
-"""
-
-_WRITER = (
-    _OPEN
-    + """
+# Scripts run after the opening `Passes.start` gives them (the target opened as `engine`, `wait_for_a_pass`).
+# A writer waits, every 20 writes, for the consumer's next pass.
+_WRITER = """
 name, count = sys.argv[4], int(sys.argv[5])
 seen = passes_now()
 for i in range(count):
@@ -59,11 +30,9 @@ for i in range(count):
         seen = passes_now()
 engine.close()
 """
-)
 
-_DELETER = (
-    _OPEN
-    + """
+_DELETER = """
+from mnemo_tui.model import RecentQuery
 expected, done, wiped = int(sys.argv[4]), set(), False
 for _ in range(20000):
     if len(done) >= expected and wiped:
@@ -81,26 +50,15 @@ for _ in range(20000):
         threading.Event().wait(0.01)
 engine.close()
 """
-)
-
-
-def _spawn(script: str, target: Target, passes: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-c", script, target.engine, str(target.location), str(passes), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def test_writers_and_deleters_against_a_consumer_of_changes(
     target: Target, cli: Callable[..., CliResult], tmp_path: Path
 ) -> None:
     target.open().close()  # created (and migrated) once, before the processes race to it
-    passes = tmp_path / "passes"
-    passes.write_text("0")
-    writers = [_spawn(_WRITER, target, passes, f"w{n}", str(PER_WRITER)) for n in range(WRITERS)]
-    deleter = _spawn(_DELETER, target, passes, str(WRITERS * MARKED))
+    passes = Passes(tmp_path / "passes")
+    writers = [passes.start(_WRITER, target, f"w{n}", str(PER_WRITER)) for n in range(WRITERS)]
+    deleter = passes.start(_DELETER, target, str(WRITERS * MARKED))
     delivered: list[str] = []
     removed: list[dict[str, str]] = []
 
@@ -114,13 +72,8 @@ def test_writers_and_deleters_against_a_consumer_of_changes(
             else:
                 delivered.append(item["atom_id"])
 
-    count = 0
-    for count in range(1, 500):  # bounded; ends as soon as every producer has exited
-        one_pass()
-        passes.write_text(str(count))
-        if all(p.poll() is not None for p in (*writers, deleter)):
-            break
-    one_pass()  # after the last write and delete: nothing may be left unreported
+    # After the last write and delete, one more pass: nothing may be left unreported.
+    count = passes.run(one_pass, [*writers, deleter], most=500)
     outputs = [p.communicate(timeout=60) for p in (*writers, deleter)]
     for proc, (_out, err) in zip((*writers, deleter), outputs, strict=True):
         assert proc.returncode == 0, err

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from conftest import MNEMO
+from follow_helpers import Follower
 
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.store import Store
@@ -240,51 +238,20 @@ backend.close()
 def test_follow_prints_every_acknowledged_entry_once(isolated_home: Path, remote: bool) -> None:
     with opened(isolated_home) as store:
         before = [store.write("local", WriteRequest(f"before {i}", "general")).atom_id for i in range(3)]
-    with endpoint(isolated_home) if remote else nullctx() as env:
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-        full_env.update(MNEMO_HOME=str(isolated_home), NO_COLOR="1", **(env or {}))
-        follow = subprocess.Popen(
-            [MNEMO, "recent", "--follow", "-f", "ndjson"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=full_env,
-        )
-        seen: list[str] = []
-        assert follow.stdout is not None
-        stdout = follow.stdout
-        reader = threading.Thread(target=lambda: seen.extend(json.loads(x)["atom_id"] for x in stdout), daemon=True)
-        reader.start()
-        try:
-            wait_for(lambda: len(seen) >= 3, follow)
-            target = [env["MNEMO_ENDPOINT"], env["MNEMO_API_KEY"]] if env else ["-", str(isolated_home / "store.db")]
-            writers = [
-                subprocess.Popen(
-                    [sys.executable, "-c", WRITER, *target, "40", str(n)], stdout=subprocess.PIPE, text=True
-                )
-                for n in range(3)
-            ]
-            acknowledged = [line.strip() for w in writers for line in w.communicate(timeout=120)[0].splitlines()]
-            assert all(w.returncode == 0 for w in writers)
-            assert len(acknowledged) == 120
-            wait_for(lambda: set(acknowledged) <= set(seen), follow)
-        finally:
-            follow.send_signal(signal.SIGINT)
-            code = follow.wait(timeout=30)
-            reader.join(timeout=10)
-    assert code == 130
-    assert sorted(seen) == sorted(before + acknowledged)  # every one, exactly once
-    assert len(seen) == len(set(seen))
-
-
-def wait_for(condition, proc: subprocess.Popen[str], rounds: int = 1200) -> None:  # type: ignore[no-untyped-def]
-    """Wait (bounded) until `condition()` holds, failing early when the follower died."""
-    for _ in range(rounds):
-        if condition():
-            return
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        time.sleep(0.05)
-    raise AssertionError("the follower did not print what it should have")
+    with endpoint(isolated_home) if remote else nullctx() as env, Follower(isolated_home, env=env) as follow:
+        follow.wait_for(lambda: len(follow.seen) >= 3)
+        target = [env["MNEMO_ENDPOINT"], env["MNEMO_API_KEY"]] if env else ["-", str(isolated_home / "store.db")]
+        writers = [
+            subprocess.Popen([sys.executable, "-c", WRITER, *target, "40", str(n)], stdout=subprocess.PIPE, text=True)
+            for n in range(3)
+        ]
+        acknowledged = [line.strip() for w in writers for line in w.communicate(timeout=120)[0].splitlines()]
+        assert all(w.returncode == 0 for w in writers)
+        assert len(acknowledged) == 120
+        follow.wait_printed(acknowledged)
+    assert follow.code == 130
+    assert sorted(follow.seen) == sorted(before + acknowledged)  # every one, exactly once
+    assert len(follow.seen) == len(set(follow.seen))
 
 
 @pytest.mark.parametrize("answer", ["y", "n"])

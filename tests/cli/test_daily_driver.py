@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import MNEMO
+from follow_helpers import Follower
 
 from mnemo_tui.catchup import CatchupResult
 from mnemo_tui.cli.feed import _catchup_summary
@@ -223,23 +224,10 @@ def _pty_run(
 
 
 def test_follow_on_a_store_that_does_not_exist_yet_sees_it_created(cli: Cli, isolated_home: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    env["MNEMO_HOME"] = str(isolated_home)
-    follow = subprocess.Popen(
-        [MNEMO, "recent", "--follow", "-f", "ndjson"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
+    with Follower(isolated_home) as follow:
         assert cli("write", "the very first entry").code == 0
-        assert follow.stdout is not None
-        line = follow.stdout.readline()  # blocks until the follower prints; the test's timeout guards it
-        assert json.loads(line)["content"] == "the very first entry"
-    finally:
-        follow.send_signal(__import__("signal").SIGINT)
-        follow.wait(timeout=30)
+        follow.wait_for(lambda: follow.lines, "printed the first entry")
+        assert json.loads(follow.lines[0])["content"] == "the very first entry"
 
 
 def test_follow_rows_that_arrive_later_fit_the_terminal(isolated_home: Path) -> None:

@@ -4,12 +4,14 @@ PostgreSQL and a real `mnemo serve`, incremental exports, and clear refusals."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CliResult
+from conftest import MNEMO, CliResult
 
 from mnemo_tui.engine.store import Store
 from mnemo_tui.values.writes import WriteRequest
@@ -371,13 +373,10 @@ def test_a_repeated_line_is_stored_once_and_a_foreign_room_is_refused(cli: Cli, 
     assert len(lines(feed(cli, target))) == 1
 
 
-def test_a_reader_that_goes_away_stops_the_export_quietly(tmp_path: Path) -> None:
-    import os
-    import subprocess
-
-    from conftest import MNEMO
-
-    fill(tmp_path / "source.db", entries=6000)  # far more than a pipe holds, in several chunks
+def exporting(tmp_path: Path) -> subprocess.Popen[bytes]:
+    """`mnemo export` of a store far larger than a pipe holds (in several chunks), once it has written its first
+    100 bytes, the header: it is writing, blocked on the full pipe mid-way."""
+    fill(tmp_path / "source.db", entries=6000)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
     proc = subprocess.Popen(
         [MNEMO, "--store", str(tmp_path / "source.db"), "export"],
@@ -387,6 +386,12 @@ def test_a_reader_that_goes_away_stops_the_export_quietly(tmp_path: Path) -> Non
     )
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.read(100).startswith(b'{"mnemo_export":1')
+    return proc
+
+
+def test_a_reader_that_goes_away_stops_the_export_quietly(tmp_path: Path) -> None:
+    proc = exporting(tmp_path)
+    assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # `| head -c 100`
     errors = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0 and "Traceback" not in errors and "Exception" not in errors, errors
@@ -562,22 +567,10 @@ def test_import_dash_on_a_terminal_is_refused_instead_of_waiting(tmp_path: Path)
 
 def test_an_interrupted_export_says_it_is_incomplete(tmp_path: Path) -> None:
     """Review #17: Ctrl-C mid-export says the file is incomplete (not only "nothing half-committed")."""
-    import os
     import signal
-    import subprocess
 
-    from conftest import MNEMO
-
-    fill(tmp_path / "source.db", entries=6000)  # far more than a pipe holds: the export blocks mid-way
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    proc = subprocess.Popen(
-        [MNEMO, "--store", str(tmp_path / "source.db"), "export"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**env, "MNEMO_HOME": str(tmp_path)},
-    )
+    proc = exporting(tmp_path)
     assert proc.stdout is not None and proc.stderr is not None
-    assert proc.stdout.read(100).startswith(b'{"mnemo_export":1')  # it is writing: blocked on the full pipe
     proc.send_signal(signal.SIGINT)
     rest = proc.stdout.read()
     errors = proc.stderr.read().decode()

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from conftest import MNEMO
+from follow_helpers import Follower
 from serve_process import ServeProcess, start_serve
-from wire_servers import serving
+from wire_servers import serving_app
 
 from mnemo_tui.engine.store import Store
 from mnemo_tui.server.app import create_app
@@ -32,44 +29,6 @@ for i in range(int(sys.argv[3])):
     print(backend.write(WriteRequest(f"pushed {sys.argv[4]} {i}", "general")).atom_id, flush=True)
 backend.close()
 """
-
-
-class Follower:
-    """`mnemo recent --follow --format ndjson` in a subprocess, its lines' atom ids gathered by a thread."""
-
-    def __init__(self, home: Path, url: str, key: str) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-        env.update(MNEMO_HOME=str(home), MNEMO_ENDPOINT=url, MNEMO_API_KEY=key, NO_COLOR="1")
-        self.proc = subprocess.Popen(
-            [MNEMO, "recent", "--follow", "--format", "ndjson"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        self.seen: list[str] = []
-        stdout = self.proc.stdout
-        assert stdout is not None
-        self.reader = threading.Thread(
-            target=lambda: self.seen.extend(json.loads(line)["atom_id"] for line in stdout), daemon=True
-        )
-        self.reader.start()
-
-    def wait_for(self, condition: Callable[[], bool], rounds: int = 1200) -> None:
-        """Wait (bounded) until `condition()` holds, failing early when the follower died."""
-        for _ in range(rounds):
-            if condition():
-                return
-            if self.proc.poll() is not None:
-                raise AssertionError("the follower exited: " + (self.proc.stderr.read() if self.proc.stderr else ""))
-            time.sleep(0.05)
-        raise AssertionError(f"the follower did not print what it should have (it printed {len(self.seen)})")
-
-    def stop(self) -> tuple[int, str]:
-        self.proc.send_signal(signal.SIGINT)
-        code = self.proc.wait(timeout=30)
-        self.reader.join(timeout=10)
-        return code, self.proc.stderr.read() if self.proc.stderr else ""
 
 
 def write(url: str, key: str, count: int, tag: str) -> list[str]:
@@ -101,16 +60,11 @@ def test_a_write_after_the_follower_started_is_pushed_in_the_one_request_it_make
     key, before = keyed_store(isolated_home)
     served = start_serve(isolated_home)
     try:
-        follower = Follower(isolated_home, served.url, key)
-        try:
+        with Follower.of(isolated_home, served.url, key) as follower:
             follower.wait_for(lambda: len(follower.seen) == 3)
-            written = write(served.url, key, 5, "a")
-            follower.wait_for(lambda: set(written) <= set(follower.seen))
-            more = write(served.url, key, 5, "b")
-            follower.wait_for(lambda: set(more) <= set(follower.seen))
-        finally:
-            code, stderr = follower.stop()
-        assert code == 130, stderr
+            written = follower.wait_printed(write(served.url, key, 5, "a"))
+            more = follower.wait_printed(write(served.url, key, 5, "b"))
+        assert follower.code == 130, follower.stderr
         # A streamed answer's access line is written when it ends: wait (bounded) for it, then count.
         for _ in range(400):
             if requests(served, "/api/v1/memory/follow"):
@@ -137,12 +91,11 @@ def test_a_server_killed_and_restarted_mid_follow_loses_and_repeats_nothing(isol
     key, before = keyed_store(isolated_home)
     with held_port() as port:
         served = start_serve(isolated_home, "--port", str(port))
-        follower = Follower(isolated_home, served.url, key)
+        follower = Follower.of(isolated_home, served.url, key)
         again: ServeProcess | None = None
         try:
             follower.wait_for(lambda: len(follower.seen) == 3)
-            first = write(served.url, key, 10, "first")
-            follower.wait_for(lambda: set(first) <= set(follower.seen))
+            first = follower.wait_printed(write(served.url, key, 10, "first"))
             served.proc.send_signal(signal.SIGKILL)
             served.proc.wait(timeout=20)
             store = Store(isolated_home / "store.db")  # written while no server runs: read on the reconnect
@@ -152,8 +105,7 @@ def test_a_server_killed_and_restarted_mid_follow_loses_and_repeats_nothing(isol
                 store.close()
             again = start_serve(isolated_home, "--port", str(port))
             assert again.url == served.url
-            after = write(again.url, key, 10, "after")
-            follower.wait_for(lambda: set(after) <= set(follower.seen))
+            after = follower.wait_printed(write(again.url, key, 10, "after"))
         finally:
             code, stderr = follower.stop()
             if again is not None:
@@ -188,23 +140,14 @@ def test_an_endpoint_without_the_channel_is_polled_without_a_word(isolated_home:
     key, before = keyed_store(isolated_home)
     app = create_app(isolated_home / "store.db", workers=2)
     wrapped = NoFollow(app)
-    try:
-        with serving(wrapped) as server:
-            follower = Follower(isolated_home, server.url, key)
-            try:
-                follower.wait_for(lambda: len(follower.seen) == 3)
-                written = write(server.url, key, 3, "polled")
-                follower.wait_for(lambda: set(written) <= set(follower.seen))
-            finally:
-                code, stderr = follower.stop()
-    finally:
-        app.state.pool.close()
-        app.state.health.close()
-    assert code == 130, stderr
+    with serving_app(app, wrapped) as server, Follower.of(isolated_home, server.url, key) as follower:
+        follower.wait_for(lambda: len(follower.seen) == 3)
+        written = follower.wait_printed(write(server.url, key, 3, "polled"))
+    assert follower.code == 130, follower.stderr
     assert follower.seen == before + written
     assert wrapped.follows == 1  # asked once, then polled
     assert wrapped.recents >= 2  # the first page, then the polls
-    assert "follow" not in stderr.lower().replace("--follow", "")  # no word about it
+    assert "follow" not in follower.stderr.lower().replace("--follow", "")  # no word about it
 
 
 class Counting:
@@ -234,20 +177,11 @@ def test_heartbeats_print_nothing_and_cost_no_request(isolated_home: Path) -> No
     key, before = keyed_store(isolated_home)
     app = create_app(isolated_home / "store.db", workers=2, heartbeat_seconds=0.05)
     counting = Counting(app)
-    try:
-        with serving(counting) as server:
-            follower = Follower(isolated_home, server.url, key)
-            try:
-                follower.wait_for(lambda: len(follower.seen) == 3)
-                follower.wait_for(lambda: counting.heartbeats >= 20)
-                assert follower.seen == before  # the heartbeats printed nothing
-                written = write(server.url, key, 2, "after the beats")
-                follower.wait_for(lambda: set(written) <= set(follower.seen))
-            finally:
-                code, stderr = follower.stop()
-    finally:
-        app.state.pool.close()
-        app.state.health.close()
-    assert code == 130, stderr
+    with serving_app(app, counting) as server, Follower.of(isolated_home, server.url, key) as follower:
+        follower.wait_for(lambda: len(follower.seen) == 3)
+        follower.wait_for(lambda: counting.heartbeats >= 20)
+        assert follower.seen == before  # the heartbeats printed nothing
+        written = follower.wait_printed(write(server.url, key, 2, "after the beats"))
+    assert follower.code == 130, follower.stderr
     assert follower.seen == before + written
     assert counting.follows == 1 and counting.recents == 0

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
 import socket
 import sqlite3
 import subprocess
@@ -26,8 +24,8 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from conftest import MNEMO
-from reliability_helpers import kill9, ndjson_ids
+from follow_helpers import Follower
+from reliability_helpers import kill9
 from serve_process import ServeProcess, start_serve
 
 from mnemo_tui import timefmt
@@ -125,41 +123,34 @@ class Writer:
         return [line.split()[1] for line in self.lines if line.startswith("ack ")]
 
 
-class Follower:
-    """`mnemo recent --follow --format ndjson` against an endpoint, its stdout to a file."""
+def wait_until(follower: Follower, what: str, done: Callable[[list[str]], bool]) -> None:
+    """Until `done(ids printed so far)`, at most WAIT; the follower must stay up meanwhile."""
+    follower.wait_for(lambda: done(follower.seen), what, WAIT)
 
-    def __init__(self, home: Path, url: str, key: str, out: Path, *args: str) -> None:
-        home.mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-        env.update(MNEMO_HOME=str(home), MNEMO_ENDPOINT=url, MNEMO_API_KEY=key, NO_COLOR="1")
-        self.out = out
-        self.err = out.with_suffix(".err")
-        with out.open("wb") as stdout, self.err.open("wb") as stderr:
-            self.proc = subprocess.Popen(
-                [MNEMO, "recent", "--follow", "--format", "ndjson", *args], stdout=stdout, stderr=stderr, env=env
-            )
 
-    def ids(self) -> list[str]:
-        return ndjson_ids(self.out)
+def half_way(writers: list[Writer], followers: list[Follower]) -> set[str]:
+    """Until every writer wrote its first half and every follower printed all of it; then the writers go on.
+    The ids of the first half."""
+    for writer in writers:
+        writer.wait_for("half")
+    first_half = {a for w in writers for a in w.acked()}
+    for follower in followers:
+        wait_until(follower, "printed the first half", lambda ids: first_half <= set(ids))
+    for writer in writers:
+        writer.go()
+    return first_half
 
-    def wait_until(self, what: str, done: Callable[[list[str]], bool]) -> None:
-        """Until `done(ids printed so far)` (bounded); the follower must stay up meanwhile."""
-        ended = threading.Event()
-        for _ in range(int(WAIT / 0.05)):
-            if done(self.ids()):
-                return
-            if self.proc.poll() is not None:
-                raise AssertionError(f"the follower exited {self.proc.returncode}: {self.err.read_text()}")
-            ended.wait(0.05)
-        raise AssertionError(f"the follower never {what}: {len(self.ids())} lines; {self.err.read_text()[-2000:]}")
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                kill9(self.proc)
+def stop_all(followers: list[Follower], writers: list[Writer], servers: list[ServeProcess]) -> None:
+    """Stop what still runs of a test's processes: the followers as ^C does, the writers with SIGKILL, the servers."""
+    for follower in followers:
+        follower.stop()
+    for writer in writers:
+        if writer.proc.poll() is None:
+            kill9(writer.proc)
+    for server in servers:
+        if server.proc.poll() is None:
+            server.stop()
 
 
 @contextlib.contextmanager
@@ -176,13 +167,13 @@ def held_port() -> Iterator[int]:
 def exactly_once(followers: list[Follower], acked: set[str], everything: Callable[[], set[str]]) -> None:
     """Each follower prints every entry of the store once: all acknowledged ones, none twice, none invented."""
     for follower in followers:
-        follower.wait_until("printed every acknowledged entry", lambda ids: acked <= set(ids))
+        wait_until(follower, "printed every acknowledged entry", lambda ids: acked <= set(ids))
         stored = everything()
-        follower.wait_until("printed every stored entry", lambda ids, stored=stored: stored <= set(ids))
-        ids = follower.ids()
+        wait_until(follower, "printed every stored entry", lambda ids, stored=stored: stored <= set(ids))
+        ids = follower.seen
         assert len(ids) == len(set(ids)), f"printed twice: {sorted(i for i in set(ids) if ids.count(i) > 1)}"
         assert set(ids) == stored
-        assert follower.proc.poll() is None, follower.err.read_text()
+        assert follower.proc.poll() is None, follower.stderr
 
 
 def wait_follow_logged(server: ServeProcess, count: int) -> None:
@@ -220,26 +211,20 @@ def _sqlite_follow(tmp_path: Path, kill: bool) -> None:
         server = start_serve(tmp_path / "server", port=port, store=path)
         try:
             followers = [
-                Follower(tmp_path / "f1", server.url, key, tmp_path / "f1.ndjson"),
-                Follower(tmp_path / "f2", server.url, key, tmp_path / "f2.ndjson", "--since", since),
+                Follower.of(tmp_path / "f1", server.url, key),
+                Follower.of(tmp_path / "f2", server.url, key, "--since", since),
             ]
             for follower in followers:  # the seed printed: each is following from here
-                follower.wait_until("printed the seed", lambda ids: len(ids) >= SEED)
+                wait_until(follower, "printed the seed", lambda ids: len(ids) >= SEED)
             writers = [
                 Writer.start("http", server.url, key, "w1", str(PER_WRITER)),
                 Writer.start("http", server.url, key, "w2", str(PER_WRITER)),
                 Writer.start("file", str(path), "alice", "w3", str(PER_WRITER)),
             ]
-            for writer in writers:
-                writer.wait_for("half")
-            first_half = {a for w in writers for a in w.acked()}
-            for follower in followers:
-                follower.wait_until("printed the first half", lambda ids: first_half <= set(ids))
-            for writer in writers:
-                writer.go()
+            first_half = half_way(writers, followers)
             if kill:
                 # Mid-stream: once the second half flows, the server dies with SIGKILL and comes back.
-                followers[0].wait_until("printed a later entry", lambda ids: len(ids) > SEED + len(first_half))
+                wait_until(followers[0], "printed a later entry", lambda ids: len(ids) > SEED + len(first_half))
                 kill9(server.proc)
                 # While no server runs, more than a chunk (100) lands: the resume sends it in several events.
                 down = Store(path)
@@ -253,18 +238,12 @@ def _sqlite_follow(tmp_path: Path, kill: bool) -> None:
             if kill:
                 acked |= bulk
             exactly_once(followers, acked, lambda: _sqlite_ids(path))
-            assert _sqlite_ids(path) == acked | set(followers[0].ids()[:SEED])
+            assert _sqlite_ids(path) == acked | set(followers[0].seen[:SEED])
             for follower in followers:  # both read the stream (after a kill: came back by it), not by polling
                 follower.stop()
             wait_follow_logged(server, len(followers))
         finally:
-            for follower in followers:
-                follower.stop()
-            for writer in writers:
-                if writer.proc.poll() is None:
-                    kill9(writer.proc)
-            if server.proc.poll() is None:
-                server.stop()
+            stop_all(followers, writers, [server])
 
 
 def test_sqlite_writers_in_three_processes_every_acknowledged_entry_printed_once_by_each_follower(
@@ -287,18 +266,28 @@ def _pg_ids(url: str) -> set[str]:
         return {r[0] for r in conn.execute("SELECT atom_id FROM atoms")}
 
 
+def _pg_seeded(pg_databases: Any, principal: str, seeds: int) -> tuple[str, str]:
+    """A fresh database with an API key of `principal` and `seeds` entries of theirs: its URL and the key."""
+    from mnemo_tui.engine.postgres import PgStore
+
+    url = pg_databases.cluster.url(pg_databases.create())
+    admin = PgStore(url)
+    try:
+        key = admin.create_key(principal)[1]
+        for i in range(seeds):
+            admin.write(principal, WriteRequest(content=f"seed {i}"))
+    finally:
+        admin.close()
+    return url, key
+
+
 @pytest.mark.slow
 def test_postgres_writers_on_one_server_a_follower_on_the_other_both_killed_and_restarted_exactly_once(
     pg_databases: Any, tmp_path: Path
 ) -> None:
     from mnemo_tui.engine.postgres import PgStore
 
-    url = pg_databases.cluster.url(pg_databases.create())
-    admin = PgStore(url)
-    key = admin.create_key("team")[1]
-    for i in range(SEED):
-        admin.write("team", WriteRequest(content=f"seed {i}"))
-    admin.close()
+    url, key = _pg_seeded(pg_databases, "team", SEED)
     # Sessions of their own (no pooler in between), so the servers LISTEN as well as poll slowly.
     args = ("--database", url, "--database-pooler", "none", "--workers", "4")
     writers: list[Writer] = []
@@ -311,19 +300,13 @@ def test_postgres_writers_on_one_server_a_follower_on_the_other_both_killed_and_
             b = start_serve(tmp_path / "b", *args, port=port)
             servers.append(b)
             followers = [
-                Follower(tmp_path / "fb", b.url, key, tmp_path / "fb.ndjson"),
-                Follower(tmp_path / "fa", a.url, key, tmp_path / "fa.ndjson"),
+                Follower.of(tmp_path / "fb", b.url, key),
+                Follower.of(tmp_path / "fa", a.url, key),
             ]
             for follower in followers:
-                follower.wait_until("printed the seed", lambda ids: len(ids) >= SEED)
+                wait_until(follower, "printed the seed", lambda ids: len(ids) >= SEED)
             writers = [Writer.start("http", a.url, key, f"w{i}", str(PER_WRITER)) for i in range(2)]
-            for writer in writers:
-                writer.wait_for("half")
-            first_half = {x for w in writers for x in w.acked()}
-            for follower in followers:
-                follower.wait_until("printed the first half", lambda ids: first_half <= set(ids))
-            for writer in writers:
-                writer.go()
+            first_half = half_way(writers, followers)
             # Server A, the writers', dies with SIGKILL as they go on: a write it committed may never have
             # been answered (asked again: its `external_ref` answers the same atom) nor notified (B's slow
             # poll or A's next NOTIFY finds it). A comes back on its port; its writers and follower with it.
@@ -331,7 +314,7 @@ def test_postgres_writers_on_one_server_a_follower_on_the_other_both_killed_and_
             a = start_serve(tmp_path / "a", *args, port=port_a)
             servers.append(a)
             # Server B dies with SIGKILL mid-stream; its follower resumes on B restarted on the same port.
-            followers[0].wait_until("printed a later entry", lambda ids: len(ids) > SEED + len(first_half))
+            wait_until(followers[0], "printed a later entry", lambda ids: len(ids) > SEED + len(first_half))
             kill9(b.proc)
             down = PgStore(url)  # more than a chunk lands while B is down
             bulk = {down.write("team", WriteRequest(content=f"while down {i}")).atom_id for i in range(BULK)}
@@ -349,14 +332,7 @@ def test_postgres_writers_on_one_server_a_follower_on_the_other_both_killed_and_
             wait_follow_logged(b, 1)
             wait_follow_logged(a, 1)
         finally:
-            for follower in followers:
-                follower.stop()
-            for writer in writers:
-                if writer.proc.poll() is None:
-                    kill9(writer.proc)
-            for server in servers:
-                if server.proc.poll() is None:
-                    server.stop()
+            stop_all(followers, writers, servers)
 
 
 # `mnemo serve` whose slow poll of the change token runs once an hour: within this test only a NOTIFY
@@ -380,13 +356,7 @@ def test_postgres_a_write_on_one_server_is_pushed_to_a_follower_of_the_other_by_
     Three writes on A, each awaited on B's follower before the next: B's first probe of the token (as a
     follower joins) and its wake-up once LISTEN runs can each deliver one at most, so the third at least
     came by a notification of A."""
-    from mnemo_tui.engine.postgres import PgStore
-
-    url = pg_databases.cluster.url(pg_databases.create())
-    admin = PgStore(url)
-    key = admin.create_key("team")[1]
-    admin.write("team", WriteRequest(content="seed"))
-    admin.close()
+    url, key = _pg_seeded(pg_databases, "team", 1)
     args = ("--database", url, "--database-pooler", "none", "--workers", "2")
     servers: list[ServeProcess] = []
     follower: Follower | None = None
@@ -394,14 +364,14 @@ def test_postgres_a_write_on_one_server_is_pushed_to_a_follower_of_the_other_by_
         servers.append(start_serve(tmp_path / "a", *args))
         servers.append(start_serve(tmp_path / "b", *args, program=(sys.executable, "-c", NOTIFY_ONLY)))
         a, b = servers
-        follower = Follower(tmp_path / "fb", b.url, key, tmp_path / "fb.ndjson")
-        follower.wait_until("printed the seed", lambda ids: len(ids) == 1)
+        follower = Follower.of(tmp_path / "fb", b.url, key)
+        wait_until(follower, "printed the seed", lambda ids: len(ids) == 1)
         for i in range(3):
             answer = httpx.post(a.url + "/memory/write", json={"content": f"on A {i}"}, headers={"X-Api-Key": key})
             assert answer.status_code == 200, answer.text
             written = answer.json()["atom_id"]
-            follower.wait_until(f"printed write {i} of server A", lambda ids, written=written: written in ids)
-        ids = follower.ids()
+            wait_until(follower, f"printed write {i} of server A", lambda ids, written=written: written in ids)
+        ids = follower.seen
         assert len(ids) == len(set(ids)) == 4
     finally:
         if follower is not None:
@@ -502,10 +472,8 @@ def test_postgres_a_stream_cut_after_any_event_of_a_chunked_window_resumes_with_
 ) -> None:
     from mnemo_tui.engine.postgres import PgStore
 
-    url = pg_databases.cluster.url(pg_databases.create())
+    url, key = _pg_seeded(pg_databases, "alice", 1)
     store = PgStore(url)
-    key = store.create_key("alice")[1]
-    store.write("alice", WriteRequest(content="seed"))
     server = start_serve(tmp_path / "server", "--database", url, "--workers", "2")
 
     def final() -> int:

@@ -8,11 +8,8 @@ once. The contract suite runs behind pgbouncer as well (tests/contract/test_cont
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,8 +18,8 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from conftest import MNEMO
-from serve_process import ServeProcess, start_serve
+from follow_helpers import Follower
+from serve_process import ServeProcess, servers_over_database, start_writers
 
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.catchup import CatchUp
@@ -53,20 +50,8 @@ with httpx.Client(base_url=url, headers={"X-Api-Key": key}, timeout=60) as c:
 @pytest.fixture
 def behind_bouncer(pg_databases: Any, pg_bouncer: Any, tmp_path: Path) -> Iterator[tuple[str, str, list[ServeProcess]]]:
     url = pg_bouncer.url(pg_databases.create())
-    admin = PgStore(url)
-    key = admin.create_key("team")[1]
-    admin.close()
-    servers: list[ServeProcess] = []
-    try:
-        for i in range(2):
-            home = tmp_path / f"server{i}"
-            home.mkdir()
-            servers.append(start_serve(home, "--database", url, "--workers", "4"))
+    with servers_over_database(url, tmp_path, 2) as (key, servers):
         yield url, key, servers
-    finally:
-        for server in servers:
-            if server.proc.poll() is None:
-                server.stop()
 
 
 def walk(base: str, key: str) -> list[str]:
@@ -95,20 +80,7 @@ def test_writers_and_readers_through_two_servers_behind_pgbouncer(
         first = c.post("/memory/write", json={"content": "before the writers", "domain": "d0"})
         assert first.status_code == 200, first.text
     acknowledged: list[str] = [first.json()["atom_id"]]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    env.update(MNEMO_HOME=str(tmp_path), MNEMO_ENDPOINT=servers[1].url, MNEMO_API_KEY=key, NO_COLOR="1")
-    follower = subprocess.Popen(
-        [MNEMO, "recent", "--follow", "-f", "ndjson"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    followed: list[str] = []
-    assert follower.stdout is not None
-    stdout = follower.stdout
-    reading = threading.Thread(target=lambda: followed.extend(json.loads(x)["atom_id"] for x in stdout), daemon=True)
-    reading.start()
+    follower = Follower.of(tmp_path, servers[1].url, key)
     writers: list[subprocess.Popen[str]] = []
     walks: list[list[str]] = []
     failures: list[BaseException] = []
@@ -127,21 +99,9 @@ def test_writers_and_readers_through_two_servers_behind_pgbouncer(
     consumer = RemoteBackend(servers[0].url, key)
     caught: list[str] = []
     try:
-        for _ in range(1200):  # bounded: until the follower printed the first entry, failing early if it died
-            if followed:
-                break
-            assert follower.poll() is None, follower.stderr.read() if follower.stderr else ""
-            threading.Event().wait(0.05)
-        assert followed == acknowledged
-        writers += [
-            subprocess.Popen(
-                [sys.executable, "-c", WRITER, servers[i % 2].url, key, f"w{i}", str(WRITES)],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for i in range(WRITERS)
-        ]
+        follower.wait_for(lambda: follower.lines, "printed the first entry")
+        assert follower.seen == acknowledged
+        writers += start_writers(WRITER, servers, key, WRITERS, WRITES)
         writing.set()
         walkers = [threading.Thread(target=walker, args=(n,)) for n in range(2)]
         for thread in walkers:
@@ -168,19 +128,14 @@ def test_writers_and_readers_through_two_servers_behind_pgbouncer(
             assert len(seen) == len(set(seen)) and set(seen) <= set(acknowledged)
         assert len(walks) >= 2
         assert sorted(walk(servers[0].url, key)) == sorted(acknowledged)  # a walk after the writes sees every entry
-        for _ in range(600):  # bounded wait for the follower to print the last writes
-            if set(acknowledged) <= set(followed) or follower.poll() is not None:
-                break
-            threading.Event().wait(0.05)
-        assert sorted(followed) == sorted(acknowledged)
+        follower.wait_printed(acknowledged, wait=30)  # the last writes
+        assert sorted(follower.seen) == sorted(acknowledged)
         logs = "".join(line for server in servers for line in server.lines)
         assert not SERVER_ERROR.search(logs), SERVER_ERROR.findall(logs)[:5]
     finally:
         consumer.close()
         state.close()
-        if follower.poll() is None:
-            follower.terminate()
-            follower.wait(timeout=30)
+        follower.stop()
         for writer in writers:
             if writer.poll() is None:
                 writer.kill()

@@ -17,7 +17,7 @@ import httpx
 import pg_helpers
 import psycopg
 import pytest
-from serve_process import ServeProcess, start_serve
+from serve_process import ServeProcess, servers_over_database, start_writers
 
 from mnemo_tui.backends.delegate import DelegatingBackend
 from mnemo_tui.backends.remote import RemoteBackend
@@ -77,20 +77,8 @@ class RoundRobin(DelegatingBackend):
 @pytest.fixture
 def three_servers(pg_databases: Any, tmp_path: Path) -> Iterator[tuple[str, str, list[ServeProcess]]]:
     url = pg_databases.cluster.url(pg_databases.create())
-    admin = PgStore(url)
-    key = admin.create_key("team")[1]
-    admin.close()
-    servers: list[ServeProcess] = []
-    try:
-        for i in range(3):
-            home = tmp_path / f"server{i}"
-            home.mkdir()
-            servers.append(start_serve(home, "--database", url, "--workers", "4"))
+    with servers_over_database(url, tmp_path, 3) as (key, servers):
         yield url, key, servers
-    finally:
-        for server in servers:
-            if server.proc.poll() is None:
-                server.stop()
 
 
 def _all_ids(url: str) -> set[str]:
@@ -102,15 +90,7 @@ def test_writers_on_three_servers_and_round_robin_consumers_lose_and_repeat_noth
     three_servers: tuple[str, str, list[ServeProcess]], tmp_path: Path
 ) -> None:
     url, key, servers = three_servers
-    writers = [
-        subprocess.Popen(
-            [sys.executable, "-c", WRITER, servers[i % 3].url, key, f"w{i}", str(WRITES)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(WRITERS)
-    ]
+    writers = start_writers(WRITER, servers, key, WRITERS, WRITES)
     backends = [RemoteBackend(s.url, key) for s in servers]
     state = StateDB(tmp_path / "state.db")
     got: dict[str, list[str]] = {"c1": [], "c2": []}

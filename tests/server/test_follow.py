@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from follow_helpers import Event, client, delete, following, write
 from wire_servers import serving
@@ -34,6 +35,16 @@ def served(tmp_path: Path, **options: Any) -> Iterator[tuple[str, dict[str, str]
 
 def run(main: Callable[[], Any]) -> Any:
     return asyncio.run(main())
+
+
+async def written_then_followed(c: httpx.AsyncClient, url: str, key: str, *contents: str) -> tuple[list[str], Event]:
+    """`contents` written, then a follow started and closed: their ids, and its first event (the newest page, whose
+    id is a position to resume from)."""
+    ids = [await write(c, url, key, content) for content in contents]
+    async with following(c, url, key) as s:
+        start = await s.next()
+    assert start is not None and start.id is not None
+    return ids, start
 
 
 def test_the_newest_page_then_a_write_wakes_the_follower(tmp_path: Path) -> None:
@@ -108,12 +119,9 @@ def test_a_resume_after_writes_and_deletes_gives_each_change_after_the_position_
 
         async def main() -> None:
             async with client() as c:
-                kept = await write(c, url, alice, "before")
-                doomed = await write(c, url, alice, "doomed")
-                async with following(c, url, alice) as s:
-                    start = await s.next()
-                    assert start is not None and set(start.ids) == {kept, doomed}
-                    position = start.id
+                (kept, doomed), start = await written_then_followed(c, url, alice, "before", "doomed")
+                assert set(start.ids) == {kept, doomed}
+                position = start.id
                 # Changes while nobody follows: three writes, a delete of an old entry and of a new one.
                 new = [await write(c, url, alice, f"while away {n}") for n in range(3)]
                 await delete(c, url, alice, doomed)
@@ -349,11 +357,7 @@ def test_a_resume_from_before_the_kept_removals_ends_with_removals_gone(
 
         async def main() -> None:
             async with client() as c:
-                first = await write(c, url, alice, "one")
-                second = await write(c, url, alice, "two")
-                async with following(c, url, alice) as s:
-                    start = await s.next()
-                    assert start is not None and start.id is not None
+                (first, second), start = await written_then_followed(c, url, alice, "one", "two")
                 await delete(c, url, alice, first)
                 await delete(c, url, alice, second)  # drops the first's tombstone
                 async with following(c, url, alice, last_id=start.id) as s:

@@ -7,7 +7,7 @@ import asyncio
 import signal
 import socket
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,18 @@ def served(tmp_path: Path, **options: Any) -> Iterator[tuple[str, dict[str, str]
 
 def run(main: Callable[[], Any]) -> Any:
     return asyncio.run(main())
+
+
+def new_key(path: Path) -> tuple[str, str]:
+    """A new API key of alice on the served store: its id and the key."""
+    with closing(Store(path, create=False)) as store:
+        return store.create_key("alice")
+
+
+def revoke(path: Path, key_id: str) -> None:
+    """Revoke the key `key_id` in the served store itself, not through the server."""
+    with closing(Store(path, create=False)) as store:
+        store.revoke_key(key_id)
 
 
 def test_a_last_event_id_past_a_signed_64_bit_integer_is_refused_with_422(tmp_path: Path) -> None:
@@ -93,22 +105,14 @@ def test_a_write_committed_between_the_first_position_read_and_the_stream_start_
 
 def test_a_key_revoked_while_it_follows_gets_no_more_entries_and_its_stream_ends_with_401(tmp_path: Path) -> None:
     with served(tmp_path) as (url, keys, path):
-        store = Store(path, create=False)
-        try:
-            revoked_id, revoked = store.create_key("alice")
-        finally:
-            store.close()
+        revoked_id, revoked = new_key(path)
 
         async def main() -> None:
             async with client() as c, following(c, url, revoked) as s:
                 assert (await s.next()) is not None
                 before = await write(c, url, keys["alice"], "before revocation")
                 await s.until({before})
-                store = Store(path, create=False)
-                try:
-                    store.revoke_key(revoked_id)
-                finally:
-                    store.close()
+                revoke(path, revoked_id)
                 secret = await write(c, url, keys["alice"], "secret after revocation")
                 last = await s.next()
                 assert last is not None and last.name == "error", last
@@ -122,20 +126,12 @@ def test_a_key_revoked_while_it_follows_gets_no_more_entries_and_its_stream_ends
 
 def test_a_revoked_key_is_told_on_its_next_heartbeat(tmp_path: Path) -> None:
     with served(tmp_path, heartbeat_seconds=0.2) as (url, _keys, path):
-        store = Store(path, create=False)
-        try:
-            revoked_id, revoked = store.create_key("alice")
-        finally:
-            store.close()
+        revoked_id, revoked = new_key(path)
 
         async def main() -> None:
             async with client() as c, following(c, url, revoked) as s:
                 assert (await s.next()) is not None
-                store = Store(path, create=False)
-                try:
-                    store.revoke_key(revoked_id)
-                finally:
-                    store.close()
+                revoke(path, revoked_id)
                 for _ in range(50):  # the first heartbeat after the revocation ends it; a few may be in flight
                     found = await s.next()
                     if found is None or found.name != "heartbeat":

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from textual.pilot import Pilot
-from tui_helpers import clock, ids, req, rows, settle
-from wire_servers import ThreadServer, served_store
+from tui_helpers import clock, ids, remote, req, rows, settle
+from wire_servers import ThreadServer
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.engine.store import Store
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
 
@@ -24,20 +22,6 @@ SIZE = (120, 36)
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[ThreadServer, LocalBackend, str]]:
-    path = tmp_path / "served.db"
-    store = Store(path)
-    key = store.create_key("alice")[1]
-    with served_store(path) as server:
-        yield server, LocalBackend(store, "alice"), key
-    store.close()
-
-
-def remote(url: str, key: str) -> RemoteBackend:
-    return RemoteBackend(url, key, retries=1, sleep=lambda seconds: None)
 
 
 def followers() -> list[threading.Thread]:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tui_helpers import clock, ids, req, rows, settle
+from tui_helpers import clock, ids, remote, req, rows, settle
 from walk_helpers import walk_ids
-from wire_servers import ThreadServer, served_store, serving
+from wire_servers import ThreadServer, serving
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
@@ -26,20 +25,6 @@ SIZE = (120, 36)
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[ThreadServer, LocalBackend, str]]:
-    path = tmp_path / "served.db"
-    store = Store(path)
-    key = store.create_key("alice")[1]
-    with served_store(path) as server:
-        yield server, LocalBackend(store, "alice"), key
-    store.close()
-
-
-def remote(url: str, key: str) -> RemoteBackend:
-    return RemoteBackend(url, key, retries=1, sleep=lambda seconds: None)
 
 
 def walk(backend: RemoteBackend, limit: int) -> list[str]:

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from tui_helpers import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, ids, req, rows, settle
+from tui_helpers import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, ids, remote, req, rows, settle
 from walk_helpers import walk_ids
-from wire_servers import ThreadServer, served_store
+from wire_servers import ThreadServer
 
 from mnemo_tui.backends.delegate import DelegatingBackend
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import RecentQuery
 from mnemo_tui.removals import Removals
@@ -165,22 +161,12 @@ async def test_a_backend_without_tombstones_is_asked_once_and_nothing_fails(
         assert not any("removed" in n for n in notices(app))
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[ThreadServer, LocalBackend, str]]:
-    path = tmp_path / "served.db"
-    store = Store(path)
-    key = store.create_key("alice")[1]
-    with served_store(path) as server:
-        yield server, LocalBackend(store, "alice"), key
-    store.close()
-
-
 async def test_over_mnemo_serve_a_removed_row_leaves_on_the_next_poll(
     served: tuple[ThreadServer, LocalBackend, str], state: StateDB
 ) -> None:
     server, local, key = served
     written = [local.write(req(f"remote entry {i}")).atom_id for i in range(5)]
-    backend = RemoteBackend(server.url, key, retries=1, sleep=lambda seconds: None)
+    backend = remote(server.url, key)
     app = MnemoApp(backend, state, clock=clock, poll_interval=None, pin_notices=True)
     try:
         async with app.run_test(size=SIZE) as pilot:
