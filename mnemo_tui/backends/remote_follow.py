@@ -285,7 +285,7 @@ def _open(
         if status == 200 and stream.headers.get("content-type", "").startswith("text/event-stream"):
             return stream
         try:
-            answer: Answer | None = stream.read(MAX_REFUSAL)
+            answer: Answer | None = stream.read(deadline, MAX_REFUSAL)
         except TransportError:
             answer = None
         finally:
