@@ -343,3 +343,32 @@ async def test_removals_dropped_unseen_search_the_open_dialog_again(
         assert isinstance(app.screen, SearchScreen)
         assert hit_ids(app) == [hits[0], hits[2]]
         assert "2 hits · Enter opens one" in str(app.screen.caption.render())  # read again: nothing to say removed
+
+
+async def test_a_search_hit_open_in_the_detail_and_removed_elsewhere_closes_it(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    store.bulk_insert([("local", req("deploy note"), NOW - 20_000 * MINUTE)])
+    fill(store, 150)
+    app = MnemoApp(local, state, clock=clock, poll_interval=None, pin_notices=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"deploy", "enter")
+        await settle(pilot)
+        [hit] = hit_ids(app)
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.feed_screen
+        assert app.screen is screen and screen.detail.display and screen.detail.entry is not None
+        shown = ids(rows(app))
+        assert screen.detail.entry.atom_id == hit and hit not in shown  # opened from the search only
+        other = other_writer(store)
+        try:
+            other.delete(hit)
+        finally:
+            other.close()
+        screen.feed.check_live()
+        await settle(pilot)
+        assert not screen.detail.display
+        assert "The entry in the detail pane was removed elsewhere; its detail was closed" in notices(app)
+        assert ids(rows(app)) == shown  # no row of the feed was it

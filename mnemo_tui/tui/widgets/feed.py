@@ -116,7 +116,8 @@ class FeedView(ScrollView, can_focus=True):
         """What the status line says changed (rows loaded, the watermark, live paused or not)."""
 
     class Removed(Message):
-        """Entries shown (or held as new) were removed elsewhere and are gone from the feed (`count` rows);
+        """Entries of the scope were removed elsewhere: `count` of them were rows shown (or held as new) and
+        are gone from the feed (0: none, but the detail pane may show one opened from a search);
         `reread`: removals were dropped unseen, so the scope must be read again instead."""
 
         def __init__(self, ids: set[str], count: int, reread: bool = False) -> None:
@@ -389,6 +390,7 @@ class FeedView(ScrollView, can_focus=True):
         self.pending = [e for e in self.pending if e.atom_id not in ids]
         count = self.window.drop(ids) + held - len(self.pending)
         if not count:
+            self.post_message(self.Removed(ids, 0))
             return
         self.painter.clear()
         self._resized()
