@@ -269,7 +269,7 @@ def _open(
         raise Unavailable(f"cannot {what} {calls.identity} within the deadline of {calls.deadline:g} s")
     while True:
         try:
-            stream = calls._client.open_stream("POST", PATH, content, headers, IDLE_SECONDS, deadline)
+            stream = calls._client.open_stream("POST", PATH, content, headers, deadline, idle=IDLE_SECONDS)
         except DeadlinePassed:
             raise Unavailable(f"cannot {what} {calls.identity} within the deadline of {calls.deadline:g} s") from None
         except TransportError as exc:
@@ -285,7 +285,7 @@ def _open(
         if status == 200 and stream.headers.get("content-type", "").startswith("text/event-stream"):
             return stream
         try:
-            answer: Answer | None = stream.read(MAX_REFUSAL)
+            answer: Answer | None = stream.read(deadline, MAX_REFUSAL)
         except TransportError:
             answer = None
         finally:

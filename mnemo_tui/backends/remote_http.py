@@ -240,51 +240,48 @@ class Http:
             TooLarge: the answer was declared or sent beyond MAX_ANSWER.
             TransportError: the request was (or may have been) sent and no whole answer came back.
         """
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise DeadlinePassed("the deadline passed")
-        wait = min(self.read_timeout, left)
-        timeout = httpx.Timeout(wait, connect=min(self.connect_timeout, left), pool=min(self.connect_timeout, left))
-        try:
-            request = self._client.build_request(
-                method, self.base + path, content=content, headers=headers, timeout=timeout
-            )
-            answer = Stream(self._client.send(request, stream=True))
-        except httpx.HTTPError as exc:
-            raise _failure(exc, deadline) from None
+        answer = self.open_stream(method, path, content, headers, deadline)
         if stream and answer.status_code < 300 and answer.headers.get("content-type", "").startswith(NDJSON):
             return Answer(answer.status_code, answer.headers, b"", answer)
         with answer:
             return answer.read(deadline)
 
     def open_stream(
-        self, method: str, path: str, content: bytes | None, headers: Mapping[str, str], idle: float, deadline: float
+        self,
+        method: str,
+        path: str,
+        content: bytes | None,
+        headers: Mapping[str, str],
+        deadline: float,
+        *,
+        idle: float | None = None,
     ) -> Stream:
-        """A request whose answer is read as it comes (a push follow): its status and headers once they are in.
+        """A request sent and its answer's status and headers in, its body left to read as it comes: the one
+        way every request goes out (`request` reads the body whole, or hands an NDJSON one back).
 
-        The overall deadline bounds only the connection and the wait for the headers; the body is
-        bounded by `idle`, the longest wait for any byte (httpx's read timeout for this request).
+        Each wait is bounded by what is left of `deadline`, a read's by the read timeout too. With `idle`
+        (a push follow), a read's wait (for the headers, then for any byte of the body) is bounded by
+        `idle` alone, and a timeout is never the deadline passing: a quiet stream is the caller's to ask
+        again, within its own deadline.
 
         Raises:
             NotSent: the connection could not be opened.
-            DeadlinePassed: the deadline passed before the answer's headers came.
+            DeadlinePassed: the deadline passed before the answer's headers came (with `idle`: before
+                the request was sent).
             TransportError: the request was (or may have been) sent and no answer came.
         """
         left = deadline - time.monotonic()
         if left <= 0:
             raise DeadlinePassed("the deadline passed")
-        opening = min(self.connect_timeout, left)
-        timeout = httpx.Timeout(idle, connect=opening, pool=opening, write=min(self.read_timeout, left))
-        request = self._client.build_request(
-            method, self.base + path, content=content, headers=headers, timeout=timeout
-        )
+        opening, wait = min(self.connect_timeout, left), min(self.read_timeout, left)
+        timeout = httpx.Timeout(wait if idle is None else idle, connect=opening, pool=opening, write=wait)
         try:
-            response = self._client.send(request, stream=True)
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError) as exc:
-            raise NotSent(_reason(exc)) from None
+            request = self._client.build_request(
+                method, self.base + path, content=content, headers=headers, timeout=timeout
+            )
+            return Stream(self._client.send(request, stream=True))
         except httpx.HTTPError as exc:
-            raise TransportError(_reason(exc)) from None
-        return Stream(response)
+            raise _failure(exc, deadline if idle is None else math.inf) from None
 
     def close(self) -> None:
         """Close the client and its connection."""

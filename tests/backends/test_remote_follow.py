@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +18,7 @@ from sse_servers import SSE_HEAD, Handler, RawServer, event, hang, item
 
 from mnemo_tui.backends import remote_follow
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.errors import Forbidden, RemovalsGone
+from mnemo_tui.errors import AuthError, Forbidden, RemovalsGone, Unavailable
 from mnemo_tui.model import RecentQuery
 
 KEY = "mk_live_" + "7" * 32
@@ -244,3 +245,33 @@ def test_close_ends_a_reconnect_waiting_in_its_backoff() -> None:
         finally:
             remote.close()
     assert len(got) == 1 and len(server.requests) == 1
+
+
+def refusal(status: bytes, body: bytes) -> Handler:
+    """An endpoint refusing the follow with `status` and a JSON `body`."""
+
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\n")
+        writer.write(b"content-length: %d\r\n\r\n" % len(body) + body)
+        await writer.drain()
+
+    return answer
+
+
+def test_a_refused_follow_says_the_endpoints_words_on_a_host_up_for_weeks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The monotonic clock counts from boot: 30 days up, it is far past any number of bytes taken for an instant.
+    since_boot = time.monotonic
+    monkeypatch.setattr(time, "monotonic", lambda: since_boot() + 30 * 86_400)
+    body = json.dumps({"code": "AUTH_INVALID", "message": "that key was revoked", "retryable": False}).encode()
+    refused = pytest.raises(AuthError, match="that key was revoked")
+    with raw(refusal(b"401 Unauthorized", body)) as server, backend(server.url) as remote, refused:
+        remote.follow(RecentQuery())
+    assert len(server.requests) == 1  # a refusal is not asked again
+
+
+def test_a_refusal_beyond_its_bound_is_not_read_whole() -> None:
+    body = json.dumps({"message": "x" * remote_follow.MAX_REFUSAL}).encode()
+    unread = pytest.raises(Unavailable, match="HTTP 401 and no readable body")
+    with raw(refusal(b"401 Unauthorized", body)) as server, backend(server.url) as remote, unread:
+        remote.follow(RecentQuery())
+    assert len(server.requests) == 3  # unreadable, so asked again as the retry policy says (retries=2)

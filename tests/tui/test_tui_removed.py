@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from textual.widgets import Label, OptionList
 from tui_helpers import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, ids, remote, req, rows, settle
 from walk_helpers import walk_ids
 from wire_servers import ThreadServer
@@ -14,6 +15,8 @@ from mnemo_tui.model import RecentQuery
 from mnemo_tui.removals import Removals
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
+from mnemo_tui.tui.screens.search import SearchScreen
+from mnemo_tui.values.search import SearchHit, SearchQuery
 
 pytestmark = pytest.mark.anyio
 SIZE = (120, 36)
@@ -204,3 +207,154 @@ async def test_a_room_deleted_elsewhere_empties_its_feed_and_live_pauses_with_wh
         assert rows(app) == []
         assert "3 entries removed elsewhere" in notices(app)
         assert feed.live_error is not None
+
+
+def hit_ids(app: MnemoApp) -> list[str]:
+    """The hits the open search dialog lists, in order."""
+    results = app.screen.query_one("#search-results", OptionList)
+    return [results.get_option_at_index(i).id or "" for i in range(results.option_count)]
+
+
+async def test_search_hits_removed_elsewhere_leave_the_open_dialog_and_the_highlight_keeps_its_place(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    # Five hits far down the scope: the feed holds only its first page, so it has none of them to drop.
+    store.bulk_insert([("local", req(f"deploy note {i}"), NOW - 20_000 * MINUTE + i * MINUTE) for i in range(5)])
+    fill(store, 150)
+    app = MnemoApp(local, state, clock=clock, poll_interval=None, pin_notices=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        feed = app.feed_screen.feed
+        await pilot.press("slash", *"deploy", "enter")
+        await settle(pilot)
+        hits = hit_ids(app)
+        assert len(hits) == 5 and not set(hits) & set(ids(rows(app)))
+        results = app.screen.query_one("#search-results", OptionList)
+        await pilot.press("down", "down")
+        assert results.highlighted == 2
+        other = other_writer(store)
+        try:
+            other.delete(hits[0])  # above the highlight
+            other.delete(hits[2])  # the one highlighted
+        finally:
+            other.close()
+        feed.check_live()  # the feed's live path, under the open dialog
+        await settle(pilot)
+        assert isinstance(app.screen, SearchScreen)
+        assert hit_ids(app) == [hits[1], hits[3], hits[4]]
+        assert results.highlighted == 1  # the next hit, as the feed's cursor goes to the next older row
+        caption = str(app.screen.query_one("#search-caption", Label).render())
+        assert "3 hits · 2 removed elsewhere" in caption
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.screen is app.feed_screen
+        assert app.feed_screen.detail.entry is not None and app.feed_screen.detail.entry.atom_id == hits[3]
+
+
+class LaggingSearch(DelegatingBackend):
+    """A real store whose search answers what it found the first time: an index that lags the store."""
+
+    def __init__(self, inner: LocalBackend) -> None:
+        super().__init__(inner)
+        self.answer: list[SearchHit] | None = None
+
+    @property
+    def principal(self) -> str:
+        return self.inner.principal
+
+    def search(self, query: SearchQuery) -> list[SearchHit]:
+        if self.answer is None:
+            self.answer = self.inner.search(query)
+        return self.answer
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+async def test_a_search_answered_after_a_removal_the_dialog_saw_leaves_the_removed_hit_out(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    store.bulk_insert([("local", req(f"deploy note {i}"), NOW - 20_000 * MINUTE + i * MINUTE) for i in range(3)])
+    fill(store, 10)
+    app = MnemoApp(LaggingSearch(local), state, clock=clock, poll_interval=None, pin_notices=True)  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"deploy", "enter")
+        await settle(pilot)
+        hits = hit_ids(app)
+        assert len(hits) == 3
+        other = other_writer(store)
+        try:
+            other.delete(hits[0])
+        finally:
+            other.close()
+        app.feed_screen.feed.check_live()
+        await settle(pilot)
+        assert hit_ids(app) == hits[1:]
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        screen.query_input.focus()
+        await pilot.press("enter")  # the same words again: the lagging answer still has the removed hit
+        await settle(pilot)
+        assert hit_ids(app) == hits[1:]
+        assert "2 hits · 1 removed elsewhere" in str(screen.caption.render())
+
+
+async def test_removals_dropped_unseen_search_the_open_dialog_again(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    store.bulk_insert([("local", req(f"deploy note {i}"), NOW - 20_000 * MINUTE + i * MINUTE) for i in range(3)])
+    fill(store, 6)
+    app = MnemoApp(local, state, clock=clock, poll_interval=None, pin_notices=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        feed = app.feed_screen.feed
+        shown = ids(rows(app))
+        other = other_writer(store)
+        try:
+            other.delete(shown[0])
+            feed.check_live()  # the first answer: clear of drops
+            await settle(pilot)
+            await pilot.press("slash", *"deploy", "enter")
+            await settle(pilot)
+            hits = hit_ids(app)
+            assert len(hits) == 3
+            # A writer keeping no tombstones: the removal of a hit is dropped before anyone sees it.
+            other.engine.tombstone_retention = 0  # type: ignore[attr-defined]
+            other.delete(hits[1])
+        finally:
+            other.close()
+        feed.check_live()
+        await settle(pilot)
+        assert isinstance(app.screen, SearchScreen)
+        assert hit_ids(app) == [hits[0], hits[2]]
+        assert "2 hits · Enter opens one" in str(app.screen.caption.render())  # read again: nothing to say removed
+
+
+async def test_a_search_hit_open_in_the_detail_and_removed_elsewhere_closes_it(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    store.bulk_insert([("local", req("deploy note"), NOW - 20_000 * MINUTE)])
+    fill(store, 150)
+    app = MnemoApp(local, state, clock=clock, poll_interval=None, pin_notices=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"deploy", "enter")
+        await settle(pilot)
+        [hit] = hit_ids(app)
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.feed_screen
+        assert app.screen is screen and screen.detail.display and screen.detail.entry is not None
+        shown = ids(rows(app))
+        assert screen.detail.entry.atom_id == hit and hit not in shown  # opened from the search only
+        other = other_writer(store)
+        try:
+            other.delete(hit)
+        finally:
+            other.close()
+        screen.feed.check_live()
+        await settle(pilot)
+        assert not screen.detail.display
+        assert "The entry in the detail pane was removed elsewhere; its detail was closed" in notices(app)
+        assert ids(rows(app)) == shown  # no row of the feed was it

@@ -165,10 +165,13 @@ class FeedScreen(Screen[None]):
             if self.detail.has_focus_within:
                 self.feed.focus()
             self.detail.display = False
-        noun = "entry" if message.count == 1 else "entries"
         closed = "; its detail was closed" if shown else ""
-        self.app.notify(f"{message.count} {noun} removed elsewhere{closed}", title="Removed", timeout=5)
-        self.scopes.count()
+        if message.count:
+            noun = "entry" if message.count == 1 else "entries"
+            self.app.notify(f"{message.count} {noun} removed elsewhere{closed}", title="Removed", timeout=5)
+            self.scopes.count()
+        elif shown:  # opened from a search, not a row of the feed
+            self.app.notify(f"The entry in the detail pane was removed elsewhere{closed}", title="Removed", timeout=5)
 
     @on(FeedView.Highlighted)
     @on(FeedView.Selected)

@@ -11,6 +11,7 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen
+from textual.signal import Signal
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -37,7 +38,11 @@ class SearchDone(Message):
 
 
 class SearchScreen(ModalScreen[Entry | None]):
-    """A query box over the current scope; enter searches, enter on a hit opens it, escape goes back."""
+    """A query box over the current scope; enter searches, enter on a hit opens it, escape goes back.
+
+    A hit removed elsewhere while the dialog is open leaves the list, as a row leaves the feed: the
+    feed's live path publishes the removals of its scope it sees (`removals`), shown there or not.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss_none", "Back")]
 
@@ -46,13 +51,25 @@ class SearchScreen(ModalScreen[Entry | None]):
     caption = getters.query_one("#search-caption", Label)
     report = getters.query_one("#search-report", Static)
 
-    def __init__(self, session: Session, scope: str | None, include_history: bool, words: str = "") -> None:
+    def __init__(
+        self,
+        session: Session,
+        scope: str | None,
+        include_history: bool,
+        removals: Signal[set[str] | None],
+        words: str = "",
+    ) -> None:
         super().__init__()
         self.session = session
         self.words = words
         self.scope = scope
         self.include_history = include_history
+        self.removals = removals
         self.hits: dict[str, Entry] = {}
+        # Removals seen since the dialog opened: a search read before one but answered after it is filtered.
+        self.removed: set[str] = set()
+        self.gone = 0  # hits of the list shown that were removed elsewhere
+        self._searched: str | None = None
         self._token = 0
 
     def compose(self) -> ComposeResult:
@@ -67,6 +84,7 @@ class SearchScreen(ModalScreen[Entry | None]):
         self.query_input.cursor_blink = False
         self.query_input.focus()
         self.report.display = False
+        self.removals.subscribe(self, self._removed)
         if self.words:
             self.query_input.value = self.words
             self._search(self.words)
@@ -81,6 +99,7 @@ class SearchScreen(ModalScreen[Entry | None]):
 
     def _search(self, words: str) -> None:
         self._token += 1
+        self._searched = words
         self.caption.update("Searching …")
         self.report.display = False
         self.run_search(self._token, words)
@@ -104,7 +123,9 @@ class SearchScreen(ModalScreen[Entry | None]):
         if message.error is not None or message.hits is None:
             self.caption.update(plain(f"Search failed: {message.error.message if message.error else '?'}"))
             return
-        self.hits = {hit.entry.atom_id: hit.entry for hit in message.hits}
+        hits = [hit for hit in message.hits if hit.entry.atom_id not in self.removed]
+        self.gone = len(message.hits) - len(hits)
+        self.hits = {hit.entry.atom_id: hit.entry for hit in hits}
         self.results.set_options(
             Option(
                 Content.assemble(
@@ -116,16 +137,45 @@ class SearchScreen(ModalScreen[Entry | None]):
                 ),
                 id=hit.entry.atom_id,
             )
-            for hit in message.hits
+            for hit in hits
         )
-        n = len(message.hits)
         if message.report is not None:
             self.report.update(plain_block(message.report.shown))
             self.report.display = True
-        self.caption.update(f"{n} hit{'s' if n != 1 else ''} · Enter opens one · Esc to go back")
-        if n:
+        self._count()
+        if hits:
             self.results.highlighted = 0
             self.results.focus()
+
+    def _count(self) -> None:
+        n = len(self.hits)
+        gone = f" · {self.gone} removed elsewhere" if self.gone else ""
+        self.caption.update(f"{n} hit{'s' if n != 1 else ''}{gone} · Enter opens one · Esc to go back")
+
+    def _removed(self, ids: set[str] | None) -> None:
+        """Drop the hits removed elsewhere; the highlight stays on its hit, or, if it went, on the next one."""
+        if ids is None:  # removals were dropped unseen: the feed is read again, and so is the search
+            if self._searched is not None:
+                self._search(self._searched)
+            return
+        self.removed |= ids
+        order = list(self.hits)
+        if not any(atom_id in ids for atom_id in order):
+            return
+        results = self.results
+        at = results.highlighted
+        for atom_id in order:
+            if atom_id in ids:
+                del self.hits[atom_id]
+                results.remove_option(atom_id)
+        self.gone += len(order) - len(self.hits)
+        if at is not None:
+            # The next hit still listed below the highlighted one (the feed's "next older row"), else the last.
+            after = [atom_id for atom_id in order[at:] if atom_id in self.hits] or list(self.hits)[-1:]
+            results.highlighted = results.get_option_index(after[0]) if after else None
+        if not self.hits and results.has_focus:
+            self.query_input.focus()
+        self._count()
 
     @on(OptionList.OptionSelected, "#search-results")
     def chosen(self, event: OptionList.OptionSelected) -> None:

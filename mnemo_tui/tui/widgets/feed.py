@@ -15,6 +15,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
+from textual.signal import Signal
 from textual.strip import Strip
 
 from mnemo_tui.errors import MnemoError, RemovalsGone
@@ -115,7 +116,8 @@ class FeedView(ScrollView, can_focus=True):
         """What the status line says changed (rows loaded, the watermark, live paused or not)."""
 
     class Removed(Message):
-        """Entries shown (or held as new) were removed elsewhere and are gone from the feed (`count` rows);
+        """Entries of the scope were removed elsewhere: `count` of them were rows shown (or held as new) and
+        are gone from the feed (0: none, but the detail pane may show one opened from a search);
         `reread`: removals were dropped unseen, so the scope must be read again instead."""
 
         def __init__(self, ids: set[str], count: int, reread: bool = False) -> None:
@@ -133,6 +135,8 @@ class FeedView(ScrollView, can_focus=True):
         self.window = FeedWindow(keep_pages=session.keep_pages)
         self.tracker = LiveTracker(session.overlap)
         self.removed = RemovalWatch()
+        # Every removal of the scope seen, shown or not (None: dropped unseen, read again): for the search dialog.
+        self.removals_seen: Signal[set[str] | None] = Signal(self, "removals_seen")
         # False once the backend answered that it keeps no tombstones (the hosted service): never asked again.
         self.tombstones = True
         self.pending: list[Entry] = []
@@ -361,6 +365,7 @@ class FeedView(ScrollView, can_focus=True):
             self.offers_push = False  # this backend has no push: the timer's poll it is
             return
         if isinstance(message.error, RemovalsGone):
+            self.removals_seen.publish(None)
             self.post_message(self.Removed(set(), 0, reread=True))  # resumed past the removals kept: read again
             return
         if message.error is not None and self.live_error != message.error.message:
@@ -374,15 +379,18 @@ class FeedView(ScrollView, can_focus=True):
             return
         ids = self.removed.take(removals)
         if ids is None:
+            self.removals_seen.publish(None)
             self.post_message(self.Removed(set(), 0, reread=True))  # the screen reads the scope again
             return
         if not ids:
             return
+        self.removals_seen.publish(ids)  # rows never loaded here may be open in a search dialog
         above = sum(1 for row in range(self.cursor) if (e := self.entry_at(row)) is not None and e.atom_id in ids)
         held = len(self.pending)
         self.pending = [e for e in self.pending if e.atom_id not in ids]
         count = self.window.drop(ids) + held - len(self.pending)
         if not count:
+            self.post_message(self.Removed(ids, 0))
             return
         self.painter.clear()
         self._resized()

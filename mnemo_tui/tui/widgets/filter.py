@@ -50,7 +50,8 @@ class FilterBar(Input):
             if entry is not None:
                 feed.post_message(FeedView.Selected(entry))
 
-        self.app.push_screen(SearchScreen(feed.session, feed.scope, feed.include_history, words), opened)
+        screen = SearchScreen(feed.session, feed.scope, feed.include_history, feed.removals_seen, words)
+        self.app.push_screen(screen, opened)
 
     def action_clear(self) -> None:
         self.value = ""
