@@ -308,8 +308,20 @@ class TableWriter:
         shown = "\t".join(sanitize.line(v) for v in values)
         return f"{timefmt.iso_offset(entry.created_at, self.utc)}\t{shown}\t{entry.atom_id}\n"
 
+    def _removal_separated(self, item: Removal) -> str:
+        values = ("", item.scope, f"removed ({item.reason})")
+        shown = "\t".join(sanitize.line(v) for v in values)
+        return f"{timefmt.iso_offset(item.removed_at, self.utc)}\t{shown}\t{item.atom_id}\n"
+
     def removed(self, removals: list[Removal]) -> None:
-        """Write one row per removal (`catchup --changes`), marked `removed` and why, in the entries' columns."""
+        """Write one row per removal (`catchup --changes`), marked `removed` and why, in the entries' columns.
+
+        In a pipe each is a line of the entries' five tab-separated values (`_tab_separated`): when it
+        was removed, an empty author (an entry's never is), its domain, `removed (<reason>)`, its whole id.
+        """
+        if self.piped:
+            self.out.write("".join(self._removal_separated(item) for item in removals))
+            return
         self.header()
         lines = []
         for item in removals:
