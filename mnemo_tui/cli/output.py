@@ -308,8 +308,20 @@ class TableWriter:
         shown = "\t".join(sanitize.line(v) for v in values)
         return f"{timefmt.iso_offset(entry.created_at, self.utc)}\t{shown}\t{entry.atom_id}\n"
 
+    def _removal_separated(self, item: Removal) -> str:
+        values = ("", item.scope, f"removed ({item.reason})")
+        shown = "\t".join(sanitize.line(v) for v in values)
+        return f"{timefmt.iso_offset(item.removed_at, self.utc)}\t{shown}\t{item.atom_id}\n"
+
     def removed(self, removals: list[Removal]) -> None:
-        """Write one row per removal (`catchup --changes`), marked `removed` and why, in the entries' columns."""
+        """Write one row per removal (`catchup --changes`), marked `removed` and why, in the entries' columns.
+
+        In a pipe each is a line of the entries' five tab-separated values (`_tab_separated`): when it
+        was removed, an empty author (an entry's never is), its domain, `removed (<reason>)`, its whole id.
+        """
+        if self.piped:
+            self.out.write("".join(self._removal_separated(item) for item in removals))
+            return
         self.header()
         lines = []
         for item in removals:
@@ -370,22 +382,69 @@ def confirmed(question: str) -> bool:
 
 
 class _ToPager:
-    """The pager's stdin as stdout: a terminal to the table writer (width and colour are the terminal's)."""
+    """The pager's stdin as stdout: a terminal to the table writer (width and colour are the terminal's).
 
-    def __init__(self, stream: IO[str]) -> None:
-        self.stream = stream
+    Paced (`paced`): the pipe holds one page and each line is written only once it is empty, so the
+    pager holds nothing it has not shown (less reads as it shows), and `flush` returns only once the
+    pager has taken everything: a quit before the end is a broken pipe at any size, not only past the
+    pipe's buffer. Unpaced (the pipe could not be shrunk) it is a plain pipe.
+    """
+
+    def __init__(self, fd: int, *, paced: bool) -> None:
+        import select
+
+        self.fd = fd
+        self.paced = paced
+        self.poller = select.poll()
+        self.poller.register(fd, select.POLLOUT)
 
     def write(self, data: str) -> int:
-        return self.stream.write(data)
+        raw = data.encode("utf-8")
+        for piece in raw.splitlines(keepends=True) if self.paced else [raw]:
+            self._drained()
+            view = memoryview(piece)
+            while view:
+                view = view[os.write(self.fd, view) :]
+        return len(data)
+
+    def _drained(self) -> None:
+        """Wait until the pager has read all that was written (a blocking wait on the pipe, no timer).
+
+        Raises:
+            BrokenPipeError: the pager exited before reading all of it.
+        """
+        import errno
+        import select
+
+        if not self.paced:
+            return
+        while True:
+            for _fd, mask in self.poller.poll():
+                if mask & select.POLLOUT:  # a one-page pipe is writable only when empty (a reader gone or not)
+                    return
+                if mask & (select.POLLERR | select.POLLHUP):
+                    raise BrokenPipeError(errno.EPIPE, "the pager exited before reading everything")
 
     def flush(self) -> None:
-        self.stream.flush()
+        self._drained()
 
     def isatty(self) -> bool:
         return True
 
     def fileno(self) -> int:
         return sys.__stdout__.fileno() if sys.__stdout__ is not None else 1
+
+
+def _one_page_pipe() -> tuple[int, int, bool]:
+    """A pipe for the pager, and whether it holds one page only (Linux's `F_SETPIPE_SZ`), so it can be paced."""
+    import fcntl
+
+    read_end, write_end = os.pipe()
+    try:
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return read_end, write_end, False
+    return read_end, write_end, True
 
 
 @contextmanager
@@ -396,7 +455,8 @@ def paged(fmt: str, *, no_pager: bool, configured: str | None) -> Iterator[None]
     quits at once when the output fits the screen, and keeps colours). `--no-pager`, a pipe, a
     machine format or a pager of `cat` (or empty) write straight to stdout. Messages meant for
     stderr wait until the pager has closed, so they never land in the middle of the page. A
-    pager quit early (`q`) reads as an output closed mid-way: a catch-up then moves no watermark.
+    pager quit early (`q`) reads as an output closed mid-way (`_ToPager`): a catch-up then moves no
+    watermark, whatever its size.
     """
     if fmt != "table" or no_pager or not is_tty(sys.stdout):
         yield
@@ -416,25 +476,28 @@ def paged(fmt: str, *, no_pager: bool, configured: str | None) -> Iterator[None]
     env = dict(os.environ)
     env.setdefault("LESS", "FRX")
     env.setdefault("LV", "-c")
+    read_end, write_end, paced = _one_page_pipe()
+    pager: subprocess.Popen[bytes] | None = None
     try:
-        pager = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env=env, text=True, encoding="utf-8")
+        pager = subprocess.Popen(command, shell=True, stdin=read_end, env=env)
     except OSError:
+        pass
+    finally:
+        os.close(read_end)  # the pager's alone: once it exits, a write is a broken pipe
+    if pager is None:
+        os.close(write_end)
         yield
         return
-    assert pager.stdin is not None
     import io
 
     real_out, real_err = sys.stdout, sys.stderr
     held = io.StringIO()
-    sys.stdout, sys.stderr = _ToPager(pager.stdin), held
+    sys.stdout, sys.stderr = _ToPager(write_end, paced=paced), held
     try:
         yield
     finally:
         sys.stdout, sys.stderr = real_out, real_err
-        try:
-            pager.stdin.close()
-        except BrokenPipeError:
-            pass
+        os.close(write_end)
         while True:
             try:
                 pager.wait()

@@ -217,6 +217,32 @@ def test_catchup_changes_in_json_ndjson_and_the_table(cli: Callable[..., CliResu
     assert bad.code == 2 and "MNEMO_TOMBSTONE_RETENTION" in bad.stderr
 
 
+def test_catchup_changes_in_a_pipe_gives_removals_the_entries_tab_separated_columns(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    store = ["--store", str(tmp_path / "s.db")]
+    gone = cli(*store, "write", "--scope", "ops", "soon gone").stdout.strip()
+    for consumer in ("pipe", "term"):
+        assert cli(*store, "catchup", "-c", consumer, "-f", "json").code == 0
+    assert cli(*store, "delete", "--yes", gone).code == 0
+    stays = cli(*store, "write", "--scope", "ops", "stays").stdout.strip()
+    removal = _json(cli(*store, "catchup", "--changes", "--no-commit", "-c", "pipe", "-f", "json"))["removed"][0]
+
+    piped = cli(*store, "catchup", "--changes", "-c", "pipe", "--utc")
+    assert piped.code == 0 and "1 removal reported" in piped.stderr
+    rows = [line.split("\t") for line in piped.stdout.splitlines()]
+    # No header, no padding: five values a line, the whole id last (`cut -f5`), the removal empty where the author goes.
+    assert [row[4] for row in rows] == [stays, gone]
+    assert rows[0][1:4] == ["local", "ops", "stays"]
+    assert rows[1] == [removal["removed_at"].replace("Z", "+00:00"), "", "ops", "removed (deleted)", gone]
+
+    # On a terminal the removal stays a row of the table under its header.
+    shown = cli(*store, "catchup", "--changes", "-c", "term", columns=100)
+    header, entry, removed = shown.stdout.splitlines()
+    assert header.split() == ["WHEN", "AUTHOR", "DOMAIN", "CONTENT"]
+    assert entry.endswith(stays[:8]) and removed.endswith(gone[:8]) and "removed (deleted)" in removed
+
+
 def test_over_a_real_serve_removals_come_through_the_extension_and_its_retention(
     cli: Callable[..., CliResult], isolated_home: Path
 ) -> None:

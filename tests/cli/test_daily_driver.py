@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from follow_helpers import Follower
 
 from mnemo_tui.catchup import CatchupResult
 from mnemo_tui.cli.feed import _catchup_summary
-from tests.cli.test_cli_manners import fill, in_terminal
+from tests.cli.test_cli_manners import fill, in_terminal, recorder
 
 pytestmark = pytest.mark.timeout(120)
 Cli = Callable[..., Any]
@@ -69,6 +70,97 @@ def test_a_pager_quit_early_during_catchup_is_exit_7_and_moves_no_watermark(
     assert proc.returncode == 7, err
     assert b"closed before the catch-up ended" in err and b"Traceback" not in err
     assert cli("watermark", "show", "-f", "json").stdout == "null\n"
+
+
+def _catchup_in_less(home: Path, turns: list[tuple[str, str]], rows: int = 30) -> tuple[int, str]:
+    """`mnemo catchup` on a pseudo-terminal `rows` high, in the default pager (less); each of `turns`
+    (shown, keys) types its keys once `shown` is on the screen. Returns the exit code and all shown."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, 100, 0, 0))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") and k not in ("PAGER", "LESS")}
+    env.update({"MNEMO_HOME": str(home), "NO_COLOR": "1", "TERM": "xterm", "LESSHISTFILE": "-"})
+    proc = subprocess.Popen([MNEMO, "catchup"], stdin=slave, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    pending, got = list(turns), b""
+    try:
+        for _ in range(600):  # 0.1 s rounds: bounded
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: every process on the terminal has gone
+                    break
+                if not chunk:
+                    break
+                got += chunk
+            if pending and pending[0][0].encode() in got:
+                os.write(master, pending.pop(0)[1].encode())
+        else:
+            raise AssertionError(f"never ended: {got.decode(errors='replace')[-2000:]}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        code = proc.wait(timeout=30)
+        os.close(master)
+    assert not pending, got.decode(errors="replace")
+    return code, got.decode(errors="replace")
+
+
+@pytest.mark.skipif(not shutil.which("less"), reason="less is not installed")
+def test_a_catchup_smaller_than_the_pipe_quit_in_less_after_one_screen_is_exit_7(cli: Cli, isolated_home: Path) -> None:
+    # 59 entries are a few KiB: the whole pass fits the pager's pipe, so only the pager's reading can say.
+    ids = fill(isolated_home, 59)
+    code, shown = _catchup_in_less(isolated_home, [("entry 40", "q")])
+    assert code == 7, shown
+    assert "closed before the catch-up ended" in shown and "entry 0" not in shown
+    assert cli("watermark", "show", "-f", "json").stdout == "null\n"
+    # Read to the end (G shows the last screen, less says (END)), then q: the pass commits.
+    code, shown = _catchup_in_less(isolated_home, [("entry 40", "G"), ("(END)", "q")])
+    assert code == 0, shown
+    assert "59 new entries" in shown and "watermark now" in shown
+    mark = json.loads(cli("watermark", "show", "-f", "json").stdout)
+    assert ids[-1] in mark["boundary_ids"]
+
+
+def test_a_pager_that_reads_part_of_a_short_catchup_moves_no_watermark_and_one_reading_all_commits(
+    cli: Cli, isolated_home: Path, tmp_path: Path
+) -> None:
+    fill(isolated_home, 20)
+    taken = tmp_path / "taken"
+    partial = tmp_path / "partial.sh"
+    partial.write_text(f'#!/bin/sh\nhead -n 5 > "{taken}"\n')  # reads five lines, then quits (exit 0)
+    partial.chmod(0o755)
+    shown = _in_terminal_code(isolated_home, ["catchup"], env={"MNEMO_PAGER": str(partial)})
+    assert shown[0] == 7 and "closed before the catch-up ended" in shown[1]
+    assert len(taken.read_text().splitlines()) == 5
+    assert cli("watermark", "show", "-f", "json").stdout == "null\n"
+    pager, seen = recorder(tmp_path, "pager")
+    code, err = _in_terminal_code(isolated_home, ["catchup"], env={"MNEMO_PAGER": pager})
+    assert code == 0 and "20 new entries" in err
+    assert len(seen.read_text().splitlines()) == 21  # the header and every entry
+    assert json.loads(cli("watermark", "show", "-f", "json").stdout)["created_at"] is not None
+
+
+def _in_terminal_code(home: Path, args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Run mnemo with stdin and stdout on a pseudo-terminal and stderr piped; the exit code and stderr."""
+    import pty
+
+    master, slave = pty.openpty()
+    full = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    full.update({"MNEMO_HOME": str(home), "NO_COLOR": "1", "TERM": "xterm", **env})
+    proc = subprocess.Popen([MNEMO, *args], stdin=slave, stdout=slave, stderr=subprocess.PIPE, env=full)
+    os.close(slave)
+    try:
+        _out, err = proc.communicate(timeout=90)
+    finally:
+        os.close(master)
+    return proc.returncode, err.decode(errors="replace")
 
 
 def test_catchup_into_a_closed_pipe_is_exit_7(isolated_home: Path) -> None:
