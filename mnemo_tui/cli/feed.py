@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from mnemo_tui.catchup import CatchupResult
     from mnemo_tui.model import EmptyReport
     from mnemo_tui.removals import Removal
+    from mnemo_tui.values.follow import Follow
 
 
 def parse_times(since: str | None, until: str | None, *, utc: bool = False) -> tuple[int | None, int | None]:
@@ -194,6 +196,7 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
     if pushed is not None:
         # The endpoint pushes: its first event is the newest page (or everything since `--since`), then
         # each wake's new entries; heartbeats and removals print nothing (the output is entries only).
+        _tell_outages(pushed, backend.identity)
         try:
             first = True
             for event in pushed:
@@ -218,6 +221,32 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
         time.sleep(pause)
         if tracker.changed(probe):
             emit(tracker.poll(backend, base=base, max_pages=None).entries)
+
+
+def _tell_outages(pushed: Follow, endpoint: str) -> None:
+    """Say on stderr, as it happens, that a push follow's stream dropped and is being reconnected, then that it is back.
+
+    Said whether or not stderr is a terminal: an outage is an event a log should keep too (unlike progress),
+    and stdout, the entries, is untouched. The final exit-5 line, if reconnecting fails, is `main`'s.
+    """
+    from mnemo_tui.backends.remote_calls import deadline_of
+    from mnemo_tui.backends.remote_follow import RemoteFollow
+
+    if not isinstance(pushed, RemoteFollow):
+        return
+    shown = sanitize.line(endpoint)
+    seconds = deadline_of(os.environ)
+
+    def tell(reason: str | None) -> None:
+        if reason is None:
+            output.hint(f"mnemo: the follow reconnected to {shown}; resuming where it stopped")
+        else:
+            output.hint(
+                f"mnemo: the follow's stream from {shown} dropped ({sanitize.line(reason)}); "
+                f"reconnecting for up to {seconds:g} s (MNEMO_DEADLINE)..."
+            )
+
+    pushed.on_connection = tell
 
 
 def room_name_hint(backend: Backend, report: EmptyReport) -> None:
