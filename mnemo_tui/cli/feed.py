@@ -126,7 +126,7 @@ def _recent(c: Context, args: SimpleNamespace, fmt: str) -> int:
             table.rows(items)
             out.flush()
         if page.next_cursor:
-            output.hint(continue_hint(query, page.next_cursor))
+            output.hint(continue_hint(query, page.next_cursor, root_words(c.root)))
     if report is not None:
         room_name_hint(backend, report)
         author_hint(backend, query)
@@ -288,9 +288,38 @@ def resolved_scope(c: Context, scope: str | None) -> str | None:
     return resolved
 
 
-def continue_hint(query: RecentQuery, next_cursor: str) -> str:
-    """The command that reads the next page: the same scope and filters (times made absolute) and the cursor."""
-    args = ["mnemo recent"]
+def root_words(root: SimpleNamespace | None) -> list[str]:
+    """The root options given on the command line that chose the backend (and `--utc`), as a shell's words.
+
+    A command a person is told to run repeats them: a cursor is bound to its store or endpoint. The
+    environment and config.toml need no repeating (the same shell reads them again). No secret is
+    repeated: an API key is never an option, and a database URL's password is left out (libpq then
+    reads `PGPASSWORD` or `~/.pgpass`).
+    """
+    if root is None:
+        return []
+    words: list[str] = []
+    for flag, value in (("--profile", root.profile), ("--store", root.store), ("--endpoint", root.endpoint)):
+        if value is not None:
+            words.append(f"{flag} {output.shell_quote(value)}")
+    if root.database is not None:
+        from psycopg.conninfo import conninfo_to_dict  # (a database given: the postgres extra is installed)
+
+        from mnemo_tui.dburl import database_identity
+
+        database = (
+            database_identity(root.database) if conninfo_to_dict(root.database).get("password") else root.database
+        )
+        words.append(f"--database {output.shell_quote(database)}")
+    if root.utc:
+        words.append("--utc")
+    return words
+
+
+def continue_hint(query: RecentQuery, next_cursor: str, root: list[str] | None = None) -> str:
+    """The command that reads the next page: the root options `root` (`root_words`), the same scope and filters
+    (times made absolute) and the cursor."""
+    args = ["mnemo", *(root or []), "recent"]
     if query.scope:
         args.append(f"--scope {output.shell_quote(query.scope)}")
     if query.since is not None:
