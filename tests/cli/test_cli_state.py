@@ -265,7 +265,9 @@ def test_insecure_storage_writes_an_announced_0600_file(cli, isolated_home: Path
 def test_mnemo_api_key_wins_and_needs_no_login(cli, served: tuple[str, str]) -> None:
     url, key = served
     env = {**subprocess_env(None), "MNEMO_ENDPOINT": url, "MNEMO_API_KEY": key}
-    assert json.loads(cli("status", "-f", "json", env=env).stdout)["key_source"] == "env"
+    status = json.loads(cli("status", "-f", "json", env=env).stdout)
+    assert status["key_source"] == "env"
+    assert status["stats"]["total_atoms"] == 1  # the one thing status asks the endpoint (docs/cli.md)
     assert json.loads(cli("recent", "-f", "json", env=env).stdout)["items"][0]["content"] == "served entry"
 
 
