@@ -288,13 +288,14 @@ def _open(
             raise Unavailable(f"cannot {what} {calls.identity} within the deadline of {calls.deadline:g} s") from None
         except TransportError as exc:
             reason = exc.reason
-            if again():
+            once = exc.final and not reconnect  # a first ask to a host name that does not resolve is not repeated
+            if not once and again():
                 continue
             if closed():
                 return None
-            raise Unavailable(
-                f"cannot {what} {calls.identity} ({reason}) after {attempt + 1} attempt(s); is the server up?"
-            ) from None
+            after = "; not asked again: check the endpoint's host" if once else f" after {attempt + 1} attempt(s)"
+            ask = "" if once else "; is the server up?"
+            raise Unavailable(f"cannot {what} {calls.identity} ({reason}){after}{ask}") from None
         status = stream.status_code
         if status == 200 and stream.headers.get("content-type", "").startswith("text/event-stream"):
             return stream
