@@ -303,14 +303,9 @@ def root_words(root: SimpleNamespace | None) -> list[str]:
         if value is not None:
             words.append(f"{flag} {output.shell_quote(value)}")
     if root.database is not None:
-        from psycopg.conninfo import conninfo_to_dict  # (a database given: the postgres extra is installed)
+        from mnemo_tui.dburl import repeatable
 
-        from mnemo_tui.dburl import database_identity
-
-        database = (
-            database_identity(root.database) if conninfo_to_dict(root.database).get("password") else root.database
-        )
-        words.append(f"--database {output.shell_quote(database)}")
+        words.append(f"--database {output.shell_quote(repeatable(root.database))}")
     if root.utc:
         words.append("--utc")
     return words
