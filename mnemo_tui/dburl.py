@@ -1,4 +1,5 @@
-"""Provides `database_identity`: a PostgreSQL connection string as it may be shown, read by libpq's own parser.
+"""Provides `database_identity`: a PostgreSQL connection string as it may be shown, read by libpq's own parser;
+and `repeatable`, one to repeat in a command shown to a person.
 
 The one module besides the PostgreSQL engine that imports psycopg (late, only when a database is
 named): settings are checked, and watermarks keyed, before any engine opens.
@@ -56,3 +57,20 @@ def database_identity(url: str) -> str:
     dbname = str(parts.get("dbname") or user)
     # User and database as they are (not quoted): the identity keys watermarks kept by earlier versions.
     return f"postgresql://{user + '@' if user else ''}{','.join(shown)}/{dbname}"
+
+
+def repeatable(url: str) -> str:
+    """A connection string to repeat in a command a person is shown: as given, or without its password
+    (`database_identity`'s form; libpq then reads `PGPASSWORD` or `~/.pgpass`) when it holds one.
+
+    Raises:
+        ValidationError: a string libpq does not read (or the postgres extra is missing).
+    """
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        secret = conninfo_to_dict(url).get("password")
+    except ProgrammingError:
+        return database_identity(url)  # refuses it with its own message, which quotes nothing of the string
+    return database_identity(url) if secret else url

@@ -98,6 +98,11 @@ def when(us: int, now: int, utc: bool = False) -> str:
     """
     if -5_000_000 < now - us < 86_400_000_000:
         return relative(us, now)
+    return dated(us, now, utc)
+
+
+def dated(us: int, now: int, utc: bool = False) -> str:
+    """An entry's date whatever its age (`recent --follow`): `Nov 28 14:03` within the year of `now`, else `2025-11-28`."""
     d, today = wall(us, utc), wall(now, utc)
     if d.year == today.year:
         return f"{_MONTHS[d.month - 1]} {d.day:2d} {d.hour:02d}:{d.minute:02d}"

@@ -200,6 +200,10 @@ class Calls:
             except TooLarge as exc:
                 raise Unavailable(f"{self.identity} sent {exc.reason} to {method} {path}; not asked again") from None
             except TransportError as exc:
+                if exc.final:  # a host name that does not resolve: asking again within the deadline cannot help
+                    raise Unavailable(
+                        f"cannot reach {self.identity} ({exc.reason}); not asked again: check the endpoint's host"
+                    ) from None
                 if (idempotent or not exc.sent) and self._wait_to_retry(attempt, deadline):
                     attempt += 1
                     continue

@@ -77,7 +77,13 @@ class RemoteFollow:
 
     It reconnects by itself; it raises the project's error when the endpoint refuses a reconnect,
     when reconnecting fails until the call's deadline, for an `error` event, and for an event too large.
+
+    `on_connection`, when set, hears of an outage as it happens, in the reading thread: called with why
+    (a few words) when the stream drops and reconnecting starts, then with None before the first event
+    a reconnect brings (once per outage, so a person can be told the feed is down, then back).
     """
+
+    on_connection: Callable[[str | None], object] | None = None
 
     def __init__(
         self,
@@ -117,17 +123,22 @@ class RemoteFollow:
     def _run(self) -> Generator[Pushed, None, None]:
         calls = self._calls
         attempt, deadline = 0, 0.0
+        down = False  # an outage was told to `on_connection` and no event came since
         while not self._closed:
             stream = self._stream
             assert stream is not None
             got = False
+            reason = "the endpoint ended the stream"
             try:
                 for event in self._read(stream):
-                    got = True
+                    if down and self.on_connection is not None:
+                        self.on_connection(None)
+                    got, down = True, False
                     yield event
             except TransportError as exc:
                 if exc.final:
                     raise Unavailable(f"{calls.identity} sent {exc.reason} on the follow; not asked again") from None
+                reason = exc.reason
             finally:
                 stream.close()
                 self._stream = None
@@ -136,6 +147,9 @@ class RemoteFollow:
             # The backoff and the deadline run on from one drop to the next until an event comes again.
             if got or not attempt:
                 attempt, deadline = 0, time.monotonic() + calls.deadline
+                if self.on_connection is not None:
+                    self.on_connection(reason)
+                down = True
             opened = _open(
                 calls,
                 self._query,
@@ -274,13 +288,14 @@ def _open(
             raise Unavailable(f"cannot {what} {calls.identity} within the deadline of {calls.deadline:g} s") from None
         except TransportError as exc:
             reason = exc.reason
-            if again():
+            once = exc.final and not reconnect  # a first ask to a host name that does not resolve is not repeated
+            if not once and again():
                 continue
             if closed():
                 return None
-            raise Unavailable(
-                f"cannot {what} {calls.identity} ({reason}) after {attempt + 1} attempt(s); is the server up?"
-            ) from None
+            after = "; not asked again: check the endpoint's host" if once else f" after {attempt + 1} attempt(s)"
+            ask = "" if once else "; is the server up?"
+            raise Unavailable(f"cannot {what} {calls.identity} ({reason}){after}{ask}") from None
         status = stream.status_code
         if status == 200 and stream.headers.get("content-type", "").startswith("text/event-stream"):
             return stream

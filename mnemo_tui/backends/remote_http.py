@@ -65,6 +65,17 @@ class NotSent(TransportError):
     sent = False
 
 
+class NoSuchHost(NotSent):
+    """The endpoint's host name does not resolve (the resolver says no such name, not "try again"): a typo
+    or a name that is gone, which asking again within the deadline does not fix."""
+
+    final = True
+
+
+# The resolver's answers that mean "no such name" (a DNS server that cannot be reached is EAI_AGAIN: retried).
+_NO_SUCH_NAME = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
+
+
 class DeadlinePassed(TransportError):
     """The request's overall deadline passed before its whole answer came."""
 
@@ -157,6 +168,9 @@ def _reason(exc: httpx.HTTPError) -> str:
 def _failure(exc: httpx.HTTPError, deadline: float) -> TransportError:
     """What an httpx error means to mnemo: never sent, past the deadline, or sent and no answer."""
     if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError)):
+        root = _root(exc)
+        if isinstance(root, socket.gaierror) and root.errno in _NO_SUCH_NAME:
+            return NoSuchHost(_reason(exc))
         return NotSent(_reason(exc))
     if isinstance(exc, httpx.TimeoutException) and time.monotonic() >= deadline:
         return DeadlinePassed("the deadline passed")

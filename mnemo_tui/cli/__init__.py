@@ -7,7 +7,7 @@ import sys
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from mnemo_tui.cli.flags import CATCHUP, HOISTED, RECENT, ROOT
+from mnemo_tui.cli.flags import CATCHUP, HOISTED, HOISTED_VALUED, OWN_OPTIONS, RECENT, ROOT
 
 if TYPE_CHECKING:
     from typing import Any
@@ -171,16 +171,22 @@ def _hoist(args: list[str]) -> list[str]:
     return [*found, *head, *args[end:]]
 
 
-def _hoist_database(args: list[str]) -> list[str]:
-    """Accept the root option `--database URL` after the command too (`mnemo serve --database URL`), before a `--`."""
+def _hoist_valued(args: list[str]) -> list[str]:
+    """Accept the root options of `HOISTED_VALUED` after the command too (`mnemo recent --store PATH`), before a `--`.
+
+    Each is moved in front of the command with its value, as given (`--store PATH` or `--store=PATH`), unless the
+    command has an option of that spelling itself (`OWN_OPTIONS`: `login --endpoint URL` is login's own).
+    """
     end = args.index("--") if "--" in args else len(args)
+    own = OWN_OPTIONS.get(_command_of(args) or "", ())
+    wanted = [flag for flag in HOISTED_VALUED if flag not in own]
     head, found = list(args[:end]), list[str]()
     i = 0
     while i < len(head):
-        if head[i] == "--database" and i + 1 < len(head):
+        if head[i] in wanted and i + 1 < len(head):
             found += head[i : i + 2]
             del head[i : i + 2]
-        elif head[i].startswith("--database="):
+        elif head[i].partition("=")[0] in wanted and "=" in head[i]:
             found.append(head.pop(i))
         else:
             i += 1
@@ -249,7 +255,7 @@ def _prepare_streams() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run mnemo; returns the process exit code (CLI.md)."""
     _prepare_streams()
-    args = _hoist_database(_hoist(sys.argv[1:] if argv is None else argv))
+    args = _hoist_valued(_hoist(sys.argv[1:] if argv is None else argv))
     debug = _debug_requested(args)
     from mnemo_tui.errors import MnemoError
     from mnemo_tui.sanitize import line  # an error's message may quote an endpoint or a stored name

@@ -95,10 +95,18 @@ def store_path(settings: Settings, *, creates: bool) -> str:
 class Context:
     """Per-invocation context handed to every command."""
 
-    def __init__(self, settings: Settings, no_pager: bool = False, creates_store: bool = False) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        no_pager: bool = False,
+        creates_store: bool = False,
+        root: SimpleNamespace | None = None,
+    ) -> None:
         self.settings = settings
         self.no_pager = no_pager
         self.creates_store = creates_store
+        # The root options as given (`flags.ROOT` by name): a command a person is told to run repeats them.
+        self.root = root
         self._backend: Backend | None = None
         self._state: StateDB | None = None
 
@@ -115,7 +123,7 @@ class Context:
             sys.stderr.write("".join(w + "\n" for w in settings.warnings))
         if root.utc:
             settings = settings.replace(utc=True)
-        return Context(with_debug(settings, root.debug), no_pager=root.no_pager)
+        return Context(with_debug(settings, root.debug), no_pager=root.no_pager, root=root)
 
     @property
     def utc(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from mnemo_tui.catchup import CatchupResult
     from mnemo_tui.model import EmptyReport
     from mnemo_tui.removals import Removal
+    from mnemo_tui.values.follow import Follow
 
 
 def parse_times(since: str | None, until: str | None, *, utc: bool = False) -> tuple[int | None, int | None]:
@@ -124,7 +126,7 @@ def _recent(c: Context, args: SimpleNamespace, fmt: str) -> int:
             table.rows(items)
             out.flush()
         if page.next_cursor:
-            output.hint(continue_hint(query, page.next_cursor))
+            output.hint(continue_hint(query, page.next_cursor, root_words(c.root)))
     if report is not None:
         room_name_hint(backend, report)
         author_hint(backend, query)
@@ -194,6 +196,7 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
     if pushed is not None:
         # The endpoint pushes: its first event is the newest page (or everything since `--since`), then
         # each wake's new entries; heartbeats and removals print nothing (the output is entries only).
+        _tell_outages(pushed, backend.identity)
         try:
             first = True
             for event in pushed:
@@ -218,6 +221,32 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
         time.sleep(pause)
         if tracker.changed(probe):
             emit(tracker.poll(backend, base=base, max_pages=None).entries)
+
+
+def _tell_outages(pushed: Follow, endpoint: str) -> None:
+    """Say on stderr, as it happens, that a push follow's stream dropped and is being reconnected, then that it is back.
+
+    Said whether or not stderr is a terminal: an outage is an event a log should keep too (unlike progress),
+    and stdout, the entries, is untouched. The final exit-5 line, if reconnecting fails, is `main`'s.
+    """
+    from mnemo_tui.backends.remote_calls import deadline_of
+    from mnemo_tui.backends.remote_follow import RemoteFollow
+
+    if not isinstance(pushed, RemoteFollow):
+        return
+    shown = sanitize.line(endpoint)
+    seconds = deadline_of(os.environ)
+
+    def tell(reason: str | None) -> None:
+        if reason is None:
+            output.hint(f"mnemo: the follow reconnected to {shown}; resuming where it stopped")
+        else:
+            output.hint(
+                f"mnemo: the follow's stream from {shown} dropped ({sanitize.line(reason)}); "
+                f"reconnecting for up to {seconds:g} s (MNEMO_DEADLINE)..."
+            )
+
+    pushed.on_connection = tell
 
 
 def room_name_hint(backend: Backend, report: EmptyReport) -> None:
@@ -259,9 +288,33 @@ def resolved_scope(c: Context, scope: str | None) -> str | None:
     return resolved
 
 
-def continue_hint(query: RecentQuery, next_cursor: str) -> str:
-    """The command that reads the next page: the same scope and filters (times made absolute) and the cursor."""
-    args = ["mnemo recent"]
+def root_words(root: SimpleNamespace | None) -> list[str]:
+    """The root options given on the command line that chose the backend (and `--utc`), as a shell's words.
+
+    A command a person is told to run repeats them: a cursor is bound to its store or endpoint. The
+    environment and config.toml need no repeating (the same shell reads them again). No secret is
+    repeated: an API key is never an option, and a database URL's password is left out (libpq then
+    reads `PGPASSWORD` or `~/.pgpass`).
+    """
+    if root is None:
+        return []
+    words: list[str] = []
+    for flag, value in (("--profile", root.profile), ("--store", root.store), ("--endpoint", root.endpoint)):
+        if value is not None:
+            words.append(f"{flag} {output.shell_quote(value)}")
+    if root.database is not None:
+        from mnemo_tui.dburl import repeatable
+
+        words.append(f"--database {output.shell_quote(repeatable(root.database))}")
+    if root.utc:
+        words.append("--utc")
+    return words
+
+
+def continue_hint(query: RecentQuery, next_cursor: str, root: list[str] | None = None) -> str:
+    """The command that reads the next page: the root options `root` (`root_words`), the same scope and filters
+    (times made absolute) and the cursor."""
+    args = ["mnemo", *(root or []), "recent"]
     if query.scope:
         args.append(f"--scope {output.shell_quote(query.scope)}")
     if query.since is not None:

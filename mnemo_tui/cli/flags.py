@@ -48,6 +48,10 @@ ROOT = {
 
 # Root flags accepted anywhere before `--` (`mnemo recent --utc`), moved in front of the command.
 HOISTED = ("--debug", "--utc", "--no-pager")
+# Root options with a value accepted after the command too (`mnemo recent --endpoint URL`), moved in front of
+# it with their value; except where a command spells an option of its own alike (`login --endpoint URL`).
+HOISTED_VALUED = ("--profile", "--store", "--endpoint", "--database")
+OWN_OPTIONS = {"login": ("--endpoint",), "logout": ("--endpoint",)}
 
 # Spelled the same by `recent`, `catchup` and other commands (commands.py declares those for Typer).
 SCOPE = Flag("--scope", "-s", metavar="SCOPE", help="Omit for your own store; a domain; or xroom:<room_id>.")

@@ -244,6 +244,10 @@ class TableWriter:
         self.content_w = max(8, self.width - self.indent - (ID_WIDTH + 2))
 
     def _when(self, entry: Entry) -> str:
+        if self.follow:
+            # A follow's rows stay on screen while time passes, and later rows are younger than `self.now`:
+            # an age would go stale, or be shown for some rows only. Every row gets its date and time.
+            return timefmt.dated(entry.created_at, timefmt.now_us(), self.utc)
         return timefmt.when(entry.created_at, self.now, self.utc)
 
     def _fit(self, entries: list[Entry]) -> None:

@@ -159,9 +159,10 @@ def check_endpoint(url: str) -> str:
     The origin (`http://host:8765`, what the official SDK takes) and the base
     (`http://host:8765/api/v1`) name the same endpoint: both normalize to the base, which keys the
     state database's watermarks and the keyring (so what was kept under the base keeps working).
+    A base may sit behind a proxy's prefix (`http://host/mnemo/api/v1`); any other path is refused.
 
     Raises:
-        ValidationError: anything but an http(s) URL with a host.
+        ValidationError: anything but an http(s) URL with a host, whose path is empty or ends in /api/v1.
     """
     value = url.strip().rstrip("/")
     scheme, sep, rest = value.partition("://")
@@ -181,9 +182,16 @@ def check_endpoint(url: str) -> str:
         raise bad
     if parts.query or parts.fragment:
         raise bad
-    if not parts.path.rstrip("/").endswith(API_BASE):
-        value = value + API_BASE
-    return value
+    path = parts.path.rstrip("/")
+    if path and not path.endswith(API_BASE):
+        # Another path is another API (`/api/v2`) or a typo: appending /api/v1 to it would ask a URL
+        # nobody typed and report that one as unreachable. Only the two documented forms are read.
+        origin = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+        raise ValidationError(
+            f"endpoint {origin + parts.path!r} has the path {path}: mnemo takes the origin ({origin}) or a "
+            f"base ending in {API_BASE} ({origin}{API_BASE}, or {origin}/PREFIX{API_BASE} behind a proxy)"
+        )
+    return value if path else value + API_BASE
 
 
 def endpoint_aliases(endpoint: str) -> list[str]:

@@ -165,6 +165,9 @@ def run_both(
         ["recent", "--scope", "xroom:nope"],
         ["recent", "--format", "yaml"],
         ["--store", "{home}/store.db", "recent", "-f", "json"],
+        ["recent", "-f", "json", "--store", "{home}/store.db", "-n", "2"],
+        ["recent", "--store={home}/store.db", "--utc", "-f", "ndjson"],
+        ["recent", "-f", "json", "--endpoint", "ftp://not-http"],
         ["recent", "--exclude-author", "local", "-f", "json"],
     ],
 )

@@ -177,3 +177,49 @@ def test_a_late_commit_just_below_the_watermark_is_not_lost_with_the_default_ove
         assert catchup() == [d, c]
         assert catchup("--consumer", "blind", "--overlap", "0") == [d]  # without the overlap, c is lost
         assert catchup() == []
+
+
+def _resolver_says(monkeypatch: Any, code: int) -> list[str]:
+    """Every host name lookup answers the resolver's error `code`; returns the names looked up."""
+    asked: list[str] = []
+
+    def lookup(host: Any, *args: Any, **kwargs: Any) -> Any:
+        asked.append(str(host))
+        raise socket.gaierror(code, "resolver says no")
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+    return asked
+
+
+def test_a_host_name_that_does_not_resolve_is_not_asked_again(monkeypatch: Any) -> None:
+    import pytest
+
+    from mnemo_tui.errors import Unavailable
+
+    asked = _resolver_says(monkeypatch, socket.EAI_NONAME)
+    sleeps: list[float] = []
+    backend = RemoteBackend("http://nosuchhost.invalid/api/v1", "mk_live_" + "1" * 32, sleep=sleeps.append)
+    try:
+        with pytest.raises(Unavailable, match=r"host name not found\); not asked again"):
+            backend.recent(RecentQuery())
+        with pytest.raises(Unavailable, match=r"host name not found\); not asked again"):
+            backend.follow(RecentQuery())  # the push follow's first ask, too
+    finally:
+        backend.close()
+    assert sleeps == [] and len(asked) == 2
+
+
+def test_a_resolver_that_says_try_again_is_asked_again(monkeypatch: Any) -> None:
+    import pytest
+
+    from mnemo_tui.errors import Unavailable
+
+    asked = _resolver_says(monkeypatch, socket.EAI_AGAIN)  # no DNS server reached: a network blip, not a typo
+    sleeps: list[float] = []
+    backend = RemoteBackend("http://flaky.example/api/v1", "mk_live_" + "1" * 32, retries=2, sleep=sleeps.append)
+    try:
+        with pytest.raises(Unavailable, match=r"after 3 attempt\(s\)"):
+            backend.recent(RecentQuery())
+    finally:
+        backend.close()
+    assert len(sleeps) == 2 and len(asked) == 3

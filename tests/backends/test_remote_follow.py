@@ -220,6 +220,31 @@ def test_a_retryable_error_event_is_asked_again_from_the_last_position() -> None
     assert len(server.requests) == 2 and server.requests[1][1]["last-event-id"] == "3"
 
 
+def test_an_outage_is_told_when_the_stream_drops_and_again_before_the_first_event_after_it() -> None:
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", str(n + 1), {"items": [item(n + 1)]}))
+        await writer.drain()
+        if n:
+            await hang()
+        # else the connection closes after its event: the stream ended, and is asked again
+
+    heard: list[object] = []
+    with raw(answer) as server, backend(server.url) as remote:
+        follow = remote.follow(RecentQuery())
+        assert isinstance(follow, remote_follow.RemoteFollow)
+        follow.on_connection = heard.append
+        try:
+            first = next(follow)
+            assert heard == []
+            second = next(follow)
+        finally:
+            follow.close()
+    assert [e.content for e in first.entries + second.entries] == ["pushed 1", "pushed 2"]
+    # Told once each, in order: the drop with its reason, then back (before the event it brought was handed on).
+    assert heard == ["the endpoint ended the stream", None]
+    assert server.requests[1][1]["last-event-id"] == "1"
+
+
 def test_close_ends_a_reconnect_waiting_in_its_backoff() -> None:
     import threading
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -87,6 +88,44 @@ def test_recent_table_shows_age_time_author_domain_and_says_how_to_continue(cli,
     assert "--since" in command and command[command.index("--since") + 1] == "2020-01-01T00:00:00.000000Z"
     nxt = cli(*command[1:])
     assert nxt.code == 0 and "entry 1 in ci" in nxt.stdout and "entry 0 in ci" in nxt.stdout
+
+
+def test_the_continue_command_repeats_the_options_that_chose_the_store_and_works_pasted(
+    cli, tmp_path: Path, isolated_home: Path
+) -> None:
+    seed(isolated_home, 3)  # the default store holds other entries: a hint without --store would read it
+    other = tmp_path / "other's store.db"  # a path a shell must be given quoted
+    store = Store(other)
+    ids = [store.write("local", WriteRequest(f"other {i}", "ops")).atom_id for i in range(3)]
+    store.close()
+    r = cli("--store", str(other), "recent", "--limit", "1", columns=120)
+    assert r.code == 0 and "other 2" in r.stdout, r.stderr
+    command = shlex.split(r.stderr.split("Continue with:\n")[1].splitlines()[0])
+    assert command[:3] == ["mnemo", "--store", str(other)] and command[3] == "recent"
+    nxt = cli(*command[1:], "-f", "ndjson")
+    assert nxt.code == 0, nxt.stderr
+    assert [json.loads(line)["atom_id"] for line in nxt.stdout.splitlines()] == [ids[1]]
+
+
+def test_the_continue_command_names_the_endpoint_and_never_a_password() -> None:
+    from types import SimpleNamespace
+
+    from mnemo_tui.cli.feed import continue_hint, root_words
+    from mnemo_tui.model import RecentQuery
+
+    given = SimpleNamespace(
+        profile="work", store=None, endpoint="http://127.0.0.1:8799", database=None, utc=True, debug=True
+    )
+    hint = continue_hint(RecentQuery(limit=1), "CUR", root_words(given))
+    assert "mnemo --profile work --endpoint http://127.0.0.1:8799 --utc recent --limit 1 --cursor CUR" in hint
+    pytest.importorskip("psycopg")
+    secret = SimpleNamespace(
+        profile=None, store=None, endpoint=None, database="postgresql://u:s3cret@db.example:5433/mem", utc=False
+    )
+    words = root_words(secret)
+    assert words == ["--database postgresql://u@db.example:5433/mem"]  # PGPASSWORD or ~/.pgpass give the rest
+    plain = SimpleNamespace(profile=None, store=None, endpoint=None, database="host=/run/pg dbname=m", utc=False)
+    assert root_words(plain) == ["--database 'host=/run/pg dbname=m'"]
 
 
 def test_recent_table_respects_the_width(cli, isolated_home: Path) -> None:

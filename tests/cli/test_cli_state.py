@@ -108,6 +108,24 @@ def test_bad_input_on_state_commands_is_exit_2(cli, args: tuple[str, ...]) -> No
     assert "Traceback" not in r.stderr and r.stderr.strip()
 
 
+@pytest.mark.parametrize("path", ["/api/v2", "/mnemo", "/api/v1/memory"])
+def test_an_endpoint_with_another_path_is_refused_naming_the_accepted_forms(cli, path: str) -> None:
+    # Never completed to a URL nobody typed (`.../api/v2/api/v1`) and reported unreachable.
+    env = {"MNEMO_ENDPOINT": "http://127.0.0.1:9" + path, "MNEMO_API_KEY": "mk_live_" + "1" * 32}
+    r = cli("recent", env=env)
+    assert r.code == 2, r.stderr
+    assert f"has the path {path}" in r.stderr and "/api/v1/api/v1" not in r.stderr and path + "/api/v1" not in r.stderr
+    assert "the origin (http://127.0.0.1:9) or a base ending in /api/v1" in r.stderr
+    for same in (
+        "http://127.0.0.1:9",
+        "http://127.0.0.1:9/",
+        "http://127.0.0.1:9/api/v1/",
+        "http://127.0.0.1:9/p/api/v1",
+    ):
+        doc = json.loads(cli("status", "-f", "json", env={**env, "MNEMO_ENDPOINT": same}).stdout)
+        assert doc["endpoint"] == same.rstrip("/").removesuffix("/api/v1") + "/api/v1"
+
+
 # -- status ---------------------------------------------------------------------------------
 
 
@@ -265,7 +283,9 @@ def test_insecure_storage_writes_an_announced_0600_file(cli, isolated_home: Path
 def test_mnemo_api_key_wins_and_needs_no_login(cli, served: tuple[str, str]) -> None:
     url, key = served
     env = {**subprocess_env(None), "MNEMO_ENDPOINT": url, "MNEMO_API_KEY": key}
-    assert json.loads(cli("status", "-f", "json", env=env).stdout)["key_source"] == "env"
+    status = json.loads(cli("status", "-f", "json", env=env).stdout)
+    assert status["key_source"] == "env"
+    assert status["stats"]["total_atoms"] == 1  # the one thing status asks the endpoint (docs/cli.md)
     assert json.loads(cli("recent", "-f", "json", env=env).stdout)["items"][0]["content"] == "served entry"
 
 

@@ -63,6 +63,29 @@ def test_recent_f_without_a_format_points_to_follow(cli: Cli, args: list[str]) -
     assert "did you mean -F" not in cli("rooms", "list", "-f").stderr  # only where following exists
 
 
+def test_the_root_options_that_choose_the_backend_are_accepted_after_the_command(cli: Cli, tmp_path: Path) -> None:
+    other = tmp_path / "other store.db"
+    store = Store(other)
+    store.write("local", WriteRequest("only in the other store", "ops"))
+    store.close()
+    for args in (
+        ["recent", "-f", "ndjson", "--store", str(other)],  # the start-up fast path
+        ["catchup", f"--store={other}", "--no-commit", "-f", "ndjson"],
+        ["search", "other", "--store", str(other), "-f", "ndjson"],  # Typer's
+    ):
+        r = cli(*args)
+        assert r.code == 0, (args, r.stderr)
+        assert [json.loads(line)["content"] for line in r.stdout.splitlines()] == ["only in the other store"]
+    # An endpoint given after the command selects it: here the missing key says so (3), not a usage error.
+    r = cli("recent", "--endpoint", "http://127.0.0.1:9/api/v1")
+    assert r.code == 3 and "No such option" not in r.stderr, r.stderr
+    named = cli("recent", "--profile", "nope")
+    assert named.code == 2 and "nope" in named.stderr and "No such option" not in named.stderr
+    # A command's own option of the same spelling stays its own: login records what it is given.
+    bad = cli("login", "--endpoint", "ftp://example.com")
+    assert bad.code == 2 and "ftp://example.com" in bad.stderr
+
+
 def test_bare_mnemo_prints_the_help_and_exits_0(cli: Cli) -> None:
     for args in ([], ["rooms"]):
         r = cli(*args)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -322,7 +323,18 @@ def test_follow_on_a_store_that_does_not_exist_yet_sees_it_created(cli: Cli, iso
         assert json.loads(follow.lines[0])["content"] == "the very first entry"
 
 
-def test_follow_rows_that_arrive_later_fit_the_terminal(isolated_home: Path) -> None:
+def test_sigterm_ends_a_follower_at_once_without_a_word_as_tail_does(cli: Cli, isolated_home: Path) -> None:
+    import signal
+
+    assert cli("write", "one entry").code == 0
+    with Follower(isolated_home) as follow:
+        follow.wait_for(lambda: follow.lines, "printed the entry")
+        follow.proc.send_signal(signal.SIGTERM)
+        code, stderr = follow.ended()
+    assert code == -signal.SIGTERM and stderr == ""  # a shell says 143 (docs/cli.md, "Exit codes and signals")
+
+
+def test_follow_rows_that_arrive_later_fit_the_terminal_and_are_dated_as_the_first_page(isolated_home: Path) -> None:
     from mnemo_tui import timefmt
     from mnemo_tui.engine.store import Store
     from mnemo_tui.values.writes import WriteRequest
@@ -350,6 +362,8 @@ def test_follow_rows_that_arrive_later_fit_the_terminal(isolated_home: Path) -> 
         assert sanitize.cells(row) <= 80, row
     for atom_id in ids:
         assert any(row.endswith(atom_id[:8]) for row in rows)  # the id whole, on its own row
+    # One form of time down the WHEN column: the first page's row (70 s old) dated as the later ones are.
+    assert all(re.match(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d  ", row) for row in rows), rows
 
 
 @pytest.mark.parametrize("columns", [45, 60, 69])

@@ -98,6 +98,10 @@ def test_a_server_killed_and_restarted_mid_follow_loses_and_repeats_nothing(isol
             first = follower.wait_printed(write(served.url, key, 10, "first"))
             served.proc.send_signal(signal.SIGKILL)
             served.proc.wait(timeout=20)
+            # A person hears of the outage while it lasts, not only at its end (on stderr: stdout stays entries).
+            follower.wait_for(lambda: "reconnecting" in follower.stderr, "said the stream dropped")
+            assert "the follow's stream from " + served.url + " dropped" in follower.stderr
+            assert "reconnected" not in follower.stderr
             store = Store(isolated_home / "store.db")  # written while no server runs: read on the reconnect
             try:
                 down = [store.write("local", WriteRequest(f"while down {i}", "general")).atom_id for i in range(5)]
@@ -106,6 +110,7 @@ def test_a_server_killed_and_restarted_mid_follow_loses_and_repeats_nothing(isol
             again = start_serve(isolated_home, "--port", str(port))
             assert again.url == served.url
             after = follower.wait_printed(write(again.url, key, 10, "after"))
+            assert f"the follow reconnected to {served.url}" in follower.stderr
         finally:
             code, stderr = follower.stop()
             if again is not None:
