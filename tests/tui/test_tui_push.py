@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 
 import pytest
-from textual.pilot import Pilot
-from tui_helpers import clock, ids, remote, req, rows, settle
+from tui_helpers import clock, ids, remote, req, rows, settle, until
 from wire_servers import ThreadServer
 
 from mnemo_tui.backends.local import LocalBackend
@@ -26,15 +24,6 @@ def anyio_backend() -> str:
 
 def followers() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "mnemo-follow" and t.is_alive()]
-
-
-async def until(pilot: Pilot[None], condition: Callable[[], bool], rounds: int = 1500) -> None:
-    """Wait (bounded) for a condition the app reaches by itself (a pushed event is no worker to settle)."""
-    for _ in range(rounds):
-        if condition():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("the condition was never reached")
 
 
 async def test_a_write_elsewhere_is_pushed_without_a_poll_and_a_delete_drops_its_row(

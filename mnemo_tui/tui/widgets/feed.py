@@ -384,19 +384,32 @@ class FeedView(ScrollView, can_focus=True):
             return
         if not ids:
             return
-        self.removals_seen.publish(ids)  # rows never loaded here may be open in a search dialog
+        # This app's own deletes (`d`) leave the feed as well, but are no removal elsewhere: the delete said so.
+        here = ids & self.session.deleted_here
+        elsewhere = ids - here
+        if elsewhere:
+            self.removals_seen.publish(elsewhere)  # rows never loaded here may be open in a search dialog
         above = sum(1 for row in range(self.cursor) if (e := self.entry_at(row)) is not None and e.atom_id in ids)
-        held = len(self.pending)
-        self.pending = [e for e in self.pending if e.atom_id not in ids]
-        count = self.window.drop(ids) + held - len(self.pending)
-        if not count:
-            self.post_message(self.Removed(ids, 0))
+        dropped = self._drop(here)
+        count = self._drop(elsewhere)
+        if not count and not dropped:
+            if elsewhere:
+                self.post_message(self.Removed(elsewhere, 0))
             return
         self.painter.clear()
         self._resized()
-        self.post_message(self.Removed(ids, count))  # before the cursor's Highlighted: the screen closes the detail
+        if elsewhere:  # before the cursor's Highlighted: the screen closes the detail
+            self.post_message(self.Removed(elsewhere, count))
         self.cursor = self.cursor - above
         self.post_message(self.Changed())
+
+    def _drop(self, ids: set[str]) -> int:
+        """Take these entries out of the rows and of those held as new; returns how many went."""
+        if not ids:
+            return 0
+        held = len(self.pending)
+        self.pending = [e for e in self.pending if e.atom_id not in ids]
+        return self.window.drop(ids) + held - len(self.pending)
 
     def show_pending(self) -> None:
         """Show the held new entries on top (or re-read the scope when there were too many to hold)."""
