@@ -150,8 +150,7 @@ class FeedScreen(Screen[None]):
             self.scopes.load()  # a new domain (or room) appeared: its line and count join the sidebar
         else:
             self.scopes.count()
-        newest = self.feed.window.newest()
-        self.activity_panel.load(self.scope, newest.created_at if newest else None, None)
+        self.activity_panel.reread(self.scope, self.feed.window.newest())
         self._update_bars()
 
     @on(FeedView.Removed)
@@ -166,10 +165,12 @@ class FeedScreen(Screen[None]):
                 self.feed.focus()
             self.detail.display = False
         closed = "; its detail was closed" if shown else ""
+        if message.ids:  # shown or not, the scope's counts and activity follow removals as they follow arrivals
+            self.scopes.count()
+            self.activity_panel.reread(self.scope, self.feed.window.newest())
         if message.count:
             noun = "entry" if message.count == 1 else "entries"
             self.app.notify(f"{message.count} {noun} removed elsewhere{closed}", title="Removed", timeout=5)
-            self.scopes.count()
         elif shown:  # opened from a search, not a row of the feed
             self.app.notify(f"The entry in the detail pane was removed elsewhere{closed}", title="Removed", timeout=5)
 
