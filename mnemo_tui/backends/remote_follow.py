@@ -93,6 +93,8 @@ class RemoteFollow:
         self._stream: Stream | None = first
         self.position = position
         self.connections = 1
+        # Called (in the reading thread) when a stream ends or drops and reconnecting begins, with why.
+        self.on_drop: Callable[[str], object] | None = None
         self._closed = False
         self._stop = threading.Event()  # set by close(): a reconnect's backoff ends at once
         self._events = self._run()
@@ -120,7 +122,7 @@ class RemoteFollow:
         while not self._closed:
             stream = self._stream
             assert stream is not None
-            got = False
+            got, why = False, "the endpoint ended the stream"
             try:
                 for event in self._read(stream):
                     got = True
@@ -128,11 +130,14 @@ class RemoteFollow:
             except TransportError as exc:
                 if exc.final:
                     raise Unavailable(f"{calls.identity} sent {exc.reason} on the follow; not asked again") from None
+                why = exc.reason
             finally:
                 stream.close()
                 self._stream = None
             if self._closed:
                 return
+            if self.on_drop is not None:
+                self.on_drop(why)  # at once: the backoff and the reconnect below may take the whole deadline
             # The backoff and the deadline run on from one drop to the next until an event comes again.
             if got or not attempt:
                 attempt, deadline = 0, time.monotonic() + calls.deadline
