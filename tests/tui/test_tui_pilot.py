@@ -317,6 +317,33 @@ async def test_a_live_failure_pauses_and_resumes(store: Store, local: LocalBacke
         assert rows(app)[0].content == "after the outage"  # type: ignore[union-attr]
 
 
+async def test_live_paused_says_why_where_the_status_line_has_room(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 5)
+    flaky = FlakyBackend(local)
+    app = make_app(as_backend(flaky), state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        flaky.failure = FlakyBackend.unreachable()
+        screen.feed.check_live()
+        await settle(pilot)
+        status = lambda: str(screen.status.render()).strip()  # noqa: E731
+        # 120 columns: the long words and the reason do not fit, the short words and the whole reason do.
+        assert (
+            status()
+            == "5 (end) · default · ● no mark · live paused: cannot reach http://127.0.0.1:9/api/v1 (connection refused)"
+        )
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert status().startswith("5 (end) · default · ● no mark · live paused: cannot reach http://")
+        assert status().endswith("…") and len(status()) == 78
+        await pilot.resize_terminal(60, 20)
+        await settle(pilot)
+        assert status() == "5 (end) · default · ● no mark · live paused"  # too little room for a reason
+
+
 async def test_a_result_for_a_scope_the_reader_left_is_dropped(
     store: Store, local: LocalBackend, state: StateDB
 ) -> None:

@@ -56,7 +56,8 @@ def read_push(
     post: Callable[[Message], object],
 ) -> None:
     """A feed's push thread: each event posted as a live poll's result is (`LiveFound`: the same code shows
-    it), then `PushEnded` (unless the feed closed the handle: it has moved on)."""
+    it), a dropped stream as `PushDropped` while the follow reconnects, then `PushEnded` (unless the feed
+    closed the handle: it has moved on)."""
     try:
         follow = backend.follow(query)
     except Exception as exc:  # noqa: BLE001 - a failing follow falls back to polling; it never closes the app
@@ -67,6 +68,7 @@ def read_push(
         return
     if not push.attach(follow):
         return
+    follow.on_drop = lambda why: None if push.closed else post(msg.PushDropped(generation, why))
     error = None
     try:
         for event in follow:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.cells import cell_len
 from textual import getters, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -21,10 +22,29 @@ from mnemo_tui.tui.widgets.detail import DetailPane
 from mnemo_tui.tui.widgets.feed import FeedView
 from mnemo_tui.tui.widgets.filter import FilterBar
 from mnemo_tui.tui.widgets.notices import ErrorView, NewMarker, ReportView
+from mnemo_tui.tui.widgets.rows import fit
 from mnemo_tui.tui.widgets.sidebar import ActivityPanel, ScopeList
 
 # How long `u` can undo a `c`.
 UNDO_SECONDS = 10
+# The fewest cells of a reason the status line shows (cut with `…`); with less room, it is left out.
+REASON_CELLS = 20
+
+
+def status_line(long: list[str], short: list[str], reason: str | None, width: int) -> str:
+    """The status line in `width` cells: the long words, else the short ones (a narrow terminal keeps the
+    whole line in fewer words); the last word followed by `reason` (why live is paused), whole where it
+    fits, else cut with `…` while `REASON_CELLS` of it fit, else left out."""
+    said = [f"{words[-1]}: {reason}" if reason else words[-1] for words in (long, short)]
+    for words, last in zip((long, short), said, strict=True):
+        line = " · ".join([*words[:-1], last])
+        if cell_len(line) <= width:
+            return line
+    if not reason:
+        return line
+    head = " · ".join([*short[:-1], f"{short[-1]}: "])
+    room = width - cell_len(head)
+    return head + fit(reason, room) if room >= REASON_CELLS else " · ".join(short)
 
 
 class FeedScreen(Screen[None]):
@@ -310,17 +330,18 @@ class FeedScreen(Screen[None]):
         parts.append("● no watermark yet" if no_mark else "● since watermark")
         if feed.include_history:
             parts.append("history shown")
-        live = "live (pushed)" if feed.pushing else "live"
-        parts.append(f"live paused: {feed.live_error}" if feed.live_error else live)
-        line = " · ".join(parts)
-        if len(line) > self.size.width - 2:
-            # A narrow terminal keeps the whole line in shorter words (the error stays in the notice).
-            short = [f"{window.row_count}" + (" (end)" if window.at_end else ""), self.session.consumer]
-            short.append("● no mark" if no_mark else "● since mark")
-            if feed.include_history:
-                short.append("history")
-            short.append("live paused" if feed.live_error else "live")
-            line = " · ".join(short)
+        short = [f"{window.row_count}" + (" (end)" if window.at_end else ""), self.session.consumer]
+        short.append("● no mark" if no_mark else "● since mark")
+        if feed.include_history:
+            short.append("history")
+        if feed.live_error:
+            live, brief = "live paused", "live paused"
+        elif feed.reconnecting:  # the push's stream dropped: nothing is pushed until it is back
+            live, brief = "reconnecting…", "reconnecting…"
+        else:
+            live, brief = ("live (pushed)", "live") if feed.pushing else ("live", "live")
+        reason = sanitize.line(feed.live_error) if feed.live_error else None
+        line = status_line([*parts, live], [*short, brief], reason, self.size.width - 2)
         self.status.update(plain(line))
 
     def on_resize(self) -> None:

@@ -154,6 +154,8 @@ class FeedView(ScrollView, can_focus=True):
         self.offers_push = session.backend.kind == "remote"
         self._push: PushHandle | None = None
         self.pushing = False
+        # The push's stream dropped and its follow is reconnecting (the timer still leaves it to the push).
+        self.reconnecting = False
         self._styles: dict[str, Style] = {}
         self.painter = RowPainter(self._style)
 
@@ -301,8 +303,8 @@ class FeedView(ScrollView, can_focus=True):
     def _live_found(self, message: msg.LiveFound) -> None:
         if not message.pushed:
             self._live_busy = False
-        elif message.generation == self.generation and not self.pushing:
-            self.pushing = True
+        elif message.generation == self.generation and (self.reconnecting or not self.pushing):
+            self.pushing, self.reconnecting = True, False
             self.post_message(self.Changed())  # the status line says `live (pushed)`
         error = None if message.error is None else message.error.message
         if self.live_error != error:
@@ -347,7 +349,7 @@ class FeedView(ScrollView, can_focus=True):
 
     def stop_push(self) -> None:
         push, self._push = self._push, None
-        self.pushing = False
+        self.pushing = self.reconnecting = False
         if push is not None:
             push.close()
 
@@ -360,7 +362,7 @@ class FeedView(ScrollView, can_focus=True):
             return
         if self.pushing:
             self.post_message(self.Changed())
-        self._push, self.pushing = None, False
+        self._push, self.pushing, self.reconnecting = None, False, False
         if not message.offered:
             self.offers_push = False  # this backend has no push: the timer's poll it is
             return
@@ -370,6 +372,12 @@ class FeedView(ScrollView, can_focus=True):
             return
         if message.error is not None and self.live_error != message.error.message:
             self.live_error = message.error.message  # live pauses; the timer's poll takes over and retries
+            self.post_message(self.Changed())
+
+    @on(msg.PushDropped)
+    def _push_dropped(self, message: msg.PushDropped) -> None:
+        if message.generation == self.generation and self._push is not None and not self.reconnecting:
+            self.reconnecting = True  # the status line stops saying `live (pushed)` until the next event
             self.post_message(self.Changed())
 
     def _take_removals(self, removals: Removals | None) -> None:
