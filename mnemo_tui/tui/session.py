@@ -27,6 +27,8 @@ class Session:
         keep_pages: pages held besides the first one.
         pin_notices: toasts and the window of `u` after `c` last until the app closes (the tests
             pin them, so a loaded machine cannot make one vanish before a test or snapshot looks).
+        key_in_env: the endpoint's key came from MNEMO_API_KEY (which wins over a kept one): what a
+            refused key's advice names. Never the key itself.
         deleted_here: the ids this app deletes or deleted itself (`d`): the live feed learns of their
             removal as of any other, and must not report it as a removal elsewhere.
     """
@@ -39,6 +41,7 @@ class Session:
     page_size: int
     keep_pages: int
     pin_notices: bool = False
+    key_in_env: bool = False
     deleted_here: set[str] = field(default_factory=set)
 
     @property

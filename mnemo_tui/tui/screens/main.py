@@ -156,7 +156,7 @@ class FeedScreen(Screen[None]):
     def feed_failed(self, message: FeedView.Failed) -> None:
         self.app.notify(sanitize.line(message.error.message), title="Read failed", severity="error", markup=False)
         if message.blank:
-            self.error_view.show_error(message.error)
+            self.error_view.show_error(message.error, self.session.key_in_env)
             self.switcher.current = "error"
         if not self.scopes.items:
             self.scopes.load()
