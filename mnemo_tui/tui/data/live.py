@@ -15,7 +15,7 @@ from mnemo_tui.tui import messages as msg
 from mnemo_tui.values.follow import Follow, Pushed
 from mnemo_tui.walk import LIVE_PAGES, LiveBatch, LiveTracker, Probe
 
-__all__ = ["LIVE_PAGES", "LiveBatch", "LiveTracker", "Probe", "PushHandle", "read_push"]
+__all__ = ["LIVE_PAGES", "LiveBatch", "LiveTracker", "Probe", "PushHandle", "open_push", "read_push"]
 
 
 class PushHandle:
@@ -45,6 +45,21 @@ class PushHandle:
             follow, self._follow = self._follow, None
         if follow is not None:
             follow.close()  # shuts its connection down: the thread's waiting read returns, and it ends
+
+
+def open_push(
+    backend: Backend, generation: int, query: RecentQuery, after: int | None, post: Callable[[Message], object]
+) -> PushHandle:
+    """Read a feed generation's push follow in a thread of its own (`read_push`); `close()` its handle to end it.
+
+    A plain daemon thread, not a Textual worker: a worker runs on the event loop's executor, which
+    the loop waits for when it closes, and the app counts workers as reads in flight; a follow
+    never ends by itself.
+    """
+    push = PushHandle()
+    args = (push, backend, generation, query, after, post)
+    threading.Thread(target=read_push, args=args, name="mnemo-follow", daemon=True).start()
+    return push
 
 
 def read_push(
