@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
@@ -125,6 +126,15 @@ async def settle(pilot: Pilot[None], rounds: int = 4) -> None:
         if done + 1 >= rounds and quiet >= 2:
             return
     raise AssertionError(f"the app never settled: workers still running {list(pilot.app.workers)}")
+
+
+async def until(pilot: Pilot[None], condition: Callable[[], bool], rounds: int = 1500) -> None:
+    """Wait (bounded) for a condition the app reaches by itself (a pushed event is no worker to settle)."""
+    for _ in range(rounds):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("the condition was never reached")
 
 
 class FlakyBackend(DelegatingBackend):

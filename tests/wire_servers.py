@@ -36,7 +36,8 @@ def without_accept(scope: dict[str, Any]) -> dict[str, Any]:
 class ThreadServer:
     """An ASGI app served by uvicorn on a free 127.0.0.1 port, in a daemon thread."""
 
-    def __init__(self, app: Any, port: int = 0, sock: socket.socket | None = None) -> None:
+    def __init__(self, app: Any, port: int = 0, sock: socket.socket | None = None, *, as_serve: bool = False) -> None:
+        """`as_serve`: stop as `mnemo serve` does, its push follows ended first (`app` is then one of `create_app`)."""
         if sock is None:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -46,7 +47,12 @@ class ThreadServer:
         config = uvicorn.Config(
             app, log_config=None, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=1
         )
-        self.server = uvicorn.Server(config)
+        if as_serve:
+            from mnemo_tui.server.run import Server
+
+            self.server: uvicorn.Server = Server(config, app.end_streams)
+        else:
+            self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
     @property

@@ -148,7 +148,7 @@ class RemoteFollow:
             if got or not attempt:
                 attempt, deadline = 0, time.monotonic() + calls.deadline
                 if self.on_connection is not None:
-                    self.on_connection(reason)
+                    self.on_connection(reason)  # at once: the backoff and the reconnect below may take the deadline
                 down = True
             opened = _open(
                 calls,

@@ -230,10 +230,7 @@ def _tell_outages(pushed: Follow, endpoint: str) -> None:
     and stdout, the entries, is untouched. The final exit-5 line, if reconnecting fails, is `main`'s.
     """
     from mnemo_tui.backends.remote_calls import deadline_of
-    from mnemo_tui.backends.remote_follow import RemoteFollow
 
-    if not isinstance(pushed, RemoteFollow):
-        return
     shown = sanitize.line(endpoint)
     seconds = deadline_of(os.environ)
 

@@ -181,16 +181,21 @@ class EntryActions:
         self.app.push_screen(ConfirmScreen(question), answered)
 
     def _delete(self, entry: Entry) -> None:
-        backend = self.session.backend
+        backend, deleted_here = self.session.backend, self.session.deleted_here
+        # Noted before the request: a push (or a poll) may bring its removal before the delete's answer.
+        deleted_here.add(entry.atom_id)
 
         def run() -> None:
             try:
                 gone = refusals.delete_entry(backend, entry)
             except Exception as exc:  # noqa: BLE001 - a refused delete is a notice
+                self.app.call_from_thread(deleted_here.discard, entry.atom_id)
                 self.app.call_from_thread(
                     self.notice, sanitize.line(as_error(exc).message), title="Delete failed", error=True
                 )
                 return
+            if not gone:  # someone else removed it first: that removal did happen elsewhere
+                self.app.call_from_thread(deleted_here.discard, entry.atom_id)
             said = f"deleted {short_id(entry.atom_id)}" if gone else f"{short_id(entry.atom_id)} was already gone"
             self.app.call_from_thread(self._landed, said)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
@@ -78,6 +79,8 @@ class MnemoApp(App[None]):
             page_size=page_size,
             keep_pages=keep_pages,
             pin_notices=pin_notices,
+            # The settings read MNEMO_API_KEY from this process's environment, first (`credentials.lookup_key`).
+            key_in_env=backend.kind == "remote" and bool(os.environ.get("MNEMO_API_KEY", "").strip()),
         )
         self.first_scope = scope
         self.failure: BaseException | None = None

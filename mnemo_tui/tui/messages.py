@@ -77,3 +77,11 @@ class PushEnded(Read):
         super().__init__(generation)
         self.error = error
         self.offered = offered
+
+
+class PushDropped(Read):
+    """The push follow's stream ended or dropped (`why`) and it is reconnecting: nothing is pushed until its next event."""
+
+    def __init__(self, generation: int, why: str) -> None:
+        super().__init__(generation)
+        self.why = why

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mnemo_tui.backends import Backend
@@ -27,6 +27,10 @@ class Session:
         keep_pages: pages held besides the first one.
         pin_notices: toasts and the window of `u` after `c` last until the app closes (the tests
             pin them, so a loaded machine cannot make one vanish before a test or snapshot looks).
+        key_in_env: the endpoint's key came from MNEMO_API_KEY (which wins over a kept one): what a
+            refused key's advice names. Never the key itself.
+        deleted_here: the ids this app deletes or deleted itself (`d`): the live feed learns of their
+            removal as of any other, and must not report it as a removal elsewhere.
     """
 
     backend: Backend
@@ -37,6 +41,8 @@ class Session:
     page_size: int
     keep_pages: int
     pin_notices: bool = False
+    key_in_env: bool = False
+    deleted_here: set[str] = field(default_factory=set)
 
     @property
     def overlap(self) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 from mnemo_tui.model import Value
@@ -23,7 +23,14 @@ class Pushed(Value):
 
 
 class Follow(Protocol):
-    """An open follow: iterate it for its events (it reconnects by itself); `close()`, from any thread, ends it."""
+    """An open follow: iterate it for its events (it reconnects by itself); `close()`, from any thread, ends it.
+
+    `on_connection`, when set, is called in the iterating thread with a few words of why as soon as a stream
+    ends or drops and reconnecting begins (once an outage), then with None before the first event a
+    reconnect brings.
+    """
+
+    on_connection: Callable[[str | None], object] | None
 
     def __iter__(self) -> Iterator[Pushed]: ...
 

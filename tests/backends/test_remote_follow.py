@@ -272,6 +272,31 @@ def test_close_ends_a_reconnect_waiting_in_its_backoff() -> None:
     assert len(got) == 1 and len(server.requests) == 1
 
 
+def test_a_stream_that_ends_is_told_to_on_connection_before_the_reconnect_waits() -> None:
+    import threading
+
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", "1", {"items": [item(1)]}))
+        await writer.drain()  # then the connection closes: the follow waits its backoff to reconnect
+
+    with raw(answer) as server:
+        remote = RemoteBackend(server.url, KEY, backoff=60.0)  # a first wait of 30 s (max_wait)
+        try:
+            follow = remote.follow(RecentQuery())
+            assert follow is not None
+            why: list[str | None] = []
+            dropped = threading.Event()
+            follow.on_connection = lambda reason: (why.append(reason), dropped.set())
+            reader = threading.Thread(target=lambda: list(follow), daemon=True)
+            reader.start()
+            assert dropped.wait(10)  # at once, not after the wait before the reconnect
+            follow.close()
+            reader.join(timeout=10)
+        finally:
+            remote.close()
+    assert why == ["the endpoint ended the stream"] and len(server.requests) == 1
+
+
 def refusal(status: bytes, body: bytes) -> Handler:
     """An endpoint refusing the follow with `status` and a JSON `body`."""
 

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, Static
-from tui_helpers import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, req, sample_store, settle
+from tui_helpers import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, req, sample_store, settle, until
 
+from mnemo_tui import refusals
+from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.catchup import CatchUp
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import NotFound
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import MnemoApp
 from mnemo_tui.tui.app import PINNED_SECONDS
@@ -119,6 +122,42 @@ async def test_d_asks_first_and_only_y_deletes(store: Store, local: LocalBackend
             local.get(entry.atom_id)
         assert entry.atom_id not in {e.atom_id for e in app.feed_screen.feed.window.slots[0].items or []}
         assert any(f"deleted {short_id(entry.atom_id)}" in n for n in notices(app))
+
+
+async def test_its_own_delete_seen_by_the_live_feed_first_is_no_removal_elsewhere(
+    store: Store, local: LocalBackend, state: StateDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fill(store, 3)
+    deleted, answer = threading.Event(), threading.Event()
+    delete_entry = refusals.delete_entry
+
+    def answered_late(backend: Backend, entry: Entry) -> bool:
+        # The entry is gone at once; its answer lands after the live feed has seen the removal (a push does).
+        gone = delete_entry(backend, entry)
+        deleted.set()
+        answer.wait(30)
+        return gone
+
+    monkeypatch.setattr(refusals, "delete_entry", answered_late)
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        feed = app.feed_screen.feed
+        entry = feed.current
+        assert entry is not None
+        await pilot.press("d", "y")
+        await until(pilot, deleted.is_set)
+        feed.check_live()
+        await until(
+            pilot,
+            lambda: entry.atom_id not in {e.atom_id for e in feed.window.head + (feed.window.slots[0].items or [])},
+        )
+        answer.set()
+        await settle(pilot)
+        feed.check_live()  # the scope read again after the delete: its removal is seen again, and still not elsewhere
+        await settle(pilot)
+        assert any(f"deleted {short_id(entry.atom_id)}" in n for n in notices(app))
+        assert not any("elsewhere" in n for n in notices(app)), notices(app)
 
 
 async def test_d_on_a_room_entry_deletes_what_you_wrote_or_any_of_a_room_you_own_and_refuses_the_rest(

@@ -269,8 +269,10 @@ async def test_errors_show_and_recover_on_retry(
         screen = app.feed_screen
         assert screen.switcher.current == "error"
         text = str(screen.error_view.render())
-        assert ("unreachable" in text) if "reach" in str(failure) else ("refused" in text)
-        assert "press r to retry" in text
+        if "reach" in str(failure):
+            assert "unreachable" in text and "press r to retry" in text
+        else:  # the app keeps its key: the advice is to start again (r still asks again, with the same key)
+            assert "refused" in text and "start mnemo tui again" in text
         assert app.is_running
         flaky.failure = None
         await pilot.press("r")
@@ -315,6 +317,33 @@ async def test_a_live_failure_pauses_and_resumes(store: Store, local: LocalBacke
         await settle(pilot)
         assert "live paused" not in str(screen.status.render())
         assert rows(app)[0].content == "after the outage"  # type: ignore[union-attr]
+
+
+async def test_live_paused_says_why_where_the_status_line_has_room(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 5)
+    flaky = FlakyBackend(local)
+    app = make_app(as_backend(flaky), state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        flaky.failure = FlakyBackend.unreachable()
+        screen.feed.check_live()
+        await settle(pilot)
+        status = lambda: str(screen.status.render()).strip()  # noqa: E731
+        # 120 columns: the long words and the reason do not fit, the short words and the whole reason do.
+        assert (
+            status()
+            == "5 (end) · default · ● no mark · live paused: cannot reach http://127.0.0.1:9/api/v1 (connection refused)"
+        )
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert status().startswith("5 (end) · default · ● no mark · live paused: cannot reach http://")
+        assert status().endswith("…") and len(status()) == 78
+        await pilot.resize_terminal(60, 20)
+        await settle(pilot)
+        assert status() == "5 (end) · default · ● no mark · live paused"  # too little room for a reason
 
 
 async def test_a_result_for_a_scope_the_reader_left_is_dropped(

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from pathlib import Path
 
 import pytest
-from textual.pilot import Pilot
-from tui_helpers import clock, ids, remote, req, rows, settle
+from tui_helpers import clock, ids, remote, req, rows, settle, until
 from wire_servers import ThreadServer
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
+from mnemo_tui.engine.store import Store
+from mnemo_tui.server.app import create_app
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
 
@@ -26,15 +27,6 @@ def anyio_backend() -> str:
 
 def followers() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "mnemo-follow" and t.is_alive()]
-
-
-async def until(pilot: Pilot[None], condition: Callable[[], bool], rounds: int = 1500) -> None:
-    """Wait (bounded) for a condition the app reaches by itself (a pushed event is no worker to settle)."""
-    for _ in range(rounds):
-        if condition():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("the condition was never reached")
 
 
 async def test_a_write_elsewhere_is_pushed_without_a_poll_and_a_delete_drops_its_row(
@@ -92,3 +84,46 @@ async def test_an_endpoint_without_the_channel_is_polled_by_the_timer(
             assert str(app.feed_screen.status.render()).strip().endswith("· live")
     finally:
         backend.close()
+
+
+async def test_a_stream_that_drops_says_reconnecting_at_once_and_live_pushed_once_back(
+    tmp_path: Path, state: StateDB
+) -> None:
+    path = tmp_path / "served.db"
+    store = Store(path)
+    key = store.create_key("alice")[1]
+    local = LocalBackend(store, "alice")
+    local.write(req("before the outage"))
+    first = create_app(path)
+    server = ThreadServer(first, as_serve=True).start()
+    try:
+        port = server.port
+        # Reconnects from 50 ms apart, for a deadline much longer than the test: only the status can tell.
+        backend = RemoteBackend(server.url, key, retries=1, backoff=0.05, max_wait=0.5, deadline=120)
+        app = MnemoApp(backend, state, clock=clock, poll_interval=None, page_size=20)
+        try:
+            async with app.run_test(size=SIZE) as pilot:
+                await settle(pilot)
+                screen = app.feed_screen
+                status = lambda: str(screen.status.render()).strip()  # noqa: E731
+                await until(pilot, lambda: status().endswith("· live (pushed)"))
+                server.stop()  # the server stops as `mnemo serve` does: its stream ends, every reconnect is refused
+                await until(pilot, lambda: status().endswith("· reconnecting…"))
+                assert screen.feed.live_error is None and len(followers()) == 1  # the same follow, still trying
+                during = local.write(req("written while the server was down")).atom_id
+                again = create_app(path)
+                back = ThreadServer(again, port, as_serve=True).start()  # back on the same port
+                try:
+                    await until(pilot, lambda: bool(rows(app)) and ids(rows(app))[0] == during)
+                    await until(pilot, lambda: status().endswith("· live (pushed)"))
+                finally:
+                    back.stop()
+                    again.state.pool.close()
+                    again.state.health.close()
+        finally:
+            backend.close()
+    finally:
+        server.stop()
+        first.state.pool.close()
+        first.state.health.close()
+        store.close()

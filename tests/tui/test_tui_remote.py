@@ -87,19 +87,33 @@ async def test_mark_caught_up_on_an_endpoint_commits_what_catchup_commits(
     assert (tui.created_at, tui.boundary_ids) == (cli.created_at, cli.boundary_ids)
 
 
-async def test_a_refused_key_is_shown_and_the_app_stays_open(
-    served: tuple[ThreadServer, LocalBackend, str], state: StateDB
+@pytest.mark.parametrize("from_env", [False, True])
+async def test_a_refused_key_is_shown_and_the_app_stays_open_advising_a_restart(
+    served: tuple[ThreadServer, LocalBackend, str], state: StateDB, monkeypatch: pytest.MonkeyPatch, from_env: bool
 ) -> None:
     server, _local, _key = served
-    backend = remote(server.url, "mk_live_" + "0" * 32)
+    wrong = "mk_live_" + "0" * 32
+    if from_env:
+        monkeypatch.setenv("MNEMO_API_KEY", wrong)
+    backend = remote(server.url, wrong)
     app = MnemoApp(backend, state, clock=clock, poll_interval=None)
     try:
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             screen = app.feed_screen
             assert screen.switcher.current == "error"
-            assert "The key was refused" in str(screen.error_view.render())
-            assert app.is_running
+            shown = " ".join(str(screen.error_view.render()).split())
+            assert "The key was refused" in shown and app.is_running
+            # The open app keeps its key: the advice is to start again, never a retry that sends the same key.
+            assert "press r" not in shown and "start mnemo tui again" in shown
+            if from_env:
+                assert "set MNEMO_API_KEY to the right key (it wins over a key kept by `mnemo login`" in shown
+            else:
+                assert "keep the right key with `mnemo login` (`mnemo login --insecure-storage`" in shown
+            assert wrong not in shown and wrong[8:] not in shown
+            await pilot.press("r")  # and indeed: the same key, refused again
+            await settle(pilot)
+            assert screen.switcher.current == "error"
     finally:
         backend.close()
 

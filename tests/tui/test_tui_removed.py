@@ -72,6 +72,31 @@ async def test_removed_rows_leave_the_feed_the_cursor_stays_and_the_detail_close
         assert sum("removed elsewhere" in n for n in notices(app)) == 1
 
 
+async def test_the_activity_count_follows_a_removal_elsewhere_at_the_same_pace(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 10, start=NOW - 20 * MINUTE)
+    app = MnemoApp(local, state, clock=clock, poll_interval=None, pin_notices=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        caption = app.feed_screen.activity_panel.query_one("#activity-caption", Label)
+        before = str(caption.render()).splitlines()
+        assert before[:2] == ["2 h, by 5 min", "10 entries"]
+        other = other_writer(store)
+        try:
+            other.write(req("written elsewhere"))  # an arrival (after the fixed clock's now: in no bucket)
+            app.feed_screen.feed.check_live()
+            await settle(pilot)
+            assert len(rows(app)) == 11
+            assert str(caption.render()).splitlines() == before  # the buckets keep the first page's pace
+            other.delete(ids(rows(app))[4])
+        finally:
+            other.close()
+        app.feed_screen.feed.check_live()
+        await settle(pilot)
+        assert str(caption.render()).splitlines()[:2] == ["2 h, by 5 min", "9 entries"]
+
+
 async def test_the_timer_drops_a_row_removed_in_another_domain_scope_too(
     store: Store, local: LocalBackend, state: StateDB
 ) -> None:

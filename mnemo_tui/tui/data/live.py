@@ -15,7 +15,7 @@ from mnemo_tui.tui import messages as msg
 from mnemo_tui.values.follow import Follow, Pushed
 from mnemo_tui.walk import LIVE_PAGES, LiveBatch, LiveTracker, Probe
 
-__all__ = ["LIVE_PAGES", "LiveBatch", "LiveTracker", "Probe", "PushHandle", "read_push"]
+__all__ = ["LIVE_PAGES", "LiveBatch", "LiveTracker", "Probe", "PushHandle", "open_push", "read_push"]
 
 
 class PushHandle:
@@ -47,6 +47,21 @@ class PushHandle:
             follow.close()  # shuts its connection down: the thread's waiting read returns, and it ends
 
 
+def open_push(
+    backend: Backend, generation: int, query: RecentQuery, after: int | None, post: Callable[[Message], object]
+) -> PushHandle:
+    """Read a feed generation's push follow in a thread of its own (`read_push`); `close()` its handle to end it.
+
+    A plain daemon thread, not a Textual worker: a worker runs on the event loop's executor, which
+    the loop waits for when it closes, and the app counts workers as reads in flight; a follow
+    never ends by itself.
+    """
+    push = PushHandle()
+    args = (push, backend, generation, query, after, post)
+    threading.Thread(target=read_push, args=args, name="mnemo-follow", daemon=True).start()
+    return push
+
+
 def read_push(
     push: PushHandle,
     backend: Backend,
@@ -56,7 +71,8 @@ def read_push(
     post: Callable[[Message], object],
 ) -> None:
     """A feed's push thread: each event posted as a live poll's result is (`LiveFound`: the same code shows
-    it), then `PushEnded` (unless the feed closed the handle: it has moved on)."""
+    it), a dropped stream as `PushDropped` while the follow reconnects, then `PushEnded` (unless the feed
+    closed the handle: it has moved on)."""
     try:
         follow = backend.follow(query)
     except Exception as exc:  # noqa: BLE001 - a failing follow falls back to polling; it never closes the app
@@ -67,6 +83,13 @@ def read_push(
         return
     if not push.attach(follow):
         return
+
+    def outage(why: str | None) -> None:
+        # A reconnect's first event says live again by itself; the drop is said at once.
+        if why is not None and not push.closed:
+            post(msg.PushDropped(generation, why))
+
+    follow.on_connection = outage
     error = None
     try:
         for event in follow:

@@ -35,7 +35,11 @@ class RemovalWatch:
             self.after = max(e.created_at for e in shown)
 
     def take(self, removals: Removals) -> set[str] | None:
-        """Note an answer; returns the ids it removed, or None when the feed must be read again."""
+        """Note an answer; returns the ids it newly removed, or None when the feed must be read again.
+
+        Over an endpoint a poll (`r`, a check) and the push may both bring one removal: only the first
+        drops it and says so (a second would read the counts and the activity again for nothing).
+        """
         first, self.asked = not self.asked, True
         if first:
             self.gone_at_start = removals.gone
@@ -44,7 +48,7 @@ class RemovalWatch:
         newest = removals.newest
         if newest is not None and (self.after is None or newest > self.after):
             self.after = newest
-        removed = {r.atom_id for r in removals.items}
+        removed = {r.atom_id for r in removals.items} - self.ids
         self.ids |= removed
         return removed
 

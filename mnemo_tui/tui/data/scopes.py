@@ -123,12 +123,20 @@ def bucket_width(newest: int | None, oldest_of_page: int | None, page: int = MAX
     return LADDER[0][0]
 
 
-def activity(backend: Backend, scope: str | None, now: int, newest: int | None, oldest_of_page: int | None) -> Activity:
+def activity(
+    backend: Backend,
+    scope: str | None,
+    now: int,
+    newest: int | None,
+    oldest_of_page: int | None,
+    bucket: int | None = None,
+) -> Activity:
     """Entries over time for a scope: one bounded read per bucket, so the cost does not grow with the scope.
 
-    The bucket width follows the scope's pace (`bucket_width`); each bucket is counted up to one page (100).
+    The bucket width follows the scope's pace (`bucket_width`), unless `bucket` gives it (a picture read
+    again keeps its width); each bucket is counted up to one page (100).
     """
-    width = bucket_width(newest, oldest_of_page)
+    width = bucket or bucket_width(newest, oldest_of_page)
     n = dict(LADDER)[width]
     counts: list[int] = []
     capped = False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.cells import cell_len
 from textual import getters, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -21,10 +22,29 @@ from mnemo_tui.tui.widgets.detail import DetailPane
 from mnemo_tui.tui.widgets.feed import FeedView
 from mnemo_tui.tui.widgets.filter import FilterBar
 from mnemo_tui.tui.widgets.notices import ErrorView, NewMarker, ReportView
+from mnemo_tui.tui.widgets.rows import fit
 from mnemo_tui.tui.widgets.sidebar import ActivityPanel, ScopeList
 
 # How long `u` can undo a `c`.
 UNDO_SECONDS = 10
+# The fewest cells of a reason the status line shows (cut with `…`); with less room, it is left out.
+REASON_CELLS = 20
+
+
+def status_line(long: list[str], short: list[str], reason: str | None, width: int) -> str:
+    """The status line in `width` cells: the long words, else the short ones (a narrow terminal keeps the
+    whole line in fewer words); the last word followed by `reason` (why live is paused), whole where it
+    fits, else cut with `…` while `REASON_CELLS` of it fit, else left out."""
+    said = [f"{words[-1]}: {reason}" if reason else words[-1] for words in (long, short)]
+    for words, last in zip((long, short), said, strict=True):
+        line = " · ".join([*words[:-1], last])
+        if cell_len(line) <= width:
+            return line
+    if not reason:
+        return line
+    head = " · ".join([*short[:-1], f"{short[-1]}: "])
+    room = width - cell_len(head)
+    return head + fit(reason, room) if room >= REASON_CELLS else " · ".join(short)
 
 
 class FeedScreen(Screen[None]):
@@ -136,7 +156,7 @@ class FeedScreen(Screen[None]):
     def feed_failed(self, message: FeedView.Failed) -> None:
         self.app.notify(sanitize.line(message.error.message), title="Read failed", severity="error", markup=False)
         if message.blank:
-            self.error_view.show_error(message.error)
+            self.error_view.show_error(message.error, self.session.key_in_env)
             self.switcher.current = "error"
         if not self.scopes.items:
             self.scopes.load()
@@ -150,8 +170,7 @@ class FeedScreen(Screen[None]):
             self.scopes.load()  # a new domain (or room) appeared: its line and count join the sidebar
         else:
             self.scopes.count()
-        newest = self.feed.window.newest()
-        self.activity_panel.load(self.scope, newest.created_at if newest else None, None)
+        self.activity_panel.reread(self.scope, self.feed.window.newest())
         self._update_bars()
 
     @on(FeedView.Removed)
@@ -166,10 +185,12 @@ class FeedScreen(Screen[None]):
                 self.feed.focus()
             self.detail.display = False
         closed = "; its detail was closed" if shown else ""
+        if message.ids:  # shown or not, the scope's counts and activity follow removals as they follow arrivals
+            self.scopes.count()
+            self.activity_panel.reread(self.scope, self.feed.window.newest())
         if message.count:
             noun = "entry" if message.count == 1 else "entries"
             self.app.notify(f"{message.count} {noun} removed elsewhere{closed}", title="Removed", timeout=5)
-            self.scopes.count()
         elif shown:  # opened from a search, not a row of the feed
             self.app.notify(f"The entry in the detail pane was removed elsewhere{closed}", title="Removed", timeout=5)
 
@@ -309,17 +330,18 @@ class FeedScreen(Screen[None]):
         parts.append("● no watermark yet" if no_mark else "● since watermark")
         if feed.include_history:
             parts.append("history shown")
-        live = "live (pushed)" if feed.pushing else "live"
-        parts.append(f"live paused: {feed.live_error}" if feed.live_error else live)
-        line = " · ".join(parts)
-        if len(line) > self.size.width - 2:
-            # A narrow terminal keeps the whole line in shorter words (the error stays in the notice).
-            short = [f"{window.row_count}" + (" (end)" if window.at_end else ""), self.session.consumer]
-            short.append("● no mark" if no_mark else "● since mark")
-            if feed.include_history:
-                short.append("history")
-            short.append("live paused" if feed.live_error else "live")
-            line = " · ".join(short)
+        short = [f"{window.row_count}" + (" (end)" if window.at_end else ""), self.session.consumer]
+        short.append("● no mark" if no_mark else "● since mark")
+        if feed.include_history:
+            short.append("history")
+        if feed.live_error:
+            live, brief = "live paused", "live paused"
+        elif feed.reconnecting:  # the push's stream dropped: nothing is pushed until it is back
+            live, brief = "reconnecting…", "reconnecting…"
+        else:
+            live, brief = ("live (pushed)", "live") if feed.pushing else ("live", "live")
+        reason = sanitize.line(feed.live_error) if feed.live_error else None
+        line = status_line([*parts, live], [*short, brief], reason, self.size.width - 2)
         self.status.update(plain(line))
 
     def on_resize(self) -> None:

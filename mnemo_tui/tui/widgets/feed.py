@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import ClassVar
 
 from rich.cells import set_cell_size
@@ -23,11 +22,11 @@ from mnemo_tui.model import Entry, RecentQuery, Watermark
 from mnemo_tui.removals import Removals
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import messages as msg
-from mnemo_tui.tui.data.live import PushHandle, read_push
+from mnemo_tui.tui.data.live import PushHandle, open_push
 from mnemo_tui.tui.data.removed import RemovalWatch
 from mnemo_tui.tui.data.window import FeedWindow, PageRequest
 from mnemo_tui.tui.session import Session
-from mnemo_tui.tui.widgets.rows import RowPainter
+from mnemo_tui.tui.widgets.rows import RowPainter, end_line
 from mnemo_tui.walk import LiveTracker, unread
 
 # Load the next page when the reader is this many rows from the last one known.
@@ -154,6 +153,8 @@ class FeedView(ScrollView, can_focus=True):
         self.offers_push = session.backend.kind == "remote"
         self._push: PushHandle | None = None
         self.pushing = False
+        # The push's stream dropped and its follow is reconnecting (the timer still leaves it to the push).
+        self.reconnecting = False
         self._styles: dict[str, Style] = {}
         self.painter = RowPainter(self._style)
 
@@ -301,8 +302,8 @@ class FeedView(ScrollView, can_focus=True):
     def _live_found(self, message: msg.LiveFound) -> None:
         if not message.pushed:
             self._live_busy = False
-        elif message.generation == self.generation and not self.pushing:
-            self.pushing = True
+        elif message.generation == self.generation and (self.reconnecting or not self.pushing):
+            self.pushing, self.reconnecting = True, False
             self.post_message(self.Changed())  # the status line says `live (pushed)`
         error = None if message.error is None else message.error.message
         if self.live_error != error:
@@ -329,25 +330,17 @@ class FeedView(ScrollView, can_focus=True):
     # -- push: an endpoint's follow, read by a thread of its own ----------------------------------
 
     def start_push(self) -> None:
-        """Over an endpoint that offers the push follow, read it for this generation in a thread.
-
-        A plain daemon thread, not a Textual worker: a worker runs on the event loop's executor, which
-        the loop waits for when it closes, and the app counts workers as reads in flight; a follow
-        never ends by itself. `stop_push` (a new generation, the feed unmounted) closes its connection.
-        """
+        """Over an endpoint that offers the push follow, read it for this generation in a thread of its own
+        (`live.open_push`); `stop_push` (a new generation, the feed unmounted) closes its connection."""
         if not self.offers_push or self._push is not None or not self.window.started:
             return
-        push = PushHandle()
-        self._push = push
         query = self.tracker.query(self.read_query())
         after = self.removed.after if self.tombstones else None
-        args = (push, self.session.backend, self.generation, query, after, self.post_message)
-        thread = threading.Thread(target=read_push, args=args, name="mnemo-follow", daemon=True)
-        thread.start()
+        self._push = open_push(self.session.backend, self.generation, query, after, self.post_message)
 
     def stop_push(self) -> None:
         push, self._push = self._push, None
-        self.pushing = False
+        self.pushing = self.reconnecting = False
         if push is not None:
             push.close()
 
@@ -360,7 +353,7 @@ class FeedView(ScrollView, can_focus=True):
             return
         if self.pushing:
             self.post_message(self.Changed())
-        self._push, self.pushing = None, False
+        self._push, self.pushing, self.reconnecting = None, False, False
         if not message.offered:
             self.offers_push = False  # this backend has no push: the timer's poll it is
             return
@@ -370,6 +363,12 @@ class FeedView(ScrollView, can_focus=True):
             return
         if message.error is not None and self.live_error != message.error.message:
             self.live_error = message.error.message  # live pauses; the timer's poll takes over and retries
+            self.post_message(self.Changed())
+
+    @on(msg.PushDropped)
+    def _push_dropped(self, message: msg.PushDropped) -> None:
+        if message.generation == self.generation and self._push is not None and not self.reconnecting:
+            self.reconnecting = True  # the status line stops saying `live (pushed)` until the next event
             self.post_message(self.Changed())
 
     def _take_removals(self, removals: Removals | None) -> None:
@@ -384,19 +383,25 @@ class FeedView(ScrollView, can_focus=True):
             return
         if not ids:
             return
-        self.removals_seen.publish(ids)  # rows never loaded here may be open in a search dialog
+        # This app's own deletes (`d`) leave the feed as well, but are no removal elsewhere: the delete said so.
+        here = ids & self.session.deleted_here
+        elsewhere = ids - here
         above = sum(1 for row in range(self.cursor) if (e := self.entry_at(row)) is not None and e.atom_id in ids)
+        count, dropped = self._drop(elsewhere), self._drop(here)
+        if elsewhere:  # before the cursor's Highlighted: the screen closes the detail
+            self.removals_seen.publish(elsewhere)  # rows never loaded here may be open in a search dialog
+            self.post_message(self.Removed(elsewhere, count))
+        if count or dropped:
+            self.painter.clear()
+            self._resized()
+            self.cursor = self.cursor - above
+            self.post_message(self.Changed())
+
+    def _drop(self, ids: set[str]) -> int:
+        """Take these entries out of the rows and of those held as new; returns how many went."""
         held = len(self.pending)
         self.pending = [e for e in self.pending if e.atom_id not in ids]
-        count = self.window.drop(ids) + held - len(self.pending)
-        if not count:
-            self.post_message(self.Removed(ids, 0))
-            return
-        self.painter.clear()
-        self._resized()
-        self.post_message(self.Removed(ids, count))  # before the cursor's Highlighted: the screen closes the detail
-        self.cursor = self.cursor - above
-        self.post_message(self.Changed())
+        return self.window.drop(ids) + held - len(self.pending)
 
     def show_pending(self) -> None:
         """Show the held new entries on top (or re-read the scope when there were too many to hold)."""
@@ -587,10 +592,6 @@ class FeedView(ScrollView, can_focus=True):
                 place=self.place(entry.domain),
             )
         if row == count:
-            end = "── loading older entries … ──"
-            if self.filter:
-                end = f"── {count} of {self.window.row_count} loaded entries match · enter searches them all ──"
-            elif self.window.at_end:
-                end = "── end of the feed ──" if count else ""
+            end = end_line(count, self.window.row_count, bool(self.filter), self.window.at_end)
             return Strip([Segment(set_cell_size(end.center(width), width), self._style("feed--end"))], width)
         return Strip.blank(width, self._style("base"))

@@ -118,20 +118,34 @@ class ReportView(Vertical):
             self.post_message(self.RoomChosen(event.option.id))
 
 
-def describe_error(error: MnemoError) -> tuple[str, str]:
-    """A title and a hint for an error the reader can act on."""
+def describe_error(error: MnemoError, key_in_env: bool = False) -> tuple[str, str]:
+    """A title and a hint for an error the reader can act on.
+
+    A refused key cannot be fixed from inside the app: it keeps the key it was started with (neither a
+    variable set in another shell nor a later `mnemo login` reaches it), so the hint says to start
+    again, and which source wins (`key_in_env`: the key came from MNEMO_API_KEY). The key is never shown.
+    """
     if isinstance(error, Unavailable):
         return "The backend is unreachable", "Check that the endpoint is up (or your network), then press r to retry."
     if isinstance(error, AuthError):
-        return "The key was refused", "Run `mnemo login` (or set MNEMO_API_KEY) in a shell, then press r to retry."
+        kept = "This app keeps the key it was started with, so r would send the same one."
+        if key_in_env:
+            return "The key was refused", (
+                f"{kept} Quit (q), set MNEMO_API_KEY to the right key (it wins over a key kept by "
+                "`mnemo login`; unset it to use that one), and start mnemo tui again."
+            )
+        return "The key was refused", (
+            f"{kept} Quit (q), keep the right key with `mnemo login` (`mnemo login --insecure-storage` "
+            "where there is no OS keyring) or set MNEMO_API_KEY, and start mnemo tui again."
+        )
     return f"The backend refused the read ({error.code})", "Press r to retry, or pick another scope."
 
 
 class ErrorView(Static):
     """A failed read: what happened and how to retry. Nothing is lost; the app stays open."""
 
-    def show_error(self, error: MnemoError) -> None:
-        title, hint = describe_error(error)
+    def show_error(self, error: MnemoError, key_in_env: bool = False) -> None:
+        title, hint = describe_error(error, key_in_env)
         self.update(
             Content.assemble(
                 ("⚠ " + sanitize.line(title) + "\n\n", "bold $error"),

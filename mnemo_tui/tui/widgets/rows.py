@@ -59,6 +59,15 @@ def fit(value: str, width: int) -> str:
     return set_cell_size(value, width - 1) + ELLIPSIS
 
 
+def end_line(shown: int, loaded: int, filtered: bool, at_end: bool) -> str:
+    """The line under the last row: older entries loading, the end, or what the filter matches of those loaded."""
+    if filtered:
+        return f"── {shown} of {loaded} loaded entries match · enter searches them all ──"
+    if at_end:
+        return "── end of the feed ──" if shown else ""
+    return "── loading older entries … ──"
+
+
 @dataclass(frozen=True)
 class Columns:
     """Which columns a row of a given width shows, and how wide each is."""

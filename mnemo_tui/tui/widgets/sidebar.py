@@ -16,7 +16,7 @@ from textual.widgets.option_list import Option
 from mnemo_tui import sanitize
 from mnemo_tui.catchup import CatchUp, CatchupResult
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.model import Watermark
+from mnemo_tui.model import Entry, Watermark
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui.data import scopes
 from mnemo_tui.tui.data.scopes import Activity, ScopeItem
@@ -271,6 +271,7 @@ class ActivityPanel(Vertical):
         self.session = session
         self.activity: Activity | None = None
         self._token = 0
+        self._bucket: int | None = None  # the width the scope's pace gave when it was opened
 
     def compose(self) -> ComposeResult:
         yield Label("Activity", id="activity-title")
@@ -280,18 +281,26 @@ class ActivityPanel(Vertical):
     def load(self, scope: str | None, newest: int | None, oldest: int | None) -> None:
         """Read a scope's activity (what the feed's first page spans sets the pace)."""
         self._token += 1
-        self._read(self._token, scope, newest, oldest)
+        self._bucket = scopes.bucket_width(newest, oldest)
+        self._read(self._token, scope, newest, self._bucket)
+
+    def reread(self, scope: str | None, newest: Entry | None) -> None:
+        """Read it again after entries arrived or were removed (`newest`: the feed's newest now), in the buckets
+        the scope was opened with (a width read again from the newest entry would widen with every arrival)."""
+        self._token += 1
+        self._read(self._token, scope, newest.created_at if newest else None, self._bucket)
 
     def clear(self) -> None:
         """A scope is being opened: its picture is not known yet (a late one for the old scope is dropped)."""
         self._token += 1
+        self._bucket = None
         self.show(None)
 
     @work(thread=True, group="activity", exclusive=True, exit_on_error=False)
-    def _read(self, token: int, scope: str | None, newest: int | None, oldest: int | None) -> None:
+    def _read(self, token: int, scope: str | None, newest: int | None, bucket: int | None) -> None:
         session = self.session
         try:
-            found = scopes.activity(session.backend, scope, session.clock(), newest, oldest)
+            found = scopes.activity(session.backend, scope, session.clock(), newest, None, bucket)
         except Exception:  # noqa: BLE001 - the picture is a glance: without it the panel says so, nothing else
             return
         self.post_message(self._Read(token, found))
