@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -401,6 +402,8 @@ class _ToPager:
         self.paced = paced
         self.poller = select.poll()
         self.poller.register(fd, select.POLLOUT)
+        self._empty = select.POLLOUT  # a one-page pipe is writable only when empty (a reader gone or not)
+        self._gone = select.POLLERR | select.POLLHUP | select.POLLNVAL
 
     def write(self, data: str) -> int:
         raw = data.encode("utf-8")
@@ -417,16 +420,13 @@ class _ToPager:
         Raises:
             BrokenPipeError: the pager exited before reading all of it.
         """
-        import errno
-        import select
-
         if not self.paced:
             return
         while True:
             for _fd, mask in self.poller.poll():
-                if mask & select.POLLOUT:  # a one-page pipe is writable only when empty (a reader gone or not)
+                if mask & self._empty:
                     return
-                if mask & (select.POLLERR | select.POLLHUP):
+                if mask & self._gone:
                     raise BrokenPipeError(errno.EPIPE, "the pager exited before reading everything")
 
     def flush(self) -> None:
