@@ -238,8 +238,9 @@ def recent_endpoint(served: Served) -> Handler:
         streaming = False
         try:
             first = await served.pool.run(partial(walk_stream.page, who=who, query=query))
+            walk = walk_stream.answer(served.pool, who, query, first, request.receive, partial(served.walks.give, key))
             streaming = True  # the slot is the stream's now: given back when it ends, however it ends
-            return walk_stream.answer(served.pool, who, query, first, request.receive, partial(served.walks.give, key))
+            return walk
         except Exception as exc:  # noqa: BLE001
             return error(_translate(exc), request_id(request))
         finally:
