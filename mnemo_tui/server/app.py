@@ -182,6 +182,7 @@ class Served:
         self.openapi = openapi
         self.hub = hub  # wakes the push follows (follow.py)
         self.follows = follows
+        self.walks = walk_stream.bound()  # each key's streamed walks open at once
         self.translate: Callable[[BaseException], MnemoError] = _translate
 
     async def principal(self, key: str) -> str:
@@ -219,20 +220,32 @@ def endpoint(
 def recent_endpoint(served: Served) -> Handler:
     """`POST /memory/recent`: one page as JSON, or with `Accept: application/x-ndjson` the whole walk as
     NDJSON (`walk_stream`), whose first page is read before the answer starts, so that a bad body, key
-    or cursor is refused with its status and envelope as for a page."""
+    or cursor, or a key with `walk_stream.MAX_WALKS_PER_KEY` walks open (429), is refused with its status
+    and envelope as for a page."""
     one_page = endpoint(routes.recent, served, at_once=READ)
 
     async def recent(request: Request) -> Response:
         if not walk_stream.wanted(request.headers.get("accept")):
             return await one_page(request)
         try:
-            who = await served.principal(auth.presented_key(request))
+            key = auth.presented_key(request)
+            who = await served.principal(key)
             request.scope["mnemo.principal"] = who
             query = routes.recent_query(Call(raw=await read_body(request, served.bodies)))
-            first = await served.pool.run(partial(walk_stream.page, who=who, query=query))
+            served.walks.take(key)  # before any page is read: a key past its bound costs no database thread
         except Exception as exc:  # noqa: BLE001 - every failure becomes an envelope
             return error(_translate(exc), request_id(request))
-        return walk_stream.answer(served.pool, who, query, first, request.receive)
+        streaming = False
+        try:
+            first = await served.pool.run(partial(walk_stream.page, who=who, query=query))
+            walk = walk_stream.answer(served.pool, who, query, first, request.receive, partial(served.walks.give, key))
+            streaming = True  # the slot is the stream's now: given back when it ends, however it ends
+            return walk
+        except Exception as exc:  # noqa: BLE001
+            return error(_translate(exc), request_id(request))
+        finally:
+            if not streaming:  # refused, or cancelled as the server stops: no stream holds the slot
+                served.walks.give(key)
 
     return recent
 

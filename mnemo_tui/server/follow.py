@@ -20,7 +20,8 @@ from mnemo_tui.errors import Forbidden, MnemoError, RemovalsGone, Unavailable, U
 from mnemo_tui.model import RecentQuery
 from mnemo_tui.server import auth, bodies
 from mnemo_tui.server.asgi import Request, Response, Stalled, Streamed, Write
-from mnemo_tui.server.envelope import Refused, dumps, error, request_id
+from mnemo_tui.server.bounds import PerKey
+from mnemo_tui.server.envelope import dumps, error, request_id
 from mnemo_tui.server.pool import READ
 from mnemo_tui.server.removals_route import GONE
 from mnemo_tui.server.wake import Follower, Hub
@@ -61,34 +62,23 @@ class FollowBody(bodies.Recent):
 
 
 class Bounds:
-    """The follows open at once: per key, and on this server."""
+    """The follows open at once: per key (`PerKey`), and on this server."""
 
     def __init__(self, max_follows: int = MAX_FOLLOWS, per_key: int | None = None) -> None:
         self.max_follows = max_follows
-        self.per_key = MAX_FOLLOWS_PER_KEY if per_key is None else per_key
+        self.keys = PerKey(MAX_FOLLOWS_PER_KEY if per_key is None else per_key, "TOO_MANY_FOLLOWS", "follows")
         self.open = 0
-        self.by_key: dict[str, int] = {}
 
     def take(self, key: str) -> None:
-        if self.by_key.get(key, 0) >= self.per_key:
-            raise Refused(
-                429,
-                "TOO_MANY_FOLLOWS",
-                f"this key has {self.per_key} follows open already (the most one key may); close one first",
-                retryable=True,
-            )
+        self.keys.take(key)
         if self.open >= self.max_follows:
+            self.keys.give(key)
             raise Unavailable(f"this server serves {self.max_follows} follows already; retry later or elsewhere")
         self.open += 1
-        self.by_key[key] = self.by_key.get(key, 0) + 1
 
     def give(self, key: str) -> None:
         self.open -= 1
-        left = self.by_key[key] - 1
-        if left:
-            self.by_key[key] = left
-        else:
-            del self.by_key[key]
+        self.keys.give(key)
 
 
 def last_event_id(request: Request) -> int | None:

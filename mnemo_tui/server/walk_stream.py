@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from functools import partial
 
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.model import RecentQuery, WirePage
 from mnemo_tui.server.asgi import Receive, Streamed, Write
+from mnemo_tui.server.bounds import PerKey
 from mnemo_tui.server.envelope import CANONICAL
 from mnemo_tui.server.pool import EnginePool
 from mnemo_tui.server.routes import page_json
@@ -19,6 +21,8 @@ NDJSON = "application/x-ndjson"
 # server's cost of a walk. Bounded, so a walk holds at most about this much at once.
 PART_PAGES = 16
 PART_BYTES = 1 << 20
+# Streamed walks one key may have open at once, then 429 `TOO_MANY_WALKS` (docs/server.md says why 16).
+MAX_WALKS_PER_KEY = 16
 log = logging.getLogger("mnemo.server")
 
 
@@ -39,6 +43,11 @@ def wanted(accept: str | None) -> bool:
                     return False
         return True
     return False
+
+
+def bound(per_key: int | None = None) -> PerKey:
+    """The count of each key's open streamed walks, at most `per_key` (`MAX_WALKS_PER_KEY` unless given)."""
+    return PerKey(MAX_WALKS_PER_KEY if per_key is None else per_key, "TOO_MANY_WALKS", "streamed walks")
 
 
 def page(engine: Engine, who: str, query: RecentQuery) -> WirePage:
@@ -70,8 +79,16 @@ async def _gone(receive: Receive) -> None:
         pass
 
 
-def answer(pool: EnginePool, who: str, query: RecentQuery, first: WirePage, receive: Receive) -> Streamed:
-    """The NDJSON answer of a walk whose first page is read (its failures were a JSON refusal, status and all).
+def answer(
+    pool: EnginePool,
+    who: str,
+    query: RecentQuery,
+    first: WirePage,
+    receive: Receive,
+    done: Callable[[], None] | None = None,
+) -> Streamed:
+    """The NDJSON answer of a walk whose first page is read (its failures were a JSON refusal, status and all);
+    `done` runs once it ended, however (finished, client gone, a failure, the server stopping: `Streamed.send`).
 
     Each page is a line; the next pages are read (in a database thread, a few in one call, `pages`) only
     once the lines before were handed over, so the server's flow control holds the walk back to the
@@ -99,4 +116,4 @@ def answer(pool: EnginePool, who: str, query: RecentQuery, first: WirePage, rece
             gone.cancel()
 
     headers = {**CANONICAL, "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-    return Streamed(produce, NDJSON, headers)
+    return Streamed(produce, NDJSON, headers, done)
