@@ -103,6 +103,11 @@ class RemoteFollow:
         self._stop = threading.Event()  # set by close(): a reconnect's backoff ends at once
         self._events = self._run()
 
+    @property
+    def deadline(self) -> float:
+        """Seconds reconnecting may last from a drop: the backend's call deadline, which `_run` waits by."""
+        return self._calls.deadline
+
     def __iter__(self) -> Iterator[Pushed]:
         return self
 

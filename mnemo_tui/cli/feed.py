@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
@@ -229,10 +228,8 @@ def _tell_outages(pushed: Follow, endpoint: str) -> None:
     Said whether or not stderr is a terminal: an outage is an event a log should keep too (unlike progress),
     and stdout, the entries, is untouched. The final exit-5 line, if reconnecting fails, is `main`'s.
     """
-    from mnemo_tui.backends.remote_calls import deadline_of
-
     shown = sanitize.line(endpoint)
-    seconds = deadline_of(os.environ)
+    seconds = pushed.deadline  # the follow's own: the one its reconnect gives up at
 
     def tell(reason: str | None) -> None:
         if reason is None:

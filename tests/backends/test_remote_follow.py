@@ -193,6 +193,7 @@ def test_a_server_gone_for_the_whole_deadline_ends_recent_follow_with_exit_5(tmp
         server.close()  # the stream drops, and every reconnect is refused from now on
         code, stderr = follower.ended(timeout=60)
     assert code == 5, stderr
+    assert "reconnecting for up to 2 s (MNEMO_DEADLINE)" in stderr  # the figure it then gave up at
     assert "cannot reconnect the follow to" in stderr and "Traceback" not in stderr
     assert len(server.requests) == 1
 
@@ -243,6 +244,41 @@ def test_an_outage_is_told_when_the_stream_drops_and_again_before_the_first_even
     # Told once each, in order: the drop with its reason, then back (before the event it brought was handed on).
     assert heard == ["the endpoint ended the stream", None]
     assert server.requests[1][1]["last-event-id"] == "1"
+
+
+def test_recent_follow_tells_the_deadline_its_reconnect_gives_up_at_not_a_second_reading_of_the_environment(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mnemo_tui.cli import feed
+
+    monkeypatch.setenv("MNEMO_DEADLINE", "60")  # the backend below was given its own: that one is waited by
+
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", str(n + 1), {"items": [item(n + 1)]}))
+        await writer.drain()
+        if n:
+            await hang()
+        # else the connection closes after its event: the stream ended, and is asked again
+
+    with raw(answer) as server:
+        remote = RemoteBackend(server.url, KEY, retries=2, sleep=lambda seconds: None, deadline=7)
+        try:
+            follow = remote.follow(RecentQuery())
+            assert follow is not None
+            feed._tell_outages(follow, remote.identity)
+            try:
+                next(follow)
+                next(follow)
+            finally:
+                follow.close()
+        finally:
+            remote.close()
+    told = capsys.readouterr().err.splitlines()
+    assert told == [
+        f"mnemo: the follow's stream from {server.url} dropped (the endpoint ended the stream); "
+        "reconnecting for up to 7 s (MNEMO_DEADLINE)...",
+        f"mnemo: the follow reconnected to {server.url}; resuming where it stopped",
+    ]
 
 
 def test_close_ends_a_reconnect_waiting_in_its_backoff() -> None:

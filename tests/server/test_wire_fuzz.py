@@ -38,6 +38,12 @@ class Served:
 @pytest.fixture(scope="module")
 def served(module_target: Target) -> Iterator[Served]:
     store = module_target.open()
+    if module_target.engine == "postgres":
+        # The pool's worker thread draws from the global `random` for each connection it opens (psycopg_pool's
+        # expiry jitter): growing under a write's NOTIFY while the next example draws, it looks to Hypothesis
+        # like a strategy using `random`. Full before the server starts, the pool has nothing left to open.
+        store.pool.resize(store.pool.max_size, store.pool.max_size)
+        store.pool.wait()
     key = store.create_key("alice")[1]
     for i in range(5):
         store.write("alice", WriteRequest(content=f"note {i} about deploys", domain="ops" if i % 2 else "general"))
