@@ -148,10 +148,12 @@ def test_close_from_another_thread_ends_a_waiting_read() -> None:
         got: list[object] = []
         reader = threading.Thread(target=lambda: got.extend(follow), daemon=True)
         reader.start()
-        for _ in range(400):
+        for _ in range(6000):  # bounded (60 s), for a loaded machine; the event comes at once
             if got:
                 break
             reader.join(0.01)
+        else:
+            raise AssertionError("the first event never came")
         follow.close()
         reader.join(timeout=10)
         assert not reader.is_alive()  # ended by close(), not by the 45 s idle deadline
@@ -296,10 +298,12 @@ def test_close_ends_a_reconnect_waiting_in_its_backoff() -> None:
             got: list[object] = []
             reader = threading.Thread(target=lambda: got.extend(follow), daemon=True)
             reader.start()
-            for _ in range(500):
+            for _ in range(6000):  # bounded (60 s), for a loaded machine
                 if got and follow._stream is None:  # the stream ended: it waits to reconnect
                     break
                 reader.join(0.01)
+            else:
+                raise AssertionError("the follow never came to wait for its reconnect")
             follow.close()
             reader.join(timeout=10)
             assert not reader.is_alive()  # woken by close(), not after its 30 s wait
