@@ -126,6 +126,25 @@ def test_an_endpoint_with_another_path_is_refused_naming_the_accepted_forms(cli,
         assert doc["endpoint"] == same.rstrip("/").removesuffix("/api/v1") + "/api/v1"
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://u:s3cret@127.0.0.1:9/api/v1",
+        "http://u:s3cret@127.0.0.1:99999/api/v1",
+        "http://u:s3cret@127.0.0.1:9/api/v1?x=1",
+        "http://:s3cret@127.0.0.1:9",
+    ],
+)
+def test_an_endpoint_with_a_password_in_it_is_refused_without_showing_it(cli, url: str) -> None:
+    # The key is a header; a user:password@ in the URL is never sent, and never printed (status, errors, hints).
+    for args in (("recent",), ("status",), ("status", "-f", "json")):
+        r = cli(*args, env={"MNEMO_ENDPOINT": url, "MNEMO_API_KEY": "mk_live_" + "1" * 32})
+        assert r.code == 2, (args, r.stdout, r.stderr)
+        assert "s3cret" not in r.stdout + r.stderr and r.stderr.strip()
+    r = cli("--endpoint", url, "recent")
+    assert r.code == 2 and "s3cret" not in r.stdout + r.stderr
+
+
 # -- status ---------------------------------------------------------------------------------
 
 
