@@ -41,6 +41,8 @@ def check_format(value: str, *, allow_ndjson: bool = True) -> str:
             reconfigure(encoding="utf-8", errors="strict")
     if value == "json" and is_tty(sys.stdout) and not isinstance(sys.stdout, _PrettyJson):
         sys.stdout = _PrettyJson(sys.stdout)
+    if value == "ndjson" and is_tty(sys.stdout) and not isinstance(sys.stdout, _NdjsonForTerminal):
+        sys.stdout = _NdjsonForTerminal(sys.stdout)
     return value
 
 
@@ -78,6 +80,27 @@ class _PrettyJson:
                 pretty = line
             self.real.write(json_for_terminal(pretty) + "\n")
         self.real.flush()
+
+
+class _NdjsonForTerminal:
+    """NDJSON meant for a person's terminal: each line as written, with what a terminal would act on escaped
+    (`json_for_terminal`: the same JSON values), as `json` and `export` are; a pipe gets the stored bytes."""
+
+    def __init__(self, real: IO[str]) -> None:
+        self.real = real
+
+    def write(self, data: str) -> int:
+        self.real.write(json_for_terminal(data))
+        return len(data)
+
+    def flush(self) -> None:
+        self.real.flush()
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.real.fileno()
 
 
 def json_for_terminal(text: str) -> str:
