@@ -191,4 +191,6 @@ def scope_hints(backend: Backend, report: EmptyReport) -> list[str]:
         return []
     target = names[near[0]]
     which = "room" if room_of(target) is not None else "domain"
-    return [f"(Did you mean {which} {sanitize.quoted(near[0])}? --scope {sanitize.line(target)})"]
+    import shlex  # the suggestion is pasted: a domain with a space is one shell word (as the author hint's)
+
+    return [f"(Did you mean {which} {sanitize.quoted(near[0])}? --scope {sanitize.line(shlex.quote(target))})"]

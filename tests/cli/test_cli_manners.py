@@ -256,6 +256,13 @@ def test_a_near_domain_or_room_is_suggested_and_a_room_name_reads_that_room(cli:
     assert shouted.code == 2 and "lower case" in shouted.stderr
 
 
+def test_a_near_domain_with_a_space_is_suggested_as_a_pasteable_option(cli: Cli) -> None:
+    # As the author hint does: the suggested --scope is a shell word, not 'code' and a stray 'review'.
+    assert cli("write", "cr entry", "--scope", "code review").code == 0
+    typo = cli("recent", "--scope", "code reviw")
+    assert "Did you mean domain 'code review'? --scope 'code review'" in typo.stderr, typo.stderr
+
+
 def test_authors_are_matched_as_the_author_column_shows_them(cli: Cli) -> None:
     for agent, content in (("build-bot", "nightly green"), ("planner", "sprint goal"), ("build-bot", "flaky test")):
         assert cli("write", content, env={"MNEMO_AGENT": agent}).code == 0
