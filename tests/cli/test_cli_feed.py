@@ -126,6 +126,10 @@ def test_the_continue_command_names_the_endpoint_and_never_a_password() -> None:
     assert words == ["--database postgresql://u@db.example:5433/mem"]  # PGPASSWORD or ~/.pgpass give the rest
     plain = SimpleNamespace(profile=None, store=None, endpoint=None, database="host=/run/pg dbname=m", utc=False)
     assert root_words(plain) == ["--database 'host=/run/pg dbname=m'"]
+    # The client certificate key's passphrase is a password too (libpq's sslpassword): never repeated.
+    for url in ("postgresql://u@db.example/mem?sslpassword=s3cret", "host=db.example dbname=mem sslpassword=s3cret"):
+        words = root_words(SimpleNamespace(profile=None, store=None, endpoint=None, database=url, utc=False))
+        assert len(words) == 1 and "s3cret" not in words[0] and "db.example" in words[0], words
 
 
 def test_recent_table_respects_the_width(cli, isolated_home: Path) -> None:
