@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 FORMATS = ("table", "json", "ndjson")
 FALLBACK_WIDTH = 120
+MAX_WIDTH = 10_000  # wider than any screen: a table is never laid out past it
 # JSON outputs are spelled as the store keeps them (the one `limits.dumps`).
 dumps = _dumps
 
@@ -162,7 +163,8 @@ def width_of(stream: IO[str]) -> int:
     """
     import shutil
 
-    return max(40, shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns)
+    # Bounded above too: a mistyped COLUMNS (20 digits) would pad each row past memory, or overflow.
+    return min(MAX_WIDTH, max(40, shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns))
 
 
 def silence_stdout() -> None:

@@ -362,6 +362,14 @@ def in_terminal_failing(home: Path, args: list[str], env: dict[str, str]) -> str
     raise AssertionError("the command succeeded")
 
 
+@pytest.mark.parametrize("columns", ["99999999999999999999", "1000000000000"])
+def test_an_absurd_columns_value_lays_the_table_out_at_a_bounded_width(isolated_home: Path, columns: str) -> None:
+    # Not 'internal error: OverflowError' (exit 5), nor a row padded to a trillion cells.
+    fill(isolated_home, 1)
+    shown = in_terminal(isolated_home, ["recent", "--no-pager"], env={"COLUMNS": columns})
+    assert "entry 0" in shown and max(len(line) for line in shown.splitlines()) <= 10_000
+
+
 def test_json_is_indented_on_a_terminal_and_compact_in_a_pipe(cli: Cli, isolated_home: Path) -> None:
     fill(isolated_home, 1, domain="ops")
     piped = cli("status", "-f", "json").stdout
