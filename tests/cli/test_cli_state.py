@@ -174,6 +174,19 @@ def test_status_of_the_embedded_default(cli, isolated_home: Path) -> None:
     assert "backend" in table and "embedded" in table and "alice" in table and "bot" in table
 
 
+def test_status_of_a_store_it_cannot_read_says_why(cli, tmp_path: Path) -> None:
+    # status is run when something is wrong: a folder or another file named as the store is said, exit 0.
+    folder, other = tmp_path / "a folder", tmp_path / "notes.txt"
+    folder.mkdir()
+    other.write_text("not a store\n" * 500)
+    for path, why in ((folder, "is a folder"), (other, "not a mnemo store")):
+        r = cli("--store", str(path), "status")
+        assert r.code == 0, r.stderr
+        [entries] = [line for line in r.stdout.splitlines() if line.startswith("entries")]
+        assert "unknown" in entries and why in entries, r.stdout
+        assert json.loads(cli("--store", str(path), "status", "-f", "json").stdout)["stats"] is None
+
+
 def test_status_of_an_endpoint_names_the_key_source_never_the_key(cli, tmp_path: Path) -> None:
     key = "mk_live_" + "ab" * 16
     env = {"MNEMO_ENDPOINT": "http://127.0.0.1:9/api/v1", "MNEMO_API_KEY": key, "MNEMO_STATE": str(tmp_path / "s.db")}
