@@ -61,7 +61,8 @@ def database_identity(url: str) -> str:
 
 def repeatable(url: str) -> str:
     """A connection string to repeat in a command a person is shown: as given, or without its password
-    (`database_identity`'s form; libpq then reads `PGPASSWORD` or `~/.pgpass`) when it holds one.
+    (`database_identity`'s form; libpq then reads `PGPASSWORD` or `~/.pgpass`) when it holds one
+    (`password` or `sslpassword`).
 
     Raises:
         ValidationError: a string libpq does not read (or the postgres extra is missing).
@@ -70,7 +71,8 @@ def repeatable(url: str) -> str:
     from psycopg.conninfo import conninfo_to_dict
 
     try:
-        secret = conninfo_to_dict(url).get("password")
+        given = conninfo_to_dict(url)
     except ProgrammingError:
         return database_identity(url)  # refuses it with its own message, which quotes nothing of the string
-    return database_identity(url) if secret else url
+    # sslpassword unlocks the client certificate's key: a password as much as `password` is.
+    return database_identity(url) if given.get("password") or given.get("sslpassword") else url

@@ -25,20 +25,21 @@ def build(
     scope: str | None,
     *,
     watermark: Watermark | None = None,
-    filters: str = "",
+    filters: Callable[[Callable[[str], str]], str] | None = None,
     subject: str | None = None,
 ) -> EmptyReport:
     """Build the empty report of one kind for one scope (rooms are named only for an unscoped read).
 
-    `filters` is mnemo's own text (its values already quoted); the report is written twice from
-    one set of lines: exact for the wire, and with every stored name made safe for a terminal.
+    `filters` writes mnemo's own text quoting each value with the quote it is given; the report is
+    written twice from one set of lines: exact for the wire, and with every stored name (and every
+    value the reader typed) made safe for a terminal, once.
     """
     rooms = unsearched_rooms(backend) if scope is None else ()
     room = room_names(backend).get(scope) if scope is not None and room_of(scope) is not None else None
-    exact = _lines(kind, scope, rooms, watermark, filters, subject, repr, lambda name: name, room)
-    shown = _lines(
-        kind, scope, rooms, watermark, sanitize.block(filters), subject, sanitize.quoted, sanitize.line, room
-    )
+    exact = _lines(kind, scope, rooms, watermark, filters(repr) if filters else "", subject, repr, lambda n: n, room)
+    # Each value quoted by sanitize.quoted alone: repr's escapes sanitized again would read as typed backslashes.
+    shown_filters = filters(sanitize.quoted) if filters else ""
+    shown = _lines(kind, scope, rooms, watermark, shown_filters, subject, sanitize.quoted, sanitize.line, room)
     return EmptyReport(kind=kind, scope=scope, text=exact, unsearched_rooms=rooms, shown=shown)
 
 
@@ -97,17 +98,17 @@ def room_names(backend: Backend) -> dict[str, str]:
         return {}
 
 
-def describe_filters(query: RecentQuery) -> str:
-    """The time and author filters of a read, in words."""
+def describe_filters(query: RecentQuery, quote: Callable[[str], str] = repr) -> str:
+    """The time and author filters of a read, in words, each author quoted by `quote`."""
     parts = []
     if query.since is not None:
         parts.append(f"since {timefmt.to_iso(query.since)}")
     if query.until is not None:
         parts.append(f"until {timefmt.to_iso(query.until)}")
     if query.exclude_author is not None:
-        parts.append(f"excluding author {query.exclude_author!r}")
+        parts.append(f"excluding author {quote(query.exclude_author)}")
     if query.author is not None:
-        parts.append(f"by author {query.author!r}")
+        parts.append(f"by author {quote(query.author)}")
     return ", ".join(parts)
 
 
@@ -117,7 +118,7 @@ def for_recent(backend: Backend, query: RecentQuery) -> EmptyReport:
         return build(backend, "past_cursor", query.scope)
     filtered = any(v is not None for v in (query.since, query.until, query.exclude_author, query.author))
     if filtered and backend.recent(RecentQuery(scope=query.scope, limit=1, include_history=True)).items:
-        return build(backend, "no_match", query.scope, filters=describe_filters(query))
+        return build(backend, "no_match", query.scope, filters=lambda quote: describe_filters(query, quote))
     return build(backend, "empty_scope", query.scope)
 
 
@@ -128,9 +129,12 @@ def for_search(
 
     `since` and `until` are named as the reader gave them.
     """
-    filters = f"the query {query!r}" + "".join(
-        f" {flag} {value}" for flag, value in (("since", since), ("until", until)) if value is not None
-    )
+
+    def filters(quote: Callable[[str], str]) -> str:
+        return f"the query {quote(query)}" + "".join(
+            f" {flag} {value}" for flag, value in (("since", since), ("until", until)) if value is not None
+        )
+
     if backend.recent(RecentQuery(scope=scope, limit=1, include_history=True)).items:
         return build(backend, "no_match", scope, filters=filters)
     return build(backend, "empty_scope", scope)
@@ -141,7 +145,7 @@ def for_catchup(backend: Backend, scope: str | None, watermark: Watermark | None
     if watermark is not None and watermark.created_at is not None:
         return build(backend, "nothing_new", scope, watermark=watermark)
     if since is not None and backend.recent(RecentQuery(scope=scope, limit=1)).items:
-        return build(backend, "no_match", scope, filters=f"since {timefmt.to_iso(since)}")
+        return build(backend, "no_match", scope, filters=lambda _quote: f"since {timefmt.to_iso(since)}")
     return build(backend, "empty_scope", scope)
 
 
@@ -187,4 +191,6 @@ def scope_hints(backend: Backend, report: EmptyReport) -> list[str]:
         return []
     target = names[near[0]]
     which = "room" if room_of(target) is not None else "domain"
-    return [f"(Did you mean {which} {sanitize.quoted(near[0])}? --scope {sanitize.line(target)})"]
+    import shlex  # the suggestion is pasted: a domain with a space is one shell word (as the author hint's)
+
+    return [f"(Did you mean {which} {sanitize.quoted(near[0])}? --scope {sanitize.line(shlex.quote(target))})"]

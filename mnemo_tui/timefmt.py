@@ -68,9 +68,18 @@ def from_datetime(value: datetime) -> int:
 
 def _from_wall(value: datetime, utc: bool) -> int:
     """Microseconds of a wall-clock reading: in UTC, or in the local zone (`TZ`) when not `utc`."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC) if utc else value.astimezone()
+    if value.tzinfo is None and utc:
+        value = value.replace(tzinfo=UTC)
+    elif value.tzinfo is None:
+        try:
+            value = value.astimezone()
+        except ValueError as exc:  # near year 1 or 9999 the local zone's conversion leaves the calendar
+            raise OverflowError(str(exc)) from None
     return from_datetime(value)
+
+
+class _OutOfRange(ValidationError):
+    """An instant written correctly but outside years 1 to 9999 (said so, not "not a time")."""
 
 
 def wall(us: int, utc: bool = False) -> datetime:
@@ -137,7 +146,7 @@ def parse_iso(text: str, *, field: str = "time", utc: bool = True) -> int:
     try:
         return _from_wall(parsed, utc)
     except (OverflowError, OSError):
-        raise ValidationError(f"{field}: {text!r} is out of range") from None
+        raise _OutOfRange(f"{field}: {text!r} is out of range (years 1 to 9999)") from None
 
 
 def parse_span(text: str, field: str = "span") -> int | None:
@@ -233,6 +242,8 @@ def _parse_time(text: str, field: str, end_of_day: bool, current: int, utc: bool
         return _day_start(day + timedelta(days=1), utc) - 1 if end_of_day else start
     try:
         return parse_iso(text, field=field, utc=utc)
+    except _OutOfRange:
+        raise
     except ValidationError:
         raise ValidationError(
             f"{field}: {text!r} is not a time (use ISO-8601, a date, HH:MM, a span such as 15m, 1h30m or "

@@ -193,6 +193,17 @@ def _hoist_valued(args: list[str]) -> list[str]:
     return [*found, *head, *args[end:]] if found else args
 
 
+def _check_hoisted_value(args: list[str]) -> None:
+    """Refuse a root option of `HOISTED_VALUED` left last after the command without its value (exit 2), as Click
+    does before it: Click would call it no such option (`mnemo recent --endpoint`), which it is."""
+    from mnemo_tui.errors import ValidationError
+
+    end = args.index("--") if "--" in args else len(args)
+    flag = args[end - 1] if end else ""
+    if flag in HOISTED_VALUED and flag not in OWN_OPTIONS.get(_command_of(args) or "", ()) and end > 1:
+        raise ValidationError(f"Option '{flag}' requires an argument.")
+
+
 def _check_utf8(args: list[str]) -> None:
     """Refuse an argument that is not valid UTF-8 (exit 2) before it reaches a store or a terminal."""
     from mnemo_tui.errors import ValidationError
@@ -262,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         _check_utf8(args)
+        _check_hoisted_value(args)
         if "_MNEMO_COMPLETE" not in os.environ:
             _check_short_format(args)
         # Shell completion (`_MNEMO_COMPLETE`) is Typer's: the fast path would run the command instead.

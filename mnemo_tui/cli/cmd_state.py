@@ -406,7 +406,8 @@ def status(
         source = "none"
     data["consumer"] = s.consumer
     data["key_source"] = source
-    data["stats"] = _stats(c) if (source != "none" or not s.endpoint) else None
+    why: list[str] = []  # what kept the counts from being read (said in the table)
+    data["stats"] = _stats(c, why) if (source != "none" or not s.endpoint) else None
     data["state"] = str(s.state_path)
     if fmt == "json":
         sys.stdout.write(output.dumps(data) + "\n")
@@ -424,6 +425,8 @@ def status(
         )
     elif s.endpoint and source != "none":
         rows.append(("entries", "(unknown: the endpoint did not answer /memory/stats)"))
+    elif why and (s.store_path is None or os.path.exists(s.store_path)):  # a missing one is said on its own row
+        rows.append(("entries", f"(unknown: {why[0]})"))
     if s.endpoint and isinstance(data["principal"], str) and data["principal"].startswith("key:"):
         # The wire has no "who am I": the client knows its key's fingerprint, which keys the watermarks.
         rows[2] = ("principal", f"{data['principal']} (this key's fingerprint; the endpoint does not name it)")
@@ -439,11 +442,14 @@ def status(
         output.hint(f"No key for {s.endpoint}: run `mnemo login` or set MNEMO_API_KEY.")
 
 
-def _stats(c: Context) -> dict[str, object] | None:
-    """The selected store's counts (`GET /memory/stats` of an endpoint); None when they cannot be had."""
+def _stats(c: Context, why: list[str] | None = None) -> dict[str, object] | None:
+    """The selected store's counts (`GET /memory/stats` of an endpoint); None when they cannot be had (the
+    error's message appended to `why`)."""
     try:
         st = c.backend.stats()
-    except MnemoError:
+    except MnemoError as exc:
+        if why is not None:
+            why.append(exc.message)
         return None
     return {
         "total_atoms": st.total_atoms,

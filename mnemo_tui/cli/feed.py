@@ -501,7 +501,7 @@ def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
             f'"resumed":{output.dumps(result.resumed)},"empty_report":{output.dumps(report.wire() if report else None)}}}\n'
         )
     elif fmt == "ndjson":
-        if report is not None:
+        if report is not None and not result.removed:  # removals reported are something new, as in the table
             output.hint(report.shown)
     else:
         assert table is not None

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 FORMATS = ("table", "json", "ndjson")
 FALLBACK_WIDTH = 120
+MAX_WIDTH = 10_000  # wider than any screen: a table is never laid out past it
 # JSON outputs are spelled as the store keeps them (the one `limits.dumps`).
 dumps = _dumps
 
@@ -41,6 +42,8 @@ def check_format(value: str, *, allow_ndjson: bool = True) -> str:
             reconfigure(encoding="utf-8", errors="strict")
     if value == "json" and is_tty(sys.stdout) and not isinstance(sys.stdout, _PrettyJson):
         sys.stdout = _PrettyJson(sys.stdout)
+    if value == "ndjson" and is_tty(sys.stdout) and not isinstance(sys.stdout, _NdjsonForTerminal):
+        sys.stdout = _NdjsonForTerminal(sys.stdout)
     return value
 
 
@@ -78,6 +81,27 @@ class _PrettyJson:
                 pretty = line
             self.real.write(json_for_terminal(pretty) + "\n")
         self.real.flush()
+
+
+class _NdjsonForTerminal:
+    """NDJSON meant for a person's terminal: each line as written, with what a terminal would act on escaped
+    (`json_for_terminal`: the same JSON values), as `json` and `export` are; a pipe gets the stored bytes."""
+
+    def __init__(self, real: IO[str]) -> None:
+        self.real = real
+
+    def write(self, data: str) -> int:
+        self.real.write(json_for_terminal(data))
+        return len(data)
+
+    def flush(self) -> None:
+        self.real.flush()
+
+    def isatty(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.real.fileno()
 
 
 def json_for_terminal(text: str) -> str:
@@ -139,7 +163,8 @@ def width_of(stream: IO[str]) -> int:
     """
     import shutil
 
-    return max(40, shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns)
+    # Bounded above too: a mistyped COLUMNS (20 digits) would pad each row past memory, or overflow.
+    return min(MAX_WIDTH, max(40, shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns))
 
 
 def silence_stdout() -> None:

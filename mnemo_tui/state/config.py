@@ -162,11 +162,14 @@ def check_endpoint(url: str) -> str:
     A base may sit behind a proxy's prefix (`http://host/mnemo/api/v1`); any other path is refused.
 
     Raises:
-        ValidationError: anything but an http(s) URL with a host, whose path is empty or ends in /api/v1.
+        ValidationError: anything but an http(s) URL with a host and no user:password@, whose path is empty or
+            ends in /api/v1.
     """
     value = url.strip().rstrip("/")
     scheme, sep, rest = value.partition("://")
-    bad = ValidationError(f"endpoint {url!r} is not an http(s) URL (e.g. http://127.0.0.1:8765/api/v1)")
+    # A user:password@ is never sent (the key is a header) and never shown, in this refusal or any later line.
+    shown = f"{scheme}{sep}***@{rest.rpartition('@')[2]}" if "@" in rest else url
+    bad = ValidationError(f"endpoint {shown!r} is not an http(s) URL (e.g. http://127.0.0.1:8765/api/v1)")
     if not sep or scheme.lower() not in ("http", "https") or not rest or rest.startswith("/"):
         raise bad
     from urllib.parse import urlsplit
@@ -182,6 +185,11 @@ def check_endpoint(url: str) -> str:
         raise bad
     if parts.query or parts.fragment:
         raise bad
+    if parts.username is not None or parts.password is not None:
+        raise ValidationError(
+            f"endpoint {shown!r} holds credentials: take the user:password@ out; the API key is sent as a header "
+            "(MNEMO_API_KEY, or mnemo login)"
+        )
     path = parts.path.rstrip("/")
     if path and not path.endswith(API_BASE):
         # Another path is another API (`/api/v2`) or a typo: appending /api/v1 to it would ask a URL

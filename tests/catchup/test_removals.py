@@ -201,6 +201,8 @@ def test_catchup_changes_in_json_ndjson_and_the_table(cli: Callable[..., CliResu
 
     lines = cli(*store, "catchup", "--changes", "-c", "n", "-f", "ndjson")
     assert lines.code == 0 and [json.loads(line) for line in lines.stdout.splitlines()] == [{"removed": removed}]
+    # A removal is something new: stderr does not say "Nothing new" under it, as the table does not.
+    assert "Nothing new" not in lines.stderr, lines.stderr
 
     table = cli(*store, "catchup", "--changes", "-c", "t")
     assert table.code == 0 and "removed (deleted)" in table.stdout and first[:8] in table.stdout

@@ -126,6 +126,10 @@ def test_the_continue_command_names_the_endpoint_and_never_a_password() -> None:
     assert words == ["--database postgresql://u@db.example:5433/mem"]  # PGPASSWORD or ~/.pgpass give the rest
     plain = SimpleNamespace(profile=None, store=None, endpoint=None, database="host=/run/pg dbname=m", utc=False)
     assert root_words(plain) == ["--database 'host=/run/pg dbname=m'"]
+    # The client certificate key's passphrase is a password too (libpq's sslpassword): never repeated.
+    for url in ("postgresql://u@db.example/mem?sslpassword=s3cret", "host=db.example dbname=mem sslpassword=s3cret"):
+        words = root_words(SimpleNamespace(profile=None, store=None, endpoint=None, database=url, utc=False))
+        assert len(words) == 1 and "s3cret" not in words[0] and "db.example" in words[0], words
 
 
 def test_recent_table_respects_the_width(cli, isolated_home: Path) -> None:
@@ -414,3 +418,31 @@ def test_colour_on_a_terminal_unless_no_color(isolated_home: Path) -> None:
     assert "\x1b[" in out and "coloured entry" in out
     plain, _err = run_with_ptys(isolated_home, ["recent"], stdout_tty=True, stderr_tty=False, env={"NO_COLOR": "1"})
     assert "\x1b[" not in plain and "coloured entry" in plain
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["recent", "-f", "ndjson"],
+        ["recent", "--all", "-f", "ndjson"],
+        ["search", "evil", "-f", "ndjson"],
+        ["catchup", "-f", "ndjson"],
+        ["show", "{id}", "-f", "ndjson"],
+    ],
+)
+def test_ndjson_on_a_terminal_escapes_what_a_terminal_acts_on_with_the_same_values(
+    cli, isolated_home: Path, args: list[str]
+) -> None:
+    # As `json` on a terminal and `export` do: a C1 CSI, a bidi override or a line separator inside a JSON
+    # string reaches no terminal raw; a pipe still gets the stored bytes.
+    store = Store(isolated_home / "store.db")
+    atom = store.write("local", WriteRequest("evil \u202e reversed \x9b31m and \u2028 split")).atom_id
+    store.close()
+    argv = [a.replace("{id}", atom) for a in args]
+    piped = cli(*argv).stdout
+    assert "\u202e" in piped
+    assert cli("watermark", "reset").code == 0  # the catch-up on the terminal reads the same pass again
+    shown, _err = run_with_ptys(isolated_home, argv, stdout_tty=True, stderr_tty=False, env={})
+    assert "\u202e" not in shown and "\x9b" not in shown and "\u2028" not in shown and "\\u202e" in shown
+    lines = shown.replace("\r\n", "\n").split("\n")  # str.splitlines would cut at a raw U+2028 too
+    assert [json.loads(line) for line in lines if line] == [json.loads(line) for line in piped.split("\n") if line]

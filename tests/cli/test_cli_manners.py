@@ -256,6 +256,13 @@ def test_a_near_domain_or_room_is_suggested_and_a_room_name_reads_that_room(cli:
     assert shouted.code == 2 and "lower case" in shouted.stderr
 
 
+def test_a_near_domain_with_a_space_is_suggested_as_a_pasteable_option(cli: Cli) -> None:
+    # As the author hint does: the suggested --scope is a shell word, not 'code' and a stray 'review'.
+    assert cli("write", "cr entry", "--scope", "code review").code == 0
+    typo = cli("recent", "--scope", "code reviw")
+    assert "Did you mean domain 'code review'? --scope 'code review'" in typo.stderr, typo.stderr
+
+
 def test_authors_are_matched_as_the_author_column_shows_them(cli: Cli) -> None:
     for agent, content in (("build-bot", "nightly green"), ("planner", "sprint goal"), ("build-bot", "flaky test")):
         assert cli("write", content, env={"MNEMO_AGENT": agent}).code == 0
@@ -353,6 +360,14 @@ def in_terminal_failing(home: Path, args: list[str], env: dict[str, str]) -> str
     except AssertionError as exc:
         return str(exc)
     raise AssertionError("the command succeeded")
+
+
+@pytest.mark.parametrize("columns", ["99999999999999999999", "1000000000000"])
+def test_an_absurd_columns_value_lays_the_table_out_at_a_bounded_width(isolated_home: Path, columns: str) -> None:
+    # Not 'internal error: OverflowError' (exit 5), nor a row padded to a trillion cells.
+    fill(isolated_home, 1)
+    shown = in_terminal(isolated_home, ["recent", "--no-pager"], env={"COLUMNS": columns})
+    assert "entry 0" in shown and max(len(line) for line in shown.splitlines()) <= 10_000
 
 
 def test_json_is_indented_on_a_terminal_and_compact_in_a_pipe(cli: Cli, isolated_home: Path) -> None:

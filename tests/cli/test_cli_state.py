@@ -126,6 +126,25 @@ def test_an_endpoint_with_another_path_is_refused_naming_the_accepted_forms(cli,
         assert doc["endpoint"] == same.rstrip("/").removesuffix("/api/v1") + "/api/v1"
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://u:s3cret@127.0.0.1:9/api/v1",
+        "http://u:s3cret@127.0.0.1:99999/api/v1",
+        "http://u:s3cret@127.0.0.1:9/api/v1?x=1",
+        "http://:s3cret@127.0.0.1:9",
+    ],
+)
+def test_an_endpoint_with_a_password_in_it_is_refused_without_showing_it(cli, url: str) -> None:
+    # The key is a header; a user:password@ in the URL is never sent, and never printed (status, errors, hints).
+    for args in (("recent",), ("status",), ("status", "-f", "json")):
+        r = cli(*args, env={"MNEMO_ENDPOINT": url, "MNEMO_API_KEY": "mk_live_" + "1" * 32})
+        assert r.code == 2, (args, r.stdout, r.stderr)
+        assert "s3cret" not in r.stdout + r.stderr and r.stderr.strip()
+    r = cli("--endpoint", url, "recent")
+    assert r.code == 2 and "s3cret" not in r.stdout + r.stderr
+
+
 # -- status ---------------------------------------------------------------------------------
 
 
@@ -153,6 +172,19 @@ def test_status_of_the_embedded_default(cli, isolated_home: Path) -> None:
     table = cli("status", env={"MNEMO_PRINCIPAL": "alice", "MNEMO_CONSUMER": "bot"}).stdout
     assert "1 in 1 domain(s)" in table
     assert "backend" in table and "embedded" in table and "alice" in table and "bot" in table
+
+
+def test_status_of_a_store_it_cannot_read_says_why(cli, tmp_path: Path) -> None:
+    # status is run when something is wrong: a folder or another file named as the store is said, exit 0.
+    folder, other = tmp_path / "a folder", tmp_path / "notes.txt"
+    folder.mkdir()
+    other.write_text("not a store\n" * 500)
+    for path, why in ((folder, "is a folder"), (other, "not a mnemo store")):
+        r = cli("--store", str(path), "status")
+        assert r.code == 0, r.stderr
+        [entries] = [line for line in r.stdout.splitlines() if line.startswith("entries")]
+        assert "unknown" in entries and why in entries, r.stdout
+        assert json.loads(cli("--store", str(path), "status", "-f", "json").stdout)["stats"] is None
 
 
 def test_status_of_an_endpoint_names_the_key_source_never_the_key(cli, tmp_path: Path) -> None:

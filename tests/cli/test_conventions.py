@@ -86,6 +86,15 @@ def test_the_root_options_that_choose_the_backend_are_accepted_after_the_command
     assert bad.code == 2 and "ftp://example.com" in bad.stderr
 
 
+@pytest.mark.parametrize("flag", ["--store", "--endpoint", "--database", "--profile"])
+def test_a_root_option_after_the_command_without_its_value_says_it_needs_one(cli: Cli, flag: str) -> None:
+    # Not 'No such option': it is one, accepted there; what is missing is its value, as Click says before the command.
+    for args in (["recent", flag], ["search", "x", flag], ["recent", flag, "--", "x"]):
+        r = cli(*args)
+        assert r.code == 2, (args, r.stderr)
+        assert f"Option '{flag}' requires an argument" in r.stderr and "No such option" not in r.stderr, r.stderr
+
+
 def test_bare_mnemo_prints_the_help_and_exits_0(cli: Cli) -> None:
     for args in ([], ["rooms"]):
         r = cli(*args)

@@ -155,6 +155,29 @@ def test_out_of_range_instants_are_refused_not_crashing() -> None:
         parse("0001-01-01T00:00:00+01:00")
 
 
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Tokyo", "America/New_York"])
+@pytest.mark.parametrize("text", ["0001-01-01", "0001-01-01T00:30", "9999-12-31T23:00", "9999-12-31"])
+def test_local_times_at_the_ends_of_the_calendar_are_read_or_refused_as_out_of_range(
+    monkeypatch: pytest.MonkeyPatch, zone: str, text: str
+) -> None:
+    # The local zone's conversion of a naive time near year 1 or 9999 raised ValueError (exit 5, "internal error").
+    import time
+
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        for end_of_day in (False, True):
+            try:
+                got = parse(text, field="--since", end_of_day=end_of_day)
+            except ValidationError as exc:
+                assert "out of range" in exc.message and exc.exit_code == 2, exc.message
+            else:
+                assert timefmt.MIN_US <= got <= timefmt.MAX_US
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
 @given(st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(9998, 1, 1)))
 def test_naive_and_z_spellings_agree(moment: datetime) -> None:
     naive = moment.isoformat()

@@ -48,6 +48,22 @@ def test_every_empty_report_names_a_hostile_room_safely(cli: Cli) -> None:
     assert "matches since 2999" in result.stdout and HOSTILE_SHOWN in result.stdout
 
 
+def test_a_hostile_filter_in_an_empty_report_is_escaped_once(cli: Cli) -> None:
+    # The author or query a report names is shown as every stored value is: ESC as \x1b, not repr's \x1b
+    # escaped again into \\x1b (what a person who typed a backslash would see); JSON's text stays exact.
+    cli("write", "other")
+    for args, words in (
+        (("recent", "--author", HOSTILE), "by author"),
+        (("recent", "--exclude-author", "local", "--author", HOSTILE), "excluding author 'local'"),
+        (("search", HOSTILE), "the query"),
+    ):
+        result = clean(cli(*args))
+        assert result.code == 0, (args, result.stderr)
+        assert words in result.stdout and f"'{HOSTILE_SHOWN}'" in result.stdout, (args, result.stdout)
+    report = json.loads(cli("recent", "--author", HOSTILE, "--format", "json").stdout)["empty_report"]
+    assert repr(HOSTILE) in report["text"]
+
+
 def test_hostile_entries_rooms_agents_and_contexts_in_every_table(cli: Cli) -> None:
     room = cli("rooms", "create", HOSTILE).stdout.strip()
     assert cli("write", HOSTILE, "--scope", room, env=AGENT).code == 0
