@@ -8,7 +8,20 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, Static
-from tui_helpers import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, req, sample_store, settle, until
+from tui_helpers import (
+    MINUTE,
+    NOW,
+    ROOM_OPS,
+    FlakyBackend,
+    add_room,
+    as_backend,
+    clock,
+    fill,
+    req,
+    sample_store,
+    settle,
+    until,
+)
 
 from mnemo_tui import refusals
 from mnemo_tui.backends import Backend
@@ -122,6 +135,40 @@ async def test_d_asks_first_and_only_y_deletes(store: Store, local: LocalBackend
             local.get(entry.atom_id)
         assert entry.atom_id not in {e.atom_id for e in app.feed_screen.feed.window.slots[0].items or []}
         assert any(f"deleted {short_id(entry.atom_id)}" in n for n in notices(app))
+
+
+async def test_d_on_an_entry_deleted_meanwhile_says_it_was_already_gone(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 3)
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        entry = app.feed_screen.feed.current
+        assert entry is not None
+        await press(pilot, "d")
+        local.delete(entry.atom_id)  # another shell deletes it while the question is open
+        await press(pilot, "y")
+        assert any(f"{short_id(entry.atom_id)} was already gone" in n for n in notices(app)), notices(app)
+        assert entry.atom_id not in app.session.deleted_here  # its removal did happen elsewhere
+
+
+async def test_a_delete_that_fails_says_why_and_is_not_kept_as_its_own(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 3)
+    flaky = FlakyBackend(local)
+    app = app_on(as_backend(flaky), state)  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        entry = app.feed_screen.feed.current
+        assert entry is not None
+        await press(pilot, "d")
+        flaky.failure = FlakyBackend.unreachable()
+        await press(pilot, "y")
+        assert any("cannot reach" in n for n in notices(app)), notices(app)
+        assert entry.atom_id not in app.session.deleted_here
+    assert local.get(entry.atom_id).atom_id == entry.atom_id
 
 
 async def test_its_own_delete_seen_by_the_live_feed_first_is_no_removal_elsewhere(
