@@ -35,6 +35,7 @@ from mnemo_tui.tui import MnemoApp
 from mnemo_tui.tui.app import PINNED_SECONDS
 from mnemo_tui.tui.screens.confirm import ConfirmScreen
 from mnemo_tui.tui.screens.main import UNDO_SECONDS
+from mnemo_tui.tui.screens.search import SEARCH_HITS, SearchScreen
 from mnemo_tui.tui.widgets.rows import short_id
 
 pytestmark = pytest.mark.anyio
@@ -291,6 +292,26 @@ async def test_enter_searches_the_server_and_nothing_found_names_the_unsearched_
         await press(pilot, *"zebra", "enter")
         report = str(app.screen.query_one("#search-report", Static).render())
         assert "zebra" in report and f"xroom:{ROOM_OPS}" in report and "ops" in report
+
+
+async def test_a_search_with_more_hits_than_shown_says_more_exist(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, SEARCH_HITS + 5)  # every entry matches "entry"
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "slash", *"entry", "enter")
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        assert screen.results.option_count == SEARCH_HITS
+        caption = str(screen.caption.render())
+        assert f"the first {SEARCH_HITS} hits" in caption and "more exist" in caption, caption
+        await press(pilot, "escape", "escape")  # the dialog, then the filter
+        await press(pilot, "slash", *"00003", "enter")  # exactly one: nothing more to say
+        screen = app.screen
+        assert isinstance(screen, SearchScreen) and screen.results.option_count == 1
+        assert "1 hit · Enter opens one" in str(screen.caption.render())
 
 
 # -- 3. undo of `c` --------------------------------------------------------------------------------
