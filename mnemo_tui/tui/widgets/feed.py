@@ -33,6 +33,8 @@ from mnemo_tui.walk import LiveTracker, unread
 PREFETCH_ROWS = 40
 # New entries held while the reader is away from the top; past this the scope is re-read.
 PENDING_CAP = 500
+# The rows' ages (`now`, `45s`, `12m`) are drawn from the clock: repainted this often, an idle feed's stay true.
+AGE_SECONDS = 5
 
 
 class FeedView(ScrollView, can_focus=True):
@@ -157,6 +159,10 @@ class FeedView(ScrollView, can_focus=True):
         self.reconnecting = False
         self._styles: dict[str, Style] = {}
         self.painter = RowPainter(self._style)
+
+    def on_mount(self) -> None:
+        # Rows are cached by the age they show, so a repaint redraws only the rows whose age changed.
+        self.set_interval(AGE_SECONDS, self.refresh)
 
     # -- the scope: its pages, its watermark ----------------------------------------------
 
