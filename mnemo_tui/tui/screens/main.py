@@ -334,13 +334,15 @@ class FeedScreen(Screen[None]):
         short.append("● no mark" if no_mark else "● since mark")
         if feed.include_history:
             short.append("history")
-        if feed.live_error:
+        if feed.first_failed:  # the error view says what happened; nothing retries by itself
+            live, brief = "not live", "not live"
+        elif feed.live_error:
             live, brief = "live paused", "live paused"
         elif feed.reconnecting:  # the push's stream dropped: nothing is pushed until it is back
             live, brief = "reconnecting…", "reconnecting…"
         else:
             live, brief = ("live (pushed)", "live") if feed.pushing else ("live", "live")
-        reason = sanitize.line(feed.live_error) if feed.live_error else None
+        reason = sanitize.line(feed.live_error) if feed.live_error and not feed.first_failed else None
         line = status_line([*parts, live], [*short, brief], reason, self.size.width - 2)
         self.status.update(plain(line))
 

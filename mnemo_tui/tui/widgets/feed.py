@@ -145,6 +145,8 @@ class FeedView(ScrollView, can_focus=True):
         self.watermark: Watermark | None = None
         self.unread = unread(None, 0)
         self.live_error: str | None = None
+        # The first page failed: nothing is shown and nothing polled (live starts with a first page) until `r`.
+        self.first_failed = False
         self.loading = True
         self.room_names: dict[str, str] = {}
         self.filter = ""
@@ -179,6 +181,7 @@ class FeedView(ScrollView, can_focus=True):
         self._inflight.clear()
         self.set_watermark(None)
         self.loading = True
+        self.first_failed = False
         self.cursor = 0
         self.scroll_to(y=0, animate=False, immediate=True)
         self.painter.clear()
@@ -239,7 +242,9 @@ class FeedView(ScrollView, can_focus=True):
     def _page_failed(self, message: msg.PageFailed) -> None:
         if message.generation == self.generation:
             self._inflight.discard(message.index)
-            self.post_message(self.Failed(message.error, not self.window.started))
+            self.first_failed = not self.window.started
+            self.post_message(self.Failed(message.error, self.first_failed))
+            self.post_message(self.Changed())  # the status line says it is not live
 
     @work(thread=True, group="state", exit_on_error=False)
     def load_watermark(self, generation: int, scope: str | None) -> None:
