@@ -144,6 +144,21 @@ class Boom(MnemoApp):
         raise RuntimeError(f"broken while showing {HOSTILE}")
 
 
+@pytest.mark.parametrize("size", [(120, 36), (60, 20)])
+async def test_a_very_long_room_name_keeps_the_feed_title_to_one_line(
+    store: Store, local: LocalBackend, state: StateDB, size: tuple[int, int]
+) -> None:
+    room = add_room(store, "R" * 200, "room_01JDK0QQ0000000000000000H8")
+    store.bulk_insert([("local", req("one entry", room), NOW - MINUTE)])
+    app = app_on(local, state, scope=room)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        assert "R" * 20 in str(screen.title_bar.render())
+        assert screen.title_bar.region.height == 1  # a name never pushes the rows down
+        assert screen.feed.region.y == screen.title_bar.region.bottom
+
+
 def test_an_exception_in_the_tui_is_exit_5_in_one_line_without_locals(
     local: LocalBackend, state: StateDB, capsys: pytest.CaptureFixture[str]
 ) -> None:
