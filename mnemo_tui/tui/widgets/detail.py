@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 
+from markdown_it import MarkdownIt
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -20,6 +21,12 @@ from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import absolute, headline, short_id
 
 DIFF_LINES = 40  # a longer diff ends with how many lines were left out
+
+
+def _parser() -> MarkdownIt:
+    """Textual's own parser (`gfm-like`) with raw HTML read as text: with it, `Vec<T>` showed as `Vec` and
+    `a<b and c>d` as `ad` (Textual drops the tags it parses; a stored entry is shown whole)."""
+    return MarkdownIt("gfm-like", {"html": False})
 
 
 def _revision(entry: Entry, now: int) -> str:
@@ -52,7 +59,7 @@ class DetailPane(VerticalScroll, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="detail-head")
-        yield Markdown("", id="detail-body")
+        yield Markdown("", id="detail-body", parser_factory=_parser)
         yield Static("", id="detail-changes")
         yield Static("", id="detail-meta")
 
