@@ -211,6 +211,22 @@ async def test_the_rows_ages_follow_the_clock_on_an_idle_screen(
         await until(pilot, lambda: " 30m " in newest_row())
 
 
+async def test_the_detail_panes_age_follows_the_clock_while_it_is_open(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 1, start=NOW)
+    now = [NOW]
+    app = MnemoApp(local, state, clock=lambda: now[0], poll_interval=None)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        head = app.feed_screen.detail.query_one("#detail-head", Static)
+        assert "(just now)" in str(head.render())
+        now[0] += 30 * MINUTE
+        await until(pilot, lambda: "(30m ago)" in str(head.render()))
+
+
 # -- 3. history shows; 4. ids --------------------------------------------------------------------
 
 

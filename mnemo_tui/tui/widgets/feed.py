@@ -26,15 +26,13 @@ from mnemo_tui.tui.data.live import PushHandle, open_push
 from mnemo_tui.tui.data.removed import RemovalWatch
 from mnemo_tui.tui.data.window import FeedWindow, PageRequest
 from mnemo_tui.tui.session import Session
-from mnemo_tui.tui.widgets.rows import RowPainter, end_line
+from mnemo_tui.tui.widgets.rows import AGE_SECONDS, RowPainter, end_line
 from mnemo_tui.walk import LiveTracker, unread
 
 # Load the next page when the reader is this many rows from the last one known.
 PREFETCH_ROWS = 40
 # New entries held while the reader is away from the top; past this the scope is re-read.
 PENDING_CAP = 500
-# The rows' ages (`now`, `45s`, `12m`) are drawn from the clock: repainted this often, an idle feed's stay true.
-AGE_SECONDS = 5
 
 
 class FeedView(ScrollView, can_focus=True):
