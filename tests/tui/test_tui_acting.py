@@ -414,6 +414,39 @@ async def test_half_pages_pages_tab_number_keys_click_and_the_history_key(
         assert feed.include_history
 
 
+async def test_a_scope_chosen_in_the_sidebar_or_by_number_takes_the_keys_to_its_feed(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    sample_store(store)
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        await press(pilot, "tab")
+        assert app.focused is screen.scopes
+        await press(pilot, "down", "enter")  # the first domain, chosen in the sidebar
+        assert screen.scope == "build" and app.focused is screen.feed
+        await press(pilot, "enter")  # now opens the entry, instead of choosing the scope again
+        assert screen.detail.display and screen.scope == "build"
+
+
+async def test_at_60_columns_an_empty_room_never_hands_the_keys_to_the_hidden_sidebar(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 3)
+    room = add_room(store, "empty", "room_01JDK0QQ0000000000000000H8")
+    app = app_on(local, state, scope=room)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        assert screen.switcher.current == "report" and not screen.query_one("#sidebar").display
+        assert app.focused is not screen.scopes  # hidden: the keys pressed there would go nowhere to be seen
+        await press(pilot, "1")  # the own store
+        assert screen.scope is None and app.focused is screen.feed
+        await press(pilot, "j", "enter")
+        assert screen.feed.cursor == 1 and screen.detail.display
+
+
 async def test_the_palette_lists_each_command_once_and_a_screenshot_lands_in_a_folder_that_exists(
     store: Store, local: LocalBackend, state: StateDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

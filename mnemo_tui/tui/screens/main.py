@@ -73,6 +73,7 @@ class FeedScreen(Screen[None]):
         *(Binding(str(n), f"jump({n})", f"Scope {n}", show=False) for n in range(1, 10)),
     ]
 
+    sidebar = getters.query_one("#sidebar", Vertical)
     scopes = getters.query_one("#scopes", ScopeList)
     activity_panel = getters.query_one("#activity", ActivityPanel)
     feed = getters.query_one("#feed", FeedView)
@@ -209,9 +210,13 @@ class FeedScreen(Screen[None]):
         elif not self.feed.window.row_count:
             self.switcher.current = "report"
             if not self.scopes.has_focus:
-                # Its unsearched rooms if it lists any, else the sidebar to pick another scope.
+                # Its unsearched rooms if it lists any, else the sidebar to pick another scope (unless the
+                # sidebar is hidden, below 70 columns: keys sent there would go nowhere to be seen).
                 rooms = self.report_view.query_one("#report-rooms")
-                (rooms if rooms.display else self.scopes).focus()
+                if rooms.display:
+                    rooms.focus()
+                elif self.sidebar.display:
+                    self.scopes.focus()
 
     @on(ReportView.RoomChosen)
     @on(OptionList.OptionSelected, "#scopes")

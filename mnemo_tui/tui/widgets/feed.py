@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from rich.cells import set_cell_size
 from rich.segment import Segment
@@ -146,6 +146,7 @@ class FeedView(ScrollView, can_focus=True):
         # The first page failed: nothing is shown and nothing polled (live starts with a first page) until `r`.
         self.first_failed = False
         self.loading = True
+        self._focus_when_loaded = False
         self.room_names: dict[str, str] = {}
         self.filter = ""
         self._matches: list[Entry] = []
@@ -159,6 +160,14 @@ class FeedView(ScrollView, can_focus=True):
         self.reconnecting = False
         self._styles: dict[str, Style] = {}
         self.painter = RowPainter(self._style)
+
+    def focus(self, scroll_visible: bool = True) -> Self:
+        """Take the keys; while a page loads, once it has: Textual refuses focus to a widget whose `loading` is
+        set, so a scope chosen in the sidebar (or by number) left the keys there, Enter choosing it again."""
+        if self.loading:
+            self._focus_when_loaded = True
+            return self
+        return super().focus(scroll_visible)
 
     def on_mount(self) -> None:
         # Rows are cached by the age they show, so a repaint redraws only the rows whose age changed.
@@ -225,6 +234,9 @@ class FeedView(ScrollView, can_focus=True):
             self.removed.start(page.items)
             self.start_push()
         self.loading = False
+        if self._focus_when_loaded:
+            self._focus_when_loaded = False
+            self.focus()
         top, bottom = self.visible_rows()
         self.window.evict(top, bottom)
         self._resized()
