@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 import threading
 from pathlib import Path
 
@@ -60,6 +62,12 @@ def notices(app: MnemoApp) -> list[str]:
 
 def total(local: LocalBackend, scope: str | None = None) -> int:
     return len(local.recent(RecentQuery(scope=scope, limit=100, include_history=True)).items)
+
+
+def painted_lines(app: MnemoApp) -> list[str]:
+    """The screen's lines as painted (the screenshot's text), each stripped."""
+    svg = app.export_screenshot()
+    return [line.strip(" │") for line in html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ").splitlines()]
 
 
 async def press(pilot: Pilot[None], *keys: str) -> None:
@@ -307,6 +315,11 @@ async def test_a_search_with_more_hits_than_shown_says_more_exist(
         assert screen.results.option_count == SEARCH_HITS
         caption = str(screen.caption.render())
         assert f"the first {SEARCH_HITS} hits" in caption and "more exist" in caption, caption
+        await pilot.resize_terminal(60, 20)
+        await settle(pilot)
+        painted = " ".join(painted_lines(app))  # at 60 columns the caption wraps, whole, instead of being cut
+        assert "more exist: narrow the words" in painted and "Esc to go back" in painted, painted
+        await pilot.resize_terminal(*SIZE)
         await press(pilot, "escape", "escape")  # the dialog, then the filter
         await press(pilot, "slash", *"00003", "enter")  # exactly one: nothing more to say
         screen = app.screen
