@@ -319,6 +319,9 @@ async def test_a_search_with_more_hits_than_shown_says_more_exist(
         await settle(pilot)
         painted = " ".join(painted_lines(app))  # at 60 columns the caption wraps, whole, instead of being cut
         assert "more exist: narrow the words" in painted and "Esc to go back" in painted, painted
+        screen.query_input.focus()
+        await press(pilot, "enter")  # searched again at this width: every hit keeps to one line, cut with …
+        assert screen.results.virtual_size.height == SEARCH_HITS, screen.results.virtual_size
         await pilot.resize_terminal(*SIZE)
         await press(pilot, "escape", "escape")  # the dialog, then the filter
         await press(pilot, "slash", *"00003", "enter")  # exactly one: nothing more to say

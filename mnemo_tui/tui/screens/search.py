@@ -22,7 +22,7 @@ from mnemo_tui.model import EmptyReport, Entry
 from mnemo_tui.tui.messages import as_error
 from mnemo_tui.tui.plain import plain, plain_block
 from mnemo_tui.tui.session import Session
-from mnemo_tui.tui.widgets.rows import absolute, headline
+from mnemo_tui.tui.widgets.rows import absolute, fit, headline
 from mnemo_tui.values.search import SearchHit, SearchQuery
 
 SEARCH_HITS = 50  # the hits a search lists
@@ -133,14 +133,19 @@ class SearchScreen(ModalScreen[Entry | None]):
         hits = [hit for hit in first if hit.entry.atom_id not in self.removed]
         self.gone = len(first) - len(hits)
         self.hits = {hit.entry.atom_id: hit.entry for hit in hits}
+        # One line a hit, at any width: the first line is cut with … to what the time and the domain leave
+        # (a fixed cut wrapped every hit over two lines at 60 columns); the domain gives way below that.
+        room = self.results.scrollable_content_region.width - 18
+        domain = room - 16 >= 12
+        room = room - 16 if domain else room
         self.results.set_options(
             Option(
                 Content.assemble(
                     (absolute(hit.entry.created_at), "$text-muted"),
                     "  ",
-                    (sanitize.line(hit.entry.domain)[:14].ljust(14), "$accent"),
-                    "  ",
-                    sanitize.line(headline(hit.entry))[: max(self.results.size.width - 40, 20)],
+                    (fit(sanitize.line(hit.entry.domain), 14) if domain else "", "$accent"),
+                    "  " if domain else "",
+                    fit(sanitize.line(headline(hit.entry)), max(room, 1)).rstrip(),
                 ),
                 id=hit.entry.atom_id,
             )
