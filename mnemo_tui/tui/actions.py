@@ -185,17 +185,22 @@ class EntryActions:
         # Noted before the request: a push (or a poll) may bring its removal before the delete's answer.
         deleted_here.add(entry.atom_id)
 
+        def forget() -> None:
+            # A function of our own: `call_from_thread` inspects its callback's signature, which a
+            # builtin (`set.discard`) has none of, so it raised in the worker and no notice came.
+            deleted_here.discard(entry.atom_id)
+
         def run() -> None:
             try:
                 gone = refusals.delete_entry(backend, entry)
             except Exception as exc:  # noqa: BLE001 - a refused delete is a notice
-                self.app.call_from_thread(deleted_here.discard, entry.atom_id)
+                self.app.call_from_thread(forget)
                 self.app.call_from_thread(
                     self.notice, sanitize.line(as_error(exc).message), title="Delete failed", error=True
                 )
                 return
             if not gone:  # someone else removed it first: that removal did happen elsewhere
-                self.app.call_from_thread(deleted_here.discard, entry.atom_id)
+                self.app.call_from_thread(forget)
             said = f"deleted {short_id(entry.atom_id)}" if gone else f"{short_id(entry.atom_id)} was already gone"
             self.app.call_from_thread(self._landed, said)
 

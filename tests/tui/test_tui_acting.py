@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import html
+import re
 import threading
 from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, Static
-from tui_helpers import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, req, sample_store, settle, until
+from tui_helpers import (
+    MINUTE,
+    NOW,
+    ROOM_OPS,
+    FlakyBackend,
+    add_room,
+    as_backend,
+    clock,
+    fill,
+    req,
+    sample_store,
+    settle,
+    until,
+)
 
 from mnemo_tui import refusals
 from mnemo_tui.backends import Backend
@@ -22,6 +37,7 @@ from mnemo_tui.tui import MnemoApp
 from mnemo_tui.tui.app import PINNED_SECONDS
 from mnemo_tui.tui.screens.confirm import ConfirmScreen
 from mnemo_tui.tui.screens.main import UNDO_SECONDS
+from mnemo_tui.tui.screens.search import SEARCH_HITS, SearchScreen
 from mnemo_tui.tui.widgets.rows import short_id
 
 pytestmark = pytest.mark.anyio
@@ -46,6 +62,12 @@ def notices(app: MnemoApp) -> list[str]:
 
 def total(local: LocalBackend, scope: str | None = None) -> int:
     return len(local.recent(RecentQuery(scope=scope, limit=100, include_history=True)).items)
+
+
+def painted_lines(app: MnemoApp) -> list[str]:
+    """The screen's lines as painted (the screenshot's text), each stripped."""
+    svg = app.export_screenshot()
+    return [line.strip(" │") for line in html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ").splitlines()]
 
 
 async def press(pilot: Pilot[None], *keys: str) -> None:
@@ -122,6 +144,40 @@ async def test_d_asks_first_and_only_y_deletes(store: Store, local: LocalBackend
             local.get(entry.atom_id)
         assert entry.atom_id not in {e.atom_id for e in app.feed_screen.feed.window.slots[0].items or []}
         assert any(f"deleted {short_id(entry.atom_id)}" in n for n in notices(app))
+
+
+async def test_d_on_an_entry_deleted_meanwhile_says_it_was_already_gone(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 3)
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        entry = app.feed_screen.feed.current
+        assert entry is not None
+        await press(pilot, "d")
+        local.delete(entry.atom_id)  # another shell deletes it while the question is open
+        await press(pilot, "y")
+        assert any(f"{short_id(entry.atom_id)} was already gone" in n for n in notices(app)), notices(app)
+        assert entry.atom_id not in app.session.deleted_here  # its removal did happen elsewhere
+
+
+async def test_a_delete_that_fails_says_why_and_is_not_kept_as_its_own(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 3)
+    flaky = FlakyBackend(local)
+    app = app_on(as_backend(flaky), state)  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        entry = app.feed_screen.feed.current
+        assert entry is not None
+        await press(pilot, "d")
+        flaky.failure = FlakyBackend.unreachable()
+        await press(pilot, "y")
+        assert any("cannot reach" in n for n in notices(app)), notices(app)
+        assert entry.atom_id not in app.session.deleted_here
+    assert local.get(entry.atom_id).atom_id == entry.atom_id
 
 
 async def test_its_own_delete_seen_by_the_live_feed_first_is_no_removal_elsewhere(
@@ -246,6 +302,34 @@ async def test_enter_searches_the_server_and_nothing_found_names_the_unsearched_
         assert "zebra" in report and f"xroom:{ROOM_OPS}" in report and "ops" in report
 
 
+async def test_a_search_with_more_hits_than_shown_says_more_exist(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, SEARCH_HITS + 5)  # every entry matches "entry"
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "slash", *"entry", "enter")
+        screen = app.screen
+        assert isinstance(screen, SearchScreen)
+        assert screen.results.option_count == SEARCH_HITS
+        caption = str(screen.caption.render())
+        assert f"the first {SEARCH_HITS} hits" in caption and "more exist" in caption, caption
+        await pilot.resize_terminal(60, 20)
+        await settle(pilot)
+        painted = " ".join(painted_lines(app))  # at 60 columns the caption wraps, whole, instead of being cut
+        assert "more exist: narrow the words" in painted and "Esc to go back" in painted, painted
+        screen.query_input.focus()
+        await press(pilot, "enter")  # searched again at this width: every hit keeps to one line, cut with …
+        assert screen.results.virtual_size.height == SEARCH_HITS, screen.results.virtual_size
+        await pilot.resize_terminal(*SIZE)
+        await press(pilot, "escape", "escape")  # the dialog, then the filter
+        await press(pilot, "slash", *"00003", "enter")  # exactly one: nothing more to say
+        screen = app.screen
+        assert isinstance(screen, SearchScreen) and screen.results.option_count == 1
+        assert "1 hit · Enter opens one" in str(screen.caption.render())
+
+
 # -- 3. undo of `c` --------------------------------------------------------------------------------
 
 
@@ -344,6 +428,39 @@ async def test_half_pages_pages_tab_number_keys_click_and_the_history_key(
         assert not feed.include_history
         await press(pilot, "v")
         assert feed.include_history
+
+
+async def test_a_scope_chosen_in_the_sidebar_or_by_number_takes_the_keys_to_its_feed(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    sample_store(store)
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        await press(pilot, "tab")
+        assert app.focused is screen.scopes
+        await press(pilot, "down", "enter")  # the first domain, chosen in the sidebar
+        assert screen.scope == "build" and app.focused is screen.feed
+        await press(pilot, "enter")  # now opens the entry, instead of choosing the scope again
+        assert screen.detail.display and screen.scope == "build"
+
+
+async def test_at_60_columns_an_empty_room_never_hands_the_keys_to_the_hidden_sidebar(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 3)
+    room = add_room(store, "empty", "room_01JDK0QQ0000000000000000H8")
+    app = app_on(local, state, scope=room)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        assert screen.switcher.current == "report" and not screen.query_one("#sidebar").display
+        assert app.focused is not screen.scopes  # hidden: the keys pressed there would go nowhere to be seen
+        await press(pilot, "1")  # the own store
+        assert screen.scope is None and app.focused is screen.feed
+        await press(pilot, "j", "enter")
+        assert screen.feed.cursor == 1 and screen.detail.display
 
 
 async def test_the_palette_lists_each_command_once_and_a_screenshot_lands_in_a_folder_that_exists(

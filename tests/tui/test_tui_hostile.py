@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -142,6 +144,37 @@ class Boom(MnemoApp):
     def on_mount(self) -> None:
         api_key = "mnemo_sk_secret_in_a_local"  # noqa: F841 - what Textual's pretty traceback would print
         raise RuntimeError(f"broken while showing {HOSTILE}")
+
+
+async def test_angle_brackets_show_in_the_detail_pane_as_written_and_html_stays_text(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    written = "Use Option<String> and Vec<T>; a<b and c>d; <b>raw</b> <script>x</script>"
+    store.bulk_insert([("local", req(f"**Note**: {written}"), NOW - MINUTE)])
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        # What is painted (Markdown's own rendering of the body), not the source it was given.
+        svg = app.export_screenshot()
+        painted = html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+        assert f"Note: {written}" in painted  # Markdown still renders; no tag is dropped or obeyed
+
+
+@pytest.mark.parametrize("size", [(120, 36), (60, 20)])
+async def test_a_very_long_room_name_keeps_the_feed_title_to_one_line(
+    store: Store, local: LocalBackend, state: StateDB, size: tuple[int, int]
+) -> None:
+    room = add_room(store, "R" * 200, "room_01JDK0QQ0000000000000000H8")
+    store.bulk_insert([("local", req("one entry", room), NOW - MINUTE)])
+    app = app_on(local, state, scope=room)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        assert "R" * 20 in str(screen.title_bar.render())
+        assert screen.title_bar.region.height == 1  # a name never pushes the rows down
+        assert screen.feed.region.y == screen.title_bar.region.bottom
 
 
 def test_an_exception_in_the_tui_is_exit_5_in_one_line_without_locals(

@@ -282,6 +282,25 @@ async def test_errors_show_and_recover_on_retry(
         assert screen.scopes.items
 
 
+async def test_a_feed_whose_first_page_failed_is_not_called_live(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 3)
+    flaky = FlakyBackend(local, FlakyBackend.unreachable())  # type: ignore[arg-type]
+    app = make_app(as_backend(flaky), state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = app.feed_screen
+        assert screen.switcher.current == "error"
+        # Nothing is polled before a first page (only `r` asks again): the status line must not say live.
+        status = str(screen.status.render())
+        assert status.endswith(" · not live"), status
+        flaky.failure = None
+        await pilot.press("r")
+        await settle(pilot)
+        assert str(screen.status.render()).endswith(" · live")
+
+
 async def test_an_unexpected_failure_in_a_read_is_shown_not_fatal(
     store: Store, local: LocalBackend, state: StateDB
 ) -> None:

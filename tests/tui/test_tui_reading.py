@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import html
 import inspect
+import re
 
 import pytest
 from textual.widgets import Footer, Label, Static
-from tui_helpers import MINUTE, NOW, ROOM_OPS, clock, fill, req, sample_store, settle
+from tui_helpers import MINUTE, NOW, ROOM_OPS, clock, fill, req, sample_store, settle, until
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.catchup import CatchUp
@@ -187,6 +189,42 @@ async def test_the_help_fits_80_by_24_and_scrolls_where_it_does_not(
         await pilot.press("pagedown")
         await pilot.pause()
         assert box.scroll_y > 0
+
+
+async def test_the_rows_ages_follow_the_clock_on_an_idle_screen(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 3, start=NOW - 2 * MINUTE)  # the newest written now
+    now = [NOW]
+    app = MnemoApp(local, state, clock=lambda: now[0], poll_interval=None)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+
+        def newest_row() -> str:
+            # What is painted on the screen (the screenshot holds what was drawn, not what would be).
+            svg = app.export_screenshot()
+            lines = html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ").splitlines()
+            return next(line for line in lines if "entry 00002" in line)
+
+        assert " now " in newest_row()
+        now[0] += 30 * MINUTE  # nothing arrives, nothing is pressed: only time passes
+        await until(pilot, lambda: " 30m " in newest_row())
+
+
+async def test_the_detail_panes_age_follows_the_clock_while_it_is_open(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    fill(store, 1, start=NOW)
+    now = [NOW]
+    app = MnemoApp(local, state, clock=lambda: now[0], poll_interval=None)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        head = app.feed_screen.detail.query_one("#detail-head", Static)
+        assert "(just now)" in str(head.render())
+        now[0] += 30 * MINUTE
+        await until(pilot, lambda: "(30m ago)" in str(head.render()))
 
 
 # -- 3. history shows; 4. ids --------------------------------------------------------------------

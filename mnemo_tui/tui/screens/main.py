@@ -73,6 +73,7 @@ class FeedScreen(Screen[None]):
         *(Binding(str(n), f"jump({n})", f"Scope {n}", show=False) for n in range(1, 10)),
     ]
 
+    sidebar = getters.query_one("#sidebar", Vertical)
     scopes = getters.query_one("#scopes", ScopeList)
     activity_panel = getters.query_one("#activity", ActivityPanel)
     feed = getters.query_one("#feed", FeedView)
@@ -209,9 +210,13 @@ class FeedScreen(Screen[None]):
         elif not self.feed.window.row_count:
             self.switcher.current = "report"
             if not self.scopes.has_focus:
-                # Its unsearched rooms if it lists any, else the sidebar to pick another scope.
+                # Its unsearched rooms if it lists any, else the sidebar to pick another scope (unless the
+                # sidebar is hidden, below 70 columns: keys sent there would go nowhere to be seen).
                 rooms = self.report_view.query_one("#report-rooms")
-                (rooms if rooms.display else self.scopes).focus()
+                if rooms.display:
+                    rooms.focus()
+                elif self.sidebar.display:
+                    self.scopes.focus()
 
     @on(ReportView.RoomChosen)
     @on(OptionList.OptionSelected, "#scopes")
@@ -334,13 +339,15 @@ class FeedScreen(Screen[None]):
         short.append("● no mark" if no_mark else "● since mark")
         if feed.include_history:
             short.append("history")
-        if feed.live_error:
+        if feed.first_failed:  # the error view says what happened; nothing retries by itself
+            live, brief = "not live", "not live"
+        elif feed.live_error:
             live, brief = "live paused", "live paused"
         elif feed.reconnecting:  # the push's stream dropped: nothing is pushed until it is back
             live, brief = "reconnecting…", "reconnecting…"
         else:
             live, brief = ("live (pushed)", "live") if feed.pushing else ("live", "live")
-        reason = sanitize.line(feed.live_error) if feed.live_error else None
+        reason = sanitize.line(feed.live_error) if feed.live_error and not feed.first_failed else None
         line = status_line([*parts, live], [*short, brief], reason, self.size.width - 2)
         self.status.update(plain(line))
 

@@ -22,8 +22,10 @@ from mnemo_tui.model import EmptyReport, Entry
 from mnemo_tui.tui.messages import as_error
 from mnemo_tui.tui.plain import plain, plain_block
 from mnemo_tui.tui.session import Session
-from mnemo_tui.tui.widgets.rows import absolute, headline
+from mnemo_tui.tui.widgets.rows import absolute, fit, headline
 from mnemo_tui.values.search import SearchHit, SearchQuery
+
+SEARCH_HITS = 50  # the hits a search lists
 
 
 class SearchDone(Message):
@@ -69,6 +71,7 @@ class SearchScreen(ModalScreen[Entry | None]):
         # Removals seen since the dialog opened: a search read before one but answered after it is filtered.
         self.removed: set[str] = set()
         self.gone = 0  # hits of the list shown that were removed elsewhere
+        self.more = False  # the search found more than `SEARCH_HITS` (the list shows the first ones)
         self._searched: str | None = None
         self._token = 0
 
@@ -106,7 +109,9 @@ class SearchScreen(ModalScreen[Entry | None]):
 
     @work(thread=True, exclusive=True, exit_on_error=False)
     def run_search(self, token: int, words: str) -> None:
-        query = SearchQuery(query=words, scope=self.scope, include_history=self.include_history, top_k=50)
+        query = SearchQuery(
+            query=words, scope=self.scope, include_history=self.include_history, top_k=SEARCH_HITS + 1
+        )  # one more: whether more exist
         backend = self.session.backend
         try:
             hits = backend.search(query)
@@ -123,17 +128,24 @@ class SearchScreen(ModalScreen[Entry | None]):
         if message.error is not None or message.hits is None:
             self.caption.update(plain(f"Search failed: {message.error.message if message.error else '?'}"))
             return
-        hits = [hit for hit in message.hits if hit.entry.atom_id not in self.removed]
-        self.gone = len(message.hits) - len(hits)
+        self.more = len(message.hits) > SEARCH_HITS
+        first = message.hits[:SEARCH_HITS]
+        hits = [hit for hit in first if hit.entry.atom_id not in self.removed]
+        self.gone = len(first) - len(hits)
         self.hits = {hit.entry.atom_id: hit.entry for hit in hits}
+        # One line a hit, at any width: the first line is cut with … to what the time and the domain leave
+        # (a fixed cut wrapped every hit over two lines at 60 columns); the domain gives way below that.
+        room = self.results.scrollable_content_region.width - 18
+        domain = room - 16 >= 12
+        room = room - 16 if domain else room
         self.results.set_options(
             Option(
                 Content.assemble(
                     (absolute(hit.entry.created_at), "$text-muted"),
                     "  ",
-                    (sanitize.line(hit.entry.domain)[:14].ljust(14), "$accent"),
-                    "  ",
-                    sanitize.line(headline(hit.entry))[: max(self.results.size.width - 40, 20)],
+                    (fit(sanitize.line(hit.entry.domain), 14) if domain else "", "$accent"),
+                    "  " if domain else "",
+                    fit(sanitize.line(headline(hit.entry)), max(room, 1)).rstrip(),
                 ),
                 id=hit.entry.atom_id,
             )
@@ -150,7 +162,9 @@ class SearchScreen(ModalScreen[Entry | None]):
     def _count(self) -> None:
         n = len(self.hits)
         gone = f" · {self.gone} removed elsewhere" if self.gone else ""
-        self.caption.update(f"{n} hit{'s' if n != 1 else ''}{gone} · Enter opens one · Esc to go back")
+        # As `mnemo search` says "More results exist": a capped list must not read as all there is.
+        found = f"the first {n} hits · more exist: narrow the words" if self.more else f"{n} hit{'s' if n != 1 else ''}"
+        self.caption.update(f"{found}{gone} · Enter opens one · Esc to go back")
 
     def _removed(self, ids: set[str] | None) -> None:
         """Drop the hits removed elsewhere; the highlight stays on its hit, or, if it went, on the next one."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable
 
+from markdown_it import MarkdownIt
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -17,9 +18,15 @@ from mnemo_tui.model import Entry
 from mnemo_tui.tui.data.chain import Chain, supersession_chain
 from mnemo_tui.tui.messages import as_error
 from mnemo_tui.tui.session import Session
-from mnemo_tui.tui.widgets.rows import absolute, headline, short_id
+from mnemo_tui.tui.widgets.rows import AGE_SECONDS, absolute, headline, short_id
 
 DIFF_LINES = 40  # a longer diff ends with how many lines were left out
+
+
+def _parser() -> MarkdownIt:
+    """Textual's own parser (`gfm-like`) with raw HTML read as text: with it, `Vec<T>` showed as `Vec` and
+    `a<b and c>d` as `ad` (Textual drops the tags it parses; a stored entry is shown whole)."""
+    return MarkdownIt("gfm-like", {"html": False})
 
 
 def _revision(entry: Entry, now: int) -> str:
@@ -52,9 +59,17 @@ class DetailPane(VerticalScroll, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="detail-head")
-        yield Markdown("", id="detail-body")
+        yield Markdown("", id="detail-body", parser_factory=_parser)
         yield Static("", id="detail-changes")
         yield Static("", id="detail-meta")
+
+    def on_mount(self) -> None:
+        self.set_interval(AGE_SECONDS, self._aged)
+
+    def _aged(self) -> None:
+        """Redraw the head's `(3m ago)`, which would otherwise keep the age the entry had when opened."""
+        if self.display and self.entry is not None:
+            self._head(self.entry)
 
     def show(self, entry: Entry | None) -> None:
         """Show an entry; its chain (and what changed) follows once read."""
@@ -68,9 +83,17 @@ class DetailPane(VerticalScroll, can_focus=True):
             body.update("")
             meta.update("")
             return
+        self._head(entry)
+        body.update(sanitize.block(entry.content))  # Markdown and newlines, never a terminal escape
+        meta.update(self._meta(entry, None))
+        self.scroll_home(animate=False)
+        if entry.supersedes or entry.superseded_by:
+            self.load_chain(entry)
+
+    def _head(self, entry: Entry) -> None:
         now = self.session.clock()
         after = entry.superseded_by
-        head.update(
+        self.query_one("#detail-head", Static).update(
             Content.from_markup(
                 "[b]$id[/b]  [b]$time UTC[/b] [$text-muted]($age)  ·[/] [$text-secondary]$author[/] "
                 "[$text-muted]·[/] [$text-success]$domain[/][$text-warning]$old[/]",
@@ -82,11 +105,6 @@ class DetailPane(VerticalScroll, can_focus=True):
                 old=f" · superseded by {short_id(after)}" if after else "",
             )
         )
-        body.update(sanitize.block(entry.content))  # Markdown and newlines, never a terminal escape
-        meta.update(self._meta(entry, None))
-        self.scroll_home(animate=False)
-        if entry.supersedes or after:
-            self.load_chain(entry)
 
     @work(thread=True, group="detail", exclusive=True, exit_on_error=False)
     def load_chain(self, entry: Entry) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from rich.cells import set_cell_size
 from rich.segment import Segment
@@ -26,7 +26,7 @@ from mnemo_tui.tui.data.live import PushHandle, open_push
 from mnemo_tui.tui.data.removed import RemovalWatch
 from mnemo_tui.tui.data.window import FeedWindow, PageRequest
 from mnemo_tui.tui.session import Session
-from mnemo_tui.tui.widgets.rows import RowPainter, end_line
+from mnemo_tui.tui.widgets.rows import AGE_SECONDS, RowPainter, end_line
 from mnemo_tui.walk import LiveTracker, unread
 
 # Load the next page when the reader is this many rows from the last one known.
@@ -143,7 +143,10 @@ class FeedView(ScrollView, can_focus=True):
         self.watermark: Watermark | None = None
         self.unread = unread(None, 0)
         self.live_error: str | None = None
+        # The first page failed: nothing is shown and nothing polled (live starts with a first page) until `r`.
+        self.first_failed = False
         self.loading = True
+        self._focus_when_loaded = False
         self.room_names: dict[str, str] = {}
         self.filter = ""
         self._matches: list[Entry] = []
@@ -157,6 +160,18 @@ class FeedView(ScrollView, can_focus=True):
         self.reconnecting = False
         self._styles: dict[str, Style] = {}
         self.painter = RowPainter(self._style)
+
+    def focus(self, scroll_visible: bool = True) -> Self:
+        """Take the keys; while a page loads, once it has: Textual refuses focus to a widget whose `loading` is
+        set, so a scope chosen in the sidebar (or by number) left the keys there, Enter choosing it again."""
+        if self.loading:
+            self._focus_when_loaded = True
+            return self
+        return super().focus(scroll_visible)
+
+    def on_mount(self) -> None:
+        # Rows are cached by the age they show, so a repaint redraws only the rows whose age changed.
+        self.set_interval(AGE_SECONDS, self.refresh)
 
     # -- the scope: its pages, its watermark ----------------------------------------------
 
@@ -173,6 +188,7 @@ class FeedView(ScrollView, can_focus=True):
         self._inflight.clear()
         self.set_watermark(None)
         self.loading = True
+        self.first_failed = False
         self.cursor = 0
         self.scroll_to(y=0, animate=False, immediate=True)
         self.painter.clear()
@@ -218,6 +234,9 @@ class FeedView(ScrollView, can_focus=True):
             self.removed.start(page.items)
             self.start_push()
         self.loading = False
+        if self._focus_when_loaded:
+            self._focus_when_loaded = False
+            self.focus()
         top, bottom = self.visible_rows()
         self.window.evict(top, bottom)
         self._resized()
@@ -233,7 +252,9 @@ class FeedView(ScrollView, can_focus=True):
     def _page_failed(self, message: msg.PageFailed) -> None:
         if message.generation == self.generation:
             self._inflight.discard(message.index)
-            self.post_message(self.Failed(message.error, not self.window.started))
+            self.first_failed = not self.window.started
+            self.post_message(self.Failed(message.error, self.first_failed))
+            self.post_message(self.Changed())  # the status line says it is not live
 
     @work(thread=True, group="state", exit_on_error=False)
     def load_watermark(self, generation: int, scope: str | None) -> None:

@@ -39,6 +39,11 @@ def more_lines(entry: Entry) -> bool:
     return bool(first) and rest != first and len(rest) > len(first)
 
 
+# Ages (`now`, `45s`, `12m`; `(3m ago)` in the detail pane) are drawn from the clock: redrawn this often,
+# an idle screen's stay true.
+AGE_SECONDS = 5
+
+
 def absolute(us: int) -> str:
     """`2026-11-30 07:45` (UTC)."""
     return timefmt.to_iso(us)[:16].replace("T", " ")
