@@ -6,7 +6,8 @@ reaches a terminal (a table, a hint, an error line, a TUI widget):
 - C0 controls, DEL and C1 controls (ESC among them) are shown as `\\x1b`-style escapes;
 - bidi controls (and lone surrogates, which no terminal can print) as `<U+202E>`-style marks;
 - a newline as `⏎` in one line (`line`: a table row, a one-line message); `block` keeps newlines
-  and tabs (the TUI's detail pane);
+  and tabs (the TUI's detail pane); a `\\r\\n` line ending counts as one newline (text written on
+  Windows), a lone `\\r` is a control like any other;
 - a backslash is doubled only where it would otherwise read as the start of an escape (before
   `x`, another backslash or an escaped character), so `\\x1b` typed by a person never looks like
   a real ESC;
@@ -28,15 +29,15 @@ _MARKED = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
 BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 # A backslash that an escape could be mistaken for: before `x`, a backslash or a control.
-_LINE = re.compile(f"[{_CONTROLS}\n{_MARKED}]|\\\\(?=[x\\\\{_CONTROLS}])")
-_BLOCK = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_MARKED}]|\\\\(?=[x\\\\\x00-\x08\x0b-\x1f\x7f-\x9f])")
+_LINE = re.compile(f"\r\n|[{_CONTROLS}\n{_MARKED}]|\\\\(?=[x\\\\{_CONTROLS}])")
+_BLOCK = re.compile(f"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f{_MARKED}]|\\\\(?=[x\\\\\x00-\x08\x0b-\x1f\x7f-\x9f])")
 
 
 def _show(match: re.Match[str]) -> str:
     char = match.group()
     if char == "\\":
         return "\\\\"
-    if char == "\n":
+    if char in ("\n", "\r\n"):
         return NEWLINE_MARK
     code = ord(char)
     if code < 0xA0:
@@ -55,7 +56,11 @@ def block(text: str) -> str:
     """Text over several lines: as `line`, but newlines and tabs are kept."""
     if _BLOCK.search(text) is None:
         return text
-    return _BLOCK.sub(_show, text)
+    return _BLOCK.sub(_show_block, text)
+
+
+def _show_block(match: re.Match[str]) -> str:
+    return "\n" if match.group() == "\r\n" else _show(match)
 
 
 def quoted(text: str) -> str:
