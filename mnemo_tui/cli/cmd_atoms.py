@@ -26,15 +26,14 @@ SHOWN_CANDIDATES = 5
 # An endpoint has no prefix lookup: at most this many entries (own store, then each room) are walked.
 WALK_BUDGET = 10_000
 MAX_CHAIN = 100
+HEADLINE_CELLS = 100
 _PREFIX = re.compile(r"^[0-9a-f-]+\Z")
 
 
 def first_line(entry: Entry) -> str:
-    """The entry's first non-blank line, as one safe line."""
-    for line in entry.content.splitlines():
-        if line.strip():
-            return sanitize.line(line.strip())
-    return ""
+    """The entry's first non-blank line, as one safe line of at most `HEADLINE_CELLS` (a whole page of
+    text on one line would bury the message around it)."""
+    return sanitize.clip(sanitize.line(entry.first_line), HEADLINE_CELLS)
 
 
 def resolve_id(backend: Backend, value: str) -> str:

@@ -274,3 +274,14 @@ def test_delete_asks_on_a_terminal(isolated_home: Path, answer: str) -> None:
     with opened(isolated_home) as store:
         left = [e.atom_id for e in store.by_prefix("local", atom[:8])]
     assert (atom in out, left) == ((True, []) if answer == "y" else (False, [atom]))
+
+
+def test_delete_shows_a_long_first_line_cut_to_one_headline(cli, isolated_home: Path) -> None:
+    """A 3,000-character heading must not fill the terminal around `deleted <id>`: cut at 100 columns."""
+    with opened(isolated_home) as store:
+        long = store.write("local", WriteRequest("heading " * 375 + "\nsecond line", "general")).atom_id
+    done = cli("delete", "--yes", long[:8])
+    assert done.code == 0, done.stderr
+    line = done.stdout.rstrip("\n")
+    assert line.startswith(f"deleted {long}  heading heading") and line.endswith("…")
+    assert len(line) - len(f"deleted {long}  ") == 100 and "\n" not in line and "second" not in line
