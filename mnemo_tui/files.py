@@ -57,6 +57,25 @@ def write_atomic(path: StrPath, text: str, mode: int = 0o600) -> None:
         raise
 
 
+def keep_unsent(state_path: StrPath, text: str) -> str | None:
+    """Keep text a person wrote in their editor and that could not be stored, so a failed write loses
+    nothing: a private file (0600) in `unsent/` beside the state database; its path, or None when even
+    that cannot be written (the caller then says the text is lost)."""
+    import time
+
+    folder = os.path.join(os.path.dirname(os.path.abspath(os.fspath(state_path))), "unsent")
+    name = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.urandom(3).hex()}.md"
+    path = os.path.join(folder, name)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd = os.open(path, EXCLUSIVE, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text if text.endswith("\n") else text + "\n")
+    except OSError:
+        return None
+    return path
+
+
 class Exposed(OSError):
     """A private file that others than its owner may read (a key in it is no longer the owner's alone)."""
 

@@ -18,7 +18,7 @@ from mnemo_tui.limits import MAX_CONCEPTS, MAX_EXTERNAL_REF, MAX_SUPERSEDES, par
 from mnemo_tui.model import EmptyReport
 from mnemo_tui.sanitize import line as safe
 from mnemo_tui.values.search import SearchQuery
-from mnemo_tui.values.writes import WriteRequest
+from mnemo_tui.values.writes import WriteRequest, WriteResult
 
 
 def _from_editor(domain: str) -> str:
@@ -69,10 +69,36 @@ def write(
     c = ctx_of(ctx, creates_store=True)
     if content is None and sys.stdin.isatty():
         content = _from_editor(parse_scope(scope) or "general")
-    elif content is None or content == "-":
-        content = sys.stdin.read()
-        if content.endswith("\n"):
-            content = content[:-1]
+        try:
+            result = _store(c, content, scope, concept, supersedes, ref)
+        except BaseException:
+            # What the person wrote in their editor is not lost with the write (files.keep_unsent).
+            from mnemo_tui.files import keep_unsent
+
+            kept = keep_unsent(c.settings.state_path, content)
+            output.hint(f"your text is kept in {kept}" if kept else "your text could not be kept")
+            raise
+    else:
+        if content is None or content == "-":
+            content = sys.stdin.read()
+            if content.endswith("\n"):
+                content = content[:-1]
+        result = _store(c, content, scope, concept, supersedes, ref)
+    sys.stdout.write(safe(result.atom_id) + "\n")  # an endpoint answered it
+    if not result.created:
+        # stdout stays what CLI.md fixes (the first atom's id); the person learns nothing new was stored.
+        output.hint(f"note: nothing written: --ref '{safe(ref or '')}' was already used by this entry")
+
+
+def _store(
+    c: Context,
+    content: str,
+    scope: str | None,
+    concept: list[str] | None,
+    supersedes: list[str] | None,
+    ref: str | None,
+) -> WriteResult:
+    """The entry checked and written (`mnemo write` after its text is read)."""
     if not content.strip():
         raise ValidationError("the entry's content is empty")
     domain = parse_scope(scope) or "general"
@@ -94,7 +120,7 @@ def write(
         from mnemo_tui.cli.cmd_atoms import resolve_id
 
         replaced = tuple(resolve_id(c.backend, value) for value in replaced)
-    result = c.backend.write(
+    return c.backend.write(
         WriteRequest(
             content=content,
             domain=domain,
@@ -106,10 +132,6 @@ def write(
             client_env="cli",
         )
     )
-    sys.stdout.write(safe(result.atom_id) + "\n")  # an endpoint answered it
-    if not result.created:
-        # stdout stays what CLI.md fixes (the first atom's id); the person learns nothing new was stored.
-        output.hint(f"note: nothing written: --ref '{safe(ref or '')}' was already used by this entry")
 
 
 def search(

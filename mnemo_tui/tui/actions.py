@@ -16,7 +16,7 @@ from textual.app import App, SuspendNotSupported
 from textual.widget import Widget
 
 from mnemo_tui import refusals, sanitize, timefmt
-from mnemo_tui.files import edit_text, editor_command, pager_command, pager_missing
+from mnemo_tui.files import edit_text, editor_command, keep_unsent, pager_command, pager_missing
 from mnemo_tui.model import Entry
 from mnemo_tui.tui.messages import as_error
 from mnemo_tui.tui.screens.confirm import ConfirmScreen
@@ -142,14 +142,16 @@ class EntryActions:
             self._write(WriteRequest(content=written, domain=domain), f"Written to {sanitize.line(domain)}")
 
     def _write(self, request: WriteRequest, said: str) -> None:
-        backend = self.session.backend
+        backend, state_path = self.session.backend, self.session.state_path
 
         def run() -> None:
             try:
                 result = backend.write(request)
-            except Exception as exc:  # noqa: BLE001 - a refused write is a notice; the text is lost only if the write failed
+            except Exception as exc:  # noqa: BLE001 - a refused write is a notice, and the text is kept
+                kept = keep_unsent(state_path, request.content)
+                where = f"your text is kept in {kept}" if kept else "your text could not be kept"
                 self.app.call_from_thread(
-                    self.notice, sanitize.line(as_error(exc).message), title="Write failed", error=True
+                    self.notice, sanitize.line(f"{as_error(exc).message}; {where}"), title="Write failed", error=True
                 )
                 return
             self.app.call_from_thread(self._landed, f"{said}: {short_id(result.atom_id)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import subprocess
 import time
@@ -352,6 +353,22 @@ def test_write_alone_on_a_terminal_opens_the_editor_and_keeps_what_is_above_the_
     out = in_terminal_failing(isolated_home, ["write"], env={"EDITOR": str(empty)})
     assert "empty: nothing stored" in out
     assert len(json.loads(cli("recent", "-f", "json").stdout)["items"]) == 1
+
+
+def test_a_write_from_the_editor_that_fails_keeps_the_text_in_a_private_file(
+    cli: Cli, isolated_home: Path, tmp_path: Path
+) -> None:
+    editor = tmp_path / "editor.sh"
+    editor.write_text('#!/bin/sh\nprintf "a long thought\\nworth keeping\\n" > "$1"\n')
+    editor.chmod(0o755)
+    # The editor is done before the unknown id it supersedes is refused: the text must not go with the refusal.
+    out = in_terminal_failing(isolated_home, ["write", "--supersedes", "deadbeef00"], env={"EDITOR": str(editor)})
+    found = re.search(r"your text is kept in (\S+\.md)", out)
+    assert found, out
+    kept = Path(found.group(1))
+    assert kept.read_text() == "a long thought\nworth keeping\n"
+    assert kept.stat().st_mode & 0o777 == 0o600 and kept.parent.stat().st_mode & 0o077 == 0
+    assert json.loads(cli("recent", "-f", "json").stdout)["items"] == []
 
 
 def in_terminal_failing(home: Path, args: list[str], env: dict[str, str]) -> str:

@@ -112,6 +112,34 @@ async def test_e_on_a_room_entry_or_an_old_revision_writes_nothing(
     assert (total(local), total(local, "xroom:" + ROOM_OPS)) == before
 
 
+async def test_a_revision_that_cannot_be_stored_keeps_the_text_written(
+    store: Store, local: LocalBackend, state: StateDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The entry is deleted elsewhere while it is being revised: the write fails, the editor's text is kept."""
+    from mnemo_tui.tui import actions
+
+    sample_store(store)
+    app = app_on(local, state)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        entry = app.feed_screen.feed.current
+        assert entry is not None
+
+        def edited(initial: str, help_lines: list[str]) -> str:
+            store.delete("local", entry.atom_id)  # gone before the revision is stored
+            return "a revision worth keeping"
+
+        # The pilot's terminal cannot be handed over: the editor runs in place, as its own call.
+        monkeypatch.setattr(actions.EntryActions, "_suspended", lambda self, run: run())
+        monkeypatch.setattr(actions, "edit_text", edited)
+        await press(pilot, "e")
+        await until(pilot, lambda: any("your text is kept in" in n for n in notices(app)))
+    said = next(n for n in notices(app) if "your text is kept in" in n)
+    kept = Path(said.rsplit("your text is kept in ", 1)[1])
+    assert kept.read_text() == "a revision worth keeping\n" and kept.stat().st_mode & 0o777 == 0o600
+    assert kept.parent.parent == Path(state.path).parent
+
+
 async def test_w_in_a_room_read_only_to_the_reader_writes_nothing(
     store: Store, local: LocalBackend, state: StateDB
 ) -> None:
