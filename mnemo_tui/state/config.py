@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from mnemo_tui.errors import LocalStateError, ValidationError
@@ -153,6 +155,18 @@ def _path_value(value: str, base: str) -> str:
 API_BASE = "/api/v1"
 
 
+@contextmanager
+def _in_file(where: str | None) -> Iterator[None]:
+    """A value the config file gave that is refused names the file and is exit 6, as its other faults are
+    (the same value given by a flag or the environment stays exit 2)."""
+    try:
+        yield
+    except ValidationError as exc:
+        if where is None:
+            raise
+        raise LocalStateError(f"{where}: {exc.message}; fix it or move it aside") from None
+
+
 def check_endpoint(url: str) -> str:
     """The endpoint's one canonical identity: its `/api/v1` base URL, without a trailing slash.
 
@@ -292,7 +306,11 @@ def resolve(
     if database_value is not None:
         from mnemo_tui.dburl import database_identity
 
-        database_identity(str(database_value))  # a malformed URL is exit 2 here, before anything opens
+        with _in_file(f"config file {config_path}" if from_file else None):
+            database_identity(str(database_value))  # a malformed URL is exit 2 here, before anything opens
+    if endpoint_value:
+        with _in_file(f"config file {config_path}" if from_file else None):
+            endpoint_value = check_endpoint(str(endpoint_value))
     if environ.get("MNEMO_STATE"):
         state_path = os.path.expanduser(environ["MNEMO_STATE"])
     elif section.get("state") or config.get("state"):
@@ -303,7 +321,7 @@ def resolve(
         config_path=config_path,
         state_path=state_path,
         store_path=store_path,
-        endpoint=check_endpoint(str(endpoint_value)) if endpoint_value else None,
+        endpoint=str(endpoint_value) if endpoint_value else None,
         principal=pick("MNEMO_PRINCIPAL", "principal") or "local",
         agent=pick("MNEMO_AGENT", "agent"),
         consumer=pick("MNEMO_CONSUMER", "consumer") or "default",

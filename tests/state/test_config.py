@@ -129,6 +129,24 @@ def test_an_endpoint_that_is_not_an_http_url_is_refused(home: Path, url: str) ->
         resolve(env=env_for(home, MNEMO_ENDPOINT=url))
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('endpoint = "http://127.0.0.1:9/api/v2"\n', "/api/v2"),
+        ('[profiles.w]\nendpoint = "ftp://x/api"\n', "not an http"),
+        ('database = "mysql://x"\n', "libpq"),
+    ],
+)
+def test_a_backend_value_the_file_gives_that_is_refused_names_the_file(home: Path, text: str, said: str) -> None:
+    """As the file's other faults (6, named); the same value from the environment stays a usage error (2)."""
+    (home / "config.toml").write_text(text)
+    profile = "w" if "profiles.w" in text else None
+    with pytest.raises(LocalStateError, match=said) as info:
+        resolve(profile=profile, env=env_for(home))
+    assert info.value.exit_code == 6 and str(home / "config.toml") in info.value.message
+    assert "fix it or move it aside" in info.value.message
+
+
 def test_the_api_key_comes_only_from_the_environment(home: Path) -> None:
     (home / "config.toml").write_text('api_key = "mk_live_in_the_file"\n')
     assert resolve(env=env_for(home)).api_key is None
