@@ -41,6 +41,8 @@ from mnemo_tui.errors import (
 # declared or sent beyond it is refused, not a memory error, and not fetched again.
 MAX_ANSWER = 256 << 20
 NDJSON = "application/x-ndjson"
+# What a refused key is told to do (`mnemo login` itself says something else: cmd_state._check_key).
+KEY_ADVICE = " (check MNEMO_API_KEY, or run `mnemo login`)"
 
 
 class TransportError(Exception):
@@ -476,7 +478,7 @@ def error_of(response: Answer) -> MnemoError:
         if isinstance(body.get("retryable"), bool):
             retryable = body["retryable"]
     if cls is AuthError:
-        message += " (check MNEMO_API_KEY, or run `mnemo login`)"
+        message += KEY_ADVICE
     if cls is Unavailable and details is not None and details.get("reason") == "commit_unknown":
         cls = FateUnknown  # the write may be stored: its caller must not send it again blindly
     exc = cls(message, details=details)

@@ -206,11 +206,18 @@ def _read_key() -> str:
 
 def _check_key(settings: Settings, key: str) -> None:
     """Ask the endpoint whether it takes the key (GET /memory/rooms): a refused key raises AuthError."""
+    from mnemo_tui.backends.remote_http import KEY_ADVICE
     from mnemo_tui.cli.context import open_backend
 
     backend = open_backend(settings.replace(api_key=key))
     try:
         backend.rooms()
+    except AuthError as exc:
+        # Not the advice every other command gives: it would send a person back to the command they run.
+        said = exc.message.removesuffix(KEY_ADVICE)
+        raise AuthError(
+            f"{settings.endpoint} refused the key ({said}): nothing was kept; check the key you gave"
+        ) from None
     finally:
         backend.close()
 

@@ -272,6 +272,9 @@ def test_login_with_a_refused_key_stores_nothing(cli, tmp_path: Path, served: tu
     env = subprocess_env(tmp_path / "keyring.json")
     r = cli("login", "--endpoint", url, input="mk_live_" + "0" * 32 + "\n", env=env)
     assert r.code == 3 and "Traceback" not in r.stderr and "mk_live_000" not in r.stderr
+    # What the server said, and advice for the one running login (not "run `mnemo login`" again).
+    assert "refused the key (unknown API key)" in r.stderr and "check the key you gave" in r.stderr
+    assert "mnemo login" not in r.stderr
     assert not (tmp_path / "keyring.json").exists()
 
 
