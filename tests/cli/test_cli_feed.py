@@ -357,6 +357,7 @@ def run_with_ptys(
     """Run mnemo with stdout and/or stderr on a pseudo-terminal; returns what each received."""
     import os
     import pty
+    import selectors
     import subprocess
 
     from conftest import MNEMO
@@ -376,19 +377,28 @@ def run_with_ptys(
     for _master, slave in fds.values():
         os.close(slave)
     got: dict[str, bytes] = {"out": b"", "err": b""}
-    if proc.stdout is not None:
-        got["out"] = proc.stdout.read()
-    if proc.stderr is not None:
-        got["err"] = proc.stderr.read()
-    for name, (master, _slave) in fds.items():
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the child closed its end
-                break
-            if not chunk:
-                break
-            got[name] += chunk
+    # Every end read as it comes: one read to its end first would leave the other full (the child blocked).
+    sources = {master: name for name, (master, _slave) in fds.items()}
+    for name, pipe in (("out", proc.stdout), ("err", proc.stderr)):
+        if pipe is not None:
+            sources[pipe.fileno()] = name
+    with selectors.DefaultSelector() as ready:
+        for fd in sources:
+            ready.register(fd, selectors.EVENT_READ)
+        while sources:
+            events = ready.select(timeout=60)
+            assert events, f"nothing from mnemo {args} for 60 s"
+            for key, _mask in events:
+                try:
+                    chunk = os.read(key.fd, 65536)
+                except OSError:  # EIO: the child closed its end of a pseudo-terminal
+                    chunk = b""
+                if chunk:
+                    got[sources[key.fd]] += chunk
+                else:
+                    ready.unregister(key.fd)
+                    del sources[key.fd]
+    for master, _slave in fds.values():
         os.close(master)
     assert proc.wait(timeout=60) == 0
     return got["out"].decode(), got["err"].decode()
