@@ -55,8 +55,9 @@ def test_hostile_text_in_a_report_cannot_end_an_annotation_or_start_another(tmp_
     assert [c.name for c in commands] == ["error", "error"]
     assert commands[0].properties == {"title": "mnemo verify: walk-to-end"}
     assert commands[1].properties == {"title": "mnemo verify: ids, with: colons"}
-    # The sanitizer shows the line break and the ESC; the escaping keeps the `%` and the `::` inside the message.
-    assert commands[0].message == "50% done\\x0d⏎::error::injected, a:b %0A::warning title=x::two\\x1b[31m"
+    # The sanitizer shows the line break (`\\r\\n`, one) and the ESC; the escaping keeps the `%` and the `::`
+    # inside the message.
+    assert commands[0].message == "50% done⏎::error::injected, a:b %0A::warning title=x::two\\x1b[31m"
     assert commands[1].message == "missing id " + commands[0].message
 
 
