@@ -7,7 +7,6 @@ write whose `external_ref` (its own, else `import:<original id>`) makes a repeat
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
@@ -16,7 +15,7 @@ from mnemo_tui import portable
 from mnemo_tui.backends import Backend
 from mnemo_tui.engine.exchange import AtLine, EngineImport
 from mnemo_tui.errors import Forbidden, MnemoError, NotFound, ValidationError
-from mnemo_tui.limits import dumps, room_of
+from mnemo_tui.limits import NotJson, dumps, loads, room_of
 from mnemo_tui.portable.export import engine_of
 from mnemo_tui.values.writes import KeptWrite, WriteRequest
 
@@ -71,9 +70,11 @@ def read_line(source: IO[bytes], name: str, number: int) -> bytes:
 
 def _parsed(raw: bytes, name: str, number: int) -> Any:
     try:
-        item = json.loads(raw)
+        item = loads(raw)
     except UnicodeDecodeError:
         raise ValidationError(f"{name} line {number} is not UTF-8 text") from None
+    except NotJson as exc:
+        raise ValidationError(f"{name} line {number} is not JSON a store can keep: {exc}") from None
     except ValueError:
         if not raw.endswith(b"\n"):
             raise ValidationError(
