@@ -50,6 +50,7 @@ class Imported:
             "entries": self.entries,
             "created": self.created,
             "already_present": self.present + self.by_ref,
+            "skipped": sum(self.skipped_rooms.values()),
             "differing": self.differing,
             "times": {"kept": self.kept, "assigned": self.assigned, "future": self.future},
             "links_dropped": self.links_dropped,
