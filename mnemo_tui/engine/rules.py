@@ -36,12 +36,24 @@ MAX_METADATA_DEPTH = 64  # objects and lists nested in metadata (its serializer 
 
 def refuse_nul(field: str, value: object) -> None:
     """Raise `Unprocessable` when a text to be stored holds a NUL: PostgreSQL's text cannot hold one, so every
-    engine refuses it alike (a NUL in a search query is only a word separator, see `query_words`)."""
-    if isinstance(value, str) and "\x00" in value:
+    engine refuses it alike (a NUL in a search query is only a word separator, see `query_words`). A lone
+    surrogate (`\\ud800`, from a JSON escape or an argument of bytes) is refused too: it is no character,
+    and UTF-8, which every store and answer is written in, cannot carry it."""
+    if not isinstance(value, str):
+        return
+    if "\x00" in value:
         raise Unprocessable(
             f"{field} holds a NUL character (\\u0000), which no text is stored with; remove it",
             details={"field": field},
         )
+    if not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise Unprocessable(
+                f"{field} holds a lone surrogate (\\ud800-\\udfff), which is no character; remove it",
+                details={"field": field},
+            ) from None
 
 
 def check_metadata_tree(metadata: object) -> None:
