@@ -14,6 +14,7 @@ from typing import IO, TYPE_CHECKING
 from mnemo_tui import portable
 from mnemo_tui.backends import Backend
 from mnemo_tui.engine.exchange import AtLine, EngineImport
+from mnemo_tui.engine.rules import check_write
 from mnemo_tui.errors import Forbidden, MnemoError, NotFound, ValidationError
 from mnemo_tui.limits import NotJson, dumps, loads, room_of
 from mnemo_tui.portable.export import engine_of
@@ -194,8 +195,47 @@ def load(backend: Backend, source: IO[bytes], name: str, progress: Callable[[int
     return _over_endpoint(backend, source, name, progress)
 
 
+class _Tee:
+    """A source whose lines read are also written to a spool, to be read again."""
+
+    def __init__(self, source: IO[bytes], spool: IO[bytes]) -> None:
+        self.source, self.spool = source, spool
+
+    def readline(self, size: int = -1) -> bytes:
+        line = self.source.readline(size)
+        self.spool.write(line)
+        return line
+
+
+def _check_into(source: IO[bytes], spool: IO[bytes], name: str) -> None:
+    """Read and check each line after the header as an engine checks it (JSON, shape, the engine's bounds),
+    copying it to `spool`: over an endpoint, where each entry is its own write, a refused file stores nothing.
+
+    Raises:
+        ValidationError: a bad line (named), a file cut short.
+    """
+    # `_lines` reads only `readline`, which the tee has.
+    for number, kind, item in _lines(_Tee(source, spool), name):  # type: ignore[arg-type]
+        if kind == "entry":
+            try:
+                check_write(portable.entry_of(item)[1])
+            except ValidationError as exc:
+                raise _at(name, number, exc) from None
+
+
 def _over_endpoint(backend: Backend, source: IO[bytes], name: str, progress: Callable[[int], None] | None) -> Imported:
-    """One write per entry, times assigned by the endpoint; rooms are never created here."""
+    """One write per entry, times assigned by the endpoint; rooms are never created here. The whole file is
+    checked before the first write, spooled to a temporary file (memory stays flat) and read again."""
+    import tempfile  # an import over an endpoint only
+
+    with tempfile.TemporaryFile() as spool:
+        _check_into(source, spool, name)
+        spool.seek(0)
+        return _write_each(backend, spool, name, progress)
+
+
+def _write_each(backend: Backend, source: IO[bytes], name: str, progress: Callable[[int], None] | None) -> Imported:
+    """The writes of an import over an endpoint, from a file already checked."""
     writable = {r.room_id for r in backend.rooms() if r.scope == "read_write"}
     skipped: dict[str, int] = {}
     new_ids: dict[str, str] = {}  # original id -> id here, of entries a later one supersedes

@@ -335,3 +335,28 @@ def test_a_malformed_expect_file_is_exit_2(cli: Cli, tmp_path: Path, text: str) 
     assert "Traceback" not in refused.stderr and "internal error" not in refused.stderr, refused.stderr
     if text.startswith("ID"):
         assert "line 2" in refused.stderr, refused.stderr
+
+
+@pytest.mark.parametrize(
+    "bad", ["[" * DEEP + "]" * DEEP, "ENTRY_WITH_A_LONG_CONCEPT", "CUT"], ids=["deep", "concept", "cut"]
+)
+def test_a_malformed_file_imported_onto_an_endpoint_stores_nothing(
+    cli: Cli, tmp_path: Path, served: tuple[str, dict[str, str], Any], bad: str
+) -> None:
+    url, headers, _engine = served
+    lines = _export_of(cli, tmp_path)
+    entry = json.loads(lines[1])
+    odd = {
+        "ENTRY_WITH_A_LONG_CONCEPT": json.dumps(
+            entry | {"atom_id": "0" * 8 + entry["atom_id"][8:], "concepts": ["c" * 201]}
+        )
+    }
+    body = [*lines[:-1], odd.get(bad, bad), lines[-1]] if bad != "CUT" else lines[:-1]  # good lines first
+    file = tmp_path / "bad.ndjson"
+    file.write_text("\n".join(body) + "\n")
+    env = {"MNEMO_ENDPOINT": url, "MNEMO_API_KEY": headers["X-Api-Key"]}
+    refused = cli("import", str(file), env=env)
+    assert refused.code == 2 and "Traceback" not in refused.stderr, refused.stderr[-2000:]
+    assert bad == "CUT" or f"{file} line {len(lines)}" in refused.stderr, refused.stderr[-2000:]
+    with httpx.Client(base_url=url, headers=headers, timeout=60) as http:
+        assert http.post("/memory/recent", json={"limit": 100}).json()["items"] == []
