@@ -222,7 +222,9 @@ def check_wire_size(req: WriteRequest) -> None:
     Raises:
         Unprocessable: the entry would be larger on the wire, naming `concepts`.
     """
-    chars = len(req.content) + len(req.domain) + sum(len(c) + 3 for c in req.concepts) + 3 * MAX_AUTHOR_FIELD
+    chars = (
+        len(req.content) + len(req.domain) + sum(map(len, req.concepts)) + 3 * (len(req.concepts) + MAX_AUTHOR_FIELD)
+    )
     if 6 * chars + 40 * len(req.supersedes) + _ITEM_FRAME <= MAX_ENTRY_WIRE_BYTES:
         return
     size = len(wire_item(_ZERO_ID, req, 0, "").encode())
