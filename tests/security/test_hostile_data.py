@@ -15,6 +15,8 @@ from typing import IO, Any
 import httpx
 import pytest
 from conftest import MNEMO, CliResult, Target
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import ValidationError
@@ -360,3 +362,104 @@ def test_a_malformed_file_imported_onto_an_endpoint_stores_nothing(
     assert bad == "CUT" or f"{file} line {len(lines)}" in refused.stderr, refused.stderr[-2000:]
     with httpx.Client(base_url=url, headers=headers, timeout=60) as http:
         assert http.post("/memory/recent", json={"limit": 100}).json()["items"] == []
+
+
+# -- fuzzed through the real doors: the server's answers, the CLI's exit codes -------------------------------
+
+author_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=300),
+    st.text(min_size=190, max_size=3_000),
+    st.sampled_from(["cursor", " Claude ", "API", "cli", "mcp", "demo", "tui", ""]),
+)
+authors = st.dictionaries(
+    st.sampled_from(["agent", "agent_name", "client_env", "principal", "is_external", "other"]), author_values
+)
+
+
+@pytest.fixture(scope="module")
+def wire_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    from mnemo_tui.engine.store import Store
+    from mnemo_tui.server.app import create_app
+
+    path = tmp_path_factory.mktemp("wire") / "served.db"
+    store = Store(path)
+    key = store.create_key("alice")[1]
+    store.close()
+    with TestClient(create_app(path, workers=2), raise_server_exceptions=False) as client:
+        yield client, key
+
+
+@settings(max_examples=60)
+@given(author=authors, concepts=st.lists(st.text(max_size=260), max_size=4))
+def test_any_author_object_is_stored_normalized_or_refused_with_a_json_422(
+    wire_app: tuple[Any, str], author: dict[str, Any], concepts: list[str]
+) -> None:
+    client, key = wire_app
+    answer = client.post(
+        "/api/v1/memory/write",
+        json={"content": "abc", "author": author, "concepts": concepts},
+        headers={"X-Api-Key": key},
+    )
+    body = loads(answer.content)  # every answer is JSON
+    if answer.status_code != 200:
+        assert answer.status_code == 422, answer.text
+        return
+    texts = {k: v for k, v in author.items() if k in ("agent", "agent_name", "client_env")}
+    assert all(isinstance(v, str | None) for v in texts.values()) and all(len(c) <= 200 for c in concepts)
+    item = loads(client.get(f"/api/v1/memory/atoms/{body['atom_id']}", headers={"X-Api-Key": key}).content)
+    seen = item["provenance"]
+    for field in ("agent", "agent_name"):
+        assert seen[field] == (texts[field][:200] if texts.get(field) is not None else None)
+    env = (texts.get("client_env") or "api").strip().lower()
+    assert seen["client_env"] == (
+        env if env in {"cursor", "claude", "chatgpt", "chat", "api", "unknown", "cli", "mcp", "demo"} else None
+    )
+
+
+@settings(max_examples=12)
+@given(
+    line=st.one_of(
+        st.text(max_size=100).filter(lambda t: "\n" not in t and "\r" not in t),
+        st.integers(1, 300_000).map(lambda d: "[" * d),
+    )
+)
+def test_a_fuzzed_import_line_is_never_exit_5_through_the_cli(
+    tmp_path_factory: pytest.TempPathFactory, line: str
+) -> None:
+    folder = tmp_path_factory.mktemp("cli-fuzz")
+    file = folder / "fuzz.ndjson"
+    header = json.dumps(
+        {
+            "mnemo_export": 1,
+            "exported_at": "2026-12-01T00:00:00Z",
+            "backend": "embedded",
+            "source": "f",
+            "principal": "local",
+            "scopes": [None],
+            "since": None,
+        }
+    )
+    file.write_text(header + "\n" + line + "\n", encoding="utf-8", errors="surrogatepass")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")} | {"MNEMO_HOME": str(folder)}
+    store = folder / "new.db"
+    done = subprocess.run(
+        [MNEMO, "--store", str(store), "import", str(file)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr  # no end line follows, whatever the line is
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
+    assert not store.exists()  # nothing of it stored, not even the file
