@@ -1,18 +1,20 @@
 """Provides the answers of `mnemo mcp`'s tools over a `Backend`, as the hosted package words them (no SDK here).
 
 Each tool is a method taking the call's arguments (already checked against the tool's input schema) and
-returning the answer's text; a `MnemoError` it raises becomes an error answer in `sdk.py`. Store text is
-returned exactly: an answer is a machine format, read by an agent, not printed to a terminal.
+returning the answer's text; a `MnemoError` it raises becomes an error answer in `sdk.py`. Every answer is
+shown through the CLI's one sanitizer (an agent host often prints it in a terminal) and holds at most
+BUDGET characters as shown (docs/mcp.md, "Budgets").
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Concatenate, ParamSpec
 
-from mnemo_tui import empty_reports, timefmt
+from mnemo_tui import empty_reports, sanitize, timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError, NotFound, ValidationError
 from mnemo_tui.limits import room_of
@@ -20,9 +22,16 @@ from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
 
+# Every answer's budget, in characters as shown (after the sanitizer): the package's feed page (src/limits.ts),
+# tighter than its 25K-token cap on the other tools.
+BUDGET = 40_000
+PAGE_BUDGET = BUDGET
+# An entry's concepts are shown up to this many characters (256 concepts of any length are valid).
+CONCEPTS_SHOWN = 2_000
+# Room kept for the line that says how many more there are.
+MORE_ROOM = 400
 # memory_list_recent's page: sub-requests of at most CHUNK entries, accepted while the page's text stays within
-# BUDGET characters, each ending on the cursor the backend issued for it (the package's limits, src/limits.ts).
-PAGE_BUDGET = 40_000
+# the budget, each ending on the cursor the backend issued for it (the package's limits, src/limits.ts).
 PAGE_CHUNK = 10
 PAGE_MAX_REQUESTS = 16
 EARLY_STOP_NOTE = (
@@ -34,6 +43,76 @@ MORE = "\n\nMore older entries exist — pass cursor: "
 CLIENT_ENV = "mcp"
 _PLAIN = re.compile(r"[\w.:@/+-]{1,200}")
 _CURSOR = re.compile(r"[A-Za-z0-9_=-]{1,512}")
+P = ParamSpec("P")
+
+
+def size(text: str) -> int:
+    """The length of `text` as an answer shows it (the sanitizer's escapes are longer than what they stand for)."""
+    return len(sanitize.block(text))
+
+
+def fit(text: str, budget: int, tail: Callable[[int], str]) -> str:
+    """`text` whole when it shows within `budget` characters, else its longest head that does, followed by
+    `tail(number of characters cut)`."""
+    if size(text) <= budget:
+        return text
+    low, high = 0, min(len(text), budget)  # a shown character is never shorter than its source
+    while low < high:
+        middle = (low + high + 1) // 2
+        if size(text[:middle] + tail(len(text) - middle)) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low] + tail(len(text) - low)
+
+
+def _cut_answer(cut: int) -> str:
+    return f"\n\n(… {cut:,} more characters not shown: an answer holds at most {BUDGET:,} characters.)"
+
+
+def finish(text: str) -> str:
+    """The text an answer carries: within the budget, then through the sanitizer (the CLI's rule for a terminal)."""
+    return sanitize.block(fit(text, BUDGET, _cut_answer))
+
+
+def _answer(method: Callable[Concatenate[Answers, P], str]) -> Callable[Concatenate[Answers, P], str]:
+    """A tool method whose text is `finish`ed: the one place every answer is bounded and sanitized."""
+
+    def answer(self: Answers, /, *args: P.args, **kwargs: P.kwargs) -> str:
+        return finish(method(self, *args, **kwargs))
+
+    answer.__doc__ = method.__doc__
+    return answer
+
+
+def listing(head: str, lines: list[str], more: Callable[[int], str]) -> str:
+    """`head`, then as many whole `lines` as the budget takes, then `more(how many were left out)` if any were."""
+    text = head
+    for index, line in enumerate(lines):
+        if size(f"{text}\n{line}") + MORE_ROOM <= BUDGET:
+            text += "\n" + line
+            continue
+        if index == 0:  # one line over the budget on its own: its head, said so
+            text += "\n" + fit(line, BUDGET - MORE_ROOM - size(text) - 1, _cut_line)
+            index = 1
+        return text + (more(len(lines) - index) if index < len(lines) else "")
+    return text
+
+
+def _more(noun: str, command: str) -> Callable[[int], str]:
+    """The last line of a listing the budget cut: how many more, and where to see them all (no argument narrows)."""
+
+    def more(left: int) -> str:
+        return (
+            f"\n… and {left} more {noun}{'s' if left != 1 else ''} not shown: an answer holds at most {BUDGET:,} "
+            f"characters and this tool takes no arguments to narrow it; `{command}` lists them all."
+        )
+
+    return more
+
+
+def _cut_line(cut: int) -> str:
+    return f" … ({cut:,} more characters)"
 
 
 def _literal(name: str) -> str:
@@ -56,8 +135,8 @@ def _date(created_at: int) -> str:
 def _tags(entry: Entry) -> tuple[str, str]:
     """The concepts and domain/author tags of one entry, as the package's renderer spells them."""
     data = entry.data
-    concepts = data.get("concepts") or []
-    head = f" ({', '.join(str(c) for c in concepts)})" if concepts else ""
+    concepts = [str(c) for c in data.get("concepts") or []]
+    head = f" ({_concepts(concepts)})" if concepts else ""
     domain = str(data.get("domain") or "")
     if domain and domain != "general":
         head += f" @{_literal(domain)}"
@@ -68,19 +147,49 @@ def _tags(entry: Entry) -> tuple[str, str]:
     return head, f"\n   id: {entry.atom_id}"
 
 
-def recent_item(entry: Entry, index: int) -> str:
+def _concepts(concepts: list[str]) -> str:
+    """The concepts joined, as many whole ones as CONCEPTS_SHOWN characters take (at least one, cut if need be)."""
+    joined = ", ".join(concepts)
+    if len(joined) <= CONCEPTS_SHOWN:
+        return joined
+    taken: list[str] = []
+    used = 0
+    for concept in concepts:
+        if used + len(concept) + 2 > CONCEPTS_SHOWN:
+            break
+        taken.append(concept)
+        used += len(concept) + 2
+    if not taken:
+        taken = [fit(concepts[0], CONCEPTS_SHOWN, _cut_line)]
+    left = len(concepts) - len(taken)
+    return ", ".join(taken) + (f", … and {left} more concept{'s' if left != 1 else ''}" if left else "")
+
+
+def recent_item(entry: Entry, index: int, content: str | None = None) -> str:
     tags, id_line = _tags(entry)
-    return f"{index + 1}. [{_date(entry.created_at)}] {entry.content}{tags}{id_line}"
+    return f"{index + 1}. [{_date(entry.created_at)}] {entry.content if content is None else content}{tags}{id_line}"
 
 
-def read_item(entry: Entry, index: int) -> str:
+def read_item(entry: Entry, index: int, content: str | None = None) -> str:
     tags, id_line = _tags(entry)
-    return f"{index + 1}. {entry.content}{tags} · {_date(entry.created_at)}{id_line}"
+    return f"{index + 1}. {entry.content if content is None else content}{tags} · {_date(entry.created_at)}{id_line}"
 
 
-def recent_page(items: list[Entry], next_cursor: str | None) -> str:
-    """One page of the feed: its entries, then where the walk goes on (or that it ended)."""
-    body = "\n\n".join(recent_item(e, i) for i, e in enumerate(items))
+def clipped(entry: Entry, room: int, render: Callable[[str], str]) -> str:
+    """The content of an entry whose line does not fit `room` on its own, cut so that it does, saying where to
+    read it whole (the resource gives the stored text exactly)."""
+
+    def tail(cut: int) -> str:
+        return f" … [{cut:,} more characters: read it whole at memory://item/{entry.atom_id}]"
+
+    frame = size(render(""))
+    return fit(entry.content, max(0, room - frame), tail)
+
+
+def recent_page(items: list[Entry], next_cursor: str | None, first: str | None = None) -> str:
+    """One page of the feed: its entries (`first`: the first one's content as shown, when cut), then where the
+    walk goes on (or that it ended)."""
+    body = "\n\n".join(recent_item(e, i, first if i == 0 else None) for i, e in enumerate(items))
     if next_cursor is None:
         return body + END_OF_FEED
     if _CURSOR.fullmatch(next_cursor):
@@ -89,6 +198,29 @@ def recent_page(items: list[Entry], next_cursor: str | None) -> str:
         "\n\nMore entries exist but the continuation token could not be displayed — narrow the window with "
         "since/until instead"
     )
+
+
+def _hits(entries: list[Entry]) -> str:
+    """memory_read's matches, as many whole as the budget takes, then how many more there are and how to narrow."""
+    text = ""
+    for index, entry in enumerate(entries):
+        item = read_item(entry, index)
+        candidate = item if index == 0 else f"{text}\n\n{item}"
+        if size(candidate) + MORE_ROOM <= BUDGET:
+            text = candidate
+            continue
+        if index == 0:  # one match over the budget on its own: its content cut to fit, said so
+            first = clipped(entry, BUDGET - MORE_ROOM, functools.partial(read_item, entry, 0))
+            text, index = read_item(entry, 0, first), 1
+        left = len(entries) - index
+        if left:
+            text += (
+                f"\n\n({left} more match{'es' if left != 1 else ''} not shown: an answer holds at most {BUDGET:,} "
+                "characters. Narrow the call with a lower top_k, a domain, since/until or a more specific query; "
+                "memory_list_recent pages through a whole scope.)"
+            )
+        return text
+    return text
 
 
 def scope_label(domain: str | None) -> str:
@@ -130,6 +262,7 @@ class Answers:
 
     # -- memory -------------------------------------------------------------------------------
 
+    @_answer
     def memory_write(self, content: str, concepts: list[str] | None = None, domain: str | None = None) -> str:
         request = WriteRequest(
             content,
@@ -142,6 +275,7 @@ class Answers:
         # mnemo keeps every write (no importance gate): the package's "unknown" stands for the missing score.
         return f"Stored (importance: unknown). ID: {result.atom_id}"
 
+    @_answer
     def memory_read(
         self,
         query: str,
@@ -165,7 +299,7 @@ class Answers:
         )
         hits = self.backend.search(search)
         if hits:
-            return "\n\n".join(read_item(h.entry, i) for i, h in enumerate(hits))
+            return _hits([h.entry for h in hits])
         where = scope_label(domain)
         if since or until or exclude_author:
             head = f"Nothing in {where} matches within the given time/author filters."
@@ -173,6 +307,7 @@ class Answers:
             head = f"Nothing in {where} matches {json.dumps(query, ensure_ascii=False)}."
         return head + self._scope_note(domain)
 
+    @_answer
     def memory_list_recent(
         self,
         domain: str | None = None,
@@ -214,7 +349,7 @@ class Answers:
                 stopped_early = True  # what is in hand stands; its cursor is the backend's, unaffected
                 break
             batch, issued = page.items, page.next_cursor
-            if len(recent_page(accepted + batch, issued)) <= room:
+            if size(recent_page(accepted + batch, issued)) <= room:
                 accepted += batch
                 accepted_cursor = issued
                 position = issued
@@ -227,13 +362,18 @@ class Answers:
                 ask = narrower  # the batch is dropped whole and asked again smaller, never trimmed
                 continue
             if not accepted:
-                # One entry over the budget on its own is returned whole, as a page of one.
+                # One entry over the budget on its own is a page of one, its content cut to fit (said so).
                 accepted += batch
                 accepted_cursor = issued
             break
         if not accepted:
             return self._empty_recent(domain, since, until, exclude_author, cursor)
-        return recent_page(accepted, accepted_cursor) + (EARLY_STOP_NOTE if stopped_early else "")
+        page_text = recent_page(accepted, accepted_cursor)
+        if size(page_text) > room:
+            entry = accepted[0]
+            first = clipped(entry, room, lambda content: recent_page([entry], accepted_cursor, content))
+            page_text = recent_page([entry], accepted_cursor, first)
+        return page_text + (EARLY_STOP_NOTE if stopped_early else "")
 
     def _empty_recent(
         self, domain: str | None, since: str | None, until: str | None, exclude_author: str | None, cursor: str | None
@@ -268,6 +408,7 @@ class Answers:
             + "\nRe-run with domain set to one of these to read it."
         )
 
+    @_answer
     def memory_feedback(self, atom_ids: list[str], outcome: float) -> str:
         count = self.backend.feedback(atom_ids, float(outcome))
         sent = (
@@ -294,21 +435,35 @@ class Answers:
         missed = f" {short} of the ids you sent matched nothing in your own domains." if short > 0 else ""
         return f"{sent} The service reports {noun} updated.{missed}"
 
+    @_answer
     def memory_stats(self) -> str:
         s = self.backend.stats()
-        domains = ", ".join(_literal(d) for d in s.domains) if s.domains else "(none)"
-        return "\n".join(
+        rest = "\n".join(
             [
-                f"Memories: {s.total_atoms}",
-                f"Associations: {s.concept_edges} concept edges",
-                f"Domains: {domains}",
                 f"Avg quality: valence {s.avg_valence:.2f} (how well recalls turned out, -1..1)",
                 f"Feedback: {s.feedback} memories rated",
             ]
         )
+        head = f"Memories: {s.total_atoms}\nAssociations: {s.concept_edges} concept edges\nDomains: "
+        names = [_literal(d) for d in s.domains]
+        shown = "(none)" if not names else ", ".join(names)
+        if size(head + shown + rest) + 1 > BUDGET:  # many domains: as many whole names as fit, then how many more
+            room = BUDGET - MORE_ROOM - size(head + rest) - 1
+            taken: list[str] = []
+            for name in names:
+                if size(", ".join([*taken, name])) > room:
+                    break
+                taken.append(name)
+            left = len(names) - len(taken)
+            shown = ", ".join(taken) + (
+                f" … and {left} more domain{'s' if left != 1 else ''} not shown (an answer holds at most "
+                f"{BUDGET:,} characters; memory_stats takes no arguments)"
+            )
+        return f"{head}{shown}\n{rest}"
 
     # -- rooms ----------------------------------------------------------------------------------
 
+    @_answer
     def memory_create_room(self, name: str, description: str | None = None) -> str:
         room = self.backend.create_room(name, description)
         return (
@@ -317,6 +472,7 @@ class Answers:
             f'To add someone: call memory_invite_to_room with room_id="{room.room_id}".'
         )
 
+    @_answer
     def memory_invite_to_room(self, room_id: str, scope: str | None = None, expires_in_days: int | None = None) -> str:
         invite = self.backend.invite(
             room_id, scope=scope or "read_write", expires_days=expires_in_days if expires_in_days is not None else 7
@@ -324,6 +480,7 @@ class Answers:
         message = invite.wire()["share_message"]
         return f"Invite ready. Forward this message to the person you're inviting:\n\n{message}"
 
+    @_answer
     def memory_join_room(self, code: str) -> str:
         joined = self.backend.join(code)
         name = json.dumps(joined.name, ensure_ascii=False)
@@ -337,6 +494,7 @@ class Answers:
             )
         return f"{head}\n{usage}"
 
+    @_answer
     def memory_list_rooms(self) -> str:
         rooms = self.backend.rooms()
         if not rooms:
@@ -344,7 +502,7 @@ class Answers:
                 "You have no shared rooms yet. Create one with memory_create_room, or join one with "
                 "memory_join_room and an invite code."
             )
-        lines = []
+        lines: list[str] = []
         for r in rooms:
             if r.archived:
                 tail = " [archived] — every read is refused while it is archived"
@@ -356,16 +514,18 @@ class Answers:
                     "memory_write to it will be refused"
                 )
             lines.append(f"- {json.dumps(r.name, ensure_ascii=False)} ({r.role}, {r.scope}){tail}")
-        return f"Your shared rooms ({len(rooms)}):\n" + "\n".join(lines)
+        return listing(f"Your shared rooms ({len(rooms)}):", lines, _more("room", "mnemo rooms list"))
 
     # -- vault ----------------------------------------------------------------------------------
 
+    @_answer
     def vault_list(self) -> str:
         secrets = self.backend.vault_list()
         if not secrets:
             return "No secrets are stored in your Vault yet."
         lines = [f"- {s.alias} — {s.context}" if s.context else f"- {s.alias}" for s in secrets]
-        return f"Your Vault secrets ({len(secrets)}) — alias and purpose only, never the value:\n" + "\n".join(lines)
+        head = f"Your Vault secrets ({len(secrets)}) — alias and purpose only, never the value:"
+        return listing(head, lines, _more("secret", "mnemo vault list"))
 
     # -- the resource ---------------------------------------------------------------------------
 

@@ -114,22 +114,38 @@ def test_the_limit_is_a_ceiling(backend: LocalBackend) -> None:
     assert len(ID.findall(Answers(backend).memory_list_recent(domain="d"))) == 20  # the default
 
 
-def test_an_over_budget_batch_is_asked_again_narrower_and_an_entry_over_the_budget_alone_comes_whole(
+def test_an_over_budget_batch_is_asked_again_narrower_and_an_entry_over_the_budget_alone_is_cut_to_fit(
     backend: LocalBackend,
 ) -> None:
-    # ~15,000 characters a page line (content and concepts): three exceed the budget, one does not.
-    concepts = tuple(f"c{j:04d}" * 20 for j in range(40))
+    # ~15,000 characters a page line as shown (each BEL is shown as the four characters \x07): two fit, not three.
     for _ in range(3):
-        backend.write(WriteRequest("y" * 10_000, domain="d", concepts=concepts))
+        backend.write(WriteRequest("y" * 5_000 + "\x07" * 2_500, domain="d"))
     counting = Counting(backend)
     text = Answers(counting).memory_list_recent(domain="d", limit=3)
     assert len(ID.findall(text)) == 2 and len(text) <= PAGE_BUDGET
-    # three did not fit: one; then two did not fit: one; then the last one did not fit: whole or dropped, never cut
+    # three did not fit: one; then two did not fit: one; then the last one did not fit: left for the next page
     assert counting.asked == [3, 1, 2, 1, 1]
-    # ~47,000 characters: one entry over the budget on its own is returned whole, as a page of one
-    big = backend.write(WriteRequest("z" * 10_000, domain="big", concepts=tuple(f"k{j:04d}" * 25 for j in range(250))))
+    # 40,000 characters as shown and more: one entry over the budget on its own is a page of one, cut to fit,
+    # naming the resource that gives it whole; the walk goes on after it
+    backend.write(WriteRequest("older", domain="big"))
+    big = backend.write(WriteRequest("\x1b" * 9_990 + "tail", domain="big"))
     alone = Answers(backend).memory_list_recent(domain="big", limit=5)
-    assert len(alone) > PAGE_BUDGET and ID.findall(alone) == [big.atom_id]
+    assert len(alone) <= PAGE_BUDGET
+    assert ID.findall(alone) == [big.atom_id]
+    assert f"more characters: read it whole at memory://item/{big.atom_id}]" in alone
+    assert "\x1b" not in alone.replace("\\x1b", "")  # no raw ESC: shown as the escape
+    rest = Answers(backend).memory_list_recent(domain="big", cursor=CURSOR.search(alone).group(1))  # type: ignore[union-attr]
+    assert rest.startswith("1. [") and "older" in rest
+
+
+def test_a_long_list_of_concepts_is_shown_up_to_its_share_saying_how_many_more(backend: LocalBackend) -> None:
+    concepts = tuple(f"c{j:04d}" * 20 for j in range(250))  # 250 concepts of 100 characters
+    atom = backend.write(WriteRequest("many concepts", domain="d", concepts=concepts)).atom_id
+    text = Answers(backend).memory_list_recent(domain="d")
+    assert ID.findall(text) == [atom] and len(text) < 3_000
+    shown = re.search(r"\((c0000.*), … and (\d+) more concepts\)", text)
+    assert shown is not None
+    assert len(shown.group(1).split(", ")) + int(shown.group(2)) == 250
 
 
 def test_a_failing_later_sub_request_stops_the_page_early_with_its_cursor_unaffected(backend: LocalBackend) -> None:
