@@ -63,3 +63,26 @@ def test_a_refused_key_is_an_error_answer_not_a_crash(servers: Servers, endpoint
     wrong = servers.start("--endpoint", url, env={"MNEMO_API_KEY": "mk_live_" + "0" * 32})
     text = wrong.refused("memory_list_recent")
     assert text.startswith("UNAUTHORIZED") and key not in text
+
+
+def test_without_a_key_the_handshake_answers_and_each_call_says_how_to_give_one(
+    servers: Servers, endpoint: tuple[str, str]
+) -> None:
+    url, _ = endpoint
+    keyless = servers.start("--endpoint", url)  # no MNEMO_API_KEY, nothing in the keyring or the key file
+    assert [t.name for t in keyless.list_tools().tools][:3] == ["memory_write", "memory_read", "memory_list_recent"]
+    for tool, arguments in (
+        ("memory_list_recent", {}),
+        ("memory_write", {"content": "not stored"}),
+        ("memory_stats", {}),
+    ):
+        text = keyless.refused(tool, **arguments)
+        assert text.startswith("UNAUTHORIZED: no API key for ") and url in text
+        assert "MNEMO_API_KEY" in text and "mnemo login" in text
+    # a schema violation is still said first: the call is wrong whatever the key
+    assert keyless.refused("memory_write", content="").startswith("Invalid arguments for memory_write")
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(MCPError) as refused:
+        keyless.read_resource("memory://item/00000000-0000-4000-8000-000000000000")
+    assert "MNEMO_API_KEY" in refused.value.error.message
