@@ -17,7 +17,7 @@ import pytest
 from broken_backends import Wrapper
 
 from mnemo_tui.agents import surface
-from mnemo_tui.agents.answers import EARLY_STOP_NOTE, PAGE_BUDGET, Answers
+from mnemo_tui.agents.answers import BUDGET, EARLY_STOP_NOTE, PAGE_BUDGET, Answers, finish
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.errors import Unavailable
@@ -244,3 +244,72 @@ def test_nothing_but_the_protocol_on_stdout(tmp_path: Path, isolated_home: Path)
     assert by_id[1]["serverInfo"]["name"] == "mnemo"
     assert by_id[3]["content"][0]["text"].endswith("(end of feed — nothing older)")
     assert by_id[4]["isError"] is True
+
+
+# -- a budget for every tool ----------------------------------------------------------------------
+
+
+def test_memory_read_holds_whole_matches_within_the_budget_and_says_how_many_more(backend: LocalBackend) -> None:
+    for i in range(50):
+        backend.write(WriteRequest(f"needle {i:02d} " + "w" * 9_980, domain="d"))
+    text = Answers(backend).memory_read(query="needle", top_k=50, domain="d")
+    assert len(text) <= BUDGET
+    shown = len(ID.findall(text))
+    more = re.search(r"\n\n\((\d+) more matches not shown: an answer holds at most 40,000 characters\. Narrow", text)
+    assert more is not None and 0 < shown < 50 and shown + int(more.group(1)) == 50
+    assert "a lower top_k, a domain, since/until or a more specific query" in text
+    # every match shown is whole: its content, then its id line
+    assert text.count("w" * 9_980) == shown
+
+
+def test_memory_read_of_matches_with_long_concepts_stays_within_the_budget(backend: LocalBackend) -> None:
+    concepts = tuple(f"k{j:03d}" * 250 for j in range(256))  # 256 concepts of 1,000 characters each
+    for _ in range(5):
+        backend.write(WriteRequest("haystack entry", domain="d", concepts=concepts))
+    text = Answers(backend).memory_read(query="haystack", domain="d")
+    assert len(text) <= BUDGET and len(ID.findall(text)) == 5
+    assert text.count("… and 255 more concepts") == 5
+
+
+def test_a_match_over_the_budget_alone_is_cut_to_fit_naming_the_resource(backend: LocalBackend) -> None:
+    atom = backend.write(WriteRequest("needle " + "\x07" * 9_990, domain="d")).atom_id
+    text = Answers(backend).memory_read(query="needle", domain="d")
+    assert len(text) <= BUDGET and ID.findall(text) == [atom]
+    assert f"more characters: read it whole at memory://item/{atom}]" in text
+
+
+def test_memory_stats_lists_domains_within_the_budget_and_says_how_many_more(backend: LocalBackend) -> None:
+    for i in range(600):
+        backend.write(WriteRequest("x", domain=f"{i:03d}-" + "d" * 95))
+    text = Answers(backend).memory_stats()
+    assert len(text) <= BUDGET
+    domains = re.search(r"^Domains: (.*) … and (\d+) more domains not shown", text, re.MULTILINE)
+    assert domains is not None
+    assert len(domains.group(1).split(", ")) + int(domains.group(2)) == 600
+    assert text.endswith("memories rated")  # the lines after the domains are all there
+
+
+def test_room_and_vault_listings_stop_within_the_budget_and_name_the_command_that_lists_all(
+    backend: LocalBackend,
+) -> None:
+    for i in range(300):
+        backend.create_room(f"{i:03d} " + "r" * 196)
+    rooms = Answers(backend).memory_list_rooms()
+    assert len(rooms) <= BUDGET and rooms.startswith("Your shared rooms (300):\n")
+    more = re.search(r"\n… and (\d+) more rooms not shown: .*`mnemo rooms list` lists them all\.$", rooms)
+    assert more is not None and rooms.count("\n- ") + int(more.group(1)) == 300
+    for i in range(8):
+        backend.vault_add(f"secret-{i}", "\x1b" * 9_990 + f" {i}", "c2VhbGVk")
+    vault = Answers(backend).vault_list()
+    assert len(vault) <= BUDGET
+    # the first line alone is over the budget as shown (each ESC is four characters): its head, said so
+    assert re.search(r"^- secret-0 — (\\x1b)+ … \([\d,]+ more characters\)$", vault, re.MULTILINE)
+    assert vault.endswith("`mnemo vault list` lists them all.") and "7 more secrets not shown" in vault
+
+
+def test_any_answer_is_cut_to_the_budget_saying_how_much_was_left_out() -> None:
+    assert finish("short") == "short"
+    cut = finish("\x1b" * 20_000)
+    assert len(cut) <= BUDGET and cut.startswith("\\x1b" * 100)
+    assert re.search(r"\n\n\(… [\d,]+ more characters not shown: an answer holds at most 40,000 characters\.\)$", cut)
+    assert "\\x1\n" not in cut  # never an escape cut in half
