@@ -87,9 +87,12 @@ def _answer(method: Callable[Concatenate[Answers, P], str]) -> Callable[Concaten
 
 def listing(head: str, lines: list[str], more: Callable[[int], str]) -> str:
     """`head`, then as many whole `lines` as the budget takes, then `more(how many were left out)` if any were."""
-    text = head
+    text, used = head, size(head)
     for index, line in enumerate(lines):
-        if size(f"{text}\n{line}") + MORE_ROOM <= BUDGET:
+        # Sizes add up across a newline (the sanitizer never joins a character with the next but \r\n, which
+        # only shrinks), so a long listing is measured once per line.
+        used += 1 + size(line)
+        if used + MORE_ROOM <= BUDGET:
             text += "\n" + line
             continue
         if index == 0:  # one line over the budget on its own: its head, said so
@@ -450,8 +453,10 @@ class Answers:
         if size(head + shown + rest) + 1 > BUDGET:  # many domains: as many whole names as fit, then how many more
             room = BUDGET - MORE_ROOM - size(head + rest) - 1
             taken: list[str] = []
+            used = -2
             for name in names:
-                if size(", ".join([*taken, name])) > room:
+                used += 2 + size(name)  # sizes add up across ", " (as in `listing`)
+                if used > room:
                     break
                 taken.append(name)
             left = len(names) - len(taken)

@@ -129,7 +129,7 @@ def build(backend: Backend | MnemoError, agent_name: str | None = None) -> Serve
     async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         spec = surface.PROMPTS.get(params.name)
         if spec is None:
-            raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {params.name}")
+            raise MCPError(types.INVALID_PARAMS, finish(f"Unknown prompt: {params.name}"))
         given = dict(params.arguments or {})
         args: dict[str, str] = {}
         for arg, _, required in spec["arguments"]:
@@ -137,7 +137,7 @@ def build(backend: Backend | MnemoError, agent_name: str | None = None) -> Serve
             # The package trims every argument but `domain`, which is matched byte for byte.
             value = value if arg == "domain" or value is None else value.strip()
             if required and not value:
-                raise MCPError(types.INVALID_PARAMS, f"prompt {params.name} needs a non-blank {arg}")
+                raise MCPError(types.INVALID_PARAMS, finish(f"prompt {params.name} needs a non-blank {arg}"))
             if value:
                 args[arg] = value
         message = types.PromptMessage(
@@ -163,7 +163,7 @@ def build(backend: Backend | MnemoError, agent_name: str | None = None) -> Serve
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         if not uri.startswith(surface.RESOURCE_PREFIX) or uri == surface.RESOURCE_PREFIX:
-            raise MCPError(RESOURCE_NOT_FOUND, f"Unknown resource: {uri}")
+            raise MCPError(RESOURCE_NOT_FOUND, finish(f"Unknown resource: {uri}"))
         from urllib.parse import unquote
 
         if answers is None:
@@ -204,11 +204,17 @@ class _Open:
         self.ids[request_id] += 1
 
     def settle(self, request_id: object) -> None:
-        if isinstance(request_id, str | int) and self.ids[request_id] > 0:
-            self.ids[request_id] -= 1
-            if self.ids[request_id] == 0:
-                del self.ids[request_id]
-            self.changed.set()
+        # A cancel may name 7 as "7" (the SDK matches them alike); an answer echoes the id as it came.
+        spellings = [request_id, str(request_id)]
+        if isinstance(request_id, str) and request_id.isdigit():
+            spellings.append(int(request_id))
+        for key in spellings:
+            if isinstance(key, str | int) and not isinstance(key, bool) and self.ids.get(key, 0) > 0:
+                self.ids[key] -= 1
+                if self.ids[key] == 0:
+                    del self.ids[key]
+                self.changed.set()
+                return
 
     async def drained(self) -> None:
         while self.ids:
