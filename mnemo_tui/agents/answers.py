@@ -3,7 +3,7 @@
 Each tool is a method taking the call's arguments (already checked against the tool's input schema) and
 returning the answer's text; a `MnemoError` it raises becomes an error answer in `sdk.py`. Every answer is
 shown through the CLI's one sanitizer (an agent host often prints it in a terminal) and holds at most
-BUDGET characters as shown (docs/mcp.md, "Budgets").
+BUDGET characters as shown (`budget.py`, docs/mcp.md "Budgets").
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import re
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec
 
-from mnemo_tui import empty_reports, sanitize, timefmt
+from mnemo_tui import empty_reports, timefmt
+from mnemo_tui.agents.budget import BUDGET, CONCEPTS_SHOWN, MORE_ROOM, cut_line, finish, fit, listing, more_line, size
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError, NotFound, ValidationError
 from mnemo_tui.limits import room_of
@@ -22,14 +23,6 @@ from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
 
-# Every answer's budget, in characters as shown (after the sanitizer): the package's feed page (src/limits.ts),
-# tighter than its 25K-token cap on the other tools.
-BUDGET = 40_000
-PAGE_BUDGET = BUDGET
-# An entry's concepts are shown up to this many characters (256 concepts of any length are valid).
-CONCEPTS_SHOWN = 2_000
-# Room kept for the line that says how many more there are.
-MORE_ROOM = 400
 # memory_list_recent's page: sub-requests of at most CHUNK entries, accepted while the page's text stays within
 # the budget, each ending on the cursor the backend issued for it (the package's limits, src/limits.ts).
 PAGE_CHUNK = 10
@@ -46,35 +39,6 @@ _CURSOR = re.compile(r"[A-Za-z0-9_=-]{1,512}")
 P = ParamSpec("P")
 
 
-def size(text: str) -> int:
-    """The length of `text` as an answer shows it (the sanitizer's escapes are longer than what they stand for)."""
-    return len(sanitize.block(text))
-
-
-def fit(text: str, budget: int, tail: Callable[[int], str]) -> str:
-    """`text` whole when it shows within `budget` characters, else its longest head that does, followed by
-    `tail(number of characters cut)`."""
-    if size(text) <= budget:
-        return text
-    low, high = 0, min(len(text), budget)  # a shown character is never shorter than its source
-    while low < high:
-        middle = (low + high + 1) // 2
-        if size(text[:middle] + tail(len(text) - middle)) <= budget:
-            low = middle
-        else:
-            high = middle - 1
-    return text[:low] + tail(len(text) - low)
-
-
-def _cut_answer(cut: int) -> str:
-    return f"\n\n(… {cut:,} more characters not shown: an answer holds at most {BUDGET:,} characters.)"
-
-
-def finish(text: str) -> str:
-    """The text an answer carries: within the budget, then through the sanitizer (the CLI's rule for a terminal)."""
-    return sanitize.block(fit(text, BUDGET, _cut_answer))
-
-
 def _answer(method: Callable[Concatenate[Answers, P], str]) -> Callable[Concatenate[Answers, P], str]:
     """A tool method whose text is `finish`ed: the one place every answer is bounded and sanitized."""
 
@@ -83,39 +47,6 @@ def _answer(method: Callable[Concatenate[Answers, P], str]) -> Callable[Concaten
 
     answer.__doc__ = method.__doc__
     return answer
-
-
-def listing(head: str, lines: list[str], more: Callable[[int], str]) -> str:
-    """`head`, then as many whole `lines` as the budget takes, then `more(how many were left out)` if any were."""
-    text, used = head, size(head)
-    for index, line in enumerate(lines):
-        # Sizes add up across a newline (the sanitizer never joins a character with the next but \r\n, which
-        # only shrinks), so a long listing is measured once per line.
-        used += 1 + size(line)
-        if used + MORE_ROOM <= BUDGET:
-            text += "\n" + line
-            continue
-        if index == 0:  # one line over the budget on its own: its head, said so
-            text += "\n" + fit(line, BUDGET - MORE_ROOM - size(text) - 1, _cut_line)
-            index = 1
-        return text + (more(len(lines) - index) if index < len(lines) else "")
-    return text
-
-
-def _more(noun: str, command: str) -> Callable[[int], str]:
-    """The last line of a listing the budget cut: how many more, and where to see them all (no argument narrows)."""
-
-    def more(left: int) -> str:
-        return (
-            f"\n… and {left} more {noun}{'s' if left != 1 else ''} not shown: an answer holds at most {BUDGET:,} "
-            f"characters and this tool takes no arguments to narrow it; `{command}` lists them all."
-        )
-
-    return more
-
-
-def _cut_line(cut: int) -> str:
-    return f" … ({cut:,} more characters)"
 
 
 def _literal(name: str) -> str:
@@ -163,7 +94,7 @@ def _concepts(concepts: list[str]) -> str:
         taken.append(concept)
         used += len(concept) + 2
     if not taken:
-        taken = [fit(concepts[0], CONCEPTS_SHOWN, _cut_line)]
+        taken = [fit(concepts[0], CONCEPTS_SHOWN, cut_line)]
     left = len(concepts) - len(taken)
     return ", ".join(taken) + (f", … and {left} more concept{'s' if left != 1 else ''}" if left else "")
 
@@ -320,7 +251,7 @@ class Answers:
         limit: int | None = None,
         cursor: str | None = None,
     ) -> str:
-        """A page of at most `limit` entries within PAGE_BUDGET characters, from sub-requests of at most
+        """A page of at most `limit` entries within BUDGET characters as shown, from sub-requests of at most
         PAGE_CHUNK entries; the page ends where a sub-request ended, on the cursor the backend issued there.
 
         A page of long entries is shorter than `limit` and its cursor skips nothing: an over-budget batch is
@@ -337,7 +268,7 @@ class Answers:
             limit=min(PAGE_CHUNK, ceiling),
             cursor=cursor,
         ).validated()
-        room = PAGE_BUDGET - len(EARLY_STOP_NOTE)
+        room = BUDGET - len(EARLY_STOP_NOTE)
         accepted: list[Entry] = []
         accepted_cursor: str | None = None
         position = cursor
@@ -519,7 +450,7 @@ class Answers:
                     "memory_write to it will be refused"
                 )
             lines.append(f"- {json.dumps(r.name, ensure_ascii=False)} ({r.role}, {r.scope}){tail}")
-        return listing(f"Your shared rooms ({len(rooms)}):", lines, _more("room", "mnemo rooms list"))
+        return listing(f"Your shared rooms ({len(rooms)}):", lines, more_line("room", "mnemo rooms list"))
 
     # -- vault ----------------------------------------------------------------------------------
 
@@ -530,7 +461,7 @@ class Answers:
             return "No secrets are stored in your Vault yet."
         lines = [f"- {s.alias} — {s.context}" if s.context else f"- {s.alias}" for s in secrets]
         head = f"Your Vault secrets ({len(secrets)}) — alias and purpose only, never the value:"
-        return listing(head, lines, _more("secret", "mnemo vault list"))
+        return listing(head, lines, more_line("secret", "mnemo vault list"))
 
     # -- the resource ---------------------------------------------------------------------------
 

@@ -29,7 +29,8 @@ from mcp.shared.message import SessionMessage
 
 from mnemo_tui import __version__
 from mnemo_tui.agents import lines, surface
-from mnemo_tui.agents.answers import Answers, arguments, finish
+from mnemo_tui.agents.answers import Answers, arguments
+from mnemo_tui.agents.budget import finish
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError, NotFound
 

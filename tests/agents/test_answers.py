@@ -17,7 +17,8 @@ import pytest
 from broken_backends import Wrapper
 
 from mnemo_tui.agents import surface
-from mnemo_tui.agents.answers import BUDGET, EARLY_STOP_NOTE, PAGE_BUDGET, Answers, finish
+from mnemo_tui.agents.answers import EARLY_STOP_NOTE, Answers
+from mnemo_tui.agents.budget import BUDGET, finish
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.errors import Unavailable
@@ -80,7 +81,7 @@ def test_a_short_page_hands_back_the_cursor_issued_after_its_last_entry(backend:
     counting = Counting(backend)
     first = Answers(counting).memory_list_recent(domain="d", limit=100)
     shown = ID.findall(first)
-    assert len(first) <= PAGE_BUDGET and 0 < len(shown) < 30
+    assert len(first) <= BUDGET and 0 < len(shown) < 30
     cursor = CURSOR.search(first).group(1)  # type: ignore[union-attr]
     assert cursor in counting.issued  # the backend's own cursor, not one past trimmed entries
     # the cursor continues right after the last entry shown: the next entry is the next older one
@@ -97,7 +98,7 @@ def test_pages_of_mixed_lengths_cover_the_feed_exactly(backend: LocalBackend) ->
     cursor = None
     for _ in range(50):
         text = answers.memory_list_recent(domain="d", limit=100, cursor=cursor)
-        assert len(text) <= PAGE_BUDGET
+        assert len(text) <= BUDGET
         ids += ID.findall(text)
         match = CURSOR.search(text)
         if match is None:
@@ -122,7 +123,7 @@ def test_an_over_budget_batch_is_asked_again_narrower_and_an_entry_over_the_budg
         backend.write(WriteRequest("y" * 5_000 + "\x07" * 2_500, domain="d"))
     counting = Counting(backend)
     text = Answers(counting).memory_list_recent(domain="d", limit=3)
-    assert len(ID.findall(text)) == 2 and len(text) <= PAGE_BUDGET
+    assert len(ID.findall(text)) == 2 and len(text) <= BUDGET
     # three did not fit: one; then two did not fit: one; then the last one did not fit: left for the next page
     assert counting.asked == [3, 1, 2, 1, 1]
     # 40,000 characters as shown and more: one entry over the budget on its own is a page of one, cut to fit,
@@ -130,7 +131,7 @@ def test_an_over_budget_batch_is_asked_again_narrower_and_an_entry_over_the_budg
     backend.write(WriteRequest("older", domain="big"))
     big = backend.write(WriteRequest("\x1b" * 9_990 + "tail", domain="big"))
     alone = Answers(backend).memory_list_recent(domain="big", limit=5)
-    assert len(alone) <= PAGE_BUDGET
+    assert len(alone) <= BUDGET
     assert ID.findall(alone) == [big.atom_id]
     assert f"more characters: read it whole at memory://item/{big.atom_id}]" in alone
     assert "\x1b" not in alone.replace("\\x1b", "")  # no raw ESC: shown as the escape
