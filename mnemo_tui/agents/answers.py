@@ -136,12 +136,12 @@ def recent_page(items: list[Entry], next_cursor: str | None, first: str | None =
 
 def _hits(entries: list[Entry]) -> str:
     """memory_read's matches, as many whole as the budget takes, then how many more there are and how to narrow."""
-    text = ""
+    text, used = "", -2
     for index, entry in enumerate(entries):
         item = read_item(entry, index)
-        candidate = item if index == 0 else f"{text}\n\n{item}"
-        if size(candidate) + MORE_ROOM <= BUDGET:
-            text = candidate
+        used += 2 + size(item)  # sizes add up across the separators (as in `budget.listing`)
+        if used + MORE_ROOM <= BUDGET:
+            text = item if index == 0 else f"{text}\n\n{item}"
             continue
         if index == 0:  # one match over the budget on its own: its content cut to fit, said so
             first = clipped(entry, BUDGET - MORE_ROOM, functools.partial(read_item, entry, 0))
@@ -271,6 +271,7 @@ class Answers:
         room = BUDGET - len(EARLY_STOP_NOTE)
         accepted: list[Entry] = []
         accepted_cursor: str | None = None
+        used = -2  # the accepted entries' size as shown, with their separators (sizes add up across them)
         position = cursor
         ask = min(PAGE_CHUNK, ceiling)
         stopped_early = False
@@ -283,7 +284,9 @@ class Answers:
                 stopped_early = True  # what is in hand stands; its cursor is the backend's, unaffected
                 break
             batch, issued = page.items, page.next_cursor
-            if size(recent_page(accepted + batch, issued)) <= room:
+            grown = used + sum(2 + size(recent_item(e, len(accepted) + i)) for i, e in enumerate(batch))
+            if max(grown, 0) + size(recent_page([], issued)) <= room:
+                used = grown
                 accepted += batch
                 accepted_cursor = issued
                 position = issued

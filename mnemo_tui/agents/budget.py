@@ -43,7 +43,8 @@ def _cut_answer(cut: int) -> str:
 
 def finish(text: str) -> str:
     """The text an answer carries: within the budget, then through the sanitizer (the CLI's rule for a terminal)."""
-    return sanitize.block(fit(text, BUDGET, _cut_answer))
+    shown = sanitize.block(text)
+    return shown if len(shown) <= BUDGET else sanitize.block(fit(text, BUDGET, _cut_answer))
 
 
 def listing(head: str, lines: list[str], more: Callable[[int], str]) -> str:
