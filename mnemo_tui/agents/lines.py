@@ -66,11 +66,11 @@ def check(line: str) -> tuple[str, Any] | list[Refusal]:
         return [Refusal(PARSE_ERROR, f"Parse error: a line longer than {MAX_LINE:,} characters is not read")]
     try:
         value = json.loads(line, parse_constant=_constant)
-    except (ValueError, RecursionError) as exc:
+        if _LONE.search(line):
+            value = _replace_surrogates(value)
+            line = json.dumps(value, ensure_ascii=False)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than Python's stack
         return [Refusal(PARSE_ERROR, f"Parse error: {str(exc)[:200]}")]
-    if _LONE.search(line):
-        value = _replace_surrogates(value)
-        line = json.dumps(value, ensure_ascii=False)
     if isinstance(value, list):
         # MCP has no batches (2025-06-18); each request in one is refused under its own id.
         why = "Invalid Request: batches are not supported (send one message a line)"

@@ -165,7 +165,8 @@ def test_invalid_requests_are_refused_under_their_id(raw: Raw) -> None:
     raw.send({"jsonrpc": "1.0", "id": 7, "method": "ping"})
     raw.send({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": "not an object"})
     raw.send({"jsonrpc": "2.0", "id": "nine", "method": 9})
-    for request_id in (7, 8, "nine"):
+    raw.send('{"jsonrpc": "2.0", "id": 12, "method": "ping", "params": {"x": ' + "[" * 300 + "]" * 300 + "}}")
+    for request_id in (7, 8, "nine", 12):  # 12: JSON, but nested deeper than the SDK reads
         assert raw.answer(request_id)["error"]["code"] == -32600
     # an id MCP does not accept (a fraction, a bool, null) cannot be answered under it: id null
     for odd in (1.5, True, None):
