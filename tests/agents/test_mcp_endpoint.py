@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from mcp_helpers import MNEMO, Servers, Session
+from mcp_helpers import MNEMO, WAIT, HoldingProxy, Servers, Session
 from serve_process import start_serve
 
 ID = re.compile(r"^   id: ([0-9a-f-]{36})$", re.MULTILINE)
@@ -86,3 +86,34 @@ def test_without_a_key_the_handshake_answers_and_each_call_says_how_to_give_one(
     with pytest.raises(MCPError) as refused:
         keyless.read_resource("memory://item/00000000-0000-4000-8000-000000000000")
     assert "MNEMO_API_KEY" in refused.value.error.message
+
+
+def test_under_the_official_client_other_requests_answer_while_a_call_waits_and_a_cancelled_call_is_dropped(
+    servers: Servers, endpoint: tuple[str, str]
+) -> None:
+    from urllib.parse import urlsplit
+
+    url, key = endpoint
+    port = urlsplit(url).port
+    proxy = HoldingProxy(("127.0.0.1", port or 80))
+    try:
+        session = servers.start(
+            "--endpoint",
+            url.replace(f":{port}", f":{proxy.port}", 1),
+            env={"MNEMO_API_KEY": key, "MNEMO_DEADLINE": "600"},
+        )
+        proxy.passing.clear()
+        waiting = session.portal.start_task_soon(session.client.call_tool, "memory_list_recent", {"domain": "held"})
+        proxy.wait_for_request(b"/memory/recent")
+        # answered while the call waits on the backend (the client's protocol has no ping: tools/list instead)
+        listed = session.portal.start_task_soon(session.client.list_tools).result(timeout=WAIT)  # bounded
+        assert len(listed.tools) == 10
+        assert not waiting.done()
+        waiting.cancel()  # the client sends notifications/cancelled
+        proxy.passing.set()
+        # the next call is answered: the cancelled one's late result, had one been sent, would not be taken for it
+        assert session.ok("memory_list_recent", domain="held") == "No memories in the domain held yet."
+        with pytest.raises(BaseException):  # noqa: B017 - concurrent.futures.CancelledError
+            waiting.result(timeout=WAIT)
+    finally:
+        proxy.close()

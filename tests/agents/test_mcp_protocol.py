@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 import queue
-import socket
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -22,10 +21,9 @@ from urllib.parse import urlsplit
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mcp_helpers import MNEMO, server_env
+from mcp_helpers import MNEMO, WAIT, HoldingProxy, server_env
 from serve_process import start_serve
 
-WAIT = 120  # seconds any one expected message may take on a loaded machine (a bound, never a pause)
 HELLO = {
     "jsonrpc": "2.0",
     "id": "hello",
@@ -208,55 +206,6 @@ def test_a_line_over_four_mebibytes_is_refused_whole_and_the_next_line_is_read(r
 
 
 # -- ping and cancellation while a call waits on the backend -------------------------------------------
-
-
-class HoldingProxy:
-    """A loopback TCP proxy to `upstream` that forwards requests at once and holds the answers while closed."""
-
-    def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.passing = threading.Event()
-        self.passing.set()
-        self.sent: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self.upstream)
-            threading.Thread(target=self._pipe, args=(client, server, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(server, client, False), daemon=True).start()
-
-    def _pipe(self, source: socket.socket, target: socket.socket, outbound: bool) -> None:
-        try:
-            while data := source.recv(65536):
-                if outbound:
-                    self.sent.put(data)
-                else:
-                    self.passing.wait()
-                target.sendall(data)
-            target.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
-
-    def wait_for_request(self, path: bytes) -> None:
-        """Until a request for `path` has gone upstream (bounded)."""
-        while True:
-            try:
-                data = self.sent.get(timeout=WAIT)
-            except queue.Empty:
-                raise AssertionError(f"no request for {path!r} in {WAIT} s") from None
-            if path in data:
-                return
-
-    def close(self) -> None:
-        self.passing.set()
-        self.listener.close()
 
 
 @pytest.fixture(scope="module")
