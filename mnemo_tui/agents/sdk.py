@@ -12,6 +12,7 @@ unanswered what it cannot parse and takes no option for it, so `lines.check` run
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
@@ -303,14 +304,27 @@ class _Front:
             await self.open.drained()  # stdin ended: the calls still running are answered first
 
 
+def _claim_stdin() -> int:
+    """A private duplicate of fd 0, with fd 0 itself pointed at the null device (left as it is where that fails)."""
+    wire = os.dup(0)
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+    except OSError:
+        pass  # the protocol is still read from the duplicate
+    return wire
+
+
 def serve(backend: Backend | MnemoError, agent_name: str | None = None) -> None:
     """Serve MCP over this process's stdin and stdout until the client closes stdin."""
     server = build(backend, agent_name)
 
     async def main() -> None:
         open_requests = _Open()
-        # UTF-8 with invalid bytes replaced, as the SDK's reader decodes; closefd=False: fd 0 is not ours to close.
-        with open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False) as stdin:
+        # UTF-8 with invalid bytes replaced, as the SDK's reader decodes; read from a duplicate of fd 0 while fd 0
+        # points at the null device, as the SDK does for the stdin it claims, so no child can read the protocol.
+        with open(_claim_stdin(), encoding="utf-8", errors="replace") as stdin:
             front = _Front(stdin.readline, open_requests)
             # The SDK's reader only iterates what it is given (`async for line in stdin`): the front passes for it.
             async with stdio_server(stdin=cast("anyio.AsyncFile[str]", front)) as (read, write):
