@@ -18,7 +18,7 @@ from mnemo_tui import empty_reports, timefmt
 from mnemo_tui.agents.budget import BUDGET, CONCEPTS_SHOWN, MORE_ROOM, cut_line, finish, fit, listing, more_line, size
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError, NotFound, ValidationError
-from mnemo_tui.limits import room_of
+from mnemo_tui.limits import MAX_DOMAIN, room_of
 from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
@@ -72,6 +72,8 @@ def _tags(entry: Entry) -> tuple[str, str]:
     concepts = [str(c) for c in data.get("concepts") or []]
     head = f" ({_concepts(concepts)})" if concepts else ""
     domain = str(data.get("domain") or "")
+    if len(domain) > MAX_DOMAIN:  # only an endpoint's answer can hold one this long
+        domain = fit(domain, MAX_DOMAIN, cut_line)
     if domain and domain != "general":
         head += f" @{_literal(domain)}"
     prov = data.get("provenance") or {}

@@ -18,8 +18,12 @@ MORE_ROOM = 400
 
 
 def size(text: str) -> int:
-    """The length of `text` as an answer shows it (the sanitizer's escapes are longer than what they stand for)."""
-    return len(sanitize.block(text))
+    """The length of `text` as an answer shows it (the sanitizer's escapes are longer than what they stand for).
+
+    Text longer than the budget is not shown to be measured: its own length, already past any budget, stands in
+    (a shown character is never shorter than its source), so a hostile megabyte costs nothing to refuse.
+    """
+    return len(text) if len(text) > BUDGET else len(sanitize.block(text))
 
 
 def fit(text: str, budget: int, tail: Callable[[int], str]) -> str:
@@ -43,8 +47,11 @@ def _cut_answer(cut: int) -> str:
 
 def finish(text: str) -> str:
     """The text an answer carries: within the budget, then through the sanitizer (the CLI's rule for a terminal)."""
-    shown = sanitize.block(text)
-    return shown if len(shown) <= BUDGET else sanitize.block(fit(text, BUDGET, _cut_answer))
+    if len(text) <= BUDGET:
+        shown = sanitize.block(text)
+        if len(shown) <= BUDGET:
+            return shown
+    return sanitize.block(fit(text, BUDGET, _cut_answer))
 
 
 def listing(head: str, lines: list[str], more: Callable[[int], str]) -> str:

@@ -41,7 +41,7 @@ WRITES = frozenset(t["name"] for t in surface.TOOLS if not t["annotations"]["rea
 
 
 def _text(text: str, *, error: bool = False) -> types.CallToolResult:
-    """A tool result: its one text, bounded and shown through the sanitizer (`answers.finish`) when an error."""
+    """A tool result: its one text, bounded and shown through the sanitizer (`budget.finish`) when an error."""
     shown = finish(text) if error else text  # the tools' own answers are finished in `answers`
     return types.CallToolResult(content=[types.TextContent(type="text", text=shown)], is_error=error)
 

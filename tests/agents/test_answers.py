@@ -22,7 +22,7 @@ from mnemo_tui.agents.budget import BUDGET, finish
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.errors import Unavailable
-from mnemo_tui.model import Page, RecentQuery
+from mnemo_tui.model import Entry, Page, RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 HOSTED = json.loads((Path(__file__).parent / "hosted-tools-list.json").read_text(encoding="utf-8"))
@@ -314,3 +314,39 @@ def test_any_answer_is_cut_to_the_budget_saying_how_much_was_left_out() -> None:
     assert len(cut) <= BUDGET and cut.startswith("\\x1b" * 100)
     assert re.search(r"\n\n\(… [\d,]+ more characters not shown: an answer holds at most 40,000 characters\.\)$", cut)
     assert "\\x1\n" not in cut  # never an escape cut in half
+
+
+class LongDomains(Wrapper):
+    """An endpoint's answer no engine of ours gives: every entry in a domain of 100,000 characters."""
+
+    def recent(self, query: RecentQuery) -> Page:
+        page = self.inner.recent(query)
+        items = []
+        for e in page.items:
+            data = json.loads(e.wire) | {"domain": "\u202e" * 100_000}
+            items.append(Entry.of(e.atom_id, e.created_at, json.dumps(data)))
+        return Page(items=items, next_cursor=page.next_cursor)
+
+
+def test_an_entry_from_an_endpoint_with_a_huge_domain_keeps_the_page_within_the_budget(backend: LocalBackend) -> None:
+    written = fill(backend, [50] * 15)
+    text = Answers(LongDomains(backend)).memory_list_recent(domain="d", limit=15)
+    assert len(text) <= BUDGET and ID.findall(text) == written[::-1]
+    assert text.endswith("(end of feed — nothing older)")  # the page's own end, not a cut
+
+
+def test_a_megabyte_of_controls_is_cut_without_being_shown_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mnemo_tui import sanitize
+
+    shown: list[int] = []
+    block = sanitize.block
+
+    def measured(text: str) -> str:
+        shown.append(len(text))
+        return block(text)
+
+    monkeypatch.setattr(sanitize, "block", measured)
+    cut = finish("\x1b" * 5_000_000)
+    assert len(cut) <= BUDGET and "more characters not shown" in cut
+    # only the budget's worth is ever put through the sanitizer (5,000,000 escapes take a minute to show whole)
+    assert shown and max(shown) <= BUDGET + 200
