@@ -21,7 +21,7 @@ from mnemo_tui.server import routes, walk_stream
 from mnemo_tui.server.bounds import PerKey
 from mnemo_tui.server.envelope import Refused, dumps, error, ok, translate
 from mnemo_tui.server.follow import Bounds
-from mnemo_tui.server.middleware import caller
+from mnemo_tui.server.middleware import caller, read_body
 from mnemo_tui.server.pool import LOOKUP, EnginePool
 from mnemo_tui.server.routes import Call
 from mnemo_tui.server.streamed import Streamed
@@ -92,7 +92,7 @@ def endpoint(
         who = caller(request).principal
         idempotency = request.headers.get("idempotency-key")
         call = Call(
-            raw=await request.body() if body else b"",
+            raw=await read_body(request) if body else b"",
             params=request.path_params,
             headers={"idempotency-key": idempotency} if idempotency is not None else {},
         )
@@ -115,7 +115,7 @@ def recent_endpoint(served: Served, one_page: Handler) -> Handler:
         if not walk_stream.wanted(request.headers.get("accept")):
             return await one_page(request)
         who = caller(request)
-        query = routes.recent_query(Call(raw=await request.body()))
+        query = routes.recent_query(Call(raw=await read_body(request)))
         served.walks.take(who.key)  # before any page is read: a key past its bound costs no database thread
         streaming = False
         try:

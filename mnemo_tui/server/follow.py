@@ -24,7 +24,7 @@ from mnemo_tui.model import RecentQuery
 from mnemo_tui.server import bodies
 from mnemo_tui.server.bounds import PerKey
 from mnemo_tui.server.envelope import dumps
-from mnemo_tui.server.middleware import caller
+from mnemo_tui.server.middleware import caller, read_body
 from mnemo_tui.server.pool import READ
 from mnemo_tui.server.removals_route import GONE
 from mnemo_tui.server.streamed import Stalled, Streamed, Write
@@ -299,7 +299,7 @@ def handler(served: Served) -> Callable[[Request], Awaitable[Response]]:
 
     async def follow(request: Request) -> Response:
         who = caller(request)
-        raw = await request.body()
+        raw = await read_body(request)
         b = bodies.parse(FollowBody, raw if raw.strip() else b"{}")
         for refused in ("cursor", "until"):
             if getattr(b, refused) is not None:

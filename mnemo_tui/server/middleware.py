@@ -17,7 +17,7 @@ from urllib.parse import unquote, unquote_to_bytes
 from starlette.authentication import AuthCredentials, AuthenticationBackend, AuthenticationError, BaseUser
 from starlette.convertors import Convertor
 from starlette.exceptions import HTTPException
-from starlette.requests import HTTPConnection, Request
+from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -314,6 +314,25 @@ class _Body:
         self.limits.budget.give(self.held)
         self.held = 0
         self.whole = True
+
+
+async def read_body(request: Request) -> bytes:
+    """The request body, whole (its bounds kept by `BodyLimits` as it arrives).
+
+    A coroutine over `receive` rather than Starlette's `Request.body()`, whose async generator the event
+    loop tracks one by one (a weak set and a finalizer a request), which a request has no use for.
+
+    Raises:
+        ClientDisconnect: the client went away first.
+    """
+    chunks: list[bytes] = []
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
 # -- routing on the raw path ------------------------------------------------------------------------
