@@ -397,10 +397,12 @@ def status(
     fmt = output.check_format(fmt, allow_ndjson=False)
     s = c.settings
     data: dict[str, object] = {"backend": s.backend_kind}
+    named: tuple[str, str | None] | None = None
     if s.endpoint:
         data["endpoint"] = s.endpoint
         source = credentials.key_source(s)
-        data["principal"] = _remote_principal(c) if source != "none" else None
+        named = _remote_principal(c) if source != "none" else None
+        data["principal"] = named[0] if named is not None else None
     elif s.database:
         from mnemo_tui.dburl import database_identity
 
@@ -434,9 +436,11 @@ def status(
         rows.append(("entries", "(unknown: the endpoint did not answer /memory/stats)"))
     elif why and (s.store_path is None or os.path.exists(s.store_path)):  # a missing one is said on its own row
         rows.append(("entries", f"(unknown: {why[0]})"))
-    if s.endpoint and isinstance(data["principal"], str) and data["principal"].startswith("key:"):
-        # The wire has no "who am I": the client knows its key's fingerprint, which keys the watermarks.
-        rows[2] = ("principal", f"{data['principal']} (this key's fingerprint; the endpoint does not name it)")
+    if s.endpoint and named is not None and named[1] is not None:
+        rows[2] = ("principal", f"{named[0]} (key {named[1]}; watermarks kept as {c.backend.principal})")
+    elif s.endpoint and named is not None and named[0].startswith("key:"):
+        # No `/mnemo/whoami` there: the client knows its key's fingerprint, which keys the watermarks.
+        rows[2] = ("principal", f"{named[0]} (this key's fingerprint; the endpoint does not name it)")
     if s.store_path is not None and not os.path.exists(s.store_path):
         missing = (
             f"named by {s.store_given}, does not exist" if s.store_given else "not created yet: a write creates it"
@@ -468,10 +472,15 @@ def _stats(c: Context, why: list[str] | None = None) -> dict[str, object] | None
     }
 
 
-def _remote_principal(c: Context) -> str | None:
+def _remote_principal(c: Context) -> tuple[str, str | None] | None:
+    """(the principal's name, its key id) from the endpoint's `/mnemo/whoami`; without that route, (the key's
+    `key:` fingerprint, None); None when the endpoint cannot say (down, a refused key)."""
+    from mnemo_tui.backends.remote import RemoteBackend
 
     try:
-        return str(c.backend.principal)
+        backend = c.backend
+        found = backend.whoami() if isinstance(backend, RemoteBackend) else None
+        return found if found is not None else (str(backend.principal), None)
     except MnemoError:
         return None
 

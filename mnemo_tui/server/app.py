@@ -27,6 +27,7 @@ from mnemo_tui.server import (
     search_routes,
     wake,
     walk_stream,
+    whoami_route,
 )
 from mnemo_tui.server.asgi import (
     ClientDisconnect,
@@ -511,6 +512,7 @@ def create_app(
     by_path["/openapi.json"] = {"GET": partial(openapi, served=served)}
     by_path[PREFIX + "/memory/recent"] = {"POST": recent_endpoint(served)}
     by_path[PREFIX + "/memory/follow"] = {"POST": follow.handler(served, read_body)}
+    by_path[PREFIX + whoami_route.PATH] = {"GET": whoami_route.handler(served)}
     at("/memory/read", search_routes.read, "POST")
     at("/memory/read-batch", search_routes.read_batch, "POST")
     at("/memory/query", search_routes.query, "POST")
