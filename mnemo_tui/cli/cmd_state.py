@@ -543,13 +543,8 @@ def demo(
         )
     if summary.secret is None:
         lines.append("  vault: unchanged")
-    elif seal_to is not None:
-        lines.append(f"  vault: secret {summary.secret!r}, sealed to your key pair: mnemo vault get {summary.secret}")
     else:
-        lines.append(
-            f"  vault: secret {summary.secret!r}, sealed to a throwaway pair (no keyring to keep yours: "
-            "`mnemo vault keygen --insecure-storage` before a demo makes one it can use)"
-        )
+        lines.append(f"  vault: secret {summary.secret!r}, sealed to your key pair: mnemo vault get {summary.secret}")
     first_room = summary.rooms[0][0].address if summary.rooms else "xroom:…"
     lines += [
         "Try:",
