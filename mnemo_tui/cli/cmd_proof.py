@@ -43,14 +43,15 @@ def open_reports(values: list[str] | None, inputs: tuple[str, ...] = ()) -> Repo
 def check(
     ctx: typer.Context,
     scope: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--scope",
             "-s",
             metavar="SCOPE",
-            help="Where the probe entries go and the walks run: a domain or xroom:<room_id>.",
+            help="Where the probe entries go and the walks run: a domain or xroom:<room_id> "
+            "(default: the probe room, which no unscoped read covers).",
         ),
-    ] = "mnemo-check",
+    ] = None,
     probe_room: Annotated[
         bool,
         typer.Option(
@@ -63,7 +64,9 @@ def check(
 ) -> int:
     """Probe the backend's feed with four checks; exit 1 if one fails.
 
-    It writes a few probe entries to --scope (deleted after), walks them, and checks:
+    It writes a few probe entries to --scope (default: a room of its own, so no
+    unscoped read or catchup --changes ever shows them; deleted after), walks
+    them, and checks:
 
     \b
     1. walk-to-end: a cursor walk in small pages delivers every probe once, and
@@ -103,6 +106,8 @@ def _print_check(report: CheckReport, fmt: str) -> None:
     if report.cleanup:
         out.flush()
         output.hint(safe(report.cleanup))
+    if report.own_store_note:
+        output.hint(safe(report.own_store_note))
 
 
 def verify(
