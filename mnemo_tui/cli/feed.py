@@ -223,22 +223,28 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
 
 
 def _tell_outages(pushed: Follow, endpoint: str) -> None:
-    """Say on stderr, as it happens, that a push follow's stream dropped and is being reconnected, then that it is back.
+    """Say on stderr, as it happens, that a push follow's stream dropped and is being reconnected (again at
+    doubling intervals while it lasts), then that it is back; the follow reconnects until ^C (docs/cli.md).
 
     Said whether or not stderr is a terminal: an outage is an event a log should keep too (unlike progress),
-    and stdout, the entries, is untouched. The final exit-5 line, if reconnecting fails, is `main`'s.
+    and stdout, the entries, is untouched. A refusal (a revoked key) still ends it, with `main`'s line.
     """
     shown = sanitize.line(endpoint)
-    seconds = pushed.deadline  # the follow's own: the one its reconnect gives up at
+    pushed.persistent = True  # as journalctl -f and kubectl get -w: an outage never ends a follow
+    said: list[str] = []
 
     def tell(reason: str | None) -> None:
         if reason is None:
+            said.clear()
             output.hint(f"mnemo: the follow reconnected to {shown}; resuming where it stopped")
-        else:
+        elif not said:
+            said.append(reason)
             output.hint(
                 f"mnemo: the follow's stream from {shown} dropped ({sanitize.line(reason)}); "
-                f"reconnecting for up to {seconds:g} s (MNEMO_DEADLINE)..."
+                "reconnecting until it answers (^C to stop)..."
             )
+        else:
+            output.hint(f"mnemo: {shown} is still down ({sanitize.line(reason)}); still reconnecting...")
 
     pushed.on_connection = tell
 
