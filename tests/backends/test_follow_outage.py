@@ -62,3 +62,61 @@ def test_recent_follow_reconnects_past_the_deadline_and_loses_nothing(
             code, stderr = follower.stop()
             served.stop()
     assert code == 130 and "Traceback" not in stderr
+
+
+def test_recent_follow_of_an_endpoint_without_the_push_channel_polls_through_an_outage(tmp_path: Path) -> None:
+    import socket
+
+    from wire_servers import ThreadServer
+
+    from mnemo_tui.server.app import create_app
+
+    path = tmp_path / "served.db"
+    store = Store(path)
+    _key_id, key = store.create_key("alice")
+    apps: list[Any] = []
+
+    def app_without_follow() -> Any:
+        app = create_app(path, workers=2)
+        apps.append(app)
+
+        async def front(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            # The hosted service has no push follow: 404, so `recent -F` polls.
+            if scope["type"] == "http" and scope["path"].endswith("/memory/follow"):
+                await send({"type": "http.response.start", "status": 404, "headers": [(b"content-length", b"0")]})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            await app(scope, receive, send)
+
+        return front
+
+    def serve(port: int = 0) -> ThreadServer:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        return ThreadServer(app_without_follow(), sock=sock).start()
+
+    server = serve()
+    try:
+        before = [_write(server.url, key, "before")]
+        env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key, "MNEMO_DEADLINE": "1"}
+        with Follower(tmp_path / "client", env=env) as follower:
+            follower.wait_printed(before)
+            server.stop()
+            follower.wait_for(lambda: "retrying until it answers" in follower.stderr, "said it cannot poll")
+            assert follower.proc.poll() is None
+            during = [store.write("alice", WriteRequest("during", "ops")).atom_id]
+            server = serve(int(server.port))
+            follower.wait_printed(during)
+            assert "answers again; resuming where it stopped" in follower.stderr
+            after = [_write(server.url, key, "after")]
+            follower.wait_printed(after)
+            assert follower.seen == before + during + after
+            code, stderr = follower.stop()
+        assert code == 130 and "Traceback" not in stderr
+    finally:
+        server.stop()
+        store.close()
+        for app in apps:
+            app.state.pool.close()
+            app.state.health.close()
