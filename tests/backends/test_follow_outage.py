@@ -53,7 +53,8 @@ def test_recent_follow_reconnects_past_the_deadline_and_loses_nothing(
         served = start_serve(isolated_home, port=port)  # the same port: the follow's URL
         try:
             follower.wait_printed(during)
-            assert "the follow reconnected to" in follower.stderr
+            # Said before the entries, but read from another pipe: waited for, not assumed.
+            follower.wait_for(lambda: "the follow reconnected to" in follower.stderr, "said it reconnected")
             after = [_write(served.url, key, "after")]
             follower.wait_printed(after)
             assert follower.seen == before + during + after  # each once, in the order written
@@ -108,7 +109,7 @@ def test_recent_follow_of_an_endpoint_without_the_push_channel_polls_through_an_
             during = [store.write("alice", WriteRequest("during", "ops")).atom_id]
             server = serve(int(server.port))
             follower.wait_printed(during)
-            assert "answers again; resuming where it stopped" in follower.stderr
+            follower.wait_for(lambda: "answers again; resuming where it stopped" in follower.stderr, "said it is back")
             after = [_write(server.url, key, "after")]
             follower.wait_printed(after)
             assert follower.seen == before + during + after
