@@ -83,3 +83,24 @@ def test_status_without_the_route_shows_the_key_fingerprint(cli: Any, tmp_path: 
         assert doc["principal"] == key_principal(key)
         table = cli("status", env=env).stdout
         assert "this key's fingerprint; the endpoint does not name it" in table
+
+
+def test_whoami_answers_on_each_engine(targets: Any) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+
+    target = targets("whoami")
+    store = target.open()
+    key_id, key = store.create_key("alice")
+    _other_id, other = store.create_key("alice")  # a second key of the same principal: told apart
+    store.revoke_key(_other_id)
+    with TestClient(target.app(workers=2)) as client:
+        answer = client.get("/api/v1/mnemo/whoami", headers={"Authorization": f"Bearer {key}"})
+        assert answer.status_code == 200 and answer.json() == {"principal": "alice", "key_id": key_id}
+        revoked = client.get("/api/v1/mnemo/whoami", headers={"X-Api-Key": other})
+        assert revoked.status_code == 401 and revoked.json()["details"]["reason"] == "revoked_key"
+        assert client.get("/api/v1/mnemo/whoami").status_code == 401
+    store.close()
