@@ -56,7 +56,8 @@ def check(
         bool,
         typer.Option(
             "--probe-room/--no-probe-room",
-            help="Make sure a room exists for check 3 to name (a mnemo-check room, deleted after if check made it).",
+            help="Use a room of its own (mnemo-check, deleted after if check made it): the probes' default place, "
+            "and a room check 3 must name.",
         ),
     ] = True,
     fmt: TableFormat = "table",
