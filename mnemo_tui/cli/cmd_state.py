@@ -473,16 +473,19 @@ def _stats(c: Context, why: list[str] | None = None) -> dict[str, object] | None
 
 
 def _remote_principal(c: Context) -> tuple[str, str | None] | None:
-    """(the principal's name, its key id) from the endpoint's `/mnemo/whoami`; without that route, (the key's
-    `key:` fingerprint, None); None when the endpoint cannot say (down, a refused key)."""
+    """(the principal's name, its key id) from the endpoint's `/mnemo/whoami`; where it has no such route or
+    does not answer it (down, a refused key), (the key's `key:` fingerprint, None); None without a backend."""
     from mnemo_tui.backends.remote import RemoteBackend
 
     try:
         backend = c.backend
-        found = backend.whoami() if isinstance(backend, RemoteBackend) else None
-        return found if found is not None else (str(backend.principal), None)
     except MnemoError:
         return None
+    try:
+        found = backend.whoami() if isinstance(backend, RemoteBackend) else None
+    except MnemoError:
+        found = None
+    return found if found is not None else (str(backend.principal), None)
 
 
 # -- demo ---------------------------------------------------------------------------------

@@ -83,6 +83,9 @@ def test_status_without_the_route_shows_the_key_fingerprint(cli: Any, tmp_path: 
         assert doc["principal"] == key_principal(key)
         table = cli("status", env=env).stdout
         assert "this key's fingerprint; the endpoint does not name it" in table
+    # An endpoint that does not answer at all: the fingerprint too, as before the route existed.
+    env["MNEMO_ENDPOINT"] = "http://127.0.0.1:9/api/v1"
+    assert json.loads(cli("status", "--format", "json", env=env).stdout)["principal"] == key_principal(key)
 
 
 def test_whoami_answers_on_each_engine(targets: Any) -> None:
