@@ -483,6 +483,9 @@ def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
         progress.done()
         output.hint(OUTPUT_CLOSED)
         return EXIT_OUTPUT_CLOSED
+    except KeyboardInterrupt:
+        progress.settle()  # the line left above "interrupted" says how many were delivered
+        raise
     progress.done()
     report = None
     if result.delivered == 0:
