@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from mnemo_tui.errors import LocalStateError, ValidationError
+from mnemo_tui.errors import LocalStateError, MissingExtra, ValidationError
 from mnemo_tui.limits import check_consumer
 from mnemo_tui.state.config import Settings, resolve, with_debug
 
@@ -25,14 +25,13 @@ def needs_extra(extra: str, what: str) -> Iterator[None]:
     """Imports of an optional extra: without it, exit 2 naming the extra to install (never an internal error).
 
     Raises:
-        ValidationError: a module of the extra is not installed.
+        MissingExtra: a module of the extra is not installed.
     """
     try:
         yield
-    except ImportError as exc:
-        raise ValidationError(
-            f"{what} needs the {extra} extra ({exc.name} is missing): pip install 'mnemo-tui[{extra}]'"
-        ) from None
+    except ImportError:
+        # The extra is named, not the module that failed first (mcp's own jsonschema, say).
+        raise MissingExtra(extra, what) from None
 
 
 def open_engine(settings: Settings, *, creates: bool = False) -> Engine:
