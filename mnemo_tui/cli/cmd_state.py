@@ -127,9 +127,9 @@ def watermark_list(
             [
                 w.consumer,
                 _scope_label(w.scope, rooms),
-                "none" if w.created_at is None else timefmt.shown(w.created_at, c.utc),
+                "none" if w.created_at is None else output.listed_time(w.created_at, c.utc),
                 str(len(w.boundary_ids)),
-                timefmt.relative(w.updated_at),
+                output.listed_time(w.updated_at, c.utc, age=True),
             ]
             for w in marks
         ],

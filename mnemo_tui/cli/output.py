@@ -588,6 +588,14 @@ def key_value_table(out: IO[str], rows: list[tuple[str, str]]) -> None:
         out.write((f"\x1b[1m{label}\x1b[0m" if color else label) + f"  {value}\n")
 
 
+def listed_time(us: int, utc: bool, *, age: bool = False) -> str:
+    """A time in a list's table: for a person on a terminal (`2026-11-30 08:00:00 CET`, or the age with
+    `age`), and in a pipe as an entry row's, ISO-8601 with its offset (`Z` in UTC): one way per output kind."""
+    if not is_tty(sys.stdout):
+        return timefmt.iso_offset(us, utc)
+    return timefmt.relative(us) if age else timefmt.shown(us, utc)
+
+
 def listing(
     fmt: str, document: Any, *, empty: str, headers: list[str], rows: list[list[str]], flex: int | None = None
 ) -> None:
