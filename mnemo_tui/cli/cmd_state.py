@@ -95,7 +95,7 @@ def _write_watermark(
     )
 
 
-@watermark.command("list")
+@watermark.command("list", short_help="Every watermark of this backend and principal.")
 def watermark_list(
     ctx: typer.Context,
     consumer: Annotated[
