@@ -11,7 +11,7 @@ from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.limits import DEFAULT_LIMIT, MAX_LIMIT, parse_scope
-from mnemo_tui.model import Entry, RecentQuery
+from mnemo_tui.model import Entry, RecentQuery, Value
 from mnemo_tui.walk import Walk, stream_wire
 
 # CLI.md's exit code 7: a catch-up whose output was closed before the pass ended (a pager quit early,
@@ -426,13 +426,11 @@ class Every:
         self.opened = False  # the current pass has written its document's head
 
 
-class Pass:
-    """How one pass ended: its exit code, whether it had something new, and its result when it ended."""
+class Pass(Value):
+    """How one pass ended: its exit code, and whether it had something new."""
 
-    def __init__(self, code: int, new: bool, result: CatchupResult | None = None) -> None:
-        self.code = code
-        self.new = new
-        self.result = result
+    code: int
+    new: bool
 
 
 def _all_scopes(c: Context, args: SimpleNamespace, fmt: str) -> int:
@@ -606,7 +604,7 @@ def _one_pass(
             mark = result.before.created_at if result.before is not None else None
             since = "" if mark is None else f" since your watermark {timefmt.shown(mark, c.utc)}"
             output.hint(f"{label}: nothing new for consumer {consumer_name!r}{since}")
-        return Pass(0, new, result)
+        return Pass(0, new)
     elif fmt == "ndjson":
         if report is not None and not result.removed:  # removals reported are something new, as in the table
             output.hint(report.shown)
@@ -620,8 +618,8 @@ def _one_pass(
     if report is not None and every is None:
         room_name_hint(backend, report)
     if args.exit_code and not new and every is None:
-        return Pass(1, new, result)
-    return Pass(0, new, result)
+        return Pass(1, new)
+    return Pass(0, new)
 
 
 def _catchup_summary(result: CatchupResult, consumer: str, utc: bool) -> str:

@@ -51,6 +51,9 @@ def test_a_wheel_built_from_the_repository_installs_in_a_fresh_venv_and_runs(tmp
     assert json.loads(line)["atom_id"]
     # Every extra's module is there (the README's first command installs what every command needs).
     run(python, "-c", "import uvicorn, mcp, jsonschema, psycopg; import mnemo_tui.agents.sdk", env=env)
+    # A missing extra would be named with this very wheel to install again, never a name PyPI lacks.
+    again = run(python, "-c", "from mnemo_tui.errors import install_command; print(install_command('mcp'))", env=env)
+    assert again.stdout.strip() == f"{python} -m pip install '{wheel}[mcp]'"
 
 
 def test_the_sdist_carries_the_package_readme_license_and_pins_only(tmp_path: Path) -> None:
