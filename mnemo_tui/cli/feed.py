@@ -445,6 +445,12 @@ def _all_scopes(c: Context, args: SimpleNamespace, fmt: str) -> int:
 
     if args.scope is not None:
         raise ValidationError("--all-scopes reads your own store and every room: it does not take --scope")
+    # A usage error is said once, before any scope is read (each pass reads the same values again).
+    consumer = c.consumer(args.consumer)
+    if args.since is not None:
+        timefmt.parse_time(args.since, field="--since", utc=c.utc)
+    if args.overlap is not None:
+        timefmt.parse_overlap(args.overlap)
     rooms = c.backend.rooms()
     scopes: list[tuple[str | None, str]] = [(None, "your own store")]
     scopes += [(r.address, f"room {sanitize.quoted(r.name)} ({sanitize.line(r.address)})") for r in rooms]
@@ -463,9 +469,9 @@ def _all_scopes(c: Context, args: SimpleNamespace, fmt: str) -> int:
             if fmt == "json":
                 error = output.dumps({"exit_code": exc.exit_code, "message": exc.message})
                 if not every.opened:
-                    consumer = output.dumps(c.consumer(args.consumer))
                     out.write(
-                        f'{"," if every.documents else ""}{{"scope":{output.dumps(scope)},"consumer":{consumer},"items":['
+                        f'{"," if every.documents else ""}{{"scope":{output.dumps(scope)},'
+                        f'"consumer":{output.dumps(consumer)},"items":['
                     )
                 out.write(f'],"error":{error}}}')
                 every.documents += 1
@@ -484,7 +490,7 @@ def _all_scopes(c: Context, args: SimpleNamespace, fmt: str) -> int:
         out.write("]}\n")
     elif not new and fmt == "table":
         out.write(
-            f"Nothing new for consumer {c.consumer(args.consumer)!r} in your own store or your "
+            f"Nothing new for consumer {consumer!r} in your own store or your "
             f"{len(rooms)} room{'' if len(rooms) == 1 else 's'}.\n"
         )
     if first_failure:
@@ -576,7 +582,7 @@ def _one_pass(
         raise
     progress.done()
     report = None
-    if result.delivered == 0:
+    if result.delivered == 0 and (every is None or fmt == "json"):  # --all-scopes prints none but in JSON
         from mnemo_tui import empty_reports
 
         report = empty_reports.for_catchup(backend, scope_value, result.before, low)

@@ -154,3 +154,12 @@ def test_resume_continues_each_scopes_own_interrupted_walk(cli: Any, isolated_ho
     assert set(first) | set(second) == {f"own {i} " + "x" * 200 for i in range(2000)} | {"ops entry"}
     # Resumed, not re-read: at most the page being written when it was killed comes again.
     assert len(set(first) & set(second)) < 10
+
+
+def test_a_usage_error_of_all_scopes_is_said_once_before_any_output(cli: Any) -> None:
+    _two_rooms(cli)
+    for bad in (("--since", "1M"), ("--consumer", " "), ("--overlap", "soon")):
+        refused = cli("catchup", "--all-scopes", "-f", "json", *bad)
+        assert refused.code == 2 and refused.stdout == "", bad
+        assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert json.loads(cli("watermark", "list", "-f", "json").stdout) == []
