@@ -95,29 +95,41 @@ def _write_watermark(
     )
 
 
-@watermark.command("list")
+@watermark.command("list", short_help="Every watermark of this backend and principal.")
 def watermark_list(
     ctx: typer.Context,
+    consumer: Annotated[
+        str | None,
+        typer.Option(
+            "--consumer",
+            "-c",
+            metavar="NAME",
+            help="Only this reader's watermarks (default: every consumer's).",
+            autocompletion=completion.consumers,
+        ),
+    ] = None,
     fmt: TableFormat = "table",
 ) -> None:
-    """Every watermark of this backend and principal."""
+    """Every watermark of this backend and principal (--consumer: one reader's)."""
     c = ctx_of(ctx)
     output.check_format(fmt, allow_ndjson=False)
     backend = c.backend
-    marks = c.state.list(backend.identity, backend.principal)
+    name = None if consumer is None else c.consumer(consumer)
+    marks = [w for w in c.state.list(backend.identity, backend.principal) if name is None or w.consumer == name]
     rooms = empty_reports.room_names(backend) if fmt == "table" and any(room_of(w.scope) for w in marks) else {}
+    whose = "" if name is None else f" of consumer {name!r}"
     output.listing(
         fmt,
         [watermark_wire(w) for w in marks],
-        empty=f"No watermarks yet for {backend.principal!r} on {backend.identity}. `mnemo catchup` sets one.",
+        empty=f"No watermarks{whose} yet for {backend.principal!r} on {backend.identity}. `mnemo catchup` sets one.",
         headers=["CONSUMER", "SCOPE", "WATERMARK", "ENTRIES AT IT", "UPDATED"],
         rows=[
             [
                 w.consumer,
                 _scope_label(w.scope, rooms),
-                "none" if w.created_at is None else timefmt.shown(w.created_at, c.utc),
+                "none" if w.created_at is None else output.listed_time(w.created_at, c.utc),
                 str(len(w.boundary_ids)),
-                timefmt.relative(w.updated_at),
+                output.listed_time(w.updated_at, c.utc, age=True),
             ]
             for w in marks
         ],

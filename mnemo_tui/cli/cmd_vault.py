@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import InsecureStorage, TableFormat, ctx_of, group
 from mnemo_tui.cli.context import Context
@@ -106,7 +105,7 @@ def vault_list(
         {"secrets": [s.wire() for s in secrets]},
         empty="Your vault is empty. Add a secret with `mnemo vault add ALIAS --context TEXT`.",
         headers=["ALIAS", "CREATED", "CONTEXT"],
-        rows=[[s.alias, timefmt.shown(s.created_at, c.utc), s.context] for s in secrets],
+        rows=[[s.alias, output.listed_time(s.created_at, c.utc), s.context] for s in secrets],
         flex=2,
     )
 

@@ -192,7 +192,7 @@ def test_without_the_extra_mnemo_mcp_exits_2_naming_it(isolated_home: Path) -> N
     done = subprocess.run([sys.executable, "-c", BLOCK_MCP], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stdout == ""
-    assert "needs the mcp extra (mcp is missing): pip install 'mnemo-tui[mcp]'" in done.stderr
+    assert "mnemo mcp needs the mcp extra, which is not installed here:" in done.stderr and "[mcp]'" in done.stderr
 
 
 def test_nothing_but_the_protocol_on_stdout(tmp_path: Path, isolated_home: Path) -> None:

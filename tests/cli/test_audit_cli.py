@@ -88,7 +88,7 @@ def test_help_names_values_by_what_they_are(cli: Any) -> None:
     r = cli("recent", "--help")
     assert r.code == 0 and "<str>" not in r.stdout and "<int>" not in r.stdout
     assert "--scope SCOPE" in r.stdout and "--since TIME" in r.stdout and "--limit N" in r.stdout
-    assert "Usage: mnemo rooms invite [OPTIONS] {ROOM}" in cli("rooms", "invite", "--help").stdout
+    assert "Usage: mnemo rooms invite [OPTIONS] ROOM" in cli("rooms", "invite", "--help").stdout
 
 
 # -- an empty search says what it covered ---------------------------------------------------
