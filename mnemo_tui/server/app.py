@@ -48,6 +48,7 @@ from mnemo_tui.server.middleware import (
     unrouted,
 )
 from mnemo_tui.server.pool import DEFAULT_WORKERS, READ, WRITE, EnginePool, Opener
+from mnemo_tui.server.ratelimit import Limits
 from mnemo_tui.server.wake import HEARTBEAT_SECONDS
 
 MAX_BODY = 1 << 20  # 1 MiB
@@ -159,13 +160,15 @@ def create_app(
     heartbeat_seconds: float = HEARTBEAT_SECONDS,
     max_follows: int = MAX_FOLLOWS,
     deadlines: Deadlines | None = None,
+    limits: Limits | None = None,
 ) -> App:
     """The app serving WIRE.md over an engine: the embedded store file at `store_path`, the PostgreSQL
     `database` (initialized when empty; an older schema migrated only with `migrate`; `pooled`: behind a
     transaction pooler, see `PgStore`), or what `opener` opens;
     each request's access line goes to `access`; push follows send a heartbeat after `heartbeat_seconds` of
     silence, `max_follows` of them open at once; `deadlines` watches its bodies' deadlines (the server's one
-    timer, shared with the connections' header deadlines by `mnemo serve`)."""
+    timer, shared with the connections' header deadlines by `mnemo serve`); `limits`: the request rates
+    (`ratelimit.PER_KEY` and `PER_ADDRESS` unless given)."""
     if opener is None and database is not None:
         from mnemo_tui.engine.postgres import PgStore
 
@@ -244,7 +247,11 @@ def create_app(
     middleware = [
         Middleware(AccessLog, write=access),
         Middleware(Envelope),
-        Middleware(AuthenticationMiddleware, backend=Keys(served.principal, PREFIX, PUBLIC), on_error=key_refusal),
+        Middleware(
+            AuthenticationMiddleware,
+            backend=Keys(served.principal, PREFIX, PUBLIC, Limits() if limits is None else limits),
+            on_error=key_refusal,
+        ),
         Middleware(
             BodyLimits,
             max_body=MAX_BODY,
