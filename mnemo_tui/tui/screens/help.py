@@ -26,7 +26,7 @@ KEYS: tuple[tuple[str, str], ...] = (
 
 MARKS: tuple[tuple[str, str], ...] = (
     ("●", "newer than your consumer's watermark; the sidebar counts them"),
-    ("12  99+", "new in a scope, from its own watermark, as mnemo catchup counts"),
+    ("12  99+", "new since that scope's own watermark, as mnemo catchup"),
     ("superseded →", "an old revision (history shown) and the id that replaced it"),
     ("▲ N new", "new entries held while you read further down: g shows them"),
 )
