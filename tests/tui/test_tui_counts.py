@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import CliResult
+from serve_process import start_serve
 from tui_helpers import ROOM_OPS, clock, remote, req, sample_store, settle, until
 from wire_servers import ThreadServer
 
@@ -114,16 +115,13 @@ async def test_a_catchup_of_another_process_moves_the_count_and_the_marks_of_the
         assert "since watermark" in str(screen.status.render())
 
 
-async def test_counts_and_marks_follow_a_served_room_and_a_scope_not_open(
-    served: tuple[ThreadServer, LocalBackend, str], tmp_path: Path
-) -> None:
-    server, local, key = served
+async def check_served(url: str, key: str, local: LocalBackend, tmp_path: Path) -> None:
     room = local.create_room("ops")
     for i in range(2):
         local.write(req(f"room entry {i}", room.address))
     local.write(req("in build", "build"))
     state = StateDB(tmp_path / "state.db")
-    backend, other = remote(server.url, key), remote(server.url, key)
+    backend, other = remote(url, key), remote(url, key)
     CatchUp(backend, state, consumer="default", scope=room.address).run(lambda entries: None, commit=True)
     app = MnemoApp(backend, state, clock=clock, poll_interval=0.05, scope=room.address)
     try:
@@ -140,8 +138,28 @@ async def test_counts_and_marks_follow_a_served_room_and_a_scope_not_open(
             other.write(req("another build", "build"))  # not open: counted again by the timer
             await until(pilot, lambda: counts.get("s:build") == "2" and counts.get("own") == "2")
             walk = CatchUp(backend, state, consumer="default", scope=room.address).run(lambda e: None, commit=False)
-            assert walk.delivered == 1
+            assert walk.delivered == 1 and counts[key_room] == "1"
     finally:
         backend.close()
         other.close()
         state.close()
+
+
+async def test_counts_and_marks_follow_a_served_room_and_a_scope_not_open(
+    served: tuple[ThreadServer, LocalBackend, str], tmp_path: Path
+) -> None:
+    server, local, key = served
+    await check_served(server.url, key, local, tmp_path)
+
+
+async def test_counts_and_marks_follow_a_room_of_a_mnemo_serve_process(tmp_path: Path) -> None:
+    home = tmp_path / "serve"
+    home.mkdir()
+    store = Store(home / "store.db")
+    key = store.create_key("alice")[1]
+    process = start_serve(home, store=home / "store.db")
+    try:
+        await check_served(process.url, key, LocalBackend(store, "alice"), tmp_path)
+    finally:
+        process.stop()
+        store.close()

@@ -34,7 +34,7 @@ class NewEntries:
         self._rules: dict[str | None, Start] = {}
         self._ids: dict[str | None, set[str]] = {}
         self._removed: set[str] = set()
-        self._log: list[tuple[int, str | None, str]] = []
+        self._log: list[tuple[int, str | None, int, str]] = []  # (sequence, scope, created_at, atom_id)
         self._seq = 0
 
     def begin(self) -> int:
@@ -43,10 +43,12 @@ class NewEntries:
 
     def counted(self, scope: str | None, watermark: Watermark | None, ids: Iterable[str], begun: int) -> None:
         """A walk's result: the scope's watermark and the ids new to it when it read."""
+        rule = unread(watermark, self.overlap)
         found = set(ids) - self._removed
-        found |= {atom for seq, where, atom in self._log if seq > begun and where == scope}
+        later = (atom for seq, where, at, atom in self._log if seq > begun and where == scope and rule.is_new(at, atom))
+        found |= {atom for atom in later if atom not in self._removed}
         self.marks[scope] = watermark
-        self._rules[scope] = unread(watermark, self.overlap)
+        self._rules[scope] = rule
         self._ids[scope] = found
 
     def arrived(self, entries: Iterable[Entry]) -> set[str | None]:
@@ -57,7 +59,7 @@ class NewEntries:
                 continue
             for scope in covering(entry.domain):
                 self._seq += 1
-                self._log.append((self._seq, scope, entry.atom_id))
+                self._log.append((self._seq, scope, entry.created_at, entry.atom_id))
                 rule, ids = self._rules.get(scope), self._ids.get(scope)
                 if rule is None or ids is None or not rule.is_new(entry.created_at, entry.atom_id):
                     continue

@@ -188,7 +188,7 @@ class FeedScreen(Screen[None]):
         closed = "; its detail was closed" if shown else ""
         if message.ids:  # shown or not, the scope's counts and activity follow removals as they follow arrivals
             self.scopes.removed(message.ids)
-            self.scopes.count()
+            self.scopes.count(fresh=False)
             self.activity_panel.reread(self.scope, self.feed.window.newest())
         if message.count:
             noun = "entry" if message.count == 1 else "entries"
@@ -243,6 +243,7 @@ class FeedScreen(Screen[None]):
             # it): the feed's `●` follow the same one.
             if self.scope in message.marks and message.marks[self.scope] != self.feed.watermark:
                 self.feed.set_watermark(message.marks[self.scope])
+                self._update_bars()  # the status line's "since watermark" at the same moment as the marks
             return
         if isinstance(message, ScopeList.Restored):
             self.app.notify("The watermark is back where it was.", title="Undone", timeout=3)

@@ -79,12 +79,15 @@ class ScopeList(OptionList):
             self.marks = marks
 
     class _Counted(Message, bubble=False):
-        def __init__(self, run: int, scope: str | None, watermark: Watermark | None, ids: list[str] | None) -> None:
+        def __init__(
+            self, run: int, scope: str | None, watermark: Watermark | None, ids: list[str] | None, done: bool = False
+        ) -> None:
             super().__init__()
             self.run = run
             self.scope = scope
             self.watermark = watermark
             self.ids = ids  # None: the scope could not be counted (`?`)
+            self.done = done  # the count's end (no scope)
 
     class _Checked(Message, bubble=False):
         def __init__(self, seen: object | None, done: bool = False) -> None:
@@ -105,7 +108,10 @@ class ScopeList(OptionList):
         self.new = NewEntries(session.overlap)
         self.current: str | None = None
         self.catching_up = False
-        self._run = 0  # the latest count: results of an older one are dropped
+        self._run = 0  # the latest count
+        self._valid = 0  # the first count whose results still hold (older ones counted from what changed)
+        self._counting = False
+        self._again = False  # the store changed while counting: count once more after
         self._begun: dict[int, int] = {}
         self._seen: object | None = None  # the store's change token and the watermarks the last count read
         self._checking = False
@@ -135,13 +141,24 @@ class ScopeList(OptionList):
         self.count()
         self.post_message(self.Listed(message.items))
 
-    def count(self) -> None:
-        """Count each scope's new entries again from this consumer's watermark (each posted as it is known)."""
+    def count(self, fresh: bool = True) -> None:
+        """Count each scope's new entries again from this consumer's watermark (each posted as it is known).
+
+        `fresh`: what the counts start from changed (a `c`, an undo, another consumer, the scopes read
+        again), so a count in flight is dropped. Otherwise (the store changed) a count in flight is
+        followed by one more: under a steady stream of writes each count still lands.
+        """
+        if not fresh and self._counting:
+            self._again = True
+            return
         self._run += 1
-        self._begun = {self._run: self.new.begin()}
+        if fresh:
+            self._valid = self._run
+        self._counting = True
+        self._begun[self._run] = self.new.begin()
         self._count(self._run, list(self.items.values()))
 
-    @work(thread=True, group="counts", exclusive=True, exit_on_error=False)
+    @work(thread=True, group="counts", exit_on_error=False)
     def _count(self, run: int, items: list[ScopeItem]) -> None:
         session = self.session
         backend, overlap = session.backend, session.overlap
@@ -149,6 +166,7 @@ class ScopeList(OptionList):
             seen = self._look()
             state = StateDB(session.state_path)
         except Exception as exc:  # noqa: BLE001 - the counts stay as they were, and the reader is told
+            self.post_message(self._Counted(run, None, None, None, done=True))
             self.post_message(self.Failed("Could not read the watermarks", as_error(exc)))
             return
         self.post_message(self._Checked(seen))
@@ -162,6 +180,7 @@ class ScopeList(OptionList):
                     self.post_message(self._Counted(run, item.scope, None, None))
         finally:
             state.close()
+            self.post_message(self._Counted(run, None, None, None, done=True))
 
     def _look(self) -> object | None:
         """What the counts depend on, read cheaply (in a worker): the store's change token and this consumer's
@@ -203,13 +222,21 @@ class ScopeList(OptionList):
         self._checking = False
         if message.seen is None:
             if self._ticks % REMOTE_TICKS == 0:
-                self.count()
+                self.count(fresh=False)
         elif message.seen != self._seen:
-            self.count()
+            self.count(fresh=False)
 
     @on(_Counted)
     def _counted(self, message: _Counted) -> None:
-        if message.run != self._run:
+        if message.done:
+            self._begun.pop(message.run, None)
+            if message.run == self._run:
+                self._counting = False
+                if self._again:
+                    self._again = False
+                    self.count(fresh=False)
+            return
+        if message.run < self._valid:
             return
         if message.ids is None:
             self.set_count(message.scope, "?")
