@@ -23,7 +23,7 @@ from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
 from mnemo_tui.tui.screens.confirm import ConfirmScreen
 from mnemo_tui.tui.screens.prompt import PromptScreen
-from mnemo_tui.tui.screens.search import SearchScreen
+from mnemo_tui.tui.screens.search import SEARCH_HITS, SearchScreen
 from mnemo_tui.tui.widgets.rows import author_in
 from mnemo_tui.values.search import SearchQuery
 
@@ -244,3 +244,17 @@ async def test_dialogs_never_clip_their_own_text_at_80_by_24(store: Store, local
         assert cut_off(app.screen.query_one("#search-box")) == []
         assert "best matches first (ctrl+o: newest) · Enter opens one · Esc to go back" in painted(app)
         assert app.screen.query_one("#search-input", Input).value == "flaky"
+
+
+async def test_the_first_search_keeps_each_hit_to_one_line_beside_the_scrollbar_it_brings(
+    store: Store, local: LocalBackend, state: StateDB
+) -> None:
+    long = "Build failed on feat/cursor-v2: test_cursor_roundtrip timed out after 30 s " * 3
+    store.bulk_insert([("local", req(f"{i} {long}", "ci"), NOW - i * MINUTE) for i in range(SEARCH_HITS + 5)])
+    app = MnemoApp(local, state, clock=clock, poll_interval=None)
+    async with app.run_test(size=(130, 38)) as pilot:
+        await settle(pilot)
+        await press(pilot, "slash", *"roundtrip", "enter")  # the list had no scrollbar before these hits
+        screen = app.screen
+        assert isinstance(screen, SearchScreen) and screen.results.show_vertical_scrollbar
+        assert screen.results.virtual_size.height == SEARCH_HITS  # one line a hit, none wrapped

@@ -164,7 +164,10 @@ class SearchScreen(ModalScreen[Entry | None]):
         self.hits = {hit.entry.atom_id: hit.entry for hit in hits}
         # One line a hit, at any width: the first line is cut with … to what the time and the domain leave
         # (a fixed cut wrapped every hit over two lines at 60 columns); the domain gives way below that.
-        room = self.results.scrollable_content_region.width - 18
+        results = self.results
+        room = results.scrollable_content_region.width - 18
+        if not results.show_vertical_scrollbar and len(hits) > results.scrollable_content_region.height:
+            room -= results.styles.scrollbar_size_vertical  # the scrollbar these hits are about to bring
         domain = room - 16 >= 12
         room = room - 16 if domain else room
         self.results.set_options(
