@@ -30,6 +30,7 @@ _TOKEN = re.compile(r"[^\W_]+")
 # makes the index evaluate more than this many phrases.
 MAX_QUERY_WORDS = 32
 DEFAULT_LANGUAGE = "english"
+TOKEN_BYTES = 2046  # PostgreSQL's longest lexeme: a longer token is indexed (and matched) by neither engine
 # Entries indexed by one transaction of a reindex: a batch takes a fraction of a second, so writers
 # wait for no more than that, and a reindex stopped at any point goes on from its last batch.
 REINDEX_BATCH = 5_000
@@ -80,9 +81,14 @@ def tokens(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
 
 
 def stamped(bucket: int, text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
-    """The tokens of a text, in order, each stamped with the bucket (`b<bucket>x<token>`)."""
+    """The tokens of a text, in order, each stamped with the bucket (`b<bucket>x<token>`); a stamped token
+    longer than `TOKEN_BYTES` is left out, on both engines alike."""
     stamp = f"b{bucket}x"
-    return [stamp + token for token in tokens(text, language)]
+    return [
+        stamp + token
+        for token in tokens(text, language)
+        if len(token) * 4 < TOKEN_BYTES - 24 or len((stamp + token).encode()) <= TOKEN_BYTES
+    ]
 
 
 def concept_texts(concepts: str | Iterable[str]) -> list[str]:

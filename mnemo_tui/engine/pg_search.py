@@ -11,7 +11,6 @@ from collections.abc import Iterable
 
 from mnemo_tui.engine import fts
 
-LEXEME_BYTES = 2046  # PostgreSQL's longest lexeme; a longer token is not indexed (nor matched)
 MAX_POSITION = 16383  # PostgreSQL's highest position: every later token is held at it
 
 
@@ -28,17 +27,10 @@ def vector(bucket: int, content: str, concepts: str | Iterable[str] = (), langua
     body, more = fts.columns(bucket, content, concepts, language)
     content_lexemes = body.split()
     lexemes = [*content_lexemes, "", *more.split()]  # "" holds the gap's position
-    return " ".join(
-        f"{_quoted(lex)}:{min(i, MAX_POSITION)}"
-        for i, lex in enumerate(lexemes, 1)
-        if lex and len(lex.encode()) <= LEXEME_BYTES
-    )
+    return " ".join(f"{_quoted(lex)}:{min(i, MAX_POSITION)}" for i, lex in enumerate(lexemes, 1) if lex)
 
 
 def query(bucket: int, words: list[str], language: str = fts.DEFAULT_LANGUAGE) -> str:
     """A query's tsquery literal in one bucket: each word a phrase of stamped tokens, any phrase matching."""
-    found: list[str] = []
-    for phrase in fts.phrases(bucket, words, language):
-        if all(len(t.encode()) <= LEXEME_BYTES for t in phrase):
-            found.append("(" + " <-> ".join(_quoted(t) for t in phrase) + ")")
+    found = ["(" + " <-> ".join(_quoted(t) for t in phrase) + ")" for phrase in fts.phrases(bucket, words, language)]
     return " | ".join(dict.fromkeys(found))
