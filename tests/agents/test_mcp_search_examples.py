@@ -3,7 +3,6 @@ entry that says "deploys" and carries the concept `deploy`, and a word of its co
 
 from __future__ import annotations
 
-
 import pytest
 from mcp_helpers import Servers, Session
 
