@@ -62,11 +62,20 @@ def stemmer(language: str) -> Callable[[list[str]], list[str]]:
 
 
 def _folded(token: str) -> list[str]:
-    """A token beyond ASCII without its accents and compatibility forms, lower case (it may split: `½`)."""
+    """A token beyond ASCII in its compatibility form, lower case, without the accents of Latin letters (as
+    FTS5's unicode61 folds them); the marks of other scripts stay (`が` is not `か`). It may split: `½`."""
     import unicodedata
 
-    bare = "".join(ch for ch in unicodedata.normalize("NFKD", token) if not unicodedata.combining(ch))
-    return _TOKEN.findall(bare.casefold())
+    kept: list[str] = []
+    for ch in unicodedata.normalize("NFKD", token):
+        if kept and unicodedata.combining(ch) and _latin(kept[-1]):
+            continue
+        kept.append(ch)
+    return _TOKEN.findall(unicodedata.normalize("NFC", "".join(kept)).casefold())
+
+
+def _latin(ch: str) -> bool:
+    return ch < "\u0250" or "\u1e00" <= ch <= "\u1eff"
 
 
 def tokens(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:

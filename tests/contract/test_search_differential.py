@@ -27,6 +27,7 @@ CORPUS: list[tuple[str, str, str, tuple[str, ...]]] = [
     ("alice", "research", "Running runners ran; the runner runs", ()),
     ("alice", "research", "日本語のテキスト and 中文 text side by side", ("cjk",)),
     ("alice", "research", "Connection connected connecting connections", ("network",)),
+    ("alice", "research", "がっこう へ いく; Май и мой; ｆｕｌｌ-width ＡＰＩ", ("カタカナ",)),
     ("alice", "general", "a quote \" and a backslash \\ and 'single' ones", ()),
     ("alice", "general", "x" * 3000 + " long token then words deploy", ()),
     ("bob", "ops", "Bob deploys to his own store only", ("deploy",)),
@@ -58,6 +59,11 @@ QUERIES = [
     "日本語のテキスト",
     "中文",
     "connect",
+    "がっこう",
+    "かっこう",
+    "май",
+    "full-width api",
+    "ｶﾀｶﾅ",
     '"',
     "'single'",
     "backslash \\",
@@ -101,7 +107,7 @@ def test_both_engines_return_the_same_hits(engines: tuple[Store, PgStore], query
 def test_the_corpus_holds_hits_to_compare(engines: tuple[Store, PgStore]) -> None:
     # The differential compares something: every query but these finds entries of alice's, by their stems.
     sqlite, _pg = engines
-    empty = {"bot-build", '"', "x" * 3000, "zebra", "alice's", "Bob"}
+    empty = {"bot-build", '"', "x" * 3000, "zebra", "alice's", "Bob", "かっこう"}
     assert {q for q in QUERIES if not hits(sqlite, q)} == empty
     assert hits(sqlite, "deploy") == {
         "The API deploys on Cloudflare Workers",

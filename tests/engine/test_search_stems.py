@@ -82,6 +82,19 @@ def test_case_and_accents_are_folded_alike_on_entries_and_queries(target: Target
         store.close()
 
 
+def test_marks_beyond_latin_letters_are_kept(target: Target) -> None:
+    store = target.open()
+    try:
+        store.write("alice", WriteRequest("がっこう へ いく"))
+        store.write("alice", WriteRequest("Май и мой"))
+        assert found(store, "がっこう") == ["がっこう へ いく"]
+        assert found(store, "かっこう") == []  # the dakuten makes another word
+        assert found(store, "май") == ["Май и мой"]
+        assert found(store, "маи") == []
+    finally:
+        store.close()
+
+
 def test_a_deleted_entry_leaves_the_index_with_its_concepts(target: Target) -> None:
     store = target.open()
     try:
