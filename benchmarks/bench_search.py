@@ -32,7 +32,7 @@ from mnemo_tui.engine.store import Store  # noqa: E402
 from mnemo_tui.values.search import SearchQuery  # noqa: E402
 from mnemo_tui.values.writes import WriteRequest  # noqa: E402
 
-QUERIES = ["deploy", "flaky retry", "123456", "zebra"]  # common, two common words, one entry, none
+QUERIES = ["deploy", "flaky retry", "12345", "zebra"]  # common, two common words, 10 entries, none
 TOP_K = 10
 _OLD_TOKEN = re.compile(r"[^\W_]+")
 _ROWS = "SELECT a.created_at, a.atom_id, a.wire, a.superseded_by, {score} AS score FROM {table} JOIN atoms a ON a.seq = {table}.rowid "
@@ -72,12 +72,12 @@ def _old_match(bucket: int, query: str) -> str:
     return " OR ".join('"' + " ".join(f"b{bucket}x{t}" for t in _OLD_TOKEN.findall(w)) + '"' for w in query.split())
 
 
-def queries(path: Path, reps: int) -> list[dict[str, Any]]:
+def queries(path: Path, reps: int, asked: list[str]) -> list[dict[str, Any]]:
     store = Store(path)
     bare = sqlite3.connect(path)
     bucket = int(bare.execute("SELECT bucket FROM buckets WHERE owner = ?", (PRINCIPAL,)).fetchone()[0])
     out = []
-    for q in QUERIES:
+    for q in asked:
         plain_expr = " OR ".join(f'"{w}"' for w in q.split())
 
         def plain(expr: str = plain_expr) -> Any:
@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-entries", type=int, default=200_000)
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--skip", action="append", default=[], choices=["queries", "sqlite", "postgres", "writes"])
+    parser.add_argument("--queries", nargs="+", default=QUERIES)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     figures: dict[str, Any] = {"entries": args.entries}
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     assert fts.pending(sqlite3.connect(path)) is None and schema.LATEST
     if "queries" not in args.skip:
         _side_tables(path)
-        figures["queries"] = queries(path, args.reps)
+        figures["queries"] = queries(path, args.reps, args.queries)
         print(json.dumps(figures["queries"], indent=1), flush=True)
     if "writes" not in args.skip:
         import tempfile
