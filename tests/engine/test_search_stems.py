@@ -263,3 +263,22 @@ def test_the_readme_search_examples_find_what_they_say(cli: Callable[..., Any], 
     for query in ("incidents", "rollback api-gateway", "roll back"):
         hits = cli("--store", store, "search", query, "--scope", "ops", "--format", "ndjson")
         assert "Rolled back api-gateway" in hits.stdout, (query, hits)
+
+
+def test_a_newer_stores_reindex_is_left_to_it(tmp_path: Path) -> None:
+    from mnemo_tui.errors import LocalStateError
+
+    path = tmp_path / "newer.db"
+    store = Store(path)
+    store.write("alice", WriteRequest("written by a newer mnemo"))
+    store.close()
+    db = sqlite3.connect(path, isolation_level=None)
+    with immediate(db):
+        fts.schedule(db)  # a reindex of the newer one's, under way
+        db.execute(f"PRAGMA user_version = {schema.LATEST + 1}")
+    db.close()
+    with pytest.raises(LocalStateError, match="newer mnemo"):
+        Store(path)
+    db = sqlite3.connect(path)
+    assert fts.pending(db) == (0, 1)  # untouched
+    db.close()
