@@ -7,6 +7,7 @@ the `tools/list` answer, alternated with the anchor, median of pair ratios.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -120,9 +121,60 @@ def startup(reps: int) -> dict[str, Any]:
     }
 
 
+def answers(reps: int) -> list[dict[str, Any]]:
+    """A 100-entry page and a 50-match search as `mnemo mcp` words them (budgeted, sanitized), in process,
+    against the same backend calls alone (the page's ten sub-requests of ten; the one search), best of `reps`."""
+    from mnemo_tui.agents.answers import Answers
+    from mnemo_tui.backends.local import LocalBackend
+    from mnemo_tui.model import RecentQuery
+    from mnemo_tui.values.search import SearchQuery
+    from mnemo_tui.values.writes import WriteRequest
+
+    def best(call: Any) -> float:
+        times = []
+        for _ in range(reps):
+            started = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - started)
+        return min(times)
+
+    def pages(backend: LocalBackend) -> None:
+        cursor = None
+        for _ in range(10):
+            cursor = backend.recent(RecentQuery(scope="d", limit=10, cursor=cursor)).next_cursor
+
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-answers-") as home:
+        backend = LocalBackend.open(Path(home) / "store.db", "bench")
+        for i in range(1_000):
+            backend.write(WriteRequest(f"entry {i} " + "word " * 60, domain="d", concepts=("deploy", "ops")))
+        words = Answers(backend)
+        rows = []
+        for name, worded, anchor in (
+            ("memory_list_recent, limit 100", lambda: words.memory_list_recent(domain="d", limit=100), pages),
+            (
+                "memory_read, top_k 50",
+                lambda: words.memory_read(query="entry word", domain="d", top_k=50),
+                lambda b: b.search(SearchQuery("entry word", scope="d", top_k=50)),
+            ),
+        ):
+            a, b = best(worded), best(functools.partial(anchor, backend))
+            rows.append(
+                {
+                    "name": f"`mnemo mcp` {name}: the answer's text (budgeted, sanitized)",
+                    "value": round(a * 1000, 2),
+                    "unit": "ms",
+                    "anchor": round(b * 1000, 2),
+                    "ratio": round(a / b, 2),
+                    "anchor_is": "the same backend calls, no wording (best of the runs)",
+                }
+            )
+        backend.close()
+    return rows
+
+
 def run(quick: bool = False) -> list[dict[str, Any]]:
     _compiled()
-    return [startup(7 if quick else 21)]
+    return [startup(7 if quick else 21), *answers(10 if quick else 30)]
 
 
 if __name__ == "__main__":

@@ -19,6 +19,14 @@ MAX_CONTENT = 10_000
 MAX_DOMAIN = 100
 MAX_METADATA_BYTES = 65_536
 MAX_CONCEPTS = 256
+MAX_CONCEPT = 200  # characters of one concept (the hosted schema bounds the count only; ours, docs/server.md)
+# An entry's wire item, less its principal (<= 200 characters), at most this many bytes: content at its
+# bound fits with room to spare, so only concepts can pass it, and a page of 100 stays near 10 MB.
+MAX_ENTRY_WIRE_BYTES = 102_400
+MAX_PRINCIPAL = 200  # a key's principal (engine/keys.py), and an imported entry's
+MAX_AUTHOR_FIELD = 200  # `agent`, `agent_name`: cut to it, as the hosted service caps them (ProvenanceWriteSchema)
+# `client_env` values kept (the hosted allow-list, then our own doors'); any other becomes null.
+CLIENT_ENVS = frozenset({"cursor", "claude", "chatgpt", "chat", "api", "unknown", "cli", "mcp", "demo"})
 MAX_SUPERSEDES = 32
 MAX_EXTERNAL_REF = 255
 MAX_SECRET_CONTEXT = 10_000  # the hosted service's CreateSecretRequest.context maxLength
@@ -47,6 +55,40 @@ ALIAS_SHAPE = re.compile(r"^[A-Za-z0-9._-]+\Z")  # \Z: `$` also matches before a
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+class NotJson(ValueError):
+    """Text `json.loads` reads that is no JSON a store can keep: NaN or an infinity, or nesting past the stack."""
+
+
+def _no_constant(name: str) -> Any:
+    raise NotJson(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value - value != 0.0:  # inf - inf is NaN: `1e999` reads as an infinity, which JSON cannot carry
+        raise NotJson(f"{text} is past a number's range (it reads as an infinity)")
+    return value
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+
+
+def loads(text: str | bytes) -> Any:
+    """JSON as a file mnemo reads must be: `json.loads`, with NaN, infinities (`Infinity`, `1e999`) and nesting
+    too deep for the parser refused as `NotJson` (a `ValueError`, as any other JSON that does not parse).
+
+    Raises:
+        NotJson: NaN or an infinity, or nesting too deep to parse.
+        ValueError: not JSON (`UnicodeDecodeError` for bytes that are not UTF-8, -16 or -32).
+    """
+    if isinstance(text, bytes):
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
+    try:
+        return _DECODER.decode(text)
+    except RecursionError:
+        raise NotJson("nested too deeply to read") from None
 
 
 def dumps(value: Any) -> str:

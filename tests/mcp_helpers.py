@@ -8,7 +8,10 @@ client connected, shared by a module's tests.
 from __future__ import annotations
 
 import os
+import queue
+import socket
 import sys
+import threading
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 MNEMO = str(Path(sys.executable).with_name("mnemo"))
+WAIT = 120  # seconds any one expected event may take on a loaded machine (a bound, never a pause)
 
 
 class Session:
@@ -76,3 +80,52 @@ class Servers:
         )
         client = self.stack.enter_context(self.portal.wrap_async_context_manager(Client(params)))
         return Session(self.portal, client)
+
+
+class HoldingProxy:
+    """A loopback TCP proxy to `upstream` that forwards requests at once and holds the answers while closed."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.passing = threading.Event()
+        self.passing.set()
+        self.sent: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            threading.Thread(target=self._pipe, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(server, client, False), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, target: socket.socket, outbound: bool) -> None:
+        try:
+            while data := source.recv(65536):
+                if outbound:
+                    self.sent.put(data)
+                else:
+                    self.passing.wait()
+                target.sendall(data)
+            target.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def wait_for_request(self, path: bytes) -> None:
+        """Until a request for `path` has gone upstream (bounded)."""
+        while True:
+            try:
+                data = self.sent.get(timeout=WAIT)
+            except queue.Empty:
+                raise AssertionError(f"no request for {path!r} in {WAIT} s") from None
+            if path in data:
+                return
+
+    def close(self) -> None:
+        self.passing.set()
+        self.listener.close()

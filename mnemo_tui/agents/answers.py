@@ -1,28 +1,30 @@
 """Provides the answers of `mnemo mcp`'s tools over a `Backend`, as the hosted package words them (no SDK here).
 
 Each tool is a method taking the call's arguments (already checked against the tool's input schema) and
-returning the answer's text; a `MnemoError` it raises becomes an error answer in `sdk.py`. Store text is
-returned exactly: an answer is a machine format, read by an agent, not printed to a terminal.
+returning the answer's text; a `MnemoError` it raises becomes an error answer in `sdk.py`. Every answer is
+shown through the CLI's one sanitizer (an agent host often prints it in a terminal) and holds at most
+BUDGET characters as shown (`budget.py`, docs/mcp.md "Budgets").
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Concatenate, ParamSpec
 
 from mnemo_tui import empty_reports, timefmt
+from mnemo_tui.agents.budget import BUDGET, CONCEPTS_SHOWN, MORE_ROOM, cut_line, finish, fit, listing, more_line, size
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError, NotFound, ValidationError
-from mnemo_tui.limits import room_of
+from mnemo_tui.limits import MAX_DOMAIN, room_of
 from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
 
 # memory_list_recent's page: sub-requests of at most CHUNK entries, accepted while the page's text stays within
-# BUDGET characters, each ending on the cursor the backend issued for it (the package's limits, src/limits.ts).
-PAGE_BUDGET = 40_000
+# the budget, each ending on the cursor the backend issued for it (the package's limits, src/limits.ts).
 PAGE_CHUNK = 10
 PAGE_MAX_REQUESTS = 16
 EARLY_STOP_NOTE = (
@@ -34,6 +36,17 @@ MORE = "\n\nMore older entries exist — pass cursor: "
 CLIENT_ENV = "mcp"
 _PLAIN = re.compile(r"[\w.:@/+-]{1,200}")
 _CURSOR = re.compile(r"[A-Za-z0-9_=-]{1,512}")
+P = ParamSpec("P")
+
+
+def _answer(method: Callable[Concatenate[Answers, P], str]) -> Callable[Concatenate[Answers, P], str]:
+    """A tool method whose text is `finish`ed: the one place every answer is bounded and sanitized."""
+
+    def answer(self: Answers, /, *args: P.args, **kwargs: P.kwargs) -> str:
+        return finish(method(self, *args, **kwargs))
+
+    answer.__doc__ = method.__doc__
+    return answer
 
 
 def _literal(name: str) -> str:
@@ -56,9 +69,11 @@ def _date(created_at: int) -> str:
 def _tags(entry: Entry) -> tuple[str, str]:
     """The concepts and domain/author tags of one entry, as the package's renderer spells them."""
     data = entry.data
-    concepts = data.get("concepts") or []
-    head = f" ({', '.join(str(c) for c in concepts)})" if concepts else ""
+    concepts = [str(c) for c in data.get("concepts") or []]
+    head = f" ({_concepts(concepts)})" if concepts else ""
     domain = str(data.get("domain") or "")
+    if len(domain) > MAX_DOMAIN:  # only an endpoint's answer can hold one this long
+        domain = fit(domain, MAX_DOMAIN, cut_line)
     if domain and domain != "general":
         head += f" @{_literal(domain)}"
     prov = data.get("provenance") or {}
@@ -68,19 +83,49 @@ def _tags(entry: Entry) -> tuple[str, str]:
     return head, f"\n   id: {entry.atom_id}"
 
 
-def recent_item(entry: Entry, index: int) -> str:
+def _concepts(concepts: list[str]) -> str:
+    """The concepts joined, as many whole ones as CONCEPTS_SHOWN characters take (at least one, cut if need be)."""
+    joined = ", ".join(concepts)
+    if len(joined) <= CONCEPTS_SHOWN:
+        return joined
+    taken: list[str] = []
+    used = 0
+    for concept in concepts:
+        if used + len(concept) + 2 > CONCEPTS_SHOWN:
+            break
+        taken.append(concept)
+        used += len(concept) + 2
+    if not taken:
+        taken = [fit(concepts[0], CONCEPTS_SHOWN, cut_line)]
+    left = len(concepts) - len(taken)
+    return ", ".join(taken) + (f", … and {left} more concept{'s' if left != 1 else ''}" if left else "")
+
+
+def recent_item(entry: Entry, index: int, content: str | None = None) -> str:
     tags, id_line = _tags(entry)
-    return f"{index + 1}. [{_date(entry.created_at)}] {entry.content}{tags}{id_line}"
+    return f"{index + 1}. [{_date(entry.created_at)}] {entry.content if content is None else content}{tags}{id_line}"
 
 
-def read_item(entry: Entry, index: int) -> str:
+def read_item(entry: Entry, index: int, content: str | None = None) -> str:
     tags, id_line = _tags(entry)
-    return f"{index + 1}. {entry.content}{tags} · {_date(entry.created_at)}{id_line}"
+    return f"{index + 1}. {entry.content if content is None else content}{tags} · {_date(entry.created_at)}{id_line}"
 
 
-def recent_page(items: list[Entry], next_cursor: str | None) -> str:
-    """One page of the feed: its entries, then where the walk goes on (or that it ended)."""
-    body = "\n\n".join(recent_item(e, i) for i, e in enumerate(items))
+def clipped(entry: Entry, room: int, render: Callable[[str], str]) -> str:
+    """The content of an entry whose line does not fit `room` on its own, cut so that it does, saying where to
+    read it whole (the resource gives the stored text exactly)."""
+
+    def tail(cut: int) -> str:
+        return f" … [{cut:,} more characters: read it whole at memory://item/{entry.atom_id}]"
+
+    frame = size(render(""))
+    return fit(entry.content, max(0, room - frame), tail)
+
+
+def recent_page(items: list[Entry], next_cursor: str | None, first: str | None = None) -> str:
+    """One page of the feed: its entries (`first`: the first one's content as shown, when cut), then where the
+    walk goes on (or that it ended)."""
+    body = "\n\n".join(recent_item(e, i, first if i == 0 else None) for i, e in enumerate(items))
     if next_cursor is None:
         return body + END_OF_FEED
     if _CURSOR.fullmatch(next_cursor):
@@ -89,6 +134,29 @@ def recent_page(items: list[Entry], next_cursor: str | None) -> str:
         "\n\nMore entries exist but the continuation token could not be displayed — narrow the window with "
         "since/until instead"
     )
+
+
+def _hits(entries: list[Entry]) -> str:
+    """memory_read's matches, as many whole as the budget takes, then how many more there are and how to narrow."""
+    text, used = "", -2
+    for index, entry in enumerate(entries):
+        item = read_item(entry, index)
+        used += 2 + size(item)  # sizes add up across the separators (as in `budget.listing`)
+        if used + MORE_ROOM <= BUDGET:
+            text = item if index == 0 else f"{text}\n\n{item}"
+            continue
+        if index == 0:  # one match over the budget on its own: its content cut to fit, said so
+            first = clipped(entry, BUDGET - MORE_ROOM, functools.partial(read_item, entry, 0))
+            text, index = read_item(entry, 0, first), 1
+        left = len(entries) - index
+        if left:
+            text += (
+                f"\n\n({left} more match{'es' if left != 1 else ''} not shown: an answer holds at most {BUDGET:,} "
+                "characters. Narrow the call with a lower top_k, a domain, since/until or a more specific query; "
+                "memory_list_recent pages through a whole scope.)"
+            )
+        return text
+    return text
 
 
 def scope_label(domain: str | None) -> str:
@@ -130,6 +198,7 @@ class Answers:
 
     # -- memory -------------------------------------------------------------------------------
 
+    @_answer
     def memory_write(self, content: str, concepts: list[str] | None = None, domain: str | None = None) -> str:
         request = WriteRequest(
             content,
@@ -142,6 +211,7 @@ class Answers:
         # mnemo keeps every write (no importance gate): the package's "unknown" stands for the missing score.
         return f"Stored (importance: unknown). ID: {result.atom_id}"
 
+    @_answer
     def memory_read(
         self,
         query: str,
@@ -165,7 +235,7 @@ class Answers:
         )
         hits = self.backend.search(search)
         if hits:
-            return "\n\n".join(read_item(h.entry, i) for i, h in enumerate(hits))
+            return _hits([h.entry for h in hits])
         where = scope_label(domain)
         if since or until or exclude_author:
             head = f"Nothing in {where} matches within the given time/author filters."
@@ -173,6 +243,7 @@ class Answers:
             head = f"Nothing in {where} matches {json.dumps(query, ensure_ascii=False)}."
         return head + self._scope_note(domain)
 
+    @_answer
     def memory_list_recent(
         self,
         domain: str | None = None,
@@ -182,7 +253,7 @@ class Answers:
         limit: int | None = None,
         cursor: str | None = None,
     ) -> str:
-        """A page of at most `limit` entries within PAGE_BUDGET characters, from sub-requests of at most
+        """A page of at most `limit` entries within BUDGET characters as shown, from sub-requests of at most
         PAGE_CHUNK entries; the page ends where a sub-request ended, on the cursor the backend issued there.
 
         A page of long entries is shorter than `limit` and its cursor skips nothing: an over-budget batch is
@@ -199,9 +270,10 @@ class Answers:
             limit=min(PAGE_CHUNK, ceiling),
             cursor=cursor,
         ).validated()
-        room = PAGE_BUDGET - len(EARLY_STOP_NOTE)
+        room = BUDGET - len(EARLY_STOP_NOTE)
         accepted: list[Entry] = []
         accepted_cursor: str | None = None
+        used = -2  # the accepted entries' size as shown, with their separators (sizes add up across them)
         position = cursor
         ask = min(PAGE_CHUNK, ceiling)
         stopped_early = False
@@ -214,7 +286,9 @@ class Answers:
                 stopped_early = True  # what is in hand stands; its cursor is the backend's, unaffected
                 break
             batch, issued = page.items, page.next_cursor
-            if len(recent_page(accepted + batch, issued)) <= room:
+            grown = used + sum(2 + size(recent_item(e, len(accepted) + i)) for i, e in enumerate(batch))
+            if max(grown, 0) + size(recent_page([], issued)) <= room:
+                used = grown
                 accepted += batch
                 accepted_cursor = issued
                 position = issued
@@ -227,13 +301,18 @@ class Answers:
                 ask = narrower  # the batch is dropped whole and asked again smaller, never trimmed
                 continue
             if not accepted:
-                # One entry over the budget on its own is returned whole, as a page of one.
+                # One entry over the budget on its own is a page of one, its content cut to fit (said so).
                 accepted += batch
                 accepted_cursor = issued
             break
         if not accepted:
             return self._empty_recent(domain, since, until, exclude_author, cursor)
-        return recent_page(accepted, accepted_cursor) + (EARLY_STOP_NOTE if stopped_early else "")
+        page_text = recent_page(accepted, accepted_cursor)
+        if size(page_text) > room:
+            entry = accepted[0]
+            first = clipped(entry, room, lambda content: recent_page([entry], accepted_cursor, content))
+            page_text = recent_page([entry], accepted_cursor, first)
+        return page_text + (EARLY_STOP_NOTE if stopped_early else "")
 
     def _empty_recent(
         self, domain: str | None, since: str | None, until: str | None, exclude_author: str | None, cursor: str | None
@@ -268,6 +347,7 @@ class Answers:
             + "\nRe-run with domain set to one of these to read it."
         )
 
+    @_answer
     def memory_feedback(self, atom_ids: list[str], outcome: float) -> str:
         count = self.backend.feedback(atom_ids, float(outcome))
         sent = (
@@ -294,21 +374,37 @@ class Answers:
         missed = f" {short} of the ids you sent matched nothing in your own domains." if short > 0 else ""
         return f"{sent} The service reports {noun} updated.{missed}"
 
+    @_answer
     def memory_stats(self) -> str:
         s = self.backend.stats()
-        domains = ", ".join(_literal(d) for d in s.domains) if s.domains else "(none)"
-        return "\n".join(
+        rest = "\n".join(
             [
-                f"Memories: {s.total_atoms}",
-                f"Associations: {s.concept_edges} concept edges",
-                f"Domains: {domains}",
                 f"Avg quality: valence {s.avg_valence:.2f} (how well recalls turned out, -1..1)",
                 f"Feedback: {s.feedback} memories rated",
             ]
         )
+        head = f"Memories: {s.total_atoms}\nAssociations: {s.concept_edges} concept edges\nDomains: "
+        names = [_literal(d) for d in s.domains]
+        shown = "(none)" if not names else ", ".join(names)
+        if size(head + shown + rest) + 1 > BUDGET:  # many domains: as many whole names as fit, then how many more
+            room = BUDGET - MORE_ROOM - size(head + rest) - 1
+            taken: list[str] = []
+            used = -2
+            for name in names:
+                used += 2 + size(name)  # sizes add up across ", " (as in `listing`)
+                if used > room:
+                    break
+                taken.append(name)
+            left = len(names) - len(taken)
+            shown = ", ".join(taken) + (
+                f" … and {left} more domain{'s' if left != 1 else ''} not shown (an answer holds at most "
+                f"{BUDGET:,} characters; memory_stats takes no arguments)"
+            )
+        return f"{head}{shown}\n{rest}"
 
     # -- rooms ----------------------------------------------------------------------------------
 
+    @_answer
     def memory_create_room(self, name: str, description: str | None = None) -> str:
         room = self.backend.create_room(name, description)
         return (
@@ -317,6 +413,7 @@ class Answers:
             f'To add someone: call memory_invite_to_room with room_id="{room.room_id}".'
         )
 
+    @_answer
     def memory_invite_to_room(self, room_id: str, scope: str | None = None, expires_in_days: int | None = None) -> str:
         invite = self.backend.invite(
             room_id, scope=scope or "read_write", expires_days=expires_in_days if expires_in_days is not None else 7
@@ -324,6 +421,7 @@ class Answers:
         message = invite.wire()["share_message"]
         return f"Invite ready. Forward this message to the person you're inviting:\n\n{message}"
 
+    @_answer
     def memory_join_room(self, code: str) -> str:
         joined = self.backend.join(code)
         name = json.dumps(joined.name, ensure_ascii=False)
@@ -337,6 +435,7 @@ class Answers:
             )
         return f"{head}\n{usage}"
 
+    @_answer
     def memory_list_rooms(self) -> str:
         rooms = self.backend.rooms()
         if not rooms:
@@ -344,7 +443,7 @@ class Answers:
                 "You have no shared rooms yet. Create one with memory_create_room, or join one with "
                 "memory_join_room and an invite code."
             )
-        lines = []
+        lines: list[str] = []
         for r in rooms:
             if r.archived:
                 tail = " [archived] — every read is refused while it is archived"
@@ -356,16 +455,18 @@ class Answers:
                     "memory_write to it will be refused"
                 )
             lines.append(f"- {json.dumps(r.name, ensure_ascii=False)} ({r.role}, {r.scope}){tail}")
-        return f"Your shared rooms ({len(rooms)}):\n" + "\n".join(lines)
+        return listing(f"Your shared rooms ({len(rooms)}):", lines, more_line("room", "mnemo rooms list"))
 
     # -- vault ----------------------------------------------------------------------------------
 
+    @_answer
     def vault_list(self) -> str:
         secrets = self.backend.vault_list()
         if not secrets:
             return "No secrets are stored in your Vault yet."
         lines = [f"- {s.alias} — {s.context}" if s.context else f"- {s.alias}" for s in secrets]
-        return f"Your Vault secrets ({len(secrets)}) — alias and purpose only, never the value:\n" + "\n".join(lines)
+        head = f"Your Vault secrets ({len(secrets)}) — alias and purpose only, never the value:"
+        return listing(head, lines, more_line("secret", "mnemo vault list"))
 
     # -- the resource ---------------------------------------------------------------------------
 

@@ -3,31 +3,47 @@
 The SDK's low-level server takes the tools' schemas as given (`surface.TOOLS`, the hosted package's own), so
 `tools/list` answers exactly those; each call's arguments are checked against its tool's schema here, with
 jsonschema, as the package's zod schemas check them there. Nothing but the protocol goes to stdout.
+
+The backend is synchronous: its calls run one at a time in a worker thread, so the event loop keeps reading
+(a `ping` is answered at once, a `notifications/cancelled` honoured by the SDK). The SDK's stdio reader drops
+unanswered what it cannot parse and takes no option for it, so `lines.check` runs in front of it.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import os
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from types import TracebackType
+from typing import Any, cast
 
 import anyio
+import anyio.lowlevel
 import jsonschema
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 from mnemo_tui import __version__
-from mnemo_tui.agents import surface
+from mnemo_tui.agents import lines, surface
 from mnemo_tui.agents.answers import Answers, arguments
+from mnemo_tui.agents.budget import finish
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError, NotFound
 
 RESOURCE_NOT_FOUND = -32002  # MCP's code for a resource that does not exist (spec, "Resources: Error Handling")
+EOF_GRACE = 600.0  # seconds stdin's end waits for the calls still running to be answered (each has its deadline)
+WRITES = frozenset(t["name"] for t in surface.TOOLS if not t["annotations"]["readOnlyHint"])
 
 
 def _text(text: str, *, error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
+    """A tool result: its one text, bounded and shown through the sanitizer (`budget.finish`) when an error."""
+    shown = finish(text) if error else text  # the tools' own answers are finished in `answers`
+    return types.CallToolResult(content=[types.TextContent(type="text", text=shown)], is_error=error)
 
 
 def _problem(error: jsonschema.ValidationError) -> str:
@@ -38,10 +54,15 @@ def _problem(error: jsonschema.ValidationError) -> str:
     return f"{where} must satisfy {error.validator}: {json.dumps(error.validator_value, ensure_ascii=False)}"
 
 
-def build(backend: Backend, agent_name: str | None = None) -> Server[Any]:
-    """The server: the ten tools, the three prompts and the memory-item resource over `backend`."""
-    answers = Answers(backend, agent_name)
-    methods = answers.tools()
+def build(backend: Backend | MnemoError, agent_name: str | None = None) -> Server[Any]:
+    """The server: the ten tools, the three prompts and the memory-item resource over `backend`.
+
+    `backend` may be the error that kept it from opening (no key for the endpoint): the handshake and the lists
+    still answer, and every tool call is an error result that says it (how to give a key).
+    """
+    answers = Answers(backend, agent_name) if not isinstance(backend, MnemoError) else None
+    methods = {t["name"] for t in surface.TOOLS}
+    gate = anyio.Lock()  # one backend call at a time: it is synchronous, a SQLite connection is one
     schemas = {t["name"]: t["inputSchema"] for t in surface.TOOLS}
     validators = {name: jsonschema.Draft7Validator(schema) for name, schema in schemas.items()}
     tools = [
@@ -73,10 +94,36 @@ def build(backend: Backend, agent_name: str | None = None) -> Server[Any]:
         problems = sorted(validators[name].iter_errors(given), key=lambda e: list(e.absolute_path))
         if problems:
             return _text(f"Invalid arguments for {name}: {_problem(problems[0])}", error=True)
+        if answers is None:
+            assert isinstance(backend, MnemoError)
+            return _text(f"{backend.code}: {backend}", error=True)
+        method = answers.tools()[name]
+        taken = arguments(schemas[name], given)
+        done: list[types.CallToolResult] = []
+
+        def work() -> types.CallToolResult:
+            try:
+                result = _text(method(**taken))
+            except MnemoError as exc:
+                result = _text(f"{exc.code}: {exc}", error=True)
+            done.append(result)
+            return result
+
         try:
-            return _text(methods[name](**arguments(schemas[name], given)))
-        except MnemoError as exc:
-            return _text(f"{exc.code}: {exc}", error=True)
+            async with gate:
+                result = await anyio.to_thread.run_sync(work)
+                await anyio.lowlevel.checkpoint_if_cancelled()
+        except anyio.get_cancelled_exc_class():
+            # Cancelled (by the client, or the server closing): no result is sent, but a write that took effect
+            # stays; the client hears of it on the next read, a person here.
+            if done and not done[0].is_error and name in WRITES:
+                said = done[0].content[0].text.split("\n", 1)[0]  # type: ignore[union-attr]
+                sys.stderr.write(
+                    f"mnemo mcp: {name} (request {ctx.request_id!r}) was cancelled after it took effect, so its "
+                    f"result was not sent: {said}\n"
+                )
+            raise
+        return result
 
     async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
         return types.ListPromptsResult(prompts=prompts)
@@ -84,7 +131,7 @@ def build(backend: Backend, agent_name: str | None = None) -> Server[Any]:
     async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         spec = surface.PROMPTS.get(params.name)
         if spec is None:
-            raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {params.name}")
+            raise MCPError(types.INVALID_PARAMS, finish(f"Unknown prompt: {params.name}"))
         given = dict(params.arguments or {})
         args: dict[str, str] = {}
         for arg, _, required in spec["arguments"]:
@@ -92,7 +139,7 @@ def build(backend: Backend, agent_name: str | None = None) -> Server[Any]:
             # The package trims every argument but `domain`, which is matched byte for byte.
             value = value if arg == "domain" or value is None else value.strip()
             if required and not value:
-                raise MCPError(types.INVALID_PARAMS, f"prompt {params.name} needs a non-blank {arg}")
+                raise MCPError(types.INVALID_PARAMS, finish(f"prompt {params.name} needs a non-blank {arg}"))
             if value:
                 args[arg] = value
         message = types.PromptMessage(
@@ -118,15 +165,19 @@ def build(backend: Backend, agent_name: str | None = None) -> Server[Any]:
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         if not uri.startswith(surface.RESOURCE_PREFIX) or uri == surface.RESOURCE_PREFIX:
-            raise MCPError(RESOURCE_NOT_FOUND, f"Unknown resource: {uri}")
+            raise MCPError(RESOURCE_NOT_FOUND, finish(f"Unknown resource: {uri}"))
         from urllib.parse import unquote
 
+        if answers is None:
+            assert isinstance(backend, MnemoError)
+            raise MCPError(types.INTERNAL_ERROR, finish(f"{backend.code}: {backend}"))
         try:
-            text = answers.memory_item(unquote(uri[len(surface.RESOURCE_PREFIX) :]))
+            async with gate:
+                text = await anyio.to_thread.run_sync(answers.memory_item, unquote(uri[len(surface.RESOURCE_PREFIX) :]))
         except NotFound as exc:
-            raise MCPError(RESOURCE_NOT_FOUND, str(exc)) from None
+            raise MCPError(RESOURCE_NOT_FOUND, finish(str(exc))) from None
         except MnemoError as exc:
-            raise MCPError(types.INTERNAL_ERROR, f"{exc.code}: {exc}") from None
+            raise MCPError(types.INTERNAL_ERROR, finish(f"{exc.code}: {exc}")) from None
         contents = types.TextResourceContents(uri=uri, mime_type="application/json", text=text)
         return types.ReadResourceResult(contents=[contents])
 
@@ -144,12 +195,141 @@ def build(backend: Backend, agent_name: str | None = None) -> Server[Any]:
     )
 
 
-def serve(backend: Backend, agent_name: str | None = None) -> None:
+class _Open:
+    """The requests handed to the SDK that it has neither answered nor seen cancelled (by id, counted)."""
+
+    def __init__(self) -> None:
+        self.ids: Counter[str | int] = Counter()
+        self.changed = anyio.Event()
+
+    def add(self, request_id: str | int) -> None:
+        self.ids[request_id] += 1
+
+    def settle(self, request_id: object) -> None:
+        # A cancel may name 7 as "7" (the SDK matches them alike); an answer echoes the id as it came.
+        spellings = [request_id, str(request_id)]
+        if isinstance(request_id, str) and request_id.isdigit():
+            spellings.append(int(request_id))
+        for key in spellings:
+            if isinstance(key, str | int) and not isinstance(key, bool) and self.ids.get(key, 0) > 0:
+                self.ids[key] -= 1
+                if self.ids[key] == 0:
+                    del self.ids[key]
+                self.changed.set()
+                return
+
+    async def drained(self) -> None:
+        while self.ids:
+            self.changed = anyio.Event()
+            await self.changed.wait()
+
+
+class _Answered:
+    """The SDK's write stream, noting each answer it sends (so stdin's end waits for the calls still running)."""
+
+    def __init__(self, inner: Any, open_requests: _Open) -> None:
+        self.inner, self.open = inner, open_requests
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
+            self.open.settle(item.message.id)
+        await self.inner.send(item)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> _Answered:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        return cast("bool | None", await self.inner.__aexit__(exc_type, exc, tb))
+
+
+class _Front:
+    """stdin's lines for the SDK's reader: only those it can read; every other line is answered here.
+
+    The SDK's reader takes a stream of lines and drops what fails its parse; it has no hook to answer it.
+    """
+
+    def __init__(self, read_line: Callable[[int], str], open_requests: _Open) -> None:
+        self.read_line, self.open = read_line, open_requests
+        self.write: Any = None  # the SDK's write stream, once `stdio_server` has made it
+        self.ready = anyio.Event()
+
+    async def _refuse(self, refusals: list[lines.Refusal]) -> None:
+        await self.ready.wait()
+        for r in refusals:
+            error = types.ErrorData(code=r.code, message=r.message)
+            message = types.JSONRPCError(jsonrpc="2.0", id=r.request_id, error=error)
+            try:
+                await self.write.send(SessionMessage(message))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+
+    async def _line(self) -> str:
+        """One line of at most `lines.MAX_LINE` characters, or one character more for a line longer than that
+        (the rest of it read and dropped); '' at the end of stdin."""
+        line = await anyio.to_thread.run_sync(self.read_line, lines.MAX_LINE + 1, abandon_on_cancel=True)
+        tail = line
+        while len(tail) > lines.MAX_LINE and not tail.endswith("\n"):
+            tail = await anyio.to_thread.run_sync(self.read_line, lines.MAX_LINE, abandon_on_cancel=True)
+            if not tail:
+                break
+        return line
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        while line := await self._line():
+            if not line.strip():
+                continue  # a blank line is no message (the SDK's reader would refuse it silently too)
+            checked = lines.check(line)
+            if isinstance(checked, list):
+                await self._refuse(checked)
+                continue
+            text, value = checked
+            try:
+                types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+            except ValueError:
+                await self._refuse(lines.invalid(value))
+                continue
+            request_id = lines.request_id(value)
+            if request_id is not None and "method" in value:
+                self.open.add(request_id)
+            elif value.get("method") == "notifications/cancelled" and isinstance(value.get("params"), dict):
+                self.open.settle(value["params"].get("requestId"))  # the SDK answers a cancelled request never
+            yield text
+        with anyio.move_on_after(EOF_GRACE):
+            await self.open.drained()  # stdin ended: the calls still running are answered first
+
+
+def _claim_stdin() -> int:
+    """A private duplicate of fd 0, with fd 0 itself pointed at the null device (left as it is where that fails)."""
+    wire = os.dup(0)
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+    except OSError:
+        pass  # the protocol is still read from the duplicate
+    return wire
+
+
+def serve(backend: Backend | MnemoError, agent_name: str | None = None) -> None:
     """Serve MCP over this process's stdin and stdout until the client closes stdin."""
     server = build(backend, agent_name)
 
     async def main() -> None:
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        open_requests = _Open()
+        # UTF-8 with invalid bytes replaced, as the SDK's reader decodes; read from a duplicate of fd 0 while fd 0
+        # points at the null device, as the SDK does for the stdin it claims, so no child can read the protocol.
+        with open(_claim_stdin(), encoding="utf-8", errors="replace") as stdin:
+            front = _Front(stdin.readline, open_requests)
+            # The SDK's reader only iterates what it is given (`async for line in stdin`): the front passes for it.
+            async with stdio_server(stdin=cast("anyio.AsyncFile[str]", front)) as (read, write):
+                front.write = write
+                front.ready.set()
+                await server.run(read, _Answered(write, open_requests), server.create_initialization_options())
 
     anyio.run(main)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from typing import IO, TYPE_CHECKING, Annotated
 
@@ -18,6 +20,7 @@ from mnemo_tui.sanitize import quoted
 
 if TYPE_CHECKING:
     from mnemo_tui.backends import Backend
+    from mnemo_tui.state.config import Settings
 
 
 def export(
@@ -87,6 +90,24 @@ def _entries(count: int) -> str:
     return f"{count:,} {'entry' if count == 1 else 'entries'}"
 
 
+def _fresh_store(settings: Settings) -> str | None:
+    """The embedded store file this import is about to create (None: it exists, or the backend is another)."""
+    if settings.endpoint or settings.database or settings.store_path is None:
+        return None
+    return None if os.path.lexists(settings.store_path) else settings.store_path
+
+
+def _remove_fresh(backend: Backend | None, path: str | None) -> None:
+    """Remove the store file a refused import created, and SQLite's files beside it (closed first)."""
+    if path is None:
+        return
+    if backend is not None:
+        backend.close()
+    for name in (path, path + "-wal", path + "-shm", path + "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+
+
 class _ForTerminal:
     """stdout on a terminal: the export's JSON with what a terminal would act on escaped (the same values)."""
 
@@ -117,17 +138,24 @@ def import_(
     except OSError as exc:
         raise ValidationError(f"cannot read {name}: {exc.strerror or exc}") from None
     progress = output.Progress("entries imported")
+    fresh = _fresh_store(c.settings)
+    backend: Backend | None = None
     try:
-        done = load(c.backend, stream, name, progress=progress.update)
-    except UnicodeDecodeError:
-        raise ValidationError(f"{name} is not UTF-8 text") from None
+        backend = c.backend
+        done = load(backend, stream, name, progress=progress.update)
+    except BaseException as exc:
+        _remove_fresh(backend, fresh)  # a refused import leaves no store behind that it created
+        if isinstance(exc, UnicodeDecodeError):
+            raise ValidationError(f"{name} is not UTF-8 text") from None
+        raise
     finally:
         progress.done()
         if stream is not sys.stdin.buffer:
             stream.close()
+    skipped = sum(done.skipped_rooms.values())
     said = (
         f"imported {_entries(done.entries)}: {done.created:,} stored, {done.present + done.by_ref:,} already "
-        f"there; rooms: {done.rooms_created} created, {done.rooms_present} already there"
+        f"there, {skipped:,} skipped; rooms: {done.rooms_created} created, {done.rooms_present} already there"
     )
     try:
         sys.stdout.write((output.dumps(done.wire()) if fmt == "json" else said) + "\n")

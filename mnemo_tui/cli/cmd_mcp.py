@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import sys
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from mnemo_tui.cli.commands import ctx_of
 from mnemo_tui.cli.context import needs_extra
+
+if TYPE_CHECKING:
+    from mnemo_tui.backends import Backend
 
 
 def mcp(
@@ -23,5 +27,14 @@ def mcp(
     """
     with needs_extra("mcp", "mnemo mcp"):
         from mnemo_tui.agents.sdk import serve
+    from mnemo_tui.errors import AuthError
+
     c = ctx_of(ctx, creates_store=True)  # memory_write creates the store, as `mnemo write` does
-    serve(c.backend, agent_name)
+    try:
+        backend: Backend | AuthError = c.backend
+    except AuthError as exc:
+        # No key for the endpoint: an agent host that sees the process exit shows a dead server, so the
+        # handshake still happens and every tool call says how to give a key.
+        sys.stderr.write(f"mnemo mcp: {exc}\n")
+        backend = exc
+    serve(backend, agent_name)

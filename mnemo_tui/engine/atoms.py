@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
-from mnemo_tui.engine.rules import check_write, spliced_entry, wire_item
+from mnemo_tui.engine.rules import author_of, check_write, spliced_entry, wire_item
 from mnemo_tui.engine.tombstones import TombstoneOps
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
 from mnemo_tui.limits import ROOM_DELETE_RULE, dumps, room_of
@@ -120,6 +120,7 @@ class AtomOps(TombstoneOps):
             created = clock.next(bucket, wanted)
             # An import keeps the entry's id and author; the bucket is still the importer's to write.
             atom, author = (req.atom_id, req.author) if isinstance(req, KeptWrite) else (ids.atom_id(), principal)
+            agent, agent_name, client_env = author_of(req)  # as the wire item has them: normalized
             params = (
                 atom,
                 bucket,
@@ -129,9 +130,9 @@ class AtomOps(TombstoneOps):
                 dumps(list(req.concepts)) if req.concepts else "[]",
                 metadata,
                 author,
-                req.agent,
-                req.agent_name,
-                req.client_env,
+                agent,
+                agent_name,
+                client_env,
                 req.external_ref,
                 dumps(list(req.supersedes)) if req.supersedes else None,
                 wire_item(atom, req, created, author),

@@ -199,8 +199,13 @@ class EngineImport:
         if not isinstance(members, list) or not all(isinstance(m, dict) for m in members):
             raise ValidationError("room members must be a list of objects")
         rows = []
+        listed: set[str] = set()
         for member in members:
             who = _text(member, "principal", 200)
+            assert who is not None
+            if who in listed:  # one membership per principal: a second row would contradict the first
+                raise ValidationError(f"room {room_id} lists member {who!r} twice")
+            listed.add(who)
             if member.get("role") not in ("owner", "member") or member.get("scope") not in ("read", "read_write"):
                 raise ValidationError("a member's role is owner or member, its scope read or read_write")
             rows.append((room_id, who, member["role"], member["scope"], _time(member.get("joined_at"), "joined_at")))

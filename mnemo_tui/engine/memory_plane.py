@@ -12,7 +12,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.exchange import export_line
-from mnemo_tui.engine.rules import check_write, spliced_entry, with_superseded_by
+from mnemo_tui.engine.rules import FINITE_OUTCOME, check_outcome, check_write, spliced_entry, with_superseded_by
 from mnemo_tui.errors import MnemoError, NotFound, Unprocessable
 from mnemo_tui.limits import room_of
 from mnemo_tui.model import Entry
@@ -68,7 +68,8 @@ class MemoryOps(AtomOps, Database):
                 ).fetchone()[0]
             )
             row = db.execute(
-                "SELECT count(*), avg(v) FROM (SELECT avg(outcome) AS v FROM feedback WHERE bucket = ? GROUP BY atom_id) AS per_atom",
+                "SELECT count(*), avg(v) FROM (SELECT avg(outcome) AS v FROM feedback WHERE bucket = ? AND"
+                f" {FINITE_OUTCOME} GROUP BY atom_id) AS per_atom",
                 (bucket,),
             ).fetchone()
             prints = int(
@@ -93,7 +94,12 @@ class MemoryOps(AtomOps, Database):
 
     def feedback(self, principal: str, atom_ids: list[str], outcome: float) -> tuple[int, float]:
         """Record `outcome` (-1..1) for each of the principal's own atoms named; returns (how many were
-        recorded, the mean valence of those atoms after it). Unknown or foreign ids are not counted."""
+        recorded, the mean valence of those atoms after it). Unknown or foreign ids are not counted.
+
+        Raises:
+            Unprocessable: an outcome that is not a finite number from -1 to 1 (`rules.check_outcome`).
+        """
+        outcome = check_outcome(outcome)
         now = timefmt.now_us()
         with self.transaction() as db:
             bucket = self.own_bucket(principal)
@@ -106,13 +112,14 @@ class MemoryOps(AtomOps, Database):
             ]
             db.executemany(
                 "INSERT INTO feedback(atom_id, bucket, outcome, at) VALUES (?,?,?,?)",
-                [(a, bucket, float(outcome), now) for a in found],
+                [(a, bucket, outcome, now) for a in found],
             )
             if not found:
                 return 0, 0.0
             named, values = self.one_of("atom_id", found)
             mean = db.execute(
-                f"SELECT avg(v) FROM (SELECT avg(outcome) AS v FROM feedback WHERE {named} GROUP BY atom_id) AS per_atom",
+                f"SELECT avg(v) FROM (SELECT avg(outcome) AS v FROM feedback WHERE {named} AND {FINITE_OUTCOME} "
+                "GROUP BY atom_id) AS per_atom",
                 values,
             ).fetchone()[0]
         return len(found), round(float(mean or 0.0), 6)
@@ -124,7 +131,8 @@ class MemoryOps(AtomOps, Database):
         named, values = self.one_of("atom_id", atom_ids)
         with self.reading() as db:
             rows = db.execute(
-                f"SELECT atom_id, avg(outcome) FROM feedback WHERE {named} GROUP BY atom_id", values
+                f"SELECT atom_id, avg(outcome) FROM feedback WHERE {named} AND {FINITE_OUTCOME} GROUP BY atom_id",
+                values,
             ).fetchall()
         return {r[0]: float(r[1]) for r in rows}
 

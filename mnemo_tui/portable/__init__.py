@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.limits import dumps
+from mnemo_tui.limits import MAX_PRINCIPAL, dumps, loads
 from mnemo_tui.values.writes import KeptWrite
 
 if TYPE_CHECKING:
@@ -51,7 +50,7 @@ class Marks:
         refused = ValidationError("--cursor is not an export cursor (take the `cursor` of an export's end line)")
         try:
             raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-            body = json.loads(raw)
+            body = loads(raw)
         except (binascii.Error, ValueError):
             raise refused from None
         marks = body.get("marks") if isinstance(body, dict) and body.get("v") == FORMAT else None
@@ -89,7 +88,7 @@ def check_header(line: bytes, name: str) -> dict[str, Any]:
         ValidationError: not an export of mnemo, or one of another format version.
     """
     try:
-        head = json.loads(line)
+        head = loads(line)
     except ValueError:
         head = None
     if not isinstance(head, dict) or HEADER_KEY not in head:
@@ -121,6 +120,10 @@ def entry_of(item: dict[str, Any]) -> tuple[int, KeptWrite, str | None]:
     metadata = item.get("metadata")
     if not isinstance(provenance, dict) or not isinstance(provenance.get("principal"), str):
         raise ValidationError("provenance.principal must be text")
+    principal = provenance["principal"]
+    if not principal.strip() or len(principal) > MAX_PRINCIPAL or "\x00" in principal:
+        # A principal, not a text to cut: a key's principal is 1 to 200 characters (engine/keys.py).
+        raise ValidationError(f"provenance.principal must be 1 to {MAX_PRINCIPAL} characters, with no NUL")
     if not isinstance(concepts, list) or not all(isinstance(c, str) for c in concepts):
         raise ValidationError("concepts must be a list of text")
     if not isinstance(supersedes, list) or not all(isinstance(s, str) for s in supersedes):
@@ -136,7 +139,7 @@ def entry_of(item: dict[str, Any]) -> tuple[int, KeptWrite, str | None]:
         raise ValidationError("content and domain are required")
     write = KeptWrite(
         atom_id=atom_id,
-        author=provenance["principal"],
+        author=principal,
         content=texts["content"],
         domain=texts["domain"],
         concepts=tuple(concepts),

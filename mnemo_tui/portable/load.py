@@ -7,7 +7,6 @@ write whose `external_ref` (its own, else `import:<original id>`) makes a repeat
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
@@ -15,8 +14,9 @@ from typing import IO, TYPE_CHECKING
 from mnemo_tui import portable
 from mnemo_tui.backends import Backend
 from mnemo_tui.engine.exchange import AtLine, EngineImport
+from mnemo_tui.engine.rules import check_write
 from mnemo_tui.errors import Forbidden, MnemoError, NotFound, ValidationError
-from mnemo_tui.limits import dumps, room_of
+from mnemo_tui.limits import NotJson, dumps, loads, room_of
 from mnemo_tui.portable.export import engine_of
 from mnemo_tui.values.writes import KeptWrite, WriteRequest
 
@@ -51,6 +51,7 @@ class Imported:
             "entries": self.entries,
             "created": self.created,
             "already_present": self.present + self.by_ref,
+            "skipped": sum(self.skipped_rooms.values()),
             "differing": self.differing,
             "times": {"kept": self.kept, "assigned": self.assigned, "future": self.future},
             "links_dropped": self.links_dropped,
@@ -71,9 +72,11 @@ def read_line(source: IO[bytes], name: str, number: int) -> bytes:
 
 def _parsed(raw: bytes, name: str, number: int) -> Any:
     try:
-        item = json.loads(raw)
+        item = loads(raw)
     except UnicodeDecodeError:
         raise ValidationError(f"{name} line {number} is not UTF-8 text") from None
+    except NotJson as exc:
+        raise ValidationError(f"{name} line {number} is not JSON a store can keep: {exc}") from None
     except ValueError:
         if not raw.endswith(b"\n"):
             raise ValidationError(
@@ -192,8 +195,47 @@ def load(backend: Backend, source: IO[bytes], name: str, progress: Callable[[int
     return _over_endpoint(backend, source, name, progress)
 
 
+class _Tee:
+    """A source whose lines read are also written to a spool, to be read again."""
+
+    def __init__(self, source: IO[bytes], spool: IO[bytes]) -> None:
+        self.source, self.spool = source, spool
+
+    def readline(self, size: int = -1) -> bytes:
+        line = self.source.readline(size)
+        self.spool.write(line)
+        return line
+
+
+def _check_into(source: IO[bytes], spool: IO[bytes], name: str) -> None:
+    """Read and check each line after the header as an engine checks it (JSON, shape, the engine's bounds),
+    copying it to `spool`: over an endpoint, where each entry is its own write, a refused file stores nothing.
+
+    Raises:
+        ValidationError: a bad line (named), a file cut short.
+    """
+    # `_lines` reads only `readline`, which the tee has.
+    for number, kind, item in _lines(_Tee(source, spool), name):  # type: ignore[arg-type]
+        if kind == "entry":
+            try:
+                check_write(portable.entry_of(item)[1])
+            except ValidationError as exc:
+                raise _at(name, number, exc) from None
+
+
 def _over_endpoint(backend: Backend, source: IO[bytes], name: str, progress: Callable[[int], None] | None) -> Imported:
-    """One write per entry, times assigned by the endpoint; rooms are never created here."""
+    """One write per entry, times assigned by the endpoint; rooms are never created here. The whole file is
+    checked before the first write, spooled to a temporary file (memory stays flat) and read again."""
+    import tempfile  # an import over an endpoint only
+
+    with tempfile.TemporaryFile() as spool:
+        _check_into(source, spool, name)
+        spool.seek(0)
+        return _write_each(backend, spool, name, progress)
+
+
+def _write_each(backend: Backend, source: IO[bytes], name: str, progress: Callable[[int], None] | None) -> Imported:
+    """The writes of an import over an endpoint, from a file already checked."""
     writable = {r.room_id for r in backend.rooms() if r.scope == "read_write"}
     skipped: dict[str, int] = {}
     new_ids: dict[str, str] = {}  # original id -> id here, of entries a later one supersedes

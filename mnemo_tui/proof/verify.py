@@ -11,7 +11,7 @@ from typing import Any
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
-from mnemo_tui.limits import room_of
+from mnemo_tui.limits import NotJson, loads, room_of
 from mnemo_tui.model import RecentQuery
 from mnemo_tui.walk import Walk
 
@@ -97,15 +97,19 @@ def parse_expected(text: str, source: str = "--expect") -> list[str]:
     body = text.strip().lstrip("\ufeff")
     if body.startswith("["):
         try:
-            items = json.loads(body)
-        except ValueError as exc:
+            items = loads(body)
+        except NotJson as exc:
             raise ValidationError(f"{source} starts with '[' but is not a JSON array ({exc})") from None
+        except json.JSONDecodeError as exc:
+            raise ValidationError(
+                f"{source} line {_line_of(text, body, exc.pos)} starts with '[' but is not a JSON array ({exc.msg})"
+            ) from None
         if not isinstance(items, list):
             raise ValidationError(f"{source} starts with '[' but is not a JSON array")
         return list(dict.fromkeys(_id_of_item(item, f"{source} item {n}") for n, item in enumerate(items, 1)))
     if body.startswith("{"):
         try:
-            document = json.loads(body)
+            document = loads(body)
         except ValueError:
             document = None  # not one document: NDJSON, read line by line below
         if isinstance(document, dict):
@@ -118,6 +122,11 @@ def parse_expected(text: str, source: str = "--expect") -> list[str]:
     return _parse_lines(text, source)
 
 
+def _line_of(text: str, body: str, pos: int) -> int:
+    """The line of `text` holding position `pos` of `body` (`text` stripped of white space and a BOM)."""
+    return text.count("\n", 0, text.find(body[:1]) + pos) + 1
+
+
 def _parse_lines(text: str, source: str) -> list[str]:
     ids: dict[str, None] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -127,7 +136,9 @@ def _parse_lines(text: str, source: str) -> list[str]:
         where = f"{source} line {number}"
         if line.startswith("{"):
             try:
-                item = json.loads(line)
+                item = loads(line)
+            except NotJson as exc:
+                raise ValidationError(f"{where} is not valid JSON: {exc}") from None
             except ValueError:
                 raise ValidationError(f"{where} is not valid JSON") from None
             value = item.get("atom_id") if isinstance(item, dict) else None

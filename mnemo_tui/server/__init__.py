@@ -1,2 +1,2 @@
-"""Provides `mnemo serve`: the embedded store over the REST dialect of WIRE.md (its own small ASGI layer,
-`asgi.py`, under uvicorn; request bodies read by pydantic models, `bodies.py`)."""
+"""Provides `mnemo serve`: the embedded store over the REST dialect of WIRE.md (a Starlette app, `app.py`, under
+uvicorn; request bodies read by pydantic models, `bodies.py`)."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
+from starlette.requests import HTTPConnection
+
 from mnemo_tui.errors import AuthError
-from mnemo_tui.server.asgi import Request
 
 # Keys are looked up by their SHA-256 (the store keeps nothing else) and compared in constant time
 # (`hmac.compare_digest`) by the engine's `principal_for_key`; this only refuses what cannot be a key.
@@ -13,7 +14,7 @@ _KEY_SHAPE = re.compile(r"^mk_[A-Za-z0-9_]{1,190}\Z")
 _KEY_TOKEN = re.compile(r"mk_[A-Za-z0-9]+_[A-Za-z0-9]+")
 
 
-def presented_key(request: Request) -> str:
+def presented_key(request: HTTPConnection) -> str:
     """The key the caller presented.
 
     Raises:

@@ -142,7 +142,8 @@ class Write(_Closed):
     """`WriteRequestSchema` (`POST /memory/write`)."""
 
     content: str = Field(min_length=1, max_length=10000)
-    concepts: list[str] = Field(default_factory=list, max_length=256)
+    # Each concept at most 200 characters: mnemo's own bound (docs/server.md), as the engine's `check_concepts`.
+    concepts: list[Annotated[str, Field(max_length=200)]] = Field(default_factory=list, max_length=256)
     domain: str = Field("general", max_length=100)
     fingerprint: Annotated[str, Field(max_length=512)] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -1,9 +1,14 @@
 """Provides the bounds at the HTTP edge of `mnemo serve` (docs/security.md, "The HTTP edges"): uvicorn's h11
 protocol with its header-size limit, a deadline for a request's headers, and a cap on open connections.
 
+Why a subclass of uvicorn's h11 protocol (the one place `mnemo serve` reaches past uvicorn's settings): the
+four edges below happen before or outside any ASGI request, where no app can act. Everything else is
+uvicorn's public settings. uvicorn is pinned to the minor version this is tested on (pyproject.toml).
+
 httptools, uvicorn's default, bounds neither a header's size nor the time to receive the headers. h11
 bounds the size (`h11_max_incomplete_event_size`, answered here with 431 instead of uvicorn's 400); the
-deadline and the cap are this subclass of uvicorn's own h11 protocol, which parses nothing itself.
+deadline (watched by the server's one `Deadlines` timer), the cap (503, retryable, instead of uvicorn's
+`limit_concurrency` plain text) and a stalled stream's abort are this subclass, which parses nothing itself.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from mnemo_tui.errors import MnemoError, Unavailable
+from mnemo_tui.server.deadlines import Deadlines
 from mnemo_tui.server.envelope import Refused, error
 
 MAX_HEADER_BYTES = 16 << 10  # the request line and headers together (h11's own default)
@@ -36,49 +42,16 @@ class Edges:
     max_header_bytes: int = MAX_HEADER_BYTES
     keep_alive_seconds: int = KEEP_ALIVE_SECONDS
 
-    def uvicorn_options(self) -> dict[str, Any]:
-        """The `uvicorn.Config` arguments that put these bounds in place."""
-        protocol = type("BoundedH11", (BoundedH11,), {"edges": self, "deadlines": HeaderDeadlines(self.header_seconds)})
+    def uvicorn_options(self, deadlines: Deadlines | None = None) -> dict[str, Any]:
+        """The `uvicorn.Config` arguments that put these bounds in place; the header deadlines are watched by
+        `deadlines` (the app's, so that one timer watches the server's every deadline)."""
+        watch = Deadlines() if deadlines is None else deadlines
+        protocol = type("BoundedH11", (BoundedH11,), {"edges": self, "deadlines": watch})
         return {
             "http": protocol,
             "h11_max_incomplete_event_size": self.max_header_bytes,
             "timeout_keep_alive": self.keep_alive_seconds,
         }
-
-
-class HeaderDeadlines:
-    """When each connection waiting for a request's headers must have sent them, watched by one timer for
-    all of them (a timer per connection would be a cost of each)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._due: dict[BoundedH11, float] = {}
-        self._watching = False
-
-    def expect(self, connection: BoundedH11) -> None:
-        loop = asyncio.get_running_loop()
-        self._due[connection] = loop.time() + self.seconds
-        if not self._watching:
-            self._watching = True
-            loop.call_later(self._period(), self._watch, loop)
-
-    def drop(self, connection: BoundedH11) -> None:
-        self._due.pop(connection, None)
-
-    def _period(self) -> float:
-        # A late connection is cut off at most a tenth of its allowance after it was due.
-        return max(0.01, self.seconds / 10)
-
-    def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
-        now = loop.time()
-        for connection, due in list(self._due.items()):
-            if now >= due:
-                del self._due[connection]
-                connection.headers_late()
-        if self._due:
-            loop.call_later(self._period(), self._watch, loop)
-        else:
-            self._watching = False
 
 
 class HeaderBound(h11.Connection):
@@ -115,7 +88,7 @@ class BoundedH11(H11Protocol):
     """
 
     edges: Edges
-    deadlines: HeaderDeadlines
+    deadlines: Deadlines
     refused = False  # over the cap: answered 503 and never handed to uvicorn
     lingering = 0  # refused connections not closed yet, over the whole server
 
@@ -128,7 +101,7 @@ class BoundedH11(H11Protocol):
             self._refuse(transport)
             return
         super().connection_made(transport)
-        self.deadlines.expect(self)
+        self.deadlines.expect(self, self.edges.header_seconds, self.headers_late)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.deadlines.drop(self)
@@ -152,7 +125,7 @@ class BoundedH11(H11Protocol):
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if not self.transport.is_closing():
-            self.deadlines.expect(self)
+            self.deadlines.expect(self, self.edges.header_seconds, self.headers_late)
 
     def headers_late(self) -> None:
         """The deadline passed: a connection answering nothing is closed, with 408 when it had begun a request."""
@@ -176,12 +149,10 @@ class BoundedH11(H11Protocol):
 
     def _answer(self, exc: MnemoError) -> None:
         answer = error(exc, None)
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(answer.body)).encode())]
-        headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers.items()]
-        headers.append((b"connection", b"close"))
-        reason = HTTPStatus(answer.status).phrase.encode()
-        start = h11.Response(status_code=answer.status, headers=headers, reason=reason)
-        for event in (start, h11.Data(data=answer.body)):
+        headers = [*answer.raw_headers, (b"connection", b"close")]
+        reason = HTTPStatus(answer.status_code).phrase.encode()
+        start = h11.Response(status_code=answer.status_code, headers=headers, reason=reason)
+        for event in (start, h11.Data(data=bytes(answer.body))):
             self.transport.write(self.conn.send(event))
         self.transport.write(self.conn.send(h11.EndOfMessage()) or b"")
 

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import re
+import sqlite3
 from typing import Any
 
-from mnemo_tui.errors import MnemoError, RateLimited
+from starlette.requests import ClientDisconnect, HTTPConnection
+from starlette.responses import Response
+
+from mnemo_tui.errors import LocalStateError, MnemoError, RateLimited, Unavailable
 from mnemo_tui.limits import dumps as model_dumps
-from mnemo_tui.server.asgi import Request, Response
 
 _REQUEST_ID = re.compile(r"^[\x21-\x7e]{1,128}\Z")
+JSON = "application/json"
+log = logging.getLogger("mnemo.server")
 
 
 def dumps(value: Any) -> bytes:
@@ -33,11 +39,11 @@ def ok(body: bytes | Any) -> Response:
     if isinstance(body, Raw):
         return Response(body.body, media_type=body.media_type)
     if isinstance(body, bytes):
-        return Response(body, headers=dict(CANONICAL))
-    return Response(dumps(body))
+        return Response(body, headers=CANONICAL, media_type=JSON)
+    return Response(dumps(body), media_type=JSON)
 
 
-def request_id(request: Request) -> str | None:
+def request_id(request: HTTPConnection) -> str | None:
     """The caller's `X-Request-Id`, when it is a sane token (echoed as `requestId`)."""
     value = request.headers.get("x-request-id")
     if value is None or not _REQUEST_ID.match(value):
@@ -55,9 +61,29 @@ class Refused(MnemoError):
         self.retryable = retryable
 
 
-def error(exc: MnemoError, rid: str | None) -> Response:
+def error(exc: MnemoError, rid: str | None, headers: dict[str, str] | None = None) -> Response:
     """The flat envelope (`code`, `message`, `requestId`, `retryable`, `details`) with the error's status."""
-    headers = {"X-Request-Id": rid} if rid else {}
+    extra = {"X-Request-Id": rid} if rid else {}
     if exc.retryable or isinstance(exc, RateLimited):
-        headers["Retry-After"] = "1"
-    return Response(dumps(exc.envelope(rid)), status=exc.status, headers=headers)
+        extra["Retry-After"] = "1"
+    if headers:
+        extra.update(headers)
+    return Response(dumps(exc.envelope(rid)), status_code=exc.status, headers=extra, media_type=JSON)
+
+
+def translate(exc: BaseException) -> MnemoError:
+    """Any failure as the project's error the envelope says: the store's own faults are 503, a bug is 500
+    (logged with its traceback, never shown)."""
+    if isinstance(exc, LocalStateError):
+        # The server's own store cannot be written (full disk, read-only mount): not the caller's fault.
+        log.warning("store unavailable: %s", exc.message)
+        return Unavailable(exc.message)
+    if isinstance(exc, MnemoError):
+        return exc
+    if isinstance(exc, ClientDisconnect):
+        return Refused(400, "VALIDATION_ERROR", "the request body was cut off")
+    if isinstance(exc, sqlite3.OperationalError) and any(w in str(exc) for w in ("locked", "busy", "disk I/O")):
+        log.warning("database busy or unavailable: %s", exc)
+        return Unavailable("the store is busy; retry shortly")
+    log.error("internal error", exc_info=exc)
+    return Refused(500, "INTERNAL", "internal server error")

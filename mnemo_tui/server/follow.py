@@ -15,15 +15,19 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from starlette.requests import Request
+from starlette.responses import Response
+
 from mnemo_tui import timefmt
 from mnemo_tui.errors import Forbidden, MnemoError, RemovalsGone, Unavailable, Unprocessable
 from mnemo_tui.model import RecentQuery
-from mnemo_tui.server import auth, bodies
-from mnemo_tui.server.asgi import Request, Response, Stalled, Streamed, Write
+from mnemo_tui.server import bodies
 from mnemo_tui.server.bounds import PerKey
-from mnemo_tui.server.envelope import dumps, error, request_id
+from mnemo_tui.server.envelope import dumps
+from mnemo_tui.server.middleware import caller, read_body
 from mnemo_tui.server.pool import READ
 from mnemo_tui.server.removals_route import GONE
+from mnemo_tui.server.streamed import Stalled, Streamed, Write
 from mnemo_tui.server.wake import Follower, Hub
 
 if TYPE_CHECKING:
@@ -38,13 +42,11 @@ class Served(Protocol):
     pool: EnginePool
     hub: Hub
     follows: Bounds
-    bodies: Any
+    streams: set[Streamed]
     translate: Callable[[BaseException], MnemoError]
 
     async def principal(self, key: str) -> str: ...
 
-
-ReadBody = Callable[[Request, Any], Awaitable[bytes]]
 
 MAX_FOLLOWS = 500  # open at once on one server (`mnemo serve --max-follows`)
 MAX_FOLLOWS_PER_KEY = 100
@@ -290,30 +292,27 @@ async def _watch(request: Request, follower: Follower) -> None:
             return
 
 
-def handler(served: Served, read_body: ReadBody) -> Callable[[Request], Awaitable[Response]]:
-    """`POST /memory/follow`: the key first, then the body, `Last-Event-ID` and the bounds, then the scope's
-    position (a stranger to a room is refused before the stream starts)."""
+def handler(served: Served) -> Callable[[Request], Awaitable[Response]]:
+    """`POST /memory/follow`: the key first (the middleware's), then the body, `Last-Event-ID` and the bounds,
+    then the scope's position (a stranger to a room is refused before the stream starts); every refusal is
+    raised, and answered with its envelope."""
 
     async def follow(request: Request) -> Response:
-        try:
-            key = auth.presented_key(request)
-            who = await served.principal(key)
-            request.scope["mnemo.principal"] = who
-            raw = await read_body(request, served.bodies)
-            b = bodies.parse(FollowBody, raw if raw.strip() else b"{}")
-            for refused in ("cursor", "until"):
-                if getattr(b, refused) is not None:
-                    raise Unprocessable(f"{refused} is refused on a follow (it starts at the newest and never ends)")
-            resume = last_event_id(request)
-            since = None if b.since is None else timefmt.parse_iso(b.since)
-            query = RecentQuery(
-                scope=b.domain, exclude_author=b.exclude_author, limit=b.limit, include_history=b.include_history
-            ).validated()
-            served.follows.take(key)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes an envelope
-            return error(served.translate(exc), request_id(request))
+        who = caller(request)
+        raw = await read_body(request)
+        b = bodies.parse(FollowBody, raw if raw.strip() else b"{}")
+        for refused in ("cursor", "until"):
+            if getattr(b, refused) is not None:
+                raise Unprocessable(f"{refused} is refused on a follow (it starts at the newest and never ends)")
+        resume = last_event_id(request)
+        since = None if b.since is None else timefmt.parse_iso(b.since)
+        query = RecentQuery(
+            scope=b.domain, exclude_author=b.exclude_author, limit=b.limit, include_history=b.include_history
+        ).validated()
+        key = who.key
+        served.follows.take(key)
         follower = served.hub.join()
-        one = Follow(served, who, query, follower, key)
+        one = Follow(served, who.principal, query, follower, key)
         watching: list[asyncio.Task[None]] = []
 
         def done() -> None:
@@ -327,14 +326,14 @@ def handler(served: Served, read_body: ReadBody) -> Callable[[Request], Awaitabl
             last, member = await one.position()
             if not member and resume is None:
                 raise Forbidden("you are not a member of this room (or it does not exist)")
-        except Exception as exc:  # noqa: BLE001
+        except BaseException:
             done()
-            return error(served.translate(exc), request_id(request))
+            raise
         watching.append(asyncio.get_running_loop().create_task(_watch(request, follower)))
 
         async def produce(write: Write) -> None:
             await one.stream(write, resume, last, member, since, seen)
 
-        return Streamed(produce, MEDIA, dict(HEADERS), done)
+        return Streamed(produce, MEDIA, HEADERS, served.streams, done)
 
     return follow

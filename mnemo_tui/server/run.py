@@ -23,6 +23,7 @@ import uvicorn
 
 from mnemo_tui.dburl import database_identity
 from mnemo_tui.server.app import PREFIX, create_app
+from mnemo_tui.server.deadlines import Deadlines
 from mnemo_tui.server.edges import Edges
 from mnemo_tui.server.follow import MAX_FOLLOWS
 
@@ -187,6 +188,7 @@ def serve(
     `edges` and its push follows by `max_follows`; returns the exit code (0 after a clean stop)."""
     edges = file_room(edges or Edges())
     log_handler = configure_logging(sys.stderr)
+    deadlines = Deadlines()  # the server's one timer: its connections' header deadlines and its bodies'
     app = create_app(
         store_path,
         database=database,
@@ -195,6 +197,7 @@ def serve(
         allow_reset=allow_reset,
         access=partial(log_handler.line, "mnemo.access"),
         max_follows=max_follows,
+        deadlines=deadlines,
     )
     # Everything made so far (modules, the app, its routes) lives as long as the process: kept out of
     # the collector's passes, which then look only at what requests make.
@@ -217,7 +220,7 @@ def serve(
         lifespan="on",
         server_header=False,
         timeout_graceful_shutdown=5,
-        **edges.uvicorn_options(),
+        **edges.uvicorn_options(deadlines),
     )
     server = Server(config, app.end_streams)
     stopping: list[int] = []

@@ -8,13 +8,15 @@ import logging
 from collections.abc import Callable
 from functools import partial
 
+from starlette.types import Receive
+
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.model import RecentQuery, WirePage
-from mnemo_tui.server.asgi import Receive, Streamed, Write
 from mnemo_tui.server.bounds import PerKey
 from mnemo_tui.server.envelope import CANONICAL
 from mnemo_tui.server.pool import EnginePool
 from mnemo_tui.server.routes import page_json
+from mnemo_tui.server.streamed import Streamed, Write
 
 NDJSON = "application/x-ndjson"
 # Pages read in one database call and sent as one part: a thread hop and a send per page were most of the
@@ -85,6 +87,7 @@ def answer(
     query: RecentQuery,
     first: WirePage,
     receive: Receive,
+    streams: set[Streamed],
     done: Callable[[], None] | None = None,
 ) -> Streamed:
     """The NDJSON answer of a walk whose first page is read (its failures were a JSON refusal, status and all);
@@ -116,4 +119,4 @@ def answer(
             gone.cancel()
 
     headers = {**CANONICAL, "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-    return Streamed(produce, NDJSON, headers, done)
+    return Streamed(produce, NDJSON, headers, streams, done)

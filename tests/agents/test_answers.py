@@ -17,11 +17,12 @@ import pytest
 from broken_backends import Wrapper
 
 from mnemo_tui.agents import surface
-from mnemo_tui.agents.answers import EARLY_STOP_NOTE, PAGE_BUDGET, Answers
+from mnemo_tui.agents.answers import EARLY_STOP_NOTE, Answers
+from mnemo_tui.agents.budget import BUDGET, finish
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.errors import Unavailable
-from mnemo_tui.model import Page, RecentQuery
+from mnemo_tui.model import Entry, Page, RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 HOSTED = json.loads((Path(__file__).parent / "hosted-tools-list.json").read_text(encoding="utf-8"))
@@ -80,7 +81,7 @@ def test_a_short_page_hands_back_the_cursor_issued_after_its_last_entry(backend:
     counting = Counting(backend)
     first = Answers(counting).memory_list_recent(domain="d", limit=100)
     shown = ID.findall(first)
-    assert len(first) <= PAGE_BUDGET and 0 < len(shown) < 30
+    assert len(first) <= BUDGET and 0 < len(shown) < 30
     cursor = CURSOR.search(first).group(1)  # type: ignore[union-attr]
     assert cursor in counting.issued  # the backend's own cursor, not one past trimmed entries
     # the cursor continues right after the last entry shown: the next entry is the next older one
@@ -97,7 +98,7 @@ def test_pages_of_mixed_lengths_cover_the_feed_exactly(backend: LocalBackend) ->
     cursor = None
     for _ in range(50):
         text = answers.memory_list_recent(domain="d", limit=100, cursor=cursor)
-        assert len(text) <= PAGE_BUDGET
+        assert len(text) <= BUDGET
         ids += ID.findall(text)
         match = CURSOR.search(text)
         if match is None:
@@ -114,22 +115,38 @@ def test_the_limit_is_a_ceiling(backend: LocalBackend) -> None:
     assert len(ID.findall(Answers(backend).memory_list_recent(domain="d"))) == 20  # the default
 
 
-def test_an_over_budget_batch_is_asked_again_narrower_and_an_entry_over_the_budget_alone_comes_whole(
+def test_an_over_budget_batch_is_asked_again_narrower_and_an_entry_over_the_budget_alone_is_cut_to_fit(
     backend: LocalBackend,
 ) -> None:
-    # ~15,000 characters a page line (content and concepts): three exceed the budget, one does not.
-    concepts = tuple(f"c{j:04d}" * 20 for j in range(40))
+    # ~15,000 characters a page line as shown (each BEL is shown as the four characters \x07): two fit, not three.
     for _ in range(3):
-        backend.write(WriteRequest("y" * 10_000, domain="d", concepts=concepts))
+        backend.write(WriteRequest("y" * 5_000 + "\x07" * 2_500, domain="d"))
     counting = Counting(backend)
     text = Answers(counting).memory_list_recent(domain="d", limit=3)
-    assert len(ID.findall(text)) == 2 and len(text) <= PAGE_BUDGET
-    # three did not fit: one; then two did not fit: one; then the last one did not fit: whole or dropped, never cut
+    assert len(ID.findall(text)) == 2 and len(text) <= BUDGET
+    # three did not fit: one; then two did not fit: one; then the last one did not fit: left for the next page
     assert counting.asked == [3, 1, 2, 1, 1]
-    # ~47,000 characters: one entry over the budget on its own is returned whole, as a page of one
-    big = backend.write(WriteRequest("z" * 10_000, domain="big", concepts=tuple(f"k{j:04d}" * 25 for j in range(250))))
+    # 40,000 characters as shown and more: one entry over the budget on its own is a page of one, cut to fit,
+    # naming the resource that gives it whole; the walk goes on after it
+    backend.write(WriteRequest("older", domain="big"))
+    big = backend.write(WriteRequest("\x1b" * 9_990 + "tail", domain="big"))
     alone = Answers(backend).memory_list_recent(domain="big", limit=5)
-    assert len(alone) > PAGE_BUDGET and ID.findall(alone) == [big.atom_id]
+    assert len(alone) <= BUDGET
+    assert ID.findall(alone) == [big.atom_id]
+    assert f"more characters: read it whole at memory://item/{big.atom_id}]" in alone
+    assert "\x1b" not in alone.replace("\\x1b", "")  # no raw ESC: shown as the escape
+    rest = Answers(backend).memory_list_recent(domain="big", cursor=CURSOR.search(alone).group(1))  # type: ignore[union-attr]
+    assert rest.startswith("1. [") and "older" in rest
+
+
+def test_a_long_list_of_concepts_is_shown_up_to_its_share_saying_how_many_more(backend: LocalBackend) -> None:
+    concepts = tuple(f"c{j:04d}" * 20 for j in range(250))  # 250 concepts of 100 characters
+    atom = backend.write(WriteRequest("many concepts", domain="d", concepts=concepts)).atom_id
+    text = Answers(backend).memory_list_recent(domain="d")
+    assert ID.findall(text) == [atom] and len(text) < 3_000
+    shown = re.search(r"\((c0000.*), … and (\d+) more concepts\)", text)
+    assert shown is not None
+    assert len(shown.group(1).split(", ")) + int(shown.group(2)) == 250
 
 
 def test_a_failing_later_sub_request_stops_the_page_early_with_its_cursor_unaffected(backend: LocalBackend) -> None:
@@ -228,3 +245,108 @@ def test_nothing_but_the_protocol_on_stdout(tmp_path: Path, isolated_home: Path)
     assert by_id[1]["serverInfo"]["name"] == "mnemo"
     assert by_id[3]["content"][0]["text"].endswith("(end of feed — nothing older)")
     assert by_id[4]["isError"] is True
+
+
+# -- a budget for every tool ----------------------------------------------------------------------
+
+
+def test_memory_read_holds_whole_matches_within_the_budget_and_says_how_many_more(backend: LocalBackend) -> None:
+    for i in range(50):
+        backend.write(WriteRequest(f"needle {i:02d} " + "w" * 9_980, domain="d"))
+    text = Answers(backend).memory_read(query="needle", top_k=50, domain="d")
+    assert len(text) <= BUDGET
+    shown = len(ID.findall(text))
+    more = re.search(r"\n\n\((\d+) more matches not shown: an answer holds at most 40,000 characters\. Narrow", text)
+    assert more is not None and 0 < shown < 50 and shown + int(more.group(1)) == 50
+    assert "a lower top_k, a domain, since/until or a more specific query" in text
+    # every match shown is whole: its content, then its id line
+    assert text.count("w" * 9_980) == shown
+
+
+def test_memory_read_of_matches_with_long_concepts_stays_within_the_budget(backend: LocalBackend) -> None:
+    concepts = tuple(f"k{j:03d}" * 250 for j in range(256))  # 256 concepts of 1,000 characters each
+    for _ in range(5):
+        backend.write(WriteRequest("haystack entry", domain="d", concepts=concepts))
+    text = Answers(backend).memory_read(query="haystack", domain="d")
+    assert len(text) <= BUDGET and len(ID.findall(text)) == 5
+    assert text.count("… and 255 more concepts") == 5
+
+
+def test_a_match_over_the_budget_alone_is_cut_to_fit_naming_the_resource(backend: LocalBackend) -> None:
+    atom = backend.write(WriteRequest("needle " + "\x07" * 9_990, domain="d")).atom_id
+    text = Answers(backend).memory_read(query="needle", domain="d")
+    assert len(text) <= BUDGET and ID.findall(text) == [atom]
+    assert f"more characters: read it whole at memory://item/{atom}]" in text
+
+
+def test_memory_stats_lists_domains_within_the_budget_and_says_how_many_more(backend: LocalBackend) -> None:
+    for i in range(600):
+        backend.write(WriteRequest("x", domain=f"{i:03d}-" + "d" * 95))
+    text = Answers(backend).memory_stats()
+    assert len(text) <= BUDGET
+    domains = re.search(r"^Domains: (.*) … and (\d+) more domains not shown", text, re.MULTILINE)
+    assert domains is not None
+    assert len(domains.group(1).split(", ")) + int(domains.group(2)) == 600
+    assert text.endswith("memories rated")  # the lines after the domains are all there
+
+
+def test_room_and_vault_listings_stop_within_the_budget_and_name_the_command_that_lists_all(
+    backend: LocalBackend,
+) -> None:
+    for i in range(300):
+        backend.create_room(f"{i:03d} " + "r" * 196)
+    rooms = Answers(backend).memory_list_rooms()
+    assert len(rooms) <= BUDGET and rooms.startswith("Your shared rooms (300):\n")
+    more = re.search(r"\n… and (\d+) more rooms not shown: .*`mnemo rooms list` lists them all\.$", rooms)
+    assert more is not None and rooms.count("\n- ") + int(more.group(1)) == 300
+    for i in range(8):
+        backend.vault_add(f"secret-{i}", "\x1b" * 9_990 + f" {i}", "c2VhbGVk")
+    vault = Answers(backend).vault_list()
+    assert len(vault) <= BUDGET
+    # the first line alone is over the budget as shown (each ESC is four characters): its head, said so
+    assert re.search(r"^- secret-0 — (\\x1b)+ … \([\d,]+ more characters\)$", vault, re.MULTILINE)
+    assert vault.endswith("`mnemo vault list` lists them all.") and "7 more secrets not shown" in vault
+
+
+def test_any_answer_is_cut_to_the_budget_saying_how_much_was_left_out() -> None:
+    assert finish("short") == "short"
+    cut = finish("\x1b" * 20_000)
+    assert len(cut) <= BUDGET and cut.startswith("\\x1b" * 100)
+    assert re.search(r"\n\n\(… [\d,]+ more characters not shown: an answer holds at most 40,000 characters\.\)$", cut)
+    assert "\\x1\n" not in cut  # never an escape cut in half
+
+
+class LongDomains(Wrapper):
+    """An endpoint's answer no engine of ours gives: every entry in a domain of 100,000 characters."""
+
+    def recent(self, query: RecentQuery) -> Page:
+        page = self.inner.recent(query)
+        items = []
+        for e in page.items:
+            data = json.loads(e.wire) | {"domain": "\u202e" * 100_000}
+            items.append(Entry.of(e.atom_id, e.created_at, json.dumps(data)))
+        return Page(items=items, next_cursor=page.next_cursor)
+
+
+def test_an_entry_from_an_endpoint_with_a_huge_domain_keeps_the_page_within_the_budget(backend: LocalBackend) -> None:
+    written = fill(backend, [50] * 15)
+    text = Answers(LongDomains(backend)).memory_list_recent(domain="d", limit=15)
+    assert len(text) <= BUDGET and ID.findall(text) == written[::-1]
+    assert text.endswith("(end of feed — nothing older)")  # the page's own end, not a cut
+
+
+def test_a_megabyte_of_controls_is_cut_without_being_shown_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mnemo_tui import sanitize
+
+    shown: list[int] = []
+    block = sanitize.block
+
+    def measured(text: str) -> str:
+        shown.append(len(text))
+        return block(text)
+
+    monkeypatch.setattr(sanitize, "block", measured)
+    cut = finish("\x1b" * 5_000_000)
+    assert len(cut) <= BUDGET and "more characters not shown" in cut
+    # only the budget's worth is ever put through the sanitizer (5,000,000 escapes take a minute to show whole)
+    assert shown and max(shown) <= BUDGET + 200

@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from mcp_helpers import MNEMO, Servers, Session
+from mcp_helpers import MNEMO, WAIT, HoldingProxy, Servers, Session
 from serve_process import start_serve
 
 ID = re.compile(r"^   id: ([0-9a-f-]{36})$", re.MULTILINE)
@@ -63,3 +63,57 @@ def test_a_refused_key_is_an_error_answer_not_a_crash(servers: Servers, endpoint
     wrong = servers.start("--endpoint", url, env={"MNEMO_API_KEY": "mk_live_" + "0" * 32})
     text = wrong.refused("memory_list_recent")
     assert text.startswith("UNAUTHORIZED") and key not in text
+
+
+def test_without_a_key_the_handshake_answers_and_each_call_says_how_to_give_one(
+    servers: Servers, endpoint: tuple[str, str]
+) -> None:
+    url, _ = endpoint
+    keyless = servers.start("--endpoint", url)  # no MNEMO_API_KEY, nothing in the keyring or the key file
+    assert [t.name for t in keyless.list_tools().tools][:3] == ["memory_write", "memory_read", "memory_list_recent"]
+    for tool, arguments in (
+        ("memory_list_recent", {}),
+        ("memory_write", {"content": "not stored"}),
+        ("memory_stats", {}),
+    ):
+        text = keyless.refused(tool, **arguments)
+        assert text.startswith("UNAUTHORIZED: no API key for ") and url in text
+        assert "MNEMO_API_KEY" in text and "mnemo login" in text
+    # a schema violation is still said first: the call is wrong whatever the key
+    assert keyless.refused("memory_write", content="").startswith("Invalid arguments for memory_write")
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(MCPError) as refused:
+        keyless.read_resource("memory://item/00000000-0000-4000-8000-000000000000")
+    assert "MNEMO_API_KEY" in refused.value.error.message
+
+
+def test_under_the_official_client_other_requests_answer_while_a_call_waits_and_a_cancelled_call_is_dropped(
+    servers: Servers, endpoint: tuple[str, str]
+) -> None:
+    from urllib.parse import urlsplit
+
+    url, key = endpoint
+    port = urlsplit(url).port
+    proxy = HoldingProxy(("127.0.0.1", port or 80))
+    try:
+        session = servers.start(
+            "--endpoint",
+            url.replace(f":{port}", f":{proxy.port}", 1),
+            env={"MNEMO_API_KEY": key, "MNEMO_DEADLINE": "600"},
+        )
+        proxy.passing.clear()
+        waiting = session.portal.start_task_soon(session.client.call_tool, "memory_list_recent", {"domain": "held"})
+        proxy.wait_for_request(b"/memory/recent")
+        # answered while the call waits on the backend (the client's protocol has no ping: tools/list instead)
+        listed = session.portal.start_task_soon(session.client.list_tools).result(timeout=WAIT)  # bounded
+        assert len(listed.tools) == 10
+        assert not waiting.done()
+        waiting.cancel()  # the client sends notifications/cancelled
+        proxy.passing.set()
+        # the next call is answered: the cancelled one's late result, had one been sent, would not be taken for it
+        assert session.ok("memory_list_recent", domain="held") == "No memories in the domain held yet."
+        with pytest.raises(BaseException):  # noqa: B017 - concurrent.futures.CancelledError
+            waiting.result(timeout=WAIT)
+    finally:
+        proxy.close()

@@ -58,9 +58,9 @@ OWNED = {
     "httpx": ("mnemo_tui.backends.remote_http",),  # opened with a remote backend only (test_imports)
     "httpx_sse": ("mnemo_tui.backends.remote_follow",),  # the push follow's decoder; opened by a follow only
     "orjson": ("mnemo_tui.backends.remote_wire",),  # the remote feed's page read; not by the embedded recent
-    "starlette": (),  # tests only (TestClient): the server has its own HTTP layer
+    "starlette": ("mnemo_tui.server",),  # the server is a Starlette app (the `mcp` SDK's own framework)
     "uvicorn": ("mnemo_tui.server",),
-    "h11": ("mnemo_tui.server.edges",),  # uvicorn's HTTP/1.1 parser, under the edges' bounds
+    "h11": ("mnemo_tui.server.edges",),  # uvicorn's HTTP/1.1 parser: only the protocol subclass of the edges
     "pydantic": ("mnemo_tui.server",),  # request bodies; `mnemo serve` only (test_imports)
     "pydantic_core": ("mnemo_tui.server",),
     "keyring": ("mnemo_tui.state.credentials",),

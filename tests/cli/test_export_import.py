@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -576,3 +577,63 @@ def test_an_interrupted_export_says_it_is_incomplete(tmp_path: Path) -> None:
     errors = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 130, errors
     assert "the export on stdout is incomplete" in errors and b'{"end"' not in rest
+
+
+SUMMARY = re.compile(r"^imported ([\d,]+) entr(?:y|ies): ([\d,]+) stored, ([\d,]+) already there, ([\d,]+) skipped;")
+
+
+def summed(stdout: str) -> tuple[int, int, int, int]:
+    """The table summary's (entries, stored, already there, skipped)."""
+    found = SUMMARY.match(stdout)
+    assert found is not None, stdout
+    entries, stored, present, skipped = (int(n.replace(",", "")) for n in found.groups())
+    return entries, stored, present, skipped
+
+
+def test_an_import_onto_a_real_serve_counts_every_entry_it_skipped(
+    cli: Cli, tmp_path: Path, isolated_home: Path
+) -> None:
+    from serve_process import start_serve
+
+    rooms = fill(tmp_path / "source.db", entries=40)
+    file = tmp_path / "export.ndjson"
+    file.write_text(export(cli, ["--store", str(tmp_path / "source.db")]).stdout)
+    in_file = [e for e in lines(file.read_text()) if "atom_id" in e]
+    in_rooms = sum(1 for e in in_file if e["domain"].startswith("xroom:"))
+    assert in_rooms > 0
+    key = cli("keys", "create", "alice").stdout.strip()
+    served = start_serve(isolated_home)
+    try:
+        env = {"MNEMO_ENDPOINT": served.url, "MNEMO_API_KEY": key}
+        first = cli("import", str(file), env=env)
+        assert first.code == 0, first.stderr
+        assert summed(first.stdout) == (len(in_file), len(in_file) - in_rooms, 0, in_rooms)
+        assert first.stdout.count("\n") == 1 and rooms[0] in first.stderr  # the notes stay on stderr
+        again = cli("import", str(file), env=env)
+        assert summed(again.stdout) == (len(in_file), 0, len(in_file) - in_rooms, in_rooms)
+        as_json = json.loads(cli("import", str(file), "--format", "json", env=env).stdout)
+        assert as_json["skipped"] == in_rooms and as_json["entries"] == len(in_file)
+    finally:
+        served.stop()
+
+
+def test_a_refused_import_leaves_no_store_it_created(cli: Cli, tmp_path: Path) -> None:
+    fill(tmp_path / "source.db", entries=20)
+    text = export(cli, ["--store", str(tmp_path / "source.db")]).stdout
+    cut = tmp_path / "cut.ndjson"
+    cut.write_text("\n".join(text.split("\n")[:-2]) + "\n")  # the end line left out
+    new = tmp_path / "new.db"
+    refused = cli("--store", str(new), "import", str(cut))
+    assert refused.code == 2 and "cut short" in refused.stderr, refused.stderr
+    assert cli("--store", str(new), "import", str(tmp_path / "export.ndjson")).code == 2  # no such file
+    # Refused by the store itself (exit 4): a room whose members leave out the importer.
+    full = tmp_path / "full.ndjson"
+    full.write_text(text)
+    forbidden = cli("--store", str(new), "import", str(full), env={"MNEMO_PRINCIPAL": "mallory"})
+    assert forbidden.code == 4, forbidden.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.ndjson", "full.ndjson", "home", "source.db"]
+    # A store that was there before is left as it was, refused or not.
+    kept = tmp_path / "kept.db"
+    assert cli("--store", str(kept), "write", "already here").code == 0
+    assert cli("--store", str(kept), "import", str(cut)).code == 2
+    assert [e["content"] for e in lines(feed(cli, ["--store", str(kept)]))] == ["already here"]

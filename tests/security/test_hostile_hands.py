@@ -35,7 +35,8 @@ from mnemo_tui.errors import Conflict, LocalStateError, Timeout, Unavailable, Va
 from mnemo_tui.model import RecentQuery
 from mnemo_tui.server import app as server_app
 from mnemo_tui.server import search_routes
-from mnemo_tui.server.app import create_app, loggable
+from mnemo_tui.server.app import create_app
+from mnemo_tui.server.middleware import loggable
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
@@ -538,7 +539,7 @@ def test_a_store_on_a_read_only_mount_can_still_be_read(tmp_path: Path) -> None:
 
 
 def test_the_server_answers_503_not_500_when_its_own_store_fails(tmp_path: Path) -> None:
-    from mnemo_tui.server.app import _translate
+    from mnemo_tui.server.envelope import translate as _translate
 
     translated = _translate(LocalStateError("the disk holding store x is full"))
     assert isinstance(translated, Unavailable) and translated.status == 503

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from starlette.requests import Request
 
 import mnemo_tui
 from mnemo_tui import limits, timefmt
@@ -14,7 +15,6 @@ from mnemo_tui.cli import cmd_atoms
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import Forbidden, ValidationError
 from mnemo_tui.server import auth, envelope
-from mnemo_tui.server.asgi import Request
 from mnemo_tui.values import rooms
 
 ROOM = "room_" + "0123456789ABCDEFGHJKMNPQRS"
@@ -62,7 +62,7 @@ async def _nothing() -> dict[str, object]:
 
 @pytest.mark.parametrize(("sent", "echoed"), [(b"req-1", "req-1"), (b"req-1\n", None)])
 def test_a_request_id_with_a_final_newline_is_not_echoed(sent: bytes, echoed: str | None) -> None:
-    request = Request({"method": "GET", "path": "/", "headers": [(b"x-request-id", sent)]}, _nothing)
+    request = Request({"type": "http", "method": "GET", "path": "/", "headers": [(b"x-request-id", sent)]}, _nothing)
     assert envelope.request_id(request) == echoed
 
 

@@ -115,6 +115,7 @@ def stricter(components: dict[str, Any]) -> dict[str, Any]:
     found["ReadRequestSchema"]["properties"]["diversity"] = {"type": "number", "minimum": 0, "maximum": 1}
     found["FeedbackRequestSchema"]["properties"]["atom_ids"]["maxItems"] = 500
     found["GraphRequestSchema"]["properties"]["seeds"]["items"]["maxLength"] = 200
+    found["WriteRequestSchema"]["properties"]["concepts"]["items"]["maxLength"] = 200
     found["WriteBatchRequestSchema"]["properties"]["items"]["items"] = {
         "allOf": [
             {"$ref": "#/components/schemas/WriteRequestSchema"},
@@ -331,6 +332,9 @@ DIFFERENCES = [
     ("FeedbackRequestSchema", {"atom_ids": [str(U)] * 501, "outcome": 0.5}),
     # Each graph seed at most 200 characters (the schema's description says so).
     ("GraphRequestSchema", {"seeds": ["x" * 201]}),
+    # Each concept of a write at most 200 characters (mnemo's own bound, the engine's too).
+    ("WriteRequestSchema", {"content": "c", "concepts": ["x" * 201]}),
+    ("WriteBatchRequestSchema", {"items": [{"content": "c", "concepts": ["x" * 201]}]}),
     # No `supersedes` in a write-batch item (the schema's description says so).
     ("WriteBatchRequestSchema", {"items": [{"content": "c", "supersedes": [str(U)]}]}),
     # A number within a float's range.

@@ -1,10 +1,11 @@
 """Work the server does on its event loop (docs/server.md, "Work on the event loop"): what would wait, or run
-long, is done in a database thread instead; a write is never done twice; the HTTP layer and the log batches."""
+long, is done in a database thread instead; a write is never done twice; routing and the log batches."""
 
 from __future__ import annotations
 
 import asyncio
 import io
+import json
 import logging
 import re
 import sqlite3
@@ -15,11 +16,19 @@ from typing import Any
 from urllib.parse import unquote
 
 import pytest
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
+import mnemo_tui.server.app  # noqa: F401 - registers the `segment` convertor
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import Unavailable, WouldWait
 from mnemo_tui.model import RecentQuery
-from mnemo_tui.server.asgi import Missing, Route, Router
+from mnemo_tui.server.endpoints import Methods
+from mnemo_tui.server.middleware import RawPath, unrouted
 from mnemo_tui.server.pool import READ, WRITE, EnginePool
 from mnemo_tui.server.run import configure_logging
 from mnemo_tui.values.writes import WriteRequest
@@ -158,46 +167,66 @@ def test_a_read_on_the_loop_does_not_wait_for_a_writer(tmp_path: Path) -> None:
     assert contents == ["before"] and not used
 
 
-def test_a_literal_path_is_its_routes_alone_and_other_paths_go_to_the_routes_in_order() -> None:
-    async def a(request: object) -> object: ...
-    async def b(request: object) -> object: ...
-    async def c(request: object) -> object: ...
+def _route(scope: dict[str, Any]) -> tuple[int, Any]:
+    """The status and answer of one request, by its ASGI scope, to an app routed as `mnemo serve` is (its
+    `Methods`, `RawPath`, `Segment` parameters and 404/405 handler): each route answers its name and parameters."""
 
-    router = Router(
-        [
-            Route("/x/{item}", {"GET": a, "DELETE": a}),
-            Route("/x/special", {"POST": b}),
-            Route("/x/{item}", {"PUT": c}),
-            Route("/y", {"GET": c}),
-        ]
+    def named(name: str) -> Any:
+        async def handler(request: Request) -> Response:
+            return JSONResponse({"route": name, "params": request.path_params})
+
+        return handler
+
+    app = Starlette(
+        routes=[
+            Route("/x/special", Methods({"POST": named("b")})),
+            Route("/x/{item:segment}", Methods({"GET": named("a"), "DELETE": named("a"), "PUT": named("c")})),
+            Route("/y", Methods({"GET": named("y")})),
+        ],
+        middleware=[Middleware(RawPath)],
+        exception_handlers={HTTPException: unrouted},
     )
+    app.router.redirect_slashes = False
+    sent: list[dict[str, Any]] = []
 
-    def at(path: str) -> dict[str, object]:  # the scope uvicorn gives: the decoded path and the raw one
-        return {"path": unquote(path), "raw_path": path.encode()}
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
 
-    assert router.find("POST", at("/x/special")) == (b, {})
-    assert router.find("GET", at("/x/other")) == (a, {"item": "other"})
-    assert router.find("PUT", at("/x/other")) == (c, {"item": "other"})  # the next route with the path and method
-    assert router.find("HEAD", at("/y")) == (c, {})
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app({"type": "http", "headers": [], "query_string": b"", **scope}, receive, send))
+    body = b"".join(m.get("body", b"") for m in sent[1:])
+    headers = {k.decode(): v.decode() for k, v in sent[0]["headers"]}
+    return sent[0]["status"], json.loads(body) | ({"allow": headers["allow"]} if "allow" in headers else {})
+
+
+def test_a_literal_path_is_its_routes_alone_and_a_parameter_is_one_raw_segment_decoded_once() -> None:
+    def at(method: str, path: str) -> dict[str, object]:  # the scope uvicorn gives: the decoded path and the raw one
+        return {"method": method, "path": unquote(path), "raw_path": path.encode()}
+
+    assert _route(at("POST", "/x/special")) == (200, {"route": "b", "params": {}})
+    assert _route(at("GET", "/x/other")) == (200, {"route": "a", "params": {"item": "other"}})
+    assert _route(at("PUT", "/x/other")) == (200, {"route": "c", "params": {"item": "other"}})
+    assert _route(at("HEAD", "/y"))[0] == 200
     for method in ("GET", "DELETE", "PUT"):  # `/x/special` is not an `{item}`: its own methods only
-        missing = router.find(method, at("/x/special"))
-        assert isinstance(missing, Missing) and missing.allow == {"POST"}
-        escaped = router.find(method, at("/x/speci%61l"))  # the same literal path, spelled escaped
-        assert isinstance(escaped, Missing) and escaped.allow == {"POST"}
-    other = router.find("PATCH", at("/x/other"))
-    assert isinstance(other, Missing) and other.allow == {"GET", "HEAD", "DELETE", "PUT"}
-    unknown = router.find("GET", at("/y/"))
-    assert isinstance(unknown, Missing) and unknown.allow is None
-    assert isinstance(router.find("GET", at("/x/a/b")), Missing)  # a parameter is one path segment
+        status, answer = _route(at(method, "/x/special"))
+        assert (status, answer["code"], answer["allow"]) == (405, "METHOD_NOT_ALLOWED", "POST")
+        status, answer = _route(at(method, "/x/speci%61l"))  # the same literal path, spelled escaped
+        assert (status, answer["allow"]) == (405, "POST")
+    status, answer = _route(at("PATCH", "/x/other"))
+    assert (status, answer["allow"]) == (405, "DELETE, GET, HEAD, PUT")  # every method of the path, sorted
+    assert _route(at("GET", "/y/"))[1]["code"] == "NOT_FOUND"  # a trailing slash is an unknown path, no redirect
+    assert _route(at("GET", "/x/a/b"))[0] == 404  # a parameter is one path segment
     # Routed on the raw path, each segment decoded once: an escaped slash stays inside its segment.
-    assert router.find("GET", at("/x/a%2Fb")) == (a, {"item": "a/b"})
-    assert router.find("GET", at("/x/a%252Fb")) == (a, {"item": "a%2Fb"})
-    assert router.find("GET", at("/%79")) == (c, {})
-    assert isinstance(router.find("GET", at("/x%2Fspecial")), Missing)
-    assert router.find("GET", at("/x/caf%C3%A9")) == (a, {"item": "caf\u00e9"})
-    not_utf8 = router.find("GET", at("/x/%FF"))
-    assert isinstance(not_utf8, Missing) and not_utf8.allow is None
-    assert router.find("GET", {"path": "/x/a"}) == (a, {"item": "a"})  # a server without raw_path
+    assert _route(at("GET", "/x/a%2Fb"))[1]["params"] == {"item": "a/b"}
+    assert _route(at("GET", "/x/a%252Fb"))[1]["params"] == {"item": "a%2Fb"}
+    assert _route(at("GET", "/x/100%25"))[1]["params"] == {"item": "100%"}
+    assert _route(at("GET", "/%79"))[1]["route"] == "y"
+    assert _route(at("GET", "/x%2Fspecial"))[0] == 404
+    assert _route(at("GET", "/x/caf%C3%A9"))[1]["params"] == {"item": "caf\u00e9"}
+    assert _route(at("GET", "/x/%FF"))[1]["code"] == "NOT_FOUND"  # not UTF-8: no endpoint
+    assert _route({"method": "GET", "path": "/x/a"})[1]["params"] == {"item": "a"}  # a server without raw_path
 
 
 def test_log_lines_are_batched_but_never_lost_and_a_warning_is_written_at_once() -> None:

@@ -17,8 +17,8 @@ from serve_process import start_serve
 from wire_servers import serving
 
 from mnemo_tui.engine.store import Store
-from mnemo_tui.server import asgi, wake
 from mnemo_tui.server import follow as follow_module
+from mnemo_tui.server import streamed, wake
 from mnemo_tui.server.app import create_app
 from mnemo_tui.values.writes import WriteRequest
 
@@ -158,7 +158,7 @@ def stalled_follow(base: str, key: str, route: str = "/memory/follow", extra: st
 def test_a_follow_whose_client_stopped_reading_ends_at_the_write_deadline_and_frees_its_slot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(asgi, "WRITE_DEADLINE", 0.5)
+    monkeypatch.setattr(streamed, "WRITE_DEADLINE", 0.5)
     path = tmp_path / "served.db"
     store = Store(path)
     key = store.create_key("alice")[1]

@@ -164,7 +164,7 @@ def test_a_key_past_its_walks_gets_429_others_are_served_and_a_walk_ended_any_wa
 
         held = Walker(app, alice)
         assert await held.opened() == 200 and walks.held(alice) == 1
-        app.end_streams()  # the server stops: a stream whose client does not read ends after `asgi.STOP_GRACE`
+        app.end_streams()  # the server stops: a stream whose client does not read ends after `streamed.STOP_GRACE`
         await held.ended()
         assert walks.by_key == {}
 

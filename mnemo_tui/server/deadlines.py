@@ -1,0 +1,51 @@
+"""Provides `Deadlines`: one timer that watches every deadline of a server (a request's headers, its body).
+
+A timer per connection or per request would be a cost of each; this one ticks only while something is
+watched, and calls what is late at most a tenth of its allowance after it was due.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Hashable
+
+MIN_PERIOD = 0.01  # seconds between two ticks at the least
+
+
+class Deadlines:
+    """When each watched thing is due, and what to call when it is late; one timer on the running loop."""
+
+    def __init__(self) -> None:
+        self._due: dict[Hashable, tuple[float, Callable[[], None]]] = {}
+        self._period = float("inf")
+        self._watching: asyncio.AbstractEventLoop | None = None  # the loop it ticks on, while it does
+
+    def expect(self, what: Hashable, seconds: float, late: Callable[[], None]) -> None:
+        """`what` is due within `seconds` from now; `late()` is called once if it is not dropped by then."""
+        loop = asyncio.get_running_loop()
+        self._due[what] = (loop.time() + seconds, late)
+        # A late one is called at most a tenth of the smallest allowance watched after it was due.
+        self._period = min(self._period, max(MIN_PERIOD, seconds / 10))
+        if self._watching is not loop:  # not ticking yet, or on a loop that is gone (a test's)
+            self._watching = loop
+            loop.call_later(self._period, self._watch, loop)
+
+    def drop(self, what: Hashable) -> None:
+        """`what` arrived (or is gone): nothing is called for it."""
+        self._due.pop(what, None)
+
+    def __contains__(self, what: Hashable) -> bool:
+        return what in self._due
+
+    def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        if loop is not self._watching:
+            return  # another loop took over
+        now = loop.time()
+        late = [what for what, (due, _) in self._due.items() if now >= due]
+        for what in late:
+            _, call = self._due.pop(what)
+            call()
+        if self._due:
+            loop.call_later(self._period, self._watch, loop)
+        else:
+            self._watching = None
