@@ -397,10 +397,12 @@ def status(
     fmt = output.check_format(fmt, allow_ndjson=False)
     s = c.settings
     data: dict[str, object] = {"backend": s.backend_kind}
+    named: tuple[str, str | None] | None = None
     if s.endpoint:
         data["endpoint"] = s.endpoint
         source = credentials.key_source(s)
-        data["principal"] = _remote_principal(c) if source != "none" else None
+        named = _remote_principal(c) if source != "none" else None
+        data["principal"] = named[0] if named is not None else None
     elif s.database:
         from mnemo_tui.dburl import database_identity
 
@@ -434,9 +436,11 @@ def status(
         rows.append(("entries", "(unknown: the endpoint did not answer /memory/stats)"))
     elif why and (s.store_path is None or os.path.exists(s.store_path)):  # a missing one is said on its own row
         rows.append(("entries", f"(unknown: {why[0]})"))
-    if s.endpoint and isinstance(data["principal"], str) and data["principal"].startswith("key:"):
-        # The wire has no "who am I": the client knows its key's fingerprint, which keys the watermarks.
-        rows[2] = ("principal", f"{data['principal']} (this key's fingerprint; the endpoint does not name it)")
+    if s.endpoint and named is not None and named[1] is not None:
+        rows[2] = ("principal", f"{named[0]} (key {named[1]}; watermarks kept as {c.backend.principal})")
+    elif s.endpoint and named is not None and named[0].startswith("key:"):
+        # No `/mnemo/whoami` there: the client knows its key's fingerprint, which keys the watermarks.
+        rows[2] = ("principal", f"{named[0]} (this key's fingerprint; the endpoint does not name it)")
     if s.store_path is not None and not os.path.exists(s.store_path):
         missing = (
             f"named by {s.store_given}, does not exist" if s.store_given else "not created yet: a write creates it"
@@ -468,12 +472,20 @@ def _stats(c: Context, why: list[str] | None = None) -> dict[str, object] | None
     }
 
 
-def _remote_principal(c: Context) -> str | None:
+def _remote_principal(c: Context) -> tuple[str, str | None] | None:
+    """(the principal's name, its key id) from the endpoint's `/mnemo/whoami`; where it has no such route or
+    does not answer it (down, a refused key), (the key's `key:` fingerprint, None); None without a backend."""
+    from mnemo_tui.backends.remote import RemoteBackend
 
     try:
-        return str(c.backend.principal)
+        backend = c.backend
     except MnemoError:
         return None
+    try:
+        found = backend.whoami() if isinstance(backend, RemoteBackend) else None
+    except MnemoError:
+        found = None
+    return found if found is not None else (str(backend.principal), None)
 
 
 # -- demo ---------------------------------------------------------------------------------
@@ -534,13 +546,8 @@ def demo(
         )
     if summary.secret is None:
         lines.append("  vault: unchanged")
-    elif seal_to is not None:
-        lines.append(f"  vault: secret {summary.secret!r}, sealed to your key pair: mnemo vault get {summary.secret}")
     else:
-        lines.append(
-            f"  vault: secret {summary.secret!r}, sealed to a throwaway pair (no keyring to keep yours: "
-            "`mnemo vault keygen --insecure-storage` before a demo makes one it can use)"
-        )
+        lines.append(f"  vault: secret {summary.secret!r}, sealed to your key pair: mnemo vault get {summary.secret}")
     first_room = summary.rooms[0][0].address if summary.rooms else "xroom:…"
     lines += [
         "Try:",

@@ -61,18 +61,22 @@ def _keep(c: Context, pair: KeyPair, insecure_storage: bool, what: str) -> None:
     output.hint(f"{what} vault key pair {pair.key_id} for {backend} in {place}.")
 
 
-def own_public(c: Context) -> bytes | None:
-    """The public key of this backend's pair, made and kept (and announced) if there is none yet; None when
-    there is nowhere to keep one (no keyring and no key file): `mnemo demo` then seals to a throwaway pair."""
+def own_public(c: Context) -> bytes:
+    """The public key of this backend's pair (`mnemo demo`'s), made and kept (and announced) if there is none yet.
+
+    Without a usable keyring the pair is kept in the `--insecure-storage` file, said on stderr with its
+    path: a demo's sample secret sealed to a pair nobody kept could never be unsealed (issue 59).
+    """
     from mnemo_tui.state import sealing
 
     try:
         pair = _stored_pair(c, False)
-        if pair is None:
-            pair = sealing.generate()
-            _keep(c, pair, False, "Created")
-    except AuthError:
-        return None
+        insecure = False
+    except AuthError:  # no keyring (or one that does not answer): the file, which `vault get` reads too
+        pair, insecure = _stored_pair(c, True), True
+    if pair is None:
+        pair = sealing.generate()
+        _keep(c, pair, insecure, "Created")
     return pair.public
 
 

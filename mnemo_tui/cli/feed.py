@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from mnemo_tui import sanitize, timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
-from mnemo_tui.errors import ValidationError
+from mnemo_tui.errors import Unavailable, ValidationError
 from mnemo_tui.limits import DEFAULT_LIMIT, MAX_LIMIT, parse_scope
 from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.walk import Walk, stream_wire
@@ -216,29 +216,50 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
         output.hint("(following: new entries appear as they land; ^C to stop)")
     base = query.replace(cursor=None)
     pause = FOLLOW_POLL_REMOTE if probe() is None else FOLLOW_PROBE_EMBEDDED
+    shown = sanitize.line(backend.identity)
+    down = False
     while True:
         time.sleep(pause)
-        if tracker.changed(probe):
-            emit(tracker.poll(backend, base=base, max_pages=None).entries)
+        try:
+            if tracker.changed(probe):
+                emit(tracker.poll(backend, base=base, max_pages=None).entries)
+        except Unavailable as exc:
+            # As the push follow: an outage never ends a follow. The failed poll took its own retries and
+            # backoff (within MNEMO_DEADLINE); the next one starts from the newest entry shown.
+            if not down:
+                output.hint(
+                    f"mnemo: cannot poll {shown} ({sanitize.line(exc.message)}); retrying until it answers (^C to stop)..."
+                )
+            down = True
+            continue
+        if down:
+            output.hint(f"mnemo: {shown} answers again; resuming where it stopped")
+            down = False
 
 
 def _tell_outages(pushed: Follow, endpoint: str) -> None:
-    """Say on stderr, as it happens, that a push follow's stream dropped and is being reconnected, then that it is back.
+    """Say on stderr, as it happens, that a push follow's stream dropped and is being reconnected (again at
+    doubling intervals while it lasts), then that it is back; the follow reconnects until ^C (docs/cli.md).
 
     Said whether or not stderr is a terminal: an outage is an event a log should keep too (unlike progress),
-    and stdout, the entries, is untouched. The final exit-5 line, if reconnecting fails, is `main`'s.
+    and stdout, the entries, is untouched. A refusal (a revoked key) still ends it, with `main`'s line.
     """
     shown = sanitize.line(endpoint)
-    seconds = pushed.deadline  # the follow's own: the one its reconnect gives up at
+    pushed.persistent = True  # as journalctl -f and kubectl get -w: an outage never ends a follow
+    said: list[str] = []
 
     def tell(reason: str | None) -> None:
         if reason is None:
+            said.clear()
             output.hint(f"mnemo: the follow reconnected to {shown}; resuming where it stopped")
-        else:
+        elif not said:
+            said.append(reason)
             output.hint(
                 f"mnemo: the follow's stream from {shown} dropped ({sanitize.line(reason)}); "
-                f"reconnecting for up to {seconds:g} s (MNEMO_DEADLINE)..."
+                "reconnecting until it answers (^C to stop)..."
             )
+        else:
+            output.hint(f"mnemo: {shown} is still down ({sanitize.line(reason)}); still reconnecting...")
 
     pushed.on_connection = tell
 

@@ -20,7 +20,7 @@ from starlette.routing import Route
 
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.server import follow, plane_routes, removals_route, routes, search_routes, wake
+from mnemo_tui.server import follow, plane_routes, removals_route, routes, search_routes, wake, whoami_route
 from mnemo_tui.server.deadlines import Deadlines
 from mnemo_tui.server.endpoints import (
     Handler,
@@ -236,6 +236,7 @@ def create_app(
         at(PREFIX + "/memory/export", GET=api(plane_routes.export, "GET")),
         at(PREFIX + "/memory/removals", POST=api(removals_route.removals, "POST")),
         at(PREFIX + "/memory/domain/{domain:segment}", DELETE=api(plane_routes.domain_delete, "DELETE")),
+        at(PREFIX + whoami_route.PATH, GET=whoami_route.handler(served)),
         at(PREFIX + "/memory/reset", DELETE=api(plane_routes.reset if allow_reset else reset_refused, "DELETE")),
     ]
     # Outermost first; Starlette adds its own error middleware outside them and its exception middleware

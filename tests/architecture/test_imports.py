@@ -16,7 +16,7 @@ from mnemo_tui.values.writes import WriteRequest
 HEAVY = (
     "textual",
     "httpx",
-    "orjson",  # the remote feed's page reader (backends/remote_wire.py)
+    "msgspec",  # the remote feed's page reader (backends/remote_wire.py)
     "keyring",
     "starlette",
     "uvicorn",
