@@ -2,8 +2,9 @@
 
 What the server decides is generated: the paths and methods are the app's routes (`create_app`), an operation
 needs a key unless its path is in `app.PUBLIC`, and its statuses are those the layers it passes through can
-answer (`RULES`) plus its own refusals (`OWN`, below). The component schemas the hosted service has are copied
-from its description (`tests/reference/hosted-openapi.json`), verbatim; mnemo's own stay as they are. The
+answer (`EVERY`, `KEYED`, `IN_A_THREAD`, `WITH_A_BODY`) plus its own refusals (`OWN`). The component schemas
+the hosted service has are copied from its description (`tests/reference/hosted-openapi.json`), verbatim;
+mnemo's own stay as they are. The
 prose of each operation (summary, description, parameters, request body, the 2xx content) is written by hand
 in the document and kept; an operation new to it starts from `NEW`.
 
