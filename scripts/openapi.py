@@ -185,8 +185,10 @@ def statuses(method: str, path: str) -> dict[int, str]:
         found |= IN_A_THREAD
     if method == "POST":
         found |= WITH_A_BODY
-    found |= OWN[(method, path.removeprefix(PREFIX))]
-    return dict(sorted(found.items()))
+    own = OWN.get((method, path.removeprefix(PREFIX)))
+    if own is None:  # a route added without saying what it refuses: the document cannot tell the truth of it
+        raise SystemExit(f"{method} {path} is served but not described: add it to OWN (and NEW) of scripts/openapi.py")
+    return dict(sorted((found | own).items()))
 
 
 def referenced(value: Any) -> set[str]:
@@ -211,7 +213,9 @@ def build(current: dict[str, Any], hosted: dict[str, Any]) -> dict[str, Any]:
         if method == "HEAD":
             continue  # written beside its GET below
         wire = path.removeprefix(PREFIX)
-        old = current["paths"].get(path, {}).get(method.lower()) or copy.deepcopy(NEW[(method, wire)])
+        old = current["paths"].get(path, {}).get(method.lower()) or copy.deepcopy(NEW.get((method, wire)))
+        if not old:
+            raise SystemExit(f"{method} {path} has no prose yet: add it to NEW of scripts/openapi.py")
         operation = {key: value for key, value in old.items() if key not in ("responses", "security")}
         success = {code: answer for code, answer in old["responses"].items() if code.startswith("2")}
         refusals = {str(code): {"description": why, "content": ERROR} for code, why in statuses(method, path).items()}

@@ -26,6 +26,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
 
 def test_schemathesis_finds_nothing_but_what_the_docs_name(isolated_home: Path, tmp_path: Path) -> None:
+    assert ST.exists(), "schemathesis is not installed: it is in the dev extra (scripts/setup-dev.sh installs it)"
     store_path = tmp_path / "store.db"
     store = Store(store_path)
     key = store.create_key("fuzz")[1]
