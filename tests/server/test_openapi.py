@@ -6,16 +6,22 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import Target
+from server import recorder
 from server.recorder import undeclared
 from starlette.routing import Route
 
 from mnemo_tui.server.app import PUBLIC, document
 from mnemo_tui.server.endpoints import Methods
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("build_openapi", ROOT / "scripts" / "openapi.py")
@@ -89,3 +95,13 @@ def test_the_component_schemas_are_still_the_hosted_services_own() -> None:
 )
 def test_the_recorder_flags_an_answer_the_document_does_not_declare(seen: list[Any], flagged: bool) -> None:
     assert bool(undeclared(seen)) is flagged
+
+
+def test_the_recorder_sees_this_tests_answers(target: Target) -> None:
+    with TestClient(target.app(workers=1), raise_server_exceptions=False) as client:
+        client.get("/api/v1/memory/stats")  # no key: 401, declared
+        client.put("/api/v1/health")  # a method the path has not: 405
+        client.get("/api/v1/nowhere")  # no route: not an operation, not noted
+    assert ("GET", "/api/v1/memory/stats", 401) in recorder.seen
+    assert ("PUT", "/api/v1/health", 405) in recorder.seen
+    assert not [seen for seen in recorder.seen if "nowhere" in seen[1]]
