@@ -84,3 +84,23 @@ def test_the_cli_gives_up_within_its_deadline_with_the_endpoints_word(
         assert len(app.seen) == 1
     else:
         assert 1 <= len(app.seen) <= 5  # the backoff's attempts (RETRIES + 1 at most), within the deadline
+
+
+@pytest.mark.parametrize(
+    ("header", "waits"), [("inf", [1.5, 1.5]), ("nan", [0.25, 0.5]), (PAST_ANY_CALENDAR, [0.25, 0.5])]
+)
+def test_the_follows_first_ask_reads_retry_after_the_same_way(
+    canned: tuple[Canned, ThreadServer], header: str, waits: list[float]
+) -> None:
+    app, server = canned
+    for _ in range(8):
+        app.answer(503, BUSY, {"Retry-After": header})
+    sleeps: list[float] = []
+    policy: dict[str, Any] = {"retries": 2, "backoff": 0.25, "max_wait": 1.5, "deadline": 60}
+    backend = RemoteBackend(server.url, KEY, sleep=sleeps.append, jitter=lambda: 1.0, **policy)
+    try:
+        with pytest.raises(Unavailable, match="busy right now"):
+            backend.follow(RecentQuery())
+    finally:
+        backend.close()
+    assert (sleeps, [path.endswith("/memory/follow") for _m, path, _b in app.seen]) == (waits, [True] * 3)
