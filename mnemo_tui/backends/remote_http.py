@@ -497,16 +497,24 @@ def said_retryable(response: Answer) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
+RETRY_AFTER_CEILING = 86_400.0  # the longest `Retry-After` read, in seconds: any wait past it is this one
+
+
 def retry_after(response: Answer) -> float | None:
-    """The answer's `Retry-After` in seconds (a number or an HTTP date), when it has one."""
+    """The answer's `Retry-After` in seconds (a number or an HTTP date), when it has one that means a wait: a
+    finite number from 0 to a day. NaN, a negative number and a date that does not parse (or overflows) are
+    absent, so the backoff applies; an infinity, `1e309` or a date years ahead is a day, which the retry
+    policy (`max_wait`, the call's deadline) bounds again: no header makes the client wait past its own."""
     value = response.headers.get("retry-after")
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
+        try:
+            seconds = max(0.0, parsedate_to_datetime(value).timestamp() - time.time())  # a past date: now
+        except (TypeError, ValueError, OverflowError):  # OverflowError: a year past C's integers
+            return None
+    if not seconds >= 0.0:  # NaN compares false: it is no wait
         return None
+    return min(seconds, RETRY_AFTER_CEILING)

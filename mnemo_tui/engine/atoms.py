@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
-from mnemo_tui.engine.rules import author_of, check_write, spliced_entry, wire_item
+from mnemo_tui.engine.rules import author_of, check_read, check_write, spliced_entry, wire_item
 from mnemo_tui.engine.tombstones import TombstoneOps
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
 from mnemo_tui.limits import ROOM_DELETE_RULE, dumps, room_of
@@ -159,6 +159,7 @@ class AtomOps(TombstoneOps):
         Raises:
             NotFound: unknown or unreadable atom.
         """
+        check_read(("atom_id", atom))
         with self.reading() as db:
             row = db.execute(
                 "SELECT a.created_at, a.atom_id, a.wire, a.superseded_by FROM atoms a "
@@ -201,6 +202,7 @@ class AtomOps(TombstoneOps):
         Raises:
             Forbidden: a secret of one's vault, or a room entry one reads but may not delete.
         """
+        check_read(("atom_id", atom))
         with self.transaction() as db:
             bucket = self.own_bucket(principal)
             deleted = self.delete_one(db, principal, bucket, atom)

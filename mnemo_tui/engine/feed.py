@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.database import Database
-from mnemo_tui.engine.rules import check_search, query_words, spliced_entry, with_superseded_by
+from mnemo_tui.engine.rules import check_read, check_search, query_words, spliced_entry, with_superseded_by
 from mnemo_tui.limits import check_limit, room_of
 from mnemo_tui.model import Entry, Page, RecentQuery, Value, WirePage
 
@@ -138,6 +138,7 @@ class FeedOps(Database):
         """
         from mnemo_tui.values.search import SearchHit
 
+        check_read(("query", q.query), ("scope", q.scope), ("author", q.author), ("exclude_author", q.exclude_author))
         words = query_words(q.query)
         check_search(q.top_k, q.since, q.until)
         room_id = room_of(q.scope)
@@ -251,6 +252,7 @@ def _feed_plan(principal: str, filters: tuple[Any, ...], positioned: bool, page:
     q = RecentQuery(
         scope=scope, since=since, until=until, exclude_author=exclude, include_history=history, author=author
     ).validated()  # raises for a bad scope or times: nothing is cached then
+    check_read(("scope", scope), ("author", author), ("exclude_author", exclude))
     room_id = room_of(scope)
     spliced = not _current_only(q)
     # A stream prints wire texts and reads no position: it selects only them.

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui.engine.database import NOT_A_MEMBER, Database
 from mnemo_tui.engine.feed import filtered, scoped
-from mnemo_tui.engine.rules import with_superseded_by
+from mnemo_tui.engine.rules import check_read, with_superseded_by
 from mnemo_tui.errors import Forbidden
 from mnemo_tui.limits import dumps, parse_scope, room_of
 from mnemo_tui.model import RecentQuery
@@ -57,6 +57,7 @@ class FollowOps(Database):
             ValidationError: a bad scope.
             Forbidden: a room the principal is not, and was not, a member of.
         """
+        check_read(("scope", scope))
         room_id = room_of(parse_scope(scope))
         with self.reading() as db:
             if room_id is None:
@@ -74,6 +75,7 @@ class FollowOps(Database):
         Within one bucket instants are unique, so the instant of the last row is an exact position to
         read the next page after.
         """
+        check_read(("scope", q.scope), ("exclude_author", q.exclude_author))
         base = RecentQuery(scope=q.scope, exclude_author=q.exclude_author, include_history=q.include_history)
         spliced = base.include_history or room_of(base.scope) is not None
         columns = "a.created_at, a.wire" + (", a.superseded_by" if spliced else "")

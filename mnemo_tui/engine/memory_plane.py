@@ -12,7 +12,14 @@ from mnemo_tui import timefmt
 from mnemo_tui.engine.atoms import AtomOps
 from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.exchange import export_line
-from mnemo_tui.engine.rules import FINITE_OUTCOME, check_outcome, check_write, spliced_entry, with_superseded_by
+from mnemo_tui.engine.rules import (
+    FINITE_OUTCOME,
+    check_outcome,
+    check_read,
+    check_write,
+    spliced_entry,
+    with_superseded_by,
+)
 from mnemo_tui.errors import MnemoError, NotFound, Unprocessable
 from mnemo_tui.limits import room_of
 from mnemo_tui.model import Entry
@@ -82,6 +89,7 @@ class MemoryOps(AtomOps, Database):
 
     def count_atoms(self, principal: str, domain: str | None) -> int:
         """How many entries one own domain (or the whole own store, history included) holds."""
+        check_read(("domain", domain))
         with self.reading() as db:
             bucket = self.own_bucket(principal)
             if domain is None:
@@ -212,6 +220,7 @@ class MemoryOps(AtomOps, Database):
         Raises:
             NotFound: no such atom.
         """
+        check_read(("external_ref", external_ref))
         if "\x00" in external_ref:  # no ref is stored with one (refuse_nul): on every engine, nothing found
             raise NotFound("no entry with that external_ref")
         with self.reading() as db:
@@ -271,6 +280,7 @@ class MemoryOps(AtomOps, Database):
         Raises:
             Forbidden: a room one is not a member of.
         """
+        check_read(("scope", scope), ("fingerprint", fingerprint))
         room_id = room_of(scope)
         if "\x00" in fingerprint:  # none is stored with one (refuse_nul): on every engine, nothing found
             return []
@@ -299,6 +309,7 @@ class MemoryOps(AtomOps, Database):
         """
         from mnemo_tui.values.plane import Graph, GraphEdge
 
+        check_read(("domain", domain), *((f"seeds.{n}", seed) for n, seed in enumerate(seeds)))
         room_id = room_of(domain)
         with self.reading() as db:
             bucket = self.room_bucket(principal, room_id) if room_id is not None else self.own_bucket(principal)
@@ -406,6 +417,7 @@ class MemoryOps(AtomOps, Database):
         domain here; the caller's count of them is reported as skipped (kept)."""
         from mnemo_tui.values.plane import DomainWipe
 
+        check_read(("domain", domain))
         with self.transaction() as db:
             bucket = self.own_bucket(principal)
             secrets = int(db.execute("SELECT count(*) FROM vault WHERE principal = ?", (principal,)).fetchone()[0])

@@ -46,7 +46,13 @@ def refuse_nul(field: str, value: object) -> None:
             f"{field} holds a NUL character (\\u0000), which no text is stored with; remove it",
             details={"field": field},
         )
-    if not value.isascii():
+    refuse_surrogate(field, value)
+
+
+def refuse_surrogate(field: str, value: object) -> None:
+    """Raise `Unprocessable` when a text holds a lone surrogate: no database driver can encode it, so a text
+    to be stored (`refuse_nul`) and a text a read names (`check_read`) are refused alike, naming the field."""
+    if isinstance(value, str) and not value.isascii():
         try:
             value.encode()
         except UnicodeEncodeError:
@@ -54,6 +60,18 @@ def refuse_nul(field: str, value: object) -> None:
                 f"{field} holds a lone surrogate (\\ud800-\\udfff), which is no character; remove it",
                 details={"field": field},
             ) from None
+
+
+def check_read(*fields: tuple[str, object]) -> None:
+    """The texts a read names (a query, a scope, an author, an atom id), each (field, value): refused with
+    a lone surrogate, which no statement can carry (SQLite's and PostgreSQL's drivers raise
+    UnicodeEncodeError, an internal error). A NUL is each engine's affair (`query_words`, `postgres._param`).
+
+    Raises:
+        Unprocessable: naming the first field that holds one.
+    """
+    for field, value in fields:
+        refuse_surrogate(field, value)
 
 
 def check_metadata_tree(metadata: object) -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.database import Database
-from mnemo_tui.engine.rules import refuse_nul
+from mnemo_tui.engine.rules import check_concepts, refuse_nul
 from mnemo_tui.errors import Conflict, NotFound, ValidationError
 from mnemo_tui.limits import ALIAS_SHAPE, MAX_SECRET_CONTEXT
 
@@ -38,7 +38,7 @@ class VaultOps(Database):
         """Store a sealed secret under an alias; returns its atom id.
 
         Raises:
-            ValidationError: a bad alias, an empty value, a context too long.
+            ValidationError: a bad alias, an empty value, a context too long, concepts past an entry's bounds.
             Conflict: the alias exists already.
         """
         if not isinstance(alias, str) or not 1 <= len(alias) <= MAX_ALIAS or not ALIAS_SHAPE.match(alias):
@@ -48,8 +48,7 @@ class VaultOps(Database):
         if len(context) > MAX_SECRET_CONTEXT:
             raise ValidationError(f"context is at most {MAX_SECRET_CONTEXT} characters")
         refuse_nul("context", context)
-        for concept in concepts:
-            refuse_nul("a concept", concept)
+        check_concepts(tuple(concepts))  # an entry's bounds: a secret's concepts are stored and listed alike
         with self.transaction() as db:
             if db.execute("SELECT 1 FROM vault WHERE principal = ? AND alias = ?", (principal, alias)).fetchone():
                 raise Conflict(f"a secret named {alias!r} exists already")

@@ -220,7 +220,8 @@ class CreateSecret(_Body):
     alias: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")
     context: str = Field(max_length=10000)
     sealed_secret_b64: str = Field(max_length=262144)
-    concepts: list[str] = Field(default_factory=list)
+    # An entry's concept bounds (mnemo's own, docs/server.md), as the engine's `check_concepts` in `vault_add`.
+    concepts: list[Annotated[str, Field(max_length=200)]] = Field(default_factory=list, max_length=256)
     domain: str = "secrets"
     metadata: dict[str, Any] = Field(default_factory=dict)
 

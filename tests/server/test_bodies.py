@@ -112,6 +112,10 @@ def stricter(components: dict[str, Any]) -> dict[str, Any]:
     found["FeedbackRequestSchema"]["properties"]["atom_ids"]["maxItems"] = 500
     found["GraphRequestSchema"]["properties"]["seeds"]["items"]["maxLength"] = 200
     found["WriteRequestSchema"]["properties"]["concepts"]["items"]["maxLength"] = 200
+    found["CreateSecretRequest"]["properties"]["concepts"] |= {
+        "maxItems": 256,
+        "items": {"type": "string", "maxLength": 200},
+    }
     found["WriteBatchRequestSchema"]["properties"]["items"]["items"] = {
         "allOf": [
             {"$ref": "#/components/schemas/WriteRequestSchema"},
