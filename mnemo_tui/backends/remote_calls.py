@@ -6,6 +6,7 @@ has none is read as a wrong base URL.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
@@ -183,7 +184,7 @@ class Calls:
         back as `Answer.stream` once its head is in (the caller reads its lines, each within
         `self.deadline` of the one before, and closes it); any other answer is read whole.
         """
-        content = None if body is None else dumps(body).encode()
+        content = None if body is None else _encoded(body)
         headers = {"X-Request-Id": uuid.uuid4().hex}
         if stream:
             headers["Accept"] = STREAM_ACCEPT
@@ -231,3 +232,13 @@ class Calls:
                 problem.message = f"{problem.message} (after {attempt + 1} attempts)"
                 problem.args = (problem.message,)
             raise problem
+
+
+def _encoded(body: Any) -> bytes:
+    """A request body as UTF-8; a lone surrogate, which UTF-8 cannot carry, goes as its JSON escape (`\\ud800`)
+    so that the endpoint refuses it naming the field, as it would any other client's."""
+    text = dumps(body)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(body, ensure_ascii=True, separators=(",", ":")).encode()

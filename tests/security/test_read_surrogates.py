@@ -14,7 +14,7 @@ import httpx
 import pytest
 from conftest import MNEMO, Target
 
-from mnemo_tui.errors import Unprocessable
+from mnemo_tui.errors import Unprocessable, ValidationError
 from mnemo_tui.model import RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
@@ -79,6 +79,33 @@ def test_a_lone_surrogate_over_the_wire_is_a_422_naming_the_field(target: Target
                 assert answer.status_code == 422, (path, answer.text)
                 assert field in answer.text, (path, answer.text)
             assert http.post("/memory/recent", json={}).status_code == 200
+    finally:
+        engine.close()
+
+
+def test_the_remote_backend_sends_a_lone_surrogate_as_its_escape_and_gets_the_fields_422(target: Target) -> None:
+    """`RemoteBackend` cannot encode a surrogate as UTF-8: it sends the JSON escape, and the server names the
+    field (it raised a bare UnicodeEncodeError before sending anything)."""
+    from wire_servers import served_store
+
+    from mnemo_tui.backends.remote import RemoteBackend
+
+    engine = target.open()
+    key = engine.create_key("alice")[1]
+    try:
+        with served_store(target) as server:
+            remote = RemoteBackend(server.url, key)
+            try:
+                for call, field in (
+                    (lambda: remote.search(SearchQuery(query=LONE)), "query"),
+                    (lambda: remote.recent(RecentQuery(scope=LONE)), "domain"),
+                ):
+                    with pytest.raises(ValidationError) as refused:
+                        call()
+                    assert refused.value.exit_code == 2 and field in str(refused.value), refused.value
+                assert list(remote.recent(RecentQuery()).items) == []  # the server still answers
+            finally:
+                remote.close()
     finally:
         engine.close()
 
