@@ -287,3 +287,37 @@ def test_a_draining_server_ends_its_event_streams_cleanly_and_a_session_starts_a
         assert httpx.post(url, json=INIT, headers=headers, timeout=WAIT).status_code == 200  # a new one
     finally:
         again.stop(signal.SIGTERM)
+
+
+def test_a_key_holds_at_most_32_requests_open_at_once_then_429_and_a_slot_frees_when_one_ends(served: Served) -> None:
+    erin = mnemo(served.home, "keys", "create", "erin")
+    headers = {**ACCEPT, "Authorization": f"Bearer {erin}"}
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    with httpx.Client(timeout=WAIT, limits=httpx.Limits(max_connections=40)) as http, ExitStack() as streams:
+
+        def admitted(method: str, given: dict[str, str], body: Any = None) -> httpx.Response:
+            # A request's slot comes back once the server has finished it, a moment after its client has read
+            # the answer: a request refused only for that is asked again (bounded).
+            for _ in range(200):
+                if method == "GET":
+                    answer = streams.enter_context(http.stream("GET", served.url, headers=given))
+                else:
+                    answer = http.post(served.url, json=body, headers=given)
+                if answer.status_code != 429:
+                    return answer
+                answer.close()
+            raise AssertionError("the key's requests never came back")
+
+        sessions = []
+        for _ in range(32):  # each session's GET event stream stays open: one request each
+            sid = admitted("POST", headers, INIT).headers["mcp-session-id"]
+            sessions.append({**headers, "Mcp-Session-Id": sid})
+            assert admitted("POST", sessions[-1], note).status_code == 202
+            assert admitted("GET", {**sessions[-1], "Accept": "text/event-stream"}).status_code == 200
+        refused = http.post(served.url, json=listing, headers=sessions[0])  # the 32 streams hold every slot
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+        assert refused.json()["error"]["message"].startswith("TOO_MANY_MCP_REQUESTS")
+        assert raw(served, json.dumps(INIT)).status_code == 200  # another key is not held back
+        streams.close()  # the streams end: their slots come back as the server sees them close
+        assert admitted("POST", sessions[0], listing).status_code == 200
