@@ -43,11 +43,12 @@ python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q -c constraints.txt -e '.[dev]'
 # The MCP Inspector CLI, pinned, into a project-local folder (.tools, gitignored), from the npm registry, with
 # the Node it needs (22.19 or later; the registry's node-linux-* package, whatever Node runs npm itself).
+# No install scripts: the Inspector's one installs its clients in a source checkout, a no-op here.
 case "$(uname -m)" in
   x86_64) node_arch=x64 ;;
   aarch64 | arm64) node_arch=arm64 ;;
   *) node_arch="$(uname -m)" ;;
 esac
-npm install --no-audit --no-fund --silent --prefix .tools \
+npm install --no-audit --no-fund --silent --ignore-scripts --prefix .tools \
   "node-linux-$node_arch@22.23.5" "@modelcontextprotocol/inspector@2.12.0" >/dev/null
 echo "setup-dev: ready; run the tests with $VENV/bin/python -m pytest -n 2" >&2
