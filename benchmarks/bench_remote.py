@@ -1,67 +1,102 @@
-"""Provides the remote benchmark: a 100,000-entry walk over loopback, streamed and page by page, against a bare ASGI
-app read by the same client and against the embedded store's walk, and page latency.
+"""Provides the remote benchmark: `mnemo recent --all` over `mnemo serve` against the same walk on the embedded store,
+and the walk page by page against a bare app that does the contract's work, read by the same client.
 
-Both servers run as their own process under the same stack (uvicorn's h11 protocol under the edges' bounds):
-`mnemo serve` exactly as a user starts it (access log on, to a file), and a bare ASGI callable that
-runs the engine's keyset SQL on one `sqlite3` connection and joins the stored wire items. Walks
-alternate between the two so load from other processes hits both.
+Whole processes for the streamed walk: `mnemo recent --all --format ndjson` on the embedded store and against
+`mnemo serve` on the same 200,000-entry store, alternated, each client pinned to one core (`taskset`), the
+server to the other, with each side's CPU and memory. Page by page (a `Walk` with a page budget, as `catchup`
+reads an endpoint without the stream): `RemoteBackend` reads `mnemo serve` and a bare ASGI app under uvicorn
+that does what the contract makes a server do for a page (a key's hash looked up, the request body checked,
+an HMAC-signed cursor checked and signed, the engine's keyset SQL run, the stored texts joined), a page of
+each in turn, so load from other processes hits both.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import os
 import re
 import shutil
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_cli import _compiled, run_child  # noqa: E402
+from bench_cli import _compiled, run_child, run_child_cpu  # noqa: E402
 from bench_engine import PRINCIPAL, build_store  # noqa: E402
 
-from mnemo_tui.backends.local import LocalBackend  # noqa: E402
 from mnemo_tui.backends.remote import RemoteBackend  # noqa: E402
-from mnemo_tui.backends.remote_http import Http  # noqa: E402
 from mnemo_tui.engine.store import Store  # noqa: E402
-from mnemo_tui.model import RecentQuery  # noqa: E402
-from mnemo_tui.walk import stream_wire  # noqa: E402
+from mnemo_tui.model import Entry, RecentQuery  # noqa: E402
+from mnemo_tui.walk import Walk  # noqa: E402
 
 MNEMO = shutil.which("mnemo", path=str(Path(sys.executable).parent)) or "mnemo"
+TASKSET = shutil.which("taskset")
 LIMIT = 100
 WALKERS = 8
+# The cores the client and the server are pinned to (the machine has at least two).
+CLIENT_CORE, SERVER_CORE = 0, 1
 
-# The anchor: the engine's feed statement, one connection, no auth, no cursor signing, no thread hop.
+# The anchor of a page: what the contract makes a server do for one, and nothing else (no framework, one
+# connection, no thread hop, no access line).
 _BARE = r"""
-import json, sqlite3, sys
+import hashlib, hmac, json, os, sqlite3, struct, sys
 import uvicorn
 
 db = sqlite3.connect(sys.argv[1], check_same_thread=False)
-bucket = db.execute("SELECT bucket FROM buckets WHERE kind = 'own' AND owner = ?", (sys.argv[3],)).fetchone()[0]
-TOP = ("SELECT created_at, atom_id, wire FROM atoms WHERE bucket = ? AND superseded_by IS NULL "
-       "ORDER BY created_at DESC, atom_id DESC LIMIT ?")
-AFTER = ("SELECT created_at, atom_id, wire FROM atoms WHERE bucket = ? AND (created_at, atom_id) < (?, ?) "
-         "AND superseded_by IS NULL ORDER BY created_at DESC, atom_id DESC LIMIT ?")
+SECRET = os.urandom(32)
+CURSOR = struct.Struct(">B8sq36s")
+KEY = ("SELECT principal, revoked_at, key_hash FROM api_keys WHERE key_hash = ?")
+BUCKET = "SELECT bucket FROM buckets WHERE kind = 'own' AND owner = ?"
+TOP = ("SELECT a.created_at, a.atom_id, a.wire FROM atoms a WHERE a.bucket = ? AND a.superseded_by IS NULL "
+       "ORDER BY a.created_at DESC, a.atom_id DESC LIMIT ?")
+AFTER = ("SELECT a.created_at, a.atom_id, a.wire FROM atoms a WHERE a.bucket = ? AND a.superseded_by IS NULL "
+         "AND (a.created_at, a.atom_id) < (?, ?) ORDER BY a.created_at DESC, a.atom_id DESC LIMIT ?")
 
-def page(cursor, limit):
+def refuse(status, code):
+    return status, json.dumps({"code": code, "message": code, "requestId": None, "retryable": False, "details": None}).encode()
+
+def page(headers, raw):
+    key = headers.get(b"x-api-key", b"").decode()
+    wanted = hashlib.sha256(key.encode()).hexdigest()
+    row = db.execute(KEY, (wanted,)).fetchone()
+    if row is None or row[1] is not None or not hmac.compare_digest(row[2], wanted):
+        return refuse(401, "UNAUTHORIZED")
+    body = json.loads(raw) if raw else {}
+    limit, cursor = body.get("limit", 20), body.get("cursor")
+    if type(limit) is not int or not 1 <= limit <= 100 or not (cursor is None or type(cursor) is str):
+        return refuse(400, "VALIDATION_ERROR")
+    bound = hashlib.sha256(row[0].encode()).digest()[:8]
+    bucket = db.execute(BUCKET, (row[0],)).fetchone()[0]
     if cursor:
-        at, atom = cursor.split("_", 1)
-        rows = db.execute(AFTER, (bucket, int(at), atom, limit + 1)).fetchall()
+        try:
+            packed = bytes.fromhex(cursor)
+            if len(packed) != CURSOR.size + 16 or not hmac.compare_digest(packed[CURSOR.size:], hmac.digest(SECRET, packed[:CURSOR.size], "sha256")[:16]):
+                raise ValueError
+            _, their, at, atom = CURSOR.unpack(packed[:CURSOR.size])
+            if not hmac.compare_digest(their, bound):
+                raise ValueError
+        except ValueError:
+            return refuse(400, "VALIDATION_ERROR")
+        rows = db.execute(AFTER, (bucket, at, atom.decode(), limit + 1)).fetchall()
     else:
         rows = db.execute(TOP, (bucket, limit + 1)).fetchall()
-    more = len(rows) > limit
-    rows = rows[:limit]
-    nxt = f'"{rows[-1][0]}_{rows[-1][1]}"' if more else "null"
-    return ('{"items":[' + ",".join(r[2] for r in rows) + '],"next_cursor":' + nxt + "}").encode(), more and nxt[1:-1]
+    nxt = b"null"
+    if len(rows) > limit:
+        del rows[limit:]
+        packed = CURSOR.pack(2, bound, rows[-1][0], rows[-1][1].encode())
+        nxt = b'"' + (packed + hmac.digest(SECRET, packed, "sha256")[:16]).hex().encode() + b'"'
+    return 200, b'{"items":[' + ",".join(r[2] for r in rows).encode() + b'],"next_cursor":' + nxt + b"}"
 
 async def app(scope, receive, send):
     if scope["type"] != "http":
@@ -72,31 +107,32 @@ async def app(scope, receive, send):
         raw += message.get("body", b"")
         if not message.get("more_body"):
             break
-    body = json.loads(raw) if raw else {}
-    if b"application/x-ndjson" not in dict(scope["headers"]).get(b"accept", b""):
-        out, _ = page(body.get("cursor"), body.get("limit", 20))
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    headers = dict(scope["headers"])
+    status, out = page(headers, raw)
+    if status != 200 or b"application/x-ndjson" not in headers.get(b"accept", b""):
+        kind = [(b"content-type", b"application/json"), (b"x-mnemo-wire", b"canonical")]
+        await send({"type": "http.response.start", "status": status, "headers": kind})
         await send({"type": "http.response.body", "body": out})
         return
-    # The streamed walk as mnemo serve answers it: lines of a page of 100, up to 16 a part, each part sent
-    # (and awaited) before the next is read.
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/x-ndjson")]})
-    cursor = body.get("cursor")
+    # The streamed walk as mnemo serve answers it: a page a line, each read as a request for it would be (its
+    # cursor checked, the next one signed), up to 16 lines a part, each part sent before the next is read.
+    kind = [(b"content-type", b"application/x-ndjson"), (b"x-mnemo-wire", b"canonical")]
+    await send({"type": "http.response.start", "status": 200, "headers": kind})
+    body = json.loads(raw) if raw else {}
     while True:
-        part = []
-        for _ in range(16):
-            out, cursor = page(cursor, 100)
-            part.append(out + b"\n")
-            if not cursor:
-                break
-        await send({"type": "http.response.body", "body": b"".join(part), "more_body": True})
-        if not cursor:
+        part = [out]
+        while len(part) < 16 and not out.endswith(b":null}"):
+            cursor = json.loads(out[out.rindex(b',"next_cursor":') + 15 : -1])
+            out = page(headers, json.dumps({**body, "cursor": cursor}).encode())[1]
+            part.append(out)
+        await send({"type": "http.response.body", "body": b"\n".join(part) + b"\n", "more_body": True})
+        if out.endswith(b":null}"):
             break
+        cursor = json.loads(out[out.rindex(b',"next_cursor":') + 15 : -1])
+        out = page(headers, json.dumps({**body, "cursor": cursor}).encode())[1]
     await send({"type": "http.response.body", "body": b""})
 
-# The server stack `mnemo serve` runs: uvicorn's h11 protocol under the edges' bounds (issue 32).
-from mnemo_tui.server.edges import Edges
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning", access_log=False, **Edges().uvicorn_options())
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning", access_log=False, http="h11")
 """
 
 
@@ -120,12 +156,18 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
     raise RuntimeError("server did not start")
 
 
+def _pinned(core: int) -> list[str]:
+    """The prefix that runs a command on one core (nothing where `taskset` is missing: then nothing is pinned)."""
+    return [TASKSET, "-c", str(core)] if TASKSET else []
+
+
 def start_serve(store: Path, home: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """`mnemo serve` on a free loopback port, as a user starts it; its log goes to a file."""
+    """`mnemo serve` on a free loopback port, as a user starts it (its log to a file), pinned to the server's core."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
     env.update(MNEMO_HOME=str(home), MNEMO_STORE=str(store))
     log = (home / "serve.log").open("wb")
-    proc = subprocess.Popen([MNEMO, "serve", "--port", "0"], stdout=subprocess.DEVNULL, stderr=log, env=env)
+    command = [*_pinned(SERVER_CORE), MNEMO, "serve", "--port", "0"]
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=env)
     for _ in range(400):
         text = (home / "serve.log").read_text(errors="replace")
         found = re.search(r"ready at (http://\S+/api/v1)", text)
@@ -139,10 +181,10 @@ def start_serve(store: Path, home: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 
 def start_bare(store: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """The bare ASGI app under uvicorn on a free loopback port."""
+    """The contract-doing bare app under uvicorn on a free loopback port, pinned to the server's core."""
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-c", _BARE, str(store), str(port), PRINCIPAL],
+        [*_pinned(SERVER_CORE), sys.executable, "-c", _BARE, str(store), str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -163,138 +205,103 @@ def _run_ns(pid: int | None) -> int:
     return total
 
 
-class _Walker:
-    """One walk to the end of the feed, advanced a page at a time so walks can be interleaved.
+def _peak_mb(pid: int) -> float:
+    """The peak resident memory of a running process (`VmHWM`), in MB."""
+    found = re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
+    return int(found.group(1)) / 1024 if found else 0.0
 
-    Besides the wall time it counts CPU time: this process's (the client's) and its server's, read
-    around each page, which the load of other processes on the machine changes far less than walls.
+
+def _env(home: Path, **more: str) -> dict[str, str]:
+    # PYTHONDONTWRITEBYTECODE is dropped: an installed mnemo has its byte code (see `bench_cli._compiled`).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") and k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "MNEMO_HOME": str(home), "NO_COLOR": "1", **more}
+
+
+def _printed(command: list[str], env: dict[str, str]) -> tuple[str, int]:
+    """The digest of what a command prints, and its line count."""
+    out = subprocess.run(command, env=env, capture_output=True, check=True).stdout
+    return hashlib.sha256(out).hexdigest(), out.count(b"\n")
+
+
+def streamed_all(
+    store: Path, serve: tuple[str, int], bare: tuple[str, int], key: str, home: Path, n: int, reps: int
+) -> dict[str, list[float]]:
+    """`mnemo recent --all --format ndjson` on the embedded store, against `mnemo serve` and against the bare app's
+    stream (the same store), whole processes in turn (each round started one further on), the client on its core.
+
+    Returns per side (`embedded`, `remote`, `bare`) the walls, the client's CPU (`NAME cpu`) and max RSS (`NAME
+    rss`, MB), and for the two remote ones their server's CPU, every thread (`NAME server`).
     """
+    command = [*_pinned(CLIENT_CORE), MNEMO, "recent", "--all", "--format", "ndjson"]
+    envs = {
+        "embedded": _env(home / "embedded", MNEMO_STORE=str(store), MNEMO_PRINCIPAL=PRINCIPAL),
+        "remote": _env(home / "remote", MNEMO_ENDPOINT=serve[0], MNEMO_API_KEY=key),
+        "bare": _env(home / "remote", MNEMO_ENDPOINT=bare[0], MNEMO_API_KEY=key),
+    }
+    servers = {"embedded": None, "remote": serve[1], "bare": bare[1]}
+    # The contract first: each prints the same n lines, byte for byte.
+    printed = {side: _printed(command, env) for side, env in envs.items()}
+    if len(set(printed.values())) != 1 or printed["embedded"][1] != n:
+        raise AssertionError(f"the walks did not print the same {n} lines: {printed}")
+    out: dict[str, list[float]] = {f"{side}{part}": [] for side in envs for part in ("", " cpu", " rss", " server")}
+    sides = list(envs)
+    for rep in range(reps):
+        for side in sides[rep % 3 :] + sides[: rep % 3]:
+            before = _run_ns(servers[side])
+            wall, cpu, rss, code = run_child_cpu(command, envs[side])
+            if code != 0:
+                raise RuntimeError(f"the {side} walk exited {code}")
+            out[side].append(wall)
+            out[f"{side} cpu"].append(cpu)
+            out[f"{side} rss"].append(rss / 1024)
+            out[f"{side} server"].append((_run_ns(servers[side]) - before) / 1e9)
+    return out
 
-    def __init__(self, name: str, step: Any, server: int | None = None) -> None:
-        self.name = name
-        self.step = step  # (cursor) -> (items seen, next cursor)
-        self.server = server  # the pid of the server this walk reads
-        self.cursor: str | None = None
-        self.done = False
+
+class _Paged:
+    """One walk page by page (a `Walk` with a page budget, as `catchup` reads an endpoint without the stream),
+    advanced a page at a time so two can alternate; it counts its wall, this process's CPU and its server's."""
+
+    def __init__(self, backend: RemoteBackend, server: int) -> None:
+        self.backend = backend
+        self.server = server
+        self.walk = Walk(backend, RecentQuery(limit=LIMIT), max_pages=1 << 30)
+        self.pages: Iterator[list[Entry]] = self.walk.pages()
         self.seen = 0
-        self.seconds = 0.0
-        self.client_cpu = 0.0
-        self.server_cpu = 0.0
+        self.seconds = self.client_cpu = self.server_cpu = 0.0
 
-    def advance(self) -> None:
+    def advance(self) -> bool:
+        """One page; False once the walk is over."""
         before = _run_ns(self.server)
         cpu = time.process_time()
         started = time.perf_counter()
-        count, self.cursor = self.step(self.cursor)
+        page = next(self.pages, None)
         self.seconds += time.perf_counter() - started
         self.client_cpu += time.process_time() - cpu
         self.server_cpu += (_run_ns(self.server) - before) / 1e9
-        self.seen += count
-        self.done = self.cursor is None
+        if page is None:
+            return False
+        self.seen += len(page)
+        return True
 
 
-def _client(url: str, key: str | None = None) -> Http:
-    """The very client `RemoteBackend` reads with (its httpx.Client, streamed answers, the deadline), bare."""
-    headers = {"X-Api-Key": key} if key else {}
-    return Http(url, {**headers, "Content-Type": "application/json"}, connect_timeout=5, read_timeout=30, environ={})
-
-
-def _minimal(client: Http, loads: Any = json.loads) -> Any:
-    def step(cursor: str | None) -> tuple[int, str | None]:
-        body = json.dumps({"limit": LIMIT, "cursor": cursor}).encode()
-        answer = client.request("POST", "/memory/recent", body, {}, time.monotonic() + 60)
-        parsed = loads(answer.content)
-        return len(parsed["items"]), parsed["next_cursor"]
-
-    return step
-
-
-def _minimal_stream(client: Http, loads: Any = json.loads) -> Any:
-    """The bare client's streamed walk: one request asking for NDJSON, each line parsed by `loads`."""
-    answer: list[Any] = []
-
-    def step(cursor: str | None) -> tuple[int, str | None]:
-        if not answer:
-            body = json.dumps({"limit": LIMIT}).encode()
-            accept = {"Accept": "application/x-ndjson"}
-            got = client.request("POST", "/memory/recent", body, accept, time.monotonic() + 60, stream=True)
-            assert got.stream is not None, "no stream"
-            answer.append(got.stream.lines(seconds=60))
-        parsed = loads(next(answer[0]))
-        return len(parsed["items"]), parsed["next_cursor"]
-
-    return step
-
-
-def _backend(backend: Any) -> Any:
-    def step(cursor: str | None) -> tuple[int, str | None]:
-        page = backend.recent(RecentQuery(limit=LIMIT, cursor=cursor))
-        return len(page.items), page.next_cursor
-
-    return step
-
-
-def _stream(backend: Any) -> Any:
-    chunks = stream_wire(backend, RecentQuery(limit=LIMIT))
-
-    def step(cursor: str | None) -> tuple[int, str | None]:
-        chunk = next(chunks, None)
-        return (0, None) if chunk is None else (len(chunk), "more")
-
-    return step
-
-
-def interleaved(
-    serve_url: str, bare_url: str, key: str, store: Path, n: int, pids: tuple[int, int] | None = None
-) -> dict[str, float]:
-    """Seconds of the walks of the same `n` entries, advanced in turn a page (or a streamed line) at a time, so
-    noise hits them all.
-
-    `remote`: walk.stream_wire over RemoteBackend (what `recent --all`, `catchup` and `verify` do: one NDJSON
-    answer, a line a page of 100) -> mnemo serve; `pages`: RemoteBackend.recent page by page at limit 100
-    (a walk with a page budget, or an endpoint without the stream); `bare`: the client RemoteBackend reads with
-    (`remote_http.Http`, one httpx.Client, answers streamed) parsing each page with `json.loads` (as httpx's
-    `Response.json()`) -> the bare app, page by page; `bare_streamed`: the same client asking the bare app for
-    its NDJSON walk (pages of 100), each line parsed by `json.loads`; `bare_orjson`: `bare` parsing with
-    `orjson.loads`; `minimal` / `minimal_streamed`: the `bare` / `bare_streamed` client -> mnemo serve (the
-    server's cost alone); `local`: LocalBackend.recent page by page; `local_all`: walk.stream_wire over
-    LocalBackend (what `recent --all` does on the embedded store: one statement). With `pids` (mnemo serve's, the
-    bare app's), also `NAME cpu`: the client's plus its server's CPU seconds for that walk.
-    """
-    import orjson
-
-    remote = RemoteBackend(serve_url, key)
-    paged = RemoteBackend(serve_url, key)
-    local = LocalBackend.open(store, PRINCIPAL)
-    local_all = LocalBackend.open(store, PRINCIPAL)
-    bare, bare_orjson, mini = _client(bare_url), _client(bare_url), _client(serve_url, key)
-    bare_streamed, mini_streamed = _client(bare_url), _client(serve_url, key)
-    serve_pid, bare_pid = pids or (None, None)
-    walkers = [
-        _Walker("remote", _stream(remote), serve_pid),
-        _Walker("pages", _backend(paged), serve_pid),
-        _Walker("bare", _minimal(bare), bare_pid),
-        _Walker("bare_streamed", _minimal_stream(bare_streamed), bare_pid),
-        _Walker("bare_orjson", _minimal(bare_orjson, orjson.loads), bare_pid),
-        _Walker("minimal", _minimal(mini), serve_pid),
-        _Walker("minimal_streamed", _minimal_stream(mini_streamed), serve_pid),
-        _Walker("local", _backend(local)),
-        _Walker("local_all", _stream(local_all)),
-    ]
-    # Each round starts one walker further on, so that no walk always follows the same other one
-    # (the first request to a server that sat idle while the others ran is the slow one).
-    turn = 0
-    while not all(w.done for w in walkers):
-        for walker in walkers[turn:] + walkers[:turn]:
-            if not walker.done:
-                walker.advance()
-        turn = (turn + 1) % len(walkers)
-    for closing in (remote, paged, local, local_all, bare, bare_orjson, mini, bare_streamed, mini_streamed):
-        closing.close()
-    for walker in walkers:
+def paged(serve: tuple[str, int], bare: tuple[str, int], key: str, n: int) -> dict[str, float]:
+    """The walk page by page over `mnemo serve` and over the bare app, by the same client (`RemoteBackend`), a page
+    of each in turn (each round started by the other), this process on the client's core."""
+    walkers = {
+        "serve": _Paged(RemoteBackend(serve[0], key), serve[1]),
+        "bare": _Paged(RemoteBackend(bare[0], key), bare[1]),
+    }
+    going = list(walkers.values())
+    while going:
+        going = [walker for walker in going if walker.advance()][::-1]
+    out: dict[str, float] = {}
+    for name, walker in walkers.items():
+        walker.backend.close()
         if walker.seen != n:
-            raise AssertionError(f"the {walker.name} walk saw {walker.seen} of {n} entries")
-    return {w.name: w.seconds for w in walkers} | {f"{w.name} cpu": w.client_cpu + w.server_cpu for w in walkers}
+            raise AssertionError(f"the walk over {name} saw {walker.seen} of {n} entries")
+        out |= {name: walker.seconds, f"{name} client": walker.client_cpu, f"{name} server": walker.server_cpu}
+    return out
 
 
 def page_latencies(args: tuple[str, str | None, int]) -> list[float]:
@@ -360,146 +367,177 @@ def cold_start(url: str, key: str, home: Path, reps: int) -> dict[str, Any]:
     }
 
 
+def page_reads(store: Path, n: int) -> dict[str, float]:
+    """Microseconds an entry of reading `n` entries' pages of 100 laid out as `mnemo serve` lays them, in this
+    process: `remote_wire.page_of` (what the client does with a page) against decoding the same lines whole with
+    the standard library, msgspec and (where installed) orjson, in turn, the best of five rounds."""
+    import msgspec
+
+    from mnemo_tui.backends.remote_wire import page_of
+
+    db = sqlite3.connect(store)
+    wires = [row[0] for row in db.execute("SELECT wire FROM atoms ORDER BY created_at DESC LIMIT ?", (n,))]
+    db.close()
+    cursor = '"' + "0" * 120 + '"'  # a cursor's length
+    lines = [
+        ('{"items":[' + ",".join(wires[i : i + LIMIT]) + '],"next_cursor":' + cursor + "}").encode()
+        for i in range(0, len(wires), LIMIT)
+    ]
+    readers: dict[str, Any] = {
+        "page_of": lambda line: page_of(line, True),
+        "json.loads": json.loads,
+        "msgspec.json.decode": msgspec.json.decode,
+    }
+    try:
+        import orjson
+
+        readers["orjson.loads"] = orjson.loads
+    except ImportError:
+        pass  # no longer a dependency: measured where it is installed
+    best = dict.fromkeys(readers, float("inf"))
+    for _ in range(5):
+        for name, read in readers.items():
+            started = time.perf_counter()
+            for line in lines:
+                read(line)
+            best[name] = min(best[name], time.perf_counter() - started)
+    return {name: seconds * 1e6 / len(wires) for name, seconds in best.items()}
+
+
 def run(quick: bool = False) -> list[dict[str, Any]]:
-    """`mnemo recent` against an endpoint, the remote walk against the bare app and the local walk; latency under
-    eight concurrent walkers."""
-    n = 100_000
-    reps = 2 if quick else 5
+    """The streamed `recent --all` against the embedded one, the walk page by page against the contract-doing bare
+    app, `mnemo recent` cold against an endpoint, and page latency under eight concurrent walkers."""
+    n = 20_000 if quick else 200_000
+    reps = 3 if quick else 6
     pages = 100 if quick else 400
     store = build_store(n)
     admin = Store(store)
     key = admin.create_key(PRINCIPAL)[1]
     admin.close()
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-remote-") as tmp:
-        serve, serve_url = start_serve(store, Path(tmp))
+        home = Path(tmp)
+        serve, serve_url = start_serve(store, home)
         bare, bare_url = start_bare(store)
         try:
             _compiled()
-            start = cold_start(serve_url, key, Path(tmp), 21 if quick else 41)
-            interleaved(serve_url, bare_url, key, store, n)  # warm-up: page caches, connections
-            runs = [interleaved(serve_url, bare_url, key, store, n, (serve.pid, bare.pid)) for _ in range(reps)]
+            start = cold_start(serve_url, key, home, 11 if quick else 41)
+            walls = streamed_all(store, (serve_url, serve.pid), (bare_url, bare.pid), key, home, n, reps)
+            affinity = os.sched_getaffinity(0)
+            if TASKSET:
+                os.sched_setaffinity(0, {CLIENT_CORE})
+            try:
+                paged((serve_url, serve.pid), (bare_url, bare.pid), key, n)  # warm-up: page caches, connections
+                runs = [paged((serve_url, serve.pid), (bare_url, bare.pid), key, n) for _ in range(max(1, reps // 2))]
+            finally:
+                os.sched_setaffinity(0, affinity)
+            serve_mb, bare_mb = _peak_mb(serve.pid), _peak_mb(bare.pid)
+            reads = page_reads(store, min(n, 100_000))
             p50, p99 = concurrent(serve_url, key, pages)
-            bare_p50, bare_p99 = concurrent(bare_url, None, pages)
+            bare_p50, bare_p99 = concurrent(bare_url, key, pages)
         finally:
             for proc in (serve, bare):
                 proc.terminate()
                 proc.wait(timeout=30)
-    (
-        rate,
-        pages_rate,
-        bare_rate,
-        streamed_rate,
-        orjson_rate,
-        minimal_rate,
-        minimal_streamed_rate,
-        local_rate,
-        all_rate,
-    ) = (
-        n / statistics.median(r[name] for r in runs)
-        for name in (
-            "remote",
-            "pages",
-            "bare",
-            "bare_streamed",
-            "bare_orjson",
-            "minimal",
-            "minimal_streamed",
-            "local",
-            "local_all",
-        )
+    med = {name: statistics.median(values) for name, values in walls.items()}
+    ratios = [e / r for e, r in zip(walls["embedded"], walls["remote"], strict=True)]
+    page_med = {name: statistics.median(r[name] for r in runs) for name in runs[0]}
+    page_ratios = [r["bare"] / r["serve"] for r in runs]
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    embedded_is = (
+        f"`mnemo recent --all --format ndjson` on the embedded store (the same {n:,} entries), pinned as the client "
+        f"is; alternated, median of {reps} pairs' ratios; load average at the end {load}"
     )
-    cpu_rate, cpu_pages, cpu_bare, cpu_streamed, cpu_minimal, cpu_minimal_streamed, cpu_local, cpu_all = (
-        n / statistics.median(r[f"{name} cpu"] for r in runs)
-        for name in ("remote", "pages", "bare", "bare_streamed", "minimal", "minimal_streamed", "local", "local_all")
+    bare_is = (
+        "a bare ASGI app under uvicorn doing the contract's work for a page (key hash looked up, body checked, HMAC "
+        "cursor checked and signed, the engine's keyset SQL, stored texts joined), read by the same RemoteBackend"
     )
-    bare_is = "a bare ASGI app (the same keyset SQL, one connection) under uvicorn, read by RemoteBackend's own client"
-    streamed_is = "the bare app's NDJSON walk (pages of 100), read by RemoteBackend's own client, json.loads a line"
     return [
         start,
-        # Issue 38's goal was set against this benchmark's embedded walk (LocalBackend.recent at limit 100, the
-        # row the remote walk was compared with then); the embedded `recent --all` (one statement) is given too.
-        _row(
-            f"remote walk of {n:,} entries streamed (walk.stream_wire over RemoteBackend → mnemo serve, NDJSON, as recent --all)",
-            rate,
-            local_rate,
-            "≥ 0.5x",
-            "the same walk on the embedded store, page by page at limit 100 (LocalBackend.recent)",
+        {
+            **_row(
+                f"`mnemo recent --all --format ndjson` of {n:,} entries against `mnemo serve` (whole processes, "
+                f"client and server pinned to a core each)",
+                n / med["remote"],
+                n / med["embedded"],
+                "≥ 0.6x (moonshot 0.8x)",
+                embedded_is,
+            ),
+            "ratio": round(statistics.median(ratios), 2),
+        },
+        _cpu("… its client's CPU", med["remote cpu"], med["embedded cpu"], "the embedded walk's CPU (one process)"),
+        _cpu("… its server's CPU (every thread)", med["remote server"], med["embedded cpu"], "the embedded walk's CPU"),
+        {
+            **_row(
+                "… the same client against the bare app's stream (the client's share: its server does the contract's work)",
+                n / med["bare"],
+                n / med["embedded"],
+                "—",
+                "the embedded walk, as above",
+            ),
+            "ratio": round(statistics.median(e / b for e, b in zip(walls["embedded"], walls["bare"], strict=True)), 2),
+        },
+        _cpu("… the bare app's CPU for it", med["bare server"], med["remote server"], "mnemo serve's for its stream"),
+        _mb("… the client's peak memory", max(walls["remote rss"]), max(walls["embedded rss"])),
+        _mb("… `mnemo serve`'s peak memory", serve_mb, bare_mb, "the bare app's (same store, same pages)"),
+        {
+            **_row(
+                f"the walk page by page at limit {LIMIT} over `mnemo serve` (Walk with a page budget, RemoteBackend)",
+                n / page_med["serve"],
+                n / page_med["bare"],
+                "≥ 0.9x",
+                bare_is + f"; a page of each in turn, median of {len(runs)} walks",
+            ),
+            "ratio": round(statistics.median(page_ratios), 2),
+        },
+        _cpu("… mnemo serve's CPU a walk", page_med["serve server"], page_med["bare server"], "the bare app's"),
+        _cpu(
+            "… the client's CPU a walk",
+            page_med["serve client"],
+            page_med["bare client"],
+            "the same client's over the bare app",
         ),
-        _row(
-            "the remote walk streamed, against the embedded recent --all",
-            rate,
-            all_rate,
-            "—",
-            "walk.stream_wire over LocalBackend (one statement, as recent --all on the embedded store)",
-        ),
-        _row(
-            "the remote walk streamed, per CPU second (client + server), against the embedded walk's",
-            cpu_rate,
-            cpu_all,
-            "—",
-            "walk.stream_wire over LocalBackend, per CPU second (one process)",
-        ),
-        _row(
-            "the same, against the embedded walk page by page",
-            cpu_rate,
-            cpu_local,
-            "—",
-            "LocalBackend.recent, per CPU second",
-        ),
-        _row("the remote walk streamed", rate, streamed_rate, "≥ 0.9x (issue 29: blocked)", streamed_is),
-        _row(
-            f"the same walk page by page at limit {LIMIT} (RemoteBackend.recent)",
-            pages_rate,
-            bare_rate,
-            "≥ 0.9x (issue 29: blocked)",
-            bare_is,
-        ),
-        _row(
-            "the bare client streamed → mnemo serve (server cost alone)",
-            minimal_streamed_rate,
-            streamed_rate,
-            "—",
-            streamed_is,
-        ),
-        _row("the bare client page by page → mnemo serve (server cost alone)", minimal_rate, bare_rate, "—", bare_is),
-        _row(
-            "the walk page by page, against the bare app parsed with orjson.loads instead",
-            pages_rate,
-            orjson_rate,
-            "—",
-            "the bare app read by the same client, its pages parsed by orjson.loads (mnemo's page reader)",
-        ),
-        _row(
-            "the remote walk streamed, per CPU second (client + server)",
-            cpu_rate,
-            cpu_streamed,
-            "—",
-            "the bare app streamed, the same",
-        ),
-        _row(
-            "the walk page by page, per CPU second (client + server)",
-            cpu_pages,
-            cpu_bare,
-            "—",
-            "the bare app, the same",
-        ),
-        _row(
-            "the bare client streamed → mnemo serve, per CPU second",
-            cpu_minimal_streamed,
-            cpu_streamed,
-            "—",
-            "the bare app streamed, the same",
-        ),
-        _row(
-            "the bare client page by page → mnemo serve, per CPU second",
-            cpu_minimal,
-            cpu_bare,
-            "—",
-            "the bare app, the same",
+        *(
+            {
+                "name": f"the page read (`remote_wire.page_of`, what the client does with a page) against {name}",
+                "value": round(reads["page_of"], 2),
+                "unit": "µs/entry",
+                "anchor": round(reads[name], 2),
+                "ratio": round(reads["page_of"] / reads[name], 2),
+                "goal": "—",
+                "anchor_is": f"{name} of the same lines (pages of {LIMIT} as mnemo serve lays them), one process, best of 5",
+            }
+            for name in reads
+            if name != "page_of"
         ),
         _ms(f"page latency p50, {WALKERS} concurrent walkers (mnemo serve)", p50, bare_p50),
         _ms(f"page latency p99, {WALKERS} concurrent walkers (mnemo serve)", p99, bare_p99),
     ]
+
+
+def _cpu(name: str, value: float, anchor: float, anchor_is: str) -> dict[str, Any]:
+    ratio = round(value / anchor, 2) if anchor else None
+    return {
+        "name": name,
+        "value": round(value, 2),
+        "unit": "s",
+        "anchor": round(anchor, 2),
+        "ratio": ratio,
+        "goal": "—",
+        "anchor_is": anchor_is,
+    }
+
+
+def _mb(name: str, value: float, anchor: float, anchor_is: str = "the embedded walk's") -> dict[str, Any]:
+    ratio = round(value / anchor, 2) if anchor else None
+    return {
+        "name": name,
+        "value": round(value, 1),
+        "unit": "MB",
+        "anchor": round(anchor, 1),
+        "ratio": ratio,
+        "goal": "< 100 MB",
+        "anchor_is": anchor_is,
+    }
 
 
 def _row(name: str, value: float, anchor: float, goal: str, anchor_is: str) -> dict[str, Any]:

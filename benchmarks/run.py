@@ -32,6 +32,7 @@ SUITES = {
     "engine": "bench_engine",
     "cli": "bench_cli",
     "remote": "bench_remote",
+    "remote-cli": "bench_remote_cli",
     "tui": "bench_tui",
     "load": "bench_load",
     "mcp": "bench_mcp",

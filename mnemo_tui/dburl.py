@@ -7,7 +7,7 @@ named): settings are checked, and watermarks keyed, before any engine opens.
 
 from __future__ import annotations
 
-from mnemo_tui.errors import ValidationError
+from mnemo_tui.errors import MissingExtra, ValidationError
 
 
 def database_identity(url: str) -> str:
@@ -27,7 +27,7 @@ def database_identity(url: str) -> str:
         from psycopg import ProgrammingError
         from psycopg.conninfo import conninfo_to_dict
     except ImportError:
-        raise ValidationError("--database needs the postgres extra: pip install 'mnemo-tui[postgres]'") from None
+        raise MissingExtra("postgres", "--database") from None
     bad = ValidationError(
         "the database URL is not one libpq reads: postgresql://USER:PASSWORD@HOST:PORT/DBNAME, "
         "postgresql://USER@HOST1:PORT1,HOST2:PORT2/DBNAME?target_session_attrs=read-write, or 'host=... dbname=...'"

@@ -221,7 +221,7 @@ def fill(
         progress: called with the number of entries written so far.
         after: the newest instant the store already holds (see `newest`): the new entries are
             spread between it and now, so a second fill still reads as written over time.
-        seal_to: the public key the sample secret is sealed to (the user's own); None: a throwaway.
+        seal_to: the public key the sample secret is sealed to (the CLI's: the user's own); None: a throwaway.
 
     Raises:
         ValidationError: an entry count out of range.

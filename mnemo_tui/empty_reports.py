@@ -149,6 +149,14 @@ def for_catchup(backend: Backend, scope: str | None, watermark: Watermark | None
     return build(backend, "empty_scope", scope)
 
 
+# `--scope all` reads the own domain of that name; one who types it wants every scope: said before the read.
+ALL = "all"
+ALL_SCOPES_NOTE = (
+    "(Your own store has no domain {0}: this reads that empty domain. For your own store and every room "
+    "in one pass: mnemo catchup --all-scopes; omit --scope for your own store alone)"
+)
+
+
 def scope_by_name(backend: Backend, scope: str | None) -> tuple[str | None, str | None]:
     """The scope a read means, and a note for the person when it is not the one typed.
 
@@ -161,6 +169,8 @@ def scope_by_name(backend: Backend, scope: str | None) -> tuple[str | None, str 
     if backend.recent(RecentQuery(scope=scope, limit=1, include_history=True)).items:
         return scope, None
     rooms = [r for r in backend.rooms() if r.name == scope]
+    if not rooms and scope.casefold() == ALL:
+        return scope, ALL_SCOPES_NOTE.format(sanitize.quoted(scope))
     if len(rooms) != 1:
         return scope, None
     address = rooms[0].address
@@ -175,6 +185,8 @@ def scope_hints(backend: Backend, report: EmptyReport) -> list[str]:
     scope = report.scope
     if report.kind != "empty_scope" or scope is None or room_of(scope) is not None:
         return []
+    if scope.casefold() == ALL:
+        return []  # `scope_by_name` said it before the read
     rooms = backend.rooms()
     named = [r for r in rooms if r.name == scope]
     if named:
@@ -186,7 +198,11 @@ def scope_hints(backend: Backend, report: EmptyReport) -> list[str]:
 
     names = {d: d for d in backend.domains()}
     names.update({r.name: r.address for r in rooms if r.name not in names})
-    near = difflib.get_close_matches(scope, list(names), n=1, cutoff=0.6)
+    # Compared without case (`--scope CI` finds domain `ci`, as `cii` does); the name shown as it is spelled.
+    folded: dict[str, str] = {}
+    for known in names:
+        folded.setdefault(known.casefold(), known)
+    near = [folded[n] for n in difflib.get_close_matches(scope.casefold(), list(folded), n=1, cutoff=0.6)]
     if not near:
         return []
     target = names[near[0]]

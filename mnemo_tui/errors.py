@@ -52,6 +52,52 @@ class ValidationError(MnemoError):
     exit_code = 2
 
 
+class MissingExtra(ValidationError):
+    """A command whose optional extra is not installed: exit 2 naming the extra and the command that adds it.
+
+    The command reinstalls this copy of mnemo from where it came (`install_command`): mnemo is not on
+    PyPI, so `pip install 'mnemo-tui[mcp]'` would find nothing.
+    """
+
+    def __init__(self, extra: str, what: str) -> None:
+        super().__init__(f"{what} needs the {extra} extra, which is not installed here: {install_command(extra)}")
+
+
+def install_command(extra: str) -> str:
+    """The shell command that installs this copy of mnemo again with `extra`, from where it was installed.
+
+    Read from the install's PEP 610 record (`direct_url.json`: a checkout, a wheel file, a git URL); with
+    the interpreter's pip, or `pipx`/`uv tool` when this is one of their environments.
+    """
+    import json
+    import shlex
+    import sys
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    try:
+        record = json.loads(metadata.distribution("mnemo-tui").read_text("direct_url.json") or "null")
+    except (metadata.PackageNotFoundError, ValueError):
+        record = None
+    editable = False
+    spec = f"mnemo-tui[{extra}]"  # installed from an index of your own
+    if isinstance(record, dict) and isinstance(record.get("url"), str):
+        url = record["url"]
+        if "vcs_info" in record:
+            spec = f"mnemo-tui[{extra}] @ {record['vcs_info'].get('vcs', 'git')}+{url}"
+        elif url.startswith("file://"):
+            spec = f"{unquote(urlparse(url).path)}[{extra}]"
+            editable = bool(record.get("dir_info", {}).get("editable"))
+        else:
+            spec = f"mnemo-tui[{extra}] @ {url}"
+    prefix = sys.prefix.replace("\\", "/")
+    if "/pipx/venvs/" in prefix:
+        return f"pipx install --force {shlex.quote(spec)}"
+    if "/uv/tools/" in prefix:
+        return f"uv tool install --force {shlex.quote(spec)}"
+    return f"{shlex.quote(sys.executable)} -m pip install {'-e ' if editable else ''}{shlex.quote(spec)}"
+
+
 class Unprocessable(ValidationError):
     """A well-formed request past one of the engine's bounds (a cap on work, text no engine stores): 422,
     the message naming the bound."""

@@ -126,8 +126,17 @@ def shown(us: int, utc: bool = False) -> str:
 
 
 def iso_offset(us: int, utc: bool = False) -> str:
-    """An instant as ISO-8601 with its offset, on the local clock or UTC (`2026-11-30T08:00:00.000000+01:00`)."""
-    return wall(us, utc).isoformat(timespec="microseconds")
+    """An instant as ISO-8601 with its offset, on the local clock or UTC (`2026-11-30T08:00:00.000000+01:00`).
+
+    A UTC reading (`utc`, or a local zone at offset 0) is the wire's own spelling, `Z`, never `+00:00`: the
+    same instant reads the same in a pipe as in JSON (docs/cli.md, "Times").
+    """
+    if utc:
+        return to_iso(us)
+    d = wall(us)
+    if not d.utcoffset():
+        return to_iso(us)
+    return d.isoformat(timespec="microseconds")
 
 
 def parse_iso(text: str, *, field: str = "time", utc: bool = True) -> int:

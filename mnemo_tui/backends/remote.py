@@ -325,6 +325,26 @@ class RemoteBackend(Calls, Backend):
         deleted = answer.get("deleted", 0) if isinstance(answer, dict) else 0
         return int(deleted) if isinstance(deleted, (int, bool)) else 0
 
+    def whoami(self) -> tuple[str, str | None] | None:
+        """`GET /mnemo/whoami` (mnemo serve's extension): the key's principal and key id; None where the endpoint
+        has no such route (404). Asked once, never retried, as `stats`: `mnemo status` reports, it does not wait.
+
+        Raises:
+            MnemoError: any other refusal or failure.
+        """
+        retries, self.retries = self.retries, 0
+        try:
+            answer = self._call("GET", "/mnemo/whoami")
+        except NotFound:
+            return None
+        finally:
+            self.retries = retries
+        name = answer.get("principal") if isinstance(answer, dict) else None
+        if not isinstance(name, str) or not name:
+            raise Unavailable(f"{self.identity} answered /mnemo/whoami with a body that names no principal")
+        key_id = answer.get("key_id")
+        return name, key_id if isinstance(key_id, str) and key_id else None
+
     def stats(self) -> Stats:
         """`GET /memory/stats`: the endpoint's counts of the key's store (missing fields read as zero).
 

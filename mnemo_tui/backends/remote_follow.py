@@ -46,6 +46,8 @@ IDLE_SECONDS = 45.0
 MAX_EVENT = 32 << 20
 # A refusal's JSON body is read whole up to this.
 MAX_REFUSAL = 1 << 20
+# A persistent follow's reconnects back off up to this many seconds apart (or the call's deadline, if shorter).
+RECONNECT_MAX_WAIT = 10.0
 
 
 class Ended(TransportError):
@@ -81,9 +83,14 @@ class RemoteFollow:
     `on_connection`, when set, hears of an outage as it happens, in the reading thread: called with why
     (a few words) when the stream drops and reconnecting starts, then with None before the first event
     a reconnect brings (once per outage, so a person can be told the feed is down, then back).
+
+    `persistent` (set before iterating): reconnect until closed, as `journalctl -f` and `kubectl get -w`
+    keep going, with a backoff capped at `reconnect_cap` seconds, instead of giving up after `deadline`;
+    `on_connection` then also hears, at doubling intervals from `deadline` on, that the outage goes on.
     """
 
     on_connection: Callable[[str | None], object] | None = None
+    persistent = False
 
     def __init__(
         self,
@@ -108,6 +115,24 @@ class RemoteFollow:
         """Seconds reconnecting may last from a drop: the backend's call deadline, which `_run` waits by."""
         return self._calls.deadline
 
+    @property
+    def reconnect_cap(self) -> float:
+        """The longest wait between two reconnects of a persistent follow."""
+        return min(RECONNECT_MAX_WAIT, self._calls.max_wait, self._calls.deadline)
+
+    def _still_down(self, since: float, reasons: list[str]) -> Callable[[str], None]:
+        """What a persistent reconnect calls after each failed attempt: told at `deadline`, 2x, 4x... seconds down."""
+        told = [self._calls.deadline]
+
+        def failed(reason: str) -> None:
+            down = time.monotonic() - since
+            reasons.append(reason)
+            if down >= told[0] and self.on_connection is not None:
+                told[0] *= 2
+                self.on_connection(f"{reason}, for {down:.0f} s")
+
+        return failed
+
     def __iter__(self) -> Iterator[Pushed]:
         return self
 
@@ -128,6 +153,7 @@ class RemoteFollow:
     def _run(self) -> Generator[Pushed, None, None]:
         calls = self._calls
         attempt, deadline = 0, 0.0
+        failed: Callable[[str], None] | None = None
         down = False  # an outage was told to `on_connection` and no event came since
         while not self._closed:
             stream = self._stream
@@ -152,6 +178,7 @@ class RemoteFollow:
             # The backoff and the deadline run on from one drop to the next until an event comes again.
             if got or not attempt:
                 attempt, deadline = 0, time.monotonic() + calls.deadline
+                failed = self._still_down(time.monotonic(), []) if self.persistent else None
                 if self.on_connection is not None:
                     self.on_connection(reason)  # at once: the backoff and the reconnect below may take the deadline
                 down = True
@@ -164,6 +191,8 @@ class RemoteFollow:
                 deadline=deadline,
                 closed=lambda: self._closed,
                 pause=self._stop.wait,
+                cap=self.reconnect_cap if self.persistent else None,
+                failed=failed,
             )
             if opened is None:
                 return
@@ -251,13 +280,17 @@ def _open(
     deadline: float | None = None,
     closed: Callable[[], bool] = lambda: False,
     pause: Callable[[float], object] | None = None,
+    cap: float | None = None,
+    failed: Callable[[str], None] | None = None,
 ) -> Stream | None:
     """A follow's stream, asked with the retry policy's backoff; None when the endpoint has no such route
     (a first ask: 404 or 405, or an answer that is not a stream) or the follow was closed meanwhile.
 
     A first ask gives up as a request does (`calls.retries` attempts within the call's deadline); a
     reconnect waits first, and keeps trying with the same backoff until `deadline` (a server that
-    restarts must not end a follow; one gone for the whole deadline does).
+    restarts must not end a follow; one gone for the whole deadline does). With `cap` (a persistent
+    follow) a reconnect never gives up on an outage: its waits grow to `cap` seconds, each attempt has
+    the call's deadline of its own, and `failed` hears why each attempt failed; a refusal still ends it.
 
     Raises:
         MnemoError: a refusal (401, 403, 422, ...), or no answer within the retries or the deadline.
@@ -266,17 +299,21 @@ def _open(
     headers = {"X-Request-Id": uuid.uuid4().hex, "Accept": "text/event-stream"}
     if position is not None:
         headers["Last-Event-ID"] = position
-    if deadline is None:
-        deadline = time.monotonic() + calls.deadline
+    until: float = time.monotonic() + calls.deadline if deadline is None else deadline
     what = "reconnect the follow to" if reconnect else "reach"
     reason = "no answer"
 
     def again(said: float | None = None) -> bool:
-        nonlocal attempt
+        nonlocal attempt, until
         if not reconnect and attempt >= calls.retries:
             return False
         wait = min(calls.max_wait, said) if said is not None else calls._delay(attempt)
-        if time.monotonic() + wait >= deadline:
+        if cap is not None:
+            wait = min(wait, cap)
+            if failed is not None and attempt:
+                failed(reason)
+            until = time.monotonic() + wait + calls.deadline  # the next attempt's own
+        elif time.monotonic() + wait >= until:
             return False
         (pause or calls._sleep)(wait)
         attempt += 1
@@ -288,8 +325,13 @@ def _open(
         raise Unavailable(f"cannot {what} {calls.identity} within the deadline of {calls.deadline:g} s")
     while True:
         try:
-            stream = calls._client.open_stream("POST", PATH, content, headers, deadline, idle=IDLE_SECONDS)
+            stream = calls._client.open_stream("POST", PATH, content, headers, until, idle=IDLE_SECONDS)
         except DeadlinePassed:
+            reason = "no answer within the deadline"
+            if cap is not None and again():
+                continue
+            if closed():
+                return None
             raise Unavailable(f"cannot {what} {calls.identity} within the deadline of {calls.deadline:g} s") from None
         except TransportError as exc:
             reason = exc.reason
@@ -305,7 +347,7 @@ def _open(
         if status == 200 and stream.headers.get("content-type", "").startswith("text/event-stream"):
             return stream
         try:
-            answer: Answer | None = stream.read(deadline, MAX_REFUSAL)
+            answer: Answer | None = stream.read(until, MAX_REFUSAL)
         except TransportError:
             answer = None
         finally:
@@ -314,6 +356,7 @@ def _open(
             if reconnect:
                 raise Unavailable(f"{calls.identity} no longer offers the follow (HTTP {status})")
             return None  # no push channel here (the hosted service): the caller polls
+        reason = f"HTTP {status}"
         if answer is None:
             if again():
                 continue

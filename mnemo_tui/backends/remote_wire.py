@@ -3,39 +3,30 @@
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable
-from datetime import UTC, date, datetime, timedelta
-from functools import lru_cache
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from itertools import repeat
+from operator import attrgetter, floordiv, sub
+from typing import Annotated, Any
 
-import orjson
+import msgspec
 
 from mnemo_tui import timefmt
 from mnemo_tui.errors import Unavailable, ValidationError
 from mnemo_tui.limits import dumps as _dumps
 from mnemo_tui.model import Entry, Page
 
-_DECODER = json.JSONDecoder()
-# The C scanner under `raw_decode`, called directly (once per item of a page): it raises StopIteration
-# where `raw_decode` raises JSONDecodeError, and both end as the ValueError of `object_with_spans`.
-_scan: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
-_EPOCH_DAY = date(1970, 1, 1).toordinal()
-_WS = re.compile(r"[ \t\n\r]*")
-_BLANK = frozenset(" \t\n\r")
-# ASCII digits only (`\d` would take any script's) and a clock time that exists; the date is checked
-# where it is read (`_canonical_us`: February 30th is a ValueError there).
-_TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z"
-_CANONICAL_TIME = re.compile(_TIME + r"\Z")
-# The canonical time's shape, its digits read as 0 (see `_bulk`).
-_ZEROS = str.maketrans("0123456789", "0" * 10)
-_SHAPE = "0000-00-00T00:00:00.000000Z"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_US = timedelta(microseconds=1)
-
-
 _MIN_US = timefmt.from_datetime(datetime(1, 1, 1, tzinfo=UTC))
 _MAX_US = timefmt.from_datetime(datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC))
+# The canonical time's shape (CLI.md), its digits read as 0 (see `_instants`).
+_ZEROS = str.maketrans("0123456789", "0" * 10)
+_SHAPE = "0000-00-00T00:00:00.000000Z"
+_ATOM_ID = attrgetter("atom_id")
+_CREATED_AT = attrgetter("created_at")
+
+# `mnemo serve` says so of a page whose items are its stored RecentItems (see `page_of`).
+CANONICAL_HEADER = "x-mnemo-wire"
 
 
 def wire_time(us: int | None) -> str | None:
@@ -53,20 +44,17 @@ def time_of(value: Any) -> int | None:
     return None
 
 
-def entry_of(item: Any, text: str | None = None) -> Entry:
-    """An `Entry` from any item the service returns (RecentItem, MemoryItem, AtomDetail).
+def entry_of(item: Any) -> Entry:
+    """An `Entry` from any item the service returns (RecentItem, MemoryItem, AtomDetail), its text written anew.
 
     The wire text is the RecentItem of WIRE.md in its canonical field order, with times in the
     microsecond `Z` form; fields outside RecentItem are dropped, optional ones may be absent.
+
+    Raises:
+        Unavailable: the item is not an object, or has no atom id.
     """
     if not isinstance(item, dict):
         raise Unavailable("the endpoint answered with an item that is not an object")
-    if text is not None and _canonical(item, text):
-        # Already the RecentItem as `mnemo serve` stores it: keep its own text, skip re-encoding.
-        try:
-            return Entry.of(atom_id=item["atom_id"], created_at=_canonical_us(item["created_at"]), wire=text)
-        except ValueError:
-            pass  # a date that does not exist (February 30th): read below, its text kept
     atom = item.get("atom_id") or item.get("id")
     if not isinstance(atom, str) or not atom:
         raise Unavailable("the endpoint answered with an item without an atom_id")
@@ -91,223 +79,154 @@ def entry_of(item: Any, text: str | None = None) -> Entry:
     return Entry.of(atom_id=atom, created_at=created or 0, wire=_dumps(wire))
 
 
-@lru_cache(maxsize=4096)
-def _minute_us(minute: str) -> int:
-    """Microseconds of `YYYY-MM-DDTHH:MM` (a page's entries mostly share their minute: computed once)."""
-    day = (date.fromisoformat(minute[:10]).toordinal() - _EPOCH_DAY) * 86_400_000_000
-    return day + int(minute[11:13]) * 3_600_000_000 + int(minute[14:16]) * 60_000_000
+class _Page(msgspec.Struct):
+    """A `RecentResponse` as msgspec delimits it: each item's own bytes (`Raw`, not decoded), the cursor."""
+
+    items: list[msgspec.Raw]
+    next_cursor: Any = None
 
 
-def _canonical_us(text: str) -> int:
-    """Microseconds of a time already in the canonical `YYYY-MM-DDTHH:MM:SS.ffffffZ` form."""
-    # `SS` then `ffffff` read as one number are the seconds' microseconds: SS * 10**6 + ffffff.
-    return _minute_us(text[:16]) + int(text[17:19] + text[20:26])
+_Id = Annotated[str, msgspec.Meta(min_length=1)]
+_Name = str | None
+
+
+class _Provenance(msgspec.Struct, forbid_unknown_fields=True):
+    """WIRE.md's provenance, each field of its type, and no other."""
+
+    principal: _Name = None
+    agent: _Name = None
+    agent_name: _Name = None
+    client_env: _Name = None
+    is_external: bool = False
+
+
+class _Item(msgspec.Struct, forbid_unknown_fields=True):
+    """A RecentItem whose own text is kept as its wire JSON: WIRE.md's fields only, each of its type. Only the
+    id and the time are used; the rest is checked and passed on as the text that is printed."""
+
+    atom_id: _Id
+    content: str
+    domain: str
+    created_at: str  # canonical, checked a page at a time (`_instants`)
+    concepts: list[str]
+    provenance: _Provenance | msgspec.UnsetType = msgspec.UNSET
+    supersedes: Annotated[list[str], msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
+    superseded_by: _Id | msgspec.UnsetType = msgspec.UNSET
+
+
+class _Items(msgspec.Struct):
+    items: list[_Item]
+
+
+_PAGE = msgspec.json.Decoder(_Page)
+_ITEMS = msgspec.json.Decoder(_Items)
+_ITEM = msgspec.json.Decoder(_Item)
+# An item's keys in the order they first occur (a key that repeats keeps its first place, as `json` has it).
+_KEYS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
 def _key_orders() -> frozenset[tuple[str, ...]]:
     base = ("atom_id", "content", "domain", "created_at", "concepts")
     optional = ("provenance", "supersedes", "superseded_by")
-    orders = set()
-    for mask in range(8):
-        orders.add(base + tuple(name for bit, name in enumerate(optional) if mask >> bit & 1))
-    return frozenset(orders)
+    return frozenset(base + tuple(name for bit, name in enumerate(optional) if mask >> bit & 1) for mask in range(8))
 
 
+# WIRE.md's field order, with or without each optional field.
 _KEY_ORDERS = _key_orders()
-
-
-def _canonical(item: dict[str, Any], text: str) -> bool:
-    """Whether an item's own text is already a canonical RecentItem (fields in order, times in `Z` form)."""
-    if tuple(item) not in _KEY_ORDERS or "\n" in text or "\r" in text:
-        return False
-    created = item["created_at"]
-    if not isinstance(created, str) or _CANONICAL_TIME.match(created) is None:
-        return False
-    if not isinstance(item["atom_id"], str) or not item["atom_id"]:
-        return False
-    if "provenance" in item and not isinstance(item["provenance"], dict):
-        return False
-    if "supersedes" in item and not (isinstance(item["supersedes"], list) and item["supersedes"]):
-        return False
-    return "superseded_by" not in item or (isinstance(item["superseded_by"], str) and bool(item["superseded_by"]))
-
-
-def _skip(text: str, index: int) -> int:
-    found = _WS.match(text, index)
-    return found.end() if found else index
-
-
-def object_with_spans(text: str, field: str) -> tuple[dict[str, Any], list[str]]:
-    """Parse a JSON object, keeping the exact text of each element of its array `field`.
-
-    Raises:
-        ValueError: the text is not one JSON object.
-    """
-    try:
-        return _object_with_spans(text, field)
-    except (IndexError, RecursionError, StopIteration, json.JSONDecodeError) as exc:
-        raise ValueError(str(exc)) from None
-
-
-def _object_with_spans(text: str, field: str) -> tuple[dict[str, Any], list[str]]:
-    out: dict[str, Any] = {}
-    spans: list[str] = []
-    i = _skip(text, 0)
-    if text[i] != "{":
-        raise ValueError("not an object")
-    i = _skip(text, i + 1)
-    if text[i] == "}":
-        i += 1
-    else:
-        while True:
-            key, i = _scan(text, i)
-            if not isinstance(key, str):
-                raise ValueError("object key is not a string")
-            i = _skip(text, i)
-            if text[i] != ":":
-                raise ValueError("expected ':'")
-            i = _skip(text, i + 1)
-            if key == field and text[i] == "[":
-                items: list[Any] = []
-                spans = []
-                i = _skip(text, i + 1)
-                if text[i] == "]":
-                    i += 1
-                else:
-                    decode = _scan
-                    while True:
-                        start = i
-                        value, i = decode(text, i)
-                        items.append(value)
-                        spans.append(text[start:i])
-                        mark = text[i]
-                        if mark in _BLANK:
-                            i = _skip(text, i)
-                            mark = text[i]
-                        i += 1
-                        if mark == "]":
-                            break
-                        if mark != ",":
-                            raise ValueError("expected ',' or ']'")
-                        if text[i] in _BLANK:
-                            i = _skip(text, i)
-                out[key] = items
-            else:
-                out[key], i = _scan(text, i)
-            i = _skip(text, i)
-            mark, i = text[i], i + 1
-            if mark == "}":
-                break
-            if mark != ",":
-                raise ValueError("expected ',' or '}'")
-            i = _skip(text, i)
-    if _skip(text, i) != len(text):
-        raise ValueError("extra data after the object")
-    return out, spans
-
-
-# `mnemo serve` says so of a page whose items are its stored RecentItems (see `page_of`).
-CANONICAL_HEADER = "x-mnemo-wire"
-
-
-def _page_parts(text: str) -> tuple[list[Any], list[str], str | None]:
-    try:
-        body, spans = object_with_spans(text, "items")
-    except ValueError:
-        raise Unavailable("the endpoint answered /memory/recent with a body that is not JSON") from None
-    items = body.get("items")
-    if not isinstance(items, list):
-        raise Unavailable("the endpoint answered /memory/recent without an items list")
-    cursor = body.get("next_cursor")
-    return items, spans, cursor if isinstance(cursor, str) and cursor else None
-
-
-# How `mnemo serve` lays a page out: its items first, the stored texts joined by commas.
-_ITEMS_HEAD = b'{"items":['
-
-
-def _encoded_parts(raw: bytes) -> tuple[list[Any], list[str], str | None] | None:
-    """A page laid out as `mnemo serve` lays it, read by orjson; None for any other (`_page_parts` reads it).
-
-    Each item's own text is its encoding by orjson, proven so by the page holding those encodings,
-    joined by commas, exactly where its items array is: one C decode of the page and one C encode
-    of each item, where the standard library must call its scanner once for each item. A body
-    orjson refuses (it is stricter than `json`) or another spelling of an item goes the other way.
-    """
-    if not raw.startswith(_ITEMS_HEAD):
-        return None
-    try:
-        body = orjson.loads(raw)
-        items = body["items"]
-        if type(items) is not list:
-            return None
-        encoded = list(map(orjson.dumps, items))
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError, KeyError, TypeError):
-        return None
-    joined = b",".join(encoded)
-    end = len(_ITEMS_HEAD) + len(joined)
-    if not raw.startswith(joined, len(_ITEMS_HEAD)) or raw[end : end + 1] != b"]":
-        return None
-    cursor = body.get("next_cursor")
-    return items, list(map(bytes.decode, encoded)), cursor if isinstance(cursor, str) and cursor else None
 
 
 def page_of(body: bytes | str, canonical: bool = False) -> Page:
     """A feed page from the body of a `RecentResponse`; a `next_cursor` absent or `""` ends the walk.
 
-    `canonical`: the endpoint said its items are its stored RecentItems (`CANONICAL_HEADER`); a page
-    without a line break is then trusted whole (`_bulk`).
+    msgspec delimits the items (each one's own bytes, as the endpoint sent them); an item that is a
+    RecentItem as WIRE.md spells it (`_one`) keeps that text as its wire JSON, never re-encoded; any
+    other is read by the standard library and written anew (`entry_of`). `canonical`: the endpoint said
+    its items are its stored RecentItems (`CANONICAL_HEADER`), so the rule is first tried on the whole
+    page at once (`_whole`).
 
     Raises:
-        Unavailable: the body is not a page.
+        Unavailable: the body is not a page, or an item is not an object with an atom id, or not UTF-8.
     """
-    if isinstance(body, bytes):
-        parts = _encoded_parts(body)
-        flat = b"\n" not in body and b"\r" not in body
-        text = body.decode("utf-8", errors="replace") if parts is None else ""
-    else:
-        parts, text = None, body
-        flat = "\n" not in body and "\r" not in body
-    items, spans, cursor = _page_parts(text) if parts is None else parts
-    if canonical and flat:
-        entries = _bulk(items, spans)
-        if entries is None:
-            entries = [_trusted(item, span) for item, span in zip(items, spans, strict=True)]
-        return Page(items=entries, next_cursor=cursor)
-    return Page(items=[entry_of(item, span) for item, span in zip(items, spans, strict=True)], next_cursor=cursor)
-
-
-def _bulk(items: list[Any], spans: list[str]) -> list[Entry] | None:
-    """The entries of a trusted page whose every item has an atom id and a canonical time; None when one
-    item has not (each is then read on its own, `_trusted`)."""
     try:
-        atoms = [item["atom_id"] for item in items]
-        times = [item["created_at"] for item in items]
-        joined = "\n".join(times)  # a time that is not a string is a TypeError
-    except (KeyError, TypeError):
-        return None
-    if not all(atoms) or set(map(type, atoms)) - {str} or len(spans) != len(atoms):
-        return None
+        raw = body if isinstance(body, bytes) else body.encode()
+        page = _PAGE.decode(raw)
+    except msgspec.ValidationError:
+        raise Unavailable("the endpoint answered /memory/recent without an items list") from None
+    except (msgspec.DecodeError, UnicodeError, RecursionError):
+        raise Unavailable("the endpoint answered /memory/recent with a body that is not JSON") from None
+    cursor = page.next_cursor
+    entries = _whole(raw, page.items) if canonical else None
+    if entries is None:
+        entries = list(map(_one, page.items, repeat(canonical)))
+    return Page(entries, cursor if isinstance(cursor, str) and cursor else None)  # by position: the quick way
+
+
+def _one_line(raw: bytes) -> bool:
+    """Whether an item's text (or a page of them) can be printed as it came: on one line (NDJSON's framing)."""
+    return b"\n" not in raw and b"\r" not in raw
+
+
+def _instants(times: list[str]) -> list[int] | None:
+    """Microseconds of canonical times (`YYYY-MM-DDTHH:MM:SS.ffffffZ`), read all at once; None when one is
+    not canonical or names no instant (February 30th)."""
     # Every time in the canonical shape, checked at once: the digits read as 0 (any other character, a
     # digit of another script too, stays itself) against the shape repeated, the line breaks where the
     # shape has them. `24:00`, which a later Python may read as the next midnight, is refused too.
+    joined = "\n".join(times)
     if joined.translate(_ZEROS) != "\n".join([_SHAPE] * len(times)) or "T24" in joined:
         return None
     try:
-        # The C parser reads each time (one that does not exist is a ValueError).
-        instants = [(datetime.fromisoformat(created) - _EPOCH) // _ONE_US for created in times]
+        # (t - epoch) // 1 µs, mapped in C: no Python frame per item.
+        return list(map(floordiv, map(sub, map(datetime.fromisoformat, times), repeat(_EPOCH)), repeat(_ONE_US)))
     except ValueError:
         return None
-    return list(map(Entry, instants, atoms, spans))
 
 
-def _trusted(item: Any, span: str) -> Entry:
-    """One item of a trusted page: its own text kept when it has an atom id and a canonical time."""
-    created = item.get("created_at") if isinstance(item, dict) else None
-    atom = item.get("atom_id") if isinstance(created, str) else None
-    if isinstance(atom, str) and atom and isinstance(created, str) and _CANONICAL_TIME.match(created):
+def _kept(items: list[_Item], spans: list[msgspec.Raw]) -> list[Entry] | None:
+    """The entries of checked items, each with its own text; None when a time is not canonical or a text not UTF-8."""
+    instants = _instants(list(map(_CREATED_AT, items)))
+    if instants is None:
+        return None
+    try:
+        texts = list(map(str, spans, repeat("utf-8")))
+    except UnicodeDecodeError:
+        return None
+    # What `Entry._make` does (`tuple.__new__`), called by `map` without a Python frame per item.
+    return list(map(tuple.__new__, repeat(Entry), zip(instants, map(_ATOM_ID, items), texts, strict=True)))
+
+
+def _one(span: msgspec.Raw, trusted: bool) -> Entry:
+    """One item on its own: its text kept when it is one line, decodes as `_Item` with a canonical time, and
+    (unless `trusted`: the endpoint declared its texts canonical) has its fields in WIRE.md's order; else read
+    by the standard library and written anew.
+
+    Raises:
+        Unavailable: not UTF-8, not an object with an atom id, or nested too deeply.
+    """
+    raw = bytes(span)
+    if _one_line(raw):
         try:
-            return Entry(_canonical_us(created), atom, span)
-        except ValueError:
-            pass  # a date that does not exist
-    return entry_of(item, span)
+            item = _ITEM.decode(raw)
+            kept = _kept([item], [span]) if trusted or tuple(_KEYS.decode(raw)) in _KEY_ORDERS else None
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            kept = None  # another shape (the hosted service's), or not UTF-8: read below
+        if kept is not None:
+            return kept[0]
+    try:
+        return entry_of(json.loads(raw.decode()))
+    except UnicodeDecodeError:
+        raise Unavailable("the endpoint answered with an item that is not UTF-8") from None
+    except RecursionError:
+        raise Unavailable("the endpoint answered with an item nested too deeply") from None
+
+
+def _whole(raw: bytes, spans: list[msgspec.Raw]) -> list[Entry] | None:
+    """The entries of a page whose every item keeps its text (the rule of `_one`, held to it by the tests),
+    read with one decode of the page; None when one item does not (each is then read on its own)."""
+    if not _one_line(raw):
+        return None
+    try:
+        items = _ITEMS.decode(raw).items
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return None
+    return _kept(items, spans)

@@ -15,7 +15,7 @@ import typer.main
 from typer._click import Command, Context, HelpFormatter
 from typer.core import TyperGroup
 
-from mnemo_tui.cli.commands import HELP_FLAGS, option
+from mnemo_tui.cli.commands import HELP_FLAGS, Typer, option
 from mnemo_tui.cli.flags import ROOT
 
 
@@ -64,6 +64,7 @@ COMMANDS = {
     "import": Row(
         "mnemo_tui.cli.cmd_exchange", "import_", "Put an export into this backend; twice stores nothing new."
     ),
+    "help": Row("mnemo_tui.cli.cmd_help", "help_", "Show the help of mnemo or of a command (as COMMAND --help)."),
 }
 
 
@@ -71,7 +72,7 @@ def load(name: str) -> Command:
     """The click command of the row `name`: its module imported, its Typer function or group built."""
     row = COMMANDS[name]
     target = getattr(importlib.import_module(row.module), row.attr)
-    holder = typer.Typer(rich_markup_mode=None)
+    holder = Typer(rich_markup_mode=None)
     if isinstance(target, typer.Typer):
         holder.add_typer(target, name=name, short_help=row.summary)
     else:

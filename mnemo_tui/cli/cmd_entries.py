@@ -14,7 +14,7 @@ from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.feed import check_limit_flag, parse_times, resolved_scope, room_name_hint
 from mnemo_tui.engine.rules import MAX_TOP_K as MAX_SEARCH
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.limits import MAX_CONCEPTS, MAX_EXTERNAL_REF, MAX_SUPERSEDES, parse_scope, room_of
+from mnemo_tui.limits import MAX_CONCEPTS, MAX_CONTENT, MAX_EXTERNAL_REF, MAX_SUPERSEDES, parse_scope, room_of
 from mnemo_tui.model import EmptyReport
 from mnemo_tui.sanitize import line as safe
 from mnemo_tui.values.search import SearchQuery
@@ -101,6 +101,8 @@ def _store(
     """The entry checked and written (`mnemo write` after its text is read)."""
     if not content.strip():
         raise ValidationError("the entry's content is empty")
+    if len(content) > MAX_CONTENT:  # said the same on every backend, with the length given
+        raise ValidationError(f"content must be 1 to {MAX_CONTENT} characters, got {len(content)}")
     domain = parse_scope(scope) or "general"
     if scope is not None and room_of(domain) is None:
         own = c.backend.domains()

@@ -43,19 +43,21 @@ def open_reports(values: list[str] | None, inputs: tuple[str, ...] = ()) -> Repo
 def check(
     ctx: typer.Context,
     scope: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--scope",
             "-s",
             metavar="SCOPE",
-            help="Where the probe entries go and the walks run: a domain or xroom:<room_id>.",
+            help="Where the probe entries go and the walks run: a domain or xroom:<room_id> "
+            "(default: the probe room, which no unscoped read covers).",
         ),
-    ] = "mnemo-check",
+    ] = None,
     probe_room: Annotated[
         bool,
         typer.Option(
             "--probe-room/--no-probe-room",
-            help="Make sure a room exists for check 3 to name (a mnemo-check room, deleted after if check made it).",
+            help="Use a room of its own (mnemo-check, deleted after if check made it): the probes' default place, "
+            "and a room check 3 must name.",
         ),
     ] = True,
     fmt: TableFormat = "table",
@@ -63,7 +65,9 @@ def check(
 ) -> int:
     """Probe the backend's feed with four checks; exit 1 if one fails.
 
-    It writes a few probe entries to --scope (deleted after), walks them, and checks:
+    It writes a few probe entries to --scope (default: a room of its own, so no
+    unscoped read or catchup --changes ever shows them; deleted after), walks
+    them, and checks:
 
     \b
     1. walk-to-end: a cursor walk in small pages delivers every probe once, and
@@ -103,6 +107,8 @@ def _print_check(report: CheckReport, fmt: str) -> None:
     if report.cleanup:
         out.flush()
         output.hint(safe(report.cleanup))
+    if report.own_store_note:
+        output.hint(safe(report.own_store_note))
 
 
 def verify(

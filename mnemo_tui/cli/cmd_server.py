@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import TableFormat, ctx_of, group
 from mnemo_tui.cli.context import Context, needs_extra, store_path
@@ -190,7 +189,7 @@ def keys_list(
             [
                 k.key_id,
                 k.principal,
-                timefmt.shown(k.created_at, c.utc),
+                output.listed_time(k.created_at, c.utc),
                 "revoked" if k.revoked else "active",
             ]
             for k in keys

@@ -95,29 +95,41 @@ def _write_watermark(
     )
 
 
-@watermark.command("list")
+@watermark.command("list", short_help="Every watermark of this backend and principal.")
 def watermark_list(
     ctx: typer.Context,
+    consumer: Annotated[
+        str | None,
+        typer.Option(
+            "--consumer",
+            "-c",
+            metavar="NAME",
+            help="Only this reader's watermarks (default: every consumer's).",
+            autocompletion=completion.consumers,
+        ),
+    ] = None,
     fmt: TableFormat = "table",
 ) -> None:
-    """Every watermark of this backend and principal."""
+    """Every watermark of this backend and principal (--consumer: one reader's)."""
     c = ctx_of(ctx)
     output.check_format(fmt, allow_ndjson=False)
     backend = c.backend
-    marks = c.state.list(backend.identity, backend.principal)
+    name = None if consumer is None else c.consumer(consumer)
+    marks = [w for w in c.state.list(backend.identity, backend.principal) if name is None or w.consumer == name]
     rooms = empty_reports.room_names(backend) if fmt == "table" and any(room_of(w.scope) for w in marks) else {}
+    whose = "" if name is None else f" of consumer {name!r}"
     output.listing(
         fmt,
         [watermark_wire(w) for w in marks],
-        empty=f"No watermarks yet for {backend.principal!r} on {backend.identity}. `mnemo catchup` sets one.",
+        empty=f"No watermarks{whose} yet for {backend.principal!r} on {backend.identity}. `mnemo catchup` sets one.",
         headers=["CONSUMER", "SCOPE", "WATERMARK", "ENTRIES AT IT", "UPDATED"],
         rows=[
             [
                 w.consumer,
                 _scope_label(w.scope, rooms),
-                "none" if w.created_at is None else timefmt.shown(w.created_at, c.utc),
+                "none" if w.created_at is None else output.listed_time(w.created_at, c.utc),
                 str(len(w.boundary_ids)),
-                timefmt.relative(w.updated_at),
+                output.listed_time(w.updated_at, c.utc, age=True),
             ]
             for w in marks
         ],
@@ -397,10 +409,12 @@ def status(
     fmt = output.check_format(fmt, allow_ndjson=False)
     s = c.settings
     data: dict[str, object] = {"backend": s.backend_kind}
+    named: tuple[str, str | None] | None = None
     if s.endpoint:
         data["endpoint"] = s.endpoint
         source = credentials.key_source(s)
-        data["principal"] = _remote_principal(c) if source != "none" else None
+        named = _remote_principal(c) if source != "none" else None
+        data["principal"] = named[0] if named is not None else None
     elif s.database:
         from mnemo_tui.dburl import database_identity
 
@@ -434,9 +448,11 @@ def status(
         rows.append(("entries", "(unknown: the endpoint did not answer /memory/stats)"))
     elif why and (s.store_path is None or os.path.exists(s.store_path)):  # a missing one is said on its own row
         rows.append(("entries", f"(unknown: {why[0]})"))
-    if s.endpoint and isinstance(data["principal"], str) and data["principal"].startswith("key:"):
-        # The wire has no "who am I": the client knows its key's fingerprint, which keys the watermarks.
-        rows[2] = ("principal", f"{data['principal']} (this key's fingerprint; the endpoint does not name it)")
+    if s.endpoint and named is not None and named[1] is not None:
+        rows[2] = ("principal", f"{named[0]} (key {named[1]}; watermarks kept as {c.backend.principal})")
+    elif s.endpoint and named is not None and named[0].startswith("key:"):
+        # No `/mnemo/whoami` there: the client knows its key's fingerprint, which keys the watermarks.
+        rows[2] = ("principal", f"{named[0]} (this key's fingerprint; the endpoint does not name it)")
     if s.store_path is not None and not os.path.exists(s.store_path):
         missing = (
             f"named by {s.store_given}, does not exist" if s.store_given else "not created yet: a write creates it"
@@ -468,12 +484,20 @@ def _stats(c: Context, why: list[str] | None = None) -> dict[str, object] | None
     }
 
 
-def _remote_principal(c: Context) -> str | None:
+def _remote_principal(c: Context) -> tuple[str, str | None] | None:
+    """(the principal's name, its key id) from the endpoint's `/mnemo/whoami`; where it has no such route or
+    does not answer it (down, a refused key), (the key's `key:` fingerprint, None); None without a backend."""
+    from mnemo_tui.backends.remote import RemoteBackend
 
     try:
-        return str(c.backend.principal)
+        backend = c.backend
     except MnemoError:
         return None
+    try:
+        found = backend.whoami() if isinstance(backend, RemoteBackend) else None
+    except MnemoError:
+        found = None
+    return found if found is not None else (str(backend.principal), None)
 
 
 # -- demo ---------------------------------------------------------------------------------
@@ -534,13 +558,8 @@ def demo(
         )
     if summary.secret is None:
         lines.append("  vault: unchanged")
-    elif seal_to is not None:
-        lines.append(f"  vault: secret {summary.secret!r}, sealed to your key pair: mnemo vault get {summary.secret}")
     else:
-        lines.append(
-            f"  vault: secret {summary.secret!r}, sealed to a throwaway pair (no keyring to keep yours: "
-            "`mnemo vault keygen --insecure-storage` before a demo makes one it can use)"
-        )
+        lines.append(f"  vault: secret {summary.secret!r}, sealed to your key pair: mnemo vault get {summary.secret}")
     first_room = summary.rooms[0][0].address if summary.rooms else "xroom:…"
     lines += [
         "Try:",

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import InsecureStorage, TableFormat, ctx_of, group
 from mnemo_tui.cli.context import Context
@@ -61,18 +60,22 @@ def _keep(c: Context, pair: KeyPair, insecure_storage: bool, what: str) -> None:
     output.hint(f"{what} vault key pair {pair.key_id} for {backend} in {place}.")
 
 
-def own_public(c: Context) -> bytes | None:
-    """The public key of this backend's pair, made and kept (and announced) if there is none yet; None when
-    there is nowhere to keep one (no keyring and no key file): `mnemo demo` then seals to a throwaway pair."""
+def own_public(c: Context) -> bytes:
+    """The public key of this backend's pair (`mnemo demo`'s), made and kept (and announced) if there is none yet.
+
+    Without a usable keyring the pair is kept in the `--insecure-storage` file, said on stderr with its
+    path: a demo's sample secret sealed to a pair nobody kept could never be unsealed (issue 59).
+    """
     from mnemo_tui.state import sealing
 
     try:
         pair = _stored_pair(c, False)
-        if pair is None:
-            pair = sealing.generate()
-            _keep(c, pair, False, "Created")
-    except AuthError:
-        return None
+        insecure = False
+    except AuthError:  # no keyring (or one that does not answer): the file, which `vault get` reads too
+        pair, insecure = _stored_pair(c, True), True
+    if pair is None:
+        pair = sealing.generate()
+        _keep(c, pair, insecure, "Created")
     return pair.public
 
 
@@ -102,7 +105,7 @@ def vault_list(
         {"secrets": [s.wire() for s in secrets]},
         empty="Your vault is empty. Add a secret with `mnemo vault add ALIAS --context TEXT`.",
         headers=["ALIAS", "CREATED", "CONTEXT"],
-        rows=[[s.alias, timefmt.shown(s.created_at, c.utc), s.context] for s in secrets],
+        rows=[[s.alias, output.listed_time(s.created_at, c.utc), s.context] for s in secrets],
         flex=2,
     )
 

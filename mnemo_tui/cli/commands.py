@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Annotated, Any
 
 import typer
+from typer._click import Context as ClickContext  # Typer 0.28's own Click (its classes are these, not `click`'s)
+from typer.core import TyperCommand
 
 from mnemo_tui.cli import completion, flags
 from mnemo_tui.cli.context import Context
@@ -30,9 +33,26 @@ def ctx_of(ctx: typer.Context, *, creates_store: bool = False) -> Context:
     return obj
 
 
-def group(name: str, help: str) -> typer.Typer:
+class Command(TyperCommand):
+    """A mnemo command: its usage line names a required argument by its metavar (`TIME`), as git's and gh's do,
+    where Typer writes `{TIME}`; an optional one stays `[NAME]`."""
+
+    def collect_usage_pieces(self, ctx: ClickContext) -> list[str]:
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in super().collect_usage_pieces(ctx)]
+
+
+class Typer(typer.Typer):
+    """A `typer.Typer` whose commands are `Command`s (every command of mnemo is registered through one)."""
+
+    def command(
+        self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any
+    ) -> Callable[[Any], Any]:
+        return super().command(name, cls=cls or Command, **kwargs)
+
+
+def group(name: str, help: str) -> Typer:
     """A command group (`mnemo rooms ...`): its commands are registered with `@group.command(...)`."""
-    return typer.Typer(
+    return Typer(
         name=name,
         help=help,
         no_args_is_help=True,

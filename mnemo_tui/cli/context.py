@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from mnemo_tui.errors import LocalStateError, ValidationError
+from mnemo_tui.errors import LocalStateError, MissingExtra, ValidationError
 from mnemo_tui.limits import check_consumer
 from mnemo_tui.state.config import Settings, resolve, with_debug
 
@@ -25,14 +25,13 @@ def needs_extra(extra: str, what: str) -> Iterator[None]:
     """Imports of an optional extra: without it, exit 2 naming the extra to install (never an internal error).
 
     Raises:
-        ValidationError: a module of the extra is not installed.
+        MissingExtra: a module of the extra is not installed.
     """
     try:
         yield
-    except ImportError as exc:
-        raise ValidationError(
-            f"{what} needs the {extra} extra ({exc.name} is missing): pip install 'mnemo-tui[{extra}]'"
-        ) from None
+    except ImportError:
+        # The extra is named, not the module that failed first (mcp's own jsonschema, say).
+        raise MissingExtra(extra, what) from None
 
 
 def open_engine(settings: Settings, *, creates: bool = False) -> Engine:
@@ -170,8 +169,33 @@ class Context:
         return check_consumer(given if given is not None else self.settings.consumer)
 
     def embedded_only(self, command: str) -> None:
-        if self.settings.endpoint:
-            raise ValidationError(f"`mnemo {command}` works on the embedded store only, not on an endpoint")
+        """Refuse a command of the embedded store when an endpoint is selected, naming where it came from and the
+        way back (a `mnemo login` on the server's own home leaves its endpoint the default there).
+
+        Raises:
+            ValidationError: an endpoint is selected.
+        """
+        if not self.settings.endpoint:
+            return
+        way = "name a store: `mnemo --store PATH " + command + "`"
+        root = self.root
+        if root is not None and root.endpoint is not None:
+            source = "--endpoint"
+        elif os.environ.get("MNEMO_ENDPOINT"):
+            source, way = "MNEMO_ENDPOINT", way + ", or unset MNEMO_ENDPOINT"
+        elif self.settings.profile is None:
+            source = f"the top of {self.settings.config_path}"
+        else:
+            profile = self.settings.profile
+            source = f"profile {profile!r} of {self.settings.config_path}"
+            if (root is None or root.profile is None) and not os.environ.get("MNEMO_PROFILE"):
+                way += ", or stop using the profile: `mnemo profile use --none` (`mnemo logout` also forgets its key)"
+            else:
+                way += ", or choose another profile (--profile, MNEMO_PROFILE)"
+        raise ValidationError(
+            f"`mnemo {command}` works on the embedded store only, and {source} selects the endpoint "
+            f"{self.settings.endpoint}; to use an embedded store, {way}"
+        )
 
     def close(self) -> None:
         if self._backend is not None:

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 from mnemo_tui import sanitize, timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
-from mnemo_tui.errors import ValidationError
+from mnemo_tui.errors import Unavailable, ValidationError
 from mnemo_tui.limits import DEFAULT_LIMIT, MAX_LIMIT, parse_scope
-from mnemo_tui.model import Entry, RecentQuery
+from mnemo_tui.model import Entry, RecentQuery, Value
 from mnemo_tui.walk import Walk, stream_wire
 
 # CLI.md's exit code 7: a catch-up whose output was closed before the pass ended (a pager quit early,
@@ -216,29 +216,50 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
         output.hint("(following: new entries appear as they land; ^C to stop)")
     base = query.replace(cursor=None)
     pause = FOLLOW_POLL_REMOTE if probe() is None else FOLLOW_PROBE_EMBEDDED
+    shown = sanitize.line(backend.identity)
+    down = False
     while True:
         time.sleep(pause)
-        if tracker.changed(probe):
-            emit(tracker.poll(backend, base=base, max_pages=None).entries)
+        try:
+            if tracker.changed(probe):
+                emit(tracker.poll(backend, base=base, max_pages=None).entries)
+        except Unavailable as exc:
+            # As the push follow: an outage never ends a follow. The failed poll took its own retries and
+            # backoff (within MNEMO_DEADLINE); the next one starts from the newest entry shown.
+            if not down:
+                output.hint(
+                    f"mnemo: cannot poll {shown} ({sanitize.line(exc.message)}); retrying until it answers (^C to stop)..."
+                )
+            down = True
+            continue
+        if down:
+            output.hint(f"mnemo: {shown} answers again; resuming where it stopped")
+            down = False
 
 
 def _tell_outages(pushed: Follow, endpoint: str) -> None:
-    """Say on stderr, as it happens, that a push follow's stream dropped and is being reconnected, then that it is back.
+    """Say on stderr, as it happens, that a push follow's stream dropped and is being reconnected (again at
+    doubling intervals while it lasts), then that it is back; the follow reconnects until ^C (docs/cli.md).
 
     Said whether or not stderr is a terminal: an outage is an event a log should keep too (unlike progress),
-    and stdout, the entries, is untouched. The final exit-5 line, if reconnecting fails, is `main`'s.
+    and stdout, the entries, is untouched. A refusal (a revoked key) still ends it, with `main`'s line.
     """
     shown = sanitize.line(endpoint)
-    seconds = pushed.deadline  # the follow's own: the one its reconnect gives up at
+    pushed.persistent = True  # as journalctl -f and kubectl get -w: an outage never ends a follow
+    said: list[str] = []
 
     def tell(reason: str | None) -> None:
         if reason is None:
+            said.clear()
             output.hint(f"mnemo: the follow reconnected to {shown}; resuming where it stopped")
-        else:
+        elif not said:
+            said.append(reason)
             output.hint(
                 f"mnemo: the follow's stream from {shown} dropped ({sanitize.line(reason)}); "
-                f"reconnecting for up to {seconds:g} s (MNEMO_DEADLINE)..."
+                "reconnecting until it answers (^C to stop)..."
             )
+        else:
+            output.hint(f"mnemo: {shown} is still down ({sanitize.line(reason)}); still reconnecting...")
 
     pushed.on_connection = tell
 
@@ -412,10 +433,98 @@ def catchup(c: Context, args: SimpleNamespace) -> int:
 
 
 def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
+    check_limit_flag(args.limit)
+    if args.all_scopes:
+        return _all_scopes(c, args, fmt)
+    return _one_pass(c, args, fmt, resolved_scope(c, parse_scope(args.scope))).code
+
+
+class Every:
+    """What `catchup --all-scopes` shares between its passes: the JSON array they write into."""
+
+    def __init__(self) -> None:
+        self.documents = 0  # documents written into `{"scopes": [...]}` so far
+        self.opened = False  # the current pass has written its document's head
+
+
+class Pass(Value):
+    """How one pass ended: its exit code, and whether it had something new."""
+
+    code: int
+    new: bool
+
+
+def _all_scopes(c: Context, args: SimpleNamespace, fmt: str) -> int:
+    """`catchup --all-scopes`: a pass over the own store, then one over each room the reader belongs to.
+
+    Each scope keeps its own watermark, moved only if its walk ended; a scope that fails is said on
+    stderr (JSON: its document carries an `error`) and the others still run. The exit code is the first
+    failed scope's, else 0 (`--exit-code`: 1 when no scope had anything new). A closed output stops
+    them all (7): what follows could not be delivered either.
+    """
+    from mnemo_tui.errors import MnemoError
+
+    if args.scope is not None:
+        raise ValidationError("--all-scopes reads your own store and every room: it does not take --scope")
+    # A usage error is said once, before any scope is read (each pass reads the same values again).
+    consumer = c.consumer(args.consumer)
+    if args.since is not None:
+        timefmt.parse_time(args.since, field="--since", utc=c.utc)
+    if args.overlap is not None:
+        timefmt.parse_overlap(args.overlap)
+    rooms = c.backend.rooms()
+    scopes: list[tuple[str | None, str]] = [(None, "your own store")]
+    scopes += [(r.address, f"room {sanitize.quoted(r.name)} ({sanitize.line(r.address)})") for r in rooms]
+    every = Every()
+    out = sys.stdout
+    if fmt == "json":
+        out.write('{"scopes":[')
+    first_failure = 0
+    new = False
+    for scope, label in scopes:
+        every.opened = False
+        try:
+            done = _one_pass(c, args, fmt, scope, every=every, label=label)
+        except MnemoError as exc:
+            output.hint(f"mnemo: {label}: {sanitize.line(exc.message)}")
+            if fmt == "json":
+                error = output.dumps({"exit_code": exc.exit_code, "message": exc.message})
+                if not every.opened:
+                    out.write(
+                        f'{"," if every.documents else ""}{{"scope":{output.dumps(scope)},'
+                        f'"consumer":{output.dumps(consumer)},"items":['
+                    )
+                out.write(f'],"error":{error}}}')
+                every.documents += 1
+            try:
+                out.flush()
+            except BrokenPipeError:
+                output.silence_stdout()
+                output.hint(OUTPUT_CLOSED)
+                return EXIT_OUTPUT_CLOSED
+            done = Pass(exc.exit_code, False)
+        if done.code == EXIT_OUTPUT_CLOSED:
+            return done.code
+        first_failure = first_failure or done.code
+        new = new or done.new
+    if fmt == "json":
+        out.write("]}\n")
+    elif not new and fmt == "table":
+        out.write(
+            f"Nothing new for consumer {consumer!r} in your own store or your "
+            f"{len(rooms)} room{'' if len(rooms) == 1 else 's'}.\n"
+        )
+    if first_failure:
+        return first_failure
+    return 1 if args.exit_code and not new else 0
+
+
+def _one_pass(
+    c: Context, args: SimpleNamespace, fmt: str, scope_value: str | None, *, every: Every | None = None, label: str = ""
+) -> Pass:
+    """One catch-up pass of one scope, written in `fmt`; part of `--all-scopes` when `every` is given."""
     from mnemo_tui.catchup import CatchUp
 
-    check_limit_flag(args.limit)
-    scope_value = resolved_scope(c, parse_scope(args.scope))
     consumer_name = c.consumer(args.consumer)
     low = timefmt.parse_time(args.since, field="--since", utc=c.utc) if args.since is not None else None
     overlap_us = timefmt.parse_overlap(args.overlap) if args.overlap is not None else None
@@ -431,12 +540,16 @@ def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
         changes=args.changes,
     )
     out = sys.stdout
-    table = output.TableWriter(out, scope=scope_value, utc=c.utc, wide=args.wide) if fmt == "table" else None
+    # Under --all-scopes every row shows its domain (a room's address), so each item keeps its scope.
+    shown_scope = None if every is not None else scope_value
+    table = output.TableWriter(out, scope=shown_scope, utc=c.utc, wide=args.wide) if fmt == "table" else None
     progress = output.Progress("new")
     counted = [0]
     held: list[list[Entry]] = []
 
     head = f'{{"scope":{output.dumps(scope_value)},"consumer":{output.dumps(consumer_name)},"items":['
+    if every is not None and every.documents:
+        head = "," + head
 
     def hold(entries: list[Entry]) -> None:
         held.append(entries[::-1])
@@ -454,6 +567,8 @@ def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
             # The document opens with its first items: a pass refused before it read (a run of the same
             # consumer already going) leaves no fragment on stdout.
             out.write((head if not counted[0] else ",") + ",".join(e.wire for e in entries))
+            if every is not None:
+                every.opened = True
         else:
             assert table is not None
             table.rows(entries)
@@ -482,15 +597,19 @@ def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
         output.silence_stdout()
         progress.done()
         output.hint(OUTPUT_CLOSED)
-        return EXIT_OUTPUT_CLOSED
+        return Pass(EXIT_OUTPUT_CLOSED, False)
+    except KeyboardInterrupt:
+        progress.settle()  # the line left above "interrupted" says how many were delivered
+        raise
     progress.done()
     report = None
-    if result.delivered == 0:
+    if result.delivered == 0 and (every is None or fmt == "json"):  # --all-scopes prints none but in JSON
         from mnemo_tui import empty_reports
 
         report = empty_reports.for_catchup(backend, scope_value, result.before, low)
     from mnemo_tui.state.statedb import watermark_wire
 
+    new = result.delivered > 0 or bool(result.removed)
     if fmt == "json":
         marks = {"before": watermark_wire(result.before), "after": watermark_wire(result.after)}
         removals = f',"removed":{output.dumps([r.wire() for r in result.removed])}' if args.changes else ""
@@ -498,8 +617,21 @@ def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
             ("" if counted[0] else head)
             + f"]{removals}"
             + f',"watermark":{output.dumps(marks)},"pages":{result.pages},"repeats_skipped":{result.repeats_skipped},'
-            f'"resumed":{output.dumps(result.resumed)},"empty_report":{output.dumps(report.wire() if report else None)}}}\n'
+            f'"resumed":{output.dumps(result.resumed)},"empty_report":{output.dumps(report.wire() if report else None)}}}'
+            + ("\n" if every is None else "")
         )
+        if every is not None:
+            every.documents += 1
+    elif every is not None:
+        # One line per scope on stderr (its empty report would name as unsearched the rooms this pass reads).
+        out.flush()
+        if new:
+            output.hint(f"{label}: " + _catchup_summary(result, consumer_name, c.utc))
+        else:
+            mark = result.before.created_at if result.before is not None else None
+            since = "" if mark is None else f" since your watermark {timefmt.shown(mark, c.utc)}"
+            output.hint(f"{label}: nothing new for consumer {consumer_name!r}{since}")
+        return Pass(0, new)
     elif fmt == "ndjson":
         if report is not None and not result.removed:  # removals reported are something new, as in the table
             output.hint(report.shown)
@@ -510,11 +642,11 @@ def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
         else:
             out.flush()
             output.hint(_catchup_summary(result, consumer_name, c.utc))
-    if report is not None:
+    if report is not None and every is None:
         room_name_hint(backend, report)
-    if args.exit_code and result.delivered == 0 and not result.removed:
-        return 1
-    return 0
+    if args.exit_code and not new and every is None:
+        return Pass(1, new)
+    return Pass(0, new)
 
 
 def _catchup_summary(result: CatchupResult, consumer: str, utc: bool) -> str:

@@ -99,6 +99,9 @@ CATCHUP = {
     "changes": Flag(
         "--changes", kind="flag", help="Also report removals since the watermark (exit 8: re-read the scope)."
     ),
+    "all_scopes": Flag(
+        "--all-scopes", kind="flag", help="One pass over your own store and every room, a watermark per scope."
+    ),
     "reverse": REVERSE,
     "wide": WIDE,
     "fmt": ENTRY_FORMAT,

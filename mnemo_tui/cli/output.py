@@ -5,7 +5,8 @@ from __future__ import annotations
 import errno
 import os
 import sys
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -177,24 +178,54 @@ def silence_stdout() -> None:
 
 
 class Progress:
-    """A count on stderr while a long walk runs, only when stderr is a terminal (never in a pipe or a log)."""
+    """A count on stderr while a long walk runs, only when stderr is a terminal (never in a pipe or a log).
 
-    def __init__(self, noun: str, stream: IO[str] | None = None, total: int | None = None) -> None:
+    The count is what was delivered (each page once its output was flushed), shown as the pages are
+    printed, at most every `INTERVAL` seconds of `clock`; `settle` shows the exact count when a walk
+    stops before its end (Ctrl-C), so the line is never stale: it used to wait 1,000 items, so a
+    first page of 1 left `1 new so far…` on screen while hundreds more went out.
+    """
+
+    INTERVAL = 0.1
+
+    def __init__(
+        self,
+        noun: str,
+        stream: IO[str] | None = None,
+        total: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.stream = stream or sys.stderr
         self.noun = noun
         self.total = total  # known: a bar, else a running count
         self.enabled = is_tty(self.stream)
         self.shown = False
-        self._last = 0
+        self.clock = clock
+        self._count = 0  # the latest count given
+        self._last = 0  # the count on screen
+        self._at = 0.0  # when it was put there
 
     def expect(self, total: int) -> None:
         """The count the work will reach: a bar from now on."""
         self.total = total
 
     def update(self, count: int) -> None:
-        """Show the running count (at most every 1,000 items after the first page)."""
-        if not self.enabled or (self.shown and count - self._last < 1000):
+        """The count now: shown at once the first time, then at most every `INTERVAL` seconds."""
+        if not self.enabled:
             return
+        self._count = count
+        now = self.clock()
+        if self.shown and (count == self._last or now - self._at < self.INTERVAL):
+            return
+        self._at = now
+        self._show(count)
+
+    def settle(self) -> None:
+        """Show the exact latest count (a walk stopped before its end leaves a true line on screen)."""
+        if self.shown and self._count != self._last:
+            self._show(self._count)
+
+    def _show(self, count: int) -> None:
         self._last = count
         self.shown = True
         if self.total:
@@ -555,6 +586,14 @@ def key_value_table(out: IO[str], rows: list[tuple[str, str]]) -> None:
     for key, value in rows:
         label = key.ljust(width)
         out.write((f"\x1b[1m{label}\x1b[0m" if color else label) + f"  {value}\n")
+
+
+def listed_time(us: int, utc: bool, *, age: bool = False) -> str:
+    """A time in a list's table: for a person on a terminal (`2026-11-30 08:00:00 CET`, or the age with
+    `age`), and in a pipe as an entry row's, ISO-8601 with its offset (`Z` in UTC): one way per output kind."""
+    if not is_tty(sys.stdout):
+        return timefmt.iso_offset(us, utc)
+    return timefmt.relative(us) if age else timefmt.shown(us, utc)
 
 
 def listing(

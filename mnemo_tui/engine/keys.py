@@ -71,3 +71,9 @@ class KeyOps(Database):
         if row[1] is not None:
             raise AuthError("this API key has been revoked", details={"reason": "revoked_key"})
         return str(row[0])
+
+    def key_id_for_key(self, key: str) -> str:
+        """The id (`key_...`, as `mnemo keys list` shows it) of a key `principal_for_key` accepted; "" if none."""
+        with self.reading() as db:
+            row = db.execute("SELECT key_id FROM api_keys WHERE key_hash = ?", (ids.digest(key),)).fetchone()
+        return "" if row is None else str(row[0])

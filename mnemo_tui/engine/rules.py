@@ -137,7 +137,8 @@ def check_write(req: WriteRequest) -> str | None:
         ValidationError: content, domain, concepts, metadata, external ref or supersedes out of bounds.
     """
     if not isinstance(req.content, str) or not 1 <= len(req.content) <= MAX_CONTENT:
-        raise ValidationError(f"content must be 1 to {MAX_CONTENT} characters")
+        given = f", got {len(req.content)}" if isinstance(req.content, str) else ""
+        raise ValidationError(f"content must be 1 to {MAX_CONTENT} characters{given}")
     if req.fingerprint is not None and (not isinstance(req.fingerprint, str) or not 1 <= len(req.fingerprint) <= 512):
         raise ValidationError("fingerprint must be 1 to 512 characters")
     if room_of(req.domain) is None:

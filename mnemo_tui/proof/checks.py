@@ -49,12 +49,13 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class CheckReport:
-    """All four verdicts, and where the probes went."""
+    """All four verdicts, and where the probes went (`why_domain`: why an own domain had to take them)."""
 
     checks: tuple[CheckResult, ...]
     scope: str
     target: str
     cleanup: str = ""
+    why_domain: str = ""
 
     @property
     def passed(self) -> bool:
@@ -65,13 +66,20 @@ class CheckReport:
         where = f"room {self.scope}" if room_of(self.scope) else f"domain {self.scope!r}"
         return f"probe entries go to {where}; the walks stay inside it"
 
+    @property
+    def own_store_note(self) -> str:
+        """Said when the probes went to an own domain: the own store's readers see them (docs/proof.md)."""
+        if room_of(self.scope):
+            return ""
+        why = f" ({self.why_domain})" if self.why_domain else ""
+        return (
+            f"note: the probes went to an own domain{why}, so an unscoped `mnemo catchup --changes` "
+            "reports their removal; without --scope they go to the probe room, which no unscoped read covers"
+        )
+
     def wire(self) -> dict[str, Any]:
         """CLI.md: `{"passed": bool, "checks": [{"name", "passed", "detail"}]}`."""
         return {"passed": self.passed, "checks": [c.wire() for c in self.checks]}
-
-
-class _Defect(Exception):
-    """A check found the backend at fault before it could finish."""
 
 
 def _short(atom_id: str) -> str:
@@ -92,7 +100,7 @@ def _probe(scope: str, text: str, run_id: str) -> WriteRequest:
 def run_checks(
     backend: Backend,
     *,
-    scope: str = PROBE_DOMAIN,
+    scope: str | None = None,
     overlap: int | None = None,
     probe_room: bool = True,
 ) -> CheckReport:
@@ -100,7 +108,9 @@ def run_checks(
 
     Args:
         backend: the backend under test (embedded or endpoint).
-        scope: where the probe entries are written and walked: a domain (default `mnemo-check`) or a room.
+        scope: where the probe entries are written and walked: a domain or a room; None (the default):
+            the probe room, so no unscoped read (nor its `--changes`) ever sees them (docs/proof.md);
+            the domain `mnemo-check` when there is no probe room.
         overlap: microseconds the watermark pass re-reads below the watermark (default: the walk's,
             as `catchup` uses).
         probe_room: ensure the reader belongs to at least one room (a room named `mnemo-check` it owns,
@@ -111,20 +121,25 @@ def run_checks(
         AuthError, Unavailable, RateLimited, LocalStateError: the backend cannot be used at all;
             that is not a verdict on the feed, so no check is reported.
     """
-    if parse_scope(scope) is None:
-        raise ValidationError("check needs a scope for its probe entries (default mnemo-check)")
+    if scope is not None and parse_scope(scope) is None:
+        raise ValidationError("check needs a scope for its probe entries (default: its probe room)")
     if overlap is None:
         overlap = default_overlap(backend)
     run_id = secrets.token_hex(4)
     written: list[str] = []
     created: list[Room] = []
     try:
+        room = _probe_room(backend, created) if probe_room else _ProbeRoom(" (no probe room: --no-probe-room)")
+        why_domain = ""
+        if scope is None:
+            scope = room.room.address if room.room is not None else PROBE_DOMAIN
+            why_domain = "" if room.room is not None else room.why
         walk, probe = _walk_checks(backend, scope, overlap, run_id, written)
-        checks = (walk, probe, _empty_scope_check(backend, probe_room, created), _search_check(backend, scope))
+        checks = (walk, probe, _empty_scope_check(backend, room), _search_check(backend, scope))
     finally:
-        cleanup = _clean_up(backend, scope, written, created)
+        cleanup = _clean_up(backend, scope or PROBE_DOMAIN, written, created)
     target = f"{backend.kind} backend {backend.identity} as {backend.principal}"
-    return CheckReport(checks=checks, scope=scope, target=target, cleanup=cleanup)
+    return CheckReport(checks=checks, scope=scope, target=target, cleanup=cleanup, why_domain=why_domain.strip(" ()"))
 
 
 def _clean_up(backend: Backend, scope: str, written: list[str], created: list[Room]) -> str:
@@ -283,16 +298,59 @@ def _judge_probe(
 # -- check 3: an unscoped read that comes back empty names every room -------------------------
 
 
-def _empty_scope_check(backend: Backend, probe_room: bool, created: list[Room]) -> CheckResult:
-    name = CHECK_NAMES[2]
+class _ProbeRoom:
+    """The probe room the run uses (`room`), or why there is none (`why`, or `defect`: the backend is at fault)."""
+
+    def __init__(self, why: str = "", room: Room | None = None, defect: str = "") -> None:
+        self.why = why
+        self.room = room
+        self.defect = defect
+
+
+def _probe_room(backend: Backend, created: list[Room]) -> _ProbeRoom:
+    """The room named `mnemo-check` the reader owns, else one created now (appended to `created`, deleted at the
+    end): where the probes go by default, and a room check 3's empty report must name."""
     try:
-        expected, note = _rooms_to_name(backend, probe_room, created)
+        listed = backend.rooms()
+    except FATAL:
+        raise
+    except MnemoError as exc:
+        return _ProbeRoom(f" (the rooms could not be listed: {exc.message})")
+    for room in listed:
+        if room.name == PROBE_ROOM and room.role == "owner":
+            return _ProbeRoom(f", including the probe room {room.address}", room)
+    try:
+        room = backend.create_room(
+            PROBE_ROOM, "Probe room of `mnemo check`: its probes go here; an unscoped empty read must name it."
+        )
+    except Conflict:
+        return _ProbeRoom(
+            defect=f"the reader owns a room named {PROBE_ROOM!r} (creating it again was refused as taken), "
+            "but the room listing does not name it"
+        )
+    except FATAL:
+        raise
+    except MnemoError as exc:
+        return _ProbeRoom(f" (the probe room could not be created: {exc.message})")
+    created.append(room)
+    return _ProbeRoom(f", including the probe room {room.address} (created now)", room)
+
+
+def _empty_scope_check(backend: Backend, probe: _ProbeRoom) -> CheckResult:
+    name = CHECK_NAMES[2]
+    if probe.defect:
+        return CheckResult(name, False, probe.defect)
+    note = probe.why
+    try:
+        listed = backend.rooms()
+        expected = [
+            *listed,
+            *([probe.room] if probe.room and probe.room.address not in {r.address for r in listed} else []),
+        ]
         query, newest = _empty_unscoped_read(backend)
         if newest == "busy":
             return CheckResult(name, False, "no empty unscoped read: entries kept arriving past the newest, 5 times")
         report = empty_reports.for_recent(backend, query)
-    except _Defect as exc:
-        return CheckResult(name, False, str(exc))
     except FATAL:
         raise
     except MnemoError as exc:
@@ -318,31 +376,6 @@ def _empty_scope_check(backend: Backend, probe_room: bool, created: list[Room]) 
         f"{evidence}; it names all {len(expected)} room(s) the reader belongs to{note} "
         "and ends with 'Re-run with --scope …'",
     )
-
-
-def _rooms_to_name(backend: Backend, probe_room: bool, created: list[Room]) -> tuple[list[Room], str]:
-    """The rooms an unscoped empty report must name, and a note on the probe room."""
-    listed = backend.rooms()
-    if not probe_room:
-        return listed, " (no probe room: --no-probe-room)"
-    for room in listed:
-        if room.name == PROBE_ROOM and room.role == "owner":
-            return listed, f", including the probe room {room.address}"
-    try:
-        room = backend.create_room(
-            PROBE_ROOM, "Probe room of `mnemo check`: an unscoped empty read must name it. Safe to archive."
-        )
-    except Conflict:
-        raise _Defect(
-            f"the reader owns a room named {PROBE_ROOM!r} (creating it again was refused as taken), "
-            "but the room listing does not name it"
-        ) from None
-    except FATAL:
-        raise
-    except MnemoError as exc:
-        return listed, f" (the probe room could not be created: {exc.message})"
-    created.append(room)
-    return [*listed, room], f", including the probe room {room.address} (created now)"
 
 
 def _empty_unscoped_read(backend: Backend) -> tuple[RecentQuery, str]:

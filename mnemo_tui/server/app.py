@@ -20,7 +20,16 @@ from starlette.routing import Route
 
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.server import follow, mcp_mount, plane_routes, removals_route, routes, search_routes, wake
+from mnemo_tui.server import (
+    follow,
+    mcp_mount,
+    plane_routes,
+    removals_route,
+    routes,
+    search_routes,
+    wake,
+    whoami_route,
+)
 from mnemo_tui.server.deadlines import Deadlines
 from mnemo_tui.server.endpoints import (
     Handler,
@@ -48,6 +57,7 @@ from mnemo_tui.server.middleware import (
     unrouted,
 )
 from mnemo_tui.server.pool import DEFAULT_WORKERS, READ, WRITE, EnginePool, Opener
+from mnemo_tui.server.ratelimit import Limits
 from mnemo_tui.server.wake import HEARTBEAT_SECONDS
 
 MAX_BODY = 1 << 20  # 1 MiB
@@ -164,13 +174,15 @@ def create_app(
     heartbeat_seconds: float = HEARTBEAT_SECONDS,
     max_follows: int = MAX_FOLLOWS,
     deadlines: Deadlines | None = None,
+    limits: Limits | None = None,
 ) -> App:
     """The app serving WIRE.md over an engine: the embedded store file at `store_path`, the PostgreSQL
     `database` (initialized when empty; an older schema migrated only with `migrate`; `pooled`: behind a
     transaction pooler, see `PgStore`), or what `opener` opens;
     each request's access line goes to `access`; push follows send a heartbeat after `heartbeat_seconds` of
     silence, `max_follows` of them open at once; `deadlines` watches its bodies' deadlines (the server's one
-    timer, shared with the connections' header deadlines by `mnemo serve`)."""
+    timer, shared with the connections' header deadlines by `mnemo serve`); `limits`: the request rates
+    (`ratelimit.PER_KEY` and `PER_ADDRESS` unless given)."""
     if opener is None and database is not None:
         from mnemo_tui.engine.postgres import PgStore
 
@@ -241,14 +253,20 @@ def create_app(
         at(PREFIX + "/memory/export", GET=api(plane_routes.export, "GET")),
         at(PREFIX + "/memory/removals", POST=api(removals_route.removals, "POST")),
         at(PREFIX + "/memory/domain/{domain:segment}", DELETE=api(plane_routes.domain_delete, "DELETE")),
+        at(PREFIX + whoami_route.PATH, GET=whoami_route.handler(served)),
         at(PREFIX + "/memory/reset", DELETE=api(plane_routes.reset if allow_reset else reset_refused, "DELETE")),
     ]
     # Outermost first; Starlette adds its own error middleware outside them and its exception middleware
     # (the handlers below) inside them, next to the routes.
+    keys = Keys(served.principal, PREFIX, PUBLIC, Limits() if limits is None else limits)
     middleware = [
         Middleware(AccessLog, write=access),
         Middleware(Envelope),
-        Middleware(AuthenticationMiddleware, backend=Keys(served.principal, PREFIX, PUBLIC), on_error=key_refusal),
+        Middleware(
+            AuthenticationMiddleware,
+            backend=keys,
+            on_error=key_refusal,
+        ),
         Middleware(
             BodyLimits,
             max_body=MAX_BODY,
@@ -258,7 +276,7 @@ def create_app(
         ),
         Middleware(RawPath),
     ]
-    mcp = mcp_mount.mounted(served, MAX_BODY)  # /mcp (docs/mcp.md, "Over HTTP"); None without the mcp extra
+    mcp = mcp_mount.mounted(served, keys, MAX_BODY)  # /mcp (docs/mcp.md, "Over HTTP"); None without the mcp extra
     if mcp is not None:
         table.append(Route(mcp_mount.PATH, mcp))
     app = App(

@@ -18,17 +18,23 @@ class Deadlines:
     def __init__(self) -> None:
         self._due: dict[Hashable, tuple[float, Callable[[], None]]] = {}
         self._period = float("inf")
-        self._watching: asyncio.AbstractEventLoop | None = None  # the loop it ticks on, while it does
+        self._tick: asyncio.TimerHandle | None = None  # the next tick, while something is watched
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def expect(self, what: Hashable, seconds: float, late: Callable[[], None]) -> None:
         """`what` is due within `seconds` from now; `late()` is called once if it is not dropped by then."""
         loop = asyncio.get_running_loop()
         self._due[what] = (loop.time() + seconds, late)
         # A late one is called at most a tenth of the smallest allowance watched after it was due.
-        self._period = min(self._period, max(MIN_PERIOD, seconds / 10))
-        if self._watching is not loop:  # not ticking yet, or on a loop that is gone (a test's)
-            self._watching = loop
-            loop.call_later(self._period, self._watch, loop)
+        period = max(MIN_PERIOD, seconds / 10)
+        shorter = period < self._period
+        self._period = min(self._period, period)
+        # Not ticking, ticking on a loop that is gone (a test's), or too slowly for this allowance: tick anew.
+        if self._tick is None or self._loop is not loop or (shorter and self._tick.when() > loop.time() + period):
+            if self._tick is not None:
+                self._tick.cancel()
+            self._loop = loop
+            self._tick = loop.call_later(self._period, self._watch, loop)
 
     def drop(self, what: Hashable) -> None:
         """`what` arrived (or is gone): nothing is called for it."""
@@ -38,14 +44,11 @@ class Deadlines:
         return what in self._due
 
     def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
-        if loop is not self._watching:
-            return  # another loop took over
+        self._tick = None  # an `expect` from a call below may start the next tick itself
         now = loop.time()
         late = [what for what, (due, _) in self._due.items() if now >= due]
         for what in late:
             _, call = self._due.pop(what)
             call()
-        if self._due:
-            loop.call_later(self._period, self._watch, loop)
-        else:
-            self._watching = None
+        if self._due and self._tick is None:
+            self._tick = loop.call_later(self._period, self._watch, loop)

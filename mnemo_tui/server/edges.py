@@ -29,8 +29,10 @@ MAX_HEADER_BYTES = 16 << 10  # the request line and headers together (h11's own 
 HEADER_SECONDS = 10.0  # to send a request's headers, from the connection's start or the last answer
 KEEP_ALIVE_SECONDS = 5  # an idle connection after an answer (uvicorn's `timeout_keep_alive`)
 MAX_CONNECTIONS = 1000  # open at once, pushed follows included (docs/security.md has the budget)
+SEND_SECONDS = 30.0  # an answer whose client takes nothing of it for this long is dropped (as a stream's part)
 LINGER_SECONDS = 1.0  # a refused connection is read and dropped this long at most before it is closed
 MAX_LINGERING = 100  # refused connections lingering at once; past it one is closed at once
+SENDING = "sending"  # with a connection: its send deadline's key among the server's deadlines
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class Edges:
     header_seconds: float = HEADER_SECONDS
     max_header_bytes: int = MAX_HEADER_BYTES
     keep_alive_seconds: int = KEEP_ALIVE_SECONDS
+    send_seconds: float = SEND_SECONDS
 
     def uvicorn_options(self, deadlines: Deadlines | None = None) -> dict[str, Any]:
         """The `uvicorn.Config` arguments that put these bounds in place; the header deadlines are watched by
@@ -81,15 +84,19 @@ def _size(request: h11.Request) -> int:
 
 
 class BoundedH11(H11Protocol):
-    """uvicorn's h11 protocol with the header deadline, the connection cap and 431 for oversized headers.
+    """uvicorn's h11 protocol with the header deadline, the send deadline, the connection cap and 431 for
+    oversized headers.
 
-    The deadline covers only the wait for a request's headers: a request being answered (a long body,
-    a pushed follow) is bounded by the app, and the deadline starts again after its answer.
+    The header deadline covers only the wait for a request's headers: a request being answered (a long
+    body, a pushed follow) is bounded by the app, and the deadline starts again after its answer. The send
+    deadline holds whenever the transport holds more unsent answer than its high-water mark (a whole answer
+    written at once, or a stream): nothing taken for `send_seconds` drops the connection.
     """
 
     edges: Edges
     deadlines: Deadlines
     refused = False  # over the cap: answered 503 and never handed to uvicorn
+    _sent_left = 0  # bytes the transport held unsent when the send deadline was set
     lingering = 0  # refused connections not closed yet, over the whole server
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -105,6 +112,7 @@ class BoundedH11(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.deadlines.drop(self)
+        self.deadlines.drop((self, SENDING))
         if self.refused:  # uvicorn never knew it
             type(self).lingering -= 1
             return
@@ -126,6 +134,27 @@ class BoundedH11(H11Protocol):
         super().on_response_complete()
         if not self.transport.is_closing():
             self.deadlines.expect(self, self.edges.header_seconds, self.headers_late)
+
+    def pause_writing(self) -> None:
+        # The transport holds more than its high-water mark of unsent answer (a client reading slowly, or not
+        # at all): from now on it must take something within the send deadline, whatever the answer.
+        super().pause_writing()
+        self._sent_left = self.transport.get_write_buffer_size()
+        self.deadlines.expect((self, SENDING), self.edges.send_seconds, self.send_late)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self.deadlines.drop((self, SENDING))
+
+    def send_late(self) -> None:
+        """The send deadline passed: a client that took something meanwhile gets another; one that took
+        nothing is dropped (aborted: the unsent bytes are freed, where a close would keep them until sent)."""
+        left = self.transport.get_write_buffer_size()
+        if 0 < left < self._sent_left:
+            self._sent_left = left
+            self.deadlines.expect((self, SENDING), self.edges.send_seconds, self.send_late)
+        elif left:
+            self.transport.abort()
 
     def headers_late(self) -> None:
         """The deadline passed: a connection answering nothing is closed, with 408 when it had begun a request."""

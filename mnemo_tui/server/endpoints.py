@@ -121,7 +121,16 @@ def recent_endpoint(served: Served, one_page: Handler) -> Handler:
         try:
             first = await served.pool.run(partial(walk_stream.page, who=who.principal, query=query))
             give = partial(served.walks.give, who.key)
-            walk = walk_stream.answer(served.pool, who.principal, query, first, request.receive, served.streams, give)
+            walk = walk_stream.answer(
+                served.pool,
+                who.principal,
+                query,
+                first,
+                request.receive,
+                served.streams,
+                give,
+                partial(served.principal, who.key),
+            )
             streaming = True  # the slot is the stream's now: given back when it ends, however it ends
             return walk
         finally:

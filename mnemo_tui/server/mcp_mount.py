@@ -1,6 +1,6 @@
 """Provides `/mcp`: the agents' MCP face (`agents/http.py`, the SDK's streamable HTTP transport) mounted in the
-app, behind what the server adds to it (docs/mcp.md, "Over HTTP"): the key of every request, checked as REST's
-is; the server's 1 MiB body bound; each key's requests open at once bounded; every refusal a JSON-RPC error
+app, behind what the server adds to it (docs/mcp.md, "Over HTTP"): the key of every request, checked (and its
+rate counted) by REST's own `Keys`; the server's 1 MiB body bound; each key's requests open at once bounded; every refusal a JSON-RPC error
 body with its HTTP status; and the streams it holds ended when the server stops.
 """
 
@@ -19,11 +19,11 @@ from starlette.types import Message, Receive, Scope, Send
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.errors import MnemoError, Unavailable
-from mnemo_tui.server import auth
 from mnemo_tui.server.bounds import PerKey
 from mnemo_tui.server.endpoints import Served
-from mnemo_tui.server.envelope import dumps, translate
-from mnemo_tui.server.middleware import Caller
+from mnemo_tui.server.envelope import dumps
+from mnemo_tui.server.middleware import Caller, KeyRefused, Keys
+from mnemo_tui.server.ratelimit import Limited
 
 T = TypeVar("T")
 PATH = "/mcp"
@@ -51,7 +51,7 @@ def rpc_error(status: int, message: str, headers: dict[str, str] | None = None) 
 
 
 def refusal(exc: MnemoError) -> Response:
-    headers = {"Retry-After": "1"} if exc.retryable else {}
+    headers = {"Retry-After": str(exc.retry_after) if isinstance(exc, Limited) else "1"} if exc.retryable else {}
     if exc.status == 401:
         # A bearer key, as REST's; no `resource_metadata`: this server is no OAuth resource server.
         headers["WWW-Authenticate"] = 'Bearer realm="mnemo"'
@@ -61,10 +61,12 @@ def refusal(exc: MnemoError) -> Response:
 class McpMount:
     """The ASGI app at `/mcp`."""
 
-    def __init__(self, served: Served, *, max_body: int) -> None:
+    def __init__(self, served: Served, keys: Keys, *, max_body: int) -> None:
         from mnemo_tui.agents.http import Face  # the mcp extra; `create_app` mounts this only when it is there
 
         self.served = served
+        # REST's key check and rate limits, shared (a key's requests count against one rate, REST's and these)
+        self.gate = Keys(keys.principal, PATH, frozenset(), keys.limits)
         self.keys = PerKey(REQUESTS_PER_KEY, "TOO_MANY_MCP_REQUESTS", "MCP requests")
         self.face = Face(
             self.run,
@@ -100,12 +102,15 @@ class McpMount:
         if scope["type"] != "http":
             return
         try:
-            key = auth.presented_key(HTTPConnection(scope))
-            principal = await self.served.principal(key)
-        except Exception as exc:  # noqa: BLE001 - the lookup's failure is the request's answer
-            await refusal(translate(exc))(scope, receive, send)
+            checked = await self.gate.authenticate(HTTPConnection(scope))
+        except KeyRefused as exc:  # none, unknown or revoked; past its rate; the store could not say
+            await refusal(exc.refusal)(scope, receive, send)
             return
-        scope["user"] = Caller(principal, key)  # the access log names the principal
+        assert checked is not None  # every path under PATH is checked
+        caller = checked[1]
+        assert isinstance(caller, Caller)
+        scope["user"] = caller  # the access log names the principal
+        principal, key = caller.principal, caller.key
         try:
             self.keys.take(key)
         except MnemoError as exc:
@@ -172,8 +177,8 @@ class McpMount:
                 return b"".join(chunks)
 
 
-def mounted(served: Served, max_body: int) -> McpMount | None:
+def mounted(served: Served, keys: Keys, max_body: int) -> McpMount | None:
     """The mount, or None when the mcp extra is not installed (then `/mcp` is an unknown path, 404)."""
     if importlib.util.find_spec("mcp") is None:
         return None
-    return McpMount(served, max_body=max_body)
+    return McpMount(served, keys, max_body=max_body)

@@ -21,10 +21,11 @@ from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mnemo_tui.errors import MnemoError, PayloadTooLarge, Unavailable
+from mnemo_tui.errors import AuthError, MnemoError, PayloadTooLarge, Unavailable
 from mnemo_tui.server import auth
 from mnemo_tui.server.deadlines import Deadlines
 from mnemo_tui.server.envelope import Refused, error, request_id, translate
+from mnemo_tui.server.ratelimit import Limited, Limits
 
 # -- the access log ---------------------------------------------------------------------------------
 
@@ -177,12 +178,17 @@ _KEYED = AuthCredentials(["key"])
 
 class Keys(AuthenticationBackend):
     """The key of every request to an `/api/v1` path (known or not) but the public ones, checked before the
-    request is routed and before a byte of its body is read: a bad key is 401 there, never a 404 or 405."""
+    request is routed and before a byte of its body is read: a bad key is 401 there, never a 404 or 405.
+    A valid key counts against its rate, a request without one against its address's (`limits`): past
+    either, 429."""
 
-    def __init__(self, principal: Callable[[str], Awaitable[str]], prefix: str, public: frozenset[str]) -> None:
+    def __init__(
+        self, principal: Callable[[str], Awaitable[str]], prefix: str, public: frozenset[str], limits: Limits
+    ) -> None:
         self.principal = principal
         self.prefix = prefix
         self.public = public
+        self.limits = limits
 
     async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
         path = conn.scope["path"]
@@ -190,15 +196,29 @@ class Keys(AuthenticationBackend):
             return None
         try:
             key = auth.presented_key(conn)
-            return _KEYED, Caller(await self.principal(key), key)
+            who = await self.principal(key)
+        except AuthError as exc:  # no valid key: the address pays for it
+            client = conn.scope.get("client")
+            try:
+                self.limits.address(str(client[0]) if client else "-")
+            except MnemoError as limited:
+                raise KeyRefused(limited) from None
+            raise KeyRefused(exc) from None
         except Exception as exc:  # noqa: BLE001 - the lookup's failure is the request's answer
             raise KeyRefused(translate(exc)) from None
+        try:
+            self.limits.key(key)
+        except MnemoError as limited:
+            raise KeyRefused(limited) from None
+        return _KEYED, Caller(who, key)
 
 
 def key_refusal(conn: HTTPConnection, exc: AuthenticationError) -> Response:
-    """`AuthenticationMiddleware`'s answer to a refused key: the envelope (401, or 503 when the store could not say)."""
+    """`AuthenticationMiddleware`'s answer to a refused key: the envelope (401; 429 past a rate, with its
+    `Retry-After`; 503 when the store could not say)."""
     refusal = exc.refusal if isinstance(exc, KeyRefused) else Refused(401, "UNAUTHORIZED", str(exc))
-    return error(refusal, request_id(conn))
+    wait = {"Retry-After": str(refusal.retry_after)} if isinstance(refusal, Limited) else None
+    return error(refusal, request_id(conn), wait)
 
 
 # -- the request body -------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from mnemo_tui.server.app import PREFIX, create_app
 from mnemo_tui.server.deadlines import Deadlines
 from mnemo_tui.server.edges import Edges
 from mnemo_tui.server.follow import MAX_FOLLOWS
+from mnemo_tui.server.ratelimit import Limits
 
 
 def is_loopback(host: str) -> bool:
@@ -183,9 +184,11 @@ def serve(
     pooled: bool = True,
     edges: Edges | None = None,
     max_follows: int = MAX_FOLLOWS,
+    limits: Limits | None = None,
 ) -> int:
     """Serve the store (or the PostgreSQL `database`) until SIGINT or SIGTERM, its connections bounded by
-    `edges` and its push follows by `max_follows`; returns the exit code (0 after a clean stop)."""
+    `edges`, its push follows by `max_follows` and its request rates by `limits`; returns the exit code (0
+    after a clean stop)."""
     edges = file_room(edges or Edges())
     log_handler = configure_logging(sys.stderr)
     deadlines = Deadlines()  # the server's one timer: its connections' header deadlines and its bodies'
@@ -198,6 +201,7 @@ def serve(
         access=partial(log_handler.line, "mnemo.access"),
         max_follows=max_follows,
         deadlines=deadlines,
+        limits=limits,
     )
     # Everything made so far (modules, the app, its routes) lives as long as the process: kept out of
     # the collector's passes, which then look only at what requests make.

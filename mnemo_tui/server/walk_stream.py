@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 
 from starlette.types import Receive
@@ -89,9 +89,11 @@ def answer(
     receive: Receive,
     streams: set[Streamed],
     done: Callable[[], None] | None = None,
+    allowed: Callable[[], Awaitable[object]] | None = None,
 ) -> Streamed:
     """The NDJSON answer of a walk whose first page is read (its failures were a JSON refusal, status and all);
-    `done` runs once it ended, however (finished, client gone, a failure, the server stopping: `Streamed.send`).
+    `done` runs once it ended, however (finished, client gone, a failure, the server stopping: `Streamed`);
+    `allowed` looks the key up again before each part is read.
 
     Each page is a line; the next pages are read (in a database thread, a few in one call, `pages`) only
     once the lines before were handed over, so the server's flow control holds the walk back to the
@@ -111,6 +113,8 @@ def answer(
                 if cursor is None or gone.done():
                     return
                 try:
+                    if allowed is not None:  # a key revoked meanwhile reads nothing more (the client gets its 401)
+                        await allowed()
                     current = await pool.run(partial(pages, who=who, query=query.replace(cursor=cursor)))
                 except Exception as exc:  # noqa: BLE001 - the client asks again; the log says why
                     log.warning("streamed walk cut short: %s", getattr(exc, "message", None) or type(exc).__name__)

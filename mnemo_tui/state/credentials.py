@@ -74,7 +74,10 @@ def _write_file(path: Path, data: dict[str, str]) -> None:
 def lookup_key(settings: Settings) -> tuple[str | None, KeySource]:
     """The API key for the selected endpoint and where it came from.
 
-    Order: `MNEMO_API_KEY` (settings.api_key), the OS keyring, the `--insecure-storage` file.
+    Order: `MNEMO_API_KEY` (settings.api_key), the `--insecure-storage` file, the OS keyring. The file
+    comes before the keyring because a key is in it only by an explicit `login --insecure-storage`
+    (a later `login` into the keyring takes it out: `store_key`), and because reading it costs no
+    keyring import and backend discovery (about 0.2 s of a remote `recent`, docs/performance.md).
 
     Returns:
         (key, source) with source one of `env`, `keyring`, `file`, `none` (then key is None).
@@ -87,8 +90,13 @@ def lookup_key(settings: Settings) -> tuple[str | None, KeySource]:
     endpoint = settings.endpoint
     if not endpoint:
         return None, "none"
-    backend = _keyring()
     names = [endpoint, *endpoint_aliases(endpoint)]
+    stored = _read_file(credentials_file(settings))
+    for name in names:
+        key = stored.get(name)
+        if key and key.strip():
+            return key.strip(), "file"
+    backend = _keyring()
     for name in names:
         if backend is not None:
             try:
@@ -97,11 +105,6 @@ def lookup_key(settings: Settings) -> tuple[str | None, KeySource]:
                 key = None
             if key and str(key).strip():
                 return str(key).strip(), "keyring"
-    stored = _read_file(credentials_file(settings))
-    for name in names:
-        key = stored.get(name)
-        if key and key.strip():
-            return key.strip(), "file"
     return None, "none"
 
 
@@ -146,7 +149,27 @@ def store_key(settings: Settings, key: str, *, insecure_storage: bool = False) -
             f"the OS keyring refused the key ({type(exc).__name__}); set MNEMO_API_KEY instead, "
             "or re-run with --insecure-storage"
         ) from None
+    _drop_from_file(settings, endpoint)  # the file is read first: an older key kept there must not win
     return "keyring", None
+
+
+def _drop_from_file(settings: Settings, endpoint: str) -> bool:
+    """Take the endpoint's key (under any of its spellings) out of the credentials file; whether one was there."""
+    path = credentials_file(settings)
+    data = _read_file(path)
+    names = [endpoint, *endpoint_aliases(endpoint)]
+    if not any(name in data for name in names):
+        return False
+    for name in names:
+        data.pop(name, None)
+    if data:
+        _write_file(path, data)
+        return True
+    try:
+        path.unlink()
+    except OSError as exc:
+        raise LocalStateError(f"credentials file {path} cannot be removed ({exc.strerror})") from None
+    return True
 
 
 def forget_key(settings: Settings) -> list[str]:
@@ -165,17 +188,6 @@ def forget_key(settings: Settings) -> list[str]:
                         removed.append("keyring")
             except Exception:  # noqa: BLE001 - nothing to delete, or a keyring that cannot; the file still goes
                 pass
-    path = credentials_file(settings)
-    data = _read_file(path)
-    if any(name in data for name in names):
-        for name in names:
-            data.pop(name, None)
-        if data:
-            _write_file(path, data)
-        else:
-            try:
-                path.unlink()
-            except OSError as exc:
-                raise LocalStateError(f"credentials file {path} cannot be removed ({exc.strerror})") from None
+    if _drop_from_file(settings, endpoint):
         removed.append("file")
     return removed

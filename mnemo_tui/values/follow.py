@@ -27,10 +27,13 @@ class Follow(Protocol):
 
     `on_connection`, when set, is called in the iterating thread with a few words of why as soon as a stream
     ends or drops and reconnecting begins (once an outage), then with None before the first event a
-    reconnect brings. `deadline` is how many seconds reconnecting may last before the follow gives up.
+    reconnect brings. `deadline` is how many seconds reconnecting may last before the follow gives up,
+    unless `persistent` is set (before iterating): then it reconnects until closed, and `on_connection`
+    hears at doubling intervals that the outage goes on.
     """
 
     on_connection: Callable[[str | None], object] | None
+    persistent: bool
 
     @property
     def deadline(self) -> float: ...

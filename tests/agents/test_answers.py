@@ -192,7 +192,7 @@ def test_without_the_extra_mnemo_mcp_exits_2_naming_it(isolated_home: Path) -> N
     done = subprocess.run([sys.executable, "-c", BLOCK_MCP], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stdout == ""
-    assert "needs the mcp extra (mcp is missing): pip install 'mnemo-tui[mcp]'" in done.stderr
+    assert "mnemo mcp needs the mcp extra, which is not installed here:" in done.stderr and "[mcp]'" in done.stderr
 
 
 def test_nothing_but_the_protocol_on_stdout(tmp_path: Path, isolated_home: Path) -> None:
@@ -267,12 +267,12 @@ def test_memory_read_holds_whole_matches_within_the_budget_and_says_how_many_mor
 
 
 def test_memory_read_of_matches_with_long_concepts_stays_within_the_budget(backend: LocalBackend) -> None:
-    concepts = tuple(f"k{j:03d}" * 50 for j in range(256))  # 256 concepts of 200 characters (the most) each
+    concepts = tuple(f"k{j:03d}" * 50 for j in range(256))  # 256 concepts of 200 characters, the most an entry holds
     for _ in range(5):
         backend.write(WriteRequest("haystack entry", domain="d", concepts=concepts))
     text = Answers(backend).memory_read(query="haystack", domain="d")
     assert len(text) <= BUDGET and len(ID.findall(text)) == 5
-    assert text.count("… and 247 more concepts") == 5  # nine whole ones in the 2,000 characters shown
+    assert text.count("… and 247 more concepts") == 5  # nine whole concepts fit CONCEPTS_SHOWN
 
 
 def test_a_match_over_the_budget_alone_is_cut_to_fit_naming_the_resource(backend: LocalBackend) -> None:

@@ -16,7 +16,7 @@ from mnemo_tui.values.writes import WriteRequest
 HEAVY = (
     "textual",
     "httpx",
-    "orjson",  # the remote feed's page reader (backends/remote_wire.py)
+    "msgspec",  # the remote feed's page reader (backends/remote_wire.py)
     "keyring",
     "starlette",
     "uvicorn",
@@ -31,6 +31,7 @@ HEAVY = (
     "mcp",
     "mcp_types",
     "jsonschema",
+    "Stemmer",  # the search's stemmer (engine/fts.py): searches and writes only
 )
 
 PROBE = """

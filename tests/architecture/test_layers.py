@@ -61,7 +61,7 @@ OWNED = {
     "typer": ("mnemo_tui.cli.commands", "mnemo_tui.cli"),
     "httpx": ("mnemo_tui.backends.remote_http",),  # opened with a remote backend only (test_imports)
     "httpx_sse": ("mnemo_tui.backends.remote_follow",),  # the push follow's decoder; opened by a follow only
-    "orjson": ("mnemo_tui.backends.remote_wire",),  # the remote feed's page read; not by the embedded recent
+    "msgspec": ("mnemo_tui.backends.remote_wire",),  # the remote feed's page read; not by the embedded recent
     "starlette": ("mnemo_tui.server",),  # the server is a Starlette app (the `mcp` SDK's own framework)
     "uvicorn": ("mnemo_tui.server",),
     "h11": ("mnemo_tui.server.edges",),  # uvicorn's HTTP/1.1 parser: only the protocol subclass of the edges

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import subprocess
@@ -13,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from conftest import MNEMO
-from follow_helpers import Follower
 from sse_servers import SSE_HEAD, Handler, RawServer, event, hang, item
 
 from mnemo_tui.backends import remote_follow
@@ -181,23 +181,61 @@ def test_an_event_over_the_bound_ends_recent_follow_with_a_clear_error(tmp_path:
     assert len(server.requests) == 1
 
 
-def test_a_server_gone_for_the_whole_deadline_ends_recent_follow_with_exit_5(tmp_path: Path) -> None:
+def test_a_follow_that_is_not_persistent_gives_up_after_the_deadline() -> None:
+    # The TUI's follow: it falls back to polling, and says so, after the deadline; `recent -F` sets
+    # `persistent` and never gives up on an outage (tests/backends/test_follow_outage.py).
     async def answer(n: int, writer: asyncio.StreamWriter) -> None:
         writer.write(SSE_HEAD + event("entries", "8", {"items": [item(1)]}))
         await writer.drain()
         await hang()
 
     server = RawServer(answer)
-    env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": KEY, "MNEMO_DEADLINE": "2"}
-    with Follower(tmp_path, env=env) as follower:
-        follower.wait_for(lambda: follower.lines, "printed the pushed entry")
-        assert "pushed 1" in follower.lines[0]
+    remote = RemoteBackend(server.url, KEY, deadline=2)
+    try:
+        follow = remote.follow(RecentQuery())
+        assert isinstance(follow, remote_follow.RemoteFollow) and not follow.persistent
+        assert [e.content for e in next(follow).entries] == ["pushed 1"]
         server.close()  # the stream drops, and every reconnect is refused from now on
-        code, stderr = follower.ended(timeout=60)
-    assert code == 5, stderr
-    assert "reconnecting for up to 2 s (MNEMO_DEADLINE)" in stderr  # the figure it then gave up at
-    assert "cannot reconnect the follow to" in stderr and "Traceback" not in stderr
+        with pytest.raises(Unavailable, match="cannot reconnect the follow to"):
+            next(follow)
+        follow.close()
+    finally:
+        remote.close()
     assert len(server.requests) == 1
+
+
+def test_a_persistent_follow_says_the_outage_goes_on_at_doubling_intervals() -> None:
+    async def answer(n: int, writer: asyncio.StreamWriter) -> None:
+        writer.write(SSE_HEAD + event("entries", "8", {"items": [item(1)]}))
+        await writer.drain()
+        await hang()
+
+    server = RawServer(answer)
+    remote = RemoteBackend(server.url, KEY, deadline=1)
+    heard: list[str | None] = []
+    try:
+        follow = remote.follow(RecentQuery())
+        assert isinstance(follow, remote_follow.RemoteFollow)
+        follow.persistent = True
+        assert follow.reconnect_cap == 1.0  # capped by the deadline when it is the shorter
+
+        def tell(reason: str | None) -> None:
+            heard.append(reason)
+            if len(heard) >= 4:
+                follow.close()  # as ^C would
+
+        follow.on_connection = tell
+        assert [e.content for e in next(follow).entries] == ["pushed 1"]
+        server.close()
+        started = time.monotonic()
+        assert list(follow) == []  # ended by close(), never by an error
+        lasted = time.monotonic() - started
+    finally:
+        remote.close()
+    assert heard[0] == "the endpoint ended the stream" or "connection" in str(heard[0])
+    seconds = [int(str(h).rsplit("for ", 1)[1].split(" s")[0]) for h in heard[1:]]
+    assert all(b >= 2 * a - 1 for a, b in itertools.pairwise(seconds)) and seconds[0] >= 1
+    assert lasted >= seconds[-1]
 
 
 def test_a_retryable_error_event_is_asked_again_from_the_last_position() -> None:
@@ -248,12 +286,12 @@ def test_an_outage_is_told_when_the_stream_drops_and_again_before_the_first_even
     assert server.requests[1][1]["last-event-id"] == "1"
 
 
-def test_recent_follow_tells_the_deadline_its_reconnect_gives_up_at_not_a_second_reading_of_the_environment(
+def test_recent_follow_tells_the_outage_and_the_return_on_stderr_and_reconnects_until_stopped(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from mnemo_tui.cli import feed
 
-    monkeypatch.setenv("MNEMO_DEADLINE", "60")  # the backend below was given its own: that one is waited by
+    monkeypatch.setenv("MNEMO_DEADLINE", "60")  # the backend below was given its own
 
     async def answer(n: int, writer: asyncio.StreamWriter) -> None:
         writer.write(SSE_HEAD + event("entries", str(n + 1), {"items": [item(n + 1)]}))
@@ -268,6 +306,7 @@ def test_recent_follow_tells_the_deadline_its_reconnect_gives_up_at_not_a_second
             follow = remote.follow(RecentQuery())
             assert follow is not None
             feed._tell_outages(follow, remote.identity)
+            assert follow.persistent
             try:
                 next(follow)
                 next(follow)
@@ -278,7 +317,7 @@ def test_recent_follow_tells_the_deadline_its_reconnect_gives_up_at_not_a_second
     told = capsys.readouterr().err.splitlines()
     assert told == [
         f"mnemo: the follow's stream from {server.url} dropped (the endpoint ended the stream); "
-        "reconnecting for up to 7 s (MNEMO_DEADLINE)...",
+        "reconnecting until it answers (^C to stop)...",
         f"mnemo: the follow reconnected to {server.url}; resuming where it stopped",
     ]
 

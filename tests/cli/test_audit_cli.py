@@ -88,7 +88,7 @@ def test_help_names_values_by_what_they_are(cli: Any) -> None:
     r = cli("recent", "--help")
     assert r.code == 0 and "<str>" not in r.stdout and "<int>" not in r.stdout
     assert "--scope SCOPE" in r.stdout and "--since TIME" in r.stdout and "--limit N" in r.stdout
-    assert "Usage: mnemo rooms invite [OPTIONS] {ROOM}" in cli("rooms", "invite", "--help").stdout
+    assert "Usage: mnemo rooms invite [OPTIONS] ROOM" in cli("rooms", "invite", "--help").stdout
 
 
 # -- an empty search says what it covered ---------------------------------------------------
@@ -178,11 +178,11 @@ def test_remote_empty_search_names_rooms_and_flags(remote: Any) -> None:
     assert r.code == 2 and r.stderr.strip() == "mnemo: --max-uses must be between 1 and 1000, got 1001"
 
 
-def test_remote_status_table_says_the_principal_is_a_key_fingerprint(remote: Any) -> None:
+def test_remote_status_names_the_principal_the_server_knows(remote: Any) -> None:
     table = remote("status")
-    assert table.code == 0 and "this key's fingerprint; the endpoint does not name it" in table.stdout
+    assert table.code == 0 and "local (key key_" in table.stdout and "watermarks kept as key:" in table.stdout
     data = json.loads(remote("status", "--format", "json").stdout)
-    assert data["principal"].startswith("key:") and len(data["principal"]) == 16  # JSON unchanged
+    assert data["principal"] == "local"  # through GET /mnemo/whoami (tests/cli/test_status_whoami.py)
 
 
 # -- tables fit the width -------------------------------------------------------------------

@@ -220,7 +220,7 @@ def test_login_keeps_the_key_in_the_keyring_and_records_the_endpoint(
     # The profile now selects the endpoint and the keyring supplies the key.
     status = json.loads(cli("status", "-f", "json", env=env).stdout)
     assert status["backend"] == "remote" and status["endpoint"] == url and status["key_source"] == "keyring"
-    assert status["principal"].startswith("key:")
+    assert status["principal"] == "alice"  # the server names the key's principal (GET /mnemo/whoami)
     recent = cli("recent", "-f", "ndjson", env=env)
     assert recent.code == 0 and json.loads(recent.stdout)["content"] == "served entry"
     # A local store is still one flag away.

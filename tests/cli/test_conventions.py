@@ -40,7 +40,7 @@ def test_a_piped_table_carries_whole_values_tab_separated(cli: Cli, isolated_hom
         assert content == LONG.replace("\t", "\\x09").replace("\n", "⏎")  # whole: no cut, no padding
         assert "…" not in piped.stdout and "  " not in piped.stdout.replace("word  ", "")
     utc = cli("recent", "--utc", env={"TZ": "Asia/Kolkata"}).stdout.splitlines()
-    assert utc[1].startswith("2026-11-20T12:00:00.250000+00:00\t")
+    assert utc[1].startswith("2026-11-20T12:00:00.250000Z\t")  # the wire's spelling of UTC, never +00:00
     # `grep` finds what `--format ndjson | grep` finds: the words past where a terminal row is cut.
     assert "second line" in cli("recent").stdout
 

@@ -198,7 +198,11 @@ def test_a_missing_extra_is_named_with_exit_2(isolated_home: Path, missing: str,
         [sys.executable, "-c", probe, missing, *args], capture_output=True, text=True, env=env, timeout=60, check=False
     )
     assert proc.returncode == 2, proc.stderr
-    assert f"pip install 'mnemo-tui[{extra}]'" in proc.stderr and "internal error" not in proc.stderr
+    assert (
+        f"needs the {extra} extra, which is not installed here:" in proc.stderr and "internal error" not in proc.stderr
+    )
+    # The install it names is this copy's own (an editable checkout here), with the extra: never a PyPI name.
+    assert f"-m pip install -e '{Path(__file__).parents[2]}[{extra}]'" in proc.stderr
 
 
 def test_a_repeated_ref_returns_the_first_id_and_says_nothing_was_written(cli: Cli) -> None:
@@ -381,3 +385,23 @@ def test_the_progress_line_is_erased_when_the_reader_stops_early(isolated_home: 
     shown = _pty_run(isolated_home, f"{MNEMO} recent --all | head -n 2 > /dev/null", columns=100, until=lambda s: False)
     assert "so far" in shown
     assert shown.rfind("\x1b[K") > shown.rfind("so far")
+
+
+def test_without_the_mcp_extra_the_message_names_the_extra_not_a_module_it_pulls_in(isolated_home: Path) -> None:
+    # jsonschema (which the mcp extra brings) is the first import of `mnemo mcp` to fail without the extra.
+    probe = (
+        "import sys; sys.modules['jsonschema'] = None; sys.modules['mcp'] = None; "
+        "from mnemo_tui.cli import main; sys.exit(main(['mcp']))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env["MNEMO_HOME"] = str(isolated_home)
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "mnemo mcp needs the mcp extra" in proc.stderr and "jsonschema" not in proc.stderr
+
+
+def test_content_over_the_limit_is_refused_with_the_length_given(cli: Cli) -> None:
+    refused = cli("write", "-", input="x" * 10_001)
+    assert refused.code == 2 and "content must be 1 to 10000 characters, got 10001" in refused.stderr

@@ -91,9 +91,21 @@ def test_the_setup_line_installs_what_the_readme_uses_and_puts_mnemo_on_the_path
     line = setup_line()
     install, _, main_job = line.partition(ACTIVATE)
     assert main_job == "mnemo demo && mnemo catchup --no-pager"  # run by the next test, after the install
-    assert "'.[server]'" in install  # the team-server block needs the server extra
+    # Every command works after it: `all` is every extra (serve's, mcp's, --database's).
+    assert "'.[all]'" in install
+    extras = tomllib.loads((README.parent / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert sorted(extras["all"]) == sorted(f"mnemo-tui[{name}]" for name in extras if name not in ("all", "dev"))
     joined = "\n".join(usage_blocks("sh"))
     assert "mnemo serve" in joined and ".venv/bin/activate" in README.read_text().split("## Usage")[0]
+
+
+def test_the_usage_section_announces_the_tools_its_examples_use() -> None:
+    text = README.read_text()
+    usage = text[text.index("\n## Usage\n") :]
+    intro = usage[: usage.index("\n### ")]
+    joined = "\n".join(usage_blocks("sh"))
+    for tool in ("jq", "curl"):
+        assert re.search(rf"\b{tool}\b", joined) and f"`{tool}`" in intro, tool
 
 
 def test_no_example_waits_without_a_bound() -> None:

@@ -48,7 +48,7 @@ def test_checks_leave_no_probe_or_room_behind_and_pass_again_on_a_second_run(mak
     assert backend.domains() == ["notes"] and PROBE_DOMAIN not in backend.domains()
     assert backend.rooms() == []
     assert [e.atom_id for e in backend.recent(RecentQuery(include_history=True)).items] == [kept]
-    assert "probe entries go to domain 'mnemo-check'" in report.probes_note
+    assert "probe entries go to room xroom:room_" in report.probes_note and report.own_store_note == ""
 
 
 def test_a_probe_room_the_reader_already_owns_is_used_and_kept(make_backend: Factory) -> None:
@@ -161,7 +161,7 @@ def test_cli_check_table_says_where_the_probes_go(cli: Callable[..., Any], isola
     result = cli("check")
     assert result.code == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert "probe entries go to domain 'mnemo-check'" in lines[0]
+    assert "probe entries go to room xroom:room_" in lines[0]
     assert [line.split()[0] for line in lines[1:5]] == ["PASS"] * 4
     assert lines[-1] == "4/4 checks passed."
     assert "check deleted its 8 probe entries, deleted the probe room it created" in result.stderr

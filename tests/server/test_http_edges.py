@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import select
 import socket
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from serve_process import ServeProcess, start_serve
 
 from mnemo_tui.engine.store import Store
+from mnemo_tui.server.app import create_app
+from mnemo_tui.server.edges import Edges
+from mnemo_tui.values.writes import WriteRequest
 
 
 def test_a_domain_with_a_slash_is_wiped_through_its_escaped_segment(isolated_home: Path, cli: Any) -> None:
@@ -166,3 +172,65 @@ def test_connections_past_the_cap_get_503_at_once_and_room_comes_back(tmp_path: 
         assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
     finally:
         running.served.stop()
+
+
+# -- a send deadline on every answer (issue 50) ------------------------------------------------------
+
+
+@contextmanager
+def _edged(app: Any, edges: Edges) -> Iterator[tuple[int, uvicorn.Server]]:
+    """`app` under uvicorn with the bounds of `edges`, as `mnemo serve` runs it, in a thread; yields its port
+    and the server (whose `server_state` counts the connections it holds)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", **edges.uvicorn_options())
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    for _ in range(2000):  # bounded: 10 s at most for it to start
+        if server.started:
+            break
+        select.select([], [], [], 0.005)
+    try:
+        assert server.started
+        yield sock.getsockname()[1], server
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+
+
+def test_an_answer_nobody_reads_is_dropped_at_the_send_deadline(tmp_path: Path) -> None:
+    """A plain answer (the export, 30 MB) to a client that takes nothing: its connection is aborted once
+    nothing was taken for the send deadline, so the bytes it holds are freed, and the server serves on."""
+    path = tmp_path / "store.db"
+    store = Store(path)
+    key = store.create_key("alice")[1]
+    store.bulk_insert([("alice", WriteRequest(content=f"{i:05d} " + "x" * 9_990), 1_000_000 + i) for i in range(3000)])
+    store.close()
+    app = create_app(path, workers=2)
+    with _edged(app, Edges(send_seconds=0.5, header_seconds=600)) as (port, server):
+        reader = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the kernel holds little of it for us
+        reader.settimeout(SAFETY)
+        reader.connect(("127.0.0.1", port))
+        try:
+            reader.sendall(b"GET /api/v1/memory/export HTTP/1.1\r\nHost: x\r\nX-Api-Key: %s\r\n\r\n" % key.encode())
+            for _ in range(1200):  # 60 s at most, far past the deadline: a connection kept is a failure
+                if not server.server_state.connections:
+                    break
+                select.select([], [], [], 0.05)
+            assert not server.server_state.connections  # dropped by the server, the client still connected
+            got = b""
+            while chunk := reader.recv(1 << 20):  # what the kernel had taken before the drop, then the end
+                got += chunk
+        finally:
+            reader.close()
+        head, _, body = got.partition(b"\r\n\r\n")
+        declared = int(
+            next(v for k, v in (line.split(b": ", 1) for line in head.split(b"\r\n")[1:]) if k == b"content-length")
+        )
+        assert head.startswith(b"HTTP/1.1 200 ") and 0 < len(body) < declared  # cut: the rest was freed, never sent
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}/api/v1", timeout=SAFETY) as client:
+            assert client.get("/health").status_code == 200
+    app.close()

@@ -174,6 +174,35 @@ def test_a_key_past_its_walks_gets_429_others_are_served_and_a_walk_ended_any_wa
         app.close()
 
 
+def test_a_walk_whose_key_is_revoked_ends_before_its_next_part_without_its_last_line(tmp_path: Path) -> None:
+    """A key revoked while its walk streams gets nothing more than the part in hand: the stream ends
+    without its last line (the client asks again and gets the key's 401)."""
+    path = tmp_path / "s.db"
+    seeded(path, 100 * walk_stream.PART_PAGES * 3)  # three parts of sixteen lines
+    store = Store(path)
+    key_id, key = store.create_key("alice")
+    app = create_app(path, workers=2)
+
+    async def main() -> None:
+        walker = Walker(app, key)
+        assert await walker.opened() == 200
+        store.revoke_key(key_id)  # by another connection, as `mnemo keys revoke` does
+        walker.read()
+        await walker.ended()
+        lines = [json.loads(line) for line in walker.body_sent.splitlines()]
+        assert lines and lines[-1]["next_cursor"] is not None  # unfinished: no last line
+        assert len(lines) <= 1 + walk_stream.PART_PAGES  # the first page and at most the part in hand
+        again = Walker(app, key)  # what the client asks next, from its last cursor: the key's refusal
+        await again.ended()
+        assert again.sent[0]["status"] == 401 and json.loads(again.body_sent)["details"]["reason"] == "revoked_key"
+
+    try:
+        asyncio.run(main())
+    finally:
+        app.close()
+        store.close()
+
+
 # -- `mnemo recent --all` against a server whose bound is reached ------------------------------------------------
 
 ENTRIES = 6000

@@ -157,3 +157,39 @@ def test_a_key_kept_under_the_origin_is_found_and_forgotten_too(
     assert credentials.lookup_key(settings) == (KEY, "keyring")
     assert credentials.forget_key(settings) == ["keyring"]
     assert credentials.lookup_key(settings) == (None, "none")
+
+
+# -- the file before the keyring (issue 59) ----------------------------------------------------
+
+
+def test_a_key_in_the_file_is_read_without_importing_keyring(isolated_home: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    (isolated_home / "credentials.json").write_text(json.dumps({ENDPOINT: KEY}))
+    os.chmod(isolated_home / "credentials.json", 0o600)
+    probe = (
+        "import sys; from mnemo_tui.state import credentials; from mnemo_tui.state.config import resolve; "
+        f"key, source = credentials.lookup_key(resolve(endpoint={ENDPOINT!r})); "
+        "print(source, 'keyring' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
+    env["MNEMO_HOME"] = str(isolated_home)
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["file", "False"], out.stderr
+
+
+def test_the_newest_login_wins_between_the_file_and_the_keyring(
+    settings: Settings, memory_keyring: MemoryKeyring, isolated_home: Path
+) -> None:
+    old, new = KEY, "mk_live_" + "2" * 32
+    assert credentials.store_key(settings, old, insecure_storage=True)[0] == "file"
+    assert credentials.lookup_key(settings) == (old, "file")
+    # A login into the keyring takes the older key out of the file (which is read first).
+    assert credentials.store_key(settings, new)[0] == "keyring"
+    assert credentials.lookup_key(settings) == (new, "keyring")
+    assert not (isolated_home / "credentials.json").exists()
+    # And a later file login wins over the keyring's older key.
+    credentials.store_key(settings, old, insecure_storage=True)
+    assert credentials.lookup_key(settings) == (old, "file")
