@@ -1,7 +1,7 @@
 """Provides `/mcp`: the agents' MCP face (`agents/http.py`, the SDK's streamable HTTP transport) mounted in the
 app, behind what the server adds to it (docs/mcp.md, "Over HTTP"): the key of every request, checked (and its
-rate counted) by REST's own `Keys`; the server's 1 MiB body bound; each key's requests open at once bounded; every refusal a JSON-RPC error
-body with its HTTP status; and the streams it holds ended when the server stops.
+rate counted) by REST's own `Keys`; the server's 1 MiB body bound; each key's requests open at once bounded;
+every refusal a JSON-RPC error body with its HTTP status; and the streams it holds ended when the server stops.
 """
 
 from __future__ import annotations
@@ -51,7 +51,11 @@ def rpc_error(status: int, message: str, headers: dict[str, str] | None = None) 
 
 
 def refusal(exc: MnemoError) -> Response:
-    headers = {"Retry-After": str(exc.retry_after) if isinstance(exc, Limited) else "1"} if exc.retryable else {}
+    headers = {}
+    if isinstance(exc, Limited):
+        headers["Retry-After"] = str(exc.retry_after)
+    elif exc.retryable:
+        headers["Retry-After"] = "1"
     if exc.status == 401:
         # A bearer key, as REST's; no `resource_metadata`: this server is no OAuth resource server.
         headers["WWW-Authenticate"] = 'Bearer realm="mnemo"'

@@ -321,3 +321,28 @@ def test_a_key_holds_at_most_32_requests_open_at_once_then_429_and_a_slot_frees_
         assert raw(served, json.dumps(INIT)).status_code == 200  # another key is not held back
         streams.close()  # the streams end: their slots come back as the server sees them close
         assert admitted("POST", sessions[0], listing).status_code == 200
+
+
+def test_a_keys_rest_and_mcp_requests_count_against_its_one_rate(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from mnemo_tui.engine.store import Store
+    from mnemo_tui.server.app import create_app
+    from mnemo_tui.server.ratelimit import Limits, Rate
+
+    path = tmp_path / "s.db"
+    store = Store(path)
+    alice = store.create_key("alice")[1]
+    store.close()
+    limits = Limits(
+        per_key=Rate(per_second=0.5, burst=2), per_address=Rate(per_second=1, burst=100), clock=lambda: 1000.0
+    )
+    app = create_app(path, workers=2, limits=limits)
+    with TestClient(app, base_url="http://127.0.0.1:8080") as client:  # a loopback Host, as the SDK wants
+        ask = {**ACCEPT, "X-Api-Key": alice}
+        assert client.get("/api/v1/memory/stats", headers=ask).status_code == 200
+        assert client.post("/mcp", json=INIT, headers=ask).status_code == 200
+        refused = client.post("/mcp", json=INIT, headers=ask)
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "2"  # a token in 2 s at 0.5/s
+        assert refused.json()["error"]["message"].startswith("RATE_LIMITED")
+        assert client.get("/api/v1/memory/stats", headers=ask).status_code == 429
