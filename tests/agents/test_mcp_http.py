@@ -346,3 +346,22 @@ def test_a_keys_rest_and_mcp_requests_count_against_its_one_rate(tmp_path: Path)
         assert refused.status_code == 429 and refused.headers["retry-after"] == "2"  # a token in 2 s at 0.5/s
         assert refused.json()["error"]["message"].startswith("RATE_LIMITED")
         assert client.get("/api/v1/memory/stats", headers=ask).status_code == 429
+
+
+def test_without_the_mcp_extra_the_server_serves_rest_and_mcp_is_an_unknown_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    from starlette.testclient import TestClient
+
+    from mnemo_tui.server.app import create_app
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else found(name, *a))
+    app = create_app(tmp_path / "s.db", workers=1)
+    assert app.mcp is None
+    with TestClient(app, base_url="http://127.0.0.1:8080") as client:
+        assert client.get("/api/v1/health").status_code == 200
+        unknown = client.post("/mcp", json=INIT, headers=ACCEPT)
+        assert unknown.status_code == 404 and unknown.json()["code"] == "NOT_FOUND"
