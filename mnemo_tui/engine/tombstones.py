@@ -126,5 +126,6 @@ class TombstoneOps(Database):
             raise Forbidden("you are not a member of this room (or it does not exist)")
         dropped = max((int(r[0]) for r in rows), default=0)
         items = [Removal(r[1], r[2], int(r[3]), r[4]) for r in rows if r[1] is not None]
-        gone = after is not None and (dropped > after or any(i.removed_at < cutoff for i in items))
+        # `dropped` 0 is "none dropped" (every removal is stamped after 1970): an `after` before 1970 missed nothing.
+        gone = after is not None and (dropped > max(after, 0) or any(i.removed_at < cutoff for i in items))
         return Removals([i for i in items if i.removed_at >= cutoff], gone)

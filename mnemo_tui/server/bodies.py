@@ -4,7 +4,8 @@ fit its model is a 422 with the flat envelope, `details.errors` listing every pr
 Each model follows its component schema in `openapi.json` (the hosted service's), field by field and bound
 by bound; where mnemo is stricter on purpose the field says so, and `docs/server.md` ("Request bodies")
 lists each difference. The models are strict: a JSON value of the wrong type is refused, as the schema
-refuses it (the hosted service's models are lax: they take `"5"` for 5).
+refuses it (the hosted service's models are lax: they take `"5"` for 5). Two readings follow what clients
+send, the SDK and generated clients alike (`Integer`, `Absent`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import uuid
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticError
 from pydantic_core import PydanticCustomError
 
@@ -50,6 +51,28 @@ def _instant(text: str) -> str:
 Instant = Annotated[str, AfterValidator(_instant)]
 
 
+def _whole(value: Any) -> Any:
+    """A JSON number without a fraction (`10.0`, `1e1`) as the integer it is: JSON Schema counts it as an
+    integer, and clients send it (the SDK passes `limit=10.0` through). A fraction, a string or a boolean
+    is left as it is, and refused as no integer."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+# Every integer field of a body: an integer-valued number is read as an integer (docs/server.md, item 1).
+Integer = Annotated[int, BeforeValidator(_whole)]
+
+
+def _absent(value: Any) -> Any:
+    """An empty string as no value: the SDK sends `fingerprint=""` as it is, and the hosted models take it."""
+    return None if value == "" else value
+
+
+# An optional text where `""` has no meaning of its own (a fingerprint, an external ref): read as absent.
+Absent = BeforeValidator(_absent)
+
+
 class _Body(BaseModel):
     """A schema without `additionalProperties: false`: fields it does not name are taken and ignored."""
 
@@ -69,7 +92,7 @@ class Recent(_Body):
     since: Instant | None = None
     until: Instant | None = None
     exclude_author: str | None = None
-    limit: int = Field(20, ge=1, le=100)
+    limit: Integer = Field(20, ge=1, le=100)
     cursor: Annotated[str, Field(max_length=512)] | None = None
     include_history: bool = False
 
@@ -78,10 +101,10 @@ class Read(_Body):
     """`ReadRequestSchema` (`POST /memory/read`, each query of `read-batch`)."""
 
     query: str = Field(min_length=1, max_length=5000)
-    top_k: int = Field(10, ge=1, le=500)
+    top_k: Integer = Field(10, ge=1, le=500)
     domain: str | None = None
     min_relevance: float = Field(0.3, ge=0.0, le=1.0)
-    fingerprint: str | None = None
+    fingerprint: Annotated[str | None, Absent] = None
     include_associations: bool = True
     concepts: list[str] = Field(default_factory=list, max_length=50)
     two_pass: bool | None = None
@@ -121,7 +144,7 @@ class Query(_Body):
     query: str = Field(min_length=1, max_length=5000)
     domains: list[str] | None = None
     metadata_filter: list[MetadataCondition] | None = None
-    top_k: int = Field(10, ge=1, le=500)
+    top_k: Integer = Field(10, ge=1, le=500)
     min_relevance: float = Field(0.3, ge=0.0, le=1.0)
     include_associations: bool = True
     concepts: list[str] = Field(default_factory=list)
@@ -145,9 +168,9 @@ class Write(_Closed):
     # Each concept at most 200 characters: mnemo's own bound (docs/server.md), as the engine's `check_concepts`.
     concepts: list[Annotated[str, Field(max_length=200)]] = Field(default_factory=list, max_length=256)
     domain: str = Field("general", max_length=100)
-    fingerprint: Annotated[str, Field(max_length=512)] | None = None
+    fingerprint: Annotated[Annotated[str, Field(max_length=512)] | None, Absent] = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    external_ref: Annotated[str, Field(max_length=255)] | None = None
+    external_ref: Annotated[Annotated[str, Field(max_length=255)] | None, Absent] = None
     supersedes: Annotated[list[uuid.UUID], Field(max_length=32)] | None = None
     author: Author | None = None
 
@@ -181,8 +204,8 @@ class CreateInvite(_Closed):
     """`CreateInviteRequestSchema` (`POST /memory/rooms/{room_id}/invites`)."""
 
     scope: str = "read_write"
-    expires_in_days: int = Field(7, ge=1, le=90)
-    max_uses: int = Field(1, ge=1, le=1000)
+    expires_in_days: Integer = Field(7, ge=1, le=90)
+    max_uses: Integer = Field(1, ge=1, le=1000)
 
 
 class JoinRoom(_Closed):
@@ -230,10 +253,10 @@ class Graph(_Closed):
 
     # Each seed at most 200 characters: the schema's description says so, its bounds do not.
     seeds: list[Annotated[str, Field(max_length=200)]] = Field(min_length=1, max_length=20)
-    depth: int = Field(1, ge=1, le=3)
+    depth: Integer = Field(1, ge=1, le=3)
     domain: str | None = None
     min_weight: Annotated[float, Field(ge=0.0)] | None = None
-    limit: int = Field(100, ge=1, le=500)
+    limit: Integer = Field(100, ge=1, le=500)
 
 
 M = TypeVar("M", bound=BaseModel)

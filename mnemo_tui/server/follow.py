@@ -300,7 +300,7 @@ def handler(served: Served) -> Callable[[Request], Awaitable[Response]]:
     async def follow(request: Request) -> Response:
         who = caller(request)
         raw = await read_body(request)
-        b = bodies.parse(FollowBody, raw if raw.strip() else b"{}")
+        b = bodies.parse(FollowBody, raw)  # an empty body is missing (422), as for every other operation
         for refused in ("cursor", "until"):
             if getattr(b, refused) is not None:
                 raise Unprocessable(f"{refused} is refused on a follow (it starts at the newest and never ends)")

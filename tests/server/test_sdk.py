@@ -163,3 +163,21 @@ def test_a_base_url_with_the_api_prefix_is_the_users_mistake_and_says_404(served
     with wrong_base, pytest.raises(MnemoError) as wrong:
         wrong_base.stats()
     assert wrong.value.status == 404
+
+
+def test_what_the_sdk_passes_through_as_its_callers_give_it(served: Served) -> None:
+    # Integer-valued floats and an empty fingerprint, as a caller's arithmetic or defaults make them
+    # (issue 56): JSON Schema counts 10.0 as an integer and the hosted models take "".
+    with served.client() as c:
+        written = c.write("caching reduces latency", concepts=["caching", "latency"], fingerprint="")
+        assert written.stored and written.atom_id is not None
+        c.write("latency budgets", concepts=["latency", "budgets"], external_ref="")
+        assert [i.content for i in c.recent(limit=10.0).items] == ["latency budgets", "caching reduces latency"]  # type: ignore[arg-type]
+        found = c.read("caching", top_k=5.0, min_relevance=0.0)  # type: ignore[arg-type]
+        assert [str(i.atom_id) for i in found.items] == [str(written.atom_id)]
+        graph = c.graph(["caching"], depth=2.0, limit=50.0)  # type: ignore[arg-type]
+        assert {(e.source, e.target) for e in graph.edges} >= {("caching", "latency")}
+        assert c.stats().episodic_fingerprints == 0  # "" is no fingerprint
+        with pytest.raises(MnemoError) as fraction:
+            c.recent(limit=10.5)  # type: ignore[arg-type]
+        assert fraction.value.status == 422
