@@ -16,6 +16,8 @@ command -v unshare >/dev/null 2>&1 || need+=(util-linux)  # the read-only mount 
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || need+=(postgresql)
 # ... and put pgbouncer (transaction mode) in front of it for the pooler tests (issue 41)
 command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || need+=(pgbouncer)
+# the MCP Inspector CLI drives `/mcp` of a real server (tests/agents/test_mcp_http.py): Node and npm
+command -v npm >/dev/null 2>&1 || need+=(npm)
 # What the benchmarks and screenshots use; the tests do not.
 want=()
 command -v sqlite3 >/dev/null 2>&1 || want+=(sqlite3)
@@ -39,4 +41,14 @@ fi
 python3 -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -c constraints.txt -e '.[dev]'
+# The MCP Inspector CLI, pinned, into a project-local folder (.tools, gitignored), from the npm registry, with
+# the Node it needs (22.19 or later; the registry's node-linux-* package, whatever Node runs npm itself).
+# No install scripts: the Inspector's one installs its clients in a source checkout, a no-op here.
+case "$(uname -m)" in
+  x86_64) node_arch=x64 ;;
+  aarch64 | arm64) node_arch=arm64 ;;
+  *) node_arch="$(uname -m)" ;;
+esac
+npm install --no-audit --no-fund --silent --ignore-scripts --prefix .tools \
+  "node-linux-$node_arch@22.23.5" "@modelcontextprotocol/inspector@2.12.0" >/dev/null
 echo "setup-dev: ready; run the tests with $VENV/bin/python -m pytest -n 2" >&2

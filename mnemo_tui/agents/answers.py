@@ -1,9 +1,10 @@
 """Provides the answers of `mnemo mcp`'s tools over a `Backend`, as the hosted package words them (no SDK here).
 
 Each tool is a method taking the call's arguments (already checked against the tool's input schema) and
-returning the answer's text; a `MnemoError` it raises becomes an error answer in `sdk.py`. Every answer is
-shown through the CLI's one sanitizer (an agent host often prints it in a terminal) and holds at most
-BUDGET characters as shown (`budget.py`, docs/mcp.md "Budgets").
+returning the answer (`Reply`): its text, and the same answer as data for the tool's `outputSchema`
+(`shapes.py`); a `MnemoError` it raises becomes an error answer in `sdk.py`. Every answer's text is shown
+through the CLI's one sanitizer (an agent host often prints it in a terminal) and holds at most BUDGET
+characters as shown (`budget.py`, docs/mcp.md "Budgets"); its data is machine-exact (the stored values).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from mnemo_tui.agents.budget import BUDGET, CONCEPTS_SHOWN, MORE_ROOM, cut_line,
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError, NotFound, ValidationError
 from mnemo_tui.limits import MAX_DOMAIN, room_of
-from mnemo_tui.model import Entry, RecentQuery
+from mnemo_tui.model import Entry, RecentQuery, RoomRef
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
 
@@ -37,13 +38,27 @@ CLIENT_ENV = "mcp"
 _PLAIN = re.compile(r"[\w.:@/+-]{1,200}")
 _CURSOR = re.compile(r"[A-Za-z0-9_=-]{1,512}")
 P = ParamSpec("P")
+Data = dict[str, Any]
 
 
-def _answer(method: Callable[Concatenate[Answers, P], str]) -> Callable[Concatenate[Answers, P], str]:
+class Reply(str):
+    """A tool's answer: its text (bounded and sanitized), and `data`, the same answer for its `outputSchema`
+    (the stored values exact, never sanitized: a machine reads them)."""
+
+    data: Data
+
+    def __new__(cls, text: str, data: Data) -> Reply:
+        reply = super().__new__(cls, text)
+        reply.data = data
+        return reply
+
+
+def _answer(method: Callable[Concatenate[Answers, P], tuple[str, Data]]) -> Callable[Concatenate[Answers, P], Reply]:
     """A tool method whose text is `finish`ed: the one place every answer is bounded and sanitized."""
 
-    def answer(self: Answers, /, *args: P.args, **kwargs: P.kwargs) -> str:
-        return finish(method(self, *args, **kwargs))
+    def answer(self: Answers, /, *args: P.args, **kwargs: P.kwargs) -> Reply:
+        text, data = method(self, *args, **kwargs)
+        return Reply(finish(text), data)
 
     answer.__doc__ = method.__doc__
     return answer
@@ -136,8 +151,9 @@ def recent_page(items: list[Entry], next_cursor: str | None, first: str | None =
     )
 
 
-def _hits(entries: list[Entry]) -> str:
-    """memory_read's matches, as many whole as the budget takes, then how many more there are and how to narrow."""
+def _hits(entries: list[Entry]) -> tuple[str, int]:
+    """memory_read's matches, as many whole as the budget takes, then how many more there are and how to narrow;
+    and how many it shows."""
     text, used = "", -2
     for index, entry in enumerate(entries):
         item = read_item(entry, index)
@@ -155,8 +171,8 @@ def _hits(entries: list[Entry]) -> str:
                 "characters. Narrow the call with a lower top_k, a domain, since/until or a more specific query; "
                 "memory_list_recent pages through a whole scope.)"
             )
-        return text
-    return text
+        return text, index
+    return text, len(entries)
 
 
 def scope_label(domain: str | None) -> str:
@@ -182,7 +198,7 @@ class Answers:
         self.backend = backend
         self.agent_name = agent_name
 
-    def tools(self) -> dict[str, Callable[..., str]]:
+    def tools(self) -> dict[str, Callable[..., Reply]]:
         return {
             "memory_write": self.memory_write,
             "memory_read": self.memory_read,
@@ -199,7 +215,9 @@ class Answers:
     # -- memory -------------------------------------------------------------------------------
 
     @_answer
-    def memory_write(self, content: str, concepts: list[str] | None = None, domain: str | None = None) -> str:
+    def memory_write(
+        self, content: str, concepts: list[str] | None = None, domain: str | None = None
+    ) -> tuple[str, Data]:
         request = WriteRequest(
             content,
             domain=domain if domain is not None else "general",
@@ -209,7 +227,7 @@ class Answers:
         )
         result = self.backend.write(request)
         # mnemo keeps every write (no importance gate): the package's "unknown" stands for the missing score.
-        return f"Stored (importance: unknown). ID: {result.atom_id}"
+        return f"Stored (importance: unknown). ID: {result.atom_id}", {"stored": True, "memory_id": result.atom_id}
 
     @_answer
     def memory_read(
@@ -221,7 +239,7 @@ class Answers:
         since: str | None = None,
         until: str | None = None,
         exclude_author: str | None = None,
-    ) -> str:
+    ) -> tuple[str, Data]:
         if not query.strip():
             raise ValidationError("query must not be blank: memory_read searches; for a feed use memory_list_recent")
         search = SearchQuery(
@@ -235,13 +253,16 @@ class Answers:
         )
         hits = self.backend.search(search)
         if hits:
-            return _hits([h.entry for h in hits])
+            text, shown = _hits([h.entry for h in hits])
+            items = [{**h.entry.data, "relevance": h.relevance} for h in hits[:shown]]
+            return text, {"scope": domain, "items": items, "not_shown": len(hits) - shown, "unsearched_rooms": None}
         where = scope_label(domain)
         if since or until or exclude_author:
             head = f"Nothing in {where} matches within the given time/author filters."
         else:
             head = f"Nothing in {where} matches {json.dumps(query, ensure_ascii=False)}."
-        return head + self._scope_note(domain)
+        note, rooms = self._scope_note(domain)
+        return head + note, {"scope": domain, "items": [], "not_shown": 0, "unsearched_rooms": rooms}
 
     @_answer
     def memory_list_recent(
@@ -252,7 +273,7 @@ class Answers:
         exclude_author: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
-    ) -> str:
+    ) -> tuple[str, Data]:
         """A page of at most `limit` entries within BUDGET characters as shown, from sub-requests of at most
         PAGE_CHUNK entries; the page ends where a sub-request ended, on the cursor the backend issued there.
 
@@ -306,17 +327,26 @@ class Answers:
                 accepted_cursor = issued
             break
         if not accepted:
-            return self._empty_recent(domain, since, until, exclude_author, cursor)
+            head, rooms = self._empty_recent(domain, since, until, exclude_author, cursor)
+            data: Data = {"scope": domain, "items": [], "next_cursor": None, "stopped_early": False}
+            return head, {**data, "unsearched_rooms": rooms}
         page_text = recent_page(accepted, accepted_cursor)
         if size(page_text) > room:
             entry = accepted[0]
             first = clipped(entry, room, lambda content: recent_page([entry], accepted_cursor, content))
             page_text = recent_page([entry], accepted_cursor, first)
-        return page_text + (EARLY_STOP_NOTE if stopped_early else "")
+        data = {
+            "scope": domain,
+            "items": [e.data for e in accepted],
+            "next_cursor": accepted_cursor,
+            "stopped_early": stopped_early,
+            "unsearched_rooms": None,
+        }
+        return page_text + (EARLY_STOP_NOTE if stopped_early else ""), data
 
     def _empty_recent(
         self, domain: str | None, since: str | None, until: str | None, exclude_author: str | None, cursor: str | None
-    ) -> str:
+    ) -> tuple[str, list[Data] | None]:
         where = scope_label(domain)
         if cursor:
             head = f"Nothing further in {where} past this cursor: the walk has reached the end of the feed."
@@ -326,13 +356,20 @@ class Answers:
             head = f"Nothing in {where} matches within the given time/author filters."
         else:
             head = f"No memories in {where} yet."
-        return head + self._scope_note(domain)
+        note, rooms = self._scope_note(domain)
+        return head + note, rooms
 
-    def _scope_note(self, domain: str | None) -> str:
-        """Under an unscoped empty answer: the rooms it did not search, and how to read them."""
-        if domain is not None:
-            return ""
-        rooms = empty_reports.unsearched_rooms(self.backend)
+    def _scope_note(self, domain: str | None) -> tuple[str, list[Data] | None]:
+        """Under an unscoped empty answer: the rooms it did not search, and how to read them (also as data;
+        None when scoped, where no room went unsearched)."""
+        if domain is None:
+            rooms = empty_reports.unsearched_rooms(self.backend)
+            data = [{"name": r.name, "address": r.address} for r in rooms]
+            return self._rooms_note(rooms), data
+        return "", None
+
+    @staticmethod
+    def _rooms_note(rooms: tuple[RoomRef, ...]) -> str:
         prefix = (
             "\n\nScope: your own domains only. Shared rooms are separate stores and are NOT included in an "
             "unscoped read"
@@ -348,8 +385,12 @@ class Answers:
         )
 
     @_answer
-    def memory_feedback(self, atom_ids: list[str], outcome: float) -> str:
+    def memory_feedback(self, atom_ids: list[str], outcome: float) -> tuple[str, Data]:
         count = self.backend.feedback(atom_ids, float(outcome))
+        return self._rated(atom_ids, outcome, count), {"outcome": outcome, "updated": count}
+
+    @staticmethod
+    def _rated(atom_ids: list[str], outcome: float, count: int | None) -> str:
         sent = (
             f"Rating sent: +{outcome:g} (helpful)."
             if outcome > 0
@@ -375,7 +416,7 @@ class Answers:
         return f"{sent} The service reports {noun} updated.{missed}"
 
     @_answer
-    def memory_stats(self) -> str:
+    def memory_stats(self) -> tuple[str, Data]:
         s = self.backend.stats()
         rest = "\n".join(
             [
@@ -386,6 +427,7 @@ class Answers:
         head = f"Memories: {s.total_atoms}\nAssociations: {s.concept_edges} concept edges\nDomains: "
         names = [_literal(d) for d in s.domains]
         shown = "(none)" if not names else ", ".join(names)
+        count = len(names)
         if size(head + shown + rest) + 1 > BUDGET:  # many domains: as many whole names as fit, then how many more
             room = BUDGET - MORE_ROOM - size(head + rest) - 1
             taken: list[str] = []
@@ -395,34 +437,46 @@ class Answers:
                 if used > room:
                     break
                 taken.append(name)
-            left = len(names) - len(taken)
+            left, count = len(names) - len(taken), len(taken)
             shown = ", ".join(taken) + (
                 f" … and {left} more domain{'s' if left != 1 else ''} not shown (an answer holds at most "
                 f"{BUDGET:,} characters; memory_stats takes no arguments)"
             )
-        return f"{head}{shown}\n{rest}"
+        data = {
+            "memories": s.total_atoms,
+            "concept_edges": s.concept_edges,
+            "domains": s.domains[:count],
+            "domains_not_shown": len(s.domains) - count,
+            "avg_valence": s.avg_valence,
+            "feedback": s.feedback,
+        }
+        return f"{head}{shown}\n{rest}", data
 
     # -- rooms ----------------------------------------------------------------------------------
 
     @_answer
-    def memory_create_room(self, name: str, description: str | None = None) -> str:
+    def memory_create_room(self, name: str, description: str | None = None) -> tuple[str, Data]:
         room = self.backend.create_room(name, description)
-        return (
+        data = {"room_id": room.room_id, "name": room.name, "address": room.address}
+        text = (
             f"Created shared room {json.dumps(room.name, ensure_ascii=False)}. Address: {room.address}\n"
             f'Use it now: pass domain="{room.address}" on memory_write / memory_read.\n'
             f'To add someone: call memory_invite_to_room with room_id="{room.room_id}".'
         )
+        return text, data
 
     @_answer
-    def memory_invite_to_room(self, room_id: str, scope: str | None = None, expires_in_days: int | None = None) -> str:
+    def memory_invite_to_room(
+        self, room_id: str, scope: str | None = None, expires_in_days: int | None = None
+    ) -> tuple[str, Data]:
         invite = self.backend.invite(
             room_id, scope=scope or "read_write", expires_days=expires_in_days if expires_in_days is not None else 7
         )
-        message = invite.wire()["share_message"]
-        return f"Invite ready. Forward this message to the person you're inviting:\n\n{message}"
+        data = invite.wire()
+        return f"Invite ready. Forward this message to the person you're inviting:\n\n{data['share_message']}", data
 
     @_answer
-    def memory_join_room(self, code: str) -> str:
+    def memory_join_room(self, code: str) -> tuple[str, Data]:
         joined = self.backend.join(code)
         name = json.dumps(joined.name, ensure_ascii=False)
         head = f"You're already a member of {name}." if joined.already_member else f"Joined {name} ({joined.scope})."
@@ -433,16 +487,23 @@ class Answers:
                 f'Use it: pass domain="{joined.address}" on memory_read to read it; this membership is read-only, '
                 "so memory_write to that address will be refused."
             )
-        return f"{head}\n{usage}"
+        data = {
+            "room_id": joined.room_id,
+            "name": joined.name,
+            "address": joined.address,
+            "scope": joined.scope,
+            "already_member": joined.already_member,
+        }
+        return f"{head}\n{usage}", data
 
     @_answer
-    def memory_list_rooms(self) -> str:
+    def memory_list_rooms(self) -> tuple[str, Data]:
         rooms = self.backend.rooms()
         if not rooms:
             return (
                 "You have no shared rooms yet. Create one with memory_create_room, or join one with "
                 "memory_join_room and an invite code."
-            )
+            ), {"rooms": [], "not_shown": 0}
         lines: list[str] = []
         for r in rooms:
             if r.archived:
@@ -455,18 +516,21 @@ class Answers:
                     "memory_write to it will be refused"
                 )
             lines.append(f"- {json.dumps(r.name, ensure_ascii=False)} ({r.role}, {r.scope}){tail}")
-        return listing(f"Your shared rooms ({len(rooms)}):", lines, more_line("room", "mnemo rooms list"))
+        text, shown = listing(f"Your shared rooms ({len(rooms)}):", lines, more_line("room", "mnemo rooms list"))
+        return text, {"rooms": [r.wire() for r in rooms[:shown]], "not_shown": len(rooms) - shown}
 
     # -- vault ----------------------------------------------------------------------------------
 
     @_answer
-    def vault_list(self) -> str:
+    def vault_list(self) -> tuple[str, Data]:
         secrets = self.backend.vault_list()
         if not secrets:
-            return "No secrets are stored in your Vault yet."
+            return "No secrets are stored in your Vault yet.", {"secrets": [], "not_shown": 0}
         lines = [f"- {s.alias} — {s.context}" if s.context else f"- {s.alias}" for s in secrets]
         head = f"Your Vault secrets ({len(secrets)}) — alias and purpose only, never the value:"
-        return listing(head, lines, more_line("secret", "mnemo vault list"))
+        text, shown = listing(head, lines, more_line("secret", "mnemo vault list"))
+        listed = [{"alias": s.alias, "context": s.context} for s in secrets[:shown]]
+        return text, {"secrets": listed, "not_shown": len(secrets) - shown}
 
     # -- the resource ---------------------------------------------------------------------------
 

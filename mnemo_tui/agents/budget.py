@@ -54,8 +54,9 @@ def finish(text: str) -> str:
     return sanitize.block(fit(text, BUDGET, _cut_answer))
 
 
-def listing(head: str, lines: list[str], more: Callable[[int], str]) -> str:
-    """`head`, then as many whole `lines` as the budget takes, then `more(how many were left out)` if any were."""
+def listing(head: str, lines: list[str], more: Callable[[int], str]) -> tuple[str, int]:
+    """`head`, then as many whole `lines` as the budget takes, then `more(how many were left out)` if any were;
+    and how many lines it shows (the first one, cut, counts)."""
     text, used = head, size(head)
     for index, line in enumerate(lines):
         # Sizes add up across a newline (the sanitizer never joins a character with the next but \r\n, which
@@ -67,8 +68,8 @@ def listing(head: str, lines: list[str], more: Callable[[int], str]) -> str:
         if index == 0:  # one line over the budget on its own: its head, said so
             text += "\n" + fit(line, BUDGET - MORE_ROOM - size(text) - 1, cut_line)
             index = 1
-        return text + (more(len(lines) - index) if index < len(lines) else "")
-    return text
+        return text + (more(len(lines) - index) if index < len(lines) else ""), index
+    return text, len(lines)
 
 
 def more_line(noun: str, command: str) -> Callable[[int], str]:

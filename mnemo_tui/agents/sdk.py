@@ -1,12 +1,15 @@
-"""Provides `serve`: the MCP server of `mnemo mcp` over stdio, on the official `mcp` SDK (its one importer).
+"""Provides `build`, the one definition of mnemo's MCP server (tools, prompts, the resource), and `serve`, it
+over stdio for `mnemo mcp`, on the official `mcp` SDK (`http.py` serves the same server over HTTP).
 
 The SDK's low-level server takes the tools' schemas as given (`surface.TOOLS`, the hosted package's own), so
 `tools/list` answers exactly those; each call's arguments are checked against its tool's schema here, with
 jsonschema, as the package's zod schemas check them there. Nothing but the protocol goes to stdout.
 
-The backend is synchronous: its calls run one at a time in a worker thread, so the event loop keeps reading
-(a `ping` is answered at once, a `notifications/cancelled` honoured by the SDK). The SDK's stdio reader drops
-unanswered what it cannot parse and takes no option for it, so `lines.check` runs in front of it.
+The backend is synchronous: `build` reaches it through a `Reach`, which runs the work off the event loop (over
+stdio one call at a time in a worker thread; over HTTP on the server's database threads, as the key's
+principal), so the event loop keeps reading (a `ping` is answered at once, a `notifications/cancelled` honoured
+by the SDK). The SDK's stdio reader drops unanswered what it cannot parse and takes no option for it, so
+`lines.check` runs in front of it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from types import TracebackType
-from typing import Any, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
@@ -30,20 +33,52 @@ from mcp.shared.message import SessionMessage
 
 from mnemo_tui import __version__
 from mnemo_tui.agents import lines, surface
-from mnemo_tui.agents.answers import Answers, arguments
+from mnemo_tui.agents.answers import Answers, Reply, arguments
 from mnemo_tui.agents.budget import finish
+from mnemo_tui.agents.shapes import OUTPUT_SCHEMAS
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError, NotFound
 
 RESOURCE_NOT_FOUND = -32002  # MCP's code for a resource that does not exist (spec, "Resources: Error Handling")
 EOF_GRACE = 600.0  # seconds stdin's end waits for the calls still running to be answered (each has its deadline)
 WRITES = frozenset(t["name"] for t in surface.TOOLS if not t["annotations"]["readOnlyHint"])
+T = TypeVar("T")
+
+
+class Reach(Protocol):
+    """How the server reaches its backend: `work(answers)` run off the event loop for the request `ctx`, its
+    result handed back (`writes`: the work may write). Raises the `MnemoError` that kept it from running."""
+
+    async def __call__(self, ctx: Any, work: Callable[[Answers], T], *, writes: bool) -> T: ...
+
+
+def local(backend: Backend | MnemoError, agent_name: str | None = None) -> Reach:
+    """One backend, its calls one at a time in a worker thread (it is synchronous: a SQLite connection is one);
+    `backend` may be the error that kept it from opening (no key for the endpoint), raised by every call."""
+    answers = Answers(backend, agent_name) if not isinstance(backend, MnemoError) else None
+    gate = anyio.Lock()
+
+    async def reach(ctx: Any, work: Callable[[Answers], T], *, writes: bool) -> T:
+        if answers is None:
+            assert isinstance(backend, MnemoError)
+            raise backend
+        async with gate:
+            return await anyio.to_thread.run_sync(work, answers)
+
+    return reach
 
 
 def _text(text: str, *, error: bool = False) -> types.CallToolResult:
     """A tool result: its one text, bounded and shown through the sanitizer (`budget.finish`) when an error."""
     shown = finish(text) if error else text  # the tools' own answers are finished in `answers`
     return types.CallToolResult(content=[types.TextContent(type="text", text=shown)], is_error=error)
+
+
+def _reply(reply: Reply) -> types.CallToolResult:
+    """A tool's success: its text, and its data as `structuredContent` (its `outputSchema`'s shape)."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=str(reply))], structured_content=reply.data, is_error=False
+    )
 
 
 def _problem(error: jsonschema.ValidationError) -> str:
@@ -54,15 +89,13 @@ def _problem(error: jsonschema.ValidationError) -> str:
     return f"{where} must satisfy {error.validator}: {json.dumps(error.validator_value, ensure_ascii=False)}"
 
 
-def build(backend: Backend | MnemoError, agent_name: str | None = None) -> Server[Any]:
-    """The server: the ten tools, the three prompts and the memory-item resource over `backend`.
+def build(reach: Reach) -> Server[Any]:
+    """The server: the ten tools, the three prompts and the memory-item resource, over what `reach` reaches.
 
-    `backend` may be the error that kept it from opening (no key for the endpoint): the handshake and the lists
-    still answer, and every tool call is an error result that says it (how to give a key).
+    When `reach` cannot reach a backend (no key for the endpoint) the handshake and the lists still answer, and
+    every tool call is an error result that says why (how to give a key).
     """
-    answers = Answers(backend, agent_name) if not isinstance(backend, MnemoError) else None
     methods = {t["name"] for t in surface.TOOLS}
-    gate = anyio.Lock()  # one backend call at a time: it is synchronous, a SQLite connection is one
     schemas = {t["name"]: t["inputSchema"] for t in surface.TOOLS}
     validators = {name: jsonschema.Draft7Validator(schema) for name, schema in schemas.items()}
     tools = [
@@ -70,6 +103,7 @@ def build(backend: Backend | MnemoError, agent_name: str | None = None) -> Serve
             name=t["name"],
             description=t["description"],
             input_schema=t["inputSchema"],
+            output_schema=OUTPUT_SCHEMAS[t["name"]],
             annotations=types.ToolAnnotations.model_validate(t["annotations"]),
         )
         for t in surface.TOOLS
@@ -94,25 +128,22 @@ def build(backend: Backend | MnemoError, agent_name: str | None = None) -> Serve
         problems = sorted(validators[name].iter_errors(given), key=lambda e: list(e.absolute_path))
         if problems:
             return _text(f"Invalid arguments for {name}: {_problem(problems[0])}", error=True)
-        if answers is None:
-            assert isinstance(backend, MnemoError)
-            return _text(f"{backend.code}: {backend}", error=True)
-        method = answers.tools()[name]
         taken = arguments(schemas[name], given)
         done: list[types.CallToolResult] = []
 
-        def work() -> types.CallToolResult:
+        def work(answers: Answers) -> types.CallToolResult:
             try:
-                result = _text(method(**taken))
+                result = _reply(answers.tools()[name](**taken))
             except MnemoError as exc:
                 result = _text(f"{exc.code}: {exc}", error=True)
             done.append(result)
             return result
 
         try:
-            async with gate:
-                result = await anyio.to_thread.run_sync(work)
-                await anyio.lowlevel.checkpoint_if_cancelled()
+            result = await reach(ctx, work, writes=name in WRITES)
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        except MnemoError as exc:  # the backend could not be reached (no key, a refused one, the server stopping)
+            return _text(f"{exc.code}: {exc}", error=True)
         except anyio.get_cancelled_exc_class():
             # Cancelled (by the client, or the server closing): no result is sent, but a write that took effect
             # stays; the client hears of it on the next read, a person here.
@@ -168,12 +199,9 @@ def build(backend: Backend | MnemoError, agent_name: str | None = None) -> Serve
             raise MCPError(RESOURCE_NOT_FOUND, finish(f"Unknown resource: {uri}"))
         from urllib.parse import unquote
 
-        if answers is None:
-            assert isinstance(backend, MnemoError)
-            raise MCPError(types.INTERNAL_ERROR, finish(f"{backend.code}: {backend}"))
+        memory_id = unquote(uri[len(surface.RESOURCE_PREFIX) :])
         try:
-            async with gate:
-                text = await anyio.to_thread.run_sync(answers.memory_item, unquote(uri[len(surface.RESOURCE_PREFIX) :]))
+            text = await reach(ctx, lambda answers: answers.memory_item(memory_id), writes=False)
         except NotFound as exc:
             raise MCPError(RESOURCE_NOT_FOUND, finish(str(exc))) from None
         except MnemoError as exc:
@@ -318,7 +346,7 @@ def _claim_stdin() -> int:
 
 def serve(backend: Backend | MnemoError, agent_name: str | None = None) -> None:
     """Serve MCP over this process's stdin and stdout until the client closes stdin."""
-    server = build(backend, agent_name)
+    server = build(local(backend, agent_name))
 
     async def main() -> None:
         open_requests = _Open()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from functools import lru_cache, partial
 from importlib import resources
 from pathlib import Path
@@ -20,7 +20,16 @@ from starlette.routing import Route
 
 from mnemo_tui.engine.store import Store
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.server import follow, plane_routes, removals_route, routes, search_routes, wake, whoami_route
+from mnemo_tui.server import (
+    follow,
+    mcp_mount,
+    plane_routes,
+    removals_route,
+    routes,
+    search_routes,
+    wake,
+    whoami_route,
+)
 from mnemo_tui.server.deadlines import Deadlines
 from mnemo_tui.server.endpoints import (
     Handler,
@@ -118,6 +127,7 @@ class App(Starlette):
     streams when the server stops and closes its database threads at the lifespan's end."""
 
     state: Served
+    mcp: Any = None  # the MCP mount (`mcp_mount.McpMount`), when the mcp extra is installed
 
     def end_streams(self) -> None:
         """Every push follow ends now (the server begins to stop), and every stream whose client does not
@@ -125,6 +135,8 @@ class App(Starlette):
         self.state.hub.close()
         for stream in list(self.state.streams):
             stream.stop()
+        if self.mcp is not None:
+            self.mcp.stop()
 
     async def shutdown(self) -> None:
         """The lifespan's end: the hub stops, and once its LISTEN connection is closed, the database threads
@@ -141,8 +153,10 @@ class App(Starlette):
 
 @asynccontextmanager
 async def lifespan(app: App) -> AsyncIterator[None]:
-    """Nothing to open at start-up (the engine was opened when the app was made); everything closed at the end."""
-    yield
+    """Nothing to open at start-up (the engine was opened when the app was made) but the MCP session manager
+    (a mounted app's lifespan does not run); everything closed at the end."""
+    async with app.mcp.running() if app.mcp is not None else nullcontext():
+        yield
     await app.shutdown()
 
 
@@ -244,12 +258,13 @@ def create_app(
     ]
     # Outermost first; Starlette adds its own error middleware outside them and its exception middleware
     # (the handlers below) inside them, next to the routes.
+    keys = Keys(served.principal, PREFIX, PUBLIC, Limits() if limits is None else limits)
     middleware = [
         Middleware(AccessLog, write=access),
         Middleware(Envelope),
         Middleware(
             AuthenticationMiddleware,
-            backend=Keys(served.principal, PREFIX, PUBLIC, Limits() if limits is None else limits),
+            backend=keys,
             on_error=key_refusal,
         ),
         Middleware(
@@ -261,6 +276,9 @@ def create_app(
         ),
         Middleware(RawPath),
     ]
+    mcp = mcp_mount.mounted(served, keys, MAX_BODY)  # /mcp (docs/mcp.md, "Over HTTP"); None without the mcp extra
+    if mcp is not None:
+        table.append(Route(mcp_mount.PATH, mcp))
     app = App(
         routes=table,
         middleware=middleware,
@@ -268,5 +286,6 @@ def create_app(
         lifespan=lifespan,
     )
     app.state = served
+    app.mcp = mcp
     app.router.redirect_slashes = False  # a trailing slash is an unknown path (404), never a redirect
     return app

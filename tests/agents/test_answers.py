@@ -261,6 +261,9 @@ def test_memory_read_holds_whole_matches_within_the_budget_and_says_how_many_mor
     assert "a lower top_k, a domain, since/until or a more specific query" in text
     # every match shown is whole: its content, then its id line
     assert text.count("w" * 9_980) == shown
+    # the structured content holds the same matches, and counts the rest
+    assert [i["atom_id"] for i in text.data["items"]] == ID.findall(text)
+    assert text.data["not_shown"] == int(more.group(1)) and text.data["scope"] == "d"
 
 
 def test_memory_read_of_matches_with_long_concepts_stays_within_the_budget(backend: LocalBackend) -> None:
@@ -287,6 +290,8 @@ def test_memory_stats_lists_domains_within_the_budget_and_says_how_many_more(bac
     domains = re.search(r"^Domains: (.*) … and (\d+) more domains not shown", text, re.MULTILINE)
     assert domains is not None
     assert len(domains.group(1).split(", ")) + int(domains.group(2)) == 600
+    assert len(text.data["domains"]) == len(domains.group(1).split(", "))
+    assert text.data["domains_not_shown"] == int(domains.group(2)) and text.data["memories"] == 600
     assert text.endswith("memories rated")  # the lines after the domains are all there
 
 
@@ -299,6 +304,7 @@ def test_room_and_vault_listings_stop_within_the_budget_and_name_the_command_tha
     assert len(rooms) <= BUDGET and rooms.startswith("Your shared rooms (300):\n")
     more = re.search(r"\n… and (\d+) more rooms not shown: .*`mnemo rooms list` lists them all\.$", rooms)
     assert more is not None and rooms.count("\n- ") + int(more.group(1)) == 300
+    assert len(rooms.data["rooms"]) == rooms.count("\n- ") and rooms.data["not_shown"] == int(more.group(1))
     for i in range(8):
         backend.vault_add(f"secret-{i}", "\x1b" * 9_990 + f" {i}", "c2VhbGVk")
     vault = Answers(backend).vault_list()
@@ -306,6 +312,8 @@ def test_room_and_vault_listings_stop_within_the_budget_and_name_the_command_tha
     # the first line alone is over the budget as shown (each ESC is four characters): its head, said so
     assert re.search(r"^- secret-0 — (\\x1b)+ … \([\d,]+ more characters\)$", vault, re.MULTILINE)
     assert vault.endswith("`mnemo vault list` lists them all.") and "7 more secrets not shown" in vault
+    # the data is exact where the text is escaped and cut
+    assert vault.data == {"secrets": [{"alias": "secret-0", "context": "\x1b" * 9_990 + " 0"}], "not_shown": 7}
 
 
 def test_any_answer_is_cut_to_the_budget_saying_how_much_was_left_out() -> None:
@@ -350,3 +358,28 @@ def test_a_megabyte_of_controls_is_cut_without_being_shown_whole(monkeypatch: py
     assert len(cut) <= BUDGET and "more characters not shown" in cut
     # only the budget's worth is ever put through the sanitizer (5,000,000 escapes take a minute to show whole)
     assert shown and max(shown) <= BUDGET + 200
+
+
+def test_a_pages_structured_content_is_the_page_shown_with_its_cursor_exact_where_the_text_is_cut(
+    backend: LocalBackend,
+) -> None:
+    fill(backend, [3_000] * 30)
+    answers = Answers(backend)
+    page = answers.memory_list_recent(domain="d", limit=100)
+    assert [i["atom_id"] for i in page.data["items"]] == ID.findall(page)
+    assert page.data["next_cursor"] == CURSOR.search(page).group(1)  # type: ignore[union-attr]
+    assert page.data["stopped_early"] is False and page.data["unsearched_rooms"] is None
+    hostile = "\x1b" * 9_990 + "tail"
+    atom = backend.write(WriteRequest(hostile, domain="big")).atom_id
+    alone = answers.memory_list_recent(domain="big")
+    assert "tail" not in alone and alone.data["items"][0] == backend.get(atom).data  # whole, as stored
+    early = Answers(FailsAfter(backend, good=1)).memory_list_recent(domain="d", limit=25)
+    assert early.data["stopped_early"] is True and len(early.data["items"]) == 10
+    past = answers.memory_list_recent(domain="d", cursor=early.data["next_cursor"], limit=100)
+    while past.data["next_cursor"] is not None:
+        past = answers.memory_list_recent(domain="d", cursor=past.data["next_cursor"], limit=100)
+    assert past.endswith("(end of feed — nothing older)")
+    backend.create_room("ops room")
+    empty = answers.memory_list_recent(domain=None, since="2999-01-01T00:00:00Z")
+    assert empty.data["items"] == [] and empty.data["next_cursor"] is None
+    assert [r["name"] for r in empty.data["unsearched_rooms"]] == ["ops room"]

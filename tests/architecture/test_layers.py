@@ -48,6 +48,10 @@ INDEPENDENT = (
     ("mnemo_tui.agents", "mnemo_tui.tui"),
     ("mnemo_tui.agents", "mnemo_tui.server"),
 )
+# The one crossing of `agents` and `server`: the server mounts the agents' face at /mcp (`server/mcp_mount.py`
+# imports `agents/http.py`), inside a function, so a server without the mcp extra never loads it; the agents
+# know nothing of the server (its engine reaches them as a `Runner`).
+MOUNTED = (("mnemo_tui.server.mcp_mount", "mnemo_tui.agents.http"),)
 # `cli` starts the TUI and the server from the commands that run them: never at import time.
 STARTED_BY_CLI = ("mnemo_tui.tui", "mnemo_tui.server", "mnemo_tui.agents")
 # Third-party packages each only one part of mnemo may import.
@@ -68,7 +72,8 @@ OWNED = {
     # the PostgreSQL engine, and libpq's parser of a connection string (dburl); `mnemo recent` never imports it
     "psycopg": ("mnemo_tui.engine.postgres", "mnemo_tui.dburl"),
     "psycopg_pool": ("mnemo_tui.engine.postgres",),
-    "mcp": ("mnemo_tui.agents.sdk",),  # `mnemo mcp` only (the mcp extra); `mnemo recent` never imports it
+    # `mnemo mcp` and `/mcp` on `mnemo serve` only (the mcp extra); `mnemo recent` never imports it
+    "mcp": ("mnemo_tui.agents.sdk", "mnemo_tui.agents.http"),
     "mcp_types": ("mnemo_tui.agents.sdk",),
     "jsonschema": ("mnemo_tui.agents.sdk",),  # a tool call's arguments checked against its schema
 }
@@ -167,6 +172,7 @@ def test_independent_siblings_do_not_know_each_other() -> None:
                 part_of(i.importer, b) and part_of(i.target, a)
             )
             allowed = part_of(i.importer, "mnemo_tui.cli") and any(part_of(i.target, s) for s in STARTED_BY_CLI)
+            allowed = allowed or ((i.importer, i.target) in MOUNTED and not i.top_level)
             if crossing and not allowed:
                 wrong.append(where(i))
     assert wrong == []
@@ -249,3 +255,16 @@ def test_the_layer_check_sees_an_import_inside_a_function() -> None:
     nested = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert nested and id(nested[0]) not in {id(n) for n in tree.body}
     assert layer_of("mnemo_tui.cli.app") > layer_of("mnemo_tui.engine.store")
+
+
+def test_the_server_mounts_the_agents_face_only_inside_a_function_and_the_agents_never_import_the_server() -> None:
+    crossings = [
+        i for i in internal() if part_of(i.importer, "mnemo_tui.server") and part_of(i.target, "mnemo_tui.agents")
+    ]
+    assert [(i.importer, i.target) for i in crossings] == list(MOUNTED)
+    assert not any(i.top_level for i in crossings)
+    assert not [
+        where(i)
+        for i in internal()
+        if part_of(i.importer, "mnemo_tui.agents") and part_of(i.target, "mnemo_tui.server")
+    ]

@@ -1,0 +1,188 @@
+"""Provides `/mcp`: the agents' MCP face (`agents/http.py`, the SDK's streamable HTTP transport) mounted in the
+app, behind what the server adds to it (docs/mcp.md, "Over HTTP"): the key of every request, checked (and its
+rate counted) by REST's own `Keys`; the server's 1 MiB body bound; each key's requests open at once bounded;
+every refusal a JSON-RPC error body with its HTTP status; and the streams it holds ended when the server stops.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio
+from starlette.requests import HTTPConnection
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from mnemo_tui.backends import Backend
+from mnemo_tui.backends.local import LocalBackend
+from mnemo_tui.errors import MnemoError, Unavailable
+from mnemo_tui.server.bounds import PerKey
+from mnemo_tui.server.endpoints import Served
+from mnemo_tui.server.envelope import dumps
+from mnemo_tui.server.middleware import Caller, KeyRefused, Keys
+from mnemo_tui.server.ratelimit import Limited
+
+T = TypeVar("T")
+PATH = "/mcp"
+MAX_SESSIONS = 1_000  # 2025-11-25 sessions open at once on one server (past it, a new one is 503)
+REQUESTS_PER_KEY = 32  # requests to /mcp one key has open at once (event streams included); past it 429
+IDLE_SECONDS = 30 * 60.0  # a session with nothing in flight for this long is closed (its id then answers 404)
+# The SDK's transport security: `Host` (and `Origin`, when a browser sends one) must be one of these.
+LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+HOSTS_VARIABLE, ORIGINS_VARIABLE = "MNEMO_MCP_ALLOWED_HOSTS", "MNEMO_MCP_ALLOWED_ORIGINS"
+INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603  # JSON-RPC's codes (the SDK answers its own refusals with these)
+
+
+def allowed(variable: str, default: tuple[str, ...]) -> list[str]:
+    """A comma-separated list from the environment (`mnemo serve`'s), added to the loopback ones."""
+    extra = [item.strip() for item in os.environ.get(variable, "").split(",") if item.strip()]
+    return [*default, *extra]
+
+
+def rpc_error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    """A refusal of a request as the SDK words its own: a JSON-RPC error (no id) with the HTTP status."""
+    code = INTERNAL_ERROR if status >= 500 else INVALID_REQUEST
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    return Response(dumps(body), status_code=status, headers=headers, media_type="application/json")
+
+
+def refusal(exc: MnemoError) -> Response:
+    headers = {}
+    if isinstance(exc, Limited):
+        headers["Retry-After"] = str(exc.retry_after)
+    elif exc.retryable:
+        headers["Retry-After"] = "1"
+    if exc.status == 401:
+        # A bearer key, as REST's; no `resource_metadata`: this server is no OAuth resource server.
+        headers["WWW-Authenticate"] = 'Bearer realm="mnemo"'
+    return rpc_error(exc.status, f"{exc.code}: {exc.message}", headers)
+
+
+class McpMount:
+    """The ASGI app at `/mcp`."""
+
+    def __init__(self, served: Served, keys: Keys, *, max_body: int) -> None:
+        from mnemo_tui.agents.http import Face  # the mcp extra; `create_app` mounts this only when it is there
+
+        self.served = served
+        # REST's key check and rate limits, shared (a key's requests count against one rate, REST's and these)
+        self.gate = Keys(keys.principal, PATH, frozenset(), keys.limits)
+        self.keys = PerKey(REQUESTS_PER_KEY, "TOO_MANY_MCP_REQUESTS", "MCP requests")
+        self.face = Face(
+            self.run,
+            allowed_hosts=allowed(HOSTS_VARIABLE, LOOPBACK_HOSTS),
+            allowed_origins=allowed(ORIGINS_VARIABLE, LOOPBACK_ORIGINS),
+            max_sessions=MAX_SESSIONS,
+            max_body=max_body,
+            idle_seconds=IDLE_SECONDS,
+        )
+        self.streams: set[anyio.CancelScope] = set()  # the event streams open (GET), ended when the server stops
+        self.stopping = False
+
+    def running(self) -> Any:
+        return self.face.running()
+
+    def stop(self) -> None:
+        """The server begins to stop: every event stream ends now (a session's client opens a new one, or,
+        once the server is gone, a new session elsewhere); calls under way are answered."""
+        self.stopping = True
+        for scope in list(self.streams):
+            scope.cancel()
+
+    async def run(self, principal: str, fn: Callable[[Backend], T], writes: bool) -> T:
+        """`fn` on a database thread with the engine acting as `principal`, as a REST route runs."""
+        try:
+            result: T = await self.served.pool.run(lambda engine: fn(LocalBackend(engine, principal)))
+            return result
+        finally:
+            if writes:  # it may have written: the follows look
+                self.served.hub.written()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        try:
+            checked = await self.gate.authenticate(HTTPConnection(scope))
+        except KeyRefused as exc:  # none, unknown or revoked; past its rate; the store could not say
+            await refusal(exc.refusal)(scope, receive, send)
+            return
+        assert checked is not None  # every path under PATH is checked
+        caller = checked[1]
+        assert isinstance(caller, Caller)
+        scope["user"] = caller  # the access log names the principal
+        principal, key = caller.principal, caller.key
+        try:
+            self.keys.take(key)
+        except MnemoError as exc:
+            await refusal(exc)(scope, receive, send)
+            return
+        try:
+            await self._serve(scope, receive, send, principal, key)
+        finally:
+            self.keys.give(key)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, principal: str, key: str) -> None:
+        if scope["method"] == "POST":
+            # The body whole first, within the server's bounds (`BodyLimits` raises past them), so a refusal is
+            # this transport's JSON-RPC error rather than the REST envelope; the SDK then reads it again.
+            try:
+                body = await self._body(receive)
+            except MnemoError as exc:
+                await refusal(exc)(scope, receive, send)
+                return
+            if body is None:
+                return  # the client went away
+            given: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+
+            async def replay() -> Message:
+                return given.pop() if given else await receive()
+
+            await self.face(scope, replay, send, principal=principal, key=key)
+            return
+        if scope["method"] != "GET":
+            await self.face(scope, receive, send, principal=principal, key=key)
+            return
+        if self.stopping:
+            await refusal(Unavailable("the server is stopping: open the event stream again elsewhere"))(
+                scope, receive, send
+            )
+            return
+        # An event stream: ended when the server stops, its answer finished rather than cut.
+        started = finished = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started, finished
+            started = True
+            finished = message["type"] == "http.response.body" and not message.get("more_body", False)
+            await send(message)
+
+        with anyio.CancelScope() as stream:
+            self.streams.add(stream)
+            try:
+                await self.face(scope, receive, sending, principal=principal, key=key)
+            finally:
+                self.streams.discard(stream)
+        if stream.cancelled_caught and started and not finished:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    @staticmethod
+    async def _body(receive: Receive) -> bytes | None:
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+def mounted(served: Served, keys: Keys, max_body: int) -> McpMount | None:
+    """The mount, or None when the mcp extra is not installed (then `/mcp` is an unknown path, 404)."""
+    if importlib.util.find_spec("mcp") is None:
+        return None
+    return McpMount(served, keys, max_body=max_body)
