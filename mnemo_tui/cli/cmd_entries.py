@@ -81,6 +81,9 @@ def write(
     else:
         if content is None or content == "-":
             content = sys.stdin.read()
+            if not content.isascii() and any("\ud800" <= ch <= "\udfff" for ch in content):
+                # Bytes that are not UTF-8 (kept by Python as lone surrogates): said as what they are.
+                raise ValidationError("the input is not valid UTF-8 text (stdin or a file read as text)")
             if content.endswith("\n"):
                 content = content[:-1]
         result = _store(c, content, scope, concept, supersedes, ref)
