@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from mnemo_tui.engine.interface import Engine
 
 keys = group("keys", "API keys of `mnemo serve` (embedded store only): create, list, revoke.")
-db = group("db", "The database behind `mnemo serve`: copy an embedded store into PostgreSQL.")
+db = group("db", "The database behind `mnemo serve`: copy an embedded store into PostgreSQL; the search's language.")
 
 
 def _engine(c: Context, command: str) -> Engine:
@@ -206,6 +206,27 @@ def keys_revoke(
     c = ctx_of(ctx)
     _engine(c, "keys revoke").revoke_key(key_id)
     output.hint(f"Key {key_id} revoked: requests with it are refused from now on.")
+
+
+@db.command("language", short_help="Show the search's stemming language, or change it (a reindex).")
+def db_language(
+    ctx: typer.Context,
+    language: Annotated[
+        str | None,
+        typer.Argument(metavar="LANGUAGE", help="A Snowball language (english, german, french, ...); none shows it."),
+    ] = None,
+) -> None:
+    """Show the language search stems words in (a property of the store, English by default), or change it:
+    every entry is indexed again, in batches that a stopped run resumes (docs/server.md, "Search words and the
+    reindex"). On PostgreSQL, stop the other servers first: they stem new writes in the old language until restarted.
+    """
+    c = ctx_of(ctx)
+    engine = _engine(c, "db language")
+    if language is None:
+        sys.stdout.write(engine.language + "\n")
+        return
+    indexed = engine.reindex_search(language.strip().lower())
+    output.hint(f"Search now stems words in {engine.language}: {indexed:,} entries indexed again.")
 
 
 @db.command("copy", short_help="Copy an embedded store into an empty PostgreSQL database.")

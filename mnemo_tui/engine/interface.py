@@ -32,11 +32,13 @@ class Engine(Protocol):
         kind: the implementation (`sqlite`).
         identity: what watermarks of this store are keyed by (a resolved path; never a password).
         stream_rows: the rows of a stream's chunk (`stream_wire`, `export`) when the caller does not say.
+        language: the search's stemming language, a property of the store (`reindex_search` changes it).
     """
 
     kind: str
     identity: str
     stream_rows: int
+    language: str
 
     # -- the feed and search -------------------------------------------------------------
     def recent(self, principal: str, q: RecentQuery) -> Page: ...
@@ -110,6 +112,7 @@ class Engine(Protocol):
     def revoke_key(self, key_id: str) -> None: ...
     def principal_for_key(self, key: str) -> str: ...
     def key_id_for_key(self, key: str) -> str: ...
+    def reindex_search(self, language: str) -> int: ...
 
     # -- the connection -------------------------------------------------------------------
     def time_limit(self, seconds: float | None) -> AbstractContextManager[None]:
