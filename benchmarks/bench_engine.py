@@ -158,7 +158,7 @@ def build_store(n: int, name: str | None = None, *, seed: int = 7) -> Path:
         db.executemany(_INSERT, _rows(min(chunk, n - offset), bucket, start + offset * 1000, seed + offset))
     for _kind, _obj, sql in replay:
         db.execute(sql)
-    fts.add_since(db, 0)  # the engine's own indexing of every row (the index is contentless)
+    fts.add_since(db, 0, fts.DEFAULT_LANGUAGE)  # the engine's own indexing of every row (contentless)
     last = start + (n - 1) * 1000
     db.execute("UPDATE buckets SET last_created_at = ? WHERE bucket = ?", (last, bucket))
     db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('bench_rows', ?)", (str(n).encode(),))

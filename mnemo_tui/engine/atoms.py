@@ -137,7 +137,7 @@ class AtomOps(TombstoneOps):
                 dumps(list(req.supersedes)) if req.supersedes else None,
                 wire_item(atom, req, created, author),
                 req.fingerprint,
-                *self.index_columns(bucket, req.content),
+                *self.index_columns(bucket, req.content, tuple(req.concepts)),
             )
             if req.external_ref is not None or req.supersedes:
                 # Later rows of the batch must see this one (a repeated ref, a second supersession).
@@ -240,12 +240,12 @@ class AtomOps(TombstoneOps):
         # The bucket's clock first (PostgreSQL: its row lock, as writers take it before any atom row).
         clock, at = self.removal_time(db, int(found[0]))
         rows = db.execute(
-            f"DELETE FROM atoms WHERE {DELETABLE} RETURNING seq, bucket, content, domain",
+            f"DELETE FROM atoms WHERE {DELETABLE} RETURNING seq, bucket, content, domain, concepts",
             (atom, own, principal, principal),
         ).fetchall()
         if not rows:
             return 0
-        self.unindex(db, [(r[0], r[1], r[2]) for r in rows])
+        self.unindex(db, [(r[0], r[1], r[2], r[4]) for r in rows])
         db.execute("UPDATE atoms SET superseded_by = NULL WHERE superseded_by = ? AND bucket = ?", (atom, rows[0][1]))
         db.execute("DELETE FROM feedback WHERE atom_id = ?", (atom,))
         clock.save()
@@ -259,7 +259,9 @@ class AtomOps(TombstoneOps):
         tombstones are written in one statement at one instant of the bucket's clock (`reason`: why)."""
         where, params = ("bucket = ?", (bucket,)) if domain is None else ("bucket = ? AND domain = ?", (bucket, domain))
         self.bury_set(db, bucket, where, params, reason)
-        self.unindex(db, db.execute(f"SELECT seq, bucket, content FROM atoms WHERE {where}", params).fetchall())
+        self.unindex(
+            db, db.execute(f"SELECT seq, bucket, content, concepts FROM atoms WHERE {where}", params).fetchall()
+        )
         if domain is not None:  # a whole bucket leaves no predecessor behind
             db.execute(
                 "UPDATE atoms SET superseded_by = NULL WHERE bucket = ? AND domain <> ? AND superseded_by IN "

@@ -113,7 +113,7 @@ def _open_read_only(path: str) -> tuple[sqlite3.Connection, int]:
         except sqlite3.OperationalError:
             db.close()
             continue
-        if version < LATEST:
+        if version < LATEST or fts.pending(db) is not None:
             db.close()
             raise LocalStateError(f"store {path} is read-only and was written by an older mnemo: it needs a migration")
         return db, version
@@ -263,6 +263,7 @@ class Database:
         # read of a store that does not exist yet sees, without creating a file).
         self.db = _open(":memory:")[0] if memory else connect(self.path, create=create)
         self.secret = bytes(self.db.execute("SELECT value FROM meta WHERE key = 'cursor_secret'").fetchone()[0])
+        self.language = fts.language_of(self.db)  # the search's stemmer (changed only by `reindex_search`)
         self.lock = RLock()
         self._reading = Reading(self)  # one for every read: it holds nothing of a read
         self._brief = Brief(self.db)  # the same: a connection runs one block at a time
@@ -416,15 +417,31 @@ class Database:
 
     def index_since(self, db: sqlite3.Connection, mark: int) -> None:
         """Index every entry the transaction inserted after `mark` (one pass for a bulk insert)."""
-        fts.add_since(db, mark)
+        fts.add_since(db, mark, self.language)
 
-    def unindex(self, db: sqlite3.Connection, rows: list[tuple[int, int, str]]) -> None:
-        """Drop deleted entries, given as (seq, bucket, content), from the search index."""
-        fts.remove(db, rows)
+    def unindex(self, db: sqlite3.Connection, rows: list[tuple[int, int, str, str]]) -> None:
+        """Drop deleted entries, given as (seq, bucket, content, concepts), from the search index."""
+        fts.remove(db, rows, self.language)
 
-    def index_columns(self, bucket: int, content: str) -> tuple[str, ...]:
+    def index_columns(self, bucket: int, content: str, concepts: tuple[str, ...] = ()) -> tuple[str, ...]:
         """Values of the engine's own extra atom columns (`EXTRA_ATOM_COLUMNS`) for a new entry: none here."""
         return ()
+
+    def reindex_search(self, language: str) -> int:
+        """Make `language` the store's search language and index every entry again in it (bounded batches,
+        resumable: see `schema.reindex`); returns how many entries were indexed.
+
+        Raises:
+            ValidationError: a language Snowball has no stemmer for.
+        """
+        from mnemo_tui.engine import schema
+
+        fts.stemmer(language)  # refuses an unknown language before anything changes
+        with self.lock:
+            with self.transaction() as db:
+                schema.rebuild_search(db, language)
+            self.language = language
+            return schema.reindex(self.db)
 
     EXTRA_ATOM_COLUMNS: tuple[str, ...] = ()
 

@@ -165,7 +165,7 @@ class FeedOps(Database):
 
     def matching(self, bucket: int, words: list[str]) -> Matching | None:
         """How a search finds the query's words in one bucket (FTS5 here; bm25 is negated so higher is stronger)."""
-        expression = fts.match(bucket, words)
+        expression = fts.match(bucket, words, self.language)
         if not expression:
             return None
         return Matching(

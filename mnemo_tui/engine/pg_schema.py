@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from mnemo_tui.engine import fts
+
 
 class Executes(Protocol):
     def execute(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> Any: ...
@@ -158,13 +160,37 @@ def m004_tombstones(db: Executes) -> None:
     )
 
 
-# Each migration is applied in its own transaction; `search_backfill` is run by the engine after
-# m002 on a database that already held entries (it needs the Python tokenizer).
+SEARCH_INDEX = "CREATE INDEX atoms_search ON atoms USING gin (search)"
+
+
+def rebuild_search(db: Executes, language: str) -> None:
+    """Schedule the reindex of every entry in `language` (inside a transaction; engine/fts.py's meta keys).
+
+    The GIN index is dropped meanwhile and built once at the end: one build of a million entries is
+    far cheaper than a million updates of it. No server serves a database whose reindex is under way
+    (engine/postgres.py `migrate`), so nothing searches it meanwhile.
+    """
+    db.execute("DROP INDEX IF EXISTS atoms_search")
+    fts.set_meta(db, fts.LANGUAGE_KEY, language)
+    fts.schedule(db)
+    if fts.pending(db) is None:
+        db.execute(SEARCH_INDEX)
+
+
+def m005_stemmed_search(db: Executes) -> None:
+    # Every entry's tsvector is made again (stems, concepts), in bounded batches after this migration
+    # (engine/postgres.py `reindex`); see engine/schema.py's migration 7.
+    rebuild_search(db, fts.language_of(db))
+
+
+# Each migration is applied in its own transaction; a reindex it schedules is run by the engine after
+# it, a batch a transaction (it needs the Python tokenizer).
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "full-text search", m002_search),
     (3, "superseded_by indexed", m003_superseded_by),
     (4, "tombstones", m004_tombstones),
+    (5, "search stems words and indexes concepts", m005_stemmed_search),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -1,34 +1,36 @@
 """Provides the PostgreSQL engine's full-text literals: an entry's `tsvector` and a query's `tsquery`, built in Python.
 
-The tokens are engine/fts.py's (bucket-stamped, lower-cased), never PostgreSQL's text parser's, so
-no dictionary or stop word applies and hostile text is words, never syntax.
+The tokens are engine/fts.py's (bucket-stamped, folded, stemmed in the store's language), never
+PostgreSQL's text parser's, so no dictionary or stop word applies, both engines hold the same
+terms, and hostile text is words, never syntax.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from mnemo_tui.engine import fts
 
-LEXEME_BYTES = 2046  # PostgreSQL's longest lexeme; a longer token is not indexed (nor matched)
-
-
-def _lexemes(bucket: int, text: str) -> list[str]:
-    return [t.lower() for t in fts.stamped(bucket, text) if len(t.encode()) <= LEXEME_BYTES]
+MAX_POSITION = 16383  # PostgreSQL's highest position: every later token is held at it
 
 
 def _quoted(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def vector(bucket: int, content: str) -> str:
-    """An entry's tsvector literal: its bucket-stamped tokens with their positions (engine/fts.py's words)."""
-    return " ".join(f"{_quoted(lex)}:{min(i, 16383)}" for i, lex in enumerate(_lexemes(bucket, content), 1))
+def vector(bucket: int, content: str, concepts: str | Iterable[str] = (), language: str = fts.DEFAULT_LANGUAGE) -> str:
+    """An entry's tsvector literal: its content's stamped tokens with their positions, then its concepts'.
+
+    The concepts start one position after the content's end, so no phrase runs from the one into the
+    other (as FTS5 keeps them in a column of their own).
+    """
+    body, more = fts.columns(bucket, content, concepts, language)
+    content_lexemes = body.split()
+    lexemes = [*content_lexemes, "", *more.split()]  # "" holds the gap's position
+    return " ".join(f"{_quoted(lex)}:{min(i, MAX_POSITION)}" for i, lex in enumerate(lexemes, 1) if lex)
 
 
-def query(bucket: int, words: list[str]) -> str:
+def query(bucket: int, words: list[str], language: str = fts.DEFAULT_LANGUAGE) -> str:
     """A query's tsquery literal in one bucket: each word a phrase of stamped tokens, any phrase matching."""
-    found: list[str] = []
-    for phrase in fts.phrases(bucket, words):
-        lexemes = [t.lower() for t in phrase]
-        if all(len(t.encode()) <= LEXEME_BYTES for t in lexemes):
-            found.append("(" + " <-> ".join(_quoted(t) for t in lexemes) + ")")
+    found = ["(" + " <-> ".join(_quoted(t) for t in phrase) + ")" for phrase in fts.phrases(bucket, words, language)]
     return " | ".join(dict.fromkeys(found))

@@ -25,6 +25,7 @@ from psycopg import conninfo as pg_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mnemo_tui.dburl import database_identity
+from mnemo_tui.engine import fts
 from mnemo_tui.engine import pg_schema as schema
 from mnemo_tui.engine.atoms import AtomOps, insert_sql
 from mnemo_tui.engine.database import Clock, Database, deadline
@@ -212,6 +213,13 @@ def migrate(url: str, *, allowed: bool, upto: int = schema.LATEST) -> int:
         db = PgConnection(conn)
         version = _version(db)
         if version == upto:
+            if version >= 5 and fts.pending(db) is not None:
+                if not allowed:
+                    raise LocalStateError(
+                        f"the search index of the database {redacted(url)} is being rebuilt (or its rebuild was "
+                        "stopped): start one server with `mnemo serve --migrate` to finish it (the others wait for it)"
+                    )
+                reindex(conn)
             return version
         # An empty database is initialized whole, by whichever server gets each migration's lock first.
         initializing = version == 0
@@ -237,10 +245,10 @@ def migrate(url: str, *, allowed: bool, upto: int = schema.LATEST) -> int:
                     db.execute("CREATE TABLE mnemo_schema (version integer NOT NULL)")
                     db.execute("INSERT INTO mnemo_schema(version) VALUES (0)")
                 fn(db)
-                if number == 2:
-                    _backfill_search(db)
                 db.execute("UPDATE mnemo_schema SET version = ?", (number,))
                 version = number
+        if version >= 5:
+            reindex(conn)
     return version
 
 
@@ -266,9 +274,46 @@ def _table(db: PgConnection, name: str) -> bool:
     return bool(db.execute(_TABLE, (name,)).fetchone()[0])
 
 
-def _backfill_search(db: PgConnection) -> None:
-    rows = db.execute("SELECT seq, bucket, content FROM atoms").fetchall()
-    db.executemany("UPDATE atoms SET search = ?::tsvector WHERE seq = ?", [(vector(b, c), s) for s, b, c in rows])
+def reindex(conn: psycopg.Connection[Any], batch: int | None = None) -> int:
+    """Make the tsvector of every entry a reindex has not reached yet, `batch` a transaction, then build the
+    search index; returns how many entries were indexed.
+
+    Each batch takes the migration lock and records how far it reached in its own transaction, so a
+    reindex stopped anywhere goes on from there at the next `--migrate`, and two servers migrating at
+    once share the work. Entries written meanwhile carry their tsvector from their own write.
+    """
+    import logging
+
+    log = logging.getLogger("mnemo.engine")
+    db = PgConnection(conn)
+    indexed, said = 0, 0
+    while True:
+        with conn.transaction():
+            db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+            language = fts.language_of(db)
+            found = fts.next_batch(db, batch or fts.REINDEX_BATCH)
+            if found is None:
+                return indexed
+            rows, reached, done = found
+            db.execute(
+                "UPDATE atoms AS a SET search = v.search::tsvector FROM unnest(?::bigint[], ?::text[]) AS v(seq, search) "
+                "WHERE a.seq = v.seq",
+                ([r[0] for r in rows], [vector(r[1], r[2], r[3], language) for r in rows]),
+            )
+            if done:
+                db.execute(schema.SEARCH_INDEX)
+        indexed += len(rows)
+        # A reindex of one batch says nothing; a longer one says that it runs, how far, and when it is done.
+        if (not said and not done) or indexed - said >= 100_000 or (done and said):
+            said = indexed
+            log.warning(
+                "rebuilding the search index (stems in %s, with concepts): %d entries indexed%s",
+                language,
+                indexed,
+                ", done" if done else f", up to seq {reached}",
+            )
+        if done:
+            return indexed
 
 
 class PgClock(Clock):
@@ -314,6 +359,7 @@ class PgDatabase(Database):
         try:
             with self.reading() as db:
                 self.secret = bytes(db.execute("SELECT value FROM meta WHERE key = 'cursor_secret'").fetchone()[0])
+                self.language = fts.language_of(db)
         except BaseException:
             self.close()
             raise
@@ -472,13 +518,24 @@ class PgDatabase(Database):
     def index_since(self, db: Any, mark: int) -> None:
         return None
 
-    def unindex(self, db: Any, rows: list[tuple[int, int, str]]) -> None:
+    def unindex(self, db: Any, rows: list[tuple[int, int, str, str]]) -> None:
         return None  # the tsvector goes with its row
 
     EXTRA_ATOM_COLUMNS = ("search",)
 
-    def index_columns(self, bucket: int, content: str) -> tuple[str, ...]:
-        return (vector(bucket, content),)
+    def index_columns(self, bucket: int, content: str, concepts: tuple[str, ...] = ()) -> tuple[str, ...]:
+        return (vector(bucket, content, concepts, self.language),)
+
+    def reindex_search(self, language: str) -> int:
+        """Make `language` the database's search language and make every entry's tsvector again (see
+        `reindex`): with every other server stopped, which would otherwise go on stemming in the old one."""
+        fts.stemmer(language)  # refuses an unknown language before anything changes
+        with self._checkout() as conn:
+            with conn.transaction():
+                PgConnection(conn).execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+                schema.rebuild_search(PgConnection(conn), language)
+            self.language = language
+            return reindex(conn)
 
     def each_concept(self, alias: str) -> str:
         return f"jsonb_array_elements_text(a.concepts::jsonb) AS {alias}(value)"
@@ -557,7 +614,7 @@ class PgStore(PgDatabase, FeedOps, FollowOps, MemoryOps, RoomOps, AtomOps, Vault
 
     def matching(self, bucket: int, words: list[str]) -> Matching | None:
         """PostgreSQL's full-text search: `@@` on the bucket-stamped tsvector, ranked by `ts_rank`."""
-        expression = query(bucket, words)
+        expression = query(bucket, words, self.language)
         if not expression:
             return None
         return Matching(
@@ -611,7 +668,8 @@ def copy_store(source: Any, url: str) -> dict[str, int]:
                                 # An older store may hold a NUL, which PostgreSQL's text cannot: U+FFFD instead.
                                 values = [v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in row]
                                 if table == "atoms":
-                                    values.append(vector(int(row[2]), str(row[5])))  # bucket, content
+                                    # bucket, content, concepts, in the store's language (its meta, copied above)
+                                    values.append(vector(int(row[2]), str(row[5]), str(row[6]), source.language))
                                 out.write_row(values)
                                 counts[table] += 1
                     for table, column in (("buckets", "bucket"), ("atoms", "seq")):

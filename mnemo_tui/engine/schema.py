@@ -147,7 +147,7 @@ def m003_bucket_search(db: sqlite3.Connection) -> None:
     db.execute("DROP TRIGGER IF EXISTS atoms_fts_delete")
     db.execute("DROP TABLE IF EXISTS atoms_fts")
     db.execute("CREATE VIRTUAL TABLE atoms_fts USING fts5(body, content='')")
-    fts.add_since(db, 0)
+    # Its rows were made by the rule of that day (unstemmed content only); migration 7 rebuilds them.
 
 
 @migration(4, "feedback, fingerprints and idempotency")
@@ -211,8 +211,30 @@ def m006_tombstones(db: sqlite3.Connection) -> None:
     )
 
 
+SEARCH_INDEX = "CREATE VIRTUAL TABLE atoms_fts USING fts5(body, concepts, content='', tokenize='ascii')"
+
+
+def rebuild_search(db: sqlite3.Connection, language: str) -> None:
+    """Empty the search index and schedule the reindex of every entry in `language` (inside a transaction).
+
+    The `ascii` tokenizer only splits at ASCII punctuation and folds ASCII case: the tokens engine/fts.py
+    made (stamped, folded, stemmed, space-separated) are the index's terms exactly, as on PostgreSQL.
+    """
+    db.execute("DROP TABLE IF EXISTS atoms_fts")
+    db.execute(SEARCH_INDEX)
+    fts.set_meta(db, fts.LANGUAGE_KEY, language)
+    fts.schedule(db)
+
+
+@migration(7, "search stems words and indexes concepts")
+def m007_stemmed_search(db: sqlite3.Connection) -> None:
+    # Every entry is indexed again, by `reindex` in bounded batches after this (see docs/server.md).
+    rebuild_search(db, fts.language_of(db))
+
+
 def migrate(db: sqlite3.Connection) -> int:
-    """Apply every pending migration, each in its own `BEGIN IMMEDIATE` transaction; returns the version."""
+    """Apply every pending migration, each in its own `BEGIN IMMEDIATE` transaction, then finish a reindex
+    under way (`reindex`); returns the version."""
     version = int(db.execute("PRAGMA user_version").fetchone()[0])
     for number, _name, fn in MIGRATIONS:
         if number <= version:
@@ -223,7 +245,44 @@ def migrate(db: sqlite3.Connection) -> int:
                 fn(db)
                 db.execute(f"PRAGMA user_version = {number}")
         version = number
+    # A newer mnemo's reindex is its own (its rule may differ): the caller refuses that store.
+    if version <= MIGRATIONS[-1][0] and fts.pending(db) is not None:
+        reindex(db)
     return version
+
+
+def reindex(db: sqlite3.Connection, batch: int | None = None) -> int:
+    """Index the entries a reindex has not reached yet, `batch` a transaction; returns how many were indexed.
+
+    Each batch records how far it reached in the transaction that indexed it, so a reindex stopped
+    anywhere (a kill, a full disk) goes on from there at the next open, and two processes opening
+    the store at once share the work instead of repeating it. Writers wait for one batch at most;
+    readers never wait (WAL). Progress goes to the `mnemo.engine` log (stderr unless configured).
+    """
+    import logging
+
+    log = logging.getLogger("mnemo.engine")
+    indexed, said = 0, 0
+    while True:
+        with immediate(db):
+            language = fts.language_of(db)
+            found = fts.next_batch(db, batch or fts.REINDEX_BATCH)
+            if found is None:
+                return indexed
+            rows, reached, done = found
+            fts.add(db, rows, language)
+        indexed += len(rows)
+        # A reindex of one batch says nothing; a longer one says that it runs, how far, and when it is done.
+        if (not said and not done) or indexed - said >= 100_000 or (done and said):
+            said = indexed
+            log.warning(
+                "rebuilding the search index (stems in %s, with concepts): %d entries indexed%s",
+                language,
+                indexed,
+                ", done" if done else f", up to seq {reached}",
+            )
+        if done:
+            return indexed
 
 
 LATEST = MIGRATIONS[-1][0]

@@ -51,6 +51,8 @@ class MnemoApp(App[None]):
     TITLE = "mnemo"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
+        # Ctrl-C quits at once, from any screen or field (as lazygit and k9s), instead of Textual's notice.
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("question_mark", "help", "Help"),
     ]
 

@@ -31,6 +31,7 @@ HEAVY = (
     "mcp",
     "mcp_types",
     "jsonschema",
+    "Stemmer",  # the search's stemmer (engine/fts.py): searches and writes only
 )
 
 PROBE = """

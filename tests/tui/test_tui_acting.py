@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, Label, Static
+from textual.widgets import Input, Label, OptionList, Static
 from tui_helpers import (
     MINUTE,
     NOW,
@@ -327,7 +327,9 @@ async def test_enter_searches_the_server_and_nothing_found_names_the_unsearched_
         await press(pilot, "escape", "ctrl+a")
         await press(pilot, *"zebra", "enter")
         report = str(app.screen.query_one("#search-report", Static).render())
-        assert "zebra" in report and f"xroom:{ROOM_OPS}" in report and "ops" in report
+        assert "zebra" in report and "Enter on a room searches it" in report  # the rooms are a list (issue 58)
+        rooms = app.screen.query_one("#search-rooms", OptionList)
+        assert f"xroom:{ROOM_OPS}" in [rooms.get_option_at_index(i).id for i in range(rooms.option_count)]
 
 
 async def test_a_search_with_more_hits_than_shown_says_more_exist(
@@ -355,7 +357,7 @@ async def test_a_search_with_more_hits_than_shown_says_more_exist(
         await press(pilot, "slash", *"00003", "enter")  # exactly one: nothing more to say
         screen = app.screen
         assert isinstance(screen, SearchScreen) and screen.results.option_count == 1
-        assert "1 hit · Enter opens one" in str(screen.caption.render())
+        assert "1 hit · best matches first (ctrl+o: newest) · Enter opens one" in str(screen.caption.render())
 
 
 # -- 3. undo of `c` --------------------------------------------------------------------------------

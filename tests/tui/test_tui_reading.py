@@ -284,7 +284,7 @@ async def test_rows_and_the_detail_show_the_short_id_the_cli_takes(
 # -- 5. counts a person can read ----------------------------------------------------------------
 
 
-async def test_a_domain_counts_from_the_later_of_its_own_and_the_own_stores_watermark(
+async def test_a_domain_counts_from_its_own_watermark_as_catchup_does(
     store: Store, local: LocalBackend, state: StateDB
 ) -> None:
     fill(store, 150, domain="general")
@@ -296,9 +296,9 @@ async def test_a_domain_counts_from_the_later_of_its_own_and_the_own_stores_wate
         await settle(pilot)
         counts = app.feed_screen.scopes.counts
         assert counts["own"] == "1"
-        assert counts["s:build"] == "1↑"  # from the own store's watermark, and marked so
-        assert counts["s:general"] == ""
-    # The domain's own watermark, once later than the own store's, is the one counted (no mark).
+        # The own store's watermark moves no domain's (issue 58: the sidebar once counted from the later of the
+        # two, and disagreed with `mnemo catchup --scope build`, which delivers all 121).
+        assert counts["s:build"] == "99+" and counts["s:general"] == "99+"
     local.write(req("another build", "build"))
     CatchUp(local, state, consumer="me", scope="build").run(lambda entries: None, commit=True)
     local.write(req("a third build", "build"))

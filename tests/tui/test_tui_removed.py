@@ -353,7 +353,9 @@ async def test_removals_dropped_unseen_search_the_open_dialog_again(
         await settle(pilot)
         assert isinstance(app.screen, SearchScreen)
         assert hit_ids(app) == [hits[0], hits[2]]
-        assert "2 hits · Enter opens one" in str(app.screen.caption.render())  # read again: nothing to say removed
+        assert "2 hits · best matches first (ctrl+o: newest) · Enter opens one" in str(
+            app.screen.caption.render()
+        )  # read again: nothing to say removed
 
 
 async def test_a_search_hit_open_in_the_detail_and_removed_elsewhere_closes_it(

@@ -10,6 +10,7 @@ from textual.pilot import Pilot
 from tui_helpers import MINUTE, NOW, ROOM_OPS, FlakyBackend, add_room, as_backend, clock, req, sample_store, settle
 
 from mnemo_tui.backends.local import LocalBackend
+from mnemo_tui.catchup import CatchUp
 from mnemo_tui.engine.store import Store
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
@@ -151,6 +152,20 @@ class TestDialogs:
 
     def test_help(self, snap_compare: Compare, sample: LocalBackend, state: StateDB) -> None:
         assert snap_compare(app_on(sample, state), terminal_size=SIZE, run_before=then("question_mark"))
+
+    def test_search_results_newest_first(self, snap_compare: Compare, sample: LocalBackend, state: StateDB) -> None:
+        keys = ("slash", *"plan", "enter", "ctrl+o")
+        assert snap_compare(app_on(sample, state), terminal_size=SIZE, run_before=then(*keys))
+
+    def test_switch_consumer_at_80_by_24(self, snap_compare: Compare, sample: LocalBackend, state: StateDB) -> None:
+        for consumer in ("nightly-digest", "build-bot", "release-reviewer", "weekly-summary"):
+            CatchUp(sample, state, consumer=consumer).run(lambda entries: None, commit=True)
+        app = app_on(sample, state)
+
+        async def ask(pilot: Pilot[None]) -> None:
+            app.switch_consumer()
+
+        assert snap_compare(app, terminal_size=(80, 24), run_before=then(extra=ask))
 
 
 class TestActing:

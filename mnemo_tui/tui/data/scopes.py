@@ -41,17 +41,22 @@ def list_scopes(backend: Backend) -> list[ScopeItem]:
 
 
 def count_new(backend: Backend, unread: Start, scope: str | None, cap: int = COUNT_CAP) -> int:
-    """Entries new to the reader (`unread`, from its watermark), walked by cursor and counted up to `cap + 1`.
+    """Entries new to the reader (`unread`, from its watermark), walked by cursor and counted up to `cap + 1`."""
+    return len(new_ids(backend, unread, scope, cap))
 
-    A scope of a million entries costs one or two pages: the count stops past the cap.
+
+def new_ids(backend: Backend, unread: Start, scope: str | None, cap: int = COUNT_CAP) -> list[str]:
+    """The ids of the entries new to the reader (`unread`, from its watermark), newest first, up to `cap + 1`.
+
+    The walk `catchup` makes, stopped past the cap: a scope of a million entries costs one or two pages.
     """
-    count = 0
+    found: list[str] = []
     walk = Walk(backend, RecentQuery(scope=scope, since=unread.since, limit=MAX_LIMIT), held=unread.held)
     for fresh in walk.pages():
-        count += len(fresh)
-        if count > cap:
+        found += [entry.atom_id for entry in fresh]
+        if len(found) > cap:
             break
-    return count
+    return found[: cap + 1]
 
 
 def format_count(count: int, cap: int = COUNT_CAP) -> str:
@@ -64,20 +69,6 @@ def format_count(count: int, cap: int = COUNT_CAP) -> str:
 def load_watermark(state: StateDB, backend: Backend, consumer: str, scope: str | None) -> Watermark | None:
     """This consumer's watermark for a scope on this backend and principal."""
     return state.load(StateKey.of(backend, consumer, scope))
-
-
-def count_base(own: Watermark | None, mine: Watermark | None) -> tuple[Watermark | None, bool]:
-    """Where a domain's count starts: the later of its own watermark and the own store's (display only).
-
-    The own store's watermark covers every own domain, so after `mnemo catchup` of the own store a
-    domain's entries before it are read even if the domain's own watermark is older. Returns the
-    watermark to count from and whether it is the own store's.
-    """
-    if own is None or own.created_at is None:
-        return mine, False
-    if mine is None or mine.created_at is None or own.created_at > mine.created_at:
-        return own, True
-    return mine, False
 
 
 @dataclass(frozen=True)

@@ -16,17 +16,17 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("ctrl+d ctrl+u", "half a page; ctrl+f ctrl+b, PgDn PgUp, space: a page"),
     ("enter  escape", "open the entry whole / close the detail pane"),
     ("tab  b  1..9", "scopes and feed / show or hide the sidebar / open scope n"),
-    ("/", "filter the loaded entries as you type; enter searches"),
+    ("/  ctrl+o", "filter as you type; enter searches / by best or newest"),
     ("y  Y", "copy the short id / the content (OSC 52)"),
     ("o  e  w  d", "open in $PAGER / revise in $EDITOR / write / delete"),
     ("c  u", "mark caught up, as mnemo catchup / undo it (10 s)"),
     ("v  r", "show superseded revisions / refresh, retry"),
-    ("ctrl+p  ?  q", "palette (scopes, consumer, all) / this help / quit"),
+    ("ctrl+p  ?  q", "palette (scopes, consumer, all) / help / quit, ctrl+c"),
 )
 
 MARKS: tuple[tuple[str, str], ...] = (
     ("●", "newer than your consumer's watermark; the sidebar counts them"),
-    ("12↑", "a domain counted from the own store's later watermark"),
+    ("12  99+", "new since that scope's own watermark, as mnemo catchup"),
     ("superseded →", "an old revision (history shown) and the id that replaced it"),
     ("▲ N new", "new entries held while you read further down: g shows them"),
 )

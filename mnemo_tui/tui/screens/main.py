@@ -121,8 +121,9 @@ class FeedScreen(Screen[None]):
         self.detail.place = self.feed.place
         self.call_after_refresh(lambda: self.feed.focus() if self.switcher.current == "feed" else None)
         self.open_scope(self.first_scope)
-        if self.session.poll_interval:
+        if self.session.poll_interval:  # the feed looks for what is new in its scope, the sidebar in any
             self.set_interval(self.session.poll_interval, self.feed.tick)
+            self.set_interval(self.session.poll_interval, self.scopes.tick)
 
     @property
     def scope(self) -> str | None:
@@ -167,10 +168,9 @@ class FeedScreen(Screen[None]):
         if self.switcher.current == "report" and self.feed.window.row_count:
             self.switcher.current = "feed"
             self.feed.focus()
+        self.scopes.arrived(message.entries)  # the counts follow the rows at once (the same rule of what is new)
         if any(ScopeList.key_of(entry.domain) not in self.scopes.items for entry in message.entries):
             self.scopes.load()  # a new domain (or room) appeared: its line and count join the sidebar
-        else:
-            self.scopes.count()
         self.activity_panel.reread(self.scope, self.feed.window.newest())
         self._update_bars()
 
@@ -187,7 +187,8 @@ class FeedScreen(Screen[None]):
             self.detail.display = False
         closed = "; its detail was closed" if shown else ""
         if message.ids:  # shown or not, the scope's counts and activity follow removals as they follow arrivals
-            self.scopes.count()
+            self.scopes.removed(message.ids)
+            self.scopes.count(fresh=False)
             self.activity_panel.reread(self.scope, self.feed.window.newest())
         if message.count:
             noun = "entry" if message.count == 1 else "entries"
@@ -233,9 +234,17 @@ class FeedScreen(Screen[None]):
         self.scopes.mark_current(self.scope)
         self._update_bars()
 
+    @on(ScopeList.Marks)
     @on(ScopeList.Restored)
     @on(ScopeList.CaughtUp)
-    def caught_up(self, message: ScopeList.CaughtUp | ScopeList.Restored) -> None:
+    def watermarks_moved(self, message: ScopeList.Marks | ScopeList.CaughtUp | ScopeList.Restored) -> None:
+        if isinstance(message, ScopeList.Marks):
+            # The sidebar counted from the consumer's watermark as it is now (a pass elsewhere may have moved
+            # it): the feed's `●` follow the same one.
+            if self.scope in message.marks and message.marks[self.scope] != self.feed.watermark:
+                self.feed.set_watermark(message.marks[self.scope])
+                self._update_bars()  # the status line's "since watermark" at the same moment as the marks
+            return
         if isinstance(message, ScopeList.Restored):
             self.app.notify("The watermark is back where it was.", title="Undone", timeout=3)
             if message.scope == self.scope:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from textual import getters, on, work
 from textual.app import ComposeResult
@@ -22,6 +22,7 @@ from mnemo_tui.model import EmptyReport, Entry
 from mnemo_tui.tui.messages import as_error
 from mnemo_tui.tui.plain import plain, plain_block
 from mnemo_tui.tui.session import Session
+from mnemo_tui.tui.widgets.notices import report_head, room_options
 from mnemo_tui.tui.widgets.rows import absolute, fit, headline
 from mnemo_tui.values.search import SearchHit, SearchQuery
 
@@ -46,12 +47,17 @@ class SearchScreen(ModalScreen[Entry | None]):
     feed's live path publishes the removals of its scope it sees (`removals`), shown there or not.
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss_none", "Back")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "dismiss_none", "Back"),
+        Binding("ctrl+o", "order", "Order", show=False),  # free in the query box and the list alike
+    ]
 
     query_input = getters.query_one("#search-input", Input)
     results = getters.query_one("#search-results", OptionList)
     caption = getters.query_one("#search-caption", Label)
     report = getters.query_one("#search-report", Static)
+    rooms = getters.query_one("#search-rooms", OptionList)
+    heading = getters.query_one("#search-title", Label)
 
     def __init__(
         self,
@@ -74,19 +80,33 @@ class SearchScreen(ModalScreen[Entry | None]):
         self.more = False  # the search found more than `SEARCH_HITS` (the list shows the first ones)
         self._searched: str | None = None
         self._token = 0
+        # As `mnemo search --order-by`: the best matches first, or the newest (`ctrl+o` toggles).
+        self.order: Literal["relevance", "recency"] = "relevance"
+        self._room_names: dict[str, str] = {}  # the rooms an empty report offered, by address
 
     def compose(self) -> ComposeResult:
         with Vertical(id="search-box"):
-            yield Label(plain(f"Search {describe_scope(self.scope, sanitize.quoted)}"), id="search-title")
+            yield Label(self._title(), id="search-title")
             yield Input(placeholder="words to look for …", id="search-input", select_on_focus=False)
-            yield Label("Enter to search · ↓ to the results · Esc to go back", id="search-caption")
+            yield Label(f"Enter to search · {self._order_hint()} · Esc to go back", id="search-caption")
             yield Static("", id="search-report")
+            yield OptionList(id="search-rooms")
             yield OptionList(id="search-results")
+
+    def _title(self) -> Content:
+        name = self._room_names.get(self.scope or "")
+        where = f"room {sanitize.quoted(name)}" if name else describe_scope(self.scope, sanitize.quoted)
+        return plain(f"Search {where}")
+
+    def _order_hint(self) -> str:
+        """The order shown and the key to the other one (the caption's words)."""
+        return "best matches first (ctrl+o: newest)" if self.order == "relevance" else "newest first (ctrl+o: best)"
 
     def on_mount(self) -> None:
         self.query_input.cursor_blink = False
         self.query_input.focus()
         self.report.display = False
+        self.rooms.display = False
         self.removals.subscribe(self, self._removed)
         if self.words:
             self.query_input.value = self.words
@@ -105,18 +125,27 @@ class SearchScreen(ModalScreen[Entry | None]):
         self._searched = words
         self.caption.update("Searching …")
         self.report.display = False
-        self.run_search(self._token, words)
+        self.rooms.display = False
+        self.run_search(self._token, words, self.scope, self.order)
+
+    def action_order(self) -> None:
+        """Toggle between the best matches first and the newest first; a search made is made again."""
+        self.order = "recency" if self.order == "relevance" else "relevance"
+        if self._searched is not None:
+            self._search(self._searched)
+        else:
+            self.caption.update(f"Enter to search · {self._order_hint()} · Esc to go back")
 
     @work(thread=True, exclusive=True, exit_on_error=False)
-    def run_search(self, token: int, words: str) -> None:
+    def run_search(self, token: int, words: str, scope: str | None, order: Literal["relevance", "recency"]) -> None:
         query = SearchQuery(
-            query=words, scope=self.scope, include_history=self.include_history, top_k=SEARCH_HITS + 1
+            query=words, scope=scope, order_by=order, include_history=self.include_history, top_k=SEARCH_HITS + 1
         )  # one more: whether more exist
         backend = self.session.backend
         try:
             hits = backend.search(query)
             # Nothing found: the same report as `mnemo search`, naming the rooms an unscoped search left out.
-            report = None if hits else empty_reports.for_search(backend, words, self.scope)
+            report = None if hits else empty_reports.for_search(backend, words, scope)
             self.post_message(SearchDone(token, hits, None, report))
         except Exception as exc:  # noqa: BLE001 - shown in the dialog, which stays open
             self.post_message(SearchDone(token, None, as_error(exc)))
@@ -135,7 +164,10 @@ class SearchScreen(ModalScreen[Entry | None]):
         self.hits = {hit.entry.atom_id: hit.entry for hit in hits}
         # One line a hit, at any width: the first line is cut with … to what the time and the domain leave
         # (a fixed cut wrapped every hit over two lines at 60 columns); the domain gives way below that.
-        room = self.results.scrollable_content_region.width - 18
+        results = self.results
+        room = results.scrollable_content_region.width - 18
+        if not results.show_vertical_scrollbar and len(hits) > results.scrollable_content_region.height:
+            room -= results.styles.scrollbar_size_vertical  # the scrollbar these hits are about to bring
         domain = room - 16 >= 12
         room = room - 16 if domain else room
         self.results.set_options(
@@ -152,19 +184,42 @@ class SearchScreen(ModalScreen[Entry | None]):
             for hit in hits
         )
         if message.report is not None:
-            self.report.update(plain_block(message.report.shown))
-            self.report.display = True
+            self._show_report(message.report)
         self._count()
         if hits:
             self.results.highlighted = 0
             self.results.focus()
+
+    def _show_report(self, report: EmptyReport) -> None:
+        """The CLI's empty report, its rooms a list: choosing one searches it with the same words (what the
+        CLI's "Re-run with --scope xroom:…" asks for, which a dialog cannot be told)."""
+        head = report_head(report)
+        if report.unsearched_rooms:
+            head += ["", "Enter on a room searches it:"]
+        self.report.update(plain_block("\n".join(head)))
+        self.report.display = True
+        self._room_names = {room.address: room.name for room in report.unsearched_rooms}
+        self.rooms.set_options(room_options(report))
+        self.rooms.display = bool(report.unsearched_rooms)
+        if report.unsearched_rooms:
+            self.rooms.highlighted = 0
+            self.rooms.focus()
+
+    @on(OptionList.OptionSelected, "#search-rooms")
+    def room_chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option.id is not None and self._searched is not None:
+            self.scope = event.option.id
+            self.heading.update(self._title())
+            self.query_input.focus()
+            self._search(self._searched)
 
     def _count(self) -> None:
         n = len(self.hits)
         gone = f" · {self.gone} removed elsewhere" if self.gone else ""
         # As `mnemo search` says "More results exist": a capped list must not read as all there is.
         found = f"the first {n} hits · more exist: narrow the words" if self.more else f"{n} hit{'s' if n != 1 else ''}"
-        self.caption.update(f"{found}{gone} · Enter opens one · Esc to go back")
+        self.caption.update(f"{found}{gone} · {self._order_hint()} · Enter opens one · Esc to go back")
 
     def _removed(self, ids: set[str] | None) -> None:
         """Drop the hits removed elsewhere; the highlight stays on its hit, or, if it went, on the next one."""

@@ -18,6 +18,29 @@ from mnemo_tui.tui.plain import plain, plain_block
 from mnemo_tui.tui.session import Session
 
 
+def report_head(report: EmptyReport) -> list[str]:
+    """An empty report's lines as the TUI shows them: its rooms and the CLI's "Re-run with --scope …" (the
+    product's words, which `mnemo check` asserts for the CLI) give way to the rooms as a list to pick from."""
+    lines = report.shown.splitlines()  # room names in it are one line each: none forges a line
+    return [line for line in lines if not line.startswith("  - ") and not line.startswith("Re-run with")]
+
+
+def room_options(report: EmptyReport) -> list[Option]:
+    """The rooms an empty report names, one option each (its id the room's address)."""
+    width = max((len(sanitize.line(r.name)) for r in report.unsearched_rooms), default=0)
+    return [
+        Option(
+            Content.from_markup(
+                "[b]$name[/b]  [$text-muted]$address[/]",
+                name=sanitize.line(r.name).ljust(width),
+                address=sanitize.line(r.address),
+            ),
+            id=r.address,
+        )
+        for r in report.unsearched_rooms
+    ]
+
+
 class NewMarker(Static):
     """`▲ 3 new — press g to show them`, shown instead of moving the list while the reader is away from the top."""
 
@@ -88,29 +111,27 @@ class ReportView(Vertical):
 
     def show(self, report: EmptyReport) -> None:
         """Show a report and its rooms."""
-        lines = report.shown.splitlines()  # room names in it are one line each: none forges a line
-        # The room lines and the CLI's re-run hint are replaced by the selectable list below.
-        head = [line for line in lines if not line.startswith("  - ") and not line.startswith("Re-run with")]
+        head = report_head(report)
+        if report.kind == "empty_scope":  # what to do next, before the rooms it did not read
+            head[1:1] = ["", self._first_steps(report.scope), ""]
         self.query_one("#report-text", Static).update(plain_block("\n".join(head)))
         rooms = self.query_one("#report-rooms", OptionList)
-        width = max((len(sanitize.line(r.name)) for r in report.unsearched_rooms), default=0)
-        rooms.set_options(
-            Option(
-                Content.from_markup(
-                    "[b]$name[/b]  [$text-muted]$address[/]",
-                    name=sanitize.line(r.name).ljust(width),
-                    address=sanitize.line(r.address),
-                ),
-                id=r.address,
-            )
-            for r in report.unsearched_rooms
-        )
+        rooms.set_options(room_options(report))
         rooms.display = bool(report.unsearched_rooms)
         if report.unsearched_rooms:
             rooms.highlighted = 0
             self.query_one("#report-text", Static).update(
                 plain_block("\n".join([*head, "", "Select a room to read it:"]))
             )
+
+    def _first_steps(self, scope: str | None) -> str:
+        """What to do in a scope with nothing in it: write (`w`), and on an embedded own store, `mnemo demo`."""
+        if scope is None and self.session.backend.kind != "remote":
+            return (
+                "Press w to write the first entry, or run `mnemo demo` in a shell to fill this store "
+                "with sample entries and two rooms."
+            )
+        return "Press w to write the first entry here."
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

@@ -73,6 +73,18 @@ def end_line(shown: int, loaded: int, filtered: bool, at_end: bool) -> str:
     return "── loading older entries … ──"
 
 
+def author_in(entry: Entry, width: int) -> str:
+    """Who wrote an entry in `width` cells: `principal/agent`, or where that does not fit the agent first
+    (`…/planner`, as `gh` drops an owner before a name), the part that tells one bot from another."""
+    who = sanitize.line(entry.author)
+    prov = entry.provenance
+    agent = sanitize.line(str(prov.get("agent_name") or prov.get("agent") or ""))
+    if not agent or cell_len(who) <= width:
+        return fit(who, width)
+    short = ELLIPSIS + "/" + agent
+    return fit(short if cell_len(short) <= width else agent, width)
+
+
 @dataclass(frozen=True)
 class Columns:
     """Which columns a row of a given width shows, and how wide each is."""
@@ -122,7 +134,7 @@ class RowPainter:
         if cols.ids:
             parts.append((short_id(entry.atom_id) + "  ", "feed--id"))
         if cols.author:
-            parts.append((fit(sanitize.line(entry.author), cols.author) + "  ", "feed--author"))
+            parts.append((author_in(entry, cols.author) + "  ", "feed--author"))
         if cols.domain:
             parts.append((fit(sanitize.line(place), cols.domain) + "  ", "feed--domain"))
         if old:

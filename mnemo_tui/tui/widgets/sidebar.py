@@ -19,14 +19,16 @@ from mnemo_tui.errors import MnemoError
 from mnemo_tui.model import Entry, Watermark
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui.data import scopes
+from mnemo_tui.tui.data.counts import NewEntries
 from mnemo_tui.tui.data.scopes import Activity, ScopeItem
 from mnemo_tui.tui.messages import as_error
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import fit
-from mnemo_tui.walk import default_overlap, unread
+from mnemo_tui.walk import unread
 
-# `12↑`: a domain counted from the own store's watermark, which is later than its own.
-FROM_OWN = "↑"
+# Against an endpoint (no cheap probe of a change) every scope is counted again every this many live ticks (3 s
+# each): the open scope's count follows its feed at once, the others within about 9 s.
+REMOTE_TICKS = 3
 
 
 class ScopeList(OptionList):
@@ -69,12 +71,29 @@ class ScopeList(OptionList):
             self.title = title
             self.error = error
 
-    class _Counted(Message, bubble=False):
-        def __init__(self, scope: str | None, count: int, from_own: bool) -> None:
+    class Marks(Message):
+        """The consumer's watermarks were read (for the scopes counted): the feed's `●` follow the same ones."""
+
+        def __init__(self, marks: dict[str | None, Watermark | None]) -> None:
             super().__init__()
+            self.marks = marks
+
+    class _Counted(Message, bubble=False):
+        def __init__(
+            self, run: int, scope: str | None, watermark: Watermark | None, ids: list[str] | None, done: bool = False
+        ) -> None:
+            super().__init__()
+            self.run = run
             self.scope = scope
-            self.count = count
-            self.from_own = from_own
+            self.watermark = watermark
+            self.ids = ids  # None: the scope could not be counted (`?`)
+            self.done = done  # the count's end (no scope)
+
+    class _Checked(Message, bubble=False):
+        def __init__(self, seen: object | None, done: bool = False) -> None:
+            super().__init__()
+            self.seen = seen  # the store's change token and the watermarks (None: a backend without a token)
+            self.done = done  # the timer's look (else a count's own, which it counts from)
 
     class _Read(Message, bubble=False):
         def __init__(self, items: list[ScopeItem]) -> None:
@@ -86,8 +105,17 @@ class ScopeList(OptionList):
         self.session = session
         self.items: dict[str, ScopeItem] = {}
         self.counts: dict[str, str] = {}
+        self.new = NewEntries(session.overlap)
         self.current: str | None = None
         self.catching_up = False
+        self._run = 0  # the latest count
+        self._valid = 0  # the first count whose results still hold (older ones counted from what changed)
+        self._counting = False
+        self._again = False  # the store changed while counting: count once more after
+        self._begun: dict[int, int] = {}
+        self._seen: object | None = None  # the store's change token and the watermarks the last count read
+        self._checking = False
+        self._ticks = 0
 
     @staticmethod
     def key_of(scope: str | None) -> str:
@@ -108,37 +136,124 @@ class ScopeList(OptionList):
     def _read(self, message: _Read) -> None:
         self.show_scopes(message.items, self.current_scope)
         for item in message.items:
-            self.set_count(item.scope, "…")
+            if item.key not in self.counts:
+                self.set_count(item.scope, "…")
         self.count()
         self.post_message(self.Listed(message.items))
 
-    @work(thread=True, group="counts", exclusive=True, exit_on_error=False)
-    def count(self) -> None:
-        """Count each scope's new entries from this consumer's watermark, posting each count as it is known."""
-        session, items = self.session, list(self.items.values())
-        backend, overlap = session.backend, default_overlap(session.backend)
-        try:
-            state = StateDB(session.state_path)
-        except MnemoError as exc:
-            self.post_message(self.Failed("Could not read the watermarks", exc))
+    def count(self, fresh: bool = True) -> None:
+        """Count each scope's new entries again from this consumer's watermark (each posted as it is known).
+
+        `fresh`: what the counts start from changed (a `c`, an undo, another consumer, the scopes read
+        again), so a count in flight is dropped. Otherwise (the store changed) a count in flight is
+        followed by one more: under a steady stream of writes each count still lands.
+        """
+        if not fresh and self._counting:
+            self._again = True
             return
+        self._run += 1
+        if fresh:
+            self._valid = self._run
+        self._counting = True
+        self._begun[self._run] = self.new.begin()
+        self._count(self._run, list(self.items.values()))
+
+    @work(thread=True, group="counts", exit_on_error=False)
+    def _count(self, run: int, items: list[ScopeItem]) -> None:
+        session = self.session
+        backend, overlap = session.backend, session.overlap
         try:
-            own = scopes.load_watermark(state, backend, session.consumer, None)
+            seen = self._look()
+            state = StateDB(session.state_path)
+        except Exception as exc:  # noqa: BLE001 - the counts stay as they were, and the reader is told
+            self.post_message(self._Counted(run, None, None, None, done=True))
+            self.post_message(self.Failed("Could not read the watermarks", as_error(exc)))
+            return
+        self.post_message(self._Checked(seen))
+        try:
             for item in items:
                 try:
-                    mine = scopes.load_watermark(state, backend, session.consumer, item.scope)
-                    base, from_own = scopes.count_base(own, mine) if item.kind == "domain" else (mine, False)
-                    found = scopes.count_new(backend, unread(base, overlap), item.scope)
-                    self.post_message(self._Counted(item.scope, found, from_own))
+                    mark = scopes.load_watermark(state, backend, session.consumer, item.scope)
+                    found = scopes.new_ids(backend, unread(mark, overlap), item.scope)
+                    self.post_message(self._Counted(run, item.scope, mark, found))
                 except Exception:  # noqa: BLE001 - one scope's failure is its `?`; the others still count
-                    self.post_message(self._Counted(item.scope, -1, False))
+                    self.post_message(self._Counted(run, item.scope, None, None))
         finally:
             state.close()
+            self.post_message(self._Counted(run, None, None, None, done=True))
+
+    def _look(self) -> object | None:
+        """What the counts depend on, read cheaply (in a worker): the store's change token and this consumer's
+        watermarks on this backend. None on an endpoint, which has no such token."""
+        session = self.session
+        token = session.probe()
+        if token is None:
+            return None
+        state = StateDB(session.state_path)
+        try:
+            backend = session.backend
+            marks = [w for w in state.list(backend.identity, backend.principal) if w.consumer == session.consumer]
+        finally:
+            state.close()
+        return (token, session.consumer, tuple(marks))
+
+    def tick(self) -> None:
+        """The live timer: count again when anything the counts depend on changed (a write or a pass of another
+        process, in any scope); on a backend without a change token (an endpoint), every `REMOTE_TICKS` ticks."""
+        if not self.items or self._checking:
+            return
+        self._ticks += 1
+        self._checking = True
+        self._check(self._seen)
+
+    @work(thread=True, group="check", exit_on_error=False)
+    def _check(self, before: object | None) -> None:
+        try:
+            seen = self._look()
+        except Exception:  # noqa: BLE001 - the next tick looks again
+            seen = before
+        self.post_message(self._Checked(seen, done=True))
+
+    @on(_Checked)
+    def _checked(self, message: _Checked) -> None:
+        if not message.done:  # what a count reads first: what it counts from
+            self._seen = message.seen
+            return
+        self._checking = False
+        if message.seen is None:
+            if self._ticks % REMOTE_TICKS == 0:
+                self.count(fresh=False)
+        elif message.seen != self._seen:
+            self.count(fresh=False)
 
     @on(_Counted)
     def _counted(self, message: _Counted) -> None:
-        shown = "?" if message.count < 0 else scopes.format_count(message.count)
-        self.set_count(message.scope, shown + FROM_OWN if shown and message.from_own else shown)
+        if message.done:
+            self._begun.pop(message.run, None)
+            if message.run == self._run:
+                self._counting = False
+                if self._again:
+                    self._again = False
+                    self.count(fresh=False)
+            return
+        if message.run < self._valid:
+            return
+        if message.ids is None:
+            self.set_count(message.scope, "?")
+            return
+        self.new.counted(message.scope, message.watermark, message.ids, self._begun.get(message.run, 0))
+        self.set_count(message.scope, self.new.shown(message.scope))
+        self.post_message(self.Marks({message.scope: message.watermark}))
+
+    def arrived(self, entries: list[Entry]) -> None:
+        """Entries the feed shows arriving: they join the counts of the scopes they belong to at once."""
+        for scope in self.new.arrived(entries):
+            self.set_count(scope, self.new.shown(scope))
+
+    def removed(self, ids: set[str]) -> None:
+        """Entries removed: they leave the counts at once."""
+        for scope in self.new.removed(ids):
+            self.set_count(scope, self.new.shown(scope))
 
     @work(thread=True, group="catchup", exit_on_error=False)
     def catch_up(self, scope: str | None) -> None:
