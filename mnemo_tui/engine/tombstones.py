@@ -126,14 +126,14 @@ class TombstoneOps(Database):
         domain = "" if scope is None or room_id is not None else " AND t.domain = ?"
         low = -1 if after is None else after
         high = timefmt.MAX_US * 10 if upto is None else upto
-        past, past_params = _past(start)
+        past, past_params = _past(low, start)
         page = "" if limit is None else f" LIMIT {int(limit) + 1}"
         with self.reading() as db:
             rows = db.execute(
                 "SELECT b.tombstones_dropped, t.atom_id, t.domain, t.removed_at, t.reason FROM buckets b "
-                "LEFT JOIN tombstones t ON t.bucket = b.bucket AND t.removed_at > ? AND t.removed_at <= ?"
-                f"{domain}{past} WHERE {source} ORDER BY t.removed_at, t.atom_id{page}",
-                (low, high, *([scope] if domain else []), *past_params, *params),
+                f"LEFT JOIN tombstones t ON t.bucket = b.bucket AND {past} AND t.removed_at <= ?"
+                f"{domain} WHERE {source} ORDER BY t.removed_at, t.atom_id{page}",
+                (*past_params, high, *([scope] if domain else []), *params),
             ).fetchall()
         if room_id is not None and not rows:
             raise Forbidden("you are not a member of this room (or it does not exist)")
@@ -149,9 +149,10 @@ class TombstoneOps(Database):
         return Removals([i for i in items if i.removed_at >= cutoff], gone, position)
 
 
-def _past(start: Position | None) -> tuple[str, tuple[Any, ...]]:
-    """The join's condition for the removals after a page's position, and its parameters."""
+def _past(low: int, start: Position | None) -> tuple[str, tuple[Any, ...]]:
+    """The join's low bound: past `low`, or past a page's position, as one range of the index
+    `(bucket, removed_at, atom_id)`: a page inside a wipe of 50,000 at one instant starts where the last
+    ended instead of scanning the instant from its start."""
     if start is None:
-        return "", ()
-    at, atom = start
-    return " AND (t.removed_at > ? OR (t.removed_at = ? AND t.atom_id > ?))", (at, at, atom)
+        return "t.removed_at > ?", (low,)
+    return "(t.removed_at, t.atom_id) > (?, ?)", start
