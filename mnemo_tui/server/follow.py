@@ -5,7 +5,8 @@ A position P is an instant of the scope's bucket clock: every entry and removal 
 sent. On each wake-up the scope's clock `last` is read first, then what lies in (P, last]; an in-flight
 write holds the clock and stamps past `last`, so the next wake-up finds it. Events go out oldest part
 first, each `id:` the exact position it completes (entries newest first within an event), so a stream
-cut anywhere resumes from its last `id:` with nothing skipped and nothing sent twice.
+cut anywhere resumes from its last `id:` with nothing skipped and nothing sent twice (but the removals of
+an instant past 100 an event, whose cut events complete only the instant before: `window`).
 """
 
 from __future__ import annotations
