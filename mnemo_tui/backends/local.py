@@ -78,7 +78,12 @@ class LocalBackend(Backend):
         return self.engine.delete(self._principal, atom_id)
 
     def removals(self, scope: str | None, after: int | None, upto: int | None = None) -> Removals:
-        return self.engine.removals(self._principal, scope, after, upto)
+        from mnemo_tui.removals import PAGE, read_pages  # only a --changes pass or the TUI reads removals
+
+        # A page at a time, as over an endpoint: a store with 50,000 tombstones is never one read.
+        return read_pages(
+            lambda start: self.engine.removals(self._principal, scope, after, upto, limit=PAGE, start=start)
+        )
 
     def feedback(self, atom_ids: list[str], outcome: float) -> int:
         return self.engine.feedback(self._principal, atom_ids, outcome)[0]

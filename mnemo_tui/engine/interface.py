@@ -12,7 +12,7 @@ from mnemo_tui.model import Entry, Page, RecentQuery, WirePage
 if TYPE_CHECKING:
     from typing import Any
 
-    from mnemo_tui.removals import Removals
+    from mnemo_tui.removals import Position, Removals
     from mnemo_tui.values.plane import Chain, DomainWipe, Graph, Stats
     from mnemo_tui.values.rooms import Invite, InviteInfo, Joined, Room
     from mnemo_tui.values.search import SearchHit, SearchQuery
@@ -97,8 +97,18 @@ class Engine(Protocol):
     ) -> Invite: ...
     def join(self, principal: str, code: str) -> Joined: ...
     def delete_room(self, principal: str, room_id: str) -> int: ...
-    def removals(self, principal: str, scope: str | None, after: int | None, upto: int | None = None) -> Removals:
-        """The removals (tombstones) of a scope in `(after, upto]`, oldest first (engine/tombstones.py)."""
+    def removals(
+        self,
+        principal: str,
+        scope: str | None,
+        after: int | None,
+        upto: int | None = None,
+        *,
+        limit: int | None = None,
+        start: Position | None = None,
+    ) -> Removals:
+        """The removals (tombstones) of a scope in `(after, upto]`, oldest first, at most `limit` past `start`
+        (engine/tombstones.py)."""
         ...
 
     # -- the vault and keys ---------------------------------------------------------------

@@ -174,9 +174,14 @@ async def listening(url: str) -> Any:
         raise Unavailable(_scrub(url, str(exc))) from None
 
 
+def _reason(url: str, exc: BaseException) -> str:
+    """A driver failure's first line, the URL's password scrubbed."""
+    return _scrub(url, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+
+
 def failure(url: str, exc: BaseException, limit: float | None = None) -> MnemoError | None:
     """The mnemo error a driver failure means (None: a bug, left to the caller's 500), password scrubbed."""
-    text = _scrub(url, str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+    text = _reason(url, exc)
     if isinstance(exc, psycopg.errors.QueryCanceled):
         return deadline(limit if limit is not None else 0.0)
     if isinstance(exc, psycopg.errors.TransactionRollback):  # a deadlock or serialization failure
@@ -248,11 +253,25 @@ def migrate(url: str, *, allowed: bool, upto: int = schema.LATEST) -> int:
 
 
 def _version(db: PgConnection) -> int:
-    if db.execute("SELECT to_regclass('mnemo_schema')").fetchone()[0] is None:
-        if db.execute("SELECT to_regclass('atoms')").fetchone()[0] is not None:
+    if not _table(db, "mnemo_schema"):
+        if _table(db, "atoms"):
             raise LocalStateError("the database holds tables named like mnemo's but no mnemo schema: use another")
         return 0
     return int(db.execute("SELECT version FROM mnemo_schema").fetchone()[0])
+
+
+# Whether a table is in the schema tables are created in, read from pg_class under the statement's own snapshot.
+# Not `to_regclass`: it looks names up in the session's catalog cache without a lock, so a miss cached before
+# the migration lock was waited for (another server creating the schema meanwhile) still reads as missing
+# after it, and CREATE TABLE mnemo_schema then fails with "already exists" (issue 50).
+_TABLE = (
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE c.relname = ? AND n.nspname = current_schema())"
+)
+
+
+def _table(db: PgConnection, name: str) -> bool:
+    return bool(db.execute(_TABLE, (name,)).fetchone()[0])
 
 
 def reindex(conn: psycopg.Connection[Any], batch: int | None = None) -> int:
@@ -334,7 +353,8 @@ class PgDatabase(Database):
                 _MIGRATED.add(url)
             self.pool = POOLS.acquire(url, pool_size, pooled)
         except psycopg.Error as exc:
-            raise failure(url, exc) or Unavailable("the database cannot be opened") from None
+            opened = Unavailable(f"the database {self.identity} cannot be opened ({_reason(url, exc)})")
+            raise failure(url, exc) or opened from None
         self._closed = False
         try:
             with self.reading() as db:

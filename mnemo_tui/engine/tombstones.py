@@ -10,7 +10,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.engine.database import Database
 from mnemo_tui.errors import Forbidden, ValidationError
 from mnemo_tui.limits import room_of
-from mnemo_tui.removals import Removal, Removals
+from mnemo_tui.removals import Position, Removal, Removals
 
 if TYPE_CHECKING:
     from typing import Any
@@ -92,11 +92,22 @@ class TombstoneOps(Database):
             (bucket, room_id),
         )
 
-    def removals(self, principal: str, scope: str | None, after: int | None, upto: int | None = None) -> Removals:
+    def removals(
+        self,
+        principal: str,
+        scope: str | None,
+        after: int | None,
+        upto: int | None = None,
+        *,
+        limit: int | None = None,
+        start: Position | None = None,
+    ) -> Removals:
         """The removals of one scope with `after < removed_at <= upto`, oldest first, from one snapshot.
 
         `gone` is set when tombstones newer than `after` were dropped (or are past the retention):
         the reader must re-read its scope. A room's former members still read a deleted room's removals.
+        Paged: at most `limit` of them, those past `start` (a page's `next`: the last removal it held, in
+        the order of `(removed_at, atom_id)`, since one delete of a set leaves all of it at one instant).
 
         Raises:
             Forbidden: a room one is not (and was not) a member of.
@@ -115,17 +126,34 @@ class TombstoneOps(Database):
         domain = "" if scope is None or room_id is not None else " AND t.domain = ?"
         low = -1 if after is None else after
         high = timefmt.MAX_US * 10 if upto is None else upto
+        past, past_params = _past(low, start)
+        page = "" if limit is None else f" LIMIT {int(limit) + 1}"
         with self.reading() as db:
             rows = db.execute(
                 "SELECT b.tombstones_dropped, t.atom_id, t.domain, t.removed_at, t.reason FROM buckets b "
-                "LEFT JOIN tombstones t ON t.bucket = b.bucket AND t.removed_at > ? AND t.removed_at <= ?"
-                f"{domain} WHERE {source} ORDER BY t.removed_at, t.atom_id",
-                (low, high, *([scope] if domain else []), *params),
+                f"LEFT JOIN tombstones t ON t.bucket = b.bucket AND {past} AND t.removed_at <= ?"
+                f"{domain} WHERE {source} ORDER BY t.removed_at, t.atom_id{page}",
+                (*past_params, high, *([scope] if domain else []), *params),
             ).fetchall()
         if room_id is not None and not rows:
             raise Forbidden("you are not a member of this room (or it does not exist)")
         dropped = max((int(r[0]) for r in rows), default=0)
         items = [Removal(r[1], r[2], int(r[3]), r[4]) for r in rows if r[1] is not None]
+        more = limit is not None and len(items) > limit
+        if more:
+            items = items[: int(limit or 0)]
         # `dropped` 0 is "none dropped" (every removal is stamped after 1970): an `after` before 1970 missed nothing.
-        gone = after is not None and (dropped > max(after, 0) or any(i.removed_at < cutoff for i in items))
-        return Removals([i for i in items if i.removed_at >= cutoff], gone)
+        # Past a page's position, a tombstone dropped at its instant may be one of that instant not yet read.
+        lost = (after is not None and dropped > max(after, 0)) if start is None else dropped >= start[0]
+        gone = after is not None and (lost or any(i.removed_at < cutoff for i in items))
+        position = (items[-1].removed_at, items[-1].atom_id) if more else None
+        return Removals([i for i in items if i.removed_at >= cutoff], gone, position)
+
+
+def _past(low: int, start: Position | None) -> tuple[str, tuple[Any, ...]]:
+    """The join's low bound: past `low`, or past a page's position, as one range of the index
+    `(bucket, removed_at, atom_id)`: a page inside a wipe of 50,000 at one instant starts where the last
+    ended instead of scanning the instant from its start."""
+    if start is None:
+        return "t.removed_at > ?", (low,)
+    return "(t.removed_at, t.atom_id) > (?, ?)", start

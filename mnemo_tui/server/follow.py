@@ -5,7 +5,8 @@ A position P is an instant of the scope's bucket clock: every entry and removal 
 sent. On each wake-up the scope's clock `last` is read first, then what lies in (P, last]; an in-flight
 write holds the clock and stamps past `last`, so the next wake-up finds it. Events go out oldest part
 first, each `id:` the exact position it completes (entries newest first within an event), so a stream
-cut anywhere resumes from its last `id:` with nothing skipped and nothing sent twice.
+cut anywhere resumes from its last `id:` with nothing skipped and nothing sent twice (but the removals of
+an instant past 100 an event, whose cut events complete only the instant before: `window`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from mnemo_tui.server.wake import Follower, Hub
 
 if TYPE_CHECKING:
     from mnemo_tui.engine.interface import Engine
-    from mnemo_tui.removals import Removal
+    from mnemo_tui.removals import Position, Removal
     from mnemo_tui.server.pool import EnginePool
 
 
@@ -183,34 +184,35 @@ class Follow:
 
     async def window(self, after: int, last: int, *, removals: bool = True) -> bool:
         """Sends the scope's entries (and removals) in (after, last] in order of their instants, a run of one
-        kind an event, at most `CHUNK` entries an event; whether anything was sent.
+        kind an event, at most `CHUNK` entries (or removals) an event; whether anything was sent.
 
         Raises:
             RemovalsGone: tombstones after `after` were dropped (past the retention).
         """
-        who, scope = self.who, self.query.scope
-        gone: list[Removal] = []
-        if removals:
-            found = await self.run(lambda engine: engine.removals(who, scope, after, last))
-            if found.gone:
-                raise RemovalsGone(GONE, details={"reason": "removals_gone"})
-            gone = found.items
-        ri, position = 0, after
+        gone = _Removed(self, after, last) if removals else None
+        removal = await gone.head() if gone is not None else None  # a window past the retention: said first
+        position = after
         while True:
             page = await self.page(position, last)
             full = len(page) == CHUNK
             horizon = page[-1][0] if full else last
             ei = 0
-            while ei < len(page) or (ri < len(gone) and gone[ri].removed_at <= horizon):
+            while ei < len(page) or (removal is not None and removal.removed_at <= horizon):
                 next_entry = page[ei][0] if ei < len(page) else horizon + 1
-                if ri < len(gone) and gone[ri].removed_at < next_entry:
-                    run = []
-                    while ri < len(gone) and gone[ri].removed_at < next_entry and gone[ri].removed_at <= horizon:
-                        run.append(gone[ri].wire())
-                        ri += 1
-                    await self.emit(b"removed", dumps({"removed": run}), gone[ri - 1].removed_at)
+                if gone is not None and removal is not None and removal.removed_at < next_entry:
+                    run: list[Removal] = []
+                    while (
+                        removal is not None and removal.removed_at < min(next_entry, horizon + 1) and len(run) < CHUNK
+                    ):
+                        run.append(removal)
+                        removal = await gone.pop()
+                    # A run cut inside one instant (a set deleted at once) completes only the instant before:
+                    # a stream resumed from it hears that instant's removals again, and misses none.
+                    at = run[-1].removed_at
+                    split = removal is not None and removal.removed_at == at
+                    await self.emit(b"removed", dumps({"removed": [r.wire() for r in run]}), at - 1 if split else at)
                 else:
-                    next_removal = gone[ri].removed_at if ri < len(gone) else horizon + 1
+                    next_removal = removal.removed_at if removal is not None else horizon + 1
                     items = []
                     while ei < len(page) and page[ei][0] < next_removal:
                         items.append(page[ei])
@@ -280,6 +282,40 @@ class Follow:
         except Exception as exc:  # noqa: BLE001 - said on the stream, which then ends
             if not (follower.gone or hub.closed):
                 await write(failure_event(self.translate(exc)))
+
+
+class _Removed:
+    """The removals of one window of a follow, read `CHUNK` at a time as its events reach them (a follow
+    resumed from long ago never holds its scope's every tombstone)."""
+
+    def __init__(self, follow: Follow, after: int, last: int) -> None:
+        self.follow, self.after, self.last = follow, after, last
+        self.items: list[Removal] = []
+        self.at = 0
+        self.start: Position | None = None
+        self.more = True
+
+    async def head(self) -> Removal | None:
+        """The next removal of the window (None: no more), reading the next page when this one is spent.
+
+        Raises:
+            RemovalsGone: tombstones after the window's start were dropped (past the retention).
+        """
+        while self.at >= len(self.items) and self.more:
+            await self._read()
+        return self.items[self.at] if self.at < len(self.items) else None
+
+    async def _read(self) -> None:
+        who, scope, after, last, start = self.follow.who, self.follow.query.scope, self.after, self.last, self.start
+        found = await self.follow.run(lambda engine: engine.removals(who, scope, after, last, limit=CHUNK, start=start))
+        if found.gone:
+            raise RemovalsGone(GONE, details={"reason": "removals_gone"})
+        self.items, self.at, self.start, self.more = found.items, 0, found.next, found.next is not None
+
+    async def pop(self) -> Removal | None:
+        """Past the head: the next one."""
+        self.at += 1
+        return await self.head()
 
 
 async def _watch(request: Request, follower: Follower) -> None:

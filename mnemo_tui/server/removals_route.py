@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import Field
 
 from mnemo_tui import timefmt
-from mnemo_tui.errors import RemovalsGone
+from mnemo_tui.errors import RemovalsGone, Unprocessable
 from mnemo_tui.limits import parse_scope
+from mnemo_tui.removals import PAGE, position_of, position_wire
 from mnemo_tui.server.bodies import Instant, _Body
 from mnemo_tui.server.envelope import dumps
 
@@ -17,22 +18,40 @@ if TYPE_CHECKING:
     from mnemo_tui.server.routes import Call
 
 GONE = "removals newer than `after` were dropped (past the store's retention): re-read this scope"
+MAX_PAGE = PAGE  # the most removals a request may ask for (`limit`)
+# Removals answered whole to a request without `limit` (an older client): past it a 422 asks for `limit`,
+# so that client fails loudly instead of committing past removals it did not see.
+UNPAGED = 10_000
+LIMIT_REQUIRED = (
+    f"more than {UNPAGED} removals in this window: ask with `limit` (at most {MAX_PAGE}) and read on from `next`"
+)
 
 
 class RemovalsBody(_Body):
-    """`RemovalsRequestSchema`: a scope (as `domain` of a feed request) and the window `(after, upto]`."""
+    """`RemovalsRequestSchema`: a scope (as `domain` of a feed request), the window `(after, upto]`, and a page
+    (`limit`, and `next` from the page before)."""
 
     domain: Annotated[str, Field(max_length=200)] | None = None
     after: Instant | None = None
     upto: Instant | None = None
+    limit: Annotated[int, Field(ge=1, le=MAX_PAGE)] | None = None
+    next: Annotated[str, Field(max_length=240)] | None = None
 
 
 def removals(engine: Engine, who: str, call: Call) -> bytes:
-    """The removals of one scope in `(after, upto]`, oldest first; 410 `REMOVALS_GONE` past the retention."""
+    """One page of the removals of a scope in `(after, upto]`, oldest first, and the position of the rest
+    (`next`, null at the end); 410 `REMOVALS_GONE` past the retention, 422 past `UNPAGED` without `limit`."""
     b = call.body(RemovalsBody)
     after = None if b.after is None else timefmt.parse_iso(b.after)
     upto = None if b.upto is None else timefmt.parse_iso(b.upto)
-    found = engine.removals(who, parse_scope(b.domain), after, upto)
+    try:
+        start = None if b.next is None else position_of(b.next)
+    except ValueError:
+        raise Unprocessable("next: not a position this server handed out") from None
+    limit = UNPAGED if b.limit is None else b.limit
+    found = engine.removals(who, parse_scope(b.domain), after, upto, limit=limit, start=start)
     if found.gone:
         raise RemovalsGone(GONE, details={"reason": "removals_gone"})
-    return dumps({"removed": [r.wire() for r in found.items]})
+    if b.limit is None and found.next is not None:
+        raise Unprocessable(LIMIT_REQUIRED, details={"reason": "limit_required", "most": UNPAGED})
+    return dumps({"removed": [r.wire() for r in found.items], "next": position_wire(found.next)})
