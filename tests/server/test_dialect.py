@@ -77,7 +77,7 @@ def test_removals_after_a_time_before_1970_are_gone_only_where_something_was_dro
 ) -> None:
     old = {"after": "1969-07-20T20:17:00Z"}
     fresh = wire.post("/memory/removals", old)
-    assert fresh.status_code == 200 and fresh.json() == {"removed": []}
+    assert fresh.status_code == 200 and fresh.json() == {"removed": [], "next": None}
     one = wire.post("/memory/write", {"content": "one"}).json()["atom_id"]
     assert wire.client.delete(f"/api/v1/memory/atoms/{one}", headers={"X-Api-Key": wire.key}).json()["deleted"] == 1
     kept = wire.post("/memory/removals", old).json()["removed"]
