@@ -36,6 +36,8 @@ from mnemo_tui.server.endpoints import (
 )
 from mnemo_tui.server.envelope import dumps
 from mnemo_tui.server.follow import MAX_FOLLOWS, Bounds
+from mnemo_tui.server.logs import json_access_line
+from mnemo_tui.server.metrics import Metrics
 from mnemo_tui.server.middleware import (
     AccessLog,
     BodyLimits,
@@ -48,6 +50,7 @@ from mnemo_tui.server.middleware import (
     unrouted,
 )
 from mnemo_tui.server.pool import DEFAULT_WORKERS, READ, WRITE, EnginePool, Opener
+from mnemo_tui.server.probes import Operations, livez, metrics_endpoint, readyz
 from mnemo_tui.server.wake import HEARTBEAT_SECONDS
 
 MAX_BODY = 1 << 20  # 1 MiB
@@ -117,10 +120,12 @@ class App(Starlette):
     streams when the server stops and closes its database threads at the lifespan's end."""
 
     state: Served
+    operations: Operations  # the probes and the metrics (server/probes.py)
 
     def end_streams(self) -> None:
         """Every push follow ends now (the server begins to stop), and every stream whose client does not
         read ends within `streamed.STOP_GRACE` (uvicorn would cancel it, with a traceback)."""
+        self.operations.drain()
         self.state.hub.close()
         for stream in list(self.state.streams):
             stream.stop()
@@ -159,13 +164,18 @@ def create_app(
     heartbeat_seconds: float = HEARTBEAT_SECONDS,
     max_follows: int = MAX_FOLLOWS,
     deadlines: Deadlines | None = None,
+    observed: bool = True,
+    log_format: str = "text",
+    metrics_on_loopback: bool = False,
 ) -> App:
     """The app serving WIRE.md over an engine: the embedded store file at `store_path`, the PostgreSQL
     `database` (initialized when empty; an older schema migrated only with `migrate`; `pooled`: behind a
     transaction pooler, see `PgStore`), or what `opener` opens;
     each request's access line goes to `access`; push follows send a heartbeat after `heartbeat_seconds` of
     silence, `max_follows` of them open at once; `deadlines` watches its bodies' deadlines (the server's one
-    timer, shared with the connections' header deadlines by `mnemo serve`)."""
+    timer, shared with the connections' header deadlines by `mnemo serve`); `observed`: request ids and
+    metrics (off only for the benchmark's anchor); `log_format` `text` or `json` (server/logs.py);
+    `metrics_on_loopback`: `/metrics` answers a loopback client without a key."""
     if opener is None and database is not None:
         from mnemo_tui.engine.postgres import PgStore
 
@@ -195,6 +205,8 @@ def create_app(
         return Route(where, Methods(methods))
 
     health = probe(served)
+    operations = Operations(served, Metrics(), metrics_on_loopback=metrics_on_loopback)
+    served.pool.observe_wait = operations.metrics.db_wait.observe
     # The route table. Starlette tries the routes in order: the two hot paths first, and a literal path
     # before the parameters of its length (`/memory/rooms/join` is never a `{room_id}`). A parameter is one
     # whole segment (`segment`); `/memory/recent/` is an unknown path (no redirects).
@@ -238,11 +250,19 @@ def create_app(
         at(PREFIX + "/memory/domain/{domain:segment}", DELETE=api(plane_routes.domain_delete, "DELETE")),
         at(PREFIX + whoami_route.PATH, GET=whoami_route.handler(served)),
         at(PREFIX + "/memory/reset", DELETE=api(plane_routes.reset if allow_reset else reset_refused, "DELETE")),
+        at("/livez", GET=livez(operations)),
+        at("/readyz", GET=readyz(operations)),
+        at("/metrics", GET=metrics_endpoint(operations)),
     ]
     # Outermost first; Starlette adds its own error middleware outside them and its exception middleware
     # (the handlers below) inside them, next to the routes.
     middleware = [
-        Middleware(AccessLog, write=access),
+        Middleware(
+            AccessLog,
+            write=access,
+            metrics=operations.metrics if observed else None,
+            json_line=json_access_line(served) if log_format == "json" else None,
+        ),
         Middleware(Envelope),
         Middleware(AuthenticationMiddleware, backend=Keys(served.principal, PREFIX, PUBLIC), on_error=key_refusal),
         Middleware(
@@ -261,5 +281,6 @@ def create_app(
         lifespan=lifespan,
     )
     app.state = served
+    app.operations = operations
     app.router.redirect_slashes = False  # a trailing slash is an unknown path (404), never a redirect
     return app
