@@ -16,6 +16,8 @@ command -v unshare >/dev/null 2>&1 || need+=(util-linux)  # the read-only mount 
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || need+=(postgresql)
 # ... and put pgbouncer (transaction mode) in front of it for the pooler tests (issue 41)
 command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || need+=(pgbouncer)
+# ... and Prometheus's promtool checks the text of GET /metrics (issue 63)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # What the benchmarks and screenshots use; the tests do not.
 want=()
 command -v sqlite3 >/dev/null 2>&1 || want+=(sqlite3)

@@ -9,7 +9,7 @@ or memory stream per request.
 from __future__ import annotations
 
 import asyncio
-import os
+import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -67,14 +67,15 @@ def access_line(scope: Scope, status: int, started: float, rid: str | None = Non
 
 def new_request_id(scope: Scope) -> str:
     """The request's id: the caller's `X-Request-Id` when it is at most 128 visible ASCII characters, else a new
-    one (16 random hex digits)."""
+    one (16 random hex digits: an id is a token to search for, not a secret, so the process's own generator
+    makes it, without a system call a request)."""
     for name, value in scope["headers"]:
         if name == b"x-request-id":
             kept = sent_request_id(value.decode("latin-1"))
             if kept is not None:
                 return kept
             break
-    return os.urandom(8).hex()
+    return "%016x" % random.getrandbits(64)  # noqa: UP031 - the cheapest; not a secret
 
 
 class AccessLog:
@@ -119,8 +120,9 @@ class AccessLog:
             if message["type"] == "http.response.start":
                 status = message["status"]
                 headers = message.get("headers") or []
-                if not any(name.lower() == b"x-request-id" for name, _ in headers):
-                    message = {**message, "headers": [*headers, rid_header]}
+                # Only the envelope (`envelope.error`, a status of 400 or more) names the id already.
+                if status < 400 or not any(name.lower() == b"x-request-id" for name, _ in headers):
+                    message["headers"] = [*headers, rid_header]
             elif message["type"] == "http.response.body":
                 sent += len(message.get("body", b""))
             await send(message)

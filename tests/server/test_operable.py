@@ -90,6 +90,9 @@ def test_requests_are_counted_by_method_route_template_and_status(served: Served
     assert metric(text, "mnemo_http_requests_total", method="POST", route="unrouted", code="401") == 1
     assert metric(text, "mnemo_http_requests_total", method="OTHER", route="/api/v1/memory/recent", code="405") == 1
     assert metric(text, "mnemo_http_request_duration_seconds_count", method="GET", route=atoms) == 2
+    assert metric(text, "mnemo_http_request_duration_seconds_bucket", method="GET", route=atoms, le="+Inf") == 2
+    assert metric(text, "mnemo_http_request_duration_seconds_bucket", method="GET", route=atoms, le="10.0") == 2
+    assert 0 < metric(text, "mnemo_http_request_duration_seconds_sum", method="GET", route=atoms) < 20
     assert metric(text, "mnemo_http_request_body_bytes_total", method="POST", route="/api/v1/memory/write") > 10
     assert metric(text, "mnemo_http_response_body_bytes_total", method="GET", route=atoms) > 50
     for kind in ("follow", "walk", "mcp"):
@@ -127,8 +130,9 @@ def test_two_apps_in_one_process_count_apart(tmp_path: Path) -> None:
             a.get("/livez")
             a.get("/livez")
             b.get("/livez")
-            assert one.operations.metrics.requests.labels("GET", "/livez", "200")._value.get() == 2
-            assert two.operations.metrics.requests.labels("GET", "/livez", "200")._value.get() == 1
+            counted = {"method": "GET", "route": "/livez", "code": "200"}
+            assert metric(one.operations.metrics.render().decode(), "mnemo_http_requests_total", **counted) == 2
+            assert metric(two.operations.metrics.render().decode(), "mnemo_http_requests_total", **counted) == 1
     finally:
         one.close()
         two.close()
