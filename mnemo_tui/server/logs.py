@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.types import Scope
 
+from mnemo_tui.engine.ids import digest
 from mnemo_tui.server.middleware import Caller
 from mnemo_tui.server.pool import LOOKUP
 
@@ -58,7 +59,8 @@ class KeyIds:
         self.known: dict[str, str] = {}
 
     async def of(self, key: str) -> str | None:
-        found = self.known.get(key)
+        held = digest(key)  # kept by its hash, as the store keeps it: no key lingers in the cache
+        found = self.known.get(held)
         if found is None:
             try:
                 found = await self.lookup(key)
@@ -66,7 +68,7 @@ class KeyIds:
                 return None
             if len(self.known) >= MAX_KEY_IDS:
                 self.known.clear()
-            self.known[key] = found
+            self.known[held] = found
         return found or None
 
 

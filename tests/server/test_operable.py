@@ -310,3 +310,15 @@ def test_serve_logs_json_and_keeps_the_ready_line(cli: Any, json_serve: Any) -> 
 def test_serve_refuses_an_unknown_log_format(cli: Any) -> None:
     result = cli("serve", "--log-format", "xml")
     assert result.code == 2 and "--log-format must be text or json" in result.stderr
+
+
+def test_serve_counts_the_edges_refusals_and_opens_metrics_to_loopback(isolated_home: Path) -> None:
+    served = start_serve(isolated_home, "--metrics-on-loopback", "--max-header-bytes", "1024")
+    try:
+        origin = served.url.removesuffix("/api/v1")
+        assert httpx.get(origin + "/livez", headers={"X-Pad": "x" * 2048}, timeout=10).status_code == 431
+        text = httpx.get(origin + "/metrics", timeout=10).text  # no key: a loopback client, the flag given
+        assert metric(text, "mnemo_http_refusals_total", reason="431") == 1
+    finally:
+        code, log = served.stop(signal.SIGTERM)
+    assert code == 0 and "Traceback" not in log
