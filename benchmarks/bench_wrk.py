@@ -203,10 +203,64 @@ def start_serve_fn(store: Path, home: Path, observed: bool) -> tuple[subprocess.
     raise RuntimeError("the server did not start")
 
 
+def middleware_cost(requests: int = 20_000, rounds: int = 5) -> dict[str, float]:
+    """The access log's middleware alone, over an app that answers at once, in this process: microseconds a
+    request without request ids and metrics and with them (medians of alternated rounds)."""
+    import asyncio
+
+    from mnemo_tui.server.metrics import Metrics
+    from mnemo_tui.server.middleware import AccessLog
+
+    class Route:
+        path = "/api/v1/memory/recent"
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        scope["route"] = Route
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b'{"limit": 50}'}
+
+    async def send(message: dict[str, Any]) -> None:
+        return None
+
+    headers = [(b"host", b"127.0.0.1"), (b"x-api-key", b"mk_live_x"), (b"content-type", b"application/json")]
+    lines: list[str] = []
+
+    async def timed(middleware: Any) -> float:
+        started = time.perf_counter()
+        for _ in range(requests):
+            scope = {
+                "type": "http",
+                "method": "POST",
+                "path": Route.path,
+                "headers": headers,
+                "client": ("127.0.0.1", 1),
+            }
+            await middleware(scope, receive, send)
+        lines.clear()
+        return (time.perf_counter() - started) / requests * 1e6
+
+    async def alternate() -> dict[str, list[float]]:
+        plain, observed = AccessLog(app, lines.append), AccessLog(app, lines.append, metrics=Metrics())
+        got: dict[str, list[float]] = {"unobserved": [], "observed": []}
+        for _ in range(rounds):
+            got["unobserved"].append(await timed(plain))
+            got["observed"].append(await timed(observed))
+        return got
+
+    got = asyncio.run(alternate())
+    return {name: round(statistics.median(values), 2) for name, values in got.items()}
+
+
 def measure_operations(quick: bool, seconds: float | None = None, connections: int = 16) -> dict[str, Any]:
-    """Alternated wrk runs against `mnemo serve` with request ids and metrics, and without; medians."""
-    span = seconds if seconds is not None else (4.0 if quick else 10.0)
-    rounds = 2 if quick else 5
+    """Alternated wrk runs against `mnemo serve` with request ids and metrics, and without: the medians, and the
+    median of each round's ratio (on a loaded machine the rate swings 2x from one run to the next, and a
+    round's two runs are the nearest in time)."""
+    span = seconds if seconds is not None else (4.0 if quick else 5.0)
+    rounds = 2 if quick else 10
     with tempfile.TemporaryDirectory(prefix="mnemo-wrk-") as tmp:
         home = Path(tmp)
         on_store, off_store = home / "on.db", home / "off.db"
@@ -227,11 +281,17 @@ def measure_operations(quick: bool, seconds: float | None = None, connections: i
                 proc.terminate()
                 proc.wait(timeout=30)
     median = {name: {k: statistics.median(r[k] for r in got) for k in got[0]} for name, got in runs.items()}
+    cost = middleware_cost()
     ratio = median["observed"]["rate"] / median["unobserved"]["rate"] if median["unobserved"]["rate"] else None
     return {
         "observed": median["observed"],
         "unobserved": median["unobserved"],
         "rate_ratio": round(ratio, 3) if ratio else None,
+        "rate_ratio_by_round": round(
+            statistics.median(a["rate"] / b["rate"] for a, b in zip(runs["observed"], runs["unobserved"], strict=True)),
+            3,
+        ),
+        "middleware_us_a_request": cost,
         "each_run": {name: [round(r["rate"]) for r in got] for name, got in runs.items()},
         "rounds": rounds,
         "seconds": span,
