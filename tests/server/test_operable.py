@@ -184,6 +184,22 @@ def test_draining_is_not_ready_at_once_while_still_alive(served: Served) -> None
     assert served.client.get("/livez").status_code == 200
 
 
+def test_sigterm_drains_before_uvicorn_notices_it(tmp_path: Path) -> None:
+    """`mnemo serve`'s uvicorn server marks the app draining in the signal handler itself."""
+    import uvicorn
+
+    from mnemo_tui.server.run import Server
+
+    app = create_app(tmp_path / "d.db", workers=1)
+    try:
+        server = Server(uvicorn.Config(app), app.end_streams, app.operations.drain)
+        assert not app.operations.draining
+        server.handle_exit(signal.SIGTERM, None)
+        assert app.operations.draining and server.should_exit
+    finally:
+        app.close()
+
+
 def test_readyz_follows_the_database_away_and_back(pg_databases: Any) -> None:
     """PostgreSQL stopped hard: not ready within 5 s (the probe waits `READY_WAIT` at most), alive throughout,
     ready again within 15 s of its return."""
