@@ -1,6 +1,6 @@
 """Provides the server load benchmark against a bare ASGI anchor: `wrk` drives the write/page mix, pinned off the server's core.
 
-    python benchmarks/bench_wrk.py [--quick] [--seconds 10] [--connections 16]
+    python benchmarks/bench_wrk.py [--quick] [--seconds 10] [--connections 16] [--operations]
 
 `mnemo serve` (as a user starts it: access log on, to a file) and a bare ASGI callable that runs
 the engine's own statements for the same two requests (the key lookup, then a write: `BEGIN
@@ -12,6 +12,10 @@ last cursor seen) to core 1 with `taskset`, so the load generator does not eat t
 Runs alternate between the two servers (mnemo, bare, mnemo, bare, ...) and the medians are
 compared. Without `wrk` or `taskset` (or with fewer than 2 cores) the figures say so and are not
 measured.
+
+`--operations` (issue 63) compares `mnemo serve` with itself instead: as users run it (request ids and
+Prometheus metrics on) and with both off (`serve(observed=False)`, the access line as before), the
+same alternation; their ratio is what the ids and the metrics cost.
 """
 
 from __future__ import annotations
@@ -167,6 +171,132 @@ def start_mnemo(store: Path, home: Path) -> tuple[subprocess.Popen[bytes], str]:
         [TASKSET or "taskset", "-a", "-p", "-c", SERVER_CORE, str(proc.pid)], capture_output=True, check=True
     )
     return proc, url.removesuffix("/api/v1")
+
+
+# `mnemo serve`'s own `serve()` with request ids and metrics on or off (`observed`), logging to stderr as the
+# command does: both variants start alike, so only the switch differs.
+_SERVE = (
+    "import sys; from pathlib import Path; from mnemo_tui.server.run import serve; "
+    "sys.exit(serve(Path(sys.argv[1]), port=0, observed=sys.argv[2] == 'on'))"
+)
+
+
+def start_serve_fn(store: Path, home: Path, observed: bool) -> tuple[subprocess.Popen[bytes], str]:
+    """`run.serve()` over `store`, request ids and metrics on or off, pinned to the server core."""
+    log_path = home / f"serve-{'on' if observed else 'off'}.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")} | {"MNEMO_HOME": str(home)}
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            _pinned([sys.executable, "-c", _SERVE, str(store), "on" if observed else "off"], SERVER_CORE),
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env=env,
+        )
+    for _ in range(600):  # bounded: 30 s
+        found = re.search(r"ready at (http://\S+)/api/v1", log_path.read_text(errors="replace"))
+        if found:
+            return proc, found.group(1)
+        if proc.poll() is not None:
+            raise RuntimeError("the server exited: " + log_path.read_text(errors="replace"))
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("the server did not start")
+
+
+def middleware_cost(requests: int = 20_000, rounds: int = 5) -> dict[str, float]:
+    """The access log's middleware alone, over an app that answers at once, in this process: microseconds a
+    request without request ids and metrics and with them (medians of alternated rounds)."""
+    import asyncio
+
+    from mnemo_tui.server.metrics import Metrics
+    from mnemo_tui.server.middleware import AccessLog
+
+    class Route:
+        path = "/api/v1/memory/recent"
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        scope["route"] = Route
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b'{"limit": 50}'}
+
+    async def send(message: dict[str, Any]) -> None:
+        return None
+
+    headers = [(b"host", b"127.0.0.1"), (b"x-api-key", b"mk_live_x"), (b"content-type", b"application/json")]
+    lines: list[str] = []
+
+    async def timed(middleware: Any) -> float:
+        started = time.perf_counter()
+        for _ in range(requests):
+            scope = {
+                "type": "http",
+                "method": "POST",
+                "path": Route.path,
+                "headers": headers,
+                "client": ("127.0.0.1", 1),
+            }
+            await middleware(scope, receive, send)
+        lines.clear()
+        return (time.perf_counter() - started) / requests * 1e6
+
+    async def alternate() -> dict[str, list[float]]:
+        plain, observed = AccessLog(app, lines.append), AccessLog(app, lines.append, metrics=Metrics())
+        got: dict[str, list[float]] = {"unobserved": [], "observed": []}
+        for _ in range(rounds):
+            got["unobserved"].append(await timed(plain))
+            got["observed"].append(await timed(observed))
+        return got
+
+    got = asyncio.run(alternate())
+    return {name: round(statistics.median(values), 2) for name, values in got.items()}
+
+
+def measure_operations(quick: bool, seconds: float | None = None, connections: int = 16) -> dict[str, Any]:
+    """Alternated wrk runs against `mnemo serve` with request ids and metrics, and without: the medians, and the
+    median of each round's ratio (on a loaded machine the rate swings 2x from one run to the next, and a
+    round's two runs are the nearest in time)."""
+    span = seconds if seconds is not None else (4.0 if quick else 5.0)
+    rounds = 2 if quick else 10
+    with tempfile.TemporaryDirectory(prefix="mnemo-wrk-") as tmp:
+        home = Path(tmp)
+        on_store, off_store = home / "on.db", home / "off.db"
+        key = seed(on_store, 2_000 if quick else 20_000)
+        shutil.copyfile(on_store, off_store)
+        on, on_url = start_serve_fn(on_store, home, observed=True)
+        off, off_url = start_serve_fn(off_store, home, observed=False)
+        runs: dict[str, list[dict[str, float]]] = {"observed": [], "unobserved": []}
+        try:
+            drive(on_url, key, 1, connections)
+            drive(off_url, key, 1, connections)
+            for n in range(rounds):  # which goes first alternates too: neither always meets the warmer cache
+                order = [("observed", on_url), ("unobserved", off_url)]
+                for name, url in order if n % 2 == 0 else order[::-1]:
+                    runs[name].append(drive(url, key, span, connections))
+        finally:
+            for proc in (on, off):
+                proc.terminate()
+                proc.wait(timeout=30)
+    median = {name: {k: statistics.median(r[k] for r in got) for k in got[0]} for name, got in runs.items()}
+    cost = middleware_cost()
+    ratio = median["observed"]["rate"] / median["unobserved"]["rate"] if median["unobserved"]["rate"] else None
+    return {
+        "observed": median["observed"],
+        "unobserved": median["unobserved"],
+        "rate_ratio": round(ratio, 3) if ratio else None,
+        "rate_ratio_by_round": round(
+            statistics.median(a["rate"] / b["rate"] for a, b in zip(runs["observed"], runs["unobserved"], strict=True)),
+            3,
+        ),
+        "middleware_us_a_request": cost,
+        "each_run": {name: [round(r["rate"]) for r in got] for name, got in runs.items()},
+        "rounds": rounds,
+        "seconds": span,
+        "connections": connections,
+    }
 
 
 def start_bare(store: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -337,10 +467,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seconds", type=float, default=None)
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--operations", action="store_true", help="request ids and metrics on against off (issue 63)")
     args = parser.parse_args(argv)
     why = missing()
     if why is not None:
         print(f"not measured: {why}")
+        return 0
+    if args.operations:
+        print(json.dumps(measure_operations(args.quick, args.seconds, args.connections), indent=2))
         return 0
     result = measure(args.quick, args.seconds, args.connections)
     print(json.dumps(result, indent=2))

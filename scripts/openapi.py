@@ -108,7 +108,28 @@ OWN: dict[tuple[str, str], dict[int, str]] = {
     ("GET", "/health/ready"): {503: "The store does not answer (the same body, `ready` false)"},
     ("GET", "/mnemo/whoami"): {},
     ("GET", "/openapi.json"): {},
+    ("GET", "/livez"): {},
+    ("GET", "/readyz"): {503: "Not ready: the server is stopping, or its database did not answer within 2 s"},
+    ("GET", "/metrics"): {},
 }
+
+
+def _probe(name: str, meaning: str) -> dict[str, Any]:
+    """The prose of a Kubernetes-style probe at the origin (docs/server.md, "Operating it")."""
+    return {
+        "tags": ["mnemo"],
+        "summary": f"{name} probe (mnemo serve's extension)",
+        "description": f"**mnemo serve's extension:** {meaning} No key. `?verbose` lists each check, one a line. "
+        'See mnemo\'s docs/server.md, "Operating it".',
+        "operationId": f"{name.lower()}_get",
+        "parameters": [
+            {"name": "verbose", "in": "query", "required": False, "schema": {"type": "string"}, "allowEmptyValue": True}
+        ],
+        "responses": {
+            "200": {"description": "`ok`, or each check", "content": {"text/plain": {"schema": {"type": "string"}}}}
+        },
+    }
+
 
 # The prose of an operation the document does not have yet.
 NEW: dict[tuple[str, str], dict[str, Any]] = {
@@ -157,6 +178,20 @@ NEW: dict[tuple[str, str], dict[str, Any]] = {
             }
         },
     },
+    ("GET", "/livez"): _probe("Livez", "200 while the server's event loop answers, draining or not."),
+    ("GET", "/readyz"): _probe(
+        "Readyz", "200 when the server takes requests; 503 at once on SIGTERM and while its database does not answer."
+    ),
+    ("GET", "/metrics"): {
+        "tags": ["mnemo"],
+        "summary": "Prometheus metrics (mnemo serve's extension)",
+        "description": "**mnemo serve's extension:** this server's metrics in Prometheus's text format (requests, "
+        "durations, bytes, open streams, refusals, database threads). Any active key; without one only from a "
+        "loopback client of a server started with `--metrics-on-loopback`. No label names a principal, key, room, "
+        'domain or content. See mnemo\'s docs/server.md, "Operating it".',
+        "operationId": "metrics_get",
+        "responses": {"200": {"description": "The metrics", "content": {"text/plain": {"schema": {"type": "string"}}}}},
+    },
     ("GET", "/openapi.json"): {
         "tags": ["meta"],
         "summary": "This document",
@@ -200,7 +235,7 @@ def statuses(method: str, path: str) -> dict[int, str]:
     found = dict(EVERY)
     if path not in public():
         found |= KEYED
-    if path != "/openapi.json":
+    if path not in ("/openapi.json", "/livez"):
         found |= IN_A_THREAD
     if method == "POST":
         found |= WITH_A_BODY

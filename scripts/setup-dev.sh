@@ -18,6 +18,8 @@ ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/n
 command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ] || need+=(pgbouncer)
 # the MCP Inspector CLI drives `/mcp` of a real server (tests/agents/test_mcp_http.py): Node and npm
 command -v npm >/dev/null 2>&1 || need+=(npm)
+# ... and Prometheus's promtool checks the text of GET /metrics (issue 63)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # What the benchmarks and screenshots use; the tests do not.
 want=()
 command -v sqlite3 >/dev/null 2>&1 || want+=(sqlite3)

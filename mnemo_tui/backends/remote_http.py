@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import socket
 import ssl
 import time
@@ -479,12 +480,26 @@ def error_of(response: Answer) -> MnemoError:
             retryable = body["retryable"]
     if cls is AuthError:
         message += KEY_ADVICE
+    if status >= 500 and (rid := request_id_of(response, body)) is not None:
+        message += f" (request id {rid})"  # what the server's log line holds: a user's report leads to it
     if cls is Unavailable and details is not None and details.get("reason") == "commit_unknown":
         cls = FateUnknown  # the write may be stored: its caller must not send it again blindly
     exc = cls(message, details=details)
     if retryable is not None:
         exc.retryable = retryable
     return exc
+
+
+_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")
+
+
+def request_id_of(response: Answer, body: Any) -> str | None:
+    """The request's id as the server names it (the envelope's `requestId`, else `X-Request-Id`), when it is a
+    plain token (the server's words reach a terminal)."""
+    rid = body.get("requestId") if isinstance(body, dict) else None
+    if not isinstance(rid, str):
+        rid = response.headers.get("x-request-id")
+    return rid if isinstance(rid, str) and _REQUEST_ID.fullmatch(rid) else None
 
 
 def said_retryable(response: Answer) -> bool | None:

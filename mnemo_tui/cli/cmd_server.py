@@ -79,6 +79,18 @@ def serve(
             "--max-follows", metavar="N", help="Push follows open at once, 1-100000 (100 a key at most); past it 503."
         ),
     ] = 500,
+    log_format: Annotated[
+        str,
+        typer.Option(
+            "--log-format",
+            metavar="text|json",
+            help='Log lines on stderr: text, or one JSON object a line (docs/server.md, "Operating it").',
+        ),
+    ] = "text",
+    metrics_on_loopback: Annotated[
+        bool,
+        typer.Option("--metrics-on-loopback", help="Answer GET /metrics without a key to clients on this machine."),
+    ] = False,
     tombstone_retention: Annotated[
         str | None,
         typer.Option(
@@ -103,6 +115,8 @@ def serve(
     if database_pooler == "none" and not c.settings.database:
         raise ValidationError("--database-pooler is for a PostgreSQL database (--database)")
     pooled = database_pooler == "transaction"
+    if log_format not in ("text", "json"):
+        raise ValidationError(f"--log-format must be text or json, got {log_format!r}")
     for name, value, low, high in (
         ("--max-connections", max_connections, 1, 100_000),
         ("--header-timeout", header_timeout, 1, 3600),
@@ -144,6 +158,8 @@ def serve(
             pooled=pooled,
             edges=Edges(max_connections, header_timeout, max_header_bytes),
             max_follows=max_follows,
+            log_format=log_format,
+            metrics_on_loopback=metrics_on_loopback,
         )
     except OSError as exc:
         raise ValidationError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None

@@ -45,6 +45,8 @@ from mnemo_tui.server.endpoints import (
 )
 from mnemo_tui.server.envelope import dumps
 from mnemo_tui.server.follow import MAX_FOLLOWS, Bounds
+from mnemo_tui.server.logs import json_access_line
+from mnemo_tui.server.metrics import Metrics
 from mnemo_tui.server.middleware import (
     AccessLog,
     BodyLimits,
@@ -57,6 +59,7 @@ from mnemo_tui.server.middleware import (
     unrouted,
 )
 from mnemo_tui.server.pool import DEFAULT_WORKERS, READ, WRITE, EnginePool, Opener
+from mnemo_tui.server.probes import Operations, livez, metrics_endpoint, readyz
 from mnemo_tui.server.ratelimit import Limits
 from mnemo_tui.server.wake import HEARTBEAT_SECONDS
 
@@ -112,7 +115,10 @@ READS_BY_POST = frozenset(
 )
 
 # Paths that answer without a key; every other /api/v1 path checks the key before it is routed.
-PUBLIC = frozenset({PREFIX + "/health", PREFIX + "/ready", PREFIX + "/health/ready", "/openapi.json"})
+# The paths that need no key (`/metrics` checks its own: server/probes.py).
+PUBLIC = frozenset(
+    {PREFIX + "/health", PREFIX + "/ready", PREFIX + "/health/ready", "/openapi.json", "/livez", "/readyz"}
+)
 access_log = logging.getLogger("mnemo.access")
 
 
@@ -128,10 +134,12 @@ class App(Starlette):
 
     state: Served
     mcp: Any = None  # the MCP mount (`mcp_mount.McpMount`), when the mcp extra is installed
+    operations: Operations  # the probes and the metrics (server/probes.py)
 
     def end_streams(self) -> None:
         """Every push follow ends now (the server begins to stop), and every stream whose client does not
         read ends within `streamed.STOP_GRACE` (uvicorn would cancel it, with a traceback)."""
+        self.operations.drain()
         self.state.hub.close()
         for stream in list(self.state.streams):
             stream.stop()
@@ -175,6 +183,9 @@ def create_app(
     max_follows: int = MAX_FOLLOWS,
     deadlines: Deadlines | None = None,
     limits: Limits | None = None,
+    observed: bool = True,
+    log_format: str = "text",
+    metrics_on_loopback: bool = False,
 ) -> App:
     """The app serving WIRE.md over an engine: the embedded store file at `store_path`, the PostgreSQL
     `database` (initialized when empty; an older schema migrated only with `migrate`; `pooled`: behind a
@@ -182,7 +193,9 @@ def create_app(
     each request's access line goes to `access`; push follows send a heartbeat after `heartbeat_seconds` of
     silence, `max_follows` of them open at once; `deadlines` watches its bodies' deadlines (the server's one
     timer, shared with the connections' header deadlines by `mnemo serve`); `limits`: the request rates
-    (`ratelimit.PER_KEY` and `PER_ADDRESS` unless given)."""
+    (`ratelimit.PER_KEY` and `PER_ADDRESS` unless given); `observed`: request ids and
+    metrics (off only for the benchmark's anchor); `log_format` `text` or `json` (server/logs.py);
+    `metrics_on_loopback`: `/metrics` answers a loopback client without a key."""
     if opener is None and database is not None:
         from mnemo_tui.engine.postgres import PgStore
 
@@ -212,6 +225,8 @@ def create_app(
         return Route(where, Methods(methods))
 
     health = probe(served)
+    operations = Operations(served, Metrics(), metrics_on_loopback=metrics_on_loopback)
+    served.pool.observe_wait = operations.metrics.db_wait.observe
     # The route table. Starlette tries the routes in order: the two hot paths first, and a literal path
     # before the parameters of its length (`/memory/rooms/join` is never a `{room_id}`). A parameter is one
     # whole segment (`segment`); `/memory/recent/` is an unknown path (no redirects).
@@ -255,12 +270,20 @@ def create_app(
         at(PREFIX + "/memory/domain/{domain:segment}", DELETE=api(plane_routes.domain_delete, "DELETE")),
         at(PREFIX + whoami_route.PATH, GET=whoami_route.handler(served)),
         at(PREFIX + "/memory/reset", DELETE=api(plane_routes.reset if allow_reset else reset_refused, "DELETE")),
+        at("/livez", GET=livez(operations)),
+        at("/readyz", GET=readyz(operations)),
+        at("/metrics", GET=metrics_endpoint(operations)),
     ]
     # Outermost first; Starlette adds its own error middleware outside them and its exception middleware
     # (the handlers below) inside them, next to the routes.
     keys = Keys(served.principal, PREFIX, PUBLIC, Limits() if limits is None else limits)
     middleware = [
-        Middleware(AccessLog, write=access),
+        Middleware(
+            AccessLog,
+            write=access,
+            metrics=operations.metrics if observed else None,
+            json_line=json_access_line(served) if log_format == "json" else None,
+        ),
         Middleware(Envelope),
         Middleware(
             AuthenticationMiddleware,
@@ -287,5 +310,6 @@ def create_app(
     )
     app.state = served
     app.mcp = mcp
+    app.operations = operations
     app.router.redirect_slashes = False  # a trailing slash is an unknown path (404), never a redirect
     return app

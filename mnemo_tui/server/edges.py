@@ -14,6 +14,7 @@ deadline (watched by the server's one `Deadlines` timer), the cap (503, retryabl
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -97,6 +98,7 @@ class BoundedH11(H11Protocol):
     deadlines: Deadlines
     refused = False  # over the cap: answered 503 and never handed to uvicorn
     _sent_left = 0  # bytes the transport held unsent when the send deadline was set
+    count_refusal: Callable[[int], None] = staticmethod(lambda status: None)  # the metrics' (server/run.py)
     lingering = 0  # refused connections not closed yet, over the whole server
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -178,6 +180,7 @@ class BoundedH11(H11Protocol):
 
     def _answer(self, exc: MnemoError) -> None:
         answer = error(exc, None)
+        self.count_refusal(answer.status_code)
         headers = [*answer.raw_headers, (b"connection", b"close")]
         reason = HTTPStatus(answer.status_code).phrase.encode()
         start = h11.Response(status_code=answer.status_code, headers=headers, reason=reason)

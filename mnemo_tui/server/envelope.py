@@ -43,9 +43,20 @@ def ok(body: bytes | Any) -> Response:
     return Response(dumps(body), media_type=JSON)
 
 
+REQUEST_ID = "mnemo.request_id"  # the request's id in its scope (`middleware.AccessLog`)
+
+
 def request_id(request: HTTPConnection) -> str | None:
-    """The caller's `X-Request-Id`, when it is a sane token (echoed as `requestId`)."""
-    value = request.headers.get("x-request-id")
+    """The request's id (`middleware.AccessLog`), else the caller's `X-Request-Id` when it is a sane token
+    (at most 128 visible ASCII characters); echoed as `requestId`."""
+    found: str | None = request.scope.get(REQUEST_ID)
+    if found is not None:
+        return found
+    return sent_request_id(request.headers.get("x-request-id"))
+
+
+def sent_request_id(value: str | None) -> str | None:
+    """The caller's `X-Request-Id` kept, when it is a sane token; None otherwise."""
     if value is None or not _REQUEST_ID.match(value):
         return None
     return value

@@ -9,6 +9,7 @@ or memory stream per request.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -24,7 +25,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mnemo_tui.errors import AuthError, MnemoError, PayloadTooLarge, Unavailable
 from mnemo_tui.server import auth
 from mnemo_tui.server.deadlines import Deadlines
-from mnemo_tui.server.envelope import Refused, error, request_id, translate
+from mnemo_tui.server.envelope import REQUEST_ID, Refused, error, request_id, sent_request_id, translate
+from mnemo_tui.server.metrics import Metrics
 from mnemo_tui.server.ratelimit import Limited, Limits
 
 # -- the access log ---------------------------------------------------------------------------------
@@ -43,15 +45,16 @@ def _plain(text: str) -> bool:
     return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
 
 
-def access_line(scope: Scope, status: int, started: float) -> str:
-    """A request's access-log line: client, method, path (keys redacted), status, time. Never a header."""
+def access_line(scope: Scope, status: int, started: float, rid: str | None = None) -> str:
+    """A request's access-log line: client, method, path (keys redacted), status, time, principal, and its
+    request id when it has one. Never a header."""
     client = scope.get("client") or ("-", 0)
     host, method, path = str(client[0]), scope["method"], auth.redact(scope["path"])
     user = scope.get("user")
     principal = user.principal if isinstance(user, Caller) else "-"
     if not _plain(host + method + path + principal):  # one check for the four fields (all of them, nearly always)
         host, method, path, principal = loggable(host), loggable(method), loggable(path), loggable(principal)
-    return '%s:%s "%s %s" %s %.1fms principal=%s' % (  # noqa: UP031 - the cheapest formatting there is
+    line = '%s:%s "%s %s" %s %.1fms principal=%s' % (  # noqa: UP031 - the cheapest formatting there is
         host,
         client[1],
         method,
@@ -60,19 +63,82 @@ def access_line(scope: Scope, status: int, started: float) -> str:
         (time.perf_counter() - started) * 1000,
         principal,
     )
+    return line if rid is None else line + " rid=" + rid  # the id is visible ASCII already (`new_request_id`)
+
+
+def new_request_id(scope: Scope) -> str:
+    """The request's id: the caller's `X-Request-Id` when it is at most 128 visible ASCII characters, else a new
+    one (16 random hex digits: an id is a token to search for, not a secret, so the process's own generator
+    makes it, without a system call a request)."""
+    for name, value in scope["headers"]:
+        if name == b"x-request-id":
+            kept = sent_request_id(value.decode("latin-1"))
+            if kept is not None:
+                return kept
+            break
+    return "%016x" % random.getrandbits(64)  # noqa: UP031 - the cheapest; not a secret
 
 
 class AccessLog:
-    """One line a request (`access_line`), written once its answer ended, a stream's at its end."""
+    """One line a request (`access_line`, or `json_line` when given), written once its answer ended, a stream's
+    at its end. With `metrics` (`mnemo serve` always) each request also gets its id (kept in its scope, sent
+    back as `X-Request-Id` on every answer, written in its line) and is counted; without, neither (the
+    benchmark's anchor, docs/performance.md "Issue 63")."""
 
-    def __init__(self, app: ASGIApp, write: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        write: Callable[[str], None],
+        metrics: Metrics | None = None,
+        json_line: Callable[[Scope, int, float, str, str, int, int], Awaitable[str]] | None = None,
+    ) -> None:
         self.app = app
         self.write = write
+        self.metrics = metrics
+        self.json_line = json_line
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if self.metrics is None:
+            await self._plain(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+        received = sent = 0
+        rid = scope[REQUEST_ID] = new_request_id(scope)
+        rid_header = (b"x-request-id", rid.encode())
+
+        async def counted() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            return message
+
+        async def logged(message: Message) -> None:
+            nonlocal status, sent
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = message.get("headers") or []
+                # Only the envelope (`envelope.error`, a status of 400 or more) names the id already.
+                if status < 400 or not any(name.lower() == b"x-request-id" for name, _ in headers):
+                    message["headers"] = [*headers, rid_header]
+            elif message["type"] == "http.response.body":
+                sent += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, counted, logged)
+        finally:
+            route = self.metrics.route_of(scope)
+            self.metrics.request(scope["method"], route, status, time.perf_counter() - started, received, sent)
+            if self.json_line is None:
+                self.write(access_line(scope, status, started, rid))
+            else:
+                self.write(await self.json_line(scope, status, started, rid, route, received, sent))
+
+    async def _plain(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         status = 500
 
@@ -392,4 +458,9 @@ class RawPath:
             return
         routed = "/".join(Segment().to_string(part) for part in parts)
         # A copy: the access log and the messages keep the path the client sent, as uvicorn decoded it.
-        await self.app({**scope, "path": routed, "mnemo.path": scope["path"]}, receive, send)
+        inner = {**scope, "path": routed, "mnemo.path": scope["path"]}
+        try:
+            await self.app(inner, receive, send)
+        finally:
+            if "route" in inner:  # the route that answered, for the metrics' route template
+                scope["route"] = inner["route"]

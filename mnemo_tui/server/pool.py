@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from queue import Empty, SimpleQueue
@@ -19,7 +20,7 @@ READ, LOOKUP, WRITE = "read", "lookup", "write"  # what `EnginePool.run(at_once=
 # Writes on the event loop between two checkpoints in a thread: a few pages each, about SQLite's own
 # automatic checkpoint of 1,000 pages.
 CHECKPOINT_WRITES = 256
-Job = tuple[Callable[[Engine], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop]
+Job = tuple[Callable[[Engine], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoop, float]  # and when queued
 
 
 class EnginePool:
@@ -57,6 +58,11 @@ class EnginePool:
         self._started = False
         self._closed = False
         self._written_at_once = 0
+        # What the metrics read (server/metrics.py): each job's wait for a thread, the threads busy.
+        self.observe_wait: Callable[[float], None] | None = None
+        self.size = len(self._threads)
+        self.busy = 0
+        self._busy_lock = threading.Lock()
 
     def engine(self) -> Engine:
         """This thread's engine, opened on first use."""
@@ -115,21 +121,32 @@ class EnginePool:
                     self._started = True
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._jobs.put((fn, future, loop))
+        self._jobs.put((fn, future, loop, time.perf_counter()))
         return await future
+
+    def queued(self) -> int:
+        """Jobs waiting for a thread now."""
+        return self._jobs.qsize()
 
     def _work(self) -> None:
         while True:
             job = self._jobs.get()
             if job is None:
                 return
-            fn, future, loop = job
+            fn, future, loop, queued = job
+            if self.observe_wait is not None:
+                self.observe_wait(time.perf_counter() - queued)
+            with self._busy_lock:
+                self.busy += 1
             try:
                 result = self._call(fn)
             except BaseException as exc:  # noqa: BLE001 - handed to the caller, whatever it is
                 self._settle(loop, future, None, exc)
             else:
                 self._settle(loop, future, result, None)
+            finally:
+                with self._busy_lock:
+                    self.busy -= 1
 
     @staticmethod
     def _settle(

@@ -26,6 +26,7 @@ from mnemo_tui.server.app import PREFIX, create_app
 from mnemo_tui.server.deadlines import Deadlines
 from mnemo_tui.server.edges import Edges
 from mnemo_tui.server.follow import MAX_FOLLOWS
+from mnemo_tui.server.logs import JsonFormatter
 from mnemo_tui.server.ratelimit import Limits
 
 
@@ -83,9 +84,17 @@ class Server(uvicorn.Server):
     """uvicorn's server, which ends every push follow as it begins to shut down: uvicorn waits for open
     answers to finish, and a stream never would (its clients reconnect elsewhere or later)."""
 
-    def __init__(self, config: uvicorn.Config, end_streams: Callable[[], None]) -> None:
+    def __init__(
+        self, config: uvicorn.Config, end_streams: Callable[[], None], drain: Callable[[], None] = lambda: None
+    ) -> None:
         super().__init__(config)
         self.end_streams = end_streams
+        self.drain = drain
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # Not ready from the signal on (`/readyz`), before uvicorn's loop notices it.
+        self.drain()
+        super().handle_exit(sig, frame)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self.end_streams()
@@ -118,6 +127,11 @@ class BatchedHandler(logging.StreamHandler):  # type: ignore[type-arg]
             return
         if record.levelno >= logging.WARNING:
             self.flush()
+
+    def raw(self, text: str) -> None:
+        """A line written as it is (a JSON access line, `server/logs.py`)."""
+        with self.lock or nullcontext():
+            self._keep(text + "\n")
 
     def line(self, name: str, message: str) -> None:
         """An INFO line of logger `name`, as the formatter would spell it, without building a record
@@ -158,10 +172,12 @@ class BatchedHandler(logging.StreamHandler):  # type: ignore[type-arg]
         super().close()
 
 
-def configure_logging(stream: TextIO) -> BatchedHandler:
-    """Access and error lines on `stream` (stderr): the access log never holds a key or a header."""
+def configure_logging(stream: TextIO, log_format: str = "text") -> BatchedHandler:
+    """Access and error lines on `stream` (stderr), as text or one JSON object a line: the access log never
+    holds a key or a header."""
     handler = BatchedHandler(stream)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    plain = logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s")
+    handler.setFormatter(JsonFormatter() if log_format == "json" else plain)
     # A record carries no thread, process or source line (the format shows none): each costs a look-up.
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     logging._srcfile = None
@@ -185,12 +201,16 @@ def serve(
     edges: Edges | None = None,
     max_follows: int = MAX_FOLLOWS,
     limits: Limits | None = None,
+    log_format: str = "text",
+    metrics_on_loopback: bool = False,
+    observed: bool = True,
 ) -> int:
     """Serve the store (or the PostgreSQL `database`) until SIGINT or SIGTERM, its connections bounded by
-    `edges`, its push follows by `max_follows` and its request rates by `limits`; returns the exit code (0
+    `edges`, its push follows by `max_follows` and its request rates by `limits`, its log lines as
+    `log_format` (`text` or `json`; the `ready at` line is text in every format); returns the exit code (0
     after a clean stop)."""
     edges = file_room(edges or Edges())
-    log_handler = configure_logging(sys.stderr)
+    log_handler = configure_logging(sys.stderr, log_format)
     deadlines = Deadlines()  # the server's one timer: its connections' header deadlines and its bodies'
     app = create_app(
         store_path,
@@ -198,10 +218,13 @@ def serve(
         pooled=pooled,
         workers=workers,
         allow_reset=allow_reset,
-        access=partial(log_handler.line, "mnemo.access"),
+        access=log_handler.raw if log_format == "json" else partial(log_handler.line, "mnemo.access"),
         max_follows=max_follows,
         deadlines=deadlines,
         limits=limits,
+        observed=observed,
+        log_format=log_format,
+        metrics_on_loopback=metrics_on_loopback,
     )
     # Everything made so far (modules, the app, its routes) lives as long as the process: kept out of
     # the collector's passes, which then look only at what requests make.
@@ -217,6 +240,8 @@ def serve(
     where = f"database {database_identity(database)}" if database else f"store {store_path}"
     sys.stderr.write(f"mnemo serve: {where}\nmnemo serve: ready at {url} (Ctrl-C to stop)\n")
     sys.stderr.flush()
+    options = edges.uvicorn_options(deadlines)
+    options["http"].count_refusal = staticmethod(app.operations.metrics.refused)  # the edges' own refusals
     config = uvicorn.Config(
         app,
         log_config=None,
@@ -224,9 +249,9 @@ def serve(
         lifespan="on",
         server_header=False,
         timeout_graceful_shutdown=5,
-        **edges.uvicorn_options(deadlines),
+        **options,
     )
-    server = Server(config, app.end_streams)
+    server = Server(config, app.end_streams, app.operations.drain)
     stopping: list[int] = []
 
     def remember(signum: int, frame: FrameType | None) -> None:
