@@ -59,7 +59,7 @@ COMMANDS = {
     ),
     "profile": Row("mnemo_tui.cli.cmd_state", "profile", "The profiles of config.toml: list them, switch the default."),
     "keys": Row("mnemo_tui.cli.cmd_server", "keys", "API keys of `mnemo serve`: create, list, revoke."),
-    "db": Row("mnemo_tui.cli.cmd_server", "db", "Copy an embedded store into PostgreSQL; the search's language."),
+    "db": Row("mnemo_tui.cli.cmd_server", "db", "Copy an embedded store into PostgreSQL. The search's language."),
     "export": Row("mnemo_tui.cli.cmd_exchange", "export", "Every entry and room you may read, as NDJSON; no secret."),
     "import": Row(
         "mnemo_tui.cli.cmd_exchange", "import_", "Put an export into this backend; twice stores nothing new."

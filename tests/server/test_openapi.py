@@ -70,7 +70,10 @@ def test_what_the_hosted_description_left_out_is_declared() -> None:
     assert "delete" in paths["/api/v1/memory/rooms/{room_id}"]
     for operation in ("write_batch", "write-batch", "graph", "feedback", "consolidate"):
         assert {"413", "401"} <= set(paths[f"/api/v1/memory/{operation}"]["post"]["responses"])
-    assert all(path.startswith("/api/v1/") or path == "/openapi.json" for path in paths)
+    # Absolute paths: under /api/v1, or the origin's own (WIRE.md: the document, the probes, the metrics).
+    assert all(
+        path.startswith("/api/v1/") or path in ("/openapi.json", "/livez", "/readyz", "/metrics") for path in paths
+    )
 
 
 def test_the_component_schemas_are_still_the_hosted_services_own() -> None:
