@@ -51,6 +51,10 @@ class Served(Protocol):
 MAX_FOLLOWS = 500  # open at once on one server (`mnemo serve --max-follows`)
 MAX_FOLLOWS_PER_KEY = 100
 CHUNK = 100  # entries an event carries at most
+# An event's items (their UTF-8 texts and commas) total at most this, so that a stalled follow holds about
+# two events (the one being sent, the one held back) and an entries event stays far below the client's cap
+# (`remote_follow.MAX_EVENT`, 32 MiB) whatever the entries: an entry larger than the bound goes alone.
+EVENT_BYTES = 1 << 20
 RETRY_MS = 2000
 MEDIA = "text/event-stream; charset=utf-8"
 HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
@@ -129,9 +133,12 @@ class Follow:
     async def run(self, fn: Callable[[Engine], Any]) -> Any:
         return await self.served.pool.run(fn, at_once=READ)
 
-    async def page(self, after: int, last: int) -> list[tuple[int, str]]:
+    async def page(self, after: int, last: int) -> tuple[list[tuple[int, str]], bool]:
+        """The window's next event of entries (at most `CHUNK` and `EVENT_BYTES`), and whether more follow."""
         who, q = self.who, self.query
-        found: list[tuple[int, str]] = await self.run(lambda engine: engine.entries_after(who, q, after, last, CHUNK))
+        found: tuple[list[tuple[int, str]], bool] = await self.run(
+            lambda engine: engine.entries_after(who, q, after, last, CHUNK, EVENT_BYTES)
+        )
         return found
 
     async def position(self) -> tuple[int, bool]:
@@ -183,7 +190,7 @@ class Follow:
 
     async def window(self, after: int, last: int, *, removals: bool = True) -> bool:
         """Sends the scope's entries (and removals) in (after, last] in order of their instants, a run of one
-        kind an event, at most `CHUNK` entries an event; whether anything was sent.
+        kind an event, at most `CHUNK` entries and `EVENT_BYTES` of them an event; whether anything was sent.
 
         Raises:
             RemovalsGone: tombstones after `after` were dropped (past the retention).
@@ -197,8 +204,7 @@ class Follow:
             gone = found.items
         ri, position = 0, after
         while True:
-            page = await self.page(position, last)
-            full = len(page) == CHUNK
+            page, full = await self.page(position, last)
             horizon = page[-1][0] if full else last
             ei = 0
             while ei < len(page) or (ri < len(gone) and gone[ri].removed_at <= horizon):
@@ -228,19 +234,10 @@ class Follow:
             return
         if since is not None:
             sent = await self.window(since - 1, last, removals=False)
-        else:
-            q = self.query
-            page = RecentQuery(
-                scope=q.scope,
-                until=last,
-                exclude_author=q.exclude_author,
-                limit=q.limit,
-                include_history=q.include_history,
-            )
-            who = self.who
-            found = await self.run(lambda engine: engine.recent_wire(who, page))
-            await self.send(event(b"entries", b'{"items":[' + ",".join(found.items).encode() + b"]}", last))
-            sent = True
+        else:  # the newest page: its window, oldest part first in bounded events as any window
+            who, q = self.who, self.query
+            first = await self.run(lambda engine: engine.page_start(who, q, last))
+            sent = await self.window(first, last, removals=False)
         if not sent:  # the client learns its position at once
             await self.send(event(b"entries", b'{"items":[]}', last))
 
