@@ -104,6 +104,8 @@ def last_event_id(request: Request) -> int | None:
 def event(name: bytes, data: bytes, position: int | None) -> bytes:
     """One server-sent event; `data` on as many `data:` lines as it has lines (JSON has none but whitespace)."""
     head = b"event: " + name + b"\n" + (b"id: %d\n" % position if position is not None else b"")
+    if b"\n" not in data and b"\r" not in data:  # compact JSON: one line, copied once (an event may be 1 MiB)
+        return b"".join((head, b"data: ", data, b"\n\n"))
     return head + b"".join(b"data: " + line + b"\n" for line in _LINES.split(data)) + b"\n"
 
 
@@ -177,8 +179,11 @@ class Follow:
     async def emit(self, name: bytes, data: bytes, position: int) -> None:
         """Sends the event held back, with its own position, and holds this one: the last of a window goes
         out with the window's end as its position (`flush`)."""
-        if self._held is not None:
-            await self.send(event(*self._held, self._held_at))
+        held, self._held = self._held, None
+        if held is not None:  # sent as its event only: a stalled client holds it once, beside the one held back
+            framed = event(*held, self._held_at)
+            del held
+            await self.send(framed)
         self._held, self._held_at = (name, data), position
 
     async def flush(self, last: int) -> bool:
@@ -217,12 +222,14 @@ class Follow:
                     await self.emit(b"removed", dumps({"removed": run}), gone[ri - 1].removed_at)
                 else:
                     next_removal = gone[ri].removed_at if ri < len(gone) else horizon + 1
-                    items = []
+                    first = ei
                     while ei < len(page) and page[ei][0] < next_removal:
-                        items.append(page[ei])
                         ei += 1
-                    wires = ",".join(wire for _, wire in reversed(items)).encode()
-                    await self.emit(b"entries", b'{"items":[' + wires + b"]}", items[-1][0])
+                    at = page[ei - 1][0]
+                    data = b'{"items":[' + ",".join(wire for _, wire in reversed(page[first:ei])).encode() + b"]}"
+                    page[first:ei] = [(t, "") for t, _ in page[first:ei]]  # their texts are the event's now
+                    await self.emit(b"entries", data, at)
+                    del data
             if not full:
                 break
             position = horizon

@@ -99,7 +99,8 @@ def answer(
     async def produce(write: Write) -> None:
         gone = asyncio.ensure_future(_gone(receive))
         try:
-            current = first
+            current = first[:]
+            first.clear()  # the stream's texts are `current`'s only, let go once encoded
             while True:
                 part = b"".join(page_json(one) + b"\n" for one in current)
                 cursor = current[-1].next_cursor
