@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from conftest import Target
 from follow_helpers import client, following, write
 from wire_servers import served_store
@@ -17,6 +18,7 @@ from wire_servers import served_store
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.engine.feed import item_bytes
 from mnemo_tui.engine.store import Store
+from mnemo_tui.errors import Forbidden, ValidationError
 from mnemo_tui.model import RecentQuery
 from mnemo_tui.server import follow, walk_stream
 from mnemo_tui.server.routes import page_json
@@ -162,3 +164,27 @@ def test_follow_events_of_fat_entries_stay_within_the_event_bound_and_every_entr
 
     with served_store(tmp_path / "s.db") as server:
         asyncio.run(scenario(server.url))
+
+
+def test_a_walk_part_refuses_what_a_page_refuses_and_reads_a_room_as_a_page_does(target: Target) -> None:
+    engine = target.open()
+    try:
+        with pytest.raises(Forbidden):
+            engine.recent_wire_pages("alice", RecentQuery(scope="xroom:room_01ARZ3NDEKTSV4RRFFQ69G5FAV"), 4, 1 << 20)
+        with pytest.raises(ValidationError):
+            engine.recent_wire_pages("alice", RecentQuery(cursor="AAAA"), 4, 1 << 20)
+        room = engine.create_room("alice", "fat room")
+        scope = f"xroom:{room.room_id}"
+        for i in range(12):
+            engine.write("alice", WriteRequest(content=_sized(i), domain=scope))
+        q = RecentQuery(scope=scope, limit=5)
+        part = engine.recent_wire_pages("alice", q, 2, 1 << 20)
+        assert [page.items for page in part] == [
+            engine.recent_wire("alice", q).items,
+            engine.recent_wire("alice", q.replace(cursor=part[0].next_cursor)).items,
+        ]
+        assert part[-1].next_cursor is not None
+        with pytest.raises(Forbidden):
+            engine.recent_wire_pages("bob", q, 2, 1 << 20)
+    finally:
+        engine.close()
