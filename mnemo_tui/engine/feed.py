@@ -146,12 +146,25 @@ class FeedOps(Database):
         few rows at a time, so no more than that is read past the bound (trimming a whole page after reading
         it held the whole page).
         """
+        text = itemgetter(wire)
         with self.lock:
             cur = self.db.execute(sql, (*params, count + 1))
             try:
                 rows: list[Any] = []
                 size = 0
                 while chunk := cur.fetchmany(_STEP):
+                    # A chunk is measured in one pass of C (the walk's hot path); only the chunk the bound
+                    # falls in is walked row by row.
+                    if spliced:
+                        whole = sum(item_bytes(row[wire], row[wire + 1]) for row in chunk)
+                    else:
+                        texts = list(map(text, chunk))
+                        ascii_only = all(map(str.isascii, texts))  # then a text's length is its bytes'
+                        whole = sum(map(len, texts if ascii_only else map(str.encode, texts))) + len(texts)
+                    if size + whole <= max_bytes and len(rows) + len(chunk) <= count:
+                        rows += chunk
+                        size += whole
+                        continue
                     for row in chunk:
                         size += item_bytes(row[wire], row[wire + 1] if spliced else None)
                         if len(rows) == count or (size > max_bytes and rows):
