@@ -22,6 +22,15 @@ if TYPE_CHECKING:
 _FEED_COLUMNS = "a.created_at, a.atom_id, a.wire, a.superseded_by"
 _FIRST = itemgetter(0)
 _WIRE = itemgetter(2)
+_STEP = 32  # rows a bounded read takes from SQLite at a time (`FeedOps.bounded_rows`)
+# What `with_superseded_by` adds to a wire text besides the id: `,"superseded_by":"` and `"`.
+SPLICE_BYTES = 19
+
+
+def item_bytes(wire: str, superseded_by: str | None = None) -> int:
+    """The bytes an entry adds to a page or an event's items: its UTF-8 text as sent and a comma."""
+    size = len(wire) if wire.isascii() else len(wire.encode())
+    return size + 1 + (0 if superseded_by is None else SPLICE_BYTES + len(superseded_by))
 
 
 class Matching(Value):
@@ -89,6 +98,81 @@ class FeedOps(Database):
         if spliced:
             return WirePage([w if s is None else with_superseded_by(w, s) for _c, _a, w, s in rows], cursor)
         return WirePage(list(map(_WIRE, rows)), cursor)
+
+    def recent_wire_pages(self, principal: str, q: RecentQuery, pages: int, max_bytes: int) -> list[WirePage]:
+        """The next pages of a walk from the query's cursor, from one statement: up to `pages` pages of `limit`
+        entries, while their items total at most `max_bytes` (`bounded_rows`), each but the walk's last with
+        the cursor of its last entry. A page may be short only where the bound cut it (it is the list's last,
+        and carries a cursor); a read that finds nothing is one empty last page.
+
+        The cursor is checked once, the statement run once and only the cursors handed out are signed, where
+        a page at a time does all three a page (issue 64).
+
+        Raises:
+            ValidationError: bad limit, scope, times or cursor.
+            Forbidden: a room the principal is not a member of, or that does not exist.
+        """
+        limit, plan = _checked_plan(principal, q, True)
+        params = self._positioned(plan, q)
+        rows, more = self.bounded_rows(
+            plan.sql, params, limit * pages, max_bytes, 2, plan.spliced, "created_at DESC, atom_id DESC"
+        )
+        if not rows:
+            if plan.room_id is not None:
+                with self.reading():
+                    self.require_member(principal, plan.room_id)
+            return [WirePage([], None)]
+        read = []
+        for start in range(0, len(rows), limit):
+            chunk = rows[start : start + limit]
+            cursor = None
+            if more or start + limit < len(rows):
+                cursor = cursors.encode(self.secret, plan.bound, chunk[-1][0], chunk[-1][1])
+            if plan.spliced:
+                read.append(WirePage([w if s is None else with_superseded_by(w, s) for _c, _a, w, s in chunk], cursor))
+            else:
+                read.append(WirePage(list(map(_WIRE, chunk)), cursor))
+        return read
+
+    def bounded_rows(
+        self, sql: str, params: tuple[Any, ...], count: int, max_bytes: int, wire: int, spliced: bool, order: str
+    ) -> tuple[list[Any], bool]:
+        """The first rows of a statement ending in `LIMIT ?` (given `count + 1` here): at most `count`, and
+        while the items they make total at most `max_bytes` of UTF-8 (`item_bytes`; the first row is kept
+        whatever its size), and whether more rows follow.
+
+        Column `wire` is the wire text, followed by `superseded_by` when `spliced`; `order` is the
+        statement's order by its column names (PostgreSQL's bound reads it). SQLite steps the statement a
+        few rows at a time, so no more than that is read past the bound (trimming a whole page after reading
+        it held the whole page).
+        """
+        text = itemgetter(wire)
+        with self.lock:
+            cur = self.db.execute(sql, (*params, count + 1))
+            try:
+                rows: list[Any] = []
+                size = 0
+                while chunk := cur.fetchmany(_STEP):
+                    # A chunk is measured in one pass of C (the walk's hot path); only the chunk the bound
+                    # falls in is walked row by row.
+                    if spliced:
+                        whole = sum(item_bytes(row[wire], row[wire + 1]) for row in chunk)
+                    else:
+                        texts = list(map(text, chunk))
+                        ascii_only = all(map(str.isascii, texts))  # then a text's length is its bytes'
+                        whole = sum(map(len, texts if ascii_only else map(str.encode, texts))) + len(texts)
+                    if size + whole <= max_bytes and len(rows) + len(chunk) <= count:
+                        rows += chunk
+                        size += whole
+                        continue
+                    for row in chunk:
+                        size += item_bytes(row[wire], row[wire + 1] if spliced else None)
+                        if len(rows) == count or (size > max_bytes and rows):
+                            return rows, True
+                        rows.append(row)
+                return rows, False
+            finally:
+                cur.close()
 
     def stream_wire(self, principal: str, q: RecentQuery, chunk: int | None = None) -> Iterator[list[str]]:
         """Every remaining entry of a walk as wire JSON strings, in chunks (of `chunk` rows, or the

@@ -31,6 +31,12 @@ class FollowOps(Database):
 
     kind: str
 
+    if TYPE_CHECKING:  # `FeedOps.bounded_rows`, beside which every engine has these reads
+
+        def bounded_rows(
+            self, sql: str, params: tuple[Any, ...], count: int, max_bytes: int, wire: int, spliced: bool, order: str
+        ) -> tuple[list[Any], bool]: ...
+
     def bucket_clocks(self, buckets: list[int]) -> dict[int, int]:
         """The clocks (`last_created_at`) of these buckets, in one statement: what a server's hub reads once
         a wake-up for all its followers, so a follower whose bucket did not move reads nothing itself."""
@@ -68,9 +74,13 @@ class FollowOps(Database):
             raise Forbidden(NOT_A_MEMBER)
         return int(row[0]), bool(row[1]), int(row[2])
 
-    def entries_after(self, principal: str, q: RecentQuery, after: int, upto: int, limit: int) -> list[tuple[int, str]]:
+    def entries_after(
+        self, principal: str, q: RecentQuery, after: int, upto: int, limit: int, max_bytes: int | None = None
+    ) -> tuple[list[tuple[int, str]], bool]:
         """The scope's entries with `after < created_at <= upto` (the query's author and history filters
-        applied; its times, cursor and limit not), oldest first, at most `limit`: (created_at, wire).
+        applied; its times, cursor and limit not), oldest first, at most `limit` and, given `max_bytes`, while
+        their items total at most that (`FeedOps.bounded_rows`): (created_at, wire) each, and whether more
+        entries of the window follow.
 
         Within one bucket instants are unique, so the instant of the last row is an exact position to
         read the next page after.
@@ -82,7 +92,27 @@ class FollowOps(Database):
         sql, params = scoped(principal, base.scope, columns, "atoms a")
         more, extra = filtered(base)
         sql += more + " AND a.created_at > ? AND a.created_at <= ? ORDER BY a.created_at, a.atom_id LIMIT ?"
-        rows: list[Any] = self.fetch_all(sql, (*params, *extra, after, upto, limit))
+        rows: list[Any]
+        if max_bytes is None:
+            rows = self.fetch_all(sql, (*params, *extra, after, upto, limit + 1))
+            following = len(rows) > limit
+            del rows[limit:]
+        else:
+            rows, following = self.bounded_rows(
+                sql, (*params, *extra, after, upto), limit, max_bytes, 1, spliced, "created_at"
+            )
         if spliced:
-            return [(int(r[0]), r[1] if r[2] is None else with_superseded_by(r[1], r[2])) for r in rows]
-        return [(int(r[0]), r[1]) for r in rows]
+            return [(int(r[0]), r[1] if r[2] is None else with_superseded_by(r[1], r[2])) for r in rows], following
+        return [(int(r[0]), r[1]) for r in rows], following
+
+    def page_start(self, principal: str, q: RecentQuery, upto: int) -> int:
+        """The position after which the scope's newest `q.limit` entries at or before `upto` lie (the query's
+        author and history filters applied, as `entries_after`): the instant before the oldest of them, or
+        0 when the scope holds fewer. A follow's first page is that window, read oldest first in bounded
+        events as any other."""
+        base = RecentQuery(scope=q.scope, exclude_author=q.exclude_author, include_history=q.include_history)
+        sql, params = scoped(principal, base.scope, "a.created_at", "atoms a")
+        more, extra = filtered(base)
+        sql += more + " AND a.created_at <= ? ORDER BY a.created_at DESC, a.atom_id DESC LIMIT 1 OFFSET ?"
+        rows = self.fetch_all(sql, (*params, *extra, upto, q.limit - 1))
+        return int(rows[0][0]) - 1 if rows else 0

@@ -29,7 +29,7 @@ from mnemo_tui.engine import fts
 from mnemo_tui.engine import pg_schema as schema
 from mnemo_tui.engine.atoms import AtomOps, insert_sql
 from mnemo_tui.engine.database import Clock, Database, deadline
-from mnemo_tui.engine.feed import FeedOps, Matching
+from mnemo_tui.engine.feed import SPLICE_BYTES, FeedOps, Matching
 from mnemo_tui.engine.follow import FollowOps
 from mnemo_tui.engine.keys import KeyOps
 from mnemo_tui.engine.memory_plane import MemoryOps
@@ -452,6 +452,24 @@ class PgDatabase(Database):
         with self.reading() as db:
             rows: list[Any] = db.execute(sql, params).fetchall()
             return rows
+
+    def bounded_rows(
+        self, sql: str, params: tuple[Any, ...], count: int, max_bytes: int, wire: int, spliced: bool, order: str
+    ) -> tuple[list[Any], bool]:
+        """`FeedOps.bounded_rows` in one round trip: the database sums the items' bytes (as `item_bytes`
+        does) over the statement's rows and sends only those within the bound, so the server never holds
+        more than the bound (a client-side cursor receives the whole result)."""
+        names = "t.superseded_by" if spliced else "NULL"
+        size = f"octet_length(t.wire) + 1 + coalesce(octet_length({names}) + {SPLICE_BYTES}, 0)"
+        bounded = (
+            f"SELECT * FROM (SELECT t.*, sum({size}) OVER w, row_number() OVER w, count(*) OVER () FROM ({sql}) t "
+            f"WINDOW w AS (ORDER BY {', '.join('t.' + part.strip() for part in order.split(','))} "
+            "ROWS UNBOUNDED PRECEDING)) u WHERE u.sum <= ? OR u.row_number = 1"
+        )
+        found = self.fetch_all(bounded, (*params, count + 1, max_bytes))
+        rows = [r[:-3] for r in found[:count]]
+        total = int(found[0][-1]) if found else 0
+        return rows, total > len(rows)
 
     @contextmanager
     def transaction(self) -> Iterator[PgConnection]:  # type: ignore[override]

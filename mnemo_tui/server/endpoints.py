@@ -119,7 +119,7 @@ def recent_endpoint(served: Served, one_page: Handler) -> Handler:
         served.walks.take(who.key)  # before any page is read: a key past its bound costs no database thread
         streaming = False
         try:
-            first = await served.pool.run(partial(walk_stream.page, who=who.principal, query=query))
+            first = await served.pool.run(partial(walk_stream.first, who=who.principal, query=query))
             give = partial(served.walks.give, who.key)
             walk = walk_stream.answer(
                 served.pool,

@@ -52,6 +52,10 @@ class Served(Protocol):
 MAX_FOLLOWS = 500  # open at once on one server (`mnemo serve --max-follows`)
 MAX_FOLLOWS_PER_KEY = 100
 CHUNK = 100  # entries an event carries at most
+# An event's items (their UTF-8 texts and commas) total at most this, so that a stalled follow holds about
+# two events (the one being sent, the one held back) and an entries event stays far below the client's cap
+# (`remote_follow.MAX_EVENT`, 32 MiB) whatever the entries: an entry larger than the bound goes alone.
+EVENT_BYTES = 1 << 20
 RETRY_MS = 2000
 MEDIA = "text/event-stream; charset=utf-8"
 HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
@@ -101,6 +105,8 @@ def last_event_id(request: Request) -> int | None:
 def event(name: bytes, data: bytes, position: int | None) -> bytes:
     """One server-sent event; `data` on as many `data:` lines as it has lines (JSON has none but whitespace)."""
     head = b"event: " + name + b"\n" + (b"id: %d\n" % position if position is not None else b"")
+    if b"\n" not in data and b"\r" not in data:  # compact JSON: one line, copied once (an event may be 1 MiB)
+        return b"".join((head, b"data: ", data, b"\n\n"))
     return head + b"".join(b"data: " + line + b"\n" for line in _LINES.split(data)) + b"\n"
 
 
@@ -130,9 +136,12 @@ class Follow:
     async def run(self, fn: Callable[[Engine], Any]) -> Any:
         return await self.served.pool.run(fn, at_once=READ)
 
-    async def page(self, after: int, last: int) -> list[tuple[int, str]]:
+    async def page(self, after: int, last: int) -> tuple[list[tuple[int, str]], bool]:
+        """The window's next event of entries (at most `CHUNK` and `EVENT_BYTES`), and whether more follow."""
         who, q = self.who, self.query
-        found: list[tuple[int, str]] = await self.run(lambda engine: engine.entries_after(who, q, after, last, CHUNK))
+        found: tuple[list[tuple[int, str]], bool] = await self.run(
+            lambda engine: engine.entries_after(who, q, after, last, CHUNK, EVENT_BYTES)
+        )
         return found
 
     async def position(self) -> tuple[int, bool]:
@@ -171,8 +180,11 @@ class Follow:
     async def emit(self, name: bytes, data: bytes, position: int) -> None:
         """Sends the event held back, with its own position, and holds this one: the last of a window goes
         out with the window's end as its position (`flush`)."""
-        if self._held is not None:
-            await self.send(event(*self._held, self._held_at))
+        held, self._held = self._held, None
+        if held is not None:  # sent as its event only: a stalled client holds it once, beside the one held back
+            framed = event(*held, self._held_at)
+            del held
+            await self.send(framed)
         self._held, self._held_at = (name, data), position
 
     async def flush(self, last: int) -> bool:
@@ -184,7 +196,8 @@ class Follow:
 
     async def window(self, after: int, last: int, *, removals: bool = True) -> bool:
         """Sends the scope's entries (and removals) in (after, last] in order of their instants, a run of one
-        kind an event, at most `CHUNK` entries (or removals) an event; whether anything was sent.
+        kind an event, at most `CHUNK` entries and `EVENT_BYTES` of them (or `CHUNK` removals) an event; whether
+        anything was sent.
 
         Raises:
             RemovalsGone: tombstones after `after` were dropped (past the retention).
@@ -193,8 +206,7 @@ class Follow:
         removal = await gone.head() if gone is not None else None  # a window past the retention: said first
         position = after
         while True:
-            page = await self.page(position, last)
-            full = len(page) == CHUNK
+            page, full = await self.page(position, last)
             horizon = page[-1][0] if full else last
             ei = 0
             while ei < len(page) or (removal is not None and removal.removed_at <= horizon):
@@ -213,12 +225,14 @@ class Follow:
                     await self.emit(b"removed", dumps({"removed": [r.wire() for r in run]}), at - 1 if split else at)
                 else:
                     next_removal = removal.removed_at if removal is not None else horizon + 1
-                    items = []
+                    first = ei
                     while ei < len(page) and page[ei][0] < next_removal:
-                        items.append(page[ei])
                         ei += 1
-                    wires = ",".join(wire for _, wire in reversed(items)).encode()
-                    await self.emit(b"entries", b'{"items":[' + wires + b"]}", items[-1][0])
+                    at = page[ei - 1][0]
+                    data = b'{"items":[' + ",".join(wire for _, wire in reversed(page[first:ei])).encode() + b"]}"
+                    page[first:ei] = [(t, "") for t, _ in page[first:ei]]  # their texts are the event's now
+                    await self.emit(b"entries", data, at)
+                    del data
             if not full:
                 break
             position = horizon
@@ -230,19 +244,10 @@ class Follow:
             return
         if since is not None:
             sent = await self.window(since - 1, last, removals=False)
-        else:
-            q = self.query
-            page = RecentQuery(
-                scope=q.scope,
-                until=last,
-                exclude_author=q.exclude_author,
-                limit=q.limit,
-                include_history=q.include_history,
-            )
-            who = self.who
-            found = await self.run(lambda engine: engine.recent_wire(who, page))
-            await self.send(event(b"entries", b'{"items":[' + ",".join(found.items).encode() + b"]}", last))
-            sent = True
+        else:  # the newest page: its window, oldest part first in bounded events as any window
+            who, q = self.who, self.query
+            first = await self.run(lambda engine: engine.page_start(who, q, last))
+            sent = await self.window(first, last, removals=False)
         if not sent:  # the client learns its position at once
             await self.send(event(b"entries", b'{"items":[]}', last))
 

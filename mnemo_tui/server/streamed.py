@@ -12,6 +12,9 @@ from starlette.types import Message, Receive, Scope, Send
 Write = Callable[[bytes], Awaitable[None]]
 WRITE_DEADLINE = 30.0  # seconds a streamed part may wait for a client that stopped reading, then the stream ends
 STOP_GRACE = 1.0  # seconds each part may still take once the server stops (uvicorn's graceful wait is 5)
+# A part goes to the server in sends of at most this: the transport copies what the socket does not take, so
+# a stalled client then holds the part and at most a piece beside it, not the part twice (issue 50).
+PIECE = 64 << 10
 
 
 class Stalled(Exception):
@@ -71,7 +74,9 @@ class Streamed(Response):
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
 
             async def write(part: bytes) -> None:
-                await self._part(send, {"type": "http.response.body", "body": part, "more_body": True})
+                for start in range(0, len(part), PIECE):
+                    piece = part[start : start + PIECE] if len(part) > PIECE else part
+                    await self._part(send, {"type": "http.response.body", "body": piece, "more_body": True})
 
             await self.produce(write)
             await self._part(send, {"type": "http.response.body", "body": b"", "more_body": False})

@@ -19,10 +19,12 @@ from mnemo_tui.server.routes import page_json
 from mnemo_tui.server.streamed import Streamed, Write
 
 NDJSON = "application/x-ndjson"
-# Pages read in one database call and sent as one part: a thread hop and a send per page were most of the
-# server's cost of a walk. Bounded, so a walk holds at most about this much at once.
+# Pages read in one database call (one statement) and sent as one part: a thread hop, a statement and a send
+# per page were most of the server's cost of a walk. A part holds at most `PART_BYTES` of lines (entries'
+# text and each line's framing, at most `LINE_FRAME`), so a walk holds about this much at once.
 PART_PAGES = 16
 PART_BYTES = 1 << 20
+LINE_FRAME = 256  # `{"items":[`, `],"next_cursor":`, a cursor (138 characters) quoted, `}`, the newline: 168
 # Streamed walks one key may have open at once, then 429 `TOO_MANY_WALKS` (docs/server.md says why 16).
 MAX_WALKS_PER_KEY = 16
 log = logging.getLogger("mnemo.server")
@@ -52,27 +54,19 @@ def bound(per_key: int | None = None) -> PerKey:
     return PerKey(MAX_WALKS_PER_KEY if per_key is None else per_key, "TOO_MANY_WALKS", "streamed walks")
 
 
-def page(engine: Engine, who: str, query: RecentQuery) -> WirePage:
-    """One line's page: the query's `limit` entries from its cursor, as the JSON answer's page would be
-    (so a catch-up's checkpoints, one a page, come as often as they do page by page)."""
-    return engine.recent_wire(who, query)
+def first(engine: Engine, who: str, query: RecentQuery) -> list[WirePage]:
+    """The walk's first page (of the query's `limit`, or shorter where `PART_BYTES` cut it), read before the
+    answer starts so that its failures are a JSON refusal, and sent alone: the stream starts at once."""
+    return engine.recent_wire_pages(who, query, 1, PART_BYTES - LINE_FRAME)
 
 
 def pages(engine: Engine, who: str, query: RecentQuery) -> list[WirePage]:
-    """The pages from the query's cursor on, up to the last or `PART_PAGES` of them or `PART_BYTES` of items.
-
-    A page after the first that fails ends the list early: what was read is sent, and the next call, from
-    the last page's cursor, meets the failure again (and ends the stream) with nothing lost.
+    """The walk's next part from the query's cursor, one statement (`Engine.recent_wire_pages`): up to
+    `PART_PAGES` pages of the query's `limit`, each a line exactly as the JSON answer's page would be (so a
+    catch-up's checkpoints, one a page, come as often as they do page by page), and together at most
+    `PART_BYTES` of lines; the bound may cut the part's last page short, which then still carries its cursor.
     """
-    read = [page(engine, who, query)]
-    size = sum(map(len, read[0].items))
-    while read[-1].next_cursor is not None and len(read) < PART_PAGES and size < PART_BYTES:
-        try:
-            read.append(page(engine, who, query.replace(cursor=read[-1].next_cursor)))
-        except Exception:  # noqa: BLE001 - met again, and said, by the next call
-            break
-        size += sum(map(len, read[-1].items))
-    return read
+    return engine.recent_wire_pages(who, query, PART_PAGES, PART_BYTES - PART_PAGES * LINE_FRAME)
 
 
 async def _gone(receive: Receive) -> None:
@@ -85,20 +79,19 @@ def answer(
     pool: EnginePool,
     who: str,
     query: RecentQuery,
-    first: WirePage,
+    first: list[WirePage],
     receive: Receive,
     streams: set[Streamed],
     done: Callable[[], None] | None = None,
     allowed: Callable[[], Awaitable[object]] | None = None,
 ) -> Streamed:
-    """The NDJSON answer of a walk whose first page is read (its failures were a JSON refusal, status and all);
+    """The NDJSON answer of a walk whose first page is read (`first`: its failures were a JSON refusal, status and all);
     `done` runs once it ended, however (finished, client gone, a failure, the server stopping: `Streamed`);
     `allowed` looks the key up again before each part is read.
 
-    Each page is a line; the next pages are read (in a database thread, a few in one call, `pages`) only
-    once the lines before were handed over, so the server's flow control holds the walk back to the
-    client's pace. A
-    client gone stops it before its next page. A page that fails ends the stream without its last line
+    Each page is a line; the next part is read (in a database thread, one statement, `pages`) only once the
+    part before was handed over, so the server's flow control holds the walk back to the client's pace. A
+    client gone stops it before its next part. A part that fails ends the stream without its last line
     (`"next_cursor":null`), which tells the client to ask again from the last cursor it got; that request
     then gets the failure's own answer (a 503 while the server stops, a 403...).
     """
@@ -106,10 +99,14 @@ def answer(
     async def produce(write: Write) -> None:
         gone = asyncio.ensure_future(_gone(receive))
         try:
-            current = [first]
+            current = first[:]
+            first.clear()  # the stream's texts are `current`'s only, let go once encoded
             while True:
-                await write(b"".join(page_json(one) + b"\n" for one in current))
+                part = b"".join(page_json(one) + b"\n" for one in current)
                 cursor = current[-1].next_cursor
+                del current  # a stalled client holds the part's bytes only, not its texts as well
+                await write(part)
+                del part
                 if cursor is None or gone.done():
                     return
                 try:

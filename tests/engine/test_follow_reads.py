@@ -54,22 +54,22 @@ def test_entries_after_are_oldest_first_filtered_and_bounded(target: Target) -> 
         ]
         times = [engine.get("alice", i).created_at for i in ids]
         every = RecentQuery()
-        got = engine.entries_after("alice", every, times[1], times[5], 100)
+        got = engine.entries_after("alice", every, times[1], times[5], 100)[0]
         assert [t for t, _ in got] == times[2:6]  # (after, upto], oldest first
-        assert engine.entries_after("alice", every, 0, times[-1], 3) == got_first(engine, times, 3)
-        odd = engine.entries_after("alice", RecentQuery(scope="d"), 0, times[-1], 100)
+        assert engine.entries_after("alice", every, 0, times[-1], 3)[0] == got_first(engine, times, 3)
+        odd = engine.entries_after("alice", RecentQuery(scope="d"), 0, times[-1], 100)[0]
         assert [t for t, _ in odd] == times[1::2]
-        assert engine.entries_after("bob", every, 0, times[-1], 100) == []  # another's store reads nothing
+        assert engine.entries_after("bob", every, 0, times[-1], 100)[0] == []  # another's store reads nothing
         replaced = engine.write("alice", WriteRequest(content="v2", domain="e", supersedes=(ids[0],)))
         last = engine.get("alice", replaced.atom_id).created_at
-        current = [t for t, _ in engine.entries_after("alice", every, 0, last, 100)]
+        current = [t for t, _ in engine.entries_after("alice", every, 0, last, 100)[0]]
         assert times[0] not in current and last in current  # the replaced version is history
-        history = engine.entries_after("alice", RecentQuery(include_history=True), 0, last, 100)
+        history = engine.entries_after("alice", RecentQuery(include_history=True), 0, last, 100)[0]
         assert any(t == times[0] and '"superseded_by"' in wire for t, wire in history)
     finally:
         engine.close()
 
 
 def got_first(engine: object, times: list[int], n: int) -> list[tuple[int, str]]:
-    rows = engine.entries_after("alice", RecentQuery(), 0, times[-1], 100)  # type: ignore[attr-defined]
+    rows = engine.entries_after("alice", RecentQuery(), 0, times[-1], 100)[0]  # type: ignore[attr-defined]
     return list(rows[:n])

@@ -32,10 +32,10 @@ DOWN = threading.Event()  # set: `Failing` stores fail every page after a walk's
 class Failing(Store):
     """The store, whose pages after a walk's first fail while `DOWN` is set (a database that went away)."""
 
-    def recent_wire(self, who: str, query: RecentQuery) -> WirePage:
+    def recent_wire_pages(self, who: str, query: RecentQuery, pages: int, max_bytes: int) -> list[WirePage]:
         if DOWN.is_set() and query.cursor is not None:
             raise OSError("the database went away")
-        return super().recent_wire(who, query)
+        return super().recent_wire_pages(who, query, pages, max_bytes)
 
 
 class Walker:

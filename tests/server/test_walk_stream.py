@@ -14,7 +14,7 @@ from wire_servers import served_store
 
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import RecentQuery, WirePage
-from mnemo_tui.server import walk_stream
+from mnemo_tui.server import streamed, walk_stream
 from mnemo_tui.server.app import create_app
 from mnemo_tui.values.writes import WriteRequest
 
@@ -95,41 +95,44 @@ def test_a_client_gone_stops_the_walk_before_its_next_page(tmp_path: Path) -> No
         app.close()
     parts = [m["body"] for m in sent if m["type"] == "http.response.body" and m.get("body")]
     assert sent[0]["status"] == 200
-    assert 1 <= len(parts) <= 2  # the part in hand when it went, never the rest of the walk
+    # The part in hand when it went (in sends of at most `streamed.PIECE`), never the rest of the walk.
+    assert parts and all(len(part) <= streamed.PIECE for part in parts)
     lines = b"".join(parts).splitlines()
     assert len(lines) <= 1 + walk_stream.PART_PAGES < 50
     assert json.loads(lines[-1])["next_cursor"] is not None
     assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
 
 
-def test_a_part_holds_a_few_pages_and_a_page_that_fails_after_the_first_is_met_by_the_next_part(
+def test_a_part_is_a_few_pages_of_one_statement_and_a_part_that_fails_is_met_again_from_its_cursor(
     tmp_path: Path,
 ) -> None:
     seeded(tmp_path / "s.db", 2500)
     store = Store(tmp_path / "s.db")
-    calls = 0
-    down = True
+    down = False
 
     class Failing:
-        """The store, whose reads after the second fail while it is down (a database that went away)."""
+        """The store, whose reads fail while it is down (a database that went away)."""
 
-        def recent_wire(self, who: str, query: RecentQuery) -> WirePage:
-            nonlocal calls
-            calls += 1
-            if calls > 2 and down:
+        def recent_wire_pages(self, who: str, query: RecentQuery, pages: int, max_bytes: int) -> list[WirePage]:
+            if down:
                 raise OSError("the database went away")
-            return store.recent_wire(who, query)
+            return store.recent_wire_pages(who, query, pages, max_bytes)
 
     try:
         whole = walk_stream.pages(store, "alice", RecentQuery(limit=100))
         assert len(whole) == walk_stream.PART_PAGES and all(len(p.items) == 100 for p in whole)
+        # Each page is the JSON answer's page: its cursor is the one a page by page walk gets there.
+        assert whole[2] == store.recent_wire("alice", RecentQuery(limit=100, cursor=whole[1].next_cursor))
+        first = walk_stream.first(store, "alice", RecentQuery(limit=100))
+        assert first == whole[:1]
         engine: Any = Failing()
         read = walk_stream.pages(engine, "alice", RecentQuery(limit=100))
-        assert len(read) == 2  # what was read before the failure is sent
+        down = True
         with pytest.raises(OSError, match="went away"):
             walk_stream.pages(engine, "alice", RecentQuery(limit=100, cursor=read[-1].next_cursor))
         down = False
         again = walk_stream.pages(engine, "alice", RecentQuery(limit=100, cursor=read[-1].next_cursor))
-        assert again[0].items[0] != read[-1].items[-1] and len(again) == walk_stream.PART_PAGES
+        assert again[0].items[0] != read[-1].items[-1] and len(again) == 9  # the rest of the 2,500: 9 pages
+        assert again[-1].next_cursor is None and len(again[-1].items) == 100
     finally:
         store.close()
