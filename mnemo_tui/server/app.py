@@ -302,6 +302,8 @@ def create_app(
     mcp = mcp_mount.mounted(served, keys, MAX_BODY)  # /mcp (docs/mcp.md, "Over HTTP"); None without the mcp extra
     if mcp is not None:
         table.append(Route(mcp_mount.PATH, mcp))
+        if observed:
+            mcp.counted = operations.metrics.stream
     app = App(
         routes=table,
         middleware=middleware,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
 import anyio
@@ -82,6 +83,8 @@ class McpMount:
         )
         self.streams: set[anyio.CancelScope] = set()  # the event streams open (GET), ended when the server stops
         self.stopping = False
+        # Each event stream open is counted by the server's metrics (`mnemo_open_streams{kind="mcp"}`) when set.
+        self.counted: Callable[[str], AbstractContextManager[None]] = lambda kind: nullcontext()
 
     def running(self) -> Any:
         return self.face.running()
@@ -160,7 +163,7 @@ class McpMount:
             finished = message["type"] == "http.response.body" and not message.get("more_body", False)
             await send(message)
 
-        with anyio.CancelScope() as stream:
+        with anyio.CancelScope() as stream, self.counted("mcp"):
             self.streams.add(stream)
             try:
                 await self.face(scope, receive, sending, principal=principal, key=key)

@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -365,3 +366,29 @@ def test_without_the_mcp_extra_the_server_serves_rest_and_mcp_is_an_unknown_path
         assert client.get("/api/v1/health").status_code == 200
         unknown = client.post("/mcp", json=INIT, headers=ACCEPT)
         assert unknown.status_code == 404 and unknown.json()["code"] == "NOT_FOUND"
+
+
+def test_an_open_mcp_event_stream_is_counted_in_the_servers_metrics(served: Served) -> None:
+    frank = mnemo(served.home, "keys", "create", "frank")
+    headers = {**ACCEPT, "Authorization": f"Bearer {frank}"}
+    metrics_url = served.url.removesuffix("/mcp") + "/metrics"
+
+    def open_mcp_streams() -> float:
+        text = httpx.get(metrics_url, headers={"Authorization": f"Bearer {frank}"}, timeout=WAIT).text
+        found = re.search(r'^mnemo_open_streams\{kind="mcp"\} (\S+)$', text, re.MULTILINE)
+        assert found is not None, text
+        return float(found.group(1))
+
+    before = open_mcp_streams()
+    sid = httpx.post(served.url, json=INIT, headers=headers, timeout=WAIT).headers["mcp-session-id"]
+    session = {**headers, "Mcp-Session-Id": sid}
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert httpx.post(served.url, json=note, headers=session, timeout=WAIT).status_code == 202
+    with httpx.stream("GET", served.url, headers={**session, "Accept": "text/event-stream"}, timeout=WAIT) as stream:
+        assert stream.status_code == 200  # counted before its answer began
+        assert open_mcp_streams() == before + 1
+    for _ in range(400):  # the server sees the stream close a moment after the client does (bounded: ~20 s)
+        if open_mcp_streams() == before:
+            break
+        threading.Event().wait(0.05)
+    assert open_mcp_streams() == before
