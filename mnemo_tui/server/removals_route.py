@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 from pydantic import Field
 
 from mnemo_tui import timefmt
-from mnemo_tui.errors import RemovalsGone, Unprocessable
+from mnemo_tui.errors import RemovalsGone, Unprocessable, ValidationError
 from mnemo_tui.limits import parse_scope
 from mnemo_tui.removals import PAGE, position_of, position_wire
 from mnemo_tui.server.bodies import Instant, _Body
@@ -47,7 +47,8 @@ def removals(engine: Engine, who: str, call: Call) -> bytes:
     try:
         start = None if b.next is None else position_of(b.next)
     except ValueError:
-        raise Unprocessable("next: not a position this server handed out") from None
+        # What the schema cannot say (an opaque position), as a forged cursor: 400, never 422.
+        raise ValidationError("next: not a position this server handed out", details={"field": "next"}) from None
     limit = UNPAGED if b.limit is None else b.limit
     found = engine.removals(who, parse_scope(b.domain), after, upto, limit=limit, start=start)
     if found.gone:

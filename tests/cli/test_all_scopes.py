@@ -152,8 +152,9 @@ def test_resume_continues_each_scopes_own_interrupted_walk(cli: Any, isolated_ho
     second = [json.loads(line)["content"] for line in rest.stdout.splitlines()]
     assert "ops entry" in second  # the room, never begun, reads whole
     assert set(first) | set(second) == {f"own {i} " + "x" * 200 for i in range(2000)} | {"ops entry"}
-    # Resumed, not re-read: at most the page being written when it was killed comes again.
-    assert len(set(first) & set(second)) < 10
+    # Resumed, not re-read: at most one page comes again (the one being written when it was killed, or the one
+    # flushed whose checkpoint the kill came before).
+    assert len(set(first) & set(second)) <= 10
 
 
 def test_a_usage_error_of_all_scopes_is_said_once_before_any_output(cli: Any) -> None:
