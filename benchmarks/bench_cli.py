@@ -40,6 +40,23 @@ print(json.dumps([elapsed, usage.ru_maxrss, os.waitstatus_to_exitcode(status), c
 """
 
 
+def alternate(
+    a: list[str], b: list[str], env: dict[str, str], reps: int
+) -> tuple[list[float], list[float], list[float], list[float], list[float], list[float]]:
+    """`a` and `b` run in turn `reps` times: each one's wall and CPU seconds, and the ratios a/b of each pair."""
+    wall_a, wall_b, cpu_a, cpu_b, walls, cpus = [], [], [], [], [], []
+    for _ in range(reps):
+        wa, ca, _, _ = run_child_cpu(a, env)
+        wb, cb, _, _ = run_child_cpu(b, env)
+        wall_a.append(wa)
+        wall_b.append(wb)
+        cpu_a.append(ca)
+        cpu_b.append(cb)
+        walls.append(wa / wb)
+        cpus.append(ca / cb)
+    return wall_a, wall_b, cpu_a, cpu_b, walls, cpus
+
+
 def run_child_cpu(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int, int]:
     """Run `cmd` with stdout to /dev/null; returns (wall seconds, the child's own CPU seconds (user + system),
     its max RSS in KiB, exit code)."""
@@ -118,16 +135,7 @@ def cold_start(store: Path, reps: int) -> list[dict[str, Any]]:
         for _ in range(3):
             assert run_child(mnemo, env)[2] == 0, "mnemo recent failed"
             run_child(bare, env)
-        wall_a, wall_b, cpu_a, cpu_b, walls, cpus = [], [], [], [], [], []
-        for _ in range(reps):
-            a, a_cpu, _, _ = run_child_cpu(mnemo, env)
-            b, b_cpu, _, _ = run_child_cpu(bare, env)
-            wall_a.append(a)
-            wall_b.append(b)
-            cpu_a.append(a_cpu)
-            cpu_b.append(b_cpu)
-            walls.append(a / b)
-            cpus.append(a_cpu / b_cpu)
+        wall_a, wall_b, cpu_a, cpu_b, walls, cpus = alternate(mnemo, bare, env, reps)
         counted = (instructions([sys.executable, *mnemo], env), instructions(bare, env)) if VALGRIND else None
     rows = [
         _timed(

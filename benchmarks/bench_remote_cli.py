@@ -16,7 +16,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_cli import MNEMO, _compiled, run_child_cpu
+from bench_cli import MNEMO, _compiled, alternate, run_child_cpu
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"  # keyring_helpers.FileKeyring: a real keyring backend
 READY = re.compile(r"ready at (http://\S+/api/v1)")
@@ -127,16 +127,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
                 for _ in range(3):  # warm: byte code written, the server's first answers given
                     assert run_child_cpu(mnemo, env)[3] == 0, f"mnemo recent failed ({case})"
                     assert run_child_cpu(anchor, env)[3] == 0, f"the anchor failed ({case})"
-                wall_a, wall_b, cpu_a, cpu_b, walls, cpus = [], [], [], [], [], []
-                for _ in range(reps):
-                    a, a_cpu, _, _ = run_child_cpu(mnemo, env)
-                    b, b_cpu, _, _ = run_child_cpu(anchor, env)
-                    wall_a.append(a)
-                    wall_b.append(b)
-                    cpu_a.append(a_cpu)
-                    cpu_b.append(b_cpu)
-                    walls.append(a / b)
-                    cpus.append(a_cpu / b_cpu)
+                wall_a, wall_b, cpu_a, cpu_b, walls, cpus = alternate(mnemo, anchor, env, reps)
                 rows.append(_row(case, wall_a, wall_b, walls, ""))
                 rows.append(_row(case, cpu_a, cpu_b, cpus, ", CPU time (user + system)"))
         finally:

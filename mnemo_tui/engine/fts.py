@@ -221,3 +221,17 @@ def next_batch(db: Any, batch: int) -> tuple[list[Row], int, bool] | None:
     else:
         set_meta(db, DONE_KEY, str(reached))
     return rows, reached, reached >= upto
+
+
+def tell_reindex(log: Any, said: int, indexed: int, done: bool, language: str, reached: int) -> int:
+    """The reindex's progress on `log`, the same on both engines: a reindex of one batch says nothing; a longer
+    one says that it runs, every 100,000 entries how far, and when it is done. Returns the count last told."""
+    if (not said and not done) or indexed - said >= 100_000 or (done and said):
+        log.warning(
+            "rebuilding the search index (stems in %s, with concepts): %d entries indexed%s",
+            language,
+            indexed,
+            ", done" if done else f", up to seq {reached}",
+        )
+        return indexed
+    return said

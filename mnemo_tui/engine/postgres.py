@@ -303,15 +303,7 @@ def reindex(conn: psycopg.Connection[Any], batch: int | None = None) -> int:
             if done:
                 db.execute(schema.SEARCH_INDEX)
         indexed += len(rows)
-        # A reindex of one batch says nothing; a longer one says that it runs, how far, and when it is done.
-        if (not said and not done) or indexed - said >= 100_000 or (done and said):
-            said = indexed
-            log.warning(
-                "rebuilding the search index (stems in %s, with concepts): %d entries indexed%s",
-                language,
-                indexed,
-                ", done" if done else f", up to seq {reached}",
-            )
+        said = fts.tell_reindex(log, said, indexed, done, language, reached)
         if done:
             return indexed
 

@@ -272,15 +272,7 @@ def reindex(db: sqlite3.Connection, batch: int | None = None) -> int:
             rows, reached, done = found
             fts.add(db, rows, language)
         indexed += len(rows)
-        # A reindex of one batch says nothing; a longer one says that it runs, how far, and when it is done.
-        if (not said and not done) or indexed - said >= 100_000 or (done and said):
-            said = indexed
-            log.warning(
-                "rebuilding the search index (stems in %s, with concepts): %d entries indexed%s",
-                language,
-                indexed,
-                ", done" if done else f", up to seq {reached}",
-            )
+        said = fts.tell_reindex(log, said, indexed, done, language, reached)
         if done:
             return indexed
 
