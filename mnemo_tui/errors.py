@@ -19,7 +19,7 @@ class MnemoError(Exception):
     Attributes:
         code: the wire error code (`VALIDATION_ERROR`, ...).
         status: the HTTP status the server answers with.
-        exit_code: the CLI exit code (CLI.md).
+        exit_code: the CLI exit code (docs/cli.md).
         retryable: whether a client may retry the same request.
     """
 
@@ -34,7 +34,7 @@ class MnemoError(Exception):
         self.details = details
 
     def envelope(self, request_id: str | None = None) -> dict[str, Any]:
-        """The flat error envelope of WIRE.md."""
+        """The flat error envelope of docs/server.md."""
         return {
             "code": self.code,
             "message": self.message,

@@ -202,7 +202,7 @@ class WirePage(Value):
 
 
 class RecentQuery(Value):
-    """The arguments of one feed read (WIRE.md `POST /memory/recent`)."""
+    """The arguments of one feed read (docs/server.md `POST /memory/recent`)."""
 
     scope: str | None = None
     since: int | None = None
@@ -273,7 +273,7 @@ class RoomRef(Value):
 
 
 class EmptyReport(Value):
-    """What an empty answer covered (CLI.md `empty_report`).
+    """What an empty answer covered (docs/cli.md `empty_report`).
 
     `text` is the wire's, with stored names exact (JSON is for machines); `shown` is the same
     report for a person's terminal, every stored name in it passed through `mnemo_tui.sanitize`

@@ -77,7 +77,7 @@ def revise_refusal(entry: Entry) -> str | None:
 def write_refusal(scope: str | None, rooms: list[Room], own_domains: list[str] | None = None) -> str | None:
     """Why the reader may not write into a scope (None: it may): a room it reads only, or does not belong to.
 
-    A name is never resolved to a room for a write, as it is for a read (CLI.md's scope syntax): private
+    A name is never resolved to a room for a write, as it is for a read (docs/cli.md's scope syntax): private
     text must not land in a shared room by a guess, nor a room's text in a new own domain by a typo. So a
     name that no own domain has (`own_domains`, when known) but a room of the reader's has is refused,
     naming the room's address.

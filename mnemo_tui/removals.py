@@ -35,7 +35,7 @@ class Removal(Value):
     reason: str
 
     def wire(self) -> dict[str, Any]:
-        """CLI.md's removal object (and the server's extension, docs/server.md)."""
+        """docs/cli.md's removal object (and the server's extension, docs/server.md)."""
         return {
             "atom_id": self.atom_id,
             "scope": self.scope,

@@ -11,7 +11,7 @@ from mnemo_tui.limits import MAX_LIMIT
 from mnemo_tui.model import Entry, Page, RecentQuery, Value, WalkProgress, Watermark
 
 # How far below a watermark a pass re-reads on an endpoint, whose database may let a transaction
-# that took an earlier timestamp commit after a later one (PRODUCT.md). The embedded engine's
+# that took an earlier timestamp commit after a later one (docs/architecture.md). The embedded engine's
 # clock makes such a late commit impossible, so it re-reads nothing.
 REMOTE_OVERLAP = 2_000_000
 # Pages in a row with a cursor but no entry before a walk is declared stuck (a page may be short,
@@ -213,7 +213,7 @@ class Walk:
 
     def _advanced(self, items: list[Entry], used: str | None, cursor: str | None, number: int) -> None:
         """Raise `BrokenFeed` unless the page moved the walk on: its last entry strictly older than the
-        previous page's last (the feed's order, PRODUCT.md), its cursor a new one."""
+        previous page's last (the feed's order, docs/architecture.md), its cursor a new one."""
         why = None
         if cursor is not None and cursor == used:
             why = "the same cursor again"

@@ -2,7 +2,7 @@
 annotations), its instructions, its three prompts and its resource template, as plain data (no SDK here).
 
 The tools are those of `@mnemoverse/mcp-memory-server@0.10.2` (tests/agents/hosted-tools-list.json is its
-`tools/list`, compared tool by tool in tests/agents/test_surface.py), so an agent's calls carry over unchanged.
+`tools/list`, compared tool by tool in tests/agents/test_answers.py), so an agent's calls carry over unchanged.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ class Backend(Protocol):
     def principal(self) -> str: ...
 
     def recent(self, query: RecentQuery) -> Page:
-        """One page of the feed (WIRE.md `POST /memory/recent`)."""
+        """One page of the feed (docs/server.md `POST /memory/recent`)."""
         ...
 
     def write(self, request: WriteRequest) -> WriteResult: ...
@@ -68,7 +68,7 @@ class Backend(Protocol):
     def vault_add(self, alias: str, context: str, sealed_b64: str) -> str: ...
 
     def vault_sealed(self, alias: str) -> str:
-        """The sealed value stored under `alias` (WIRE.md `GET /vault/secrets/by-alias/{alias}`); unsealing is the client's."""
+        """The sealed value stored under `alias` (docs/server.md `GET /vault/secrets/by-alias/{alias}`); unsealing is the client's."""
         ...
 
     def close(self) -> None: ...
@@ -76,7 +76,7 @@ class Backend(Protocol):
     # -- optional abilities, with the default of a backend that has none -------------------
 
     def feedback(self, atom_ids: list[str], outcome: float) -> int | None:
-        """Record `outcome` (-1..1) for each of one's own entries named (WIRE.md `POST /memory/feedback`): how
+        """Record `outcome` (-1..1) for each of one's own entries named (docs/server.md `POST /memory/feedback`): how
         many were updated; None when the backend records no feedback."""
         return None
 

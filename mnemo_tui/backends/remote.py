@@ -1,4 +1,4 @@
-"""Provides `RemoteBackend`: the `Backend` protocol over a REST endpoint that speaks WIRE.md (hosted or `mnemo serve`)."""
+"""Provides `RemoteBackend`: the `Backend` protocol over a REST endpoint that speaks docs/server.md (hosted or `mnemo serve`)."""
 
 from __future__ import annotations
 

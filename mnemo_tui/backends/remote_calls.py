@@ -1,6 +1,6 @@
 """Provides `Calls`: the calls of a `RemoteBackend` to its endpoint, each retried with backoff within one deadline.
 
-The API key is checked before any call (a key no server could accept fails at once), and a 404 where WIRE.md
+The API key is checked before any call (a key no server could accept fails at once), and a 404 where docs/server.md
 has none is read as a wrong base URL.
 """
 
@@ -214,7 +214,7 @@ class Calls:
             if response.status_code < 300:
                 return response
             if response.status_code == 404 and not path.startswith(_MAY_BE_404):
-                # WIRE.md: a 404 is only an unknown atom or invite code, never a feed or a list; so
+                # docs/server.md: a 404 is only an unknown atom or invite code, never a feed or a list; so
                 # the base URL is wrong (most often its /api/v1 is missing).
                 raise NotFound(
                     f"{self.identity} has no {method} {path} (HTTP 404): check the endpoint, a base URL that "

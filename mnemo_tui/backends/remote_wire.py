@@ -19,7 +19,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_US = timedelta(microseconds=1)
 _MIN_US = timefmt.from_datetime(datetime(1, 1, 1, tzinfo=UTC))
 _MAX_US = timefmt.from_datetime(datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC))
-# The canonical time's shape (CLI.md), its digits read as 0 (see `_instants`).
+# The canonical time's shape (docs/cli.md), its digits read as 0 (see `_instants`).
 _ZEROS = str.maketrans("0123456789", "0" * 10)
 _SHAPE = "0000-00-00T00:00:00.000000Z"
 _ATOM_ID = attrgetter("atom_id")
@@ -47,7 +47,7 @@ def time_of(value: Any) -> int | None:
 def entry_of(item: Any) -> Entry:
     """An `Entry` from any item the service returns (RecentItem, MemoryItem, AtomDetail), its text written anew.
 
-    The wire text is the RecentItem of WIRE.md in its canonical field order, with times in the
+    The wire text is the RecentItem of docs/server.md in its canonical field order, with times in the
     microsecond `Z` form; fields outside RecentItem are dropped, optional ones may be absent.
 
     Raises:
@@ -91,7 +91,7 @@ _Name = str | None
 
 
 class _Provenance(msgspec.Struct, forbid_unknown_fields=True):
-    """WIRE.md's provenance, each field of its type, and no other."""
+    """docs/server.md's provenance, each field of its type, and no other."""
 
     principal: _Name = None
     agent: _Name = None
@@ -101,7 +101,7 @@ class _Provenance(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class _Item(msgspec.Struct, forbid_unknown_fields=True):
-    """A RecentItem whose own text is kept as its wire JSON: WIRE.md's fields only, each of its type. Only the
+    """A RecentItem whose own text is kept as its wire JSON: docs/server.md's fields only, each of its type. Only the
     id and the time are used; the rest is checked and passed on as the text that is printed."""
 
     atom_id: _Id
@@ -131,7 +131,7 @@ def _key_orders() -> frozenset[tuple[str, ...]]:
     return frozenset(base + tuple(name for bit, name in enumerate(optional) if mask >> bit & 1) for mask in range(8))
 
 
-# WIRE.md's field order, with or without each optional field.
+# docs/server.md's field order, with or without each optional field.
 _KEY_ORDERS = _key_orders()
 
 
@@ -139,7 +139,7 @@ def page_of(body: bytes | str, canonical: bool = False) -> Page:
     """A feed page from the body of a `RecentResponse`; a `next_cursor` absent or `""` ends the walk.
 
     msgspec delimits the items (each one's own bytes, as the endpoint sent them); an item that is a
-    RecentItem as WIRE.md spells it (`_one`) keeps that text as its wire JSON, never re-encoded; any
+    RecentItem as docs/server.md spells it (`_one`) keeps that text as its wire JSON, never re-encoded; any
     other is read by the standard library and written anew (`entry_of`). `canonical`: the endpoint said
     its items are its stored RecentItems (`CANONICAL_HEADER`), so the rule is first tried on the whole
     page at once (`_whole`).
@@ -197,7 +197,7 @@ def _kept(items: list[_Item], spans: list[msgspec.Raw]) -> list[Entry] | None:
 
 def _one(span: msgspec.Raw, trusted: bool) -> Entry:
     """One item on its own: its text kept when it is one line, decodes as `_Item` with a canonical time, and
-    (unless `trusted`: the endpoint declared its texts canonical) has its fields in WIRE.md's order; else read
+    (unless `trusted`: the endpoint declared its texts canonical) has its fields in docs/server.md's order; else read
     by the standard library and written anew.
 
     Raises:

@@ -151,7 +151,7 @@ def _typer(args: list[str]) -> int:
 
 
 def _show_click_error(exc: Exception) -> None:
-    """A usage error in two lines (CLI.md: errors are one or two lines): the problem, then where help is."""
+    """A usage error in two lines (docs/cli.md: errors are one or two lines): the problem, then where help is."""
     from typer._click.exceptions import ClickException, UsageError
 
     if isinstance(exc, UsageError):
@@ -264,7 +264,7 @@ def _prepare_streams() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run mnemo; returns the process exit code (CLI.md)."""
+    """Run mnemo; returns the process exit code (docs/cli.md)."""
     _prepare_streams()
     args = _hoist_valued(_hoist(sys.argv[1:] if argv is None else argv))
     debug = _debug_requested(args)

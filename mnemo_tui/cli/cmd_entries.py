@@ -89,7 +89,7 @@ def write(
         result = _store(c, content, scope, concept, supersedes, ref)
     sys.stdout.write(safe(result.atom_id) + "\n")  # an endpoint answered it
     if not result.created:
-        # stdout stays what CLI.md fixes (the first atom's id); the person learns nothing new was stored.
+        # stdout stays what docs/cli.md fixes (the first atom's id); the person learns nothing new was stored.
         output.hint(f"note: nothing written: --ref '{safe(ref or '')}' was already used by this entry")
 
 

@@ -1,4 +1,4 @@
-"""Provides `mnemo help [COMMAND]`: a command's help, the same text as `mnemo COMMAND --help` (CLI.md)."""
+"""Provides `mnemo help [COMMAND]`: a command's help, the same text as `mnemo COMMAND --help` (docs/cli.md)."""
 
 from __future__ import annotations
 

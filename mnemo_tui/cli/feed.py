@@ -14,7 +14,7 @@ from mnemo_tui.limits import DEFAULT_LIMIT, MAX_LIMIT, parse_scope
 from mnemo_tui.model import Entry, RecentQuery, Value
 from mnemo_tui.walk import Walk, stream_wire
 
-# CLI.md's exit code 7: a catch-up whose output was closed before the pass ended (a pager quit early,
+# docs/cli.md's exit code 7: a catch-up whose output was closed before the pass ended (a pager quit early,
 # a closed pipe) moved no watermark; it is not an interrupt (130), so a script can tell the two apart.
 EXIT_OUTPUT_CLOSED = 7
 OUTPUT_CLOSED = (

@@ -1,6 +1,6 @@
 """Provides `PgStore`: the engine over PostgreSQL (psycopg 3 and psycopg_pool), for `mnemo serve` past one machine.
 
-It is the embedded engine's operations (engine/feed.py, atoms.py, memory.py, rooms.py, vault.py,
+It is the embedded engine's operations (engine/feed.py, atoms.py, memory_plane.py, rooms.py, vault.py,
 keys.py) over a different `Database`: the same statements, written with `?` and sent with `%s`,
 and the few places where the databases differ overridden here (the clock's per-bucket row lock,
 full-text search, one-snapshot streams, the change token). Any number of servers may share one

@@ -78,7 +78,7 @@ class CheckReport:
         )
 
     def wire(self) -> dict[str, Any]:
-        """CLI.md: `{"passed": bool, "checks": [{"name", "passed", "detail"}]}`."""
+        """docs/cli.md: `{"passed": bool, "checks": [{"name", "passed", "detail"}]}`."""
         return {"passed": self.passed, "checks": [c.wire() for c in self.checks]}
 
 

@@ -1,7 +1,7 @@
 """Provides the reports `check` and `verify` write where CI systems read them (`--report FORMAT[:PATH]`).
 
 - `junit:PATH`: JUnit XML (Jenkins' junit-10.xsd), one test case per check or per group of ids;
-- `json:PATH`: the stable document of `--format json` (CLI.md);
+- `json:PATH`: the stable document of `--format json` (docs/cli.md);
 - `github`: workflow commands on stderr (`::error` annotations, capped) and a Markdown job summary
   appended to `$GITHUB_STEP_SUMMARY` when it is set.
 

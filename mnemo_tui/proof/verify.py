@@ -51,7 +51,7 @@ class VerifyResult:
         return not self.missing and not self.repeated
 
     def wire(self) -> dict[str, Any]:
-        """CLI.md: `{"passed", "expected", "seen", "missing": [...], "repeated": [...]}`."""
+        """docs/cli.md: `{"passed", "expected", "seen", "missing": [...], "repeated": [...]}`."""
         return {
             "passed": self.passed,
             "expected": self.expected,

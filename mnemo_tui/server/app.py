@@ -187,7 +187,7 @@ def create_app(
     log_format: str = "text",
     metrics_on_loopback: bool = False,
 ) -> App:
-    """The app serving WIRE.md over an engine: the embedded store file at `store_path`, the PostgreSQL
+    """The app serving docs/server.md over an engine: the embedded store file at `store_path`, the PostgreSQL
     `database` (initialized when empty; an older schema migrated only with `migrate`; `pooled`: behind a
     transaction pooler, see `PgStore`), or what `opener` opens;
     each request's access line goes to `access`; push follows send a heartbeat after `heartbeat_seconds` of

@@ -1,4 +1,4 @@
-"""Provides the server's answers: JSON bodies, and the flat error envelope of WIRE.md for every failure."""
+"""Provides the server's answers: JSON bodies, and the flat error envelope of docs/server.md for every failure."""
 
 from __future__ import annotations
 

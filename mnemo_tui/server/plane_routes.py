@@ -1,4 +1,4 @@
-"""Provides the rest of WIRE.md's memory plane: stats, feedback, batches, chains, invites listed, export,
+"""Provides the rest of docs/server.md's memory plane: stats, feedback, batches, chains, invites listed, export,
 domain wipes, reset, consolidate and the concept graph; each a plain function like those of `routes`."""
 
 from __future__ import annotations

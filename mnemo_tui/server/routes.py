@@ -1,4 +1,4 @@
-"""Provides the endpoints of WIRE.md for the feed, writes, rooms, the vault and single entries: each a plain
+"""Provides the endpoints of docs/server.md for the feed, writes, rooms, the vault and single entries: each a plain
 function run in a database thread as the key's principal (searches: `search_routes`; the rest of the memory
 plane: `plane_routes`)."""
 

@@ -1,4 +1,4 @@
-"""Provides the search endpoints of WIRE.md (`read`, `read-batch`, `query`): one search read from the body,
+"""Provides the search endpoints of docs/server.md (`read`, `read-batch`, `query`): one search read from the body,
 its candidates filtered and ranked, and the answer bounded while it is built."""
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ def _expanded(engine: Engine, who: str, ask: ReadAsk) -> list[str]:
 
 
 def search(engine: Engine, who: str, b: dict[str, Any], budget: AnswerBudget | None = None) -> dict[str, Any]:
-    """One search of the wire (a `read` body as a dict), answered as WIRE.md's read answer."""
+    """One search of the wire (a `read` body as a dict), answered as docs/server.md's read answer."""
     budget = budget or AnswerBudget()
     started = time.perf_counter()
     ask = ReadAsk.of(b)

@@ -231,7 +231,7 @@ def resolve(
     database: str | None = None,
     env: dict[str, str] | None = None,
 ) -> Settings:
-    """Resolve the settings by the precedence of PRODUCT.md: flags, environment, profile, defaults.
+    """Resolve the settings by the precedence of docs/cli.md: flags, environment, profile, defaults.
 
     Within `config.toml`, a profile's keys win over the file's top-level keys, which act as
     defaults for every profile. `MNEMO_HOME` moves config, state and the default store together.

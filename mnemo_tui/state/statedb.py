@@ -403,7 +403,7 @@ def _alive(host: str, pid: int, beat_at: int, here: str, now: int) -> bool:
 
 
 def watermark_wire(w: Watermark | None) -> dict[str, object] | None:
-    """The watermark object of CLI.md."""
+    """The watermark object of docs/cli.md."""
     if w is None:
         return None
     return {

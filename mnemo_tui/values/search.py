@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class SearchQuery:
-    """The arguments of one search (WIRE.md `POST /memory/read`)."""
+    """The arguments of one search (docs/server.md `POST /memory/read`)."""
 
     query: str
     scope: str | None = None

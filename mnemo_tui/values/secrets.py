@@ -40,7 +40,7 @@ class KeyInfo:
     revoked: bool
 
     def wire(self) -> dict[str, Any]:
-        """CLI.md's `keys list` item."""
+        """docs/cli.md's `keys list` item."""
         return {
             "key_id": self.key_id,
             "principal": self.principal,

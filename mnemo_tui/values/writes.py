@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class WriteRequest:
-    """The arguments of one write (WIRE.md `POST /memory/write`)."""
+    """The arguments of one write (docs/server.md `POST /memory/write`)."""
 
     content: str
     domain: str = "general"

@@ -79,7 +79,7 @@ def test_a_page_declared_canonical_keeps_each_items_text_but_never_a_line_break(
 )
 def test_a_recent_item_spelled_otherwise_keeps_its_own_text(spelled: str) -> None:
     # The text printed is the endpoint's own, never re-encoded, whatever JSON spelling its values have: it is one
-    # line, and the item it spells is a RecentItem, its fields in WIRE.md's order, with the id and time checked.
+    # line, and the item it spells is a RecentItem, its fields in docs/server.md's order, with the id and time checked.
     other = '{"atom_id":"00000000-0000-4000-8000-00000000000b","content":"y","domain":"d",' + (
         '"created_at":"2026-01-01T00:00:00.000000Z","concepts":[]}'
     )
@@ -114,7 +114,7 @@ def test_a_trusted_page_with_a_time_that_does_not_exist_keeps_it_as_text(created
 
 
 def test_a_key_the_item_does_not_have_or_a_field_of_another_type_is_written_anew() -> None:
-    # Only WIRE.md's fields, each of its type, are printed as they came; anything else is the item
+    # Only docs/server.md's fields, each of its type, are printed as they came; anything else is the item
     # read by the standard library and written as a RecentItem (what the hosted service's other shapes get).
     for odd, fixed in [
         ({**ITEM, "relevance": 0.5}, ITEM),
@@ -185,7 +185,7 @@ _TIMES = st.one_of(
 _ATOMS = st.one_of(st.text(min_size=0, max_size=8), st.integers(), st.none())
 _TEXT = st.text(max_size=12)
 _VALUES = st.one_of(_TEXT, st.integers(), st.none(), st.booleans(), st.lists(_TEXT, max_size=2))
-# Extras an item may carry: fields of WIRE.md with any value, or another field.
+# Extras an item may carry: fields of docs/server.md with any value, or another field.
 _EXTRA = st.dictionaries(
     st.sampled_from(["provenance", "supersedes", "superseded_by", "relevance", "id", "content", "concepts"]),
     st.one_of(_VALUES, st.dictionaries(st.sampled_from(["principal", "agent", "is_external", "x"]), _VALUES)),
@@ -248,7 +248,7 @@ def test_the_whole_page_read_is_the_item_by_item_read(texts: list[str], cursor: 
 )
 def test_an_item_keeps_its_text_only_with_its_fields_in_wire_order(keys: tuple[str, ...]) -> None:
     # From an endpoint that does not declare its texts canonical (the hosted service), an item is printed as it
-    # came only with WIRE.md's field order, else written in it; `mnemo serve`'s texts are its stored ones.
+    # came only with docs/server.md's field order, else written in it; `mnemo serve`'s texts are its stored ones.
     full = {**ITEM, "provenance": {"principal": "p"}, "supersedes": ["a"], "superseded_by": "b"}
     text = json.dumps({k: full[k] for k in keys}, separators=(",", ":"))
     in_order = list(keys) == [k for k in full if k in keys]
@@ -260,7 +260,7 @@ def test_an_item_keeps_its_text_only_with_its_fields_in_wire_order(keys: tuple[s
 
 
 def test_a_key_spelled_with_escapes_counts_where_it_stands() -> None:
-    # `pr\u006fvenance` is `provenance` to every JSON reader, so it is second here: out of WIRE.md's order.
+    # `pr\u006fvenance` is `provenance` to every JSON reader, so it is second here: out of docs/server.md's order.
     text = '{"atom_id":"00000000-0000-4000-8000-000000000001","pr\\u006fvenance":{}' + COMPACT[49:]
     assert list(json.loads(text))[:2] == ["atom_id", "provenance"]
     (entry,) = page_of(_page(text), False).items
@@ -269,7 +269,7 @@ def test_a_key_spelled_with_escapes_counts_where_it_stands() -> None:
 
 @given(st.lists(_items(), max_size=6))
 def test_an_item_from_an_endpoint_not_declared_canonical_is_printed_in_wire_order(texts: list[str]) -> None:
-    # The hosted dialect's items, whatever their spelling: each printed one is a RecentItem in WIRE.md's order.
+    # The hosted dialect's items, whatever their spelling: each printed one is a RecentItem in docs/server.md's order.
     try:
         read = page_of(_page(*texts), False)
     except Unavailable:

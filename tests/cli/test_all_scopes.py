@@ -1,4 +1,4 @@
-"""`catchup --all-scopes`: one pass over the own store and every room, a watermark per scope (CLI.md)."""
+"""`catchup --all-scopes`: one pass over the own store and every room, a watermark per scope (docs/cli.md)."""
 
 from __future__ import annotations
 

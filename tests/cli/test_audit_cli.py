@@ -20,7 +20,7 @@ def demo(cli: Any) -> Any:
     return cli
 
 
-# -- errors are one or two lines (CLI.md, Exit codes) ------------------------------------
+# -- errors are one or two lines (docs/cli.md, Exit codes) ------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -109,7 +109,7 @@ def test_empty_unscoped_search_names_the_unsearched_rooms(demo: Any) -> None:
     for room in rooms:
         assert room["address"] in table.stdout and room["name"] in table.stdout
     assert table.stdout.rstrip().endswith("Re-run with --scope set to one of these addresses to read it.")
-    # NDJSON: stdout stays empty, the same report goes to stderr (CLI.md common rules).
+    # NDJSON: stdout stays empty, the same report goes to stderr (docs/cli.md common rules).
     nd = demo("search", "zzqqxxnothing", "--format", "ndjson")
     assert nd.code == 0 and nd.stdout == "" and nd.stderr.strip() == table.stdout.strip()
     # JSON keeps its fixed shape.

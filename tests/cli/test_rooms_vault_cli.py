@@ -1,4 +1,4 @@
-"""Rooms, the vault, supersession and search through the installed `mnemo`, with the exit codes of CLI.md."""
+"""Rooms, the vault, supersession and search through the installed `mnemo`, with the exit codes of docs/cli.md."""
 
 from __future__ import annotations
 

@@ -27,4 +27,4 @@ def test_a_pipe_writes_a_utc_instant_as_json_does_never_plus_00_00(cli: Any) -> 
             out = cli(*args, *listing, env=env).stdout
             assert "+00:00" not in out and " UTC" not in out and " ago" not in out, (listing, out)
     local = cli("recent", env={"TZ": "Asia/Kolkata"}).stdout.split("\t")[0]
-    assert local.endswith("+05:30")  # a local zone keeps its offset: a table shows local time (CLI.md)
+    assert local.endswith("+05:30")  # a local zone keeps its offset: a table shows local time (docs/cli.md)

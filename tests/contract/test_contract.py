@@ -1,4 +1,4 @@
-"""The feed contract of PRODUCT.md, written against the `Backend` protocol so every backend runs it."""
+"""The feed contract of docs/architecture.md, written against the `Backend` protocol so every backend runs it."""
 
 from __future__ import annotations
 

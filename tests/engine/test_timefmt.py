@@ -1,4 +1,4 @@
-"""Tests of mnemo's time values and the CLI time grammar (CLI.md)."""
+"""Tests of mnemo's time values and the CLI time grammar (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_date_only_is_midnight_for_since_and_last_microsecond_for_until() -> Non
         ("0s", 0),
         ("2H", 7200),
         (" 15m ", 900),
-        # As journalctl and git spell them (CLI.md's time grammar).
+        # As journalctl and git spell them (docs/cli.md's time grammar).
         ("2 days ago", 2 * 86400),
         ("1d ago", 86400),
         ("3 hours ago", 3 * 3600),
@@ -112,7 +112,7 @@ def test_now_today_and_yesterday() -> None:
     assert parse("NOW") == NOW
     assert parse("today") == TODAY
     assert parse("yesterday") == TODAY - DAY
-    # CLI.md: today and yesterday are 00:00 UTC, for --until as well.
+    # docs/cli.md: today and yesterday are 00:00 UTC, for --until as well.
     assert parse("today", end_of_day=True) == TODAY
 
 

@@ -74,7 +74,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 
 def endpoints(w: World) -> list[tuple[str, str, dict[str, Any] | None]]:
-    """Every authenticated endpoint of WIRE.md with a body that is valid for alice."""
+    """Every authenticated endpoint of docs/server.md with a body that is valid for alice."""
     return [
         ("POST", "/memory/recent", {}),
         ("POST", "/memory/read", {"query": "note"}),

@@ -1,4 +1,4 @@
-"""Fuzz every request body of `mnemo serve` over loopback: never a 500 or a traceback, always an envelope; WIRE.md's limits hold."""
+"""Fuzz every request body of `mnemo serve` over loopback: never a 500 or a traceback, always an envelope; docs/server.md's limits hold."""
 
 from __future__ import annotations
 

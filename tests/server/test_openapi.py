@@ -70,7 +70,7 @@ def test_what_the_hosted_description_left_out_is_declared() -> None:
     assert "delete" in paths["/api/v1/memory/rooms/{room_id}"]
     for operation in ("write_batch", "write-batch", "graph", "feedback", "consolidate"):
         assert {"413", "401"} <= set(paths[f"/api/v1/memory/{operation}"]["post"]["responses"])
-    # Absolute paths: under /api/v1, or the origin's own (WIRE.md: the document, the probes, the metrics).
+    # Absolute paths: under /api/v1, or the origin's own (docs/server.md: the document, the probes, the metrics).
     assert all(
         path.startswith("/api/v1/") or path in ("/openapi.json", "/livez", "/readyz", "/metrics") for path in paths
     )

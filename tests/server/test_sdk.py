@@ -1,5 +1,5 @@
 """The official Python SDK (`mnemoverse`, pinned in the dev extra) against a loopback `mnemo serve`: every public
-method of its sync and async clients, the catch-up loop of PRODUCT.md through it, and its error types."""
+method of its sync and async clients, the catch-up loop of docs/architecture.md through it, and its error types."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ with warnings.catch_warnings():
     from starlette.testclient import TestClient
 
 
-# A copy of the hosted service's schema (shared/reference/hosted-openapi.json) kept in the repository,
+# A copy of the hosted service's schema (its published OpenAPI description) kept in the repository,
 # so a clone alone runs every conformance test; refresh it when the hosted description changes.
 HOSTED_PATH = Path(__file__).resolve().parents[1] / "reference" / "hosted-openapi.json"
 HOSTED: dict[str, Any] = json.loads(HOSTED_PATH.read_text())
@@ -60,7 +60,7 @@ def response_schema(path: str, method: str, status: int) -> dict[str, Any]:
 
 @pytest.fixture
 def recorded(target: Target) -> Iterator[list[tuple[str, str, int, Any]]]:
-    """Drive every endpoint of WIRE.md through success and failure, recording (method, path template, status, body),
+    """Drive every endpoint of docs/server.md through success and failure, recording (method, path template, status, body),
     over each engine (parametrized)."""
     store = target.open()
     alice, bob = store.create_key("alice")[1], store.create_key("bob")[1]
@@ -175,7 +175,7 @@ def test_every_answer_of_mnemo_serve_validates_against_the_hosted_schemas(
         statuses.add(status)
     assert {200, 400, 401, 403, 404, 409, 422} <= statuses
     covered = {(m, t) for m, t, s, _ in recorded if s == 200}
-    assert len(covered) == 29  # every endpoint of WIRE.md answered successfully at least once
+    assert len(covered) == 29  # every endpoint of docs/server.md answered successfully at least once
 
 
 def test_our_openapi_keeps_the_hosted_schemas_verbatim() -> None:

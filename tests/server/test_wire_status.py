@@ -1,4 +1,4 @@
-"""The wire of `mnemo serve`: status codes, the flat error envelope, and the authentication matrix (WIRE.md)."""
+"""The wire of `mnemo serve`: status codes, the flat error envelope, and the authentication matrix (docs/server.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of settings resolution: flags, `MNEMO_*` variables, `config.toml` profiles, defaults (PRODUCT.md)."""
+"""Tests of settings resolution: flags, `MNEMO_*` variables, `config.toml` profiles, defaults (docs/cli.md)."""
 
 from __future__ import annotations
 
