@@ -44,7 +44,7 @@ from follow_children import FOLLOWERS_PROGRAM, NO_FOLLOW_PROGRAM  # noqa: E402
 
 MNEMO = shutil.which("mnemo", path=str(Path(sys.executable).parent)) or "mnemo"
 PRINCIPAL = "bench"
-HEARTBEAT = 15.0  # PUSH.md: the server's heartbeat interval
+HEARTBEAT = 15.0  # the server's heartbeat interval (docs/server.md, "Push follow")
 FOLLOWERS = 1000
 FAN_WRITES = 20
 PER_KEY = 84  # < 100, the per-key bound: 12 keys carry the 1,000
