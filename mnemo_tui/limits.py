@@ -37,7 +37,7 @@ ROOM_ID = re.compile(r"^room_[0-9A-HJKMNP-TV-Z]{26}\Z")
 ROOM_DELETE_RULE = "only its author (a read_write member) or the room's owner can delete a room entry"
 # What a cursor may be spelled with (the URL-safe base64 alphabet and its padding), at most 512 characters.
 # Every page checks one, so it is checked on the ASCII bytes by deleting the alphabet (all of it is the
-# alphabet when nothing is left), the cheapest check measured (figures in docs/performance.md).
+# alphabet when nothing is left), the cheapest check measured (docs/performance.md, "The engine page").
 CURSOR_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_=-"
 CURSOR_MAX = 512
 

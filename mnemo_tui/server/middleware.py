@@ -83,7 +83,7 @@ class AccessLog:
     """One line a request (`access_line`, or `json_line` when given), written once its answer ended, a stream's
     at its end. With `metrics` (`mnemo serve` always) each request also gets its id (kept in its scope, sent
     back as `X-Request-Id` on every answer, written in its line) and is counted; without, neither (the
-    benchmark's anchor, docs/performance.md "Issue 63")."""
+    benchmark's anchor, docs/performance.md "The server under `wrk`")."""
 
     def __init__(
         self,

@@ -1,5 +1,5 @@
 """Provides the request rate limits of `mnemo serve`: a token bucket per API key, and one per client address
-for requests without a valid key (docs/security.md, "Rate limits")."""
+for requests without a valid key (docs/server.md, "Rate limits")."""
 
 from __future__ import annotations
 

@@ -62,7 +62,7 @@ def served(target: Target) -> Iterator[Served]:
 
 # A loaded test machine may be many times slower than a server's: a deletion of 10,000 entries
 # proves here that it completes as one request; its time against the 5 s deadline is measured in
-# docs/performance.md (about 1 s on SQLite), never asserted.
+# docs/performance.md, "Deletes of many entries" (about 1 s on SQLite), never asserted.
 LOADED_MACHINE_SECONDS = 60.0
 
 
