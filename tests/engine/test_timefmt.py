@@ -112,7 +112,7 @@ def test_now_today_and_yesterday() -> None:
     assert parse("NOW") == NOW
     assert parse("today") == TODAY
     assert parse("yesterday") == TODAY - DAY
-    # docs/cli.md: today and yesterday are 00:00 UTC, for --until as well.
+    # docs/cli.md's time grammar: today and yesterday are 00:00, for --until as well.
     assert parse("today", end_of_day=True) == TODAY
 
 
