@@ -37,7 +37,7 @@ from mnemo_tui.agents.answers import Answers, Reply, arguments
 from mnemo_tui.agents.budget import finish
 from mnemo_tui.agents.shapes import OUTPUT_SCHEMAS
 from mnemo_tui.backends import Backend
-from mnemo_tui.errors import MnemoError, NotFound
+from mnemo_tui.errors import Forbidden, MnemoError, NotFound, ValidationError
 
 RESOURCE_NOT_FOUND = -32002  # MCP's code for a resource that does not exist (spec, "Resources: Error Handling")
 EOF_GRACE = 600.0  # seconds stdin's end waits for the calls still running to be answered (each has its deadline)
@@ -188,13 +188,43 @@ def build(reach: Reach) -> Server[Any]:
             description=surface.RESOURCE_DESCRIPTION,
             mime_type="application/json",
         )
-        return types.ListResourceTemplatesResult(resource_templates=[template])
+        feeds = types.ResourceTemplate(
+            name=surface.FEED_SCOPE_NAME,
+            title=surface.FEED_SCOPE_TITLE,
+            uri_template=surface.FEED_TEMPLATE,
+            description=surface.FEED_SCOPE_DESCRIPTION,
+            mime_type="application/json",
+        )
+        return types.ListResourceTemplatesResult(resource_templates=[template, feeds])
 
     async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[])  # a template only: reading needs a known id
+        own = types.Resource(
+            name=surface.FEED_NAME,
+            title=surface.FEED_TITLE,
+            uri=surface.FEED_URI,
+            description=surface.FEED_DESCRIPTION,
+            mime_type="application/json",
+        )
+        return types.ListResourcesResult(resources=[own])  # the items are a template: reading needs a known id
+
+    async def read_feed(ctx: Any, uri: str, scope: str | None) -> types.ReadResourceResult:
+        try:
+            text = await reach(ctx, lambda answers: answers.feed(scope), writes=False)
+        except (NotFound, Forbidden, ValidationError) as exc:  # no such scope for this key: as a missing resource
+            raise MCPError(RESOURCE_NOT_FOUND, finish(f"Unknown resource: {uri} ({exc})")) from None
+        except MnemoError as exc:
+            raise MCPError(types.INTERNAL_ERROR, finish(f"{exc.code}: {exc}")) from None
+        contents = types.TextResourceContents(uri=uri, mime_type="application/json", text=text)
+        return types.ReadResourceResult(contents=[contents])
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
+        try:
+            scope = surface.feed_scope(uri)
+        except LookupError:
+            pass
+        else:
+            return await read_feed(ctx, uri, scope)
         if not uri.startswith(surface.RESOURCE_PREFIX) or uri == surface.RESOURCE_PREFIX:
             raise MCPError(RESOURCE_NOT_FOUND, finish(f"Unknown resource: {uri}"))
         from urllib.parse import unquote
