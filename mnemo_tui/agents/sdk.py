@@ -14,6 +14,7 @@ by the SDK). The SDK's stdio reader drops unanswered what it cannot parse and ta
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -30,12 +31,14 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY, ResourceUpdated, event_to_notification
 
 from mnemo_tui import __version__
 from mnemo_tui.agents import lines, surface
 from mnemo_tui.agents.answers import Answers, Reply, arguments
 from mnemo_tui.agents.budget import finish
 from mnemo_tui.agents.shapes import OUTPUT_SCHEMAS
+from mnemo_tui.agents.subscriptions import Feeds, Outbox
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import Forbidden, MnemoError, NotFound, ValidationError
 
@@ -89,8 +92,106 @@ def _problem(error: jsonschema.ValidationError) -> str:
     return f"{where} must satisfy {error.validator}: {json.dumps(error.validator_value, ensure_ascii=False)}"
 
 
-def build(reach: Reach) -> Server[Any]:
-    """The server: the ten tools, the three prompts and the memory-item resource, over what `reach` reaches.
+# Whose request `ctx` is: (principal, key) as the server checked them ("" for the stdio server's one key).
+Who = Callable[[Any], tuple[str, str]]
+OUTBOX = "mnemo.outbox"  # a 2025-11-25 connection's `state` key: its subscriptions' outbox
+
+
+def _not_a_feed(uri: str, exc: BaseException | None = None) -> MCPError:
+    said = f"Unknown resource: {uri}" + (f" ({exc})" if exc is not None else "")
+    return MCPError(RESOURCE_NOT_FOUND, finish(said))
+
+
+async def _watch(feeds: Feeds, outbox: Outbox, uri: str) -> None:
+    """`feeds.watch`, its refusals as MCP errors: a feed the key cannot read is a missing resource."""
+    try:
+        await feeds.watch(outbox, uri)
+    except LookupError:
+        raise _not_a_feed(uri) from None
+    except (NotFound, Forbidden, ValidationError) as exc:
+        raise _not_a_feed(uri, exc) from None
+    except MnemoError as exc:  # a bound (429 / 503: the HTTP mount answers those first), the store
+        raise MCPError(types.INTERNAL_ERROR, finish(f"{exc.code}: {exc}")) from None
+
+
+def _subscriptions(feeds: Feeds, who: Who) -> dict[str, Any]:
+    """The handlers of both revisions' subscriptions over `feeds` (docs/mcp.md, "Subscriptions")."""
+
+    def session_outbox(ctx: Any) -> Outbox:
+        # The SDK hands a request handler its connection only through the session (no public way to its
+        # per-connection `state` and teardown, where a session's subscriptions live and are freed).
+        connection = ctx.session._connection
+        outbox: Outbox | None = connection.state.get(OUTBOX)
+        if outbox is None:
+            principal, key = who(ctx)
+            outbox = Outbox(key, principal)
+            connection.state[OUTBOX] = outbox
+            made = outbox
+
+            async def pump() -> None:
+                if not await made.pump(connection.send_resource_updated):
+                    sys.stderr.write("mnemo mcp: a session took no notification within the send deadline: cut\n")
+                feeds.close(made)
+
+            task = asyncio.get_running_loop().create_task(pump())
+            connection.exit_stack.callback(feeds.close, made)  # the session's end frees everything
+            connection.exit_stack.callback(task.cancel)
+        return outbox
+
+    async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        await _watch(feeds, session_outbox(ctx), params.uri)
+        return types.EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        feeds.unwatch(session_outbox(ctx), params.uri)
+        return types.EmptyResult()
+
+    async def listen(ctx: Any, params: types.SubscriptionsListenRequestParams) -> types.SubscriptionsListenResult:
+        # The SDK's `ListenHandler` honours every URI asked for and bounds streams per server only: this one
+        # subscribes each URI as `resources/subscribe` does (refused whole when one is not the key's), and is
+        # cut at the send deadline. The lists never change, so their flags are honoured and never fire.
+        if ctx.request_id is None:
+            raise MCPError(types.INVALID_REQUEST, "subscriptions/listen requires a request id")
+        meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: ctx.request_id}
+        asked = params.notifications
+        uris = list(dict.fromkeys(asked.resource_subscriptions or ()))
+        principal, key = who(ctx)
+        outbox = Outbox(key, principal)
+        try:
+            for uri in uris:
+                await _watch(feeds, outbox, uri)
+            honored = types.SubscriptionFilter(
+                tools_list_changed=True if asked.tools_list_changed else None,
+                prompts_list_changed=True if asked.prompts_list_changed else None,
+                resources_list_changed=True if asked.resources_list_changed else None,
+                resource_subscriptions=uris or None,
+            )
+            acknowledged = types.SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)
+            await ctx.session.send_notification(
+                types.SubscriptionsAcknowledgedNotification(params=acknowledged), related_request_id=ctx.request_id
+            )
+
+            async def send(uri: str) -> None:
+                notification = event_to_notification(ResourceUpdated(uri=uri), meta)
+                await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
+
+            if not await outbox.pump(send):
+                sys.stderr.write("mnemo mcp: a listen stream took no notification within the send deadline: cut\n")
+        finally:
+            feeds.close(outbox)  # the stream's end frees everything (a revoked key's ends it here)
+        return types.SubscriptionsListenResult(_meta=meta)
+
+    return {
+        "on_subscribe_resource": subscribe,
+        "on_unsubscribe_resource": unsubscribe,
+        "on_subscriptions_listen": listen,
+    }
+
+
+def build(reach: Reach, feeds: Feeds | None = None, who: Who | None = None) -> Server[Any]:
+    """The server: the ten tools, the three prompts, the memory-item resource and the feeds, over what `reach`
+    reaches; given `feeds` (and `who`, whose each request is), the feeds' subscriptions in both revisions, and
+    only then the capability (`resources.subscribe`) advertised.
 
     When `reach` cannot reach a backend (no key for the endpoint) the handshake and the lists still answer, and
     every tool call is an error result that says why (how to give a key).
@@ -239,6 +340,7 @@ def build(reach: Reach) -> Server[Any]:
         contents = types.TextResourceContents(uri=uri, mime_type="application/json", text=text)
         return types.ReadResourceResult(contents=[contents])
 
+    subscriptions = _subscriptions(feeds, who or _own) if feeds is not None else {}
     return Server(
         surface.SERVER_NAME,
         version=__version__,
@@ -250,7 +352,12 @@ def build(reach: Reach) -> Server[Any]:
         on_list_resource_templates=list_templates,
         on_list_resources=list_resources,
         on_read_resource=read_resource,
+        **subscriptions,
     )
+
+
+def _own(ctx: Any) -> tuple[str, str]:
+    raise AssertionError("a server with subscriptions says whose each request is")
 
 
 class _Open:

@@ -1,0 +1,279 @@
+"""Feed subscriptions over MCP at `/mcp` of a real `mnemo serve`, driven by the official `mcp` client in both
+revisions: 2025-11-25 `resources/subscribe` (the notification on the session's event stream) and 2026-07-28
+`subscriptions/listen`; a notification for the URI exactly as subscribed, none for another scope, none after
+unsubscribe or revocation, the bounds' refusals; and across two servers over one PostgreSQL (LISTEN).
+
+"None" is never waited for: a write to the scope that must stay silent comes first, then one to a scope that
+must be heard, twice, each awaited; a listener's notifications go out in order, so one for the silent write
+would have come before the second."""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import subprocess
+import warnings
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+import mcp_types as types
+import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_helpers import MNEMO, WAIT
+from serve_process import ServeProcess, start_serve
+
+from mnemo_tui.server.mcp_mount import MAX_SUBSCRIPTIONS_PER_KEY
+
+warnings.filterwarnings("ignore", message=".*resources/(un)?subscribe is removed.*")
+NOT_FOUND = -32002
+
+
+def mnemo(home: Path, *args: str) -> str:
+    env = {"PATH": "/usr/bin:/bin", "MNEMO_HOME": str(home), "NO_COLOR": "1"}
+    return subprocess.run([MNEMO, *args], env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+
+class Heard:
+    """The `notifications/resources/updated` one client received, in order."""
+
+    def __init__(self) -> None:
+        self.uris: queue.Queue[str] = queue.Queue()
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.uris.put(message.params.uri)
+
+    def next(self) -> str:
+        return self.uris.get(timeout=WAIT)
+
+    def empty(self) -> bool:
+        return self.uris.empty()
+
+
+class Server:
+    """One `mnemo serve` and the clients connected to its `/mcp`."""
+
+    def __init__(self, process: ServeProcess, portal: BlockingPortal, stack: ExitStack) -> None:
+        self.process, self.portal, self.stack = process, portal, stack
+        self.url = process.url.removesuffix("/api/v1") + "/mcp"
+
+    def client(self, mode: str, key: str, heard: Heard | None = None) -> Client:
+        http = create_mcp_http_client(headers={"authorization": f"Bearer {key}"})
+        client = Client(
+            streamable_http_client(self.url, http_client=http),  # type: ignore[arg-type]
+            mode=mode,
+            message_handler=heard,
+        )
+        entered: Client = self.stack.enter_context(self.portal.wrap_async_context_manager(client))
+        return entered
+
+    def write(self, client: Client, content: str, domain: str) -> None:
+        result = self.portal.call(client.call_tool, "memory_write", {"content": content, "domain": domain})
+        assert not result.is_error, result.content
+
+    def subscribe(self, client: Client, uri: str) -> None:
+        self.portal.call(client.subscribe_resource, uri)
+
+    def listen(self, client: Client, *uris: str) -> Listening:
+        return Listening(self, client, uris)
+
+
+class Listening:
+    """One `subscriptions/listen` stream of a client, its events gathered in a queue until it ends."""
+
+    END = "(ended)"
+
+    def __init__(self, server: Server, client: Client, uris: tuple[str, ...]) -> None:
+        self.uris: queue.Queue[str] = queue.Queue()
+        self.acked: queue.Queue[object] = queue.Queue()
+        self.portal = server.portal
+        self.future = server.portal.start_task_soon(self._run, client, uris)
+        honored = self.acked.get(timeout=WAIT)
+        if isinstance(honored, BaseException):
+            raise honored
+        self.honored = honored
+
+    async def _run(self, client: Client, uris: tuple[str, ...]) -> None:
+        try:
+            async with client.listen(resource_subscriptions=uris) as subscription:
+                self.acked.put(subscription.honored)
+                async for event in subscription:
+                    self.uris.put(event.uri)  # type: ignore[union-attr]
+        except BaseException as exc:
+            self.acked.put(exc)
+            raise
+        finally:
+            self.uris.put(self.END)
+
+    def next(self) -> str:
+        return self.uris.get(timeout=WAIT)
+
+    def stop(self) -> None:
+        self.future.cancel()
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("mcp-subscriptions")
+
+
+@pytest.fixture(scope="module")
+def keys(home: Path) -> dict[str, str]:
+    return {name: mnemo(home, "keys", "create", name.split("-")[0]) for name in ("alice", "alice-2", "bob")}
+
+
+@pytest.fixture(scope="module")
+def server(home: Path, keys: dict[str, str]) -> Iterator[Server]:
+    process = start_serve(home)
+    try:
+        with ExitStack() as stack:
+            portal = stack.enter_context(start_blocking_portal())
+            yield Server(process, portal, stack)
+    finally:
+        process.stop(signal.SIGTERM)
+
+
+def key_id(home: Path, key: str, server: Server) -> str:
+    answer = httpx.get(server.process.url + "/mnemo/whoami", headers={"X-Api-Key": key}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    found: str = answer.json()["key_id"]
+    return found
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_the_capability_is_advertised_in_both_revisions(server: Server, keys: dict[str, str], mode: str) -> None:
+    client = server.client(mode, keys["alice"])
+    assert client.server_capabilities.resources is not None
+    assert client.server_capabilities.resources.subscribe is True
+
+
+def test_a_session_hears_its_feed_by_the_uri_as_subscribed_and_not_another_scope(
+    server: Server, keys: dict[str, str]
+) -> None:
+    heard = Heard()
+    client = server.client("legacy", keys["alice"], heard)
+    uri, sentinel = "memory://feed/team%2Fsubs", "memory://feed/sentinel"
+    server.subscribe(client, uri)
+    server.subscribe(client, uri)  # again: still one subscription
+    server.subscribe(client, sentinel)
+    page = json.loads(server.portal.call(client.read_resource, uri).contents[0].text)
+    assert page["items"] == []
+    server.write(client, "somewhere else", "team")  # another scope (its parent's name): silent
+    for n in range(2):
+        server.write(client, f"sentinel {n}", "sentinel")
+        assert heard.next() == sentinel
+    server.write(client, "here", "team/subs")
+    assert heard.next() == uri  # exactly as subscribed (percent-encoded)
+    page = json.loads(server.portal.call(client.read_resource, uri).contents[0].text)
+    assert [i["content"] for i in page["items"]] == ["here"]
+
+
+def test_the_own_feed_hears_every_domain_and_nothing_after_unsubscribe(server: Server, keys: dict[str, str]) -> None:
+    heard = Heard()
+    client = server.client("legacy", keys["bob"], heard)
+    server.subscribe(client, "memory://feed")
+    server.subscribe(client, "memory://feed/quiet")
+    server.write(client, "anywhere", "loud")
+    assert heard.next() == "memory://feed"
+    server.portal.call(client.unsubscribe_resource, "memory://feed/quiet")
+    server.write(client, "not heard", "quiet")  # the own feed hears it; the unsubscribed scope does not
+    assert heard.next() == "memory://feed"
+    server.write(client, "again", "loud")
+    assert heard.next() == "memory://feed"
+    assert heard.empty()
+
+
+def test_a_scope_the_key_cannot_read_is_refused_at_subscribe_time(server: Server, keys: dict[str, str]) -> None:
+    alice = server.client("legacy", keys["alice"])
+    room = server.portal.call(alice.call_tool, "memory_create_room", {"name": "subs"}).structured_content
+    bob = server.client("legacy", keys["bob"])
+    for uri in (f"memory://feed/xroom%3A{room['room_id']}", "memory://item/x", "memory://feed/a/b"):
+        with pytest.raises(MCPError) as refused:
+            server.subscribe(bob, uri)
+        assert refused.value.code == NOT_FOUND, uri
+    with pytest.raises(MCPError) as stranger:
+        Listening(server, server.client("auto", keys["bob"]), (f"memory://feed/xroom%3A{room['room_id']}",))
+    assert stranger.value.code == NOT_FOUND
+
+
+def test_a_listen_stream_hears_its_uris_and_not_another_scope(server: Server, keys: dict[str, str]) -> None:
+    client = server.client("auto", keys["alice"])
+    uri, sentinel = "memory://feed/listened", "memory://feed/listened-sentinel"
+    stream = server.listen(client, uri, sentinel)
+    assert stream.honored.resource_subscriptions == [uri, sentinel]
+    server.write(client, "elsewhere", "unlistened")
+    for n in range(2):
+        server.write(client, f"sentinel {n}", "listened-sentinel")
+        assert stream.next() == sentinel
+    server.write(client, "heard", "listened")
+    assert stream.next() == uri
+    stream.stop()
+
+
+def test_a_room_is_heard_by_its_member(server: Server, keys: dict[str, str]) -> None:
+    alice = server.client("auto", keys["alice"])
+    room = server.portal.call(alice.call_tool, "memory_create_room", {"name": "heard"}).structured_content
+    uri = f"memory://feed/xroom:{room['room_id']}"
+    stream = server.listen(alice, uri)
+    server.write(alice, "for the room", f"xroom:{room['room_id']}")
+    assert stream.next() == uri
+    stream.stop()
+
+
+def test_a_revoked_key_hears_nothing_more_and_its_listen_stream_ends(
+    home: Path, server: Server, keys: dict[str, str]
+) -> None:
+    revoked = mnemo(home, "keys", "create", "carol")
+    other = mnemo(home, "keys", "create", "carol")
+    heard, witness = Heard(), Heard()
+    session = server.client("legacy", revoked, heard)
+    server.subscribe(session, "memory://feed")
+    stream = server.listen(server.client("auto", revoked), "memory://feed")
+    writer = server.client("legacy", other, witness)
+    server.subscribe(writer, "memory://feed")
+    server.write(writer, "before", "d")
+    assert heard.next() == "memory://feed" and witness.next() == "memory://feed"
+    assert stream.next() == "memory://feed"
+    mnemo(home, "keys", "revoke", key_id(home, revoked, server))
+    server.write(writer, "after", "d")  # through this server: its wake-up looks the keys up again
+    assert stream.next() == Listening.END  # ended gracefully (the client's loop ends, no SubscriptionLost)
+    assert witness.next() == "memory://feed"
+    server.write(writer, "after again", "d")
+    assert witness.next() == "memory://feed"
+    assert heard.empty()
+
+
+def test_subscriptions_past_a_keys_bound_are_refused_429_with_retry_after(
+    home: Path, server: Server, keys: dict[str, str]
+) -> None:
+    key = mnemo(home, "keys", "create", "dave")
+    client = server.client("legacy", key)
+    for n in range(MAX_SUBSCRIPTIONS_PER_KEY):
+        server.subscribe(client, f"memory://feed/d{n}")
+    session = client.session
+    assert session is not None
+    with pytest.raises(MCPError):
+        server.subscribe(client, "memory://feed/one-more")
+    raw = httpx.post(
+        server.url,
+        headers={
+            "authorization": f"Bearer {key}",
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+            "mcp-protocol-version": "2026-07-28",
+        },
+        content=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {}}),
+        timeout=30,
+    )
+    assert raw.status_code == 429 and raw.headers["retry-after"] == "1", raw.text
+    assert "TOO_MANY_SUBSCRIPTIONS" in raw.json()["error"]["message"]
+    server.portal.call(client.unsubscribe_resource, "memory://feed/d0")
+    server.subscribe(client, "memory://feed/one-more")  # a slot freed by unsubscribe
