@@ -277,3 +277,55 @@ def test_subscriptions_past_a_keys_bound_are_refused_429_with_retry_after(
     assert "TOO_MANY_SUBSCRIPTIONS" in raw.json()["error"]["message"]
     server.portal.call(client.unsubscribe_resource, "memory://feed/d0")
     server.subscribe(client, "memory://feed/one-more")  # a slot freed by unsubscribe
+
+
+@pytest.fixture(scope="module")
+def two_servers(pg_databases: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[Server]]]:
+    """Two `mnemo serve` over one PostgreSQL database, LISTENing (`--database-pooler none`), and a key of both."""
+    from mnemo_tui.engine.postgres import PgStore
+
+    url = pg_databases.cluster.url(pg_databases.create())
+    admin = PgStore(url)
+    try:
+        key = admin.create_key("team")[1]
+    finally:
+        admin.close()
+    homes = tmp_path_factory.mktemp("mcp-pg")
+    processes: list[ServeProcess] = []
+    try:
+        with ExitStack() as stack:
+            portal = stack.enter_context(start_blocking_portal())
+            for i in range(2):
+                (homes / f"s{i}").mkdir()
+                processes.append(start_serve(homes / f"s{i}", "--database", url, "--database-pooler", "none"))
+            yield key, [Server(p, portal, stack) for p in processes]
+    finally:
+        for process in processes:
+            process.stop(signal.SIGTERM)
+
+
+def test_a_write_on_one_server_is_heard_by_a_subscriber_on_another_over_postgresql(
+    two_servers: tuple[str, list[Server]],
+) -> None:
+    key, (a, b) = two_servers
+    heard = Heard()
+    session = b.client("legacy", key, heard)
+    uri, sentinel = "memory://feed/across", "memory://feed/across-sentinel"
+    b.subscribe(session, uri)
+    b.subscribe(session, sentinel)
+    stream = b.listen(b.client("auto", key), uri, sentinel)
+    writer = a.client("legacy", key)
+    a.write(writer, "elsewhere", "across-other")  # another scope: silent on both
+    for n in range(2):
+        a.write(writer, f"sentinel {n}", "across-sentinel")
+        assert heard.next() == sentinel and stream.next() == sentinel
+    a.write(writer, "written on A", "across")
+    assert heard.next() == uri and stream.next() == uri
+    page = json.loads(b.portal.call(session.read_resource, uri).contents[0].text)
+    assert [i["content"] for i in page["items"]] == ["written on A"]
+    b.portal.call(session.unsubscribe_resource, uri)
+    a.write(writer, "unheard by the session", "across")
+    assert stream.next() == uri  # the listen stream still hears it
+    a.write(writer, "sentinel again", "across-sentinel")
+    assert heard.next() == sentinel  # the session, unsubscribed from `uri`, heard only the sentinel
+    stream.stop()
