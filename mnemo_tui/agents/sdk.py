@@ -38,8 +38,9 @@ from mnemo_tui.agents import lines, surface
 from mnemo_tui.agents.answers import Answers, Reply, arguments
 from mnemo_tui.agents.budget import finish
 from mnemo_tui.agents.shapes import OUTPUT_SCHEMAS
-from mnemo_tui.agents.subscriptions import Feeds, Outbox
+from mnemo_tui.agents.subscriptions import EMBEDDED_PROBE_SECONDS, Capped, Feeds, Outbox, Probe
 from mnemo_tui.backends import Backend
+from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.errors import Forbidden, MnemoError, NotFound, ValidationError
 
 RESOURCE_NOT_FOUND = -32002  # MCP's code for a resource that does not exist (spec, "Resources: Error Handling")
@@ -55,20 +56,57 @@ class Reach(Protocol):
     async def __call__(self, ctx: Any, work: Callable[[Answers], T], *, writes: bool) -> T: ...
 
 
-def local(backend: Backend | MnemoError, agent_name: str | None = None) -> Reach:
+def local(
+    backend: Backend | MnemoError,
+    agent_name: str | None = None,
+    gate: anyio.Lock | None = None,
+    written: Callable[[], None] | None = None,
+) -> Reach:
     """One backend, its calls one at a time in a worker thread (it is synchronous: a SQLite connection is one);
-    `backend` may be the error that kept it from opening (no key for the endpoint), raised by every call."""
+    `backend` may be the error that kept it from opening (no key for the endpoint), raised by every call.
+    `gate`: the lock the calls take (shared with the subscriptions' reads); `written`: told after a call that
+    may have written."""
     answers = Answers(backend, agent_name) if not isinstance(backend, MnemoError) else None
-    gate = anyio.Lock()
+    held = gate if gate is not None else anyio.Lock()
 
     async def reach(ctx: Any, work: Callable[[Answers], T], *, writes: bool) -> T:
         if answers is None:
             assert isinstance(backend, MnemoError)
             raise backend
-        async with gate:
-            return await anyio.to_thread.run_sync(work, answers)
+        try:
+            async with held:
+                return await anyio.to_thread.run_sync(work, answers)
+        finally:
+            if writes and written is not None:
+                written()
 
     return reach
+
+
+def _embedded_feeds(backend: Backend | MnemoError, gate: anyio.Lock) -> tuple[Feeds, Probe] | None:
+    """The stdio server's subscriptions on the embedded store, woken as `mnemo recent --follow` is (its change
+    token probed while anyone subscribes), or None for any other backend (then none are offered)."""
+    if not isinstance(backend, LocalBackend):
+        return None
+    engine = backend.engine
+
+    async def read(fn: Callable[[Any], T]) -> T:
+        async with gate:
+            return await anyio.to_thread.run_sync(fn, engine)
+
+    async def token() -> object:
+        return await read(lambda e: e.change_token())
+
+    async def clocks(buckets: list[int]) -> dict[int, int]:
+        found: dict[int, int] = await read(lambda e: e.bucket_clocks(buckets))
+        return found
+
+    async def check(key: str) -> None:
+        return None  # one process, one principal: nothing is revoked under it
+
+    probe = Probe(token, EMBEDDED_PROBE_SECONDS)
+    probe.clocks = clocks
+    return Feeds(probe, read, check, Capped()), probe
 
 
 def _text(text: str, *, error: bool = False) -> types.CallToolResult:
@@ -124,7 +162,7 @@ def _subscriptions(feeds: Feeds, who: Who) -> dict[str, Any]:
         outbox: Outbox | None = connection.state.get(OUTBOX)
         if outbox is None:
             principal, key = who(ctx)
-            outbox = Outbox(key, principal)
+            outbox = feeds.opened(Outbox(key, principal))
             connection.state[OUTBOX] = outbox
             made = outbox
 
@@ -156,7 +194,7 @@ def _subscriptions(feeds: Feeds, who: Who) -> dict[str, Any]:
         asked = params.notifications
         uris = list(dict.fromkeys(asked.resource_subscriptions or ()))
         principal, key = who(ctx)
-        outbox = Outbox(key, principal)
+        outbox = feeds.opened(Outbox(key, principal))
         try:
             for uri in uris:
                 await _watch(feeds, outbox, uri)
@@ -419,8 +457,10 @@ class _Front:
     The SDK's reader takes a stream of lines and drops what fails its parse; it has no hook to answer it.
     """
 
-    def __init__(self, read_line: Callable[[int], str], open_requests: _Open) -> None:
-        self.read_line, self.open = read_line, open_requests
+    def __init__(
+        self, read_line: Callable[[int], str], open_requests: _Open, at_end: Callable[[], None] | None = None
+    ) -> None:
+        self.read_line, self.open, self.at_end = read_line, open_requests, at_end
         self.write: Any = None  # the SDK's write stream, once `stdio_server` has made it
         self.ready = anyio.Event()
 
@@ -465,6 +505,8 @@ class _Front:
             elif value.get("method") == "notifications/cancelled" and isinstance(value.get("params"), dict):
                 self.open.settle(value["params"].get("requestId"))  # the SDK answers a cancelled request never
             yield text
+        if self.at_end is not None:
+            self.at_end()  # the listen streams end (answered), so the calls still running are all there is
         with anyio.move_on_after(EOF_GRACE):
             await self.open.drained()  # stdin ended: the calls still running are answered first
 
@@ -483,14 +525,19 @@ def _claim_stdin() -> int:
 
 def serve(backend: Backend | MnemoError, agent_name: str | None = None) -> None:
     """Serve MCP over this process's stdin and stdout until the client closes stdin."""
-    server = build(local(backend, agent_name))
+    gate = anyio.Lock()
+    embedded = _embedded_feeds(backend, gate)
+    feeds, probe = embedded if embedded is not None else (None, None)
+    reach = local(backend, agent_name, gate, probe.wake if probe is not None else None)
+    principal = backend.principal if isinstance(backend, LocalBackend) else ""
+    server = build(reach, feeds, lambda ctx: (principal, ""))
 
     async def main() -> None:
         open_requests = _Open()
         # UTF-8 with invalid bytes replaced, as the SDK's reader decodes; read from a duplicate of fd 0 while fd 0
         # points at the null device, as the SDK does for the stdin it claims, so no child can read the protocol.
         with open(_claim_stdin(), encoding="utf-8", errors="replace") as stdin:
-            front = _Front(stdin.readline, open_requests)
+            front = _Front(stdin.readline, open_requests, feeds.close_all if feeds is not None else None)
             # The SDK's reader only iterates what it is given (`async for line in stdin`): the front passes for it.
             async with stdio_server(stdin=cast("anyio.AsyncFile[str]", front)) as (read, write):
                 front.write = write

@@ -30,6 +30,7 @@ T = TypeVar("T")
 SEND_SECONDS = 10.0  # a notification its listener has not taken within this cuts the listener
 MAX_SUBSCRIPTIONS = 2_000  # feed subscriptions held at once on one server (past it 503, retryable)
 MAX_SUBSCRIPTIONS_PER_KEY = 100  # by one key (past it 429, retryable), as a follow's bound
+EMBEDDED_PROBE_SECONDS = 0.2  # the stdio server's change-token probe: `mnemo recent --follow`'s on the embedded store
 log = logging.getLogger("mnemo.mcp")
 
 # `fn(engine)` off the event loop (a database thread of the server; the stdio server's worker thread).
@@ -146,6 +147,7 @@ class Feeds:
     def __init__(self, wakes: Wakes, run: Run[Any], check: Callable[[str], Awaitable[object]], bounds: Bounds):
         self.wakes, self.run, self.check, self.bounds = wakes, run, check, bounds
         self.watches: set[Watch] = set()
+        self.listeners: set[Outbox] = set()
         self.looks = 0  # wake-ups that read anything (the tests and the benchmark count them)
         self._looking: asyncio.Task[None] | None = None
         self._dirty = False
@@ -186,11 +188,22 @@ class Feeds:
             self.watches.discard(found)
             self.bounds.give(outbox.key)
 
+    def opened(self, outbox: Outbox) -> Outbox:
+        """A listener begins (`close` ends it)."""
+        self.listeners.add(outbox)
+        return outbox
+
     def close(self, outbox: Outbox) -> None:
         """The listener is gone (its session ended, its stream closed, it was cut): everything of it freed."""
         for uri in list(outbox.watches):
             self.unwatch(outbox, uri)
         outbox.end()
+        self.listeners.discard(outbox)
+
+    def close_all(self) -> None:
+        """The server stops listening (stdin ended): every listener ends, a listen stream with its result."""
+        for outbox in list(self.listeners):
+            self.close(outbox)
 
     def _start(self) -> None:
         if self._looking is None or self._looking.done():
