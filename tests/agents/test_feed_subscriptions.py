@@ -13,6 +13,7 @@ import json
 import queue
 import signal
 import subprocess
+import time
 import warnings
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -329,3 +330,36 @@ def test_a_write_on_one_server_is_heard_by_a_subscriber_on_another_over_postgres
     a.write(writer, "sentinel again", "across-sentinel")
     assert heard.next() == sentinel  # the session, unsubscribed from `uri`, heard only the sentinel
     stream.stop()
+
+
+def test_a_sessions_end_and_a_listen_streams_end_free_their_subscriptions(
+    home: Path, server: Server, keys: dict[str, str]
+) -> None:
+    key = mnemo(home, "keys", "create", "erin")
+    with ExitStack() as stack:
+        held = Server(server.process, server.portal, stack)
+        client = held.client("legacy", key)
+        for n in range(MAX_SUBSCRIPTIONS_PER_KEY):
+            held.subscribe(client, f"memory://feed/e{n}")
+        with pytest.raises(MCPError):
+            held.subscribe(client, "memory://feed/full")
+    # The session ended (the client's DELETE): its subscriptions are freed as its server task winds down.
+    after = server.client("legacy", key)
+    for n in range(MAX_SUBSCRIPTIONS_PER_KEY):
+        eventually(lambda n=n: server.subscribe(after, f"memory://feed/e{n}"))  # type: ignore[misc]
+    streamer = server.client("auto", keys["bob"])
+    for _ in range(3):  # each stream's end frees its subscriptions: more streams than one key's bound holds
+        stream = eventually(lambda: server.listen(streamer, *[f"memory://feed/s{n}" for n in range(40)]))
+        stream.stop()
+        assert stream.next() == Listening.END
+
+
+def eventually(attempt: Any) -> Any:
+    """`attempt()`, again while it is refused (a slot freed a moment later), within WAIT seconds."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        try:
+            return attempt()
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
