@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 from mnemo_tui.agents import surface
-from mnemo_tui.errors import AuthError, Forbidden, MnemoError, RateLimited, Unavailable
+from mnemo_tui.errors import AuthError, Forbidden, MnemoError, RateLimited
 from mnemo_tui.limits import room_of
 from mnemo_tui.model import RecentQuery
 
@@ -35,12 +35,6 @@ log = logging.getLogger("mnemo.mcp")
 
 # `fn(engine)` off the event loop (a database thread of the server; the stdio server's worker thread).
 Run = Callable[[Callable[[Any], T]], Awaitable[T]]
-
-
-class Follower(Protocol):
-    quiet_since: float
-
-    async def wait(self) -> None: ...
 
 
 class Wakes(Protocol):
@@ -319,8 +313,3 @@ class _Waiter:
     async def wait(self) -> None:
         await self.event.wait()
         self.event.clear()
-
-
-def refused(exc: MnemoError) -> bool:
-    """Whether `exc` is a bound's refusal (429 / 503, retryable): the HTTP mount answers those as such."""
-    return isinstance(exc, RateLimited | Unavailable) or exc.status in (429, 503)

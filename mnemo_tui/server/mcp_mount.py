@@ -7,6 +7,7 @@ every refusal a JSON-RPC error body with its HTTP status; and the streams it hol
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -36,13 +37,10 @@ IDLE_SECONDS = 30 * 60.0  # a session with nothing in flight for this long is cl
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 HOSTS_VARIABLE, ORIGINS_VARIABLE = "MNEMO_MCP_ALLOWED_HOSTS", "MNEMO_MCP_ALLOWED_ORIGINS"
-INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603
+INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603  # JSON-RPC's codes (the SDK answers its own refusals with these)
 MAX_SUBSCRIPTIONS = 2_000  # feed subscriptions held at once on one server (past it 503; docs/mcp.md)
 MAX_SUBSCRIPTIONS_PER_KEY = 100  # by one key (past it 429), as its follows
-SUBSCRIBING = (
-    b'"resources/subscribe"',
-    b'"subscriptions/listen"',
-)  # the methods that take a subscription  # JSON-RPC's codes (the SDK answers its own refusals with these)
+SUBSCRIBING = ("resources/subscribe", "subscriptions/listen")  # the methods that take a subscription
 
 
 def allowed(variable: str, default: tuple[str, ...]) -> list[str]:
@@ -177,9 +175,9 @@ class McpMount:
                 return
             if body is None:
                 return  # the client went away
-            if any(method in body for method in SUBSCRIBING):
+            if _subscribing(body):
                 # A subscription past its bounds is refused with the follows' statuses, before the SDK answers
-                # it inside a 200 (a false match only costs the check; the handler takes the slot itself).
+                # it inside a 200 (the handler takes the slot itself).
                 try:
                     self.subscriptions.check(key)
                 except MnemoError as exc:
@@ -228,6 +226,17 @@ class McpMount:
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 return b"".join(chunks)
+
+
+def _subscribing(body: bytes) -> bool:
+    """Whether the request is one that takes a subscription (parsed only when its name is in the body)."""
+    if not any(method.encode() in body for method in SUBSCRIBING):
+        return False
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False  # the SDK refuses it
+    return isinstance(message, dict) and message.get("method") in SUBSCRIBING
 
 
 def mounted(served: Served, keys: Keys, max_body: int) -> McpMount | None:
