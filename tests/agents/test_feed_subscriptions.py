@@ -363,3 +363,30 @@ def eventually(attempt: Any) -> Any:
         except Exception:
             if time.monotonic() > deadline:
                 raise
+
+
+def test_a_membership_that_ended_hears_nothing_more_of_the_room(server: Server, keys: dict[str, str]) -> None:
+    alice = server.client("legacy", keys["alice"])
+    call = server.portal.call
+    room = call(alice.call_tool, "memory_create_room", {"name": "ending"}).structured_content
+    room_id = room["room_id"]
+    invite = call(alice.call_tool, "memory_invite_to_room", {"room_id": room_id}).structured_content
+    heard = Heard()
+    bob = server.client("legacy", keys["bob"], heard)
+    joined = call(bob.call_tool, "memory_join_room", {"code": invite["code"]})
+    assert not joined.is_error, joined.content
+    uri, sentinel = f"memory://feed/xroom%3A{room_id}", "memory://feed/bob-sentinel"
+    server.subscribe(bob, uri)
+    server.subscribe(bob, sentinel)
+    server.write(alice, "while a member", f"xroom:{room_id}")
+    assert heard.next() == uri
+    deleted = httpx.delete(
+        f"{server.process.url}/memory/rooms/{room_id}", headers={"X-Api-Key": keys["alice"]}, timeout=30
+    )
+    assert deleted.status_code == 200, deleted.text  # its entries leave: no more of it is bob's to read
+    for n in range(2):
+        server.write(bob, f"sentinel {n}", "bob-sentinel")
+        assert heard.next() == sentinel
+    with pytest.raises(MCPError) as gone:
+        server.subscribe(bob, uri)
+    assert gone.value.code == NOT_FOUND
