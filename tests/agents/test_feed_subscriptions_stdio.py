@@ -6,6 +6,7 @@ token), and the server's own; none for another scope.
 
 from __future__ import annotations
 
+import json
 import queue
 import subprocess
 import warnings
@@ -91,3 +92,31 @@ def test_a_listen_stream_hears_the_cli(servers: Servers, store: Path) -> None:
         cli_write(servers.home, store, "anything", "listened")
         assert got.get(timeout=WAIT) == "memory://feed"
         future.cancel()
+
+
+def test_stdins_end_answers_an_open_listen_stream_and_the_process_exits(servers: Servers, store: Path) -> None:
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    listen = {
+        "jsonrpc": "2.0",
+        "id": "l1",
+        "method": "subscriptions/listen",
+        "params": {"notifications": {"resourceSubscriptions": ["memory://feed"]}, "_meta": meta},
+    }
+    process = subprocess.Popen(
+        [MNEMO, "--store", str(store), "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=server_env(servers.home, "alice"),
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps(listen) + "\n")
+    process.stdin.flush()
+    acked = json.loads(process.stdout.readline())
+    assert acked["method"] == "notifications/subscriptions/acknowledged"
+    assert acked["params"]["notifications"] == {"resourceSubscriptions": ["memory://feed"]}
+    process.stdin.close()  # the client is gone: the stream ends with its result, not after the calls' grace
+    answered = json.loads(process.stdout.readline())
+    assert answered["id"] == "l1" and "result" in answered
+    assert process.wait(timeout=WAIT) == 0
