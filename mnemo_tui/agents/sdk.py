@@ -1,5 +1,6 @@
-"""Provides `build`, the one definition of mnemo's MCP server (tools, prompts, the resource), and `serve`, it
-over stdio for `mnemo mcp`, on the official `mcp` SDK (`http.py` serves the same server over HTTP).
+"""Provides `build`, the one definition of mnemo's MCP server (tools, prompts, the resources, the feeds'
+subscriptions over `subscriptions.Feeds`), and `serve`, it over stdio for `mnemo mcp`, on the official `mcp`
+SDK (`http.py` serves the same server over HTTP).
 
 The SDK's low-level server takes the tools' schemas as given (`surface.TOOLS`, the hosted package's own), so
 `tools/list` answers exactly those; each call's arguments are checked against its tool's schema here, with
@@ -153,14 +154,14 @@ async def _watch(feeds: Feeds, outbox: Outbox, uri: str) -> None:
 
 
 def _subscriptions(feeds: Feeds, who: Who) -> dict[str, Any]:
-    """The handlers of both revisions' subscriptions over `feeds` (docs/mcp.md, "Subscriptions")."""
+    """The handlers of both revisions' subscriptions over `feeds` (docs/mcp.md, "Feeds and subscriptions")."""
 
     def session_outbox(ctx: Any) -> Outbox:
         # The SDK hands a request handler its connection only through the session (no public way to its
         # per-connection `state` and teardown, where a session's subscriptions live and are freed).
         connection = ctx.session._connection
         outbox: Outbox | None = connection.state.get(OUTBOX)
-        if outbox is None:
+        if outbox is None or outbox.ended:  # none yet, or cut: a subscription now starts afresh
             principal, key = who(ctx)
             outbox = feeds.opened(Outbox(key, principal))
             connection.state[OUTBOX] = outbox

@@ -1,4 +1,4 @@
-"""Provides `Feeds`: the feed subscriptions of one MCP server (docs/mcp.md, "Subscriptions"), and `Outbox`,
+"""Provides `Feeds`: the feed subscriptions of one MCP server (docs/mcp.md, "Feeds and subscriptions"), and `Outbox`,
 the notifications one listener has pending.
 
 A subscription is a feed URI (`memory://feed`, `memory://feed/{scope}`) held by a listener: a 2025-11-25
