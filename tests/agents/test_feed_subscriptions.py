@@ -280,9 +280,12 @@ def test_subscriptions_past_a_keys_bound_are_refused_429_with_retry_after(
     server.subscribe(client, "memory://feed/one-more")  # a slot freed by unsubscribe
 
 
-@pytest.fixture(scope="module")
-def two_servers(pg_databases: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[Server]]]:
-    """Two `mnemo serve` over one PostgreSQL database, LISTENing (`--database-pooler none`), and a key of both."""
+@pytest.fixture(scope="module", params=["none", "transaction"])
+def two_servers(
+    pg_databases: Any, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[tuple[str, list[Server]]]:
+    """Two `mnemo serve` over one PostgreSQL database, and a key of both: LISTENing (`--database-pooler none`),
+    or as behind a transaction pooler (no LISTEN: the hub's slow poll wakes B)."""
     from mnemo_tui.engine.postgres import PgStore
 
     url = pg_databases.cluster.url(pg_databases.create())
@@ -298,7 +301,8 @@ def two_servers(pg_databases: Any, tmp_path_factory: pytest.TempPathFactory) -> 
             portal = stack.enter_context(start_blocking_portal())
             for i in range(2):
                 (homes / f"s{i}").mkdir()
-                processes.append(start_serve(homes / f"s{i}", "--database", url, "--database-pooler", "none"))
+                pooler = ("--database-pooler", request.param)
+                processes.append(start_serve(homes / f"s{i}", "--database", url, *pooler))
             yield key, [Server(p, portal, stack) for p in processes]
     finally:
         for process in processes:
