@@ -283,8 +283,8 @@ def test_subscriptions_past_a_keys_bound_are_refused_429_with_retry_after(
 @pytest.fixture(scope="module", params=["none", "transaction"])
 def two_servers(
     pg_databases: Any, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-) -> Iterator[tuple[str, list[Server]]]:
-    """Two `mnemo serve` over one PostgreSQL database, and a key of both: LISTENing (`--database-pooler none`),
+) -> Iterator[tuple[str, str, list[Server]]]:
+    """The database's URL, two `mnemo serve` over it, and a key of both: LISTENing (`--database-pooler none`),
     or as behind a transaction pooler (no LISTEN: the hub's slow poll wakes B)."""
     from mnemo_tui.engine.postgres import PgStore
 
@@ -303,16 +303,16 @@ def two_servers(
                 (homes / f"s{i}").mkdir()
                 pooler = ("--database-pooler", request.param)
                 processes.append(start_serve(homes / f"s{i}", "--database", url, *pooler))
-            yield key, [Server(p, portal, stack) for p in processes]
+            yield url, key, [Server(p, portal, stack) for p in processes]
     finally:
         for process in processes:
             process.stop(signal.SIGTERM)
 
 
 def test_a_write_on_one_server_is_heard_by_a_subscriber_on_another_over_postgresql(
-    two_servers: tuple[str, list[Server]],
+    two_servers: tuple[str, str, list[Server]],
 ) -> None:
-    key, (a, b) = two_servers
+    _, key, (a, b) = two_servers
     heard = Heard()
     session = b.client("legacy", key, heard)
     uri, sentinel = "memory://feed/across", "memory://feed/across-sentinel"
@@ -394,3 +394,20 @@ def test_a_membership_that_ended_hears_nothing_more_of_the_room(server: Server, 
     with pytest.raises(MCPError) as gone:
         server.subscribe(bob, uri)
     assert gone.value.code == NOT_FOUND
+
+
+def test_a_key_revoked_elsewhere_ends_its_listen_stream_on_another_server(
+    two_servers: tuple[str, str, list[Server]],
+) -> None:
+    from mnemo_tui.engine.postgres import PgStore
+
+    url, key, (a, b) = two_servers
+    admin = PgStore(url)
+    try:
+        key_id, revoked = admin.create_key("team")
+        stream = b.listen(b.client("auto", revoked), "memory://feed")
+        admin.revoke_key(key_id)
+    finally:
+        admin.close()
+    a.write(a.client("legacy", key), "after the revocation", "revoked-elsewhere")  # wakes B: it looks the keys up
+    assert stream.next() == Listening.END
