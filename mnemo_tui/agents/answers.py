@@ -544,6 +544,14 @@ class Answers:
             {"memory_id": entry.atom_id, "content": entry.content, "domain": entry.domain}, ensure_ascii=False
         )
 
+    def feed(self, scope: str | None) -> str:
+        """`memory://feed[/{scope}]`: the scope's newest page as `memory_list_recent` answers it (its budget,
+        its cursor), as JSON: its structured answer (Forbidden for a room the principal is not a member of)."""
+        return json.dumps(self.memory_list_recent(domain=scope, limit=FEED_LIMIT).data, ensure_ascii=False)
+
+
+FEED_LIMIT = 20  # entries a feed resource's page holds at most (memory_list_recent's default page)
+
 
 def arguments(schema: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
     """The call's arguments a tool method takes: the schema's properties that were given."""

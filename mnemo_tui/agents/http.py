@@ -21,6 +21,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from mnemo_tui.agents import sdk
 from mnemo_tui.agents.answers import Answers
+from mnemo_tui.agents.subscriptions import Bounds, Feeds, Run, Wakes
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import AuthError
 
@@ -28,6 +29,17 @@ T = TypeVar("T")
 # Runs `fn(backend)` off the event loop with a backend acting as `principal` (`writes`: it may write).
 Runner = Callable[[str, Callable[[Backend], T], bool], Awaitable[T]]
 PRINCIPAL = "mnemo.principal"  # the request scope's key naming whose key was checked (set by `Face.__call__`)
+KEY = "mnemo.key"  # the key itself (a subscription looks it up again before each notification)
+
+
+def _who(ctx: Any) -> tuple[str, str]:
+    """The principal and key of the request that carries `ctx` (every request to `/mcp` had its key checked)."""
+    request = getattr(ctx, "request", None)
+    scope = {} if request is None else request.scope
+    principal, key = scope.get(PRINCIPAL), scope.get(KEY)
+    if not isinstance(principal, str) or not isinstance(key, str):
+        raise AuthError("no API key was checked for this request")
+    return principal, key
 
 
 def _reach(run: Runner[Any], agent_name: str | None) -> sdk.Reach:
@@ -54,6 +66,9 @@ class Face:
         max_sessions: 2025-11-25 sessions open at once (past it a new one is 503).
         max_body: a request body's bound in bytes (the server's own check answers first; this is the SDK's).
         idle_seconds: a session with no request in flight for this long is closed (its id then answers 404).
+        wakes, read, check, bounds: the feed subscriptions' (`subscriptions.Feeds`): the server's wake hub,
+            its reads off the event loop, its key lookup and the subscriptions' bounds; without them the
+            server offers none.
     """
 
     def __init__(
@@ -66,12 +81,19 @@ class Face:
         max_body: int,
         idle_seconds: float,
         agent_name: str | None = None,
+        wakes: Wakes | None = None,
+        read: Run[Any] | None = None,
+        check: Callable[[str], Awaitable[object]] | None = None,
+        bounds: Bounds | None = None,
     ) -> None:
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins
         )
+        self.feeds: Feeds | None = None
+        if wakes is not None and read is not None and check is not None and bounds is not None:
+            self.feeds = Feeds(wakes, read, check, bounds)
         self.manager = StreamableHTTPSessionManager(
-            app=sdk.build(_reach(run, agent_name)),
+            app=sdk.build(_reach(run, agent_name), self.feeds, _who),
             security_settings=security,
             max_request_body_size=max_body,
             max_sessions=max_sessions,
@@ -88,4 +110,4 @@ class Face:
         digest = hashlib.sha256(key.encode()).hexdigest()
         user = AuthenticatedUser(AccessToken(token=digest, client_id=digest, scopes=[], subject=principal))
         # A copy: the server's own scope keeps its `user` (its access log names the principal).
-        await self.manager.handle_request({**scope, "user": user, PRINCIPAL: principal}, receive, send)
+        await self.manager.handle_request({**scope, "user": user, PRINCIPAL: principal, KEY: key}, receive, send)

@@ -1,5 +1,6 @@
-"""Provides `build`, the one definition of mnemo's MCP server (tools, prompts, the resource), and `serve`, it
-over stdio for `mnemo mcp`, on the official `mcp` SDK (`http.py` serves the same server over HTTP).
+"""Provides `build`, the one definition of mnemo's MCP server (tools, prompts, the resources, the feeds'
+subscriptions over `subscriptions.Feeds`), and `serve`, it over stdio for `mnemo mcp`, on the official `mcp`
+SDK (`http.py` serves the same server over HTTP).
 
 The SDK's low-level server takes the tools' schemas as given (`surface.TOOLS`, the hosted package's own), so
 `tools/list` answers exactly those; each call's arguments are checked against its tool's schema here, with
@@ -14,6 +15,7 @@ by the SDK). The SDK's stdio reader drops unanswered what it cannot parse and ta
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -30,14 +32,17 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY, ResourceUpdated, event_to_notification
 
 from mnemo_tui import __version__
 from mnemo_tui.agents import lines, surface
 from mnemo_tui.agents.answers import Answers, Reply, arguments
 from mnemo_tui.agents.budget import finish
 from mnemo_tui.agents.shapes import OUTPUT_SCHEMAS
+from mnemo_tui.agents.subscriptions import EMBEDDED_PROBE_SECONDS, Capped, Feeds, Outbox, Probe
 from mnemo_tui.backends import Backend
-from mnemo_tui.errors import MnemoError, NotFound
+from mnemo_tui.backends.local import LocalBackend
+from mnemo_tui.errors import Forbidden, MnemoError, NotFound, ValidationError
 
 RESOURCE_NOT_FOUND = -32002  # MCP's code for a resource that does not exist (spec, "Resources: Error Handling")
 EOF_GRACE = 600.0  # seconds stdin's end waits for the calls still running to be answered (each has its deadline)
@@ -52,20 +57,57 @@ class Reach(Protocol):
     async def __call__(self, ctx: Any, work: Callable[[Answers], T], *, writes: bool) -> T: ...
 
 
-def local(backend: Backend | MnemoError, agent_name: str | None = None) -> Reach:
+def local(
+    backend: Backend | MnemoError,
+    agent_name: str | None = None,
+    gate: anyio.Lock | None = None,
+    written: Callable[[], None] | None = None,
+) -> Reach:
     """One backend, its calls one at a time in a worker thread (it is synchronous: a SQLite connection is one);
-    `backend` may be the error that kept it from opening (no key for the endpoint), raised by every call."""
+    `backend` may be the error that kept it from opening (no key for the endpoint), raised by every call.
+    `gate`: the lock the calls take (shared with the subscriptions' reads); `written`: told after a call that
+    may have written."""
     answers = Answers(backend, agent_name) if not isinstance(backend, MnemoError) else None
-    gate = anyio.Lock()
+    held = gate if gate is not None else anyio.Lock()
 
     async def reach(ctx: Any, work: Callable[[Answers], T], *, writes: bool) -> T:
         if answers is None:
             assert isinstance(backend, MnemoError)
             raise backend
-        async with gate:
-            return await anyio.to_thread.run_sync(work, answers)
+        try:
+            async with held:
+                return await anyio.to_thread.run_sync(work, answers)
+        finally:
+            if writes and written is not None:
+                written()
 
     return reach
+
+
+def _embedded_feeds(backend: Backend | MnemoError, gate: anyio.Lock) -> tuple[Feeds, Probe] | None:
+    """The stdio server's subscriptions on the embedded store, woken as `mnemo recent --follow` is (its change
+    token probed while anyone subscribes), or None for any other backend (then none are offered)."""
+    if not isinstance(backend, LocalBackend):
+        return None
+    engine = backend.engine
+
+    async def read(fn: Callable[[Any], T]) -> T:
+        async with gate:
+            return await anyio.to_thread.run_sync(fn, engine)
+
+    async def token() -> object:
+        return await read(lambda e: e.change_token())
+
+    async def clocks(buckets: list[int]) -> dict[int, int]:
+        found: dict[int, int] = await read(lambda e: e.bucket_clocks(buckets))
+        return found
+
+    async def check(key: str) -> None:
+        return None  # one process, one principal: nothing is revoked under it
+
+    probe = Probe(token, EMBEDDED_PROBE_SECONDS)
+    probe.clocks = clocks
+    return Feeds(probe, read, check, Capped()), probe
 
 
 def _text(text: str, *, error: bool = False) -> types.CallToolResult:
@@ -89,8 +131,106 @@ def _problem(error: jsonschema.ValidationError) -> str:
     return f"{where} must satisfy {error.validator}: {json.dumps(error.validator_value, ensure_ascii=False)}"
 
 
-def build(reach: Reach) -> Server[Any]:
-    """The server: the ten tools, the three prompts and the memory-item resource, over what `reach` reaches.
+# Whose request `ctx` is: (principal, key) as the server checked them ("" for the stdio server's one key).
+Who = Callable[[Any], tuple[str, str]]
+OUTBOX = "mnemo.outbox"  # a 2025-11-25 connection's `state` key: its subscriptions' outbox
+
+
+def _not_a_feed(uri: str, exc: BaseException | None = None) -> MCPError:
+    said = f"Unknown resource: {uri}" + (f" ({exc})" if exc is not None else "")
+    return MCPError(RESOURCE_NOT_FOUND, finish(said))
+
+
+async def _watch(feeds: Feeds, outbox: Outbox, uri: str) -> None:
+    """`feeds.watch`, its refusals as MCP errors: a feed the key cannot read is a missing resource."""
+    try:
+        await feeds.watch(outbox, uri)
+    except LookupError:
+        raise _not_a_feed(uri) from None
+    except (NotFound, Forbidden, ValidationError) as exc:
+        raise _not_a_feed(uri, exc) from None
+    except MnemoError as exc:  # a bound (429 / 503: the HTTP mount answers those first), the store
+        raise MCPError(types.INTERNAL_ERROR, finish(f"{exc.code}: {exc}")) from None
+
+
+def _subscriptions(feeds: Feeds, who: Who) -> dict[str, Any]:
+    """The handlers of both revisions' subscriptions over `feeds` (docs/mcp.md, "Feeds and subscriptions")."""
+
+    def session_outbox(ctx: Any) -> Outbox:
+        # The SDK hands a request handler its connection only through the session (no public way to its
+        # per-connection `state` and teardown, where a session's subscriptions live and are freed).
+        connection = ctx.session._connection
+        outbox: Outbox | None = connection.state.get(OUTBOX)
+        if outbox is None or outbox.ended:  # none yet, or cut: a subscription now starts afresh
+            principal, key = who(ctx)
+            outbox = feeds.opened(Outbox(key, principal))
+            connection.state[OUTBOX] = outbox
+            made = outbox
+
+            async def pump() -> None:
+                if not await made.pump(connection.send_resource_updated):
+                    sys.stderr.write("mnemo mcp: a session took no notification within the send deadline: cut\n")
+                feeds.close(made)
+
+            task = asyncio.get_running_loop().create_task(pump())
+            connection.exit_stack.callback(feeds.close, made)  # the session's end frees everything
+            connection.exit_stack.callback(task.cancel)
+        return outbox
+
+    async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        await _watch(feeds, session_outbox(ctx), params.uri)
+        return types.EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        feeds.unwatch(session_outbox(ctx), params.uri)
+        return types.EmptyResult()
+
+    async def listen(ctx: Any, params: types.SubscriptionsListenRequestParams) -> types.SubscriptionsListenResult:
+        # The SDK's `ListenHandler` honours every URI asked for and bounds streams per server only: this one
+        # subscribes each URI as `resources/subscribe` does (refused whole when one is not the key's), and is
+        # cut at the send deadline. The lists never change, so their flags are honoured and never fire.
+        if ctx.request_id is None:
+            raise MCPError(types.INVALID_REQUEST, "subscriptions/listen requires a request id")
+        meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: ctx.request_id}
+        asked = params.notifications
+        uris = list(dict.fromkeys(asked.resource_subscriptions or ()))
+        principal, key = who(ctx)
+        outbox = feeds.opened(Outbox(key, principal))
+        try:
+            for uri in uris:
+                await _watch(feeds, outbox, uri)
+            honored = types.SubscriptionFilter(
+                tools_list_changed=True if asked.tools_list_changed else None,
+                prompts_list_changed=True if asked.prompts_list_changed else None,
+                resources_list_changed=True if asked.resources_list_changed else None,
+                resource_subscriptions=uris or None,
+            )
+            acknowledged = types.SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)
+            await ctx.session.send_notification(
+                types.SubscriptionsAcknowledgedNotification(params=acknowledged), related_request_id=ctx.request_id
+            )
+
+            async def send(uri: str) -> None:
+                notification = event_to_notification(ResourceUpdated(uri=uri), meta)
+                await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
+
+            if not await outbox.pump(send):
+                sys.stderr.write("mnemo mcp: a listen stream took no notification within the send deadline: cut\n")
+        finally:
+            feeds.close(outbox)  # the stream's end frees everything (a revoked key's ends it here)
+        return types.SubscriptionsListenResult(_meta=meta)
+
+    return {
+        "on_subscribe_resource": subscribe,
+        "on_unsubscribe_resource": unsubscribe,
+        "on_subscriptions_listen": listen,
+    }
+
+
+def build(reach: Reach, feeds: Feeds | None = None, who: Who | None = None) -> Server[Any]:
+    """The server: the ten tools, the three prompts, the memory-item resource and the feeds, over what `reach`
+    reaches; given `feeds` (and `who`, whose each request is), the feeds' subscriptions in both revisions, and
+    only then the capability (`resources.subscribe`) advertised.
 
     When `reach` cannot reach a backend (no key for the endpoint) the handshake and the lists still answer, and
     every tool call is an error result that says why (how to give a key).
@@ -188,13 +328,43 @@ def build(reach: Reach) -> Server[Any]:
             description=surface.RESOURCE_DESCRIPTION,
             mime_type="application/json",
         )
-        return types.ListResourceTemplatesResult(resource_templates=[template])
+        feeds = types.ResourceTemplate(
+            name=surface.FEED_SCOPE_NAME,
+            title=surface.FEED_SCOPE_TITLE,
+            uri_template=surface.FEED_TEMPLATE,
+            description=surface.FEED_SCOPE_DESCRIPTION,
+            mime_type="application/json",
+        )
+        return types.ListResourceTemplatesResult(resource_templates=[template, feeds])
 
     async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[])  # a template only: reading needs a known id
+        own = types.Resource(
+            name=surface.FEED_NAME,
+            title=surface.FEED_TITLE,
+            uri=surface.FEED_URI,
+            description=surface.FEED_DESCRIPTION,
+            mime_type="application/json",
+        )
+        return types.ListResourcesResult(resources=[own])  # the items are a template: reading needs a known id
+
+    async def read_feed(ctx: Any, uri: str, scope: str | None) -> types.ReadResourceResult:
+        try:
+            text = await reach(ctx, lambda answers: answers.feed(scope), writes=False)
+        except (NotFound, Forbidden, ValidationError) as exc:  # no such scope for this key: as a missing resource
+            raise MCPError(RESOURCE_NOT_FOUND, finish(f"Unknown resource: {uri} ({exc})")) from None
+        except MnemoError as exc:
+            raise MCPError(types.INTERNAL_ERROR, finish(f"{exc.code}: {exc}")) from None
+        contents = types.TextResourceContents(uri=uri, mime_type="application/json", text=text)
+        return types.ReadResourceResult(contents=[contents])
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
+        try:
+            scope = surface.feed_scope(uri)
+        except LookupError:
+            pass
+        else:
+            return await read_feed(ctx, uri, scope)
         if not uri.startswith(surface.RESOURCE_PREFIX) or uri == surface.RESOURCE_PREFIX:
             raise MCPError(RESOURCE_NOT_FOUND, finish(f"Unknown resource: {uri}"))
         from urllib.parse import unquote
@@ -209,6 +379,7 @@ def build(reach: Reach) -> Server[Any]:
         contents = types.TextResourceContents(uri=uri, mime_type="application/json", text=text)
         return types.ReadResourceResult(contents=[contents])
 
+    subscriptions = _subscriptions(feeds, who or _own) if feeds is not None else {}
     return Server(
         surface.SERVER_NAME,
         version=__version__,
@@ -220,7 +391,12 @@ def build(reach: Reach) -> Server[Any]:
         on_list_resource_templates=list_templates,
         on_list_resources=list_resources,
         on_read_resource=read_resource,
+        **subscriptions,
     )
+
+
+def _own(ctx: Any) -> tuple[str, str]:
+    raise AssertionError("a server with subscriptions says whose each request is")
 
 
 class _Open:
@@ -282,8 +458,10 @@ class _Front:
     The SDK's reader takes a stream of lines and drops what fails its parse; it has no hook to answer it.
     """
 
-    def __init__(self, read_line: Callable[[int], str], open_requests: _Open) -> None:
-        self.read_line, self.open = read_line, open_requests
+    def __init__(
+        self, read_line: Callable[[int], str], open_requests: _Open, at_end: Callable[[], None] | None = None
+    ) -> None:
+        self.read_line, self.open, self.at_end = read_line, open_requests, at_end
         self.write: Any = None  # the SDK's write stream, once `stdio_server` has made it
         self.ready = anyio.Event()
 
@@ -328,6 +506,8 @@ class _Front:
             elif value.get("method") == "notifications/cancelled" and isinstance(value.get("params"), dict):
                 self.open.settle(value["params"].get("requestId"))  # the SDK answers a cancelled request never
             yield text
+        if self.at_end is not None:
+            self.at_end()  # the listen streams end (answered), so the calls still running are all there is
         with anyio.move_on_after(EOF_GRACE):
             await self.open.drained()  # stdin ended: the calls still running are answered first
 
@@ -346,14 +526,19 @@ def _claim_stdin() -> int:
 
 def serve(backend: Backend | MnemoError, agent_name: str | None = None) -> None:
     """Serve MCP over this process's stdin and stdout until the client closes stdin."""
-    server = build(local(backend, agent_name))
+    gate = anyio.Lock()
+    embedded = _embedded_feeds(backend, gate)
+    feeds, probe = embedded if embedded is not None else (None, None)
+    reach = local(backend, agent_name, gate, probe.wake if probe is not None else None)
+    principal = backend.principal if isinstance(backend, LocalBackend) else ""
+    server = build(reach, feeds, lambda ctx: (principal, ""))
 
     async def main() -> None:
         open_requests = _Open()
         # UTF-8 with invalid bytes replaced, as the SDK's reader decodes; read from a duplicate of fd 0 while fd 0
         # points at the null device, as the SDK does for the stdin it claims, so no child can read the protocol.
         with open(_claim_stdin(), encoding="utf-8", errors="replace") as stdin:
-            front = _Front(stdin.readline, open_requests)
+            front = _Front(stdin.readline, open_requests, feeds.close_all if feeds is not None else None)
             # The SDK's reader only iterates what it is given (`async for line in stdin`): the front passes for it.
             async with stdio_server(stdin=cast("anyio.AsyncFile[str]", front)) as (read, write):
                 front.write = write

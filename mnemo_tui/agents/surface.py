@@ -8,6 +8,7 @@ The tools are those of `@mnemoverse/mcp-memory-server@0.10.2` (tests/agents/host
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import unquote
 
 SERVER_NAME = "mnemo"
 
@@ -481,3 +482,38 @@ RESOURCE_DESCRIPTION = (
     "Read one saved memory by its memory ID. IDs come from memory_read and memory_list_recent results. Opens "
     "memories in your own store, and (a mnemo extension) entries of a shared room you belong to."
 )
+
+# The feeds (a mnemo extension, docs/mcp.md "Feeds"): the own store, or one scope as one percent-encoded segment.
+FEED_URI = "memory://feed"
+FEED_PREFIX = "memory://feed/"
+FEED_TEMPLATE = "memory://feed/{scope}"
+FEED_NAME = "memory-feed"
+FEED_TITLE = "Memory feed"
+FEED_DESCRIPTION = (
+    "The newest page of your own store's feed (memory_list_recent's page, as JSON with its next_cursor). "
+    "Subscribe to hear when an entry lands in it or is removed; read it again then."
+)
+FEED_SCOPE_NAME = "memory-feed-scope"
+FEED_SCOPE_TITLE = "Memory feed of one scope"
+FEED_SCOPE_DESCRIPTION = (
+    "The newest page of one scope's feed, as JSON with its next_cursor: a domain of your own store, or "
+    "xroom:<room_id> of a shared room you belong to, percent-encoded as one segment (team/alpha is "
+    "memory://feed/team%2Falpha). Subscribe to hear when an entry lands in it or is removed."
+)
+
+
+def feed_scope(uri: str) -> str | None:
+    """The scope a feed URI names (None: the own store), exactly one percent-encoded segment after the prefix.
+
+    Raises:
+        LookupError: `uri` names no feed (another resource, an empty or a second segment).
+    """
+    if uri == FEED_URI:
+        return None
+    segment = uri[len(FEED_PREFIX) :] if uri.startswith(FEED_PREFIX) else ""
+    if not segment or "/" in segment or "?" in segment or "#" in segment:
+        raise LookupError(uri)
+    try:
+        return unquote(segment, errors="strict")
+    except UnicodeDecodeError:  # not UTF-8 once decoded: no scope is spelled so
+        raise LookupError(uri) from None

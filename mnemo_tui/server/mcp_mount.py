@@ -7,6 +7,7 @@ every refusal a JSON-RPC error body with its HTTP status; and the streams it hol
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -24,6 +25,7 @@ from mnemo_tui.server.bounds import PerKey
 from mnemo_tui.server.endpoints import Served
 from mnemo_tui.server.envelope import dumps
 from mnemo_tui.server.middleware import Caller, KeyRefused, Keys
+from mnemo_tui.server.pool import READ
 from mnemo_tui.server.ratelimit import Limited
 
 T = TypeVar("T")
@@ -36,6 +38,9 @@ LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 HOSTS_VARIABLE, ORIGINS_VARIABLE = "MNEMO_MCP_ALLOWED_HOSTS", "MNEMO_MCP_ALLOWED_ORIGINS"
 INVALID_REQUEST, INTERNAL_ERROR = -32600, -32603  # JSON-RPC's codes (the SDK answers its own refusals with these)
+MAX_SUBSCRIPTIONS = 2_000  # feed subscriptions held at once on one server (past it 503; docs/mcp.md)
+MAX_SUBSCRIPTIONS_PER_KEY = 100  # by one key (past it 429), as its follows
+SUBSCRIBING = ("resources/subscribe", "subscriptions/listen")  # the methods that take a subscription
 
 
 def allowed(variable: str, default: tuple[str, ...]) -> list[str]:
@@ -63,6 +68,32 @@ def refusal(exc: MnemoError) -> Response:
     return rpc_error(exc.status, f"{exc.code}: {exc.message}", headers)
 
 
+class Subscriptions:
+    """The feed subscriptions held at once, bounded as the follows are (`follow.Bounds`): per key 429, on the
+    server 503, both retryable (with `Retry-After`)."""
+
+    def __init__(self, max_subscriptions: int = MAX_SUBSCRIPTIONS, per_key: int = MAX_SUBSCRIPTIONS_PER_KEY) -> None:
+        self.max = max_subscriptions
+        self.keys = PerKey(per_key, "TOO_MANY_SUBSCRIPTIONS", "feed subscriptions")
+        self.open = 0
+
+    def take(self, key: str) -> None:
+        self.keys.take(key)
+        if self.open >= self.max:
+            self.keys.give(key)
+            raise Unavailable(f"this server holds {self.max} feed subscriptions already; retry later or elsewhere")
+        self.open += 1
+
+    def give(self, key: str) -> None:
+        self.open -= 1
+        self.keys.give(key)
+
+    def check(self, key: str) -> None:
+        """Raises the refusal `take` would (so a subscribing request is refused with its HTTP status)."""
+        self.take(key)
+        self.give(key)
+
+
 class McpMount:
     """The ASGI app at `/mcp`."""
 
@@ -73,6 +104,7 @@ class McpMount:
         # REST's key check and rate limits, shared (a key's requests count against one rate, REST's and these)
         self.gate = Keys(keys.principal, PATH, frozenset(), keys.limits)
         self.keys = PerKey(REQUESTS_PER_KEY, "TOO_MANY_MCP_REQUESTS", "MCP requests")
+        self.subscriptions = Subscriptions()
         self.face = Face(
             self.run,
             allowed_hosts=allowed(HOSTS_VARIABLE, LOOPBACK_HOSTS),
@@ -80,6 +112,10 @@ class McpMount:
             max_sessions=MAX_SESSIONS,
             max_body=max_body,
             idle_seconds=IDLE_SECONDS,
+            wakes=served.hub,
+            read=lambda fn: served.pool.run(fn, at_once=READ),
+            check=served.principal,
+            bounds=self.subscriptions,
         )
         self.streams: set[anyio.CancelScope] = set()  # the event streams open (GET), ended when the server stops
         self.stopping = False
@@ -139,6 +175,14 @@ class McpMount:
                 return
             if body is None:
                 return  # the client went away
+            if _subscribing(body):
+                # A subscription past its bounds is refused with the follows' statuses, before the SDK answers
+                # it inside a 200 (the handler takes the slot itself).
+                try:
+                    self.subscriptions.check(key)
+                except MnemoError as exc:
+                    await refusal(exc)(scope, receive, send)
+                    return
             given: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
 
             async def replay() -> Message:
@@ -182,6 +226,17 @@ class McpMount:
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 return b"".join(chunks)
+
+
+def _subscribing(body: bytes) -> bool:
+    """Whether the request is one that takes a subscription (parsed only when its name is in the body)."""
+    if not any(method.encode() in body for method in SUBSCRIBING):
+        return False
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return False  # the SDK refuses it
+    return isinstance(message, dict) and message.get("method") in SUBSCRIBING
 
 
 def mounted(served: Served, keys: Keys, max_body: int) -> McpMount | None:

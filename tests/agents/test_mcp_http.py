@@ -89,7 +89,7 @@ def test_the_official_client_discovers_and_calls_every_tool_each_result_valid_ag
         assert tools[hosted["name"]].input_schema == hosted["inputSchema"], hosted["name"]
         assert tools[hosted["name"]].output_schema is not None, hosted["name"]
     assert client.server_capabilities.resources is not None
-    assert not client.server_capabilities.resources.subscribe  # not offered (issue 61)
+    assert client.server_capabilities.resources.subscribe is True  # the feeds (test_feed_subscriptions.py)
     domain = f"http-{mode}"
     # The client raises when a success's structuredContent is missing or does not fit the schema.
     empty = served.call(client, "memory_list_recent", domain=domain)

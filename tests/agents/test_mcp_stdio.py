@@ -98,7 +98,7 @@ def test_prompts_and_the_resource_template(alice: Session) -> None:
     brief = alice.get_prompt("what_do_you_know", {"subject": "Olya"}).messages[0].content.text
     assert 'look up what I have explicitly stored about "Olya"' in brief
     templates = alice.list_templates().resource_templates
-    assert [t.uri_template for t in templates] == ["memory://item/{memory_id}"]
+    assert [t.uri_template for t in templates] == ["memory://item/{memory_id}", "memory://feed/{scope}"]
 
 
 def test_the_resource_opens_one_entry_exactly(alice: Session) -> None:
