@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import platformdirs
+from rich.console import Console
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
@@ -86,6 +88,8 @@ class MnemoApp(App[None]):
         )
         self.first_scope = scope
         self.failure: BaseException | None = None
+        # Textual prints only failures there, after the app closed: `mnemo tui` says them in its own line.
+        self.error_console = Console(file=io.StringIO(), markup=False, highlight=False)
 
     def notify(
         self,
@@ -102,19 +106,17 @@ class MnemoApp(App[None]):
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def _handle_exception(self, error: Exception) -> None:
-        """An unhandled exception: keep it for `mnemo tui` to report, and exit without Textual's traceback.
+        # Textual's one hook for an unhandled exception: it has none public (textual#2818), so only this name is reached.
+        """An unhandled exception: keep it for `mnemo tui` to report, then let Textual close the app its own way.
 
-        Textual's own (`_fatal_error`) prints a pretty traceback with local variables, which may
-        hold entry text or keys, and lets the process exit 0. Here the app only records the error
-        and closes; cli/cmd_tui.py turns it into exit 5 with one line (the traceback with --debug).
+        Textual sets the exit code (1, read back as `App.return_code`), keeps the error for a pilot
+        test to raise, and closes the app; its pretty traceback, with local variables that may hold
+        entry text or keys, goes to `error_console`, which here writes nowhere. cli/cmd_tui.py turns
+        the failure into exit 5 with one line (a plain traceback with --debug).
         """
-        self._return_code = 1
         if self.failure is None:
             self.failure = error
-        if self._exception is None:  # what a pilot test re-raises
-            self._exception = error
-            self._exception_event.set()
-        self._close_messages_no_wait()
+        super()._handle_exception(error)
 
     def get_default_screen(self) -> Screen[None]:
         return FeedScreen(self.session, self.first_scope)
