@@ -11,6 +11,7 @@ from typing import ClassVar
 
 import platformdirs
 from rich.console import Console
+from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
@@ -20,13 +21,19 @@ from mnemo_tui import sanitize, timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.limits import MAX_LIMIT, check_consumer
+from mnemo_tui.model import Entry
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui.data.serial import SerialBackend
+from mnemo_tui.tui.messages import ConfirmAsked
 from mnemo_tui.tui.plain import palette
+from mnemo_tui.tui.screens.confirm import ConfirmScreen
 from mnemo_tui.tui.screens.help import HelpScreen
 from mnemo_tui.tui.screens.main import FeedScreen
 from mnemo_tui.tui.screens.prompt import PromptScreen
+from mnemo_tui.tui.screens.search import SearchScreen
 from mnemo_tui.tui.session import Session
+from mnemo_tui.tui.widgets.feed import FeedView
+from mnemo_tui.tui.widgets.filter import FilterBar
 
 # An embedded store is probed (one PRAGMA) twice a second; an endpoint is polled every few seconds.
 EMBEDDED_POLL = 0.5
@@ -117,6 +124,26 @@ class MnemoApp(App[None]):
         if self.failure is None:
             self.failure = error
         super()._handle_exception(error)
+
+    # -- the dialogs the widgets and the actions ask for (what is not a screen or the app opens none) ----
+
+    @on(FilterBar.SearchAsked)
+    def search_asked(self, message: FilterBar.SearchAsked) -> None:
+        """Search the feed's scope on the server (`mnemo search`); a hit chosen opens in the detail pane."""
+        feed = self.feed_screen.feed
+
+        def opened(entry: Entry | None) -> None:
+            if entry is not None:
+                feed.post_message(FeedView.Selected(entry))
+
+        words = message.words
+        self.push_screen(
+            SearchScreen(self.session, feed.scope, feed.include_history, feed.removals_seen, words), opened
+        )
+
+    @on(ConfirmAsked)
+    def confirm_asked(self, message: ConfirmAsked) -> None:
+        self.push_screen(ConfirmScreen(message.question), message.answered)
 
     def get_default_screen(self) -> Screen[None]:
         return FeedScreen(self.session, self.first_scope)
