@@ -125,6 +125,11 @@ class MnemoApp(App[None]):
             self.failure = error
         super()._handle_exception(error)
 
+    def bell(self) -> None:
+        """The terminal's bell, but not for a failure: Textual rings it then, and `mnemo tui` says it in one line."""
+        if self.failure is None:
+            super().bell()
+
     # -- the dialogs the widgets and the actions ask for (what is not a screen or the app opens none) ----
 
     @on(FilterBar.SearchAsked)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.app import App
 from tui_helpers import MINUTE, NOW, clock, req, settle
 
 import mnemo_tui.tui.app
@@ -37,8 +38,10 @@ class BrokenDetail(MnemoApp):
 
 
 async def test_a_pilot_run_raises_an_exception_of_a_widget_and_the_app_exits_with_code_1(
-    store: Store, local: LocalBackend, state: StateDB
+    store: Store, local: LocalBackend, state: StateDB, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    rung: list[App[object]] = []
+    monkeypatch.setattr(App, "bell", lambda app: rung.append(app))  # Textual rings the terminal's bell on a failure
     store.bulk_insert([("local", req("one entry"), NOW - MINUTE)])
     app = BrokenDetail(local, state, clock=clock, poll_interval=None)
     with pytest.raises(ZeroDivisionError, match="the detail pane broke"):
@@ -48,6 +51,10 @@ async def test_a_pilot_run_raises_an_exception_of_a_widget_and_the_app_exits_wit
             await settle(pilot)
     assert isinstance(app.failure, ZeroDivisionError)
     assert app.return_code == 1 and not app.is_running
+    assert rung == []  # not here: `mnemo tui` says the failure in its line
+    app.failure = None
+    app.bell()
+    assert rung == [app]  # any other bell still rings
 
 
 def test_an_exception_of_a_widget_is_exit_5_in_one_line(
