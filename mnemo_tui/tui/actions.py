@@ -35,7 +35,7 @@ class EntryActions:
     """The actions on entries of one screen.
 
     Args:
-        host: the screen the workers run on, the notices come from and the questions are asked by.
+        host: the screen the workers run on, the notices come from and the questions bubble up from.
         session: what to write with.
         rooms: the rooms the reader belongs to, as last listed (who may write where).
         done: called on the event loop after a write or delete landed (the feed re-reads).
@@ -180,7 +180,7 @@ class EntryActions:
             else:
                 self.notice("nothing deleted")
 
-        self.host.post_message(ConfirmAsked(question, answered))  # the screen asks it in its dialog
+        self.host.post_message(ConfirmAsked(question, answered))  # the app asks it in its dialog
 
     def _delete(self, entry: Entry) -> None:
         backend, deleted_here = self.session.backend, self.session.deleted_here

@@ -1,4 +1,4 @@
-"""Provides the messages thread workers post to the widget that started them, and the questions for a screen."""
+"""Provides the messages thread workers post to the widget that started them, and the question asked of the app."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from mnemo_tui.tui.data.live import LiveNews
 
 
 class ConfirmAsked(Message):
-    """A yes-or-no question for the screen to ask in its dialog (`answered` gets True for yes, else False or None):
+    """A yes-or-no question for the app to ask in its dialog (`answered` gets True for yes, else False or None):
     what is not a screen opens none itself."""
 
     def __init__(self, question: str, answered: Callable[[bool | None], None]) -> None:

@@ -21,7 +21,7 @@ class FilterBar(Input):
     ]
 
     class SearchAsked(Message):
-        """Enter with words: the screen opens the search dialog on them (a widget opens no screen itself)."""
+        """Enter with words: the app opens the search dialog on them (a widget opens no screen itself)."""
 
         def __init__(self, words: str) -> None:
             super().__init__()
@@ -49,7 +49,7 @@ class FilterBar(Input):
             self.search(event.value.strip())
 
     def search(self, words: str) -> None:
-        """Search the feed's scope on the server (`mnemo search`): the screen opens the dialog."""
+        """Search the feed's scope on the server (`mnemo search`): the app opens the dialog."""
         self.post_message(self.SearchAsked(words))
 
     def action_clear(self) -> None:
