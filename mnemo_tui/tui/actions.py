@@ -18,8 +18,8 @@ from textual.widget import Widget
 from mnemo_tui import refusals, sanitize, timefmt
 from mnemo_tui.files import edit_text, editor_command, keep_unsent, pager_command, pager_missing
 from mnemo_tui.model import Entry
-from mnemo_tui.tui.messages import as_error
-from mnemo_tui.tui.screens.confirm import ConfirmScreen
+from mnemo_tui.tui.data.errors import as_error
+from mnemo_tui.tui.messages import ConfirmAsked
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import headline, short_id
 from mnemo_tui.values.rooms import Room
@@ -35,7 +35,7 @@ class EntryActions:
     """The actions on entries of one screen.
 
     Args:
-        host: the screen the workers run on and the notices come from.
+        host: the screen the workers run on, the notices come from and the questions bubble up from.
         session: what to write with.
         rooms: the rooms the reader belongs to, as last listed (who may write where).
         done: called on the event loop after a write or delete landed (the feed re-reads).
@@ -180,7 +180,7 @@ class EntryActions:
             else:
                 self.notice("nothing deleted")
 
-        self.app.push_screen(ConfirmScreen(question), answered)
+        self.host.post_message(ConfirmAsked(question, answered))  # the app asks it in its dialog
 
     def _delete(self, entry: Entry) -> None:
         backend, deleted_here = self.session.backend, self.session.deleted_here

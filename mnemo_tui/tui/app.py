@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -9,6 +10,8 @@ from pathlib import Path
 from typing import ClassVar
 
 import platformdirs
+from rich.console import Console
+from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
@@ -18,13 +21,19 @@ from mnemo_tui import sanitize, timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.limits import MAX_LIMIT, check_consumer
+from mnemo_tui.model import Entry
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui.data.serial import SerialBackend
+from mnemo_tui.tui.messages import ConfirmAsked
 from mnemo_tui.tui.plain import palette
+from mnemo_tui.tui.screens.confirm import ConfirmScreen
 from mnemo_tui.tui.screens.help import HelpScreen
 from mnemo_tui.tui.screens.main import FeedScreen
 from mnemo_tui.tui.screens.prompt import PromptScreen
+from mnemo_tui.tui.screens.search import SearchScreen
 from mnemo_tui.tui.session import Session
+from mnemo_tui.tui.widgets.feed import FeedView
+from mnemo_tui.tui.widgets.filter import FilterBar
 
 # An embedded store is probed (one PRAGMA) twice a second; an endpoint is polled every few seconds.
 EMBEDDED_POLL = 0.5
@@ -86,6 +95,8 @@ class MnemoApp(App[None]):
         )
         self.first_scope = scope
         self.failure: BaseException | None = None
+        # Textual prints only failures there, after the app closed: `mnemo tui` says them in its own line.
+        self.error_console = Console(file=io.StringIO(), markup=False, highlight=False)
 
     def notify(
         self,
@@ -102,19 +113,42 @@ class MnemoApp(App[None]):
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def _handle_exception(self, error: Exception) -> None:
-        """An unhandled exception: keep it for `mnemo tui` to report, and exit without Textual's traceback.
+        # Textual's one hook for an unhandled exception: it has none public (textual#2818), so only this name is reached.
+        """An unhandled exception: keep it for `mnemo tui` to report, then let Textual close the app its own way.
 
-        Textual's own (`_fatal_error`) prints a pretty traceback with local variables, which may
-        hold entry text or keys, and lets the process exit 0. Here the app only records the error
-        and closes; cli/cmd_tui.py turns it into exit 5 with one line (the traceback with --debug).
+        Textual sets the exit code (1, read back as `App.return_code`), keeps the error for a pilot
+        test to raise, and closes the app; its pretty traceback, with local variables that may hold
+        entry text or keys, goes to `error_console`, which here writes nowhere. cli/cmd_tui.py turns
+        the failure into exit 5 with one line (a plain traceback with --debug).
         """
-        self._return_code = 1
         if self.failure is None:
             self.failure = error
-        if self._exception is None:  # what a pilot test re-raises
-            self._exception = error
-            self._exception_event.set()
-        self._close_messages_no_wait()
+        super()._handle_exception(error)
+
+    def bell(self) -> None:
+        """The terminal's bell, but not for a failure: Textual rings it then, and `mnemo tui` says it in one line."""
+        if self.failure is None:
+            super().bell()
+
+    # -- the dialogs the widgets and the actions ask for (what is not a screen or the app opens none) ----
+
+    @on(FilterBar.SearchAsked)
+    def search_asked(self, message: FilterBar.SearchAsked) -> None:
+        """Search the feed's scope on the server (`mnemo search`); a hit chosen opens in the detail pane."""
+        feed = self.feed_screen.feed
+
+        def opened(entry: Entry | None) -> None:
+            if entry is not None:
+                feed.post_message(FeedView.Selected(entry))
+
+        words = message.words
+        self.push_screen(
+            SearchScreen(self.session, feed.scope, feed.include_history, feed.removals_seen, words), opened
+        )
+
+    @on(ConfirmAsked)
+    def confirm_asked(self, message: ConfirmAsked) -> None:
+        self.push_screen(ConfirmScreen(message.question), message.answered)
 
     def get_default_screen(self) -> Screen[None]:
         return FeedScreen(self.session, self.first_scope)

@@ -1,20 +1,24 @@
-"""Provides the messages thread workers post to the widget that started them, and the one error translation."""
+"""Provides the messages thread workers post to the widget that started them, and the question asked of the app."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from textual.message import Message
 
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.model import Page, Watermark
-from mnemo_tui.removals import Removals
-from mnemo_tui.walk import LiveBatch
+from mnemo_tui.tui.data.live import LiveNews
 
 
-def as_error(exc: BaseException) -> MnemoError:
-    """What a read raised, as the project's error: an unexpected exception (a bug) is an internal error."""
-    if isinstance(exc, MnemoError):
-        return exc
-    return MnemoError(f"internal error: {type(exc).__name__}: {exc}")
+class ConfirmAsked(Message):
+    """A yes-or-no question for the app to ask in its dialog (`answered` gets True for yes, else False or None):
+    what is not a screen opens none itself."""
+
+    def __init__(self, question: str, answered: Callable[[bool | None], None]) -> None:
+        super().__init__()
+        self.question = question
+        self.answered = answered
 
 
 class Read(Message, bubble=False):
@@ -48,40 +52,9 @@ class WatermarkLoaded(Read):
         self.watermark = watermark
 
 
-class LiveFound(Read):
-    """A poll's (or the push follow's) new entries (None: nothing changed, or their read failed), the removals since the bound when it
-    asked (`asked`; None: the backend keeps no tombstones), and what failed (`error`: live is paused)."""
+class Live(Message, bubble=False):
+    """What a live poll or the push follow's thread found (`tui.data.live`), for the feed that asked."""
 
-    def __init__(
-        self,
-        generation: int,
-        batch: LiveBatch | None,
-        removals: Removals | None = None,
-        asked: bool = False,
-        error: MnemoError | None = None,
-        pushed: bool = False,
-    ) -> None:
-        super().__init__(generation)
-        self.batch = batch
-        self.removals = removals
-        self.asked = asked
-        self.error = error
-        self.pushed = pushed  # from the push follow's thread, not a poll (no poll in flight to end)
-
-
-class PushEnded(Read):
-    """The push follow's thread ended: `offered` False when the backend has no push (the feed polls), else
-    why it failed (`error`; None when it was closed or the stream ended cleanly)."""
-
-    def __init__(self, generation: int, error: MnemoError | None, offered: bool = True) -> None:
-        super().__init__(generation)
-        self.error = error
-        self.offered = offered
-
-
-class PushDropped(Read):
-    """The push follow's stream ended or dropped (`why`) and it is reconnecting: nothing is pushed until its next event."""
-
-    def __init__(self, generation: int, why: str) -> None:
-        super().__init__(generation)
-        self.why = why
+    def __init__(self, news: LiveNews) -> None:
+        super().__init__()
+        self.news = news

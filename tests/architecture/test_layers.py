@@ -268,3 +268,62 @@ def test_the_server_mounts_the_agents_face_only_inside_a_function_and_the_agents
         for i in internal()
         if part_of(i.importer, "mnemo_tui.agents") and part_of(i.target, "mnemo_tui.server")
     ]
+
+
+# Inside the TUI the same rule, one level down: its data (no Textual) under the widgets, the widgets (and the
+# actions on entries) under the screens, the screens under the app. A widget that wants a dialog posts a
+# message; the screen opens it.
+TUI_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("mnemo_tui.tui.data", "mnemo_tui.tui.session"),
+    ("mnemo_tui.tui.plain", "mnemo_tui.tui.messages"),
+    ("mnemo_tui.tui.widgets", "mnemo_tui.tui.actions"),
+    ("mnemo_tui.tui.screens",),
+    ("mnemo_tui.tui.app", "mnemo_tui.tui"),
+)
+# What may know nothing of Textual: the TUI's data is plain Python, tested without an app.
+TEXTUAL_FREE = ("mnemo_tui.tui.data", "mnemo_tui.tui.session")
+
+
+def tui_layer_of(module: str) -> int:
+    best, found = -1, -1
+    for index, members in enumerate(TUI_LAYERS):
+        for prefix in members:
+            if part_of(module, prefix) and len(prefix) > best:
+                best, found = len(prefix), index
+    assert found >= 0, f"{module} belongs to no layer of the TUI: add it to TUI_LAYERS"
+    return found
+
+
+def test_inside_the_tui_no_module_imports_a_layer_above_it() -> None:
+    tui = [i for i in internal() if part_of(i.importer, "mnemo_tui.tui") and part_of(i.target, "mnemo_tui.tui")]
+    assert tui, "the TUI's own imports were not found"
+    wrong = [where(i) for i in tui if tui_layer_of(i.target) > tui_layer_of(i.importer)]
+    assert wrong == []
+
+
+def test_no_widget_imports_a_screen() -> None:
+    # Said on its own as well: the rule above would pass if a reshuffle of TUI_LAYERS put the two together.
+    assert tui_layer_of("mnemo_tui.tui.widgets.filter") < tui_layer_of("mnemo_tui.tui.screens.search")
+    wrong = [
+        where(i)
+        for i in internal()
+        if (part_of(i.importer, "mnemo_tui.tui.widgets") or part_of(i.importer, "mnemo_tui.tui.actions"))
+        and part_of(i.target, "mnemo_tui.tui.screens")
+    ]
+    assert wrong == []
+
+
+def test_the_tuis_data_imports_no_textual_and_nothing_that_does() -> None:
+    free = [m for m in modules() if any(part_of(m, p) for p in TEXTUAL_FREE)]
+    assert "mnemo_tui.tui.data.feed" in free
+    wrong = [
+        where(i)
+        for i in imports()
+        if any(part_of(i.importer, p) for p in TEXTUAL_FREE)
+        and (
+            part_of(i.target, "textual")
+            or part_of(i.target, "rich")
+            or (part_of(i.target, "mnemo_tui.tui") and not any(part_of(i.target, p) for p in TEXTUAL_FREE))
+        )
+    ]
+    assert wrong == []

@@ -1,4 +1,5 @@
-"""Provides `FeedScreen`: the layout (sidebar, feed, notices, detail pane), its keys, and what goes where."""
+"""Provides `FeedScreen`: the layout (sidebar, feed, notices, detail pane), its keys, and what goes where (the
+dialogs its widgets ask for are the app's to open)."""
 
 from __future__ import annotations
 

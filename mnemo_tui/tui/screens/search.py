@@ -19,7 +19,7 @@ from mnemo_tui import empty_reports, sanitize
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.limits import describe_scope
 from mnemo_tui.model import EmptyReport, Entry
-from mnemo_tui.tui.messages import as_error
+from mnemo_tui.tui.data.errors import as_error
 from mnemo_tui.tui.plain import plain, plain_block
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.notices import report_head, room_options

@@ -1,8 +1,8 @@
-"""Provides `FeedView`: the feed of one scope, which owns its page window, its page reads and its live polls."""
+"""Provides `FeedView`: the feed of one scope on screen; its rows and live state are a `FeedData` (`tui/data/feed.py`)."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Self
+from typing import ClassVar, Generic, Self, TypeVar, cast, overload
 
 from rich.cells import set_cell_size
 from rich.segment import Segment
@@ -17,30 +17,43 @@ from textual.scroll_view import ScrollView
 from textual.signal import Signal
 from textual.strip import Strip
 
-from mnemo_tui.errors import MnemoError, RemovalsGone
+from mnemo_tui.errors import MnemoError
 from mnemo_tui.model import Entry, RecentQuery, Watermark
 from mnemo_tui.removals import Removals
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import messages as msg
-from mnemo_tui.tui.data.live import PushHandle, open_push
-from mnemo_tui.tui.data.removed import RemovalWatch
+from mnemo_tui.tui.data.errors import as_error
+from mnemo_tui.tui.data.feed import FeedData
+from mnemo_tui.tui.data.live import LiveFound, Poll, PushEnded, poll_live
 from mnemo_tui.tui.data.window import FeedWindow, PageRequest
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import AGE_SECONDS, RowPainter, end_line
-from mnemo_tui.walk import LiveTracker, unread
+from mnemo_tui.walk import unread
 
-# Load the next page when the reader is this many rows from the last one known.
-PREFETCH_ROWS = 40
-# New entries held while the reader is away from the top; past this the scope is re-read.
-PENDING_CAP = 500
+T = TypeVar("T")
+
+
+class OfData(Generic[T]):
+    """A read-only attribute of a feed's `FeedData`, under the same name."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, feed: None, owner: type) -> OfData[T]: ...
+    @overload
+    def __get__(self, feed: FeedView, owner: type) -> T: ...
+    def __get__(self, feed: FeedView | None, owner: type) -> OfData[T] | T:
+        return self if feed is None else cast("T", getattr(feed.data, self.name))
 
 
 class FeedView(ScrollView, can_focus=True):
     """The rows of one scope, newest first, with a cursor row.
 
     It reads its own pages (one cursor walk, a window of them held), its consumer's watermark (the
-    `●` marks) and what is new (live polls), in thread workers that post their result to it; it
-    tells the screen what a person should see next through the messages below.
+    `●` marks) and what is new (live polls, the push follow), in threads that post their result to
+    it, and hands them to its `FeedData`; it tells the screen what a person should see next through
+    the messages below.
     """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -128,38 +141,31 @@ class FeedView(ScrollView, can_focus=True):
     def __init__(self, session: Session, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.session = session
-        self.scope: str | None = None
-        self.include_history = False
-        self.generation = 0
-        self.window = FeedWindow(keep_pages=session.keep_pages)
-        self.tracker = LiveTracker(session.overlap)
-        self.removed = RemovalWatch()
+        # The rows and their live state; the push follow's thread hands its news here as a message.
+        self.data = FeedData(session, lambda news: self.post_message(msg.Live(news)))
         # Every removal of the scope seen, shown or not (None: dropped unseen, read again): for the search dialog.
         self.removals_seen: Signal[set[str] | None] = Signal(self, "removals_seen")
-        # False once the backend answered that it keeps no tombstones (the hosted service): never asked again.
-        self.tombstones = True
-        self.pending: list[Entry] = []
-        self.pending_overflow = False
         self.watermark: Watermark | None = None
         self.unread = unread(None, 0)
-        self.live_error: str | None = None
-        # The first page failed: nothing is shown and nothing polled (live starts with a first page) until `r`.
-        self.first_failed = False
         self.loading = True
         self._focus_when_loaded = False
         self.room_names: dict[str, str] = {}
-        self.filter = ""
-        self._matches: list[Entry] = []
-        self._inflight: set[int] = set()
-        self._live_busy = False
-        # The push follow of the current generation (an endpoint that offers it): read by its own thread.
-        self.offers_push = session.backend.kind == "remote"
-        self._push: PushHandle | None = None
-        self.pushing = False
-        # The push's stream dropped and its follow is reconnecting (the timer still leaves it to the push).
-        self.reconnecting = False
         self._styles: dict[str, Style] = {}
         self.painter = RowPainter(self._style)
+
+    # What the screen's title and status line read of the data, under the data's names.
+    scope: OfData[str | None] = OfData()
+    include_history: OfData[bool] = OfData()
+    generation: OfData[int] = OfData()
+    window: OfData[FeedWindow] = OfData()
+    pending: OfData[list[Entry]] = OfData()
+    pending_overflow: OfData[bool] = OfData()
+    live_error: OfData[str | None] = OfData()
+    first_failed: OfData[bool] = OfData()
+    offers_push: OfData[bool] = OfData()
+    pushing: OfData[bool] = OfData()
+    reconnecting: OfData[bool] = OfData()
+    filter: OfData[str] = OfData()
 
     def focus(self, scroll_visible: bool = True) -> Self:
         """Take the keys; while a page loads, once it has: Textual refuses focus to a widget whose `loading` is
@@ -177,35 +183,24 @@ class FeedView(ScrollView, can_focus=True):
 
     def open(self, scope: str | None, include_history: bool) -> None:
         """Show a scope from its newest entry; anything still in flight for the previous one is dropped."""
-        self.scope, self.include_history = scope, include_history
-        self.stop_push()
-        self.generation += 1
-        self.window = FeedWindow(keep_pages=self.session.keep_pages)
-        self.tracker = LiveTracker(self.session.overlap)
-        self.removed = RemovalWatch()
-        self.pending, self.pending_overflow = [], False
-        self.filter, self._matches = "", []
-        self._inflight.clear()
+        self.data.open(scope, include_history)
         self.set_watermark(None)
         self.loading = True
-        self.first_failed = False
         self.cursor = 0
         self.scroll_to(y=0, animate=False, immediate=True)
         self.painter.clear()
         self._resized()
         self.request_page(PageRequest(0, None))
-        self.load_watermark(self.generation, scope)
+        self.load_watermark(self.data.generation, scope)
 
     def read_query(self, cursor: str | None = None) -> RecentQuery:
         """The feed's read of its scope (at a cursor)."""
-        return RecentQuery(
-            scope=self.scope, limit=self.session.page_size, cursor=cursor, include_history=self.include_history
-        )
+        return self.data.query(cursor)
 
     def request_page(self, request: PageRequest) -> None:
-        if request.index not in self._inflight:
-            self._inflight.add(request.index)
-            self.load_page(self.generation, request.index, self.read_query(request.cursor))
+        query = self.data.want(request)
+        if query is not None:
+            self.load_page(self.data.generation, request.index, query)
 
     @work(thread=True, group="feed", exit_on_error=False)
     def load_page(self, generation: int, index: int, query: RecentQuery) -> None:
@@ -214,33 +209,22 @@ class FeedView(ScrollView, can_focus=True):
             token = session.probe() if index == 0 else None
             self.post_message(msg.PageLoaded(generation, index, session.backend.recent(query), token))
         except Exception as exc:  # noqa: BLE001 - even a bug in a read becomes a message, not a dead terminal
-            self.post_message(msg.PageFailed(generation, index, msg.as_error(exc)))
+            self.post_message(msg.PageFailed(generation, index, as_error(exc)))
 
     @on(msg.PageLoaded)
     def _page_loaded(self, message: msg.PageLoaded) -> None:
-        if message.generation != self.generation:
+        opening = message.index == 0 and not self.data.window.started
+        page = self.data.page_read(message.generation, message.index, message.page, message.token)
+        if page is None:
             return
-        self._inflight.discard(message.index)
-        first = not self.window.started
-        if message.index == 0 and first:
-            self.tracker.token = message.token
-        page = message.page
-        if self.removed.ids:  # read before a removal the feed has already seen
-            page = page.replace(items=self.removed.keep(page.items))
-        if not self.window.add_page(message.index, page):
-            return
-        self.tracker.observe(page.items)
-        if message.index == 0 and first:
-            self.removed.start(page.items)
-            self.start_push()
         self.loading = False
         if self._focus_when_loaded:
             self._focus_when_loaded = False
             self.focus()
         top, bottom = self.visible_rows()
-        self.window.evict(top, bottom)
+        self.data.window.evict(top, bottom)
         self._resized()
-        if message.index == 0 and first:
+        if opening:
             items = page.items
             empty = not items and page.next_cursor is None
             newest, oldest = (items[0].created_at, items[-1].created_at) if items else (None, None)
@@ -250,10 +234,8 @@ class FeedView(ScrollView, can_focus=True):
 
     @on(msg.PageFailed)
     def _page_failed(self, message: msg.PageFailed) -> None:
-        if message.generation == self.generation:
-            self._inflight.discard(message.index)
-            self.first_failed = not self.window.started
-            self.post_message(self.Failed(message.error, self.first_failed))
+        if self.data.page_failed(message.generation, message.index):
+            self.post_message(self.Failed(message.error, self.data.first_failed))
             self.post_message(self.Changed())  # the status line says it is not live
 
     @work(thread=True, group="state", exit_on_error=False)
@@ -271,7 +253,7 @@ class FeedView(ScrollView, can_focus=True):
 
     @on(msg.WatermarkLoaded)
     def _watermark_loaded(self, message: msg.WatermarkLoaded) -> None:
-        if message.generation == self.generation:
+        if message.generation == self.data.generation:
             self.set_watermark(message.watermark)
 
     def set_watermark(self, watermark: Watermark | None) -> None:
@@ -282,157 +264,82 @@ class FeedView(ScrollView, can_focus=True):
         self.refresh()
         self.post_message(self.Changed())
 
-    # -- live -----------------------------------------------------------------------------
+    # -- live: the reads are the data's (`tui/data/feed.py`); here what they change on screen ----
 
     def tick(self) -> None:
         """The timer's live check: a poll, unless the push follow brings what is new."""
-        if not self.pushing:
-            self.check_live()
+        self._poll(self.data.tick())
 
     def check_live(self) -> None:
         """Look for new entries (one poll at a time; none before the first page has arrived)."""
-        if self._live_busy or not self.window.started:
-            return
-        self._live_busy = True
-        # Removals are asked for only with something shown to drop, and of a backend that keeps them.
-        after = self.removed.after if self.tombstones else None
-        self.poll(self.generation, self.tracker, self.scope, self.include_history, after)
+        self._poll(self.data.check_live())
+
+    def _poll(self, poll: Poll | None) -> None:
+        if poll is not None:
+            self.poll(poll)
 
     @work(thread=True, group="live", exit_on_error=False)
-    def poll(self, generation: int, tracker: LiveTracker, scope: str | None, history: bool, after: int | None) -> None:
-        backend = self.session.backend
-        batch, removals, error = None, None, None
-        try:
-            if not tracker.changed(self.session.probe):
-                self.post_message(msg.LiveFound(generation, None))
-                return
-            batch = tracker.poll(backend, scope, history)
-        except Exception as exc:  # noqa: BLE001 - a failing poll pauses live updates; it never closes the app
-            error = msg.as_error(exc)
-        # After the entries: an entry written and removed between two polls is dropped in the same one. Asked
-        # even when they failed: a room deleted elsewhere refuses its feed but tells its former members so.
-        asked = after is not None
-        if asked:
-            try:
-                removals = backend.removals(scope, after)
-            except Exception as exc:  # noqa: BLE001 - as above
-                asked, error = False, error or msg.as_error(exc)
-        self.post_message(msg.LiveFound(generation, batch, removals, asked, error))
+    def poll(self, poll: Poll) -> None:
+        self.post_message(msg.Live(poll_live(self.session, poll)))
 
-    @on(msg.LiveFound)
-    def _live_found(self, message: msg.LiveFound) -> None:
-        if not message.pushed:
-            self._live_busy = False
-        elif message.generation == self.generation and (self.reconnecting or not self.pushing):
-            self.pushing, self.reconnecting = True, False
-            self.post_message(self.Changed())  # the status line says `live (pushed)`
-        error = None if message.error is None else message.error.message
-        if self.live_error != error:
-            self.live_error = error
+    @on(msg.Live)
+    def _live(self, message: msg.Live) -> None:
+        news = message.news
+        if isinstance(news, LiveFound):
+            self._live_found(news)
+        elif isinstance(news, PushEnded):
+            ended = self.data.push_ended(news)
+            if ended.changed:
+                self.post_message(self.Changed())
+            if ended.reread:
+                self.removals_seen.publish(None)
+                self.post_message(self.Removed(set(), 0, reread=True))
+        elif self.data.push_dropped(news):
             self.post_message(self.Changed())
-        batch = message.batch
-        if message.generation != self.generation:
+
+    def _live_found(self, news: LiveFound) -> None:
+        data = self.data
+        if data.found(news):
+            self.post_message(self.Changed())
+        if news.generation != data.generation:
             return
-        # A poll and the push may both bring an entry: what was shown meanwhile is dropped here.
-        entries = self.tracker.take(batch.entries) if batch is not None else []
-        if batch is not None and (entries or batch.overflow):
-            self.removed.start(entries)
-            self.pending[:0] = entries
-            self.pending_overflow = self.pending_overflow or batch.overflow or len(self.pending) > PENDING_CAP
-            del self.pending[PENDING_CAP:]
+        entries = data.arrivals(news)
+        if entries is not None:
             if self.at_top:
                 self.show_pending()
-            self.post_message(self.Arrived(entries, len(self.pending), self.pending_overflow))
-        if message.asked:
-            self._take_removals(message.removals)
-        if not message.pushed and error is None and self.offers_push and self._push is None:
-            self.start_push()  # the push had failed and the endpoint answers again: back to pushing
-
-    # -- push: an endpoint's follow, read by a thread of its own ----------------------------------
-
-    def start_push(self) -> None:
-        """Over an endpoint that offers the push follow, read it for this generation in a thread of its own
-        (`live.open_push`); `stop_push` (a new generation, the feed unmounted) closes its connection."""
-        if not self.offers_push or self._push is not None or not self.window.started:
-            return
-        query = self.tracker.query(self.read_query())
-        after = self.removed.after if self.tombstones else None
-        self._push = open_push(self.session.backend, self.generation, query, after, self.post_message)
-
-    def stop_push(self) -> None:
-        push, self._push = self._push, None
-        self.pushing = self.reconnecting = False
-        if push is not None:
-            push.close()
+            self.post_message(self.Arrived(entries, len(data.pending), data.pending_overflow))
+        if news.asked:
+            self._take_removals(news.removals)
+        data.resume_push(news)
 
     def on_unmount(self) -> None:
-        self.stop_push()
-
-    @on(msg.PushEnded)
-    def _push_ended(self, message: msg.PushEnded) -> None:
-        if message.generation != self.generation:
-            return
-        if self.pushing:
-            self.post_message(self.Changed())
-        self._push, self.pushing, self.reconnecting = None, False, False
-        if not message.offered:
-            self.offers_push = False  # this backend has no push: the timer's poll it is
-            return
-        if isinstance(message.error, RemovalsGone):
-            self.removals_seen.publish(None)
-            self.post_message(self.Removed(set(), 0, reread=True))  # resumed past the removals kept: read again
-            return
-        if message.error is not None and self.live_error != message.error.message:
-            self.live_error = message.error.message  # live pauses; the timer's poll takes over and retries
-            self.post_message(self.Changed())
-
-    @on(msg.PushDropped)
-    def _push_dropped(self, message: msg.PushDropped) -> None:
-        if message.generation == self.generation and self._push is not None and not self.reconnecting:
-            self.reconnecting = True  # the status line stops saying `live (pushed)` until the next event
-            self.post_message(self.Changed())
+        self.data.stop_push()  # closes the push follow's connection: its thread ends
 
     def _take_removals(self, removals: Removals | None) -> None:
         """Drop the rows removed elsewhere, the cursor staying on its entry (or, if it went, on the next older)."""
-        if removals is None:
-            self.tombstones = False
+        news = self.data.removals(removals, self.cursor)
+        if news is None:
             return
-        ids = self.removed.take(removals)
-        if ids is None:
+        if news.reread:
             self.removals_seen.publish(None)
             self.post_message(self.Removed(set(), 0, reread=True))  # the screen reads the scope again
             return
-        if not ids:
-            return
-        # This app's own deletes (`d`) leave the feed as well, but are no removal elsewhere: the delete said so.
-        here = ids & self.session.deleted_here
-        elsewhere = ids - here
-        above = sum(1 for row in range(self.cursor) if (e := self.entry_at(row)) is not None and e.atom_id in ids)
-        count, dropped = self._drop(elsewhere), self._drop(here)
-        if elsewhere:  # before the cursor's Highlighted: the screen closes the detail
-            self.removals_seen.publish(elsewhere)  # rows never loaded here may be open in a search dialog
-            self.post_message(self.Removed(elsewhere, count))
-        if count or dropped:
+        if news.elsewhere:  # before the cursor's Highlighted: the screen closes the detail
+            self.removals_seen.publish(set(news.elsewhere))  # rows never loaded here may be open in a search dialog
+            self.post_message(self.Removed(set(news.elsewhere), news.count))
+        if news.count or news.dropped:
             self.painter.clear()
             self._resized()
-            self.cursor = self.cursor - above
+            self.cursor = self.cursor - news.above
             self.post_message(self.Changed())
-
-    def _drop(self, ids: set[str]) -> int:
-        """Take these entries out of the rows and of those held as new; returns how many went."""
-        held = len(self.pending)
-        self.pending = [e for e in self.pending if e.atom_id not in ids]
-        return self.window.drop(ids) + held - len(self.pending)
 
     def show_pending(self) -> None:
         """Show the held new entries on top (or re-read the scope when there were too many to hold)."""
-        if self.pending_overflow:
-            self.open(self.scope, self.include_history)
+        if self.data.pending_overflow:
+            self.open(self.data.scope, self.data.include_history)
             return
-        if not self.pending:
+        if not self.data.show_pending():
             return
-        self.window.prepend(self.pending)
-        self.pending = []
         self._resized()
         self.post_message(self.Highlighted(self.current))
         self.post_message(self.Changed())
@@ -440,8 +347,7 @@ class FeedView(ScrollView, can_focus=True):
     # -- shape and movement -----------------------------------------------------------------
 
     def _resized(self) -> None:
-        if self.filter:
-            self._matches = self._matching()
+        self.data.refilter()
         self.virtual_size = Size(0, self.row_count + 1)
         self.refresh()
         self.check_needs()
@@ -459,27 +365,19 @@ class FeedView(ScrollView, can_focus=True):
 
     @property
     def row_count(self) -> int:
-        return len(self._matches) if self.filter else self.window.row_count
+        return self.data.row_count
 
     def entry_at(self, row: int) -> Entry | None:
         """The entry shown at a row (None while its page is loading)."""
-        if self.filter:
-            return self._matches[row] if 0 <= row < len(self._matches) else None
-        return self.window.entry(row)
+        return self.data.entry_at(row)
 
     def set_filter(self, value: str) -> None:
         """Show only the loaded entries whose text, author, domain or id contain `value` (any case)."""
-        self.filter = value.strip().casefold()
-        self._matches = []
+        self.data.set_filter(value)
         self.painter.clear()
         self._resized()
         self.cursor = 0
         self.scroll_to(y=0, animate=False, immediate=True)
-
-    def _matching(self) -> list[Entry]:
-        wanted = self.filter
-        loaded = [*self.window.head, *(e for slot in self.window.slots for e in slot.items or ())]
-        return [e for e in loaded if wanted in f"{e.content}\n{e.author}\n{e.domain}\n{e.atom_id}".casefold()]
 
     def visible_rows(self) -> tuple[int, int]:
         """First and last row index on screen."""
@@ -499,14 +397,8 @@ class FeedView(ScrollView, can_focus=True):
 
     def check_needs(self) -> None:
         """Read the pages the viewport needs: evicted ones on screen, or the next one near the end."""
-        if self.filter:
-            return  # the filter narrows what is loaded; `enter` asks the server
-        top, bottom = self.visible_rows()
-        for request in self.window.missing(top, bottom):
+        for request in self.data.needs(*self.visible_rows()):
             self.request_page(request)
-        nxt = self.window.next_request()
-        if nxt is not None and self.window.started and bottom + PREFETCH_ROWS >= self.window.row_count:
-            self.request_page(nxt)
 
     def validate_cursor(self, value: int) -> int:
         return max(0, min(value, max(self.row_count - 1, 0)))

@@ -6,10 +6,9 @@ from typing import ClassVar
 
 from textual import on
 from textual.binding import Binding, BindingType
+from textual.message import Message
 from textual.widgets import Input
 
-from mnemo_tui.model import Entry
-from mnemo_tui.tui.screens.search import SearchScreen
 from mnemo_tui.tui.widgets.feed import FeedView
 
 
@@ -20,6 +19,13 @@ class FilterBar(Input):
         Binding("escape", "clear", "Clear the filter", show=False),
         Binding("down", "to_feed", "To the rows", show=False),
     ]
+
+    class SearchAsked(Message):
+        """Enter with words: the app opens the search dialog on them (a widget opens no screen itself)."""
+
+        def __init__(self, words: str) -> None:
+            super().__init__()
+            self.words = words
 
     def __init__(self, feed: FeedView, *, id: str | None = None) -> None:
         super().__init__(placeholder="filter the loaded entries · enter searches the scope · esc clears", id=id)
@@ -43,15 +49,8 @@ class FilterBar(Input):
             self.search(event.value.strip())
 
     def search(self, words: str) -> None:
-        """Search the feed's scope on the server (`mnemo search`); a hit chosen opens in the detail pane."""
-        feed = self.feed
-
-        def opened(entry: Entry | None) -> None:
-            if entry is not None:
-                feed.post_message(FeedView.Selected(entry))
-
-        screen = SearchScreen(feed.session, feed.scope, feed.include_history, feed.removals_seen, words)
-        self.app.push_screen(screen, opened)
+        """Search the feed's scope on the server (`mnemo search`): the app opens the dialog."""
+        self.post_message(self.SearchAsked(words))
 
     def action_clear(self) -> None:
         self.value = ""

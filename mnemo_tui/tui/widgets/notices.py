@@ -13,7 +13,7 @@ from textual.widgets.option_list import Option
 from mnemo_tui import empty_reports, sanitize
 from mnemo_tui.errors import AuthError, MnemoError, Unavailable
 from mnemo_tui.model import EmptyReport, RecentQuery
-from mnemo_tui.tui.messages import as_error
+from mnemo_tui.tui.data.errors import as_error
 from mnemo_tui.tui.plain import plain, plain_block
 from mnemo_tui.tui.session import Session
 

@@ -20,8 +20,8 @@ from mnemo_tui.model import Entry, Watermark
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui.data import scopes
 from mnemo_tui.tui.data.counts import NewEntries
+from mnemo_tui.tui.data.errors import as_error
 from mnemo_tui.tui.data.scopes import Activity, ScopeItem
-from mnemo_tui.tui.messages import as_error
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import fit
 from mnemo_tui.walk import unread
