@@ -12,7 +12,7 @@ from mnemo_tui.engine.rules import author_of, check_read, check_write, spliced_e
 from mnemo_tui.engine.tombstones import TombstoneOps
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
 from mnemo_tui.limits import ROOM_DELETE_RULE, dumps, room_of
-from mnemo_tui.model import Entry
+from mnemo_tui.values.model import Entry
 
 if TYPE_CHECKING:
     from typing import Any

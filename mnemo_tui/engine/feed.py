@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.engine import fts
-from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.rules import check_read, check_search, query_words, spliced_entry, with_superseded_by
+from mnemo_tui.engine.sqlite.database import Database
 from mnemo_tui.limits import check_limit, room_of
-from mnemo_tui.model import Entry, Page, RecentQuery, Value, WirePage
+from mnemo_tui.values.model import Entry, Page, RecentQuery, Value, WirePage
 
 if TYPE_CHECKING:
     from typing import Any

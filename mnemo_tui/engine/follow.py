@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mnemo_tui.engine.database import NOT_A_MEMBER, Database
 from mnemo_tui.engine.feed import filtered, scoped
 from mnemo_tui.engine.rules import check_read, with_superseded_by
+from mnemo_tui.engine.sqlite.database import NOT_A_MEMBER, Database
 from mnemo_tui.errors import Forbidden
 from mnemo_tui.limits import dumps, parse_scope, room_of
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 
 if TYPE_CHECKING:
     from typing import Any

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.atoms import AtomOps
-from mnemo_tui.engine.database import Database
 from mnemo_tui.engine.exchange import export_line
 from mnemo_tui.engine.rules import (
     FINITE_OUTCOME,
@@ -20,9 +19,10 @@ from mnemo_tui.engine.rules import (
     spliced_entry,
     with_superseded_by,
 )
+from mnemo_tui.engine.sqlite.database import Database
 from mnemo_tui.errors import MnemoError, NotFound, Unprocessable
 from mnemo_tui.limits import room_of
-from mnemo_tui.model import Entry
+from mnemo_tui.values.model import Entry
 
 if TYPE_CHECKING:
     from typing import Any

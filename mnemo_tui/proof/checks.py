@@ -9,18 +9,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mnemo_tui import empty_reports, timefmt
+from mnemo_tui import timefmt
 from mnemo_tui.backends import Backend
-from mnemo_tui.catchup import CatchUp, CatchupResult
+from mnemo_tui.catchup import empty_reports
+from mnemo_tui.catchup.catchup import CatchUp, CatchupResult
+from mnemo_tui.catchup.walk import default_overlap
 from mnemo_tui.errors import AuthError, Conflict, LocalStateError, MnemoError, RateLimited, Unavailable, ValidationError
 from mnemo_tui.limits import parse_scope, room_of
-from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.proof.recorder import Recorder, RunawayWalk, ServedPage
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.model import Entry, RecentQuery
 from mnemo_tui.values.rooms import Room
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
-from mnemo_tui.walk import default_overlap
 
 PROBE_DOMAIN = "mnemo-check"
 PROBE_ROOM = "mnemo-check"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.delegate import DelegatingBackend
-from mnemo_tui.model import Page, RecentQuery
+from mnemo_tui.values.model import Page, RecentQuery
 
 
 class RunawayWalk(Exception):

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from mnemo_tui.backends import Backend
+from mnemo_tui.catchup.walk import Walk
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
 from mnemo_tui.limits import NotJson, loads, room_of
-from mnemo_tui.model import RecentQuery
-from mnemo_tui.walk import Walk
+from mnemo_tui.values.model import RecentQuery
 
 WALK_LIMIT = 100
 # Missing ids looked up one by one to say where they are instead: enough for a person to see why.

@@ -13,8 +13,8 @@ from typing import Protocol
 
 from mnemo_tui import timefmt
 from mnemo_tui.errors import Conflict, LocalStateError
-from mnemo_tui.model import Value, WalkProgress, Watermark
 from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
+from mnemo_tui.values.model import Value, WalkProgress, Watermark
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS watermarks (

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from textual.message import Message
 
+from mnemo_tui.catchup.walk import LiveBatch
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.model import Page, Watermark
-from mnemo_tui.removals import Removals
-from mnemo_tui.walk import LiveBatch
+from mnemo_tui.values.model import Page, Watermark
+from mnemo_tui.values.removals import Removals
 
 
 def as_error(exc: BaseException) -> MnemoError:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mnemo_tui.model import Entry
+    from mnemo_tui.values.model import Entry
 
 
 @dataclass(frozen=True, slots=True)

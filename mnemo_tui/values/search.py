@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any, Literal
 
-    from mnemo_tui.model import Entry
+    from mnemo_tui.values.model import Entry
 
 
 @dataclass(frozen=True, slots=True)

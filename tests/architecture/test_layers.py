@@ -15,7 +15,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mnemo_tui"
 LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "mnemo_tui",
-        "mnemo_tui.model",
         "mnemo_tui.limits",
         "mnemo_tui.values",
         "mnemo_tui.dburl",
@@ -27,15 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("mnemo_tui.engine", "mnemo_tui.state"),
     ("mnemo_tui.backends",),
-    (
-        "mnemo_tui.walk",
-        "mnemo_tui.catchup",
-        "mnemo_tui.empty_reports",
-        "mnemo_tui.proof",
-        "mnemo_tui.demo",
-        "mnemo_tui.refusals",
-        "mnemo_tui.portable",
-    ),
+    ("mnemo_tui.catchup", "mnemo_tui.proof", "mnemo_tui.portable"),
     ("mnemo_tui.cli", "mnemo_tui.tui", "mnemo_tui.server", "mnemo_tui.agents"),
 )
 # Siblings that must not know each other although they share a layer.
@@ -254,7 +245,7 @@ def test_the_layer_check_sees_an_import_inside_a_function() -> None:
     tree = ast.parse(source)
     nested = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert nested and id(nested[0]) not in {id(n) for n in tree.body}
-    assert layer_of("mnemo_tui.cli.app") > layer_of("mnemo_tui.engine.store")
+    assert layer_of("mnemo_tui.cli.app") > layer_of("mnemo_tui.engine.sqlite.store")
 
 
 def test_the_server_mounts_the_agents_face_only_inside_a_function_and_the_agents_never_import_the_server() -> None:

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from textual.message import Message
 
 from mnemo_tui.backends import Backend
-from mnemo_tui.model import RecentQuery
-from mnemo_tui.removals import Removals
+from mnemo_tui.catchup.walk import LIVE_PAGES, LiveBatch, LiveTracker, Probe
 from mnemo_tui.tui import messages as msg
 from mnemo_tui.values.follow import Follow, Pushed
-from mnemo_tui.walk import LIVE_PAGES, LiveBatch, LiveTracker, Probe
+from mnemo_tui.values.model import RecentQuery
+from mnemo_tui.values.removals import Removals
 
 __all__ = ["LIVE_PAGES", "LiveBatch", "LiveTracker", "Probe", "PushHandle", "open_push", "read_push"]
 

@@ -17,9 +17,8 @@ from textual.scroll_view import ScrollView
 from textual.signal import Signal
 from textual.strip import Strip
 
+from mnemo_tui.catchup.walk import LiveTracker, unread
 from mnemo_tui.errors import MnemoError, RemovalsGone
-from mnemo_tui.model import Entry, RecentQuery, Watermark
-from mnemo_tui.removals import Removals
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import messages as msg
 from mnemo_tui.tui.data.live import PushHandle, open_push
@@ -27,7 +26,8 @@ from mnemo_tui.tui.data.removed import RemovalWatch
 from mnemo_tui.tui.data.window import FeedWindow, PageRequest
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import AGE_SECONDS, RowPainter, end_line
-from mnemo_tui.walk import LiveTracker, unread
+from mnemo_tui.values.model import Entry, RecentQuery, Watermark
+from mnemo_tui.values.removals import Removals
 
 # Load the next page when the reader is this many rows from the last one known.
 PREFETCH_ROWS = 40

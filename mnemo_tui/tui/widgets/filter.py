@@ -8,9 +8,9 @@ from textual import on
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
-from mnemo_tui.model import Entry
 from mnemo_tui.tui.screens.search import SearchScreen
 from mnemo_tui.tui.widgets.feed import FeedView
+from mnemo_tui.values.model import Entry
 
 
 class FilterBar(Input):

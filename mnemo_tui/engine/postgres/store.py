@@ -26,16 +26,16 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mnemo_tui.dburl import database_identity
 from mnemo_tui.engine import fts
-from mnemo_tui.engine import pg_schema as schema
 from mnemo_tui.engine.atoms import AtomOps, insert_sql
-from mnemo_tui.engine.database import Clock, Database, deadline
 from mnemo_tui.engine.feed import SPLICE_BYTES, FeedOps, Matching
 from mnemo_tui.engine.follow import FollowOps
 from mnemo_tui.engine.keys import KeyOps
 from mnemo_tui.engine.memory_plane import MemoryOps
-from mnemo_tui.engine.pg_search import query, vector
+from mnemo_tui.engine.postgres import schema
+from mnemo_tui.engine.postgres.search import query, vector
 from mnemo_tui.engine.rooms import RoomOps
 from mnemo_tui.engine.rules import refuse_nul
+from mnemo_tui.engine.sqlite.database import Clock, Database, deadline
 from mnemo_tui.engine.vault import VaultOps
 from mnemo_tui.errors import Conflict, FateUnknown, LocalStateError, MnemoError, Unavailable, ValidationError
 

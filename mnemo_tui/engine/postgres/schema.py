@@ -138,12 +138,12 @@ def m002_search(db: Executes) -> None:
 
 def m003_superseded_by(db: Executes) -> None:
     # A delete clears `superseded_by` where it names the deleted atom: without an index each delete
-    # scanned its bucket (see engine/schema.py's migration 5).
+    # scanned its bucket (see engine/sqlite/schema.py's migration 5).
     db.execute("CREATE INDEX atoms_superseded_by ON atoms (superseded_by) WHERE superseded_by IS NOT NULL")
 
 
 def m004_tombstones(db: Executes) -> None:
-    # What every delete path leaves behind (see engine/schema.py's migration 6).
+    # What every delete path leaves behind (see engine/sqlite/schema.py's migration 6).
     db.execute(
         f"""CREATE TABLE tombstones (
             bucket bigint NOT NULL,
@@ -168,7 +168,7 @@ def rebuild_search(db: Executes, language: str) -> None:
 
     The GIN index is dropped meanwhile and built once at the end: one build of a million entries is
     far cheaper than a million updates of it. No server serves a database whose reindex is under way
-    (engine/postgres.py `migrate`), so nothing searches it meanwhile.
+    (engine/postgres/store.py `migrate`), so nothing searches it meanwhile.
     """
     db.execute("DROP INDEX IF EXISTS atoms_search")
     fts.set_meta(db, fts.LANGUAGE_KEY, language)
@@ -179,7 +179,7 @@ def rebuild_search(db: Executes, language: str) -> None:
 
 def m005_stemmed_search(db: Executes) -> None:
     # Every entry's tsvector is made again (stems, concepts), in bounded batches after this migration
-    # (engine/postgres.py `reindex`); see engine/schema.py's migration 7.
+    # (engine/postgres/store.py `reindex`); see engine/sqlite/schema.py's migration 7.
     rebuild_search(db, fts.language_of(db))
 
 

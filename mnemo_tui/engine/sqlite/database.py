@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine import fts
-from mnemo_tui.engine.schema import LATEST, migrate
+from mnemo_tui.engine.sqlite.schema import LATEST, migrate
 from mnemo_tui.errors import Forbidden, LocalStateError, Timeout, Unavailable, ValidationError, WouldWait
 from mnemo_tui.limits import dumps, room_of
 from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
@@ -434,7 +434,7 @@ class Database:
         Raises:
             ValidationError: a language Snowball has no stemmer for.
         """
-        from mnemo_tui.engine import schema
+        from mnemo_tui.engine.sqlite import schema
 
         fts.stemmer(language)  # refuses an unknown language before anything changes
         with self.lock:
