@@ -277,7 +277,7 @@ def db_copy(
     store = Store(path, create=False)
     try:
         with needs_extra("postgres", "mnemo db copy"):
-            from mnemo_tui.engine.postgres.store import copy_store
+            from mnemo_tui.engine.postgres.copy import copy_store
 
         counts = copy_store(store, url)
     finally:

@@ -166,7 +166,7 @@ def remove(db: sqlite3.Connection, rows: Iterable[Row], language: str) -> None:
     )
 
 
-# -- the store's language and its reindex (SQLite; engine/postgres/store.py runs the same over its column) --
+# -- the store's language and its reindex (SQLite; engine/postgres/migrations.py runs the same over its column) --
 
 LANGUAGE_KEY = "search_language"
 # A reindex under way: the last seq indexed, and the last seq it must index (entries written since

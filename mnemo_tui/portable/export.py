@@ -20,8 +20,8 @@ from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.catchup.walk import Walk
 from mnemo_tui.engine.atoms import AtomOps
+from mnemo_tui.engine.base import NOT_A_MEMBER
 from mnemo_tui.engine.exchange import count_rows, export_line, export_rows, rooms_of
-from mnemo_tui.engine.sqlite.database import NOT_A_MEMBER
 from mnemo_tui.errors import Forbidden, MnemoError
 from mnemo_tui.limits import MAX_LIMIT, dumps, parse_scope, room_of
 from mnemo_tui.values.model import RecentQuery

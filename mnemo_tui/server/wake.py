@@ -195,7 +195,7 @@ class PgListener:
             self._listening = asyncio.get_running_loop().create_task(self._listen())
 
     async def _connect(self) -> Any:
-        from mnemo_tui.engine.postgres.store import listening
+        from mnemo_tui.engine.postgres.pools import listening
 
         return await listening(self.url)
 

@@ -14,7 +14,8 @@ import pytest
 from conftest import CliResult
 
 from mnemo_tui.engine.postgres import schema as pg_schema
-from mnemo_tui.engine.postgres.store import PgStore, migrate
+from mnemo_tui.engine.postgres.migrations import migrate
+from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.errors import LocalStateError, Timeout, Unavailable
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest

@@ -9,9 +9,10 @@ import psycopg
 import pytest
 
 from mnemo_tui.engine import fts
+from mnemo_tui.engine.postgres import migrations as postgres
 from mnemo_tui.engine.postgres import search as pg_search
-from mnemo_tui.engine.postgres import store as postgres
-from mnemo_tui.engine.postgres.store import PgStore, migrate
+from mnemo_tui.engine.postgres.migrations import migrate
+from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.errors import LocalStateError
 from mnemo_tui.values.search import SearchQuery
 

@@ -29,7 +29,7 @@ from mnemo_tui import files
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.catchup.catchup import CatchUp
 from mnemo_tui.engine import fts
-from mnemo_tui.engine.sqlite.database import LATEST_WRITE
+from mnemo_tui.engine.base import LATEST_WRITE
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import Conflict, LocalStateError, Timeout, Unavailable, ValidationError
 from mnemo_tui.server import app as server_app
