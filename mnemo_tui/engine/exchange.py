@@ -276,9 +276,7 @@ class EngineImport:
         if len(kept) == len(write.supersedes):
             return write
         self.links_dropped += len(write.supersedes) - len(kept)
-        from dataclasses import replace  # an import only: `mnemo recent` loads this module, not dataclasses
-
-        return replace(write, supersedes=kept)
+        return write.replace(supersedes=kept)
 
     def flush(self) -> None:
         """Write what is queued (one batch of the engine's one insert path), leaving out ids already stored.

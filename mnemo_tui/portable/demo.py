@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import Conflict, ValidationError
-from mnemo_tui.values.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery, Value
 from mnemo_tui.values.rooms import Room
 from mnemo_tui.values.writes import WriteRequest
 
@@ -130,8 +129,7 @@ _ROOM_TEMPLATES: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
-class DemoSummary:
+class DemoSummary(Value):
     """What `mnemo demo` wrote."""
 
     store: str

@@ -5,7 +5,6 @@ from __future__ import annotations
 import secrets
 import tempfile
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from mnemo_tui.errors import AuthError, Conflict, LocalStateError, MnemoError, R
 from mnemo_tui.limits import parse_scope, room_of
 from mnemo_tui.proof.recorder import Recorder, RunawayWalk, ServedPage
 from mnemo_tui.state.statedb import StateDB
-from mnemo_tui.values.model import Entry, RecentQuery
+from mnemo_tui.values.model import Entry, RecentQuery, Value
 from mnemo_tui.values.rooms import Room
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
@@ -36,8 +35,7 @@ FATAL = (AuthError, Unavailable, RateLimited, LocalStateError)
 CHECK_NAMES = ("walk-to-end", "write-while-walking", "empty-scope-names-rooms", "search-needs-query")
 
 
-@dataclass(frozen=True)
-class CheckResult:
+class CheckResult(Value):
     """One check's verdict and the evidence behind it."""
 
     name: str
@@ -48,8 +46,7 @@ class CheckResult:
         return {"name": self.name, "passed": self.passed, "detail": self.detail}
 
 
-@dataclass(frozen=True)
-class CheckReport:
+class CheckReport(Value):
     """All four verdicts, and where the probes went (`why_domain`: why an own domain had to take them)."""
 
     checks: tuple[CheckResult, ...]
