@@ -23,8 +23,8 @@ if str(ROOT) not in sys.path:
 from mnemo_tui.engine import cursor as cursors  # noqa: E402
 from mnemo_tui.engine import fts  # noqa: E402
 from mnemo_tui.engine.rules import wire_item  # noqa: E402
-from mnemo_tui.engine.store import Store  # noqa: E402
-from mnemo_tui.model import RecentQuery  # noqa: E402
+from mnemo_tui.engine.sqlite.store import Store  # noqa: E402
+from mnemo_tui.values.model import RecentQuery  # noqa: E402
 from mnemo_tui.values.writes import WriteRequest  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / ".data"

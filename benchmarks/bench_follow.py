@@ -58,7 +58,7 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
 
 def make_store(path: Path, keys: int = 1) -> list[str]:
     """A new store with `keys` API keys of one principal."""
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
 
     store = Store(path)
     try:
@@ -243,7 +243,7 @@ def postgres(root: Path, writes: int) -> dict[str, list[float]] | None:
     sys.path.insert(0, str(HERE.parent / "tests"))
     import pg_helpers
 
-    from mnemo_tui.engine.postgres import PgStore
+    from mnemo_tui.engine.postgres.store import PgStore
     from mnemo_tui.values.writes import WriteRequest
 
     if pg_helpers.binaries() is None:

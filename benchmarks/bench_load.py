@@ -60,7 +60,7 @@ class Setup:
 def _seed(store: Path, per_principal: int) -> tuple[dict[str, str], str]:
     """Keys for the principals, a shared room, and `per_principal` entries each in own store and room."""
     from mnemo_tui import timefmt
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
     from mnemo_tui.values.writes import WriteRequest
 
     s = Store(store)

@@ -126,7 +126,7 @@ def answers(reps: int) -> list[dict[str, Any]]:
     against the same backend calls alone (the page's ten sub-requests of ten; the one search), best of `reps`."""
     from mnemo_tui.agents.answers import Answers
     from mnemo_tui.backends.local import LocalBackend
-    from mnemo_tui.model import RecentQuery
+    from mnemo_tui.values.model import RecentQuery
     from mnemo_tui.values.search import SearchQuery
     from mnemo_tui.values.writes import WriteRequest
 

@@ -29,7 +29,7 @@ KEYSET = (
 
 
 def fill(url: str, entries: int) -> None:
-    from mnemo_tui.engine.postgres import PgStore
+    from mnemo_tui.engine.postgres.store import PgStore
     from mnemo_tui.values.writes import WriteRequest
 
     store = PgStore(url)
@@ -52,8 +52,8 @@ def deep_page(url: str, depth: int, runs: int) -> dict[str, Any]:
     import psycopg
 
     from mnemo_tui.engine import cursor as cursors
-    from mnemo_tui.engine.postgres import PgStore
-    from mnemo_tui.model import RecentQuery
+    from mnemo_tui.engine.postgres.store import PgStore
+    from mnemo_tui.values.model import RecentQuery
 
     store = PgStore(url)
     bare = psycopg.connect(url, autocommit=True)
@@ -123,7 +123,7 @@ def _client(args: tuple[list[str], str, float, int]) -> dict[str, int]:
 def load(url: str, servers: int, clients: int, seconds: float, home: Path) -> dict[str, Any]:
     from serve_process import start_serve
 
-    from mnemo_tui.engine.postgres import PgStore
+    from mnemo_tui.engine.postgres.store import PgStore
 
     store = PgStore(url)
     key = store.create_key("bench")[1]

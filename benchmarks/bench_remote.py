@@ -36,9 +36,9 @@ from bench_cli import _compiled, run_child, run_child_cpu  # noqa: E402
 from bench_engine import PRINCIPAL, build_store  # noqa: E402
 
 from mnemo_tui.backends.remote import RemoteBackend  # noqa: E402
-from mnemo_tui.engine.store import Store  # noqa: E402
-from mnemo_tui.model import Entry, RecentQuery  # noqa: E402
-from mnemo_tui.walk import Walk  # noqa: E402
+from mnemo_tui.catchup.walk import Walk  # noqa: E402
+from mnemo_tui.engine.sqlite.store import Store  # noqa: E402
+from mnemo_tui.values.model import Entry, RecentQuery  # noqa: E402
 
 MNEMO = shutil.which("mnemo", path=str(Path(sys.executable).parent)) or "mnemo"
 TASKSET = shutil.which("taskset")

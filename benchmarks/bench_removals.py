@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from mnemo_tui.engine.store import Store  # noqa: E402
-from mnemo_tui.removals import read_pages  # noqa: E402
+from mnemo_tui.engine.sqlite.store import Store  # noqa: E402
+from mnemo_tui.values.removals import read_pages  # noqa: E402
 from mnemo_tui.values.writes import WriteRequest  # noqa: E402
 
 

@@ -27,8 +27,9 @@ for extra in (ROOT, ROOT / "benchmarks", ROOT / "tests"):
 
 from bench_engine import PRINCIPAL, _alternate, build_store  # noqa: E402
 
-from mnemo_tui.engine import fts, schema  # noqa: E402
-from mnemo_tui.engine.store import Store  # noqa: E402
+from mnemo_tui.engine import fts  # noqa: E402
+from mnemo_tui.engine.sqlite import schema  # noqa: E402
+from mnemo_tui.engine.sqlite.store import Store  # noqa: E402
 from mnemo_tui.values.search import SearchQuery  # noqa: E402
 from mnemo_tui.values.writes import WriteRequest  # noqa: E402
 
@@ -128,7 +129,7 @@ def reindex_postgres(entries: int) -> dict[str, Any]:
     import pg_helpers
     from bench_postgres import fill
 
-    from mnemo_tui.engine.postgres import PgStore
+    from mnemo_tui.engine.postgres.store import PgStore
 
     cluster = pg_helpers.start_cluster()
     databases = pg_helpers.Databases(cluster)

@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_remote import start_serve  # noqa: E402
 
-from mnemo_tui.engine.store import Store  # noqa: E402
+from mnemo_tui.engine.sqlite.store import Store  # noqa: E402
 from mnemo_tui.server import follow  # noqa: E402
 from mnemo_tui.values.writes import WriteRequest  # noqa: E402
 

@@ -99,7 +99,7 @@ def postgres(root: Path, writes: int) -> dict[str, list[float]] | None:
     sys.path.insert(0, str(HERE.parent / "tests"))
     import pg_helpers
 
-    from mnemo_tui.engine.postgres import PgStore
+    from mnemo_tui.engine.postgres.store import PgStore
 
     if pg_helpers.binaries() is None:
         return None

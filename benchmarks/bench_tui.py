@@ -124,8 +124,8 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
     from bench_engine import build_store
 
     from mnemo_tui.backends.local import LocalBackend
-    from mnemo_tui.engine.store import Store
-    from mnemo_tui.model import RecentQuery
+    from mnemo_tui.engine.sqlite.store import Store
+    from mnemo_tui.values.model import RecentQuery
 
     n = 100_000 if quick else 1_000_000
     rounds = 5 if quick else 11

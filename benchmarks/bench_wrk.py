@@ -141,7 +141,7 @@ def seed(path: Path, entries: int) -> str:
     """A store with `entries` entries of `p0` in a few domains; returns p0's key."""
     sys.path.insert(0, str(HERE.parent))
     from mnemo_tui import timefmt
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
     from mnemo_tui.values.writes import WriteRequest
 
     store = Store(path)

@@ -71,3 +71,13 @@ def immediate(db: sqlite3.Connection, *, busy: type[Exception] | None = None) ->
             db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+def user_version(db: sqlite3.Connection) -> int:
+    """The schema version an SQLite file records (`PRAGMA user_version`): the last migration step applied."""
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def set_user_version(db: sqlite3.Connection, number: int) -> None:
+    """Record step `number` as applied (inside the step's transaction)."""
+    db.execute(f"PRAGMA user_version = {int(number)}")

@@ -18,11 +18,11 @@ from textual.pilot import Pilot
 from mnemo_tui import timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import Unavailable
-from mnemo_tui.model import Entry, Page, RecentQuery
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
+from mnemo_tui.values.model import Entry, Page, RecentQuery
 from mnemo_tui.values.rooms import Room
 from mnemo_tui.values.writes import WriteRequest
 
@@ -34,7 +34,7 @@ def demo_store(path: Path, now: int) -> LocalBackend:
     """A demo-like store: `mnemo demo`'s filler when it is there, else a small one of our own."""
     store = Store(path)
     try:
-        from mnemo_tui import demo
+        from mnemo_tui.portable import demo
 
         demo.fill(store, "local", 2_000, seed=7)
     except ImportError:

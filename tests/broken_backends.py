@@ -10,7 +10,7 @@ from walk_helpers import walk_entries
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.delegate import DelegatingBackend
-from mnemo_tui.model import Entry, Page, RecentQuery
+from mnemo_tui.values.model import Entry, Page, RecentQuery
 from mnemo_tui.values.rooms import Room
 from mnemo_tui.values.search import SearchHit, SearchQuery
 

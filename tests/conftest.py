@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, settings
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB
 
 # CI derandomizes: the same examples on every run, so a red CI means a regression, never chance.
@@ -154,7 +154,7 @@ class Target:
     def open(self) -> Any:
         """A new engine over the target (the caller closes it)."""
         if self.engine == "postgres":
-            from mnemo_tui.engine.postgres import PgStore
+            from mnemo_tui.engine.postgres.store import PgStore
 
             return PgStore(str(self.location))
         return Store(self.location)

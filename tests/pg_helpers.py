@@ -134,7 +134,7 @@ def start_cluster(options: str | None = None) -> Cluster:
     with psycopg.connect(cluster.admin_url(), autocommit=True) as conn:
         conn.execute(f"CREATE ROLE {USER} LOGIN CREATEDB PASSWORD '{PASSWORD}'")
         conn.execute(f"CREATE DATABASE mnemo_template OWNER {USER}")
-    from mnemo_tui.engine.postgres import migrate
+    from mnemo_tui.engine.postgres.migrations import migrate
 
     migrate(cluster.url("mnemo_template"), allowed=True)
     return cluster

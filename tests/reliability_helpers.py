@@ -169,7 +169,7 @@ class Server:
 
 def make_key(store: Path | Any, principal: str) -> str:
     """Issue an API key for a principal on a store, or a conftest `Target` (the engine call behind `mnemo keys create`)."""
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
 
     s = store.open() if hasattr(store, "engine") else Store(store)
     try:
@@ -259,10 +259,10 @@ from pathlib import Path
 from mnemo_tui.values.writes import WriteRequest
 engine_kind, location, passes = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 if engine_kind == "postgres":
-    from mnemo_tui.engine.postgres import PgStore
+    from mnemo_tui.engine.postgres.store import PgStore
     engine = PgStore(location)
 else:
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
     engine = Store(location)
 
 def passes_now():
@@ -344,7 +344,7 @@ def _consumer(args: argparse.Namespace) -> None:
     )
 
     def lib_pass(scope: str | None) -> list[str]:
-        from mnemo_tui.catchup import CatchUp
+        from mnemo_tui.catchup.catchup import CatchUp
         from mnemo_tui.state.statedb import StateDB
 
         backend = open_target_backend(args.store, args.principal, args.endpoint, args.key)

@@ -79,7 +79,7 @@ def start_serve(
 def servers_over_database(url: str, homes: Path, count: int) -> Iterator[tuple[str, list[ServeProcess]]]:
     """`count` `mnemo serve` processes (4 workers each, MNEMO_HOME `homes/server<i>`) over the one PostgreSQL
     database at `url`, for the block: an API key of principal `team` made there, and the servers."""
-    from mnemo_tui.engine.postgres import PgStore
+    from mnemo_tui.engine.postgres.store import PgStore
 
     admin = PgStore(url)
     try:

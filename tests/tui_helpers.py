@@ -12,10 +12,10 @@ from mnemo_tui.backends import Backend
 from mnemo_tui.backends.delegate import DelegatingBackend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import AuthError, MnemoError, Unavailable
-from mnemo_tui.model import Entry
 from mnemo_tui.timefmt import parse_iso
+from mnemo_tui.values.model import Entry
 from mnemo_tui.values.writes import WriteRequest
 
 NOW = parse_iso("2026-11-30T09:00:00Z")

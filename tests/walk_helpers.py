@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.delegate import DelegatingBackend
-from mnemo_tui.model import Entry, Page, RecentQuery
-from mnemo_tui.walk import Walk
+from mnemo_tui.catchup.walk import Walk
+from mnemo_tui.values.model import Entry, Page, RecentQuery
 
 
 class PageLog(DelegatingBackend):

@@ -15,12 +15,13 @@ import re
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec
 
-from mnemo_tui import empty_reports, timefmt
+from mnemo_tui import timefmt
 from mnemo_tui.agents.budget import BUDGET, CONCEPTS_SHOWN, MORE_ROOM, cut_line, finish, fit, listing, more_line, size
 from mnemo_tui.backends import Backend
+from mnemo_tui.catchup import empty_reports
 from mnemo_tui.errors import MnemoError, NotFound, ValidationError
 from mnemo_tui.limits import MAX_DOMAIN, room_of
-from mnemo_tui.model import Entry, RecentQuery, RoomRef
+from mnemo_tui.values.model import Entry, RecentQuery, RoomRef
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
 

@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 from mnemo_tui.agents import surface
 from mnemo_tui.errors import AuthError, Forbidden, MnemoError, RateLimited
 from mnemo_tui.limits import room_of
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 
 T = TypeVar("T")
 SEND_SECONDS = 10.0  # a notification its listener has not taken within this cuts the listener

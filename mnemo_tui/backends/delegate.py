@@ -7,12 +7,12 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 from mnemo_tui.backends import Backend
-from mnemo_tui.model import Entry, Page, RecentQuery
+from mnemo_tui.values.model import Entry, Page, RecentQuery
 
 if TYPE_CHECKING:
-    from mnemo_tui.removals import Removals
     from mnemo_tui.values.follow import Follow
     from mnemo_tui.values.plane import Stats
+    from mnemo_tui.values.removals import Removals
     from mnemo_tui.values.rooms import Invite, Joined, Room
     from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
     from mnemo_tui.values.secrets import SecretInfo

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.engine.interface import Engine
-from mnemo_tui.engine.store import Store
-from mnemo_tui.model import Entry, Page, RecentQuery
+from mnemo_tui.engine.sqlite.store import Store
+from mnemo_tui.values.model import Entry, Page, RecentQuery
 
 if TYPE_CHECKING:
     from mnemo_tui.files import StrPath
-    from mnemo_tui.removals import Removals
     from mnemo_tui.values.plane import Stats
+    from mnemo_tui.values.removals import Removals
     from mnemo_tui.values.rooms import Invite, Joined, Room
     from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
     from mnemo_tui.values.secrets import SecretInfo
@@ -78,7 +78,7 @@ class LocalBackend(Backend):
         return self.engine.delete(self._principal, atom_id)
 
     def removals(self, scope: str | None, after: int | None, upto: int | None = None) -> Removals:
-        from mnemo_tui.removals import PAGE, read_pages  # only a --changes pass or the TUI reads removals
+        from mnemo_tui.values.removals import PAGE, read_pages  # only a --changes pass or the TUI reads removals
 
         # A page at a time, as over an endpoint: a store with 50,000 tombstones is never one read.
         return read_pages(

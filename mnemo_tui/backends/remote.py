@@ -15,11 +15,11 @@ from mnemo_tui.backends.remote_http import DeadlinePassed, TooLarge, TransportEr
 from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, time_of, wire_time
 from mnemo_tui.errors import AuthError, NotFound, Unavailable, ValidationError
 from mnemo_tui.limits import ROOM_PREFIX
-from mnemo_tui.model import Entry, Page, RecentQuery, by_author
-from mnemo_tui.removals import Removals
 from mnemo_tui.state.config import Settings
 from mnemo_tui.state.credentials import lookup_key
+from mnemo_tui.values.model import Entry, Page, RecentQuery, by_author
 from mnemo_tui.values.plane import Stats
+from mnemo_tui.values.removals import Removals
 from mnemo_tui.values.rooms import Invite, Joined, Room, room_id_of
 from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
 from mnemo_tui.values.secrets import SecretInfo

@@ -31,13 +31,13 @@ from mnemo_tui.backends.remote_http import (
 from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, page_of
 from mnemo_tui.errors import BY_CODE, MnemoError, Unavailable
 from mnemo_tui.limits import dumps
-from mnemo_tui.model import Entry, by_author
-from mnemo_tui.removals import Removal
 from mnemo_tui.values.follow import Pushed
+from mnemo_tui.values.model import Entry, by_author
+from mnemo_tui.values.removals import Removal
 
 if TYPE_CHECKING:
     from mnemo_tui.backends.remote_calls import Calls
-    from mnemo_tui.model import RecentQuery
+    from mnemo_tui.values.model import RecentQuery
 
 PATH = "/memory/follow"
 # No byte for this long (three heartbeats) is a dead stream: it is asked again.

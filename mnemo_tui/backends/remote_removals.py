@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from mnemo_tui.backends.remote_wire import wire_time
 from mnemo_tui.errors import NotFound, RemovalsGone, Unavailable
-from mnemo_tui.removals import PAGE, Position, Removal, Removals, position_of, position_wire, read_pages
+from mnemo_tui.values.removals import PAGE, Position, Removal, Removals, position_of, position_wire, read_pages
 
 if TYPE_CHECKING:
     from collections.abc import Callable

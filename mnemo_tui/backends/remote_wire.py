@@ -13,7 +13,7 @@ import msgspec
 from mnemo_tui import timefmt
 from mnemo_tui.errors import Unavailable, ValidationError
 from mnemo_tui.limits import dumps as _dumps
-from mnemo_tui.model import Entry, Page
+from mnemo_tui.values.model import Entry, Page
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_US = timedelta(microseconds=1)

@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mnemo_tui import refusals, sanitize, timefmt
+from mnemo_tui import sanitize, timefmt
+from mnemo_tui.catchup import refusals
+from mnemo_tui.catchup.walk import Walk
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import EntryFormat, Yes, ctx_of
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
 from mnemo_tui.limits import MAX_LIMIT, room_of
-from mnemo_tui.model import Entry, RecentQuery
-from mnemo_tui.walk import Walk
+from mnemo_tui.values.model import Entry, RecentQuery
 
 if TYPE_CHECKING:
     from mnemo_tui.backends import Backend

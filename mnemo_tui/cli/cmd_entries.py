@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from mnemo_tui import empty_reports, refusals
+from mnemo_tui.catchup import empty_reports, refusals
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import EntryFormat, IncludeHistory, Scope, Since, Until, ctx_of
 from mnemo_tui.cli.context import Context
@@ -15,8 +15,8 @@ from mnemo_tui.cli.feed import check_limit_flag, parse_times, resolved_scope, ro
 from mnemo_tui.engine.rules import MAX_TOP_K as MAX_SEARCH
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.limits import MAX_CONCEPTS, MAX_CONTENT, MAX_EXTERNAL_REF, MAX_SUPERSEDES, parse_scope, room_of
-from mnemo_tui.model import EmptyReport
 from mnemo_tui.sanitize import line as safe
+from mnemo_tui.values.model import EmptyReport
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest, WriteResult
 

@@ -76,8 +76,8 @@ def export(
 
 def _no_such_domain(backend: Backend, scope: str) -> None:
     """An export of a domain the own store does not have (a typo) says so, and the nearest name, as reads do."""
-    from mnemo_tui.empty_reports import scope_hints
-    from mnemo_tui.model import EmptyReport
+    from mnemo_tui.catchup.empty_reports import scope_hints
+    from mnemo_tui.values.model import EmptyReport
 
     if room_of(scope) is not None or scope in backend.domains():
         return

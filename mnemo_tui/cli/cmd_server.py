@@ -135,7 +135,7 @@ def serve(
         from mnemo_tui.backends.local import LocalBackend
 
         with needs_extra("postgres", "--database"):
-            from mnemo_tui.engine.postgres import PgStore
+            from mnemo_tui.engine.postgres.store import PgStore
 
         c._backend = LocalBackend(
             PgStore(c.settings.database, migrate_schema=migrate, pooled=pooled), c.settings.principal
@@ -264,7 +264,7 @@ def db_copy(
     """
     c = ctx_of(ctx)
     from mnemo_tui.dburl import database_identity
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
 
     fmt = output.check_format(fmt, allow_ndjson=False)
     url = to or c.settings.database
@@ -277,7 +277,7 @@ def db_copy(
     store = Store(path, create=False)
     try:
         with needs_extra("postgres", "mnemo db copy"):
-            from mnemo_tui.engine.postgres import copy_store
+            from mnemo_tui.engine.postgres.copy import copy_store
 
         counts = copy_store(store, url)
     finally:

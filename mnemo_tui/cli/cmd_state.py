@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mnemo_tui import empty_reports, timefmt
+from mnemo_tui import timefmt
+from mnemo_tui.catchup import empty_reports
 from mnemo_tui.cli import completion, output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of, group
 from mnemo_tui.cli.context import Context
@@ -18,8 +19,8 @@ from mnemo_tui.state import credentials
 from mnemo_tui.state.statedb import StateKey, watermark_wire
 
 if TYPE_CHECKING:
-    from mnemo_tui.model import Watermark
     from mnemo_tui.state.config import Settings
+    from mnemo_tui.values.model import Watermark
 
 watermark = group("watermark", "Inspect and manage watermarks per backend, consumer and scope.")
 profile = group("profile", "The profiles of config.toml: list them, switch the default.")
@@ -515,8 +516,8 @@ def demo(
 ) -> None:
     """Fill the embedded store with realistic sample entries, two rooms and a secret."""
     c = ctx_of(ctx, creates_store=True)
-    from mnemo_tui import demo as demo_data
     from mnemo_tui.cli.context import open_engine
+    from mnemo_tui.portable import demo as demo_data
 
     c.embedded_only("demo")
     if not demo_data.MIN_ENTRIES <= entries <= demo_data.MAX_ENTRIES:

@@ -39,10 +39,10 @@ def open_engine(settings: Settings, *, creates: bool = False) -> Engine:
     (checked as `store_path` says)."""
     if settings.database:
         with needs_extra("postgres", "--database"):
-            from mnemo_tui.engine.postgres import PgStore
+            from mnemo_tui.engine.postgres.store import PgStore
 
         return PgStore(settings.database)
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
 
     return Store(store_path(settings, creates=creates))
 

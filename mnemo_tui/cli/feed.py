@@ -7,12 +7,12 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from mnemo_tui import sanitize, timefmt
+from mnemo_tui.catchup.walk import Walk, stream_wire
 from mnemo_tui.cli import output
 from mnemo_tui.cli.context import Context
 from mnemo_tui.errors import Unavailable, ValidationError
 from mnemo_tui.limits import DEFAULT_LIMIT, MAX_LIMIT, parse_scope
-from mnemo_tui.model import Entry, RecentQuery, Value
-from mnemo_tui.walk import Walk, stream_wire
+from mnemo_tui.values.model import Entry, RecentQuery, Value
 
 # docs/cli.md's exit code 7: a catch-up whose output was closed before the pass ended (a pager quit early,
 # a closed pipe) moved no watermark; it is not an interrupt (130), so a script can tell the two apart.
@@ -26,10 +26,10 @@ if TYPE_CHECKING:
     from types import SimpleNamespace
 
     from mnemo_tui.backends import Backend
-    from mnemo_tui.catchup import CatchupResult
-    from mnemo_tui.model import EmptyReport
-    from mnemo_tui.removals import Removal
+    from mnemo_tui.catchup.catchup import CatchupResult
     from mnemo_tui.values.follow import Follow
+    from mnemo_tui.values.model import EmptyReport
+    from mnemo_tui.values.removals import Removal
 
 
 def parse_times(since: str | None, until: str | None, *, utc: bool = False) -> tuple[int | None, int | None]:
@@ -100,7 +100,7 @@ def _recent(c: Context, args: SimpleNamespace, fmt: str) -> int:
     items = page.items[::-1] if args.reverse else page.items
     report = None
     if not page.items:
-        from mnemo_tui import empty_reports
+        from mnemo_tui.catchup import empty_reports
 
         report = empty_reports.for_recent(backend, query)
     if fmt == "ndjson":
@@ -166,7 +166,7 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
     """
     import time
 
-    from mnemo_tui.walk import LiveTracker, default_overlap
+    from mnemo_tui.catchup.walk import LiveTracker, default_overlap
 
     out = sys.stdout
     if c.store_missing():
@@ -266,7 +266,7 @@ def _tell_outages(pushed: Follow, endpoint: str) -> None:
 
 def room_name_hint(backend: Backend, report: EmptyReport) -> None:
     """Under an empty own-domain read: the rooms of that name, or the nearest domain or room (stderr)."""
-    from mnemo_tui import empty_reports
+    from mnemo_tui.catchup import empty_reports
 
     for line in empty_reports.scope_hints(backend, report):
         output.hint(line)
@@ -293,7 +293,7 @@ def author_hint(backend: Backend, query: RecentQuery) -> None:
 
 def resolved_scope(c: Context, scope: str | None) -> str | None:
     """The scope a command reads (`empty_reports.scope_by_name`: a room's name reads that room), said on stderr."""
-    from mnemo_tui import empty_reports
+    from mnemo_tui.catchup import empty_reports
 
     if scope is None or scope.startswith("xroom:"):
         return scope
@@ -375,7 +375,7 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide
         if held:
             table.rows([e for page in reversed(held) for e in page])
         if count == 0:
-            from mnemo_tui import empty_reports
+            from mnemo_tui.catchup import empty_reports
 
             empty = empty_reports.for_recent(backend, query)
             table.report(empty)
@@ -403,7 +403,7 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide
         progress.done()
     report = None
     if count == 0:
-        from mnemo_tui import empty_reports
+        from mnemo_tui.catchup import empty_reports
 
         report = empty_reports.for_recent(backend, query)
     if fmt == "json":
@@ -523,7 +523,7 @@ def _one_pass(
     c: Context, args: SimpleNamespace, fmt: str, scope_value: str | None, *, every: Every | None = None, label: str = ""
 ) -> Pass:
     """One catch-up pass of one scope, written in `fmt`; part of `--all-scopes` when `every` is given."""
-    from mnemo_tui.catchup import CatchUp
+    from mnemo_tui.catchup.catchup import CatchUp
 
     consumer_name = c.consumer(args.consumer)
     low = timefmt.parse_time(args.since, field="--since", utc=c.utc) if args.since is not None else None
@@ -604,7 +604,7 @@ def _one_pass(
     progress.done()
     report = None
     if result.delivered == 0 and (every is None or fmt == "json"):  # --all-scopes prints none but in JSON
-        from mnemo_tui import empty_reports
+        from mnemo_tui.catchup import empty_reports
 
         report = empty_reports.for_catchup(backend, scope_value, result.before, low)
     from mnemo_tui.state.statedb import watermark_wire

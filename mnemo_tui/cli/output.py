@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 from mnemo_tui import sanitize, timefmt
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.limits import dumps as _dumps
-from mnemo_tui.model import EmptyReport, Entry
+from mnemo_tui.values.model import EmptyReport, Entry
 
 if TYPE_CHECKING:
     from typing import IO, Any
 
-    from mnemo_tui.removals import Removal
+    from mnemo_tui.values.removals import Removal
 
 FORMATS = ("table", "json", "ndjson")
 FALLBACK_WIDTH = 120

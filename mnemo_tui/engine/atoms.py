@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from functools import cache
 from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
+from mnemo_tui.engine.dialect import SQLITE
 from mnemo_tui.engine.rules import author_of, check_read, check_write, spliced_entry, wire_item
 from mnemo_tui.engine.tombstones import TombstoneOps
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
 from mnemo_tui.limits import ROOM_DELETE_RULE, dumps, room_of
-from mnemo_tui.model import Entry
+from mnemo_tui.values.model import Entry
 
 if TYPE_CHECKING:
     from typing import Any
 
+    from mnemo_tui.engine.dialect import Dialect
     from mnemo_tui.values.writes import WriteRequest, WriteResult
 
     Row = tuple[str, WriteRequest, int]
@@ -27,22 +30,28 @@ _COLUMNS = (
 )
 
 
-def insert_sql(extra: tuple[str, ...] = ()) -> str:
-    """The statement inserting one atom: the shared columns, then an engine's own (`Database.EXTRA_ATOM_COLUMNS`)."""
-    columns = ", ".join((_COLUMNS, *extra))
-    return f"INSERT INTO atoms({columns}) VALUES ({','.join('?' * (15 + len(extra)))})"
+@cache
+def insert_sql(dialect: Dialect) -> str:
+    """The statement inserting one atom: the shared columns, then the dialect's own (`Dialect.atom_columns`)."""
+    columns = ", ".join((_COLUMNS, *(name for name, _ in dialect.atom_columns)))
+    values = ",".join(("?",) * 15 + tuple(placeholder for _, placeholder in dialect.atom_columns))
+    return f"INSERT INTO atoms({columns}) VALUES ({values})"
 
 
-_INSERT = insert_sql()
+@cache
+def by_prefix(dialect: Dialect) -> str:
+    """One range over the unique index of atom_id, restricted to one's own bucket and one's rooms (atoms read first,
+    by its atom_id range)."""
+    return (
+        "SELECT a.created_at, a.atom_id, a.wire, a.superseded_by FROM atoms a "
+        f"{dialect.outer_first_join} buckets b ON b.bucket = a.bucket "
+        "WHERE a.atom_id >= ? AND a.atom_id < ? AND ((b.kind = 'own' AND b.owner = ?) OR (b.kind = 'room' "
+        "AND EXISTS (SELECT 1 FROM members m WHERE m.room_id = b.owner AND m.principal = ?))) "
+        "ORDER BY a.atom_id LIMIT ?"
+    )
 
-# One range over the unique index of atom_id, restricted to one's own bucket and one's rooms.
-BY_PREFIX = (
-    "SELECT a.created_at, a.atom_id, a.wire, a.superseded_by FROM atoms a "
-    "CROSS JOIN buckets b ON b.bucket = a.bucket "  # CROSS: atoms outer, read by its atom_id range
-    "WHERE a.atom_id >= ? AND a.atom_id < ? AND ((b.kind = 'own' AND b.owner = ?) OR (b.kind = 'room' "
-    "AND EXISTS (SELECT 1 FROM members m WHERE m.room_id = b.owner AND m.principal = ?))) "
-    "ORDER BY a.atom_id LIMIT ?"
-)
+
+BY_PREFIX = by_prefix(SQLITE)  # the embedded engine's (tests/engine read its plan)
 
 
 # Who may delete an entry, as one condition on the row being deleted (parameters: atom id, own bucket,
@@ -58,9 +67,6 @@ DELETABLE = (
 
 class AtomOps(TombstoneOps):
     """Writes, reads and deletes of single entries."""
-
-    INSERT = _INSERT
-    BY_PREFIX = BY_PREFIX
 
     def write(self, principal: str, req: WriteRequest) -> WriteResult:
         """Store one entry; a repeated `external_ref` returns the first atom instead.
@@ -141,14 +147,14 @@ class AtomOps(TombstoneOps):
             )
             if req.external_ref is not None or req.supersedes:
                 # Later rows of the batch must see this one (a repeated ref, a second supersession).
-                db.execute(self.INSERT, params)
+                db.execute(insert_sql(self.dialect), params)
                 db.executemany(
                     "UPDATE atoms SET superseded_by = ? WHERE atom_id = ?", [(atom, old) for old in req.supersedes]
                 )
             else:
                 deferred.append(params)
             results.append(WriteResult(atom, tuple(req.supersedes)))
-        db.executemany(self.INSERT, deferred)
+        db.executemany(insert_sql(self.dialect), deferred)
         self.index_since(db, before)
         clock.save()
         return results
@@ -183,7 +189,7 @@ class AtomOps(TombstoneOps):
         high = prefix[:-1] + chr(ord(prefix[-1]) + 1)
         with self.reading() as db:
             rows = db.execute(
-                self.BY_PREFIX,
+                by_prefix(self.dialect),
                 (prefix, high, principal, principal, limit),
             ).fetchall()
         return [spliced_entry(r) for r in rows]
@@ -226,7 +232,7 @@ class AtomOps(TombstoneOps):
         """(metadata, external_ref) of each id; callers pass only ids the principal may already read."""
         if not atom_ids:
             return {}
-        named, values = self.one_of("atom_id", atom_ids)
+        named, values = self.dialect.one_of("atom_id", atom_ids)
         with self.reading() as db:
             rows = db.execute(f"SELECT atom_id, metadata, external_ref FROM atoms WHERE {named}", values).fetchall()
         return {r[0]: (json.loads(r[1]) if r[1] else {}, r[2]) for r in rows}

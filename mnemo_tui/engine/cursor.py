@@ -9,7 +9,7 @@ from functools import lru_cache
 from hashlib import sha256
 
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 
 # Version 2, issued now:
 #   version (1) = 2 | binding fingerprint (8) | created_at (8, signed) | atom_id as stored (36 bytes) | mac (16)

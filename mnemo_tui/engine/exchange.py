@@ -264,7 +264,7 @@ class EngineImport:
 
     def _links(self, bucket: int, write: KeptWrite) -> KeptWrite:
         """The write with only the predecessors that are live entries of its bucket (the others left out)."""
-        named, values = self.engine.one_of("atom_id", list(write.supersedes))
+        named, values = self.engine.dialect.one_of("atom_id", list(write.supersedes))
         live = {
             r[0]
             for r in self.db.execute(
@@ -276,9 +276,7 @@ class EngineImport:
         if len(kept) == len(write.supersedes):
             return write
         self.links_dropped += len(write.supersedes) - len(kept)
-        from dataclasses import replace  # an import only: `mnemo recent` loads this module, not dataclasses
-
-        return replace(write, supersedes=kept)
+        return write.replace(supersedes=kept)
 
     def flush(self) -> None:
         """Write what is queued (one batch of the engine's one insert path), leaving out ids already stored.
@@ -289,7 +287,7 @@ class EngineImport:
         if not self.pending:
             return
         batch, self.pending = self.pending, []
-        named, values = self.engine.one_of("atom_id", [w.atom_id for _, _, w, _, _ in batch])
+        named, values = self.engine.dialect.one_of("atom_id", [w.atom_id for _, _, w, _, _ in batch])
         found = self.db.execute(f"SELECT atom_id, bucket, content FROM atoms WHERE {named}", values)
         stored = {r[0]: (int(r[1]), str(r[2])) for r in found}
         now = timefmt.now_us()

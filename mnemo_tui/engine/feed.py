@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.engine import fts
-from mnemo_tui.engine.database import Database
+from mnemo_tui.engine.base import Database
 from mnemo_tui.engine.rules import check_read, check_search, query_words, spliced_entry, with_superseded_by
 from mnemo_tui.limits import check_limit, room_of
-from mnemo_tui.model import Entry, Page, RecentQuery, Value, WirePage
+from mnemo_tui.values.model import Entry, Page, RecentQuery, Value, WirePage
 
 if TYPE_CHECKING:
     from typing import Any
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 _FEED_COLUMNS = "a.created_at, a.atom_id, a.wire, a.superseded_by"
 _FIRST = itemgetter(0)
 _WIRE = itemgetter(2)
-_STEP = 32  # rows a bounded read takes from SQLite at a time (`FeedOps.bounded_rows`)
 # What `with_superseded_by` adds to a wire text besides the id: `,"superseded_by":"` and `"`.
 SPLICE_BYTES = 19
 
@@ -133,46 +132,6 @@ class FeedOps(Database):
             else:
                 read.append(WirePage(list(map(_WIRE, chunk)), cursor))
         return read
-
-    def bounded_rows(
-        self, sql: str, params: tuple[Any, ...], count: int, max_bytes: int, wire: int, spliced: bool, order: str
-    ) -> tuple[list[Any], bool]:
-        """The first rows of a statement ending in `LIMIT ?` (given `count + 1` here): at most `count`, and
-        while the items they make total at most `max_bytes` of UTF-8 (`item_bytes`; the first row is kept
-        whatever its size), and whether more rows follow.
-
-        Column `wire` is the wire text, followed by `superseded_by` when `spliced`; `order` is the
-        statement's order by its column names (PostgreSQL's bound reads it). SQLite steps the statement a
-        few rows at a time, so no more than that is read past the bound (trimming a whole page after reading
-        it held the whole page).
-        """
-        text = itemgetter(wire)
-        with self.lock:
-            cur = self.db.execute(sql, (*params, count + 1))
-            try:
-                rows: list[Any] = []
-                size = 0
-                while chunk := cur.fetchmany(_STEP):
-                    # A chunk is measured in one pass of C (the walk's hot path); only the chunk the bound
-                    # falls in is walked row by row.
-                    if spliced:
-                        whole = sum(item_bytes(row[wire], row[wire + 1]) for row in chunk)
-                    else:
-                        texts = list(map(text, chunk))
-                        ascii_only = all(map(str.isascii, texts))  # then a text's length is its bytes'
-                        whole = sum(map(len, texts if ascii_only else map(str.encode, texts))) + len(texts)
-                    if size + whole <= max_bytes and len(rows) + len(chunk) <= count:
-                        rows += chunk
-                        size += whole
-                        continue
-                    for row in chunk:
-                        size += item_bytes(row[wire], row[wire + 1] if spliced else None)
-                        if len(rows) == count or (size > max_bytes and rows):
-                            return rows, True
-                        rows.append(row)
-                return rows, False
-            finally:
-                cur.close()
 
     def stream_wire(self, principal: str, q: RecentQuery, chunk: int | None = None) -> Iterator[list[str]]:
         """Every remaining entry of a walk as wire JSON strings, in chunks (of `chunk` rows, or the

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mnemo_tui.engine.database import NOT_A_MEMBER, Database
+from mnemo_tui.engine.base import NOT_A_MEMBER, Database
 from mnemo_tui.engine.feed import filtered, scoped
 from mnemo_tui.engine.rules import check_read, with_superseded_by
 from mnemo_tui.errors import Forbidden
 from mnemo_tui.limits import dumps, parse_scope, room_of
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 
 if TYPE_CHECKING:
     from typing import Any
@@ -30,12 +30,6 @@ class FollowOps(Database):
     """What a follower reads on each wake-up: where its scope's clock stands, then what lies behind it."""
 
     kind: str
-
-    if TYPE_CHECKING:  # `FeedOps.bounded_rows`, beside which every engine has these reads
-
-        def bounded_rows(
-            self, sql: str, params: tuple[Any, ...], count: int, max_bytes: int, wire: int, spliced: bool, order: str
-        ) -> tuple[list[Any], bool]: ...
 
     def bucket_clocks(self, buckets: list[int]) -> dict[int, int]:
         """The clocks (`last_created_at`) of these buckets, in one statement: what a server's hub reads once
@@ -79,7 +73,7 @@ class FollowOps(Database):
     ) -> tuple[list[tuple[int, str]], bool]:
         """The scope's entries with `after < created_at <= upto` (the query's author and history filters
         applied; its times, cursor and limit not), oldest first, at most `limit` and, given `max_bytes`, while
-        their items total at most that (`FeedOps.bounded_rows`): (created_at, wire) each, and whether more
+        their items total at most that (`Database.bounded_rows`): (created_at, wire) each, and whether more
         entries of the window follow.
 
         Within one bucket instants are unique, so the instant of the last row is an exact position to

@@ -5,7 +5,7 @@ held as `b<bucket>x<token>`. A search for a word in bucket 7 looks up `b7x<stem>
 index entries hold bucket 7's rows and nothing else: how long a search takes, and how much work
 it does, cannot depend on what other principals wrote (a word present in a foreign store costs
 exactly what an absent one does). Tokens are made here, in Python, the same way for entries,
-concepts and queries, and PostgreSQL indexes these very tokens (engine/pg_search.py):
+concepts and queries, and PostgreSQL indexes these very tokens (engine/postgres/search.py):
 
 1. runs of letters and digits (`build-bot` is two tokens, `c++` one);
 2. folded: lower case, and beyond ASCII, compatibility forms and accents taken off (`Café` is `cafe`);
@@ -166,7 +166,7 @@ def remove(db: sqlite3.Connection, rows: Iterable[Row], language: str) -> None:
     )
 
 
-# -- the store's language and its reindex (SQLite; engine/postgres.py runs the same over its column) --
+# -- the store's language and its reindex (SQLite; engine/postgres/migrations.py runs the same over its column) --
 
 LANGUAGE_KEY = "search_language"
 # A reindex under way: the last seq indexed, and the last seq it must index (entries written since

@@ -7,13 +7,13 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.model import Entry, Page, RecentQuery, WirePage
+from mnemo_tui.values.model import Entry, Page, RecentQuery, WirePage
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from mnemo_tui.removals import Position, Removals
     from mnemo_tui.values.plane import Chain, DomainWipe, Graph, Stats
+    from mnemo_tui.values.removals import Position, Removals
     from mnemo_tui.values.rooms import Invite, InviteInfo, Joined, Room
     from mnemo_tui.values.search import SearchHit, SearchQuery
     from mnemo_tui.values.secrets import KeyInfo, SecretInfo

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
-from mnemo_tui.engine.database import Database
+from mnemo_tui.engine.base import Database
 from mnemo_tui.errors import AuthError, NotFound, ValidationError
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.atoms import AtomOps
-from mnemo_tui.engine.database import Database
+from mnemo_tui.engine.base import Database
 from mnemo_tui.engine.exchange import export_line
 from mnemo_tui.engine.rules import (
     FINITE_OUTCOME,
@@ -22,7 +22,7 @@ from mnemo_tui.engine.rules import (
 )
 from mnemo_tui.errors import MnemoError, NotFound, Unprocessable
 from mnemo_tui.limits import room_of
-from mnemo_tui.model import Entry
+from mnemo_tui.values.model import Entry
 
 if TYPE_CHECKING:
     from typing import Any
@@ -69,8 +69,8 @@ class MemoryOps(AtomOps, Database):
             ]
             edges = int(
                 db.execute(
-                    f"SELECT count(*) FROM (SELECT DISTINCT c1.value, c2.value FROM atoms a, {self.each_concept('c1')},"
-                    f" {self.each_concept('c2')} WHERE a.bucket = ? AND a.superseded_by IS NULL AND c1.value < c2.value) AS pairs",
+                    f"SELECT count(*) FROM (SELECT DISTINCT c1.value, c2.value FROM atoms a, {self.dialect.each_concept('c1')},"
+                    f" {self.dialect.each_concept('c2')} WHERE a.bucket = ? AND a.superseded_by IS NULL AND c1.value < c2.value) AS pairs",
                     (bucket,),
                 ).fetchone()[0]
             )
@@ -114,7 +114,7 @@ class MemoryOps(AtomOps, Database):
             if bucket is None or not atom_ids:
                 return 0, 0.0
             wanted = sorted(set(atom_ids))
-            named, values = self.one_of("atom_id", wanted)
+            named, values = self.dialect.one_of("atom_id", wanted)
             found = [
                 r[0] for r in db.execute(f"SELECT atom_id FROM atoms WHERE bucket = ? AND {named}", (bucket, *values))
             ]
@@ -124,7 +124,7 @@ class MemoryOps(AtomOps, Database):
             )
             if not found:
                 return 0, 0.0
-            named, values = self.one_of("atom_id", found)
+            named, values = self.dialect.one_of("atom_id", found)
             mean = db.execute(
                 f"SELECT avg(v) FROM (SELECT avg(outcome) AS v FROM feedback WHERE {named} AND {FINITE_OUTCOME} "
                 "GROUP BY atom_id) AS per_atom",
@@ -136,7 +136,7 @@ class MemoryOps(AtomOps, Database):
         """The mean reported outcome of each id that has feedback (callers pass only readable ids)."""
         if not atom_ids:
             return {}
-        named, values = self.one_of("atom_id", atom_ids)
+        named, values = self.dialect.one_of("atom_id", atom_ids)
         with self.reading() as db:
             rows = db.execute(
                 f"SELECT atom_id, avg(outcome) FROM feedback WHERE {named} AND {FINITE_OUTCOME} GROUP BY atom_id",
@@ -329,9 +329,9 @@ class MemoryOps(AtomOps, Database):
                 if not frontier:
                     break
                 visited.update(frontier)
-                named, values = self.one_of("c.value", frontier)
+                named, values = self.dialect.one_of("c.value", frontier)
                 rows = db.execute(
-                    f"SELECT DISTINCT a.atom_id, a.concepts, a.created_at FROM atoms a, {self.each_concept('c')} "
+                    f"SELECT DISTINCT a.atom_id, a.concepts, a.created_at FROM atoms a, {self.dialect.each_concept('c')} "
                     f"WHERE {where} AND {named} LIMIT ?",
                     (*base, *values, GRAPH_SCAN + 1),
                 ).fetchall()
@@ -391,9 +391,9 @@ class MemoryOps(AtomOps, Database):
 
     def _carrying(self, where: str, base: list[object], names: list[str]) -> dict[str, int]:
         """How many atoms of the scope carry each concept."""
-        named, values = self.one_of("c.value", names)
+        named, values = self.dialect.one_of("c.value", names)
         rows = self.db.execute(
-            f"SELECT c.value, count(DISTINCT a.atom_id) FROM atoms a, {self.each_concept('c')} "
+            f"SELECT c.value, count(DISTINCT a.atom_id) FROM atoms a, {self.dialect.each_concept('c')} "
             f"WHERE {where} AND {named} GROUP BY c.value",
             (*base, *values),
         ).fetchall()

@@ -22,7 +22,7 @@ from mnemo_tui.limits import (
     parse_scope,
     room_of,
 )
-from mnemo_tui.model import Entry
+from mnemo_tui.values.model import Entry
 
 if TYPE_CHECKING:
     from typing import Any

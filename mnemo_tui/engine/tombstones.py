@@ -7,10 +7,10 @@ import os
 from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
-from mnemo_tui.engine.database import Database
+from mnemo_tui.engine.base import Database
 from mnemo_tui.errors import Forbidden, ValidationError
 from mnemo_tui.limits import room_of
-from mnemo_tui.removals import Position, Removal, Removals
+from mnemo_tui.values.removals import Position, Removal, Removals
 
 if TYPE_CHECKING:
     from typing import Any

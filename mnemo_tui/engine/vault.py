@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine import ids
-from mnemo_tui.engine.database import Database
+from mnemo_tui.engine.base import Database
 from mnemo_tui.engine.rules import check_concepts, refuse_nul
 from mnemo_tui.errors import Conflict, NotFound, ValidationError
 from mnemo_tui.limits import ALIAS_SHAPE, MAX_SECRET_CONTEXT

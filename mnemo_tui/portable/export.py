@@ -12,26 +12,24 @@ import tempfile
 from array import array
 from collections.abc import Callable, Generator
 from contextlib import closing
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mnemo_tui import portable
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
+from mnemo_tui.catchup.walk import Walk
 from mnemo_tui.engine.atoms import AtomOps
-from mnemo_tui.engine.database import NOT_A_MEMBER
+from mnemo_tui.engine.base import NOT_A_MEMBER
 from mnemo_tui.engine.exchange import count_rows, export_line, export_rows, rooms_of
 from mnemo_tui.errors import Forbidden, MnemoError
 from mnemo_tui.limits import MAX_LIMIT, dumps, parse_scope, room_of
-from mnemo_tui.model import RecentQuery
-from mnemo_tui.walk import Walk
+from mnemo_tui.values.model import RecentQuery, Value
 
 if TYPE_CHECKING:
     from typing import Any
 
 
-@dataclass(frozen=True, slots=True)
-class Exported:
+class Exported(Value):
     """What an export wrote: entries, rooms, the secrets it left out (None: the backend would not say), and
     the cursor an incremental export continues from."""
 

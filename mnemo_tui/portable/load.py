@@ -8,7 +8,6 @@ write whose `external_ref` (its own, else `import:<original id>`) makes a repeat
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
 from mnemo_tui import portable
@@ -18,6 +17,7 @@ from mnemo_tui.engine.rules import check_write
 from mnemo_tui.errors import Forbidden, MnemoError, NotFound, ValidationError
 from mnemo_tui.limits import NotJson, dumps, loads, room_of
 from mnemo_tui.portable.export import engine_of
+from mnemo_tui.values.model import Value
 from mnemo_tui.values.writes import KeptWrite, WriteRequest
 
 if TYPE_CHECKING:
@@ -29,8 +29,7 @@ MAX_LINE_BYTES = 1 << 20
 IMPORT_PREFIX = "import:"  # the external_ref of an entry imported over an endpoint that had none
 
 
-@dataclass(frozen=True, slots=True)
-class Imported:
+class Imported(Value):
     """What an import did (`mnemo import --format json` prints `wire()`)."""
 
     entries: int

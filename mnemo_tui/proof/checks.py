@@ -5,22 +5,22 @@ from __future__ import annotations
 import secrets
 import tempfile
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mnemo_tui import empty_reports, timefmt
+from mnemo_tui import timefmt
 from mnemo_tui.backends import Backend
-from mnemo_tui.catchup import CatchUp, CatchupResult
+from mnemo_tui.catchup import empty_reports
+from mnemo_tui.catchup.catchup import CatchUp, CatchupResult
+from mnemo_tui.catchup.walk import default_overlap
 from mnemo_tui.errors import AuthError, Conflict, LocalStateError, MnemoError, RateLimited, Unavailable, ValidationError
 from mnemo_tui.limits import parse_scope, room_of
-from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.proof.recorder import Recorder, RunawayWalk, ServedPage
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.model import Entry, RecentQuery, Value
 from mnemo_tui.values.rooms import Room
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
-from mnemo_tui.walk import default_overlap
 
 PROBE_DOMAIN = "mnemo-check"
 PROBE_ROOM = "mnemo-check"
@@ -35,8 +35,7 @@ FATAL = (AuthError, Unavailable, RateLimited, LocalStateError)
 CHECK_NAMES = ("walk-to-end", "write-while-walking", "empty-scope-names-rooms", "search-needs-query")
 
 
-@dataclass(frozen=True)
-class CheckResult:
+class CheckResult(Value):
     """One check's verdict and the evidence behind it."""
 
     name: str
@@ -47,8 +46,7 @@ class CheckResult:
         return {"name": self.name, "passed": self.passed, "detail": self.detail}
 
 
-@dataclass(frozen=True)
-class CheckReport:
+class CheckReport(Value):
     """All four verdicts, and where the probes went (`why_domain`: why an own domain had to take them)."""
 
     checks: tuple[CheckResult, ...]

@@ -16,13 +16,13 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from mnemo_tui import sanitize
 from mnemo_tui.errors import MnemoError, ValidationError
 from mnemo_tui.limits import dumps
+from mnemo_tui.values.model import Value
 
 if TYPE_CHECKING:
     from mnemo_tui.proof.checks import CheckReport
@@ -37,8 +37,7 @@ SUMMARY_MARGIN = 16 * 1024
 VERIFY_CASES = ("every-expected-id-walked", "no-id-walked-twice")
 
 
-@dataclass(frozen=True)
-class Case:
+class Case(Value):
     """One verdict as the reports show it: a check, or a group of expected ids."""
 
     name: str
@@ -48,8 +47,7 @@ class Case:
     label: str = ""  # what one item is, for its annotation: "missing id"
 
 
-@dataclass(frozen=True)
-class Proof:
+class Proof(Value):
     """What a report needs of one run: the verdicts, the stable document, or why it could not run."""
 
     command: str  # "check" or "verify"
@@ -120,8 +118,7 @@ def could_not_run(command: str, message: str, exit_code: int) -> Proof:
 # -- which reports: parsed and opened before the proof runs ------------------------------------
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(Value):
     format: str
     path: str | None
 

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.delegate import DelegatingBackend
-from mnemo_tui.model import Page, RecentQuery
+from mnemo_tui.values.model import Page, RecentQuery, Value
 
 
 class RunawayWalk(Exception):
     """A walk asked for more pages than it could possibly need: the backend never ends its feed."""
 
 
-@dataclass(frozen=True)
-class ServedPage:
+class ServedPage(Value):
     """One page a walk received: the ids in order, and whether a cursor came with it."""
 
     ids: tuple[str, ...]

@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import sys
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mnemo_tui.backends import Backend
+from mnemo_tui.catchup.walk import Walk
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
 from mnemo_tui.limits import NotJson, loads, room_of
-from mnemo_tui.model import RecentQuery
-from mnemo_tui.walk import Walk
+from mnemo_tui.values.model import RecentQuery, Value
 
 WALK_LIMIT = 100
 # Missing ids looked up one by one to say where they are instead: enough for a person to see why.
@@ -21,8 +20,7 @@ SIGHTINGS_LOOKED_UP = 50
 FIRST_LINE_CHARS = 120
 
 
-@dataclass(frozen=True)
-class Sighting:
+class Sighting(Value):
     """A missing id the walk did not return that the backend still shows elsewhere, and why it was not walked."""
 
     atom_id: str
@@ -35,8 +33,7 @@ class Sighting:
         return f"{self.where}: '{self.first_line}'"
 
 
-@dataclass(frozen=True)
-class VerifyResult:
+class VerifyResult(Value):
     """What one verification walk found."""
 
     expected: int

@@ -18,7 +18,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.server import (
     follow,
@@ -197,7 +197,7 @@ def create_app(
     metrics (off only for the benchmark's anchor); `log_format` `text` or `json` (server/logs.py);
     `metrics_on_loopback`: `/metrics` answers a loopback client without a key."""
     if opener is None and database is not None:
-        from mnemo_tui.engine.postgres import PgStore
+        from mnemo_tui.engine.postgres.store import PgStore
 
         # One connection pool per process, shared by the workers' engines and the health probe's.
         opener = partial(PgStore, database, migrate_schema=migrate, pool_size=workers + 1, pooled=pooled)

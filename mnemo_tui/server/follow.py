@@ -21,7 +21,6 @@ from starlette.responses import Response
 
 from mnemo_tui import timefmt
 from mnemo_tui.errors import Forbidden, MnemoError, RemovalsGone, Unavailable, Unprocessable
-from mnemo_tui.model import RecentQuery
 from mnemo_tui.server import bodies
 from mnemo_tui.server.bounds import PerKey
 from mnemo_tui.server.envelope import dumps
@@ -30,11 +29,12 @@ from mnemo_tui.server.pool import READ
 from mnemo_tui.server.removals_route import GONE
 from mnemo_tui.server.streamed import Stalled, Streamed, Write
 from mnemo_tui.server.wake import Follower, Hub
+from mnemo_tui.values.model import RecentQuery
 
 if TYPE_CHECKING:
     from mnemo_tui.engine.interface import Engine
-    from mnemo_tui.removals import Position, Removal
     from mnemo_tui.server.pool import EnginePool
+    from mnemo_tui.values.removals import Position, Removal
 
 
 class Served(Protocol):

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from mnemo_tui.server.endpoints import Handler, Served
 
 # The readiness probe's own wait for the database: below the 5 s within which a lost database must show,
-# and below the pool's wait for a connection (`engine/postgres.py`), so a probe never queues behind one.
+# and below the pool's wait for a connection (`engine/postgres/pools.py`), so a probe never queues behind one.
 READY_WAIT = 2.0
 TEXT = "text/plain; charset=utf-8"
 

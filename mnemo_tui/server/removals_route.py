@@ -9,9 +9,9 @@ from pydantic import Field
 from mnemo_tui import timefmt
 from mnemo_tui.errors import RemovalsGone, Unprocessable, ValidationError
 from mnemo_tui.limits import parse_scope
-from mnemo_tui.removals import PAGE, position_of, position_wire
 from mnemo_tui.server.bodies import Instant, _Body
 from mnemo_tui.server.envelope import dumps
+from mnemo_tui.values.removals import PAGE, position_of, position_wire
 
 if TYPE_CHECKING:
     from mnemo_tui.engine.interface import Engine

@@ -11,9 +11,9 @@ from typing import Any, TypeVar
 from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import Timeout
-from mnemo_tui.model import RecentQuery, WirePage
 from mnemo_tui.server import bodies
 from mnemo_tui.server.bodies import M, require_uuid
+from mnemo_tui.values.model import RecentQuery, WirePage
 from mnemo_tui.values.writes import WriteRequest
 
 T = TypeVar("T")

@@ -11,9 +11,9 @@ from typing import Any
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import Unprocessable, ValidationError
 from mnemo_tui.limits import ROOM_PREFIX
-from mnemo_tui.model import Entry
 from mnemo_tui.server import bodies
 from mnemo_tui.server.routes import Call, parse_time
+from mnemo_tui.values.model import Entry
 from mnemo_tui.values.search import SearchHit, SearchQuery
 
 MAX_ANSWER = 16 << 20  # bytes one search answer may hold (read, read-batch, query)

@@ -195,7 +195,7 @@ class PgListener:
             self._listening = asyncio.get_running_loop().create_task(self._listen())
 
     async def _connect(self) -> Any:
-        from mnemo_tui.engine.postgres import listening
+        from mnemo_tui.engine.postgres.pools import listening
 
         return await listening(self.url)
 
@@ -285,7 +285,7 @@ def hub(pool: Any, database: str | None, pooled: bool, heartbeat: float = HEARTB
 
 def _notify(engine: Any, payload: str) -> None:
     """NOTIFY on a database thread's engine (a PostgreSQL one: a hub with a listener serves a database)."""
-    from mnemo_tui.engine.postgres import PgDatabase
+    from mnemo_tui.engine.postgres.store import PgDatabase
 
     if not isinstance(engine, PgDatabase):
         raise TypeError(f"a NOTIFY needs a PostgreSQL engine, not {type(engine).__name__}")

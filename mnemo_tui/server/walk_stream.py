@@ -11,12 +11,12 @@ from functools import partial
 from starlette.types import Receive
 
 from mnemo_tui.engine.interface import Engine
-from mnemo_tui.model import RecentQuery, WirePage
 from mnemo_tui.server.bounds import PerKey
 from mnemo_tui.server.envelope import CANONICAL
 from mnemo_tui.server.pool import EnginePool
 from mnemo_tui.server.routes import page_json
 from mnemo_tui.server.streamed import Streamed, Write
+from mnemo_tui.values.model import RecentQuery, WirePage
 
 NDJSON = "application/x-ndjson"
 # Pages read in one database call (one statement) and sent as one part: a thread hop, a statement and a send

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui.errors import LocalStateError, ValidationError
 from mnemo_tui.files import write_atomic
-from mnemo_tui.model import Value
+from mnemo_tui.values.model import Value
 
 if TYPE_CHECKING:
     from typing import Any

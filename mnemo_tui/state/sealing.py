@@ -17,9 +17,9 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-from dataclasses import dataclass, field
 
 from mnemo_tui.errors import AuthError, ValidationError
+from mnemo_tui.values.model import Value
 
 MAGIC = b"\xffMNS2"
 KEY_ID_BYTES = 8
@@ -33,12 +33,14 @@ def key_id(public: bytes) -> str:
     return hashlib.blake2b(public, digest_size=KEY_ID_BYTES).hexdigest()
 
 
-@dataclass(frozen=True)
-class KeyPair:
+class KeyPair(Value):
     """A Curve25519 key pair; `private` is never part of its repr."""
 
     public: bytes
-    private: bytes = field(repr=False)
+    private: bytes
+
+    def __repr__(self) -> str:
+        return f"KeyPair(public={self.public!r})"  # never the private key
 
     @property
     def key_id(self) -> str:

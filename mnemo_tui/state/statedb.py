@@ -13,45 +13,62 @@ from typing import Protocol
 
 from mnemo_tui import timefmt
 from mnemo_tui.errors import Conflict, LocalStateError
-from mnemo_tui.model import Value, WalkProgress, Watermark
-from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
+from mnemo_tui.migrations import Migrations
+from mnemo_tui.sqlitefile import create_whole, immediate, long_enough, set_user_version, user_version
+from mnemo_tui.values.model import Value, WalkProgress, Watermark
 
-_SCHEMA = [
-    """CREATE TABLE IF NOT EXISTS watermarks (
-        backend TEXT NOT NULL,
-        principal TEXT NOT NULL,
-        consumer TEXT NOT NULL,
-        scope TEXT NOT NULL,
-        created_at INTEGER,
-        boundary_ids TEXT NOT NULL,
-        updated_at INTEGER NOT NULL,
-        PRIMARY KEY (backend, principal, consumer, scope)
-    ) STRICT""",
-    """CREATE TABLE IF NOT EXISTS checkpoints (
-        backend TEXT NOT NULL,
-        principal TEXT NOT NULL,
-        consumer TEXT NOT NULL,
-        scope TEXT NOT NULL,
-        walk_id TEXT NOT NULL,
-        state TEXT NOT NULL,
-        updated_at INTEGER NOT NULL,
-        PRIMARY KEY (backend, principal, consumer, scope)
-    ) STRICT""",
+# The state database's schema: numbered steps of the one runner (mnemo_tui/migrations.py), recorded in
+# `PRAGMA user_version`.
+MIGRATIONS: Migrations[sqlite3.Connection] = Migrations()
+
+
+@MIGRATIONS.step(1, "watermarks and walk checkpoints")
+def m001_watermarks(db: sqlite3.Connection) -> None:
+    for statement in (
+        """CREATE TABLE IF NOT EXISTS watermarks (
+            backend TEXT NOT NULL,
+            principal TEXT NOT NULL,
+            consumer TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            created_at INTEGER,
+            boundary_ids TEXT NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (backend, principal, consumer, scope)
+        ) STRICT""",
+        """CREATE TABLE IF NOT EXISTS checkpoints (
+            backend TEXT NOT NULL,
+            principal TEXT NOT NULL,
+            consumer TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            walk_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (backend, principal, consumer, scope)
+        ) STRICT""",
+    ):
+        db.execute(statement)
+
+
+@MIGRATIONS.step(2, "runs")
+def m002_runs(db: sqlite3.Connection) -> None:
     # The catch-up pass running for a key: one at a time, so no pass commits over another's.
-    """CREATE TABLE IF NOT EXISTS runs (
-        backend TEXT NOT NULL,
-        principal TEXT NOT NULL,
-        consumer TEXT NOT NULL,
-        scope TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        host TEXT NOT NULL,
-        pid INTEGER NOT NULL,
-        started_at INTEGER NOT NULL,
-        beat_at INTEGER NOT NULL,
-        PRIMARY KEY (backend, principal, consumer, scope)
-    ) STRICT""",
-]
-_VERSION = 2
+    db.execute(
+        """CREATE TABLE IF NOT EXISTS runs (
+            backend TEXT NOT NULL,
+            principal TEXT NOT NULL,
+            consumer TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            run_id TEXT NOT NULL,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            started_at INTEGER NOT NULL,
+            beat_at INTEGER NOT NULL,
+            PRIMARY KEY (backend, principal, consumer, scope)
+        ) STRICT"""
+    )
+
+
+_VERSION = MIGRATIONS.latest
 # A run's record is its lease: every checkpoint renews it. A run of another machine (a state database
 # on a shared volume, a container that came back under a new name) is abandoned once its lease is this
 # old; one of this machine, once its process is gone, or (a pid reused) once its lease is an hour old.
@@ -74,16 +91,12 @@ def _open(path: str | Path) -> sqlite3.Connection:
     try:
         db.execute("PRAGMA busy_timeout = 30000")
         db.execute("PRAGMA journal_mode = WAL")
-        version = int(db.execute("PRAGMA user_version").fetchone()[0])
+        version = user_version(db)
         if version > _VERSION:
             raise LocalStateError(
                 f"state database {path} was written by a newer mnemo (version {version}); upgrade mnemo"
             )
-        if version < _VERSION:
-            with immediate(db):
-                for stmt in _SCHEMA:
-                    db.execute(stmt)
-                db.execute(f"PRAGMA user_version = {_VERSION}")
+        MIGRATIONS.run(db, read=user_version, record=set_user_version, transaction=lambda: immediate(db))
         # Reading both tables proves the file is what it claims to be.
         db.execute("SELECT count(*) FROM watermarks").fetchone()
         db.execute("SELECT count(*) FROM checkpoints").fetchone()

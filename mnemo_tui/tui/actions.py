@@ -1,6 +1,6 @@
 """Provides `EntryActions`: what a person does to an entry from the feed — copy, page, revise, write, delete.
 
-Each action checks the shared rules (`mnemo_tui.refusals`) first and gives a notice instead of
+Each action checks the shared rules (`mnemo_tui.catchup.refusals`) first and gives a notice instead of
 writing anything it may not; the outside programs (`$PAGER`, `$EDITOR`) run with the app
 suspended; every write or delete goes through a thread worker, like every read.
 """
@@ -15,13 +15,14 @@ from typing import TypeVar
 from textual.app import App, SuspendNotSupported
 from textual.widget import Widget
 
-from mnemo_tui import refusals, sanitize, timefmt
+from mnemo_tui import sanitize, timefmt
+from mnemo_tui.catchup import refusals
 from mnemo_tui.files import edit_text, editor_command, keep_unsent, pager_command, pager_missing
-from mnemo_tui.model import Entry
 from mnemo_tui.tui.data.errors import as_error
 from mnemo_tui.tui.messages import ConfirmAsked
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import headline, short_id
+from mnemo_tui.values.model import Entry
 from mnemo_tui.values.rooms import Room
 from mnemo_tui.values.writes import WriteRequest
 

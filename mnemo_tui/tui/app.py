@@ -21,7 +21,6 @@ from mnemo_tui import sanitize, timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.limits import MAX_LIMIT, check_consumer
-from mnemo_tui.model import Entry
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui.data.serial import SerialBackend
 from mnemo_tui.tui.messages import ConfirmAsked
@@ -34,6 +33,7 @@ from mnemo_tui.tui.screens.search import SearchScreen
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.feed import FeedView
 from mnemo_tui.tui.widgets.filter import FilterBar
+from mnemo_tui.values.model import Entry
 
 # An embedded store is probed (one PRAGMA) twice a second; an endpoint is polled every few seconds.
 EMBEDDED_POLL = 0.5

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from textual.message import Message
 
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.model import Page, Watermark
 from mnemo_tui.tui.data.live import LiveNews
+from mnemo_tui.values.model import Page, Watermark
 
 
 class ConfirmAsked(Message):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mnemo_tui.backends import Backend
-from mnemo_tui.walk import default_overlap
+from mnemo_tui.catchup.walk import default_overlap
 
 
 @dataclass

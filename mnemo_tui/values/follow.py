@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
-from mnemo_tui.model import Value
+from mnemo_tui.values.model import Value
 
 if TYPE_CHECKING:
-    from mnemo_tui.model import Entry
-    from mnemo_tui.removals import Removal
+    from mnemo_tui.values.model import Entry
+    from mnemo_tui.values.removals import Removal
 
 
 class Pushed(Value):

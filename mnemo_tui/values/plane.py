@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mnemo_tui.values.model import Value
+
 if TYPE_CHECKING:
-    from mnemo_tui.model import Entry
+    from mnemo_tui.values.model import Entry
 
 
-@dataclass(frozen=True, slots=True)
-class Stats:
+class Stats(Value):
     """What `GET /memory/stats` counts in the caller's own store."""
 
     total_atoms: int
@@ -21,16 +21,14 @@ class Stats:
     fingerprints: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Revision:
+class Revision(Value):
     """One revision of a supersession chain."""
 
     entry: Entry
     is_head: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Chain:
+class Chain(Value):
     """Every revision reachable from one atom by supersession links, oldest first."""
 
     atom_id: str
@@ -39,8 +37,7 @@ class Chain:
     truncated: bool
 
 
-@dataclass(frozen=True, slots=True)
-class GraphEdge:
+class GraphEdge(Value):
     """Two concepts joined by the atoms that carry both."""
 
     source: str
@@ -51,15 +48,13 @@ class GraphEdge:
     updated_at: int
 
 
-@dataclass(frozen=True, slots=True)
-class Graph:
+class Graph(Value):
     edges: list[GraphEdge]
     truncated: bool
     min_weight_applied: float
 
 
-@dataclass(frozen=True, slots=True)
-class DomainWipe:
+class DomainWipe(Value):
     """What `DELETE /memory/domain/{d}` did."""
 
     deleted: int

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
 from mnemo_tui.errors import Forbidden, ValidationError
 from mnemo_tui.limits import ROOM_ID, ROOM_PREFIX
+from mnemo_tui.values.model import Value
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, Literal
 
 
-@dataclass(frozen=True, slots=True)
-class Room:
+class Room(Value):
     """A room the reader belongs to (wire `RoomListItem`)."""
 
     room_id: str
@@ -61,8 +60,7 @@ def room_id_of(ref: str, rooms: Callable[[], list[Room]]) -> str:
     raise Forbidden(f"you are not a member of a room {ref!r} (or it does not exist)")
 
 
-@dataclass(frozen=True, slots=True)
-class Invite:
+class Invite(Value):
     """A created invite (wire `InviteCreated`); the code is shown once."""
 
     code: str
@@ -93,8 +91,7 @@ class Invite:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class InviteInfo:
+class InviteInfo(Value):
     """An invite as its room's owner lists it (wire `InviteInfoSchema`): audit fields, never the code."""
 
     invite_id: str
@@ -116,8 +113,7 @@ class InviteInfo:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Joined:
+class Joined(Value):
     """The answer to joining a room (wire `JoinedRoom`)."""
 
     room_id: str

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from mnemo_tui.values.model import Value
 
 if TYPE_CHECKING:
     from typing import Any, Literal
 
-    from mnemo_tui.model import Entry
+    from mnemo_tui.values.model import Entry
 
 
-@dataclass(frozen=True, slots=True)
-class SearchQuery:
+class SearchQuery(Value):
     """The arguments of one search (docs/server.md `POST /memory/read`)."""
 
     query: str
@@ -26,18 +26,17 @@ class SearchQuery:
     author: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
+class SearchHit(Value):
     """One search result: the entry and its relevance in [0, 1]."""
 
     entry: Entry
     relevance: float
 
 
-@dataclass(frozen=True, slots=True)
-class Detail:
+class Detail(Value):
     """One entry whole (`mnemo show`): its wire item plus what the feed does not carry."""
 
     entry: Entry
-    metadata: dict[str, Any] = field(default_factory=dict)
+    # One empty dict shared by every Detail without metadata: a value is never changed after construction.
+    metadata: dict[str, Any] = {}  # noqa: RUF012
     external_ref: str | None = None

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
+from mnemo_tui.values.model import Value
 
 if TYPE_CHECKING:
     from typing import Any
 
 
-@dataclass(frozen=True, slots=True)
-class SecretInfo:
+class SecretInfo(Value):
     """A vault entry as listings show it: never the value."""
 
     alias: str
@@ -30,8 +29,7 @@ class SecretInfo:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class KeyInfo:
+class KeyInfo(Value):
     """An API key as listings show it: never the key."""
 
     key_id: str

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from mnemo_tui.values.model import Value
 
 if TYPE_CHECKING:
     from typing import Any
 
 
-@dataclass(frozen=True, slots=True)
-class WriteRequest:
+class WriteRequest(Value):
     """The arguments of one write (docs/server.md `POST /memory/write`)."""
 
     content: str
@@ -25,16 +25,14 @@ class WriteRequest:
     fingerprint: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class KeptWrite(WriteRequest):
+class KeptWrite(WriteRequest, kw_only=True):
     """A write that keeps an entry's id and author: an import onto an engine (`mnemo import`, docs/export.md)."""
 
     atom_id: str
     author: str
 
 
-@dataclass(frozen=True, slots=True)
-class WriteResult:
+class WriteResult(Value):
     """What a write returned: the atom's id, and the ids it superseded."""
 
     atom_id: str

@@ -286,7 +286,7 @@ def two_servers(
 ) -> Iterator[tuple[str, str, list[Server]]]:
     """The database's URL, two `mnemo serve` over it, and a key of both: LISTENing (`--database-pooler none`),
     or as behind a transaction pooler (no LISTEN: the hub's slow poll wakes B)."""
-    from mnemo_tui.engine.postgres import PgStore
+    from mnemo_tui.engine.postgres.store import PgStore
 
     url = pg_databases.cluster.url(pg_databases.create())
     admin = PgStore(url)
@@ -399,7 +399,7 @@ def test_a_membership_that_ended_hears_nothing_more_of_the_room(server: Server, 
 def test_a_key_revoked_elsewhere_ends_its_listen_stream_on_another_server(
     two_servers: tuple[str, str, list[Server]],
 ) -> None:
-    from mnemo_tui.engine.postgres import PgStore
+    from mnemo_tui.engine.postgres.store import PgStore
 
     url, key, (a, b) = two_servers
     admin = PgStore(url)

@@ -327,7 +327,7 @@ def test_a_key_holds_at_most_32_requests_open_at_once_then_429_and_a_slot_frees_
 def test_a_keys_rest_and_mcp_requests_count_against_its_one_rate(tmp_path: Path) -> None:
     from starlette.testclient import TestClient
 
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
     from mnemo_tui.server.app import create_app
     from mnemo_tui.server.ratelimit import Limits, Rate
 

@@ -325,7 +325,7 @@ def test_a_walk_while_three_writer_processes_write_is_exact(alice: Session, stor
 
     from walk_helpers import walk_ids
 
-    from mnemo_tui.model import RecentQuery
+    from mnemo_tui.values.model import RecentQuery
 
     for i in range(15):
         write(alice, f"busy before {i}", "busy")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import mnemo_tui.cli as cli_main
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
 
 HEAVY = (

@@ -11,7 +11,7 @@ import httpx
 from follow_helpers import Follower
 from serve_process import start_serve
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
 
 

@@ -18,11 +18,11 @@ from wire_servers import Canned, ThreadServer, refusing_port, served_store, serv
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.backends.remote_calls import key_principal
-from mnemo_tui.engine.store import Store
+from mnemo_tui.catchup.walk import Walk, stream_wire
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import AuthError, Unavailable, ValidationError
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
-from mnemo_tui.walk import Walk, stream_wire
 
 KEY = "mk_live_" + "3" * 32
 ITEM = {

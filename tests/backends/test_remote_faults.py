@@ -16,10 +16,10 @@ from mnemo_tui import timefmt
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.backends.remote_calls import key_principal
-from mnemo_tui.engine.store import Store
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server.app import create_app
 from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 Receive = Callable[[], Any]

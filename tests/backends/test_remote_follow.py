@@ -19,7 +19,7 @@ from sse_servers import SSE_HEAD, Handler, RawServer, event, hang, item
 from mnemo_tui.backends import remote_follow
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.errors import AuthError, Forbidden, RemovalsGone, Unavailable
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 
 KEY = "mk_live_" + "7" * 32
 

@@ -15,7 +15,7 @@ from mnemo_tui import timefmt
 from mnemo_tui.backends import remote_wire
 from mnemo_tui.backends.remote_wire import page_of
 from mnemo_tui.errors import Unavailable
-from mnemo_tui.model import Page
+from mnemo_tui.values.model import Page
 
 ITEM = {
     "atom_id": "00000000-0000-4000-8000-000000000001",

@@ -13,7 +13,7 @@ from wire_servers import Canned, ThreadServer, serving
 
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.errors import Unavailable
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 
 KEY = "mk_live_" + "5" * 32
 BUSY = {"code": "UNAVAILABLE", "message": "busy right now", "retryable": True}

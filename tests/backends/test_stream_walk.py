@@ -24,11 +24,11 @@ from mnemo_tui import timefmt
 from mnemo_tui.backends import remote_http
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.engine.store import Store
+from mnemo_tui.catchup.walk import Walk, stream_wire
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import BrokenFeed, Unavailable
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
-from mnemo_tui.walk import Walk, stream_wire
 
 RECENT = '"POST /api/v1/memory/recent"'
 

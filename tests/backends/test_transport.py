@@ -26,7 +26,7 @@ from mnemo_tui.backends import remote_http
 from mnemo_tui.backends.proxies import proxy_for
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.errors import PayloadTooLarge, Unavailable, ValidationError
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 KEY = "mk_live_" + "5" * 32

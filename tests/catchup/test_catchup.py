@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.catchup import CatchUp
-from mnemo_tui.model import Entry
+from mnemo_tui.catchup.catchup import CatchUp
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.model import Entry
 from mnemo_tui.values.writes import WriteRequest
 
 

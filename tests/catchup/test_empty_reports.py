@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mnemo_tui import empty_reports
 from mnemo_tui.backends import Backend
-from mnemo_tui.model import RecentQuery, Watermark
+from mnemo_tui.catchup import empty_reports
+from mnemo_tui.values.model import RecentQuery, Watermark
 from mnemo_tui.values.writes import WriteRequest
 
 Factory = Callable[..., Backend]

@@ -15,12 +15,12 @@ from wire_servers import Canned, serving
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.catchup import CatchUp
+from mnemo_tui.catchup.catchup import CatchUp
 from mnemo_tui.engine.tombstones import TombstoneOps
 from mnemo_tui.errors import Forbidden, RemovalsGone, ValidationError
-from mnemo_tui.model import Entry
-from mnemo_tui.removals import Removal
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.model import Entry
+from mnemo_tui.values.removals import Removal
 from mnemo_tui.values.writes import WriteRequest
 
 

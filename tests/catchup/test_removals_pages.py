@@ -10,14 +10,14 @@ from collections.abc import Callable
 import pytest
 from wire_servers import Canned, serving
 
-from mnemo_tui import removals as removal_values
 from mnemo_tui.backends import Backend, remote_removals
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.catchup import CatchUp
+from mnemo_tui.catchup.catchup import CatchUp
 from mnemo_tui.errors import Unavailable
-from mnemo_tui.model import Entry
-from mnemo_tui.removals import Removal
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values import removals as removal_values
+from mnemo_tui.values.model import Entry
+from mnemo_tui.values.removals import Removal
 from mnemo_tui.values.writes import WriteRequest
 
 KEY = "mk_live_" + "5" * 32

@@ -13,10 +13,10 @@ from wire_servers import served_store
 
 from mnemo_tui.backends import remote_removals
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.catchup import CatchUp
-from mnemo_tui.model import Entry
-from mnemo_tui.removals import Removal
+from mnemo_tui.catchup.catchup import CatchUp
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.model import Entry
+from mnemo_tui.values.removals import Removal
 from mnemo_tui.values.writes import WriteRequest
 
 SINGLES = 60  # entries of `notes` the first deleter deletes one by one
@@ -27,7 +27,7 @@ PAGE = 7
 # Run after `Passes.start`'s opening (the target opened as `engine`, `wait_for_a_pass`); each waits for the
 # consumer's next pass every few deletes, so the consumer reads while they delete.
 _SINGLE = """
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 ids = [e.atom_id for e in engine.recent("alice", RecentQuery(scope="notes", limit=100)).items]
 seen = passes_now()
 for n, atom in enumerate(ids):

@@ -32,7 +32,7 @@ engine.close()
 """
 
 _DELETER = """
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 expected, done, wiped = int(sys.argv[4]), set(), False
 for _ in range(20000):
     if len(done) >= expected and wiped:
@@ -103,6 +103,6 @@ def test_writers_and_deleters_against_a_consumer_of_changes(
 
 
 def _everything() -> object:
-    from mnemo_tui.model import RecentQuery
+    from mnemo_tui.values.model import RecentQuery
 
     return RecentQuery(limit=100, include_history=True)

@@ -1,4 +1,4 @@
-"""The one walk (`mnemo_tui.walk`): repeats dropped and counted, a stuck cursor refused everywhere, one rule of new."""
+"""The one walk (`mnemo_tui.catchup.walk`): repeats dropped and counted, a stuck cursor refused everywhere, one rule of new."""
 
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ from mnemo_tui import timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.catchup import CatchUp
+from mnemo_tui.catchup.catchup import CatchUp
+from mnemo_tui.catchup.walk import REMOTE_OVERLAP, Frontier, Mark, Walk, default_overlap, start_of, stream_wire, unread
 from mnemo_tui.errors import BrokenFeed, CheckFailed
-from mnemo_tui.model import Entry, Page, RecentQuery
 from mnemo_tui.proof import verify
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui.data.scopes import count_new
+from mnemo_tui.values.model import Entry, Page, RecentQuery
 from mnemo_tui.values.writes import WriteRequest
-from mnemo_tui.walk import REMOTE_OVERLAP, Frontier, Mark, Walk, default_overlap, start_of, stream_wire, unread
 
 Factory = Callable[..., Backend]
 KEY = "mk_live_" + "1" * 32

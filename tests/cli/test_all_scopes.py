@@ -118,7 +118,7 @@ def test_resume_continues_each_scopes_own_interrupted_walk(cli: Any, isolated_ho
 
     from conftest import MNEMO
 
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
     from mnemo_tui.values.writes import WriteRequest
 
     ops = cli("rooms", "create", "ops").stdout.strip()

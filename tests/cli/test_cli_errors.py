@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import MNEMO
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
 
 pytestmark = pytest.mark.timeout(120)

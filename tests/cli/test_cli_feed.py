@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mnemo_tui import timefmt
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
 
 Cli = Callable[..., "object"]
@@ -111,7 +111,7 @@ def test_the_continue_command_names_the_endpoint_and_never_a_password() -> None:
     from types import SimpleNamespace
 
     from mnemo_tui.cli.feed import continue_hint, root_words
-    from mnemo_tui.model import RecentQuery
+    from mnemo_tui.values.model import RecentQuery
 
     given = SimpleNamespace(
         profile="work", store=None, endpoint="http://127.0.0.1:8799", database=None, utc=True, debug=True

@@ -17,7 +17,7 @@ import pytest
 from conftest import MNEMO
 
 from mnemo_tui import sanitize, timefmt
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
 
 pytestmark = pytest.mark.timeout(120)

@@ -14,7 +14,7 @@ from keyring_helpers import subprocess_env
 from wire_servers import refusing_port
 
 from mnemo_tui import timefmt
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
 
 pytestmark = pytest.mark.timeout(120)

@@ -15,8 +15,8 @@ from conftest import MNEMO
 from follow_helpers import Follower
 
 from mnemo_tui.engine import ids
-from mnemo_tui.engine.store import Store
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.engine.sqlite.store import Store
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 
@@ -220,7 +220,7 @@ def test_follow_conflicts_exit_2(cli, extra: list[str]) -> None:
 
 WRITER = """
 import sys
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 if sys.argv[1] == "-":
     from mnemo_tui.backends.local import LocalBackend

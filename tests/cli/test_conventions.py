@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mnemo_tui import timefmt
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
 
 pytestmark = pytest.mark.timeout(120)

@@ -16,7 +16,7 @@ import pytest
 from conftest import MNEMO
 from follow_helpers import Follower
 
-from mnemo_tui.catchup import CatchupResult
+from mnemo_tui.catchup.catchup import CatchupResult
 from mnemo_tui.cli.feed import _catchup_summary
 from tests.cli.test_cli_manners import fill, in_terminal, recorder
 
@@ -340,7 +340,7 @@ def test_sigterm_ends_a_follower_at_once_without_a_word_as_tail_does(cli: Cli, i
 
 def test_follow_rows_that_arrive_later_fit_the_terminal_and_are_dated_as_the_first_page(isolated_home: Path) -> None:
     from mnemo_tui import timefmt
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
     from mnemo_tui.values.writes import WriteRequest
 
     store = Store(isolated_home / "store.db")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from conftest import MNEMO, CliResult
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
 
 Cli = Callable[..., CliResult]

@@ -16,7 +16,7 @@ from follow_helpers import Follower
 from serve_process import ServeProcess, start_serve
 from wire_servers import serving_app
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server.app import create_app
 from mnemo_tui.values.writes import WriteRequest
 

@@ -59,7 +59,7 @@ def test_status_shows_the_principal_the_server_knows(
 
 
 def test_status_without_the_route_shows_the_key_fingerprint(cli: Any, tmp_path: Path) -> None:
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
     from mnemo_tui.server.app import create_app
 
     store = Store(tmp_path / "old.db")

@@ -11,7 +11,7 @@ from walk_helpers import pages_of, walk_ids
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import Conflict, Forbidden, NotFound, ValidationError
 from mnemo_tui.limits import ROOM_PREFIX
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mnemo_tui.engine.postgres import PgStore
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.postgres.store import PgStore
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
 

@@ -14,10 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.catchup import CatchUp
-from mnemo_tui.engine.store import Store
-from mnemo_tui.model import Entry, RecentQuery
+from mnemo_tui.catchup.catchup import CatchUp
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.model import Entry, RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 DOMAINS = ["a", "b", "c"]
@@ -111,7 +111,7 @@ def worlds(request: pytest.FixtureRequest) -> Iterator[Callable[[Path], World]]:
         return
     databases = request.getfixturevalue("pg_databases")
     name = databases.create()
-    from mnemo_tui.engine.postgres import PgStore
+    from mnemo_tui.engine.postgres.store import PgStore
 
     engine = PgStore(databases.cluster.url(name))
     count = itertools.count()

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 
 BOUND = cursors.binding("alice", RecentQuery())
 SECRET = b"k" * 32

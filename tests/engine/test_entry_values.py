@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mnemo_tui.engine.store import Store
-from mnemo_tui.model import Entry, RecentQuery
+from mnemo_tui.engine.sqlite.store import Store
+from mnemo_tui.values.model import Entry, RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import ValidationError
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 

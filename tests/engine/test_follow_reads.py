@@ -7,7 +7,7 @@ import pytest
 from conftest import Target
 
 from mnemo_tui.errors import Forbidden
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from mnemo_tui import timefmt
 from mnemo_tui.cli import main
 from mnemo_tui.engine import cursor as cursors
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.limits import cursor_shaped
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 ALPHABET = string.ascii_letters + string.digits + "-_"

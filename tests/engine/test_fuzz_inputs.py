@@ -16,12 +16,12 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.limits import MAX_ENTRY_WIRE_BYTES, loads
-from mnemo_tui.model import RecentQuery
 from mnemo_tui.portable.load import load
 from mnemo_tui.proof.verify import parse_expected
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 HEADER = json.dumps(

@@ -11,9 +11,9 @@ from typing import Any
 import pg_helpers
 from conftest import CliResult
 
-from mnemo_tui.engine.postgres import PgStore
-from mnemo_tui.engine.store import Store
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.engine.postgres.store import PgStore
+from mnemo_tui.engine.sqlite.store import Store
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
 

@@ -11,8 +11,9 @@ import pg_helpers
 import psycopg
 import pytest
 
-from mnemo_tui.engine import pg_schema
-from mnemo_tui.engine.postgres import PgStore, migrate
+from mnemo_tui.engine.postgres import schema as pg_schema
+from mnemo_tui.engine.postgres.migrations import migrate
+from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.errors import LocalStateError, Unavailable
 
 PROCESSES = 3

@@ -18,10 +18,10 @@ from wire_servers import refusing_port, served_store
 
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.dburl import database_identity
-from mnemo_tui.engine.postgres import PgStore
+from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.errors import FateUnknown, ValidationError
-from mnemo_tui.model import RecentQuery
 from mnemo_tui.server.app import create_app
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 

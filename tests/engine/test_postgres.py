@@ -13,8 +13,9 @@ import psycopg
 import pytest
 from conftest import CliResult
 
-from mnemo_tui.engine import pg_schema
-from mnemo_tui.engine.postgres import PgStore, migrate
+from mnemo_tui.engine.postgres import schema as pg_schema
+from mnemo_tui.engine.postgres.migrations import migrate
+from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.errors import LocalStateError, Timeout, Unavailable
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
@@ -40,7 +41,7 @@ def test_an_empty_database_is_initialized_on_first_use(pg_databases: Any) -> Non
 
 
 def _query() -> Any:
-    from mnemo_tui.model import RecentQuery
+    from mnemo_tui.values.model import RecentQuery
 
     return RecentQuery(limit=10)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mnemo_tui.engine.atoms import BY_PREFIX
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
 
 

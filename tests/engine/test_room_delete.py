@@ -24,7 +24,7 @@ def statements(engine: Any, target: Target, monkeypatch: pytest.MonkeyPatch) -> 
         finally:
             engine.db.set_trace_callback(None)
         return
-    from mnemo_tui.engine.postgres import PgConnection
+    from mnemo_tui.engine.postgres.pools import PgConnection
 
     execute = PgConnection.execute
 

@@ -8,8 +8,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from mnemo_tui.engine import fts, pg_search, postgres
-from mnemo_tui.engine.postgres import PgStore, migrate
+from mnemo_tui.engine import fts
+from mnemo_tui.engine.postgres import migrations as postgres
+from mnemo_tui.engine.postgres import search as pg_search
+from mnemo_tui.engine.postgres.migrations import migrate
+from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.errors import LocalStateError
 from mnemo_tui.values.search import SearchQuery
 

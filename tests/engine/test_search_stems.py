@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from conftest import Target
 
-from mnemo_tui.engine import fts, schema
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine import fts
+from mnemo_tui.engine.sqlite import schema
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.sqlitefile import immediate
 from mnemo_tui.values.search import SearchQuery
@@ -226,7 +227,7 @@ def test_entries_written_during_a_reindex_are_indexed_once(tmp_path: Path, monke
 
 
 def test_a_read_only_store_with_a_reindex_under_way_is_refused(tmp_path: Path) -> None:
-    from mnemo_tui.engine.database import _open_read_only
+    from mnemo_tui.engine.sqlite.database import _open_read_only
     from mnemo_tui.errors import LocalStateError
 
     path = tmp_path / "old.db"

@@ -12,10 +12,10 @@ from broken_backends import AnswersEmptySearch, DropsRooms, NeverEnds, OffsetPag
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.model import RecentQuery
 from mnemo_tui.proof import CHECK_NAMES, PROBE_DOMAIN, CheckReport, run_checks
 from mnemo_tui.proof.checks import PROBE_ROOM
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 Factory = Callable[..., Backend]
@@ -220,7 +220,7 @@ def test_cli_check_refuses_bad_arguments_with_exit_two(
 def test_cli_check_and_verify_against_a_served_endpoint(cli: Callable[..., Any], tmp_path: Path) -> None:
     from wire_servers import served_store
 
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
 
     path = tmp_path / "served.db"
     admin = Store(path)

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from wire_servers import refusing_port, serving, without_accept
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.proof import ci_reports
 from mnemo_tui.proof.ci_reports import Case, Proof
 from mnemo_tui.values.writes import WriteRequest

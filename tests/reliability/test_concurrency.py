@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.catchup import CatchUp
-from mnemo_tui.model import Entry, RecentQuery
+from mnemo_tui.catchup.catchup import CatchUp
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.model import Entry, RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 WRITERS = 3

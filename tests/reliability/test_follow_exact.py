@@ -29,7 +29,7 @@ from reliability_helpers import kill9
 from serve_process import ServeProcess, start_serve
 
 from mnemo_tui import timefmt
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
 
 PER_WRITER = 40
@@ -63,7 +63,7 @@ if mode == "http":
                 sys.exit("the server never came back")
             time.sleep(0.05)
 else:
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
     from mnemo_tui.values.writes import WriteRequest
     store = Store(where)
     def write(i):
@@ -268,7 +268,7 @@ def _pg_ids(url: str) -> set[str]:
 
 def _pg_seeded(pg_databases: Any, principal: str, seeds: int) -> tuple[str, str]:
     """A fresh database with an API key of `principal` and `seeds` entries of theirs: its URL and the key."""
-    from mnemo_tui.engine.postgres import PgStore
+    from mnemo_tui.engine.postgres.store import PgStore
 
     url = pg_databases.cluster.url(pg_databases.create())
     admin = PgStore(url)
@@ -285,7 +285,7 @@ def _pg_seeded(pg_databases: Any, principal: str, seeds: int) -> tuple[str, str]
 def test_postgres_writers_on_one_server_a_follower_on_the_other_both_killed_and_restarted_exactly_once(
     pg_databases: Any, tmp_path: Path
 ) -> None:
-    from mnemo_tui.engine.postgres import PgStore
+    from mnemo_tui.engine.postgres.store import PgStore
 
     url, key = _pg_seeded(pg_databases, "team", SEED)
     # Sessions of their own (no pooler in between), so the servers LISTEN as well as poll slowly.
@@ -470,7 +470,7 @@ def test_sqlite_a_stream_cut_after_any_event_of_a_chunked_window_resumes_with_no
 def test_postgres_a_stream_cut_after_any_event_of_a_chunked_window_resumes_with_nothing_skipped_or_sent_twice(
     pg_databases: Any, tmp_path: Path
 ) -> None:
-    from mnemo_tui.engine.postgres import PgStore
+    from mnemo_tui.engine.postgres.store import PgStore
 
     url, key = _pg_seeded(pg_databases, "alice", 1)
     store = PgStore(url)

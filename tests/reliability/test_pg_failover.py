@@ -17,9 +17,9 @@ import pytest
 from serve_process import ServeProcess, start_serve
 
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.engine.postgres import PgStore
+from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.errors import FateUnknown, MnemoError
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 pytestmark = pytest.mark.slow

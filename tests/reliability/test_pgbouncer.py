@@ -22,10 +22,10 @@ from follow_helpers import Follower
 from serve_process import ServeProcess, servers_over_database, start_writers
 
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.catchup import CatchUp
-from mnemo_tui.engine.postgres import PgStore
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.catchup.catchup import CatchUp
+from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 pytestmark = pytest.mark.slow

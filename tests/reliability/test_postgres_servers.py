@@ -21,11 +21,11 @@ from serve_process import ServeProcess, servers_over_database, start_writers
 
 from mnemo_tui.backends.delegate import DelegatingBackend
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.catchup import CatchUp
-from mnemo_tui.engine.postgres import PgStore
+from mnemo_tui.catchup.catchup import CatchUp
+from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.errors import Unavailable
-from mnemo_tui.model import Entry, Page, RecentQuery
 from mnemo_tui.state.statedb import StateDB
+from mnemo_tui.values.model import Entry, Page, RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 pytestmark = pytest.mark.slow
@@ -152,7 +152,7 @@ def test_writers_on_three_servers_and_round_robin_consumers_lose_and_repeat_noth
 # A writer stopped inside the engine's insert transaction, rows written and the bucket locked, never committed.
 STOPPED_WRITER = """
 import sys, time
-from mnemo_tui.engine.postgres import PgStore
+from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.values.writes import WriteRequest
 
 class Stopped(PgStore):

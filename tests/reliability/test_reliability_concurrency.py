@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from reliability_helpers import HERE, PYTHON, Target, integrity, read_lines, serving
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 
 WRITERS = 4
 PER_WRITER = 60  # half in the writer's own domain, half in the shared room

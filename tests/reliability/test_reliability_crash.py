@@ -27,9 +27,9 @@ from reliability_helpers import (
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine import cursor as cursors
-from mnemo_tui.engine.store import Store
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 ENTRIES = 1200

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from reliability_helpers import Target, integrity, run_cli
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import LocalStateError
 from mnemo_tui.state.config import resolve
 from mnemo_tui.values.writes import WriteRequest
@@ -234,7 +234,7 @@ def test_opening_a_second_connection_never_blinds_the_first_to_other_processes(t
         Store(path).close()  # e.g. a server opening one connection per worker thread
         StateDB(tmp_path / "state.db").close()
     script = (
-        "import sys\nfrom mnemo_tui.engine.store import Store\nfrom mnemo_tui.values.writes import WriteRequest\n"
+        "import sys\nfrom mnemo_tui.engine.sqlite.store import Store\nfrom mnemo_tui.values.writes import WriteRequest\n"
         "from mnemo_tui.state.statedb import StateDB, StateKey\n"
         "s = Store(sys.argv[1])\ns.write('alice', WriteRequest(content='second'))\n"
         "s.bulk_insert([('alice', WriteRequest(content=f'bulk {i}'), 0) for i in range(40)])\ns.close()\n"

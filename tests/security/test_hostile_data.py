@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.limits import MAX_ENTRY_WIRE_BYTES, loads
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 Cli = Callable[..., CliResult]
@@ -111,7 +111,7 @@ def test_the_cli_refuses_a_long_concept_and_cuts_a_long_agent(cli: Cli, tmp_path
 
 
 def test_entries_stored_before_the_bounds_stay_readable(cli: Cli, tmp_path: Path) -> None:
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
 
     path = tmp_path / "old.db"
     store = Store(path)
@@ -388,7 +388,7 @@ def wire_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, st
         warnings.simplefilter("ignore")
         from starlette.testclient import TestClient
 
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
     from mnemo_tui.server.app import create_app
 
     path = tmp_path_factory.mktemp("wire") / "served.db"

@@ -17,13 +17,15 @@ import psycopg
 import pytest
 from conftest import MNEMO, Target
 
-from mnemo_tui.engine import memory_plane, pg_schema, rules
+from mnemo_tui.engine import memory_plane, rules
 from mnemo_tui.engine.interface import Engine
-from mnemo_tui.engine.postgres import PgStore, migrate
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.postgres import schema as pg_schema
+from mnemo_tui.engine.postgres.migrations import migrate
+from mnemo_tui.engine.postgres.store import PgStore
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import Timeout, Unprocessable
-from mnemo_tui.model import RecentQuery
 from mnemo_tui.server import plane_routes, routes, search_routes
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 with warnings.catch_warnings():

@@ -27,17 +27,17 @@ from wire_servers import Canned, serving
 
 from mnemo_tui import files
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.catchup import CatchUp
+from mnemo_tui.catchup.catchup import CatchUp
 from mnemo_tui.engine import fts
-from mnemo_tui.engine.database import LATEST_WRITE
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.base import LATEST_WRITE
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import Conflict, LocalStateError, Timeout, Unavailable, ValidationError
-from mnemo_tui.model import RecentQuery
 from mnemo_tui.server import app as server_app
 from mnemo_tui.server import search_routes
 from mnemo_tui.server.app import create_app
 from mnemo_tui.server.middleware import loggable
 from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import MNEMO, Target
 
 from mnemo_tui.errors import Unprocessable, ValidationError
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
 

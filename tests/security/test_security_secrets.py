@@ -18,7 +18,7 @@ from keyring_helpers import MemoryKeyring, subprocess_env
 from reliability_helpers import Target, make_key, run_cli
 
 from mnemo_tui.cli import main
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 
 # Commands that run until stopped or need a terminal: covered elsewhere (the server's own tests below).
 LONG_RUNNING = {("serve",), ("tui",), ("login",)}

@@ -37,7 +37,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 def _revoked_key(server: Server) -> str:
     """A key of alice's that has been revoked (the engine calls behind `mnemo keys create` and `revoke`)."""
-    from mnemo_tui.engine.store import Store
+    from mnemo_tui.engine.sqlite.store import Store
 
     key = make_key(server.store, "alice")
     store = Store(server.store)

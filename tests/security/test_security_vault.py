@@ -17,7 +17,7 @@ import pytest
 from keyring_helpers import subprocess_env
 from reliability_helpers import MNEMO, Server, start_server
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state import sealing
 from tests.conftest import CliResult
 

@@ -12,7 +12,7 @@ from starlette.requests import Request
 import mnemo_tui
 from mnemo_tui import limits, timefmt
 from mnemo_tui.cli import cmd_atoms
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import Forbidden, ValidationError
 from mnemo_tui.server import auth, envelope
 from mnemo_tui.values import rooms

@@ -24,13 +24,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 import mnemo_tui.server.app  # noqa: F401 - registers the `segment` convertor
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import Unavailable, WouldWait
-from mnemo_tui.model import RecentQuery
 from mnemo_tui.server.endpoints import Methods
 from mnemo_tui.server.middleware import RawPath, unrouted
 from mnemo_tui.server.pool import READ, WRITE, EnginePool
 from mnemo_tui.server.run import configure_logging
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 
@@ -298,7 +298,7 @@ def test_a_checkpoint_copies_the_rest_of_the_log_with_this_processs_writes_held_
     # never started over: under load it grew by hundreds of MB a minute. What the first, unlocked copy
     # could not take, it copies holding the in-process write lock (counted among the waiting, so the
     # loop writes in a thread meanwhile); then the next write starts the log over.
-    from mnemo_tui.engine.database import _writer
+    from mnemo_tui.engine.sqlite.database import _writer
 
     path = tmp_path / "served.db"
     engine = Store(path)
@@ -352,7 +352,7 @@ def _in_file(path: Path) -> int:
 
 
 def test_the_loop_never_writes_ahead_of_a_thread_waiting_for_the_lock(tmp_path: Path) -> None:
-    from mnemo_tui.engine.database import _writer
+    from mnemo_tui.engine.sqlite.database import _writer
 
     path = tmp_path / "served.db"
     loop_engine = Store(path)

@@ -15,7 +15,7 @@ from follow_helpers import Event, client, delete, following, write
 from wire_servers import serving
 
 from mnemo_tui.engine.follow import FollowOps
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.engine.tombstones import TombstoneOps
 from mnemo_tui.server import follow as follow_module
 from mnemo_tui.server import wake

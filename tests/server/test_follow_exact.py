@@ -17,7 +17,7 @@ import pytest
 from follow_helpers import Stream, client, delete, following, write
 from serve_process import ServeProcess, start_serve
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 
 WRITERS = 3
 WRITES = 40  # per writer
@@ -41,7 +41,7 @@ def two_servers(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
         store: Any = Store(path)
         where: list[str] = []
     else:
-        from mnemo_tui.engine.postgres import PgStore
+        from mnemo_tui.engine.postgres.store import PgStore
 
         databases = request.getfixturevalue("pg_databases")
         url = databases.cluster.url(databases.create())

@@ -16,7 +16,7 @@ from follow_helpers import client, following, write
 from serve_process import start_serve
 from wire_servers import serving
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server import follow as follow_module
 from mnemo_tui.server import streamed, wake
 from mnemo_tui.server.app import create_app

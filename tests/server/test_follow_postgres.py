@@ -17,7 +17,7 @@ from follow_helpers import client, delete, following, write
 from serve_process import ServeProcess, start_serve
 from wire_servers import serving
 
-from mnemo_tui.engine.postgres import PgStore
+from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.server import wake
 from mnemo_tui.server.app import App, create_app
 

@@ -16,7 +16,7 @@ import pytest
 import uvicorn
 from serve_process import ServeProcess, start_serve
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server.app import create_app
 from mnemo_tui.server.edges import Edges
 from mnemo_tui.values.writes import WriteRequest

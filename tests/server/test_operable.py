@@ -23,7 +23,7 @@ with warnings.catch_warnings():
 from serve_process import start_serve
 from wire_servers import serving
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server.app import create_app
 from mnemo_tui.server.probes import READY_WAIT
 

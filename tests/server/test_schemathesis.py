@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from serve_process import start_serve
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 ST = Path(sys.executable).with_name("st")

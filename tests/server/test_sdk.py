@@ -18,7 +18,7 @@ from mnemoverse import (
 )
 from wire_servers import served_store
 
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 
 
 @dataclass

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from wire_servers import read_answer, served_store
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 
 
 def test_an_oversized_body_is_refused_before_it_is_sent_whole(tmp_path: Path) -> None:

@@ -17,11 +17,11 @@ from wire_servers import served_store
 
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.engine.feed import item_bytes
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import Forbidden, ValidationError
-from mnemo_tui.model import RecentQuery
 from mnemo_tui.server import follow, walk_stream
 from mnemo_tui.server.routes import page_json
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 FAT = "\N{GRINNING FACE}" * 10_000  # content at its bound, four bytes a character: a 40 KB entry

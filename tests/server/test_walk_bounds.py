@@ -18,10 +18,10 @@ import pytest
 from conftest import CliResult
 from wire_servers import serving_app
 
-from mnemo_tui.engine.store import Store
-from mnemo_tui.model import RecentQuery, WirePage
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server import walk_stream
 from mnemo_tui.server.app import App, create_app
+from mnemo_tui.values.model import RecentQuery, WirePage
 from mnemo_tui.values.writes import WriteRequest
 
 WAIT = 20.0  # seconds any one awaited condition may take at most (a loaded machine; never a timing assertion)

@@ -27,7 +27,7 @@ from mnemo_tui.errors import (
     Unavailable,
     ValidationError,
 )
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
 

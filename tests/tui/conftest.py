@@ -13,7 +13,7 @@ from wire_servers import ThreadServer, served_store
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.engine import ids
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 
 
 @pytest.fixture(autouse=True)

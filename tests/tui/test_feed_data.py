@@ -10,16 +10,16 @@ import pytest
 from tui_helpers import MINUTE, NOW, clock, fill, req
 
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.engine.store import Store
+from mnemo_tui.catchup.walk import LiveTracker
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import MnemoError, RemovalsGone
-from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui.data import feed as feed_data
 from mnemo_tui.tui.data.feed import FeedData
 from mnemo_tui.tui.data.live import LiveBatch, LiveFound, LiveNews, PushDropped, PushEnded, PushHandle, poll_live
 from mnemo_tui.tui.data.window import PageRequest
 from mnemo_tui.tui.session import Session
-from mnemo_tui.walk import LiveTracker
+from mnemo_tui.values.model import Entry, RecentQuery
 
 
 def session_of(backend: LocalBackend, state: StateDB) -> Session:

@@ -25,13 +25,12 @@ from tui_helpers import (
     until,
 )
 
-from mnemo_tui import refusals
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.catchup import CatchUp
-from mnemo_tui.engine.store import Store
+from mnemo_tui.catchup import refusals
+from mnemo_tui.catchup.catchup import CatchUp
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import NotFound
-from mnemo_tui.model import Entry, RecentQuery
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import MnemoApp
 from mnemo_tui.tui.app import PINNED_SECONDS
@@ -39,6 +38,7 @@ from mnemo_tui.tui.screens.confirm import ConfirmScreen
 from mnemo_tui.tui.screens.main import UNDO_SECONDS
 from mnemo_tui.tui.screens.search import SEARCH_HITS, SearchScreen
 from mnemo_tui.tui.widgets.rows import short_id
+from mnemo_tui.values.model import Entry, RecentQuery
 
 pytestmark = pytest.mark.anyio
 SIZE = (120, 36)

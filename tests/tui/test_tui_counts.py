@@ -14,8 +14,8 @@ from tui_helpers import ROOM_OPS, clock, remote, req, sample_store, settle, unti
 from wire_servers import ThreadServer
 
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.catchup import CatchUp
-from mnemo_tui.engine.store import Store
+from mnemo_tui.catchup.catchup import CatchUp
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
 from mnemo_tui.tui.screens.main import FeedScreen

@@ -12,10 +12,10 @@ from tui_helpers import MINUTE, NOW, clock, req, settle
 import mnemo_tui.tui.app
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.cli.cmd_tui import TuiFailed, run_app
-from mnemo_tui.engine.store import Store
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
+from mnemo_tui.values.model import RecentQuery
 
 pytestmark = pytest.mark.anyio
 

@@ -17,7 +17,7 @@ from tui_helpers import MINUTE, NOW, add_room, clock, req, settle
 import mnemo_tui.tui.app
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.cli.cmd_tui import TuiFailed, run_app
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
 

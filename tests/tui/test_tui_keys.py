@@ -16,15 +16,15 @@ from wire_servers import ThreadServer
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.catchup import CatchUp
-from mnemo_tui.engine.store import Store
-from mnemo_tui.model import Entry, RecentQuery
+from mnemo_tui.catchup.catchup import CatchUp
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
 from mnemo_tui.tui.screens.confirm import ConfirmScreen
 from mnemo_tui.tui.screens.prompt import PromptScreen
 from mnemo_tui.tui.screens.search import SEARCH_HITS, SearchScreen
 from mnemo_tui.tui.widgets.rows import author_in
+from mnemo_tui.values.model import Entry, RecentQuery
 from mnemo_tui.values.search import SearchQuery
 
 pytestmark = pytest.mark.anyio

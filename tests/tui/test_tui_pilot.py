@@ -26,12 +26,12 @@ from tui_helpers import (
 )
 
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.catchup import CatchUp
-from mnemo_tui.engine.store import Store
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.catchup.catchup import CatchUp
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import MnemoApp
 from mnemo_tui.tui.widgets.notices import NewMarker
+from mnemo_tui.values.model import RecentQuery
 
 SIZE = (120, 36)
 pytestmark = pytest.mark.anyio

@@ -11,7 +11,7 @@ from wire_servers import ThreadServer
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server.app import create_app
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp

@@ -11,8 +11,8 @@ from textual.widgets import Footer, Label, Static
 from tui_helpers import MINUTE, NOW, ROOM_OPS, clock, fill, req, sample_store, settle, until
 
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.catchup import CatchUp
-from mnemo_tui.engine.store import Store
+from mnemo_tui.catchup.catchup import CatchUp
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
 from mnemo_tui.tui.data.scopes import DAY, HOUR, bucket_width

@@ -12,11 +12,11 @@ from wire_servers import ThreadServer, serving
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.catchup import CatchUp
-from mnemo_tui.engine.store import Store
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.catchup.catchup import CatchUp
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import MnemoApp
+from mnemo_tui.values.model import RecentQuery
 
 pytestmark = pytest.mark.anyio
 SIZE = (120, 36)

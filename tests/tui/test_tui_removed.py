@@ -10,12 +10,12 @@ from wire_servers import ThreadServer
 
 from mnemo_tui.backends.delegate import DelegatingBackend
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.engine.store import Store
-from mnemo_tui.model import RecentQuery
-from mnemo_tui.removals import Removals
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
 from mnemo_tui.tui.screens.search import SearchScreen
+from mnemo_tui.values.model import RecentQuery
+from mnemo_tui.values.removals import Removals
 from mnemo_tui.values.search import SearchHit, SearchQuery
 
 pytestmark = pytest.mark.anyio

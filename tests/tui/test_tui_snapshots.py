@@ -10,8 +10,8 @@ from textual.pilot import Pilot
 from tui_helpers import MINUTE, NOW, ROOM_OPS, FlakyBackend, add_room, as_backend, clock, req, sample_store, settle
 
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.catchup import CatchUp
-from mnemo_tui.engine.store import Store
+from mnemo_tui.catchup.catchup import CatchUp
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
 

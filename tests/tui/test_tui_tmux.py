@@ -18,7 +18,7 @@ import pytest
 from conftest import MNEMO
 
 from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.model import Entry, RecentQuery
+from mnemo_tui.values.model import Entry, RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")

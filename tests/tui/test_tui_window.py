@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mnemo_tui.model import Entry, Page
 from mnemo_tui.tui.data.live import LiveTracker
 from mnemo_tui.tui.data.window import FeedWindow, PageRequest
+from mnemo_tui.values.model import Entry, Page
 
 
 def entry(i: int) -> Entry:

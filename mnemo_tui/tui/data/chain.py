@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.model import Entry
+from mnemo_tui.values.model import Entry
 
 MAX_STEPS = 10
 

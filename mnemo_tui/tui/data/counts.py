@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from mnemo_tui.catchup.walk import Start, unread
 from mnemo_tui.limits import room_of
-from mnemo_tui.model import Entry, Watermark
 from mnemo_tui.tui.data.scopes import COUNT_CAP, format_count
-from mnemo_tui.walk import Start, unread
+from mnemo_tui.values.model import Entry, Watermark
 
 # Arrivals remembered for the counts still being walked (a walk read before them must not lose them).
 LOG_CAP = 1000

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Set
 from dataclasses import dataclass
 
+from mnemo_tui.catchup.walk import LiveTracker
 from mnemo_tui.errors import RemovalsGone
-from mnemo_tui.model import Entry, Page, RecentQuery
-from mnemo_tui.removals import Removals
 from mnemo_tui.tui.data.live import LiveFound, Poll, Post, PushDropped, PushEnded, PushHandle, open_push
 from mnemo_tui.tui.data.removed import RemovalWatch
 from mnemo_tui.tui.data.window import FeedWindow, PageRequest
 from mnemo_tui.tui.session import Session
-from mnemo_tui.walk import LiveTracker
+from mnemo_tui.values.model import Entry, Page, RecentQuery
+from mnemo_tui.values.removals import Removals
 
 # New entries held while the reader is away from the top; past this the scope is re-read.
 PENDING_CAP = 500

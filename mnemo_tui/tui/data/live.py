@@ -10,13 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mnemo_tui.backends import Backend
+from mnemo_tui.catchup.walk import LIVE_PAGES, LiveBatch, LiveTracker, Probe
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.model import RecentQuery
-from mnemo_tui.removals import Removals
 from mnemo_tui.tui.data.errors import as_error
 from mnemo_tui.tui.session import Session
 from mnemo_tui.values.follow import Follow, Pushed
-from mnemo_tui.walk import LIVE_PAGES, LiveBatch, LiveTracker, Probe
+from mnemo_tui.values.model import RecentQuery
+from mnemo_tui.values.removals import Removals
 
 __all__ = [
     "LIVE_PAGES",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mnemo_tui.model import Entry
-from mnemo_tui.removals import Removals
+from mnemo_tui.values.model import Entry
+from mnemo_tui.values.removals import Removals
 
 
 @dataclass

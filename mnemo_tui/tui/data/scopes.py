@@ -6,11 +6,11 @@ import math
 from dataclasses import dataclass
 
 from mnemo_tui.backends import Backend
+from mnemo_tui.catchup.walk import Start, Walk
 from mnemo_tui.limits import MAX_LIMIT
-from mnemo_tui.model import RecentQuery, Watermark
 from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.values.model import RecentQuery, Watermark
 from mnemo_tui.values.rooms import Room
-from mnemo_tui.walk import Start, Walk
 
 COUNT_CAP = 99
 HOUR = 3_600_000_000

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.delegate import DelegatingBackend
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery
 
 
 class SerialBackend(DelegatingBackend):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from mnemo_tui.model import Entry, Page
+from mnemo_tui.values.model import Entry, Page
 
 
 @dataclass

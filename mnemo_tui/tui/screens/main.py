@@ -15,7 +15,6 @@ from textual.widgets import ContentSwitcher, Footer, Label, OptionList, Static
 
 from mnemo_tui import sanitize, timefmt
 from mnemo_tui.limits import describe_scope, room_of
-from mnemo_tui.model import Watermark
 from mnemo_tui.tui.actions import EntryActions
 from mnemo_tui.tui.plain import plain
 from mnemo_tui.tui.session import Session
@@ -25,6 +24,7 @@ from mnemo_tui.tui.widgets.filter import FilterBar
 from mnemo_tui.tui.widgets.notices import ErrorView, NewMarker, ReportView
 from mnemo_tui.tui.widgets.rows import fit
 from mnemo_tui.tui.widgets.sidebar import ActivityPanel, ScopeList
+from mnemo_tui.values.model import Watermark
 
 # How long `u` can undo a `c`.
 UNDO_SECONDS = 10

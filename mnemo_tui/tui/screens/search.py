@@ -15,15 +15,16 @@ from textual.signal import Signal
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from mnemo_tui import empty_reports, sanitize
+from mnemo_tui import sanitize
+from mnemo_tui.catchup import empty_reports
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.limits import describe_scope
-from mnemo_tui.model import EmptyReport, Entry
 from mnemo_tui.tui.data.errors import as_error
 from mnemo_tui.tui.plain import plain, plain_block
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.notices import report_head, room_options
 from mnemo_tui.tui.widgets.rows import absolute, fit, headline
+from mnemo_tui.values.model import EmptyReport, Entry
 from mnemo_tui.values.search import SearchHit, SearchQuery
 
 SEARCH_HITS = 50  # the hits a search lists

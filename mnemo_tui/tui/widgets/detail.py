@@ -14,11 +14,11 @@ from textual.message import Message
 from textual.widgets import Markdown, Static
 
 from mnemo_tui import sanitize, timefmt
-from mnemo_tui.model import Entry
 from mnemo_tui.tui.data.chain import Chain, supersession_chain
 from mnemo_tui.tui.data.errors import as_error
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import AGE_SECONDS, absolute, headline, short_id
+from mnemo_tui.values.model import Entry
 
 DIFF_LINES = 40  # a longer diff ends with how many lines were left out
 

@@ -17,9 +17,8 @@ from textual.scroll_view import ScrollView
 from textual.signal import Signal
 from textual.strip import Strip
 
+from mnemo_tui.catchup.walk import unread
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.model import Entry, RecentQuery, Watermark
-from mnemo_tui.removals import Removals
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import messages as msg
 from mnemo_tui.tui.data.errors import as_error
@@ -28,7 +27,8 @@ from mnemo_tui.tui.data.live import LiveFound, Poll, PushEnded, poll_live
 from mnemo_tui.tui.data.window import FeedWindow, PageRequest
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import AGE_SECONDS, RowPainter, end_line
-from mnemo_tui.walk import unread
+from mnemo_tui.values.model import Entry, RecentQuery, Watermark
+from mnemo_tui.values.removals import Removals
 
 T = TypeVar("T")
 

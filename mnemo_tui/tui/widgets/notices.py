@@ -10,12 +10,13 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from mnemo_tui import empty_reports, sanitize
+from mnemo_tui import sanitize
+from mnemo_tui.catchup import empty_reports
 from mnemo_tui.errors import AuthError, MnemoError, Unavailable
-from mnemo_tui.model import EmptyReport, RecentQuery
 from mnemo_tui.tui.data.errors import as_error
 from mnemo_tui.tui.plain import plain, plain_block
 from mnemo_tui.tui.session import Session
+from mnemo_tui.values.model import EmptyReport, RecentQuery
 
 
 def report_head(report: EmptyReport) -> list[str]:

@@ -12,7 +12,7 @@ from textual.cache import LRUCache
 from textual.strip import Strip
 
 from mnemo_tui import sanitize, timefmt
-from mnemo_tui.model import Entry
+from mnemo_tui.values.model import Entry
 
 SHORT_ID = 8  # the id a CLI table shows and every verb takes (`mnemo show 1a2b3c4d`)
 ELLIPSIS = "…"

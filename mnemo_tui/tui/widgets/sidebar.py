@@ -14,9 +14,9 @@ from textual.widgets import Label, OptionList, Sparkline
 from textual.widgets.option_list import Option
 
 from mnemo_tui import sanitize
-from mnemo_tui.catchup import CatchUp, CatchupResult
+from mnemo_tui.catchup.catchup import CatchUp, CatchupResult
+from mnemo_tui.catchup.walk import unread
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.model import Entry, Watermark
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui.data import scopes
 from mnemo_tui.tui.data.counts import NewEntries
@@ -24,7 +24,7 @@ from mnemo_tui.tui.data.errors import as_error
 from mnemo_tui.tui.data.scopes import Activity, ScopeItem
 from mnemo_tui.tui.session import Session
 from mnemo_tui.tui.widgets.rows import fit
-from mnemo_tui.walk import unread
+from mnemo_tui.values.model import Entry, Watermark
 
 # Against an endpoint (no cheap probe of a change) every scope is counted again every this many live ticks (3 s
 # each): the open scope's count follows its feed at once, the others within about 9 s.

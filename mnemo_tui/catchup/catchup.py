@@ -7,12 +7,12 @@ import shlex
 from collections.abc import Callable
 
 from mnemo_tui.backends import Backend
+from mnemo_tui.catchup.walk import Mark, Walk, default_overlap, start_of
 from mnemo_tui.errors import Forbidden, RemovalsGone, ValidationError
-from mnemo_tui.model import Entry, RecentQuery, Value, WalkProgress, Watermark
-from mnemo_tui.removals import NO_TOMBSTONES, REREAD, Removal
-from mnemo_tui.removals import Removals as ReadRemovals
 from mnemo_tui.state.statedb import Checkpoint, StateDB, StateKey
-from mnemo_tui.walk import Mark, Walk, default_overlap, start_of
+from mnemo_tui.values.model import Entry, RecentQuery, Value, WalkProgress, Watermark
+from mnemo_tui.values.removals import NO_TOMBSTONES, REREAD, Removal
+from mnemo_tui.values.removals import Removals as ReadRemovals
 
 Emit = Callable[[list[Entry]], None]
 DEFAULT_LIMIT = 100

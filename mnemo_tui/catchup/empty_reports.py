@@ -7,7 +7,7 @@ from collections.abc import Callable
 from mnemo_tui import sanitize, timefmt
 from mnemo_tui.backends import Backend
 from mnemo_tui.limits import describe_scope, room_of
-from mnemo_tui.model import EmptyKind, EmptyReport, RecentQuery, RoomRef, Watermark
+from mnemo_tui.values.model import EmptyKind, EmptyReport, RecentQuery, RoomRef, Watermark
 
 
 def _capitalised(text: str) -> str:

@@ -8,7 +8,7 @@ from operator import attrgetter
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import BrokenFeed
 from mnemo_tui.limits import MAX_LIMIT
-from mnemo_tui.model import Entry, Page, RecentQuery, Value, WalkProgress, Watermark
+from mnemo_tui.values.model import Entry, Page, RecentQuery, Value, WalkProgress, Watermark
 
 # How far below a watermark a pass re-reads on an endpoint, whose database may let a transaction
 # that took an earlier timestamp commit after a later one (docs/architecture.md). The embedded engine's

@@ -1,4 +1,4 @@
-"""Provides the embedded store's connection: the file, its transactions, its buckets and the engine's clock."""
+"""Provides `SqliteDatabase`: the embedded store's connection, the file, its transactions and its search index."""
 
 from __future__ import annotations
 
@@ -7,15 +7,17 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from operator import itemgetter
 from threading import RLock
 from typing import TYPE_CHECKING
 
-from mnemo_tui import timefmt
 from mnemo_tui.engine import fts
-from mnemo_tui.engine.schema import LATEST, migrate
-from mnemo_tui.errors import Forbidden, LocalStateError, Timeout, Unavailable, ValidationError, WouldWait
-from mnemo_tui.limits import dumps, room_of
-from mnemo_tui.sqlitefile import create_whole, immediate, long_enough
+from mnemo_tui.engine.base import Database, deadline
+from mnemo_tui.engine.dialect import SQLITE
+from mnemo_tui.engine.feed import item_bytes
+from mnemo_tui.engine.sqlite.schema import LATEST, migrate
+from mnemo_tui.errors import LocalStateError, Unavailable, WouldWait
+from mnemo_tui.sqlitefile import create_whole, immediate, long_enough, user_version
 
 if TYPE_CHECKING:
     from typing import Any
@@ -23,11 +25,7 @@ if TYPE_CHECKING:
     from mnemo_tui.files import StrPath
 
 BUSY_TIMEOUT_MS = 30_000
-# No entry is stamped after 9000-01-01: a writer whose clock runs wild can push its bucket's clock
-# ahead, never to the end of representable time, so `last + 1` always exists and the bucket stays
-# writable for everyone (a millennium of microseconds is room for any number of later writes).
-LATEST_WRITE = 221_845_392_000_000_000
-NOT_A_MEMBER = "you are not a member of this room (or it does not exist)"
+BOUNDED_STEP = 32  # rows a bounded read takes from SQLite at a time (`bounded_rows`)
 
 
 def connect(path: str, *, create: bool = True) -> sqlite3.Connection:
@@ -108,7 +106,7 @@ def _open_read_only(path: str) -> tuple[sqlite3.Connection, int]:
     for flags in ("mode=ro", "mode=ro&immutable=1"):
         db = sqlite3.connect(f"file:{quote(path)}?{flags}", uri=True, isolation_level=None, check_same_thread=False)
         try:
-            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            version = user_version(db)
             db.execute("SELECT count(*) FROM meta").fetchone()
         except sqlite3.OperationalError:
             db.close()
@@ -184,11 +182,11 @@ def _file_id(path: str) -> tuple[int, int] | None:
 
 
 class Reading:
-    """`Database.reading()`: the lock held around the connection (a class, not a generator: every page pays it)."""
+    """`SqliteDatabase.reading()`: the lock held around the connection (a class, not a generator: every page pays it)."""
 
     __slots__ = ("_store",)
 
-    def __init__(self, store: Database) -> None:
+    def __init__(self, store: SqliteDatabase) -> None:
         self._store = store
 
     def __enter__(self) -> sqlite3.Connection:
@@ -210,7 +208,7 @@ BRIEF_TICK = 1_000
 
 
 class Brief:
-    """`Database.briefly()`, one per connection (a class, not a generator: every read on the event loop pays it)."""
+    """`SqliteDatabase.briefly()`, one per connection (a class, not a generator: every read on the event loop pays it)."""
 
     __slots__ = ("_db", "_left", "_tick")
 
@@ -231,16 +229,8 @@ class Brief:
         self._db.set_progress_handler(None, 0)
 
 
-def deadline(seconds: float) -> Timeout:
-    """The error of a request stopped at its deadline (both engines)."""
-    return Timeout(
-        f"the request ran past its {seconds:g} s limit and was stopped; ask for less (fewer or rarer words, a smaller top_k)",
-        details={"reason": "deadline", "limit_seconds": seconds},
-    )
-
-
-class Database:
-    """One store file and one connection to it; the base every part of the embedded engine builds on.
+class SqliteDatabase(Database):
+    """One store file and one connection to it: the `Database` of the embedded engine.
 
     Attributes:
         path: the resolved store file.
@@ -255,6 +245,7 @@ class Database:
     # rows' strings and again for the text the CLI joins them into (173,000 page faults on an
     # 800,000-entry `recent --all`, against 2,500 with 128 rows, and more than half its time).
     stream_rows = 128
+    dialect = SQLITE
 
     def __init__(self, path: StrPath, *, create: bool = True, memory: bool = False) -> None:
         self.path = os.path.realpath(path)
@@ -387,12 +378,6 @@ class Database:
             if previous is None:
                 self.db.set_progress_handler(None, 0)
 
-    def check_time(self) -> None:
-        """Raise `Timeout` when the block's time limit has passed: what a loop of Python inside a request
-        calls between steps (the progress handler stops statements, not Python)."""
-        if self._deadline is not None and time.monotonic() > self._deadline:
-            raise deadline(self._limit or 0.0)
-
     def reading(self) -> Reading:
         """The connection for reads (one statement is one snapshot), held by this thread meanwhile."""
         return self._reading
@@ -403,13 +388,7 @@ class Database:
         with self.lock:
             return self.db.execute(sql, params).fetchall()
 
-    # -- buckets: a principal's own store, or a room --------------------------------------
-
-    # -- what differs between engines: the clock's lock, the search index, one-snapshot streams ----
-
-    def clock(self, db: sqlite3.Connection) -> Clock:
-        """The clock of one write transaction (SQLite's write lock already serialises them)."""
-        return Clock(db)
+    # -- the search index (FTS5, engine/fts.py) ------------------------------------------------
 
     def index_mark(self, db: sqlite3.Connection) -> int:
         """Where the search index stands before a write transaction inserts (see `index_since`)."""
@@ -424,7 +403,7 @@ class Database:
         fts.remove(db, rows, self.language)
 
     def index_columns(self, bucket: int, content: str, concepts: tuple[str, ...] = ()) -> tuple[str, ...]:
-        """Values of the engine's own extra atom columns (`EXTRA_ATOM_COLUMNS`) for a new entry: none here."""
+        """None: SQLite's search index is a table of its own (`Dialect.atom_columns` is empty)."""
         return ()
 
     def reindex_search(self, language: str) -> int:
@@ -434,7 +413,7 @@ class Database:
         Raises:
             ValidationError: a language Snowball has no stemmer for.
         """
-        from mnemo_tui.engine import schema
+        from mnemo_tui.engine.sqlite import schema
 
         fts.stemmer(language)  # refuses an unknown language before anything changes
         with self.lock:
@@ -443,16 +422,45 @@ class Database:
             self.language = language
             return schema.reindex(self.db)
 
-    EXTRA_ATOM_COLUMNS: tuple[str, ...] = ()
+    def bounded_rows(
+        self, sql: str, params: tuple[Any, ...], count: int, max_bytes: int, wire: int, spliced: bool, order: str
+    ) -> tuple[list[Any], bool]:
+        """The first rows of a statement ending in `LIMIT ?` (given `count + 1` here): at most `count`, and
+        while the items they make total at most `max_bytes` of UTF-8 (`item_bytes`; the first row is kept
+        whatever its size), and whether more rows follow.
 
-    def each_concept(self, alias: str) -> str:
-        """A FROM item yielding each concept of atom `a` as `<alias>.value`."""
-        return f"json_each(a.concepts) {alias}"
-
-    def one_of(self, column: str, values: list[str]) -> tuple[str, list[Any]]:
-        """`column` is one of `values`, as a condition with one parameter however many values there are
-        (one variable per value passed SQLite's limit of variables once data made the list long)."""
-        return f"{column} IN (SELECT value FROM json_each(?))", [dumps(values)]
+        Column `wire` is the wire text, followed by `superseded_by` when `spliced`; `order` is the
+        statement's order by its column names (PostgreSQL's bound reads it). SQLite steps the statement a
+        few rows at a time, so no more than that is read past the bound (trimming a whole page after reading
+        it held the whole page).
+        """
+        text = itemgetter(wire)
+        with self.lock:
+            cur = self.db.execute(sql, (*params, count + 1))
+            try:
+                rows: list[Any] = []
+                size = 0
+                while chunk := cur.fetchmany(BOUNDED_STEP):
+                    # A chunk is measured in one pass of C (the walk's hot path); only the chunk the bound
+                    # falls in is walked row by row.
+                    if spliced:
+                        whole = sum(item_bytes(row[wire], row[wire + 1]) for row in chunk)
+                    else:
+                        texts = list(map(text, chunk))
+                        ascii_only = all(map(str.isascii, texts))  # then a text's length is its bytes'
+                        whole = sum(map(len, texts if ascii_only else map(str.encode, texts))) + len(texts)
+                    if size + whole <= max_bytes and len(rows) + len(chunk) <= count:
+                        rows += chunk
+                        size += whole
+                        continue
+                    for row in chunk:
+                        size += item_bytes(row[wire], row[wire + 1] if spliced else None)
+                        if len(rows) == count or (size > max_bytes and rows):
+                            return rows, True
+                        rows.append(row)
+                return rows, False
+            finally:
+                cur.close()
 
     def stream(self, sql: str, params: list[Any] | tuple[Any, ...], chunk: int) -> Iterator[list[Any]]:
         """Every row of one statement, in chunks of `chunk` rows (the last one shorter): one statement is
@@ -467,108 +475,3 @@ class Database:
                 yield rows
         finally:
             cur.close()
-
-    # -- buckets: a principal's own store, or a room --------------------------------------
-
-    def own_bucket(self, principal: str, *, create: bool = False) -> int | None:
-        """The principal's own bucket (created on a first write when `create`)."""
-        row = self.db.execute("SELECT bucket FROM buckets WHERE kind = 'own' AND owner = ?", (principal,)).fetchone()
-        if row is not None:
-            return int(row[0])
-        if not create:
-            return None
-        return self.create_bucket("own", principal)
-
-    def create_bucket(self, kind: str, owner: str) -> int:
-        """A new bucket (inside a transaction)."""
-        cur = self.db.execute("INSERT INTO buckets(kind, owner) VALUES (?, ?)", (kind, owner))
-        return int(cur.lastrowid or 0)
-
-    def membership(self, principal: str, room_id: str) -> tuple[int, str]:
-        """The bucket of a room the principal is a member of, and the membership's scope.
-
-        Raises:
-            Forbidden: not a member, or no such room (the same answer).
-        """
-        row = self.db.execute(
-            "SELECT r.bucket, m.scope FROM members m JOIN rooms r ON r.room_id = m.room_id "
-            "WHERE m.room_id = ? AND m.principal = ?",
-            (room_id, principal),
-        ).fetchone()
-        if row is None:
-            raise Forbidden(NOT_A_MEMBER)
-        return int(row[0]), str(row[1])
-
-    def writable_bucket(self, principal: str, domain: str) -> int:
-        """The bucket a write to `domain` goes to (inside the write transaction).
-
-        Raises:
-            Forbidden: a room one is not a member of, or only a read-only member of.
-        """
-        room_id = room_of(domain)
-        if room_id is None:
-            bucket = self.own_bucket(principal, create=True)
-            assert bucket is not None
-            return bucket
-        bucket, scope = self.membership(principal, room_id)
-        if scope != "read_write":
-            raise Forbidden("your membership of this room is read-only")
-        return bucket
-
-    def require_owner(self, principal: str, room_id: str, doing: str) -> None:
-        """Raises Forbidden unless the principal owns the room (`doing`: what only an owner may, for the message)."""
-        row = self.db.execute(
-            "SELECT role FROM members WHERE room_id = ? AND principal = ?", (room_id, principal)
-        ).fetchone()
-        if row is None:
-            raise Forbidden(NOT_A_MEMBER)
-        if row[0] != "owner":
-            raise Forbidden(f"only the room's owner can {doing}")
-
-    def room_bucket(self, principal: str, room_id: str) -> int:
-        """The bucket of a room the principal is a member of (Forbidden otherwise)."""
-        return self.membership(principal, room_id)[0]
-
-    def require_member(self, principal: str, room_id: str) -> None:
-        """Raises Forbidden unless the principal is a member of the room (an unknown room answers the same)."""
-        self.membership(principal, room_id)
-
-
-class Clock:
-    """The engine's clock, inside one write transaction: `created_at` strictly increasing per bucket.
-
-    Each bucket's last instant is read once, advanced in memory and written back by `save`, so a
-    write of one entry and a bulk insert of a million keep the same promise: no entry is ever
-    committed behind a reader's cursor or watermark, whatever the writers' clocks say (SQLite's
-    write lock serialises the transactions that hold a `Clock`).
-    """
-
-    READ_LAST = "SELECT last_created_at FROM buckets WHERE bucket = ?"
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-        self.last: dict[int, int] = {}
-
-    def next(self, bucket: int, wanted: int) -> int:
-        """The instant for a new entry of `bucket`: `max(wanted, last + 1)`.
-
-        Raises:
-            ValidationError: the writer's clock reads past `LATEST_WRITE` (see there).
-        """
-        if wanted > LATEST_WRITE:
-            raise ValidationError(
-                f"this machine's clock reads {timefmt.to_iso(min(wanted, timefmt.MAX_US))}: the store takes no entry "
-                "stamped after 9000-01-01; fix the clock and write again"
-            )
-        last = self.last.get(bucket)
-        if last is None:
-            last = int(self.db.execute(self.READ_LAST, (bucket,)).fetchone()[0])
-        created = max(wanted, last + 1)
-        self.last[bucket] = created
-        return created
-
-    def save(self) -> None:
-        """Write every advanced bucket's last instant back (before the transaction commits)."""
-        self.db.executemany(
-            "UPDATE buckets SET last_created_at = ? WHERE bucket = ?", [(t, b) for b, t in self.last.items()]
-        )

@@ -25,7 +25,12 @@ class _Declared(type):
     _fields: tuple[str, ...]
     _defaults: dict[str, Any]
 
-    def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any]) -> _Declared:
+    def __init__(cls, name: str, bases: tuple[type, ...], ns: dict[str, Any], **options: Any) -> None:
+        super().__init__(name, bases, ns)
+
+    # `options`: `kw_only=True` (a class whose own fields without defaults follow inherited ones with
+    # defaults): for the type checker; at run time every field may be given by name anyway.
+    def __new__(mcls, name: str, bases: tuple[type, ...], ns: dict[str, Any], **options: Any) -> _Declared:
         own = list(ns.get("__annotations__", {}))
         fields = [n for n in own if not n.startswith("_")]
         defaults = {n: ns.pop(n) for n in fields if n in ns}

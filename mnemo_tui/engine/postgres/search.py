@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from mnemo_tui.engine import fts
+from mnemo_tui.engine.feed import Matching
 
 MAX_POSITION = 16383  # PostgreSQL's highest position: every later token is held at it
 
@@ -34,3 +35,17 @@ def query(bucket: int, words: list[str], language: str = fts.DEFAULT_LANGUAGE) -
     """A query's tsquery literal in one bucket: each word a phrase of stamped tokens, any phrase matching."""
     found = ["(" + " <-> ".join(_quoted(t) for t in phrase) + ")" for phrase in fts.phrases(bucket, words, language)]
     return " | ".join(dict.fromkeys(found))
+
+
+def matching(bucket: int, words: list[str], language: str) -> Matching | None:
+    """PostgreSQL's full-text search: `@@` on the bucket-stamped tsvector, ranked by `ts_rank` (None: no term)."""
+    expression = query(bucket, words, language)
+    if not expression:
+        return None
+    return Matching(
+        score="ts_rank(a.search, ?::tsquery)",
+        source="atoms a",
+        condition="a.search @@ ?::tsquery",
+        params=[expression],
+        leading=[expression],
+    )

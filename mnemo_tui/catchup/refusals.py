@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from mnemo_tui import sanitize
 from mnemo_tui.errors import Forbidden, NotFound
 from mnemo_tui.limits import ROOM_DELETE_RULE, room_of
-from mnemo_tui.model import Entry
+from mnemo_tui.values.model import Entry
 
 if TYPE_CHECKING:
     from mnemo_tui.backends import Backend

@@ -1,26 +1,16 @@
-"""Provides the embedded store's schema as a registry of numbered migrations, each applied in one transaction."""
+"""Provides the embedded store's schema: numbered steps run by the one runner (mnemo_tui/migrations.py), each in its
+own `BEGIN IMMEDIATE` transaction, the version recorded in `PRAGMA user_version`."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 
 from mnemo_tui.engine import fts
-from mnemo_tui.sqlitefile import immediate
+from mnemo_tui.migrations import Migrations
+from mnemo_tui.sqlitefile import immediate, set_user_version, user_version
 
-Migration = Callable[[sqlite3.Connection], None]
-MIGRATIONS: list[tuple[int, str, Migration]] = []
-
-
-def migration(number: int, name: str) -> Callable[[Migration], Migration]:
-    """Register a migration; numbers must follow each other."""
-
-    def register(fn: Migration) -> Migration:
-        assert not MIGRATIONS or MIGRATIONS[-1][0] == number - 1, "migrations are numbered in order"
-        MIGRATIONS.append((number, name, fn))
-        return fn
-
-    return register
+MIGRATIONS: Migrations[sqlite3.Connection] = Migrations()
+migration = MIGRATIONS.step  # @migration(number, name) registers the next step
 
 
 @migration(1, "initial")
@@ -232,21 +222,14 @@ def m007_stemmed_search(db: sqlite3.Connection) -> None:
     rebuild_search(db, fts.language_of(db))
 
 
-def migrate(db: sqlite3.Connection) -> int:
-    """Apply every pending migration, each in its own `BEGIN IMMEDIATE` transaction, then finish a reindex
-    under way (`reindex`); returns the version."""
-    version = int(db.execute("PRAGMA user_version").fetchone()[0])
-    for number, _name, fn in MIGRATIONS:
-        if number <= version:
-            continue
-        with immediate(db):
-            # Another process may have migrated while this one waited for the lock.
-            if int(db.execute("PRAGMA user_version").fetchone()[0]) < number:
-                fn(db)
-                db.execute(f"PRAGMA user_version = {number}")
-        version = number
+def migrate(db: sqlite3.Connection, upto: int | None = None) -> int:
+    """Apply every pending step (up to `upto`: an older schema, for tests), each in its own `BEGIN IMMEDIATE`
+    transaction, then finish a reindex under way (`reindex`); returns the version."""
+    version = MIGRATIONS.run(
+        db, read=user_version, record=set_user_version, transaction=lambda: immediate(db), upto=upto
+    )
     # A newer mnemo's reindex is its own (its rule may differ): the caller refuses that store.
-    if version <= MIGRATIONS[-1][0] and fts.pending(db) is not None:
+    if upto is None and version <= MIGRATIONS.latest and fts.pending(db) is not None:
         reindex(db)
     return version
 
@@ -277,4 +260,4 @@ def reindex(db: sqlite3.Connection, batch: int | None = None) -> int:
             return indexed
 
 
-LATEST = MIGRATIONS[-1][0]
+LATEST = MIGRATIONS.latest

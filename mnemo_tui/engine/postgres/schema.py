@@ -2,23 +2,26 @@
 
 Every text column sorts by code point (`COLLATE "C"`), as SQLite does, so a feed's keyset order,
 `domains()` and every listing read the same on both engines whatever the database's locale.
-Statements here are plain SQL with `?` parameters, run by `engine.postgres` (the one owner of
-the driver) inside one transaction per migration, under an advisory lock.
+Statements here are plain SQL with `?` parameters, run by the one runner (mnemo_tui/migrations.py)
+from engine/postgres/migrations.py, inside one transaction per step, under an advisory lock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from mnemo_tui.engine import fts
+from mnemo_tui.migrations import Migrations
 
 
 class Executes(Protocol):
     def execute(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> Any: ...
 
 
-Migration = Callable[[Executes], None]
+# Each step is applied in its own transaction under the migration lock (engine/postgres/migrations.py); a
+# reindex it schedules is run after it, a batch a transaction (it needs the Python tokenizer).
+MIGRATIONS: Migrations[Executes] = Migrations()
+migration = MIGRATIONS.step  # @migration(number, name) registers the next step
 T = 'text COLLATE "C"'
 
 _INITIAL = [
@@ -120,6 +123,7 @@ _INITIAL = [
 ]
 
 
+@migration(1, "initial")
 def m001_initial(db: Executes) -> None:
     import secrets
 
@@ -129,6 +133,7 @@ def m001_initial(db: Executes) -> None:
     db.execute("INSERT INTO meta(key, value) VALUES ('store_id', ?)", (secrets.token_hex(8).encode(),))
 
 
+@migration(2, "full-text search")
 def m002_search(db: Executes) -> None:
     # Each entry's words as a tsvector of bucket-stamped lexemes (engine/fts.py's rule), written by
     # the insert path; a GIN index finds one bucket's postings of a word and nothing else.
@@ -136,14 +141,16 @@ def m002_search(db: Executes) -> None:
     db.execute("CREATE INDEX atoms_search ON atoms USING gin (search)")
 
 
+@migration(3, "superseded_by indexed")
 def m003_superseded_by(db: Executes) -> None:
     # A delete clears `superseded_by` where it names the deleted atom: without an index each delete
-    # scanned its bucket (see engine/schema.py's migration 5).
+    # scanned its bucket (see engine/sqlite/schema.py's migration 5).
     db.execute("CREATE INDEX atoms_superseded_by ON atoms (superseded_by) WHERE superseded_by IS NOT NULL")
 
 
+@migration(4, "tombstones")
 def m004_tombstones(db: Executes) -> None:
-    # What every delete path leaves behind (see engine/schema.py's migration 6).
+    # What every delete path leaves behind (see engine/sqlite/schema.py's migration 6).
     db.execute(
         f"""CREATE TABLE tombstones (
             bucket bigint NOT NULL,
@@ -168,7 +175,7 @@ def rebuild_search(db: Executes, language: str) -> None:
 
     The GIN index is dropped meanwhile and built once at the end: one build of a million entries is
     far cheaper than a million updates of it. No server serves a database whose reindex is under way
-    (engine/postgres.py `migrate`), so nothing searches it meanwhile.
+    (engine/postgres/migrations.py `migrate`), so nothing searches it meanwhile.
     """
     db.execute("DROP INDEX IF EXISTS atoms_search")
     fts.set_meta(db, fts.LANGUAGE_KEY, language)
@@ -177,22 +184,14 @@ def rebuild_search(db: Executes, language: str) -> None:
         db.execute(SEARCH_INDEX)
 
 
+@migration(5, "search stems words and indexes concepts")
 def m005_stemmed_search(db: Executes) -> None:
     # Every entry's tsvector is made again (stems, concepts), in bounded batches after this migration
-    # (engine/postgres.py `reindex`); see engine/schema.py's migration 7.
+    # (engine/postgres/migrations.py `reindex`); see engine/sqlite/schema.py's migration 7.
     rebuild_search(db, fts.language_of(db))
 
 
-# Each migration is applied in its own transaction; a reindex it schedules is run by the engine after
-# it, a batch a transaction (it needs the Python tokenizer).
-MIGRATIONS: list[tuple[int, str, Migration]] = [
-    (1, "initial", m001_initial),
-    (2, "full-text search", m002_search),
-    (3, "superseded_by indexed", m003_superseded_by),
-    (4, "tombstones", m004_tombstones),
-    (5, "search stems words and indexes concepts", m005_stemmed_search),
-]
-LATEST = MIGRATIONS[-1][0]
+LATEST = MIGRATIONS.latest
 
 # Every table of the embedded store, with the columns both engines hold, in an order that keeps
 # every reference valid. `atoms` gains its tsvector on the way.

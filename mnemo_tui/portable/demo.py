@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import Conflict, ValidationError
-from mnemo_tui.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery, Value
 from mnemo_tui.values.rooms import Room
 from mnemo_tui.values.writes import WriteRequest
 
@@ -45,7 +44,14 @@ _TESTS = (
     "test_search_refuses_empty_query",
     "test_supersession_filter",
 )
-_FILES = ("engine/store.py", "catchup.py", "cli/feed.py", "tui/feed_view.py", "backends/remote.py", "server/app.py")
+_FILES = (
+    "engine/sqlite/store.py",
+    "catchup.py",
+    "cli/feed.py",
+    "tui/feed_view.py",
+    "backends/remote.py",
+    "server/app.py",
+)
 _PEOPLE = ("alice", "bob", "chen", "dana", "emeka", "farah")
 _TOPICS = (
     "keyset pagination",
@@ -123,8 +129,7 @@ _ROOM_TEMPLATES: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
-class DemoSummary:
+class DemoSummary(Value):
     """What `mnemo demo` wrote."""
 
     store: str

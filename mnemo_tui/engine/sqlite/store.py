@@ -8,10 +8,11 @@ from mnemo_tui.engine.follow import FollowOps
 from mnemo_tui.engine.keys import KeyOps
 from mnemo_tui.engine.memory_plane import MemoryOps
 from mnemo_tui.engine.rooms import RoomOps
+from mnemo_tui.engine.sqlite.database import SqliteDatabase
 from mnemo_tui.engine.vault import VaultOps
 
 
-class Store(FeedOps, FollowOps, MemoryOps, RoomOps, AtomOps, VaultOps, KeyOps):
+class Store(SqliteDatabase, FeedOps, FollowOps, MemoryOps, RoomOps, AtomOps, VaultOps, KeyOps):
     """The embedded engine: an implementation of `engine.interface.Engine` over one SQLite file.
 
     Every method takes the acting principal explicitly: the CLI passes its own, the server the

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mnemo_tui import timefmt
-from mnemo_tui.model import Value
+from mnemo_tui.values.model import Value
 
 if TYPE_CHECKING:
     from collections.abc import Callable

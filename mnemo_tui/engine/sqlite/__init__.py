@@ -1,0 +1,1 @@
+"""Provides the embedded engine: the store in one SQLite file."""
