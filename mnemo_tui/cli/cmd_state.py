@@ -12,6 +12,8 @@ from mnemo_tui import empty_reports, timefmt
 from mnemo_tui.cli import completion, output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of, group
 from mnemo_tui.cli.context import Context
+from mnemo_tui.cli.progress import Progress
+from mnemo_tui.cli.table import key_value_table
 from mnemo_tui.errors import AuthError, MnemoError, ValidationError
 from mnemo_tui.limits import parse_scope, room_of
 from mnemo_tui.state import credentials
@@ -83,7 +85,7 @@ def _write_watermark(
         if w.created_at is None
         else f"{timefmt.shown(w.created_at, utc)} ({timefmt.to_iso(w.created_at)})"
     )
-    output.key_value_table(
+    key_value_table(
         sys.stdout,
         [
             ("scope", _scope_label(w.scope, rooms)),
@@ -460,7 +462,7 @@ def status(
         rows = [(k, f"{v} ({missing})" if k == "store" else v) for k, v in rows]
     rows.append(("profile", s.profile or "(none)"))
     rows.append(("config", s.config_path + ("" if os.path.exists(s.config_path) else " (not created yet)")))
-    output.key_value_table(sys.stdout, rows)
+    key_value_table(sys.stdout, rows)
     if s.endpoint and source == "none":
         output.hint(f"No key for {s.endpoint}: run `mnemo login` or set MNEMO_API_KEY.")
 
@@ -536,7 +538,7 @@ def demo(
 
         # The sample secret is sealed to the user's own pair, so `mnemo vault get` can show it.
         seal_to = own_public(c)
-        progress = output.Progress("entries written")
+        progress = Progress("entries written")
         try:
             summary = demo_data.fill(
                 store, c.settings.principal, entries, seed=seed, progress=progress.update, after=newest, seal_to=seal_to

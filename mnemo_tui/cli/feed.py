@@ -7,16 +7,17 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from mnemo_tui import sanitize, timefmt
-from mnemo_tui.cli import output
+from mnemo_tui.cli import output, pager, terminal
 from mnemo_tui.cli.context import Context
-from mnemo_tui.errors import Unavailable, ValidationError
+from mnemo_tui.cli.progress import Progress
+from mnemo_tui.cli.table import TableWriter
+from mnemo_tui.errors import ExitCode, Unavailable, ValidationError
 from mnemo_tui.limits import DEFAULT_LIMIT, MAX_LIMIT, parse_scope
 from mnemo_tui.model import Entry, RecentQuery, Value
 from mnemo_tui.walk import Walk, stream_wire
 
-# CLI.md's exit code 7: a catch-up whose output was closed before the pass ended (a pager quit early,
-# a closed pipe) moved no watermark; it is not an interrupt (130), so a script can tell the two apart.
-EXIT_OUTPUT_CLOSED = 7
+# A catch-up whose output was closed before the pass ended (a pager quit early, a closed pipe) moved no
+# watermark: `ExitCode.OUTPUT_CLOSED`, not an interrupt, so a script can tell the two apart.
 OUTPUT_CLOSED = (
     "mnemo: the output was closed before the catch-up ended (a pager quit early, or a closed pipe); "
     "the watermark did not move: the next pass re-reads (or run again with --resume)"
@@ -67,7 +68,7 @@ def recent(c: Context, args: SimpleNamespace) -> int:
     fmt = output.check_format(args.fmt)
     if args.follow:
         return _recent(c, args, fmt)
-    with output.paged(fmt, no_pager=c.no_pager, configured=c.settings.pager):
+    with pager.paged(fmt, no_pager=c.no_pager, configured=c.settings.pager):
         return _recent(c, args, fmt)
 
 
@@ -90,10 +91,10 @@ def _recent(c: Context, args: SimpleNamespace, fmt: str) -> int:
     if args.follow:
         _check_follow(args)
         _follow(c, query, fmt)
-        return 0
+        return ExitCode.OK
     if args.all:
         _recent_all(c, query, fmt, reverse=args.reverse, wide=args.wide)
-        return 0
+        return ExitCode.OK
     backend = c.backend
     out = sys.stdout
     page = backend.recent(query)
@@ -118,7 +119,7 @@ def _recent(c: Context, args: SimpleNamespace, fmt: str) -> int:
             + f'"empty_report":{output.dumps(report.wire() if report else None)}}}\n'
         )
     else:
-        table = output.TableWriter(out, scope=query.scope, utc=c.utc, wide=args.wide)
+        table = TableWriter(out, scope=query.scope, utc=c.utc, wide=args.wide)
         if report is not None:
             table.report(report)
         else:
@@ -129,7 +130,7 @@ def _recent(c: Context, args: SimpleNamespace, fmt: str) -> int:
     if report is not None:
         room_name_hint(backend, report)
         author_hint(backend, query)
-    return 0
+    return ExitCode.OK
 
 
 def _check_follow(args: SimpleNamespace) -> None:
@@ -171,14 +172,14 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
     out = sys.stdout
     if c.store_missing():
         # A store created later (a first `mnemo write`, `mnemo demo`) is followed from then on, as the TUI does.
-        if output.is_tty(sys.stderr):
+        if terminal.is_tty(sys.stderr):
             output.hint("(no store yet: following from when one is created; ^C to stop)")
         while c.store_missing():
             time.sleep(FOLLOW_PROBE_EMBEDDED)
         c.reopen()
     backend = c.backend
     tracker = LiveTracker(default_overlap(backend))
-    table = output.TableWriter(out, scope=query.scope, utc=c.utc, follow=True) if fmt == "table" else None
+    table = TableWriter(out, scope=query.scope, utc=c.utc, follow=True) if fmt == "table" else None
 
     def emit(entries: list[Entry]) -> None:
         if not entries:
@@ -200,7 +201,7 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
             first = True
             for event in pushed:
                 emit(tracker.take(event.entries))
-                if first and output.is_tty(sys.stderr):
+                if first and terminal.is_tty(sys.stderr):
                     output.hint("(following: new entries appear as they land; ^C to stop)")
                 first = False
         finally:
@@ -212,7 +213,7 @@ def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
         emit([e for page in Walk(backend, query.replace(limit=MAX_LIMIT)).pages() for e in page])
     else:
         emit(backend.recent(query).items)
-    if output.is_tty(sys.stderr):
+    if terminal.is_tty(sys.stderr):
         output.hint("(following: new entries appear as they land; ^C to stop)")
     base = query.replace(cursor=None)
     pause = FOLLOW_POLL_REMOTE if probe() is None else FOLLOW_PROBE_EMBEDDED
@@ -354,10 +355,10 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide
     """`recent --all`: streamed page by page; with `reverse`, held to the end and printed oldest first."""
     out = sys.stdout
     backend = c.backend
-    progress = output.Progress("entries")
+    progress = Progress("entries")
     count = 0
     if fmt == "table":
-        table = output.TableWriter(out, scope=query.scope, utc=c.utc, wide=wide)
+        table = TableWriter(out, scope=query.scope, utc=c.utc, wide=wide)
         held: list[list[Entry]] = []
         # Every item is printed whatever the page size, so walk in the largest pages there are.
         try:
@@ -428,7 +429,7 @@ def catchup(c: Context, args: SimpleNamespace) -> int:
         The exit code: 0, or 1 with `--exit-code` when nothing was new.
     """
     fmt = output.check_format(args.fmt)
-    with output.paged(fmt, no_pager=c.no_pager, configured=c.settings.pager):
+    with pager.paged(fmt, no_pager=c.no_pager, configured=c.settings.pager):
         return _catchup(c, args, fmt)
 
 
@@ -479,7 +480,7 @@ def _all_scopes(c: Context, args: SimpleNamespace, fmt: str) -> int:
     out = sys.stdout
     if fmt == "json":
         out.write('{"scopes":[')
-    first_failure = 0
+    first_failure: int = ExitCode.OK
     new = False
     for scope, label in scopes:
         every.opened = False
@@ -499,11 +500,11 @@ def _all_scopes(c: Context, args: SimpleNamespace, fmt: str) -> int:
             try:
                 out.flush()
             except BrokenPipeError:
-                output.silence_stdout()
+                terminal.silence_stdout()
                 output.hint(OUTPUT_CLOSED)
-                return EXIT_OUTPUT_CLOSED
+                return ExitCode.OUTPUT_CLOSED
             done = Pass(exc.exit_code, False)
-        if done.code == EXIT_OUTPUT_CLOSED:
+        if done.code == ExitCode.OUTPUT_CLOSED:
             return done.code
         first_failure = first_failure or done.code
         new = new or done.new
@@ -516,7 +517,7 @@ def _all_scopes(c: Context, args: SimpleNamespace, fmt: str) -> int:
         )
     if first_failure:
         return first_failure
-    return 1 if args.exit_code and not new else 0
+    return ExitCode.FAILED if args.exit_code and not new else ExitCode.OK
 
 
 def _one_pass(
@@ -542,8 +543,8 @@ def _one_pass(
     out = sys.stdout
     # Under --all-scopes every row shows its domain (a room's address), so each item keeps its scope.
     shown_scope = None if every is not None else scope_value
-    table = output.TableWriter(out, scope=shown_scope, utc=c.utc, wide=args.wide) if fmt == "table" else None
-    progress = output.Progress("new")
+    table = TableWriter(out, scope=shown_scope, utc=c.utc, wide=args.wide) if fmt == "table" else None
+    progress = Progress("new")
     counted = [0]
     held: list[list[Entry]] = []
 
@@ -594,10 +595,10 @@ def _one_pass(
             removed=removed,
         )
     except BrokenPipeError:
-        output.silence_stdout()
+        terminal.silence_stdout()
         progress.done()
         output.hint(OUTPUT_CLOSED)
-        return Pass(EXIT_OUTPUT_CLOSED, False)
+        return Pass(ExitCode.OUTPUT_CLOSED, False)
     except KeyboardInterrupt:
         progress.settle()  # the line left above "interrupted" says how many were delivered
         raise
@@ -631,7 +632,7 @@ def _one_pass(
             mark = result.before.created_at if result.before is not None else None
             since = "" if mark is None else f" since your watermark {timefmt.shown(mark, c.utc)}"
             output.hint(f"{label}: nothing new for consumer {consumer_name!r}{since}")
-        return Pass(0, new)
+        return Pass(ExitCode.OK, new)
     elif fmt == "ndjson":
         if report is not None and not result.removed:  # removals reported are something new, as in the table
             output.hint(report.shown)
@@ -645,8 +646,8 @@ def _one_pass(
     if report is not None and every is None:
         room_name_hint(backend, report)
     if args.exit_code and not new and every is None:
-        return Pass(1, new)
-    return Pass(0, new)
+        return Pass(ExitCode.FAILED, new)
+    return Pass(ExitCode.OK, new)
 
 
 def _catchup_summary(result: CatchupResult, consumer: str, utc: bool) -> str:
