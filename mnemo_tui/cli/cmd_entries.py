@@ -11,7 +11,8 @@ from mnemo_tui import empty_reports, refusals
 from mnemo_tui.cli import output, pager
 from mnemo_tui.cli.commands import EntryFormat, IncludeHistory, Scope, Since, Until, ctx_of
 from mnemo_tui.cli.context import Context
-from mnemo_tui.cli.feed import check_limit_flag, parse_times, resolved_scope, room_name_hint
+from mnemo_tui.cli.feed import check_limit_flag, parse_times, resolved_scope
+from mnemo_tui.cli.hints import room_name_hint
 from mnemo_tui.cli.table import TableWriter
 from mnemo_tui.engine.rules import MAX_TOP_K as MAX_SEARCH
 from mnemo_tui.errors import ValidationError
