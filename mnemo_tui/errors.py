@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 
 
 class ExitCode(IntEnum):
-    """The CLI's exit codes (docs/cli.md, "Exit codes"): every `return`, `exit` and error of the CLI names one."""
+    """The CLI's exit codes (docs/cli.md, "Exit codes and signals"): every `return`, `exit` and error of the CLI names one."""
 
     OK = 0  # success; `catchup --exit-code`: something new
     FAILED = 1  # a check failed (`check`, `verify`); `catchup --exit-code`: nothing new

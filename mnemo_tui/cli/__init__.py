@@ -112,10 +112,9 @@ def _typer(args: list[str]) -> int:
     import signal
 
     from typer import Abort, Exit
-    from typer._click.exceptions import ClickException, NoArgsIsHelpError
-    from typer._click.utils import PacifyFlushWrapper
 
     from mnemo_tui.cli.app import app
+    from mnemo_tui.cli.click_names import ClickException, NoArgsIsHelpError, PacifyFlushWrapper
 
     # Typer turns Ctrl-C into a bare exit code 130; remember it was one, to say what it means.
     interrupted: list[bool] = []
@@ -153,7 +152,7 @@ def _typer(args: list[str]) -> int:
 
 def _show_click_error(exc: Exception) -> None:
     """A usage error in two lines (CLI.md: errors are one or two lines): the problem, then where help is."""
-    from typer._click.exceptions import ClickException, UsageError
+    from mnemo_tui.cli.click_names import ClickException, UsageError
 
     if isinstance(exc, UsageError):
         command = exc.ctx.command_path if exc.ctx is not None else "mnemo"

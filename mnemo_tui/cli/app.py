@@ -12,9 +12,9 @@ from typing import Annotated, NamedTuple
 
 import typer
 import typer.main
-from typer._click import Command, Context, HelpFormatter
 from typer.core import TyperGroup
 
+from mnemo_tui.cli.click_names import Command, Context, HelpFormatter
 from mnemo_tui.cli.commands import HELP_FLAGS, Typer, option
 from mnemo_tui.cli.flags import ROOT
 

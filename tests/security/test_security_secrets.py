@@ -34,7 +34,7 @@ secret_values = st.text(
 def _leaf_commands() -> list[tuple[str, ...]]:
     """Every command path the CLI registers (`("rooms", "list")`, `("write",)`, ...)."""
     import typer.main
-    from typer._click import Context
+    from typer import Context
 
     from mnemo_tui.cli.app import app
 
