@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from typing import Any
+
+
+class ExitCode(IntEnum):
+    """The CLI's exit codes (docs/cli.md, "Exit codes and signals"): every `return`, `exit` and error of the CLI names one."""
+
+    OK = 0  # success; `catchup --exit-code`: something new
+    FAILED = 1  # a check failed (`check`, `verify`); `catchup --exit-code`: nothing new
+    USAGE = 2  # a bad flag or value, a forged cursor, an unknown id, a conflict
+    AUTH = 3  # no key, a refused key, no place to keep one
+    FORBIDDEN = 4  # not a member, an unknown room, a read-only member writing, not the owner
+    BACKEND = 5  # unreachable, or failed after retries
+    LOCAL_STATE = 6  # local configuration or state unreadable (or the output cannot be written)
+    OUTPUT_CLOSED = 7  # `catchup`: the output closed before the pass ended; the watermark did not move
+    REMOVALS_GONE = 8  # `catchup --changes`: the watermark is older than the removals kept
+    OVERTAKEN = 9  # `catchup`: another pass of the same consumer committed first
+    INTERRUPTED = 130  # Ctrl-C: nothing half-committed
 
 
 class WouldWait(Exception):
@@ -25,7 +42,7 @@ class MnemoError(Exception):
 
     code = "INTERNAL"
     status = 500
-    exit_code = 5
+    exit_code: int = ExitCode.BACKEND
     retryable = False
 
     def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
@@ -49,7 +66,7 @@ class ValidationError(MnemoError):
 
     code = "VALIDATION_ERROR"
     status = 400
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class MissingExtra(ValidationError):
@@ -110,7 +127,7 @@ class AuthError(MnemoError):
 
     code = "UNAUTHORIZED"
     status = 401
-    exit_code = 3
+    exit_code = ExitCode.AUTH
 
 
 class Forbidden(MnemoError):
@@ -118,7 +135,7 @@ class Forbidden(MnemoError):
 
     code = "FORBIDDEN"
     status = 403
-    exit_code = 4
+    exit_code = ExitCode.FORBIDDEN
 
 
 class NotFound(MnemoError):
@@ -126,7 +143,7 @@ class NotFound(MnemoError):
 
     code = "NOT_FOUND"
     status = 404
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class Conflict(MnemoError):
@@ -134,7 +151,7 @@ class Conflict(MnemoError):
 
     code = "CONFLICT"
     status = 409
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class RemovalsGone(MnemoError):
@@ -142,7 +159,7 @@ class RemovalsGone(MnemoError):
 
     code = "REMOVALS_GONE"
     status = 410
-    exit_code = 8
+    exit_code = ExitCode.REMOVALS_GONE
 
 
 class PayloadTooLarge(MnemoError):
@@ -150,7 +167,7 @@ class PayloadTooLarge(MnemoError):
 
     code = "PAYLOAD_TOO_LARGE"
     status = 413
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
 
 class RateLimited(MnemoError):
@@ -158,7 +175,7 @@ class RateLimited(MnemoError):
 
     code = "RATE_LIMITED"
     status = 429
-    exit_code = 5
+    exit_code = ExitCode.BACKEND
     retryable = True
 
 
@@ -167,7 +184,7 @@ class Unavailable(MnemoError):
 
     code = "UNAVAILABLE"
     status = 503
-    exit_code = 5
+    exit_code = ExitCode.BACKEND
     retryable = True
 
 
@@ -188,7 +205,7 @@ class LocalStateError(MnemoError):
 
     code = "LOCAL_STATE"
     status = 500
-    exit_code = 6
+    exit_code = ExitCode.LOCAL_STATE
 
 
 class CheckFailed(MnemoError):
@@ -196,7 +213,7 @@ class CheckFailed(MnemoError):
 
     code = "CHECK_FAILED"
     status = 500
-    exit_code = 1
+    exit_code = ExitCode.FAILED
 
 
 class BrokenFeed(CheckFailed):
@@ -209,7 +226,7 @@ class BrokenFeed(CheckFailed):
 
     code = "BROKEN_FEED"
     status = 502
-    exit_code = 5
+    exit_code = ExitCode.BACKEND
 
 
 BY_CODE: dict[str, type[MnemoError]] = {

@@ -31,6 +31,9 @@ MAX_SUPERSEDES = 32
 MAX_EXTERNAL_REF = 255
 MAX_SECRET_CONTEXT = 10_000  # the hosted service's CreateSecretRequest.context maxLength
 ROOM_PREFIX = "xroom:"
+# How often a reader of the embedded store looks for others' writes (`recent --follow`, the stdio MCP server's
+# subscriptions): its change probe is one cheap pragma.
+EMBEDDED_PROBE_SECONDS = 0.2
 ROOM_ID = re.compile(r"^room_[0-9A-HJKMNP-TV-Z]{26}\Z")
 # Who may delete a room entry: our extension beyond the hosted rules (docs/server.md), held by the
 # engine's delete statement (engine/atoms.py `DELETABLE`) and said first by the front ends (refusals.py).

@@ -39,10 +39,11 @@ from mnemo_tui.agents import lines, surface
 from mnemo_tui.agents.answers import Answers, Reply, arguments
 from mnemo_tui.agents.budget import finish
 from mnemo_tui.agents.shapes import OUTPUT_SCHEMAS
-from mnemo_tui.agents.subscriptions import EMBEDDED_PROBE_SECONDS, Capped, Feeds, Outbox, Probe
+from mnemo_tui.agents.subscriptions import Capped, Feeds, Outbox, Probe
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.errors import Forbidden, MnemoError, NotFound, ValidationError
+from mnemo_tui.limits import EMBEDDED_PROBE_SECONDS
 
 RESOURCE_NOT_FOUND = -32002  # MCP's code for a resource that does not exist (spec, "Resources: Error Handling")
 EOF_GRACE = 600.0  # seconds stdin's end waits for the calls still running to be answered (each has its deadline)

@@ -30,7 +30,6 @@ T = TypeVar("T")
 SEND_SECONDS = 10.0  # a notification its listener has not taken within this cuts the listener
 MAX_SUBSCRIPTIONS = 2_000  # feed subscriptions held at once on one server (past it 503, retryable)
 MAX_SUBSCRIPTIONS_PER_KEY = 100  # by one key (past it 429, retryable), as a follow's bound
-EMBEDDED_PROBE_SECONDS = 0.2  # the stdio server's change-token probe: `mnemo recent --follow`'s on the embedded store
 log = logging.getLogger("mnemo.mcp")
 
 # `fn(engine)` off the event loop (a database thread of the server; the stdio server's worker thread).

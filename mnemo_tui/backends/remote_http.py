@@ -42,7 +42,7 @@ from mnemo_tui.errors import (
 # declared or sent beyond it is refused, not a memory error, and not fetched again.
 MAX_ANSWER = 256 << 20
 NDJSON = "application/x-ndjson"
-# What a refused key is told to do (`mnemo login` itself says something else: cmd_state._check_key).
+# What a refused key is told to do (`mnemo login` itself says something else: cmd_login._check_key).
 KEY_ADVICE = " (check MNEMO_API_KEY, or run `mnemo login`)"
 
 

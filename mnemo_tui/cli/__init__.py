@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from mnemo_tui.cli.flags import CATCHUP, HOISTED, HOISTED_VALUED, OWN_OPTIONS, RECENT, ROOT
+from mnemo_tui.errors import ExitCode
 
 if TYPE_CHECKING:
     from typing import Any
@@ -83,7 +84,7 @@ def _fast(args: list[str]) -> int | None:
         from mnemo_tui import __version__
 
         sys.stdout.write(f"mnemo {__version__}\n")
-        return 0
+        return ExitCode.OK
     if not rest or rest[0] not in ("recent", "catchup"):
         return None
     table = RECENT if rest[0] == "recent" else CATCHUP
@@ -111,10 +112,9 @@ def _typer(args: list[str]) -> int:
     import signal
 
     from typer import Abort, Exit
-    from typer._click.exceptions import ClickException, NoArgsIsHelpError
-    from typer._click.utils import PacifyFlushWrapper
 
     from mnemo_tui.cli.app import app
+    from mnemo_tui.cli.click_names import ClickException, NoArgsIsHelpError, PacifyFlushWrapper
 
     # Typer turns Ctrl-C into a bare exit code 130; remember it was one, to say what it means.
     interrupted: list[bool] = []
@@ -131,13 +131,13 @@ def _typer(args: list[str]) -> int:
     except NoArgsIsHelpError as exc:
         # Bare `mnemo` (or `mnemo rooms`) asks what there is: the help on stdout, exit 0, as gh does.
         sys.stdout.write((exc.ctx.get_help() if exc.ctx is not None else "") + "\n")
-        return 0
+        return ExitCode.OK
     except ClickException as exc:
         _show_click_error(exc)
         return int(exc.exit_code)
     except Abort:
         interrupted.append(True)
-        result = 130
+        result = ExitCode.INTERRUPTED
     except SystemExit as exc:
         if isinstance(sys.stdout, PacifyFlushWrapper):  # Typer's answer to a closed pipe: stop quietly
             raise BrokenPipeError from exc
@@ -146,13 +146,13 @@ def _typer(args: list[str]) -> int:
         signal.signal(signal.SIGINT, previous)
     if interrupted:
         sys.stderr.write(INTERRUPTED)
-        return 130
-    return int(result) if isinstance(result, int) else 0
+        return ExitCode.INTERRUPTED
+    return int(result) if isinstance(result, int) else ExitCode.OK
 
 
 def _show_click_error(exc: Exception) -> None:
     """A usage error in two lines (docs/cli.md: errors are one or two lines): the problem, then where help is."""
-    from typer._click.exceptions import ClickException, UsageError
+    from mnemo_tui.cli.click_names import ClickException, UsageError
 
     if isinstance(exc, UsageError):
         command = exc.ctx.command_path if exc.ctx is not None else "mnemo"
@@ -287,14 +287,14 @@ def main(argv: list[str] | None = None) -> int:
     except UnicodeEncodeError as exc:
         if "surrogates" not in str(exc):
             sys.stderr.write(f"mnemo: text could not be written in this terminal's encoding ({exc.reason})\n")
-            return 5
+            return ExitCode.BACKEND
         # Bytes that are not UTF-8 arrived on stdin (Python keeps them as lone surrogates): bad input, not a bug.
         if debug:
             import traceback
 
             traceback.print_exc()
         sys.stderr.write("mnemo: the input is not valid UTF-8 text (stdin or a file read as text)\n")
-        return 2
+        return ExitCode.USAGE
     except MnemoError as exc:
         if debug:
             import traceback
@@ -304,12 +304,12 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write(INTERRUPTED)
-        return 130
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining at exit.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 0
+        return ExitCode.OK
     except OSError as exc:
         if not _cannot_write(exc):
             return _internal_error(exc, debug)
@@ -317,13 +317,13 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # what is still buffered would fail again at exit
         sys.stderr.write(f"mnemo: cannot write the output: {exc.strerror or exc}\n")
-        return 6
+        return ExitCode.LOCAL_STATE
     except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback unless asked
         return _internal_error(exc, debug)
 
 
 def _cannot_write(exc: OSError) -> bool:
-    """A write that cannot land (no space, quota, file too large, a failing device): exit 6, not a bug."""
+    """A write that cannot land (no space, quota, file too large, a failing device): local trouble, not a bug."""
     import errno
 
     return exc.errno in {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
@@ -339,7 +339,7 @@ def _internal_error(exc: Exception, debug: bool) -> int:
     sys.stderr.write(
         f"mnemo: internal error: {type(exc).__name__}: {line(str(exc))} (re-run with --debug for details)\n"
     )
-    return 5
+    return ExitCode.BACKEND
 
 
 def run() -> None:

@@ -12,9 +12,9 @@ from typing import Annotated, NamedTuple
 
 import typer
 import typer.main
-from typer._click import Command, Context, HelpFormatter
 from typer.core import TyperGroup
 
+from mnemo_tui.cli.click_names import Command, Context, HelpFormatter
 from mnemo_tui.cli.commands import HELP_FLAGS, Typer, option
 from mnemo_tui.cli.flags import ROOT
 
@@ -39,10 +39,10 @@ COMMANDS = {
     "delete": Row(
         "mnemo_tui.cli.cmd_atoms", "delete", "Delete your entries, or any of a room you own (asks first, or --yes)."
     ),
-    "login": Row("mnemo_tui.cli.cmd_state", "login", "Keep an endpoint's API key in the OS keyring."),
-    "logout": Row("mnemo_tui.cli.cmd_state", "logout", "Forget the endpoint's key, and undo what login recorded."),
-    "status": Row("mnemo_tui.cli.cmd_state", "status", "Which backend, as whom, where the key and state live."),
-    "demo": Row("mnemo_tui.cli.cmd_state", "demo", "Fill the embedded store with sample entries, rooms, a secret."),
+    "login": Row("mnemo_tui.cli.cmd_login", "login", "Keep an endpoint's API key in the OS keyring."),
+    "logout": Row("mnemo_tui.cli.cmd_login", "logout", "Forget the endpoint's key, and undo what login recorded."),
+    "status": Row("mnemo_tui.cli.cmd_status", "status", "Which backend, as whom, where the key and state live."),
+    "demo": Row("mnemo_tui.cli.cmd_demo", "demo", "Fill the embedded store with sample entries, rooms, a secret."),
     "serve": Row("mnemo_tui.cli.cmd_server", "serve", "Serve the embedded store over REST until Ctrl-C."),
     "tui": Row("mnemo_tui.cli.cmd_tui", "tui", "The terminal UI: a live catch-up feed of your store and rooms."),
     "mcp": Row("mnemo_tui.cli.cmd_mcp", "mcp", "Serve the memory tools to an MCP client over stdio."),
@@ -55,9 +55,11 @@ COMMANDS = {
     "rooms": Row("mnemo_tui.cli.cmd_rooms", "rooms", "Shared rooms: list, create, invite, join, delete."),
     "vault": Row("mnemo_tui.cli.cmd_vault", "vault", "Secrets, sealed on this machine: list, add, get, key pairs."),
     "watermark": Row(
-        "mnemo_tui.cli.cmd_state", "watermark", "Inspect and manage watermarks per backend, consumer and scope."
+        "mnemo_tui.cli.cmd_watermark", "watermark", "Inspect and manage watermarks per backend, consumer and scope."
     ),
-    "profile": Row("mnemo_tui.cli.cmd_state", "profile", "The profiles of config.toml: list them, switch the default."),
+    "profile": Row(
+        "mnemo_tui.cli.cmd_profile", "profile", "The profiles of config.toml: list them, switch the default."
+    ),
     "keys": Row("mnemo_tui.cli.cmd_server", "keys", "API keys of `mnemo serve`: create, list, revoke."),
     "db": Row("mnemo_tui.cli.cmd_server", "db", "Copy an embedded store into PostgreSQL. The search's language."),
     "export": Row("mnemo_tui.cli.cmd_exchange", "export", "Every entry and room you may read, as NDJSON; no secret."),

@@ -12,8 +12,9 @@ import typer
 from mnemo_tui import sanitize, timefmt
 from mnemo_tui.catchup import refusals
 from mnemo_tui.catchup.walk import Walk
-from mnemo_tui.cli import output
+from mnemo_tui.cli import output, terminal
 from mnemo_tui.cli.commands import EntryFormat, Yes, ctx_of
+from mnemo_tui.cli.table import key_value_table
 from mnemo_tui.errors import Forbidden, NotFound, ValidationError
 from mnemo_tui.limits import MAX_LIMIT, room_of
 from mnemo_tui.values.model import Entry, RecentQuery
@@ -166,7 +167,7 @@ def show(
         rows.append(("supersedes", ", ".join(entry.supersedes)))
     if entry.data.get("superseded_by"):
         rows.append(("superseded_by", str(entry.data["superseded_by"])))
-    output.key_value_table(out, rows)
+    key_value_table(out, rows)
     out.write("\n" + sanitize.block(entry.content) + "\n")
     if len(chain) > 1:
         said = "from the server" if served is not None else "built from the supersedes / superseded_by links"
@@ -195,7 +196,7 @@ def delete(
     c = ctx_of(ctx)
     backend = c.backend
     values = list(atoms)
-    output.may_ask(yes, "mnemo delete")
+    terminal.may_ask(yes, "mnemo delete")
     targets: list[Entry] = []
     rooms: list[Room] | None = None
     me = refusals.reader_principal(backend)
@@ -223,7 +224,7 @@ def delete(
         for entry in targets:
             output.hint(f"  {entry.atom_id}  {first_line(entry)}")
         noun = "entry" if len(targets) == 1 else "entries"
-        if not output.confirmed(f"Delete {len(targets)} {noun}?"):
+        if not terminal.confirmed(f"Delete {len(targets)} {noun}?"):
             output.hint("nothing deleted")
             return
     for entry in targets:

@@ -8,10 +8,12 @@ from typing import Annotated
 import typer
 
 from mnemo_tui.catchup import empty_reports, refusals
-from mnemo_tui.cli import output
+from mnemo_tui.cli import output, pager
 from mnemo_tui.cli.commands import EntryFormat, IncludeHistory, Scope, Since, Until, ctx_of
 from mnemo_tui.cli.context import Context
-from mnemo_tui.cli.feed import check_limit_flag, parse_times, resolved_scope, room_name_hint
+from mnemo_tui.cli.feed import check_limit_flag, parse_times, resolved_scope
+from mnemo_tui.cli.hints import room_name_hint
+from mnemo_tui.cli.table import TableWriter
 from mnemo_tui.engine.rules import MAX_TOP_K as MAX_SEARCH
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.limits import MAX_CONCEPTS, MAX_CONTENT, MAX_EXTERNAL_REF, MAX_SUPERSEDES, parse_scope, room_of
@@ -195,8 +197,8 @@ def search(
             out.write(empty.shown + "\n")
             room_name_hint(c.backend, empty)
             return
-        with output.paged(fmt, no_pager=c.no_pager, configured=c.settings.pager):
-            output.TableWriter(sys.stdout, scope=scope_value, utc=c.utc).rows([h.entry for h in hits])
+        with pager.paged(fmt, no_pager=c.no_pager, configured=c.settings.pager):
+            TableWriter(sys.stdout, scope=scope_value, utc=c.utc).rows([h.entry for h in hits])
     if more and fmt != "json":
         output.hint(_more_results(limit))
 

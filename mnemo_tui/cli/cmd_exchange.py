@@ -10,9 +10,10 @@ from typing import IO, TYPE_CHECKING, Annotated
 import typer
 
 from mnemo_tui import timefmt
-from mnemo_tui.cli import output
+from mnemo_tui.cli import output, terminal
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of
 from mnemo_tui.cli.feed import resolved_scope
+from mnemo_tui.cli.progress import Progress
 from mnemo_tui.errors import LocalStateError, ValidationError
 from mnemo_tui.limits import parse_scope, room_of
 from mnemo_tui.sanitize import line as safe
@@ -43,9 +44,9 @@ def export(
     low = timefmt.parse_time(since, field="--since", utc=c.utc) if since is not None else None
     scope = resolved_scope(c, parse_scope(scope))  # a room's name reads that room, as every read does
     output.check_format("ndjson")  # stdout as UTF-8 bytes, whatever the locale
-    progress = output.Progress("entries exported")
+    progress = Progress("entries exported")
     out: IO[str] | _ForTerminal = sys.stdout
-    if output.is_tty(sys.stdout):
+    if terminal.is_tty(sys.stdout):
         out = _ForTerminal(sys.stdout)
         progress.enabled = False  # the data is on a terminal (stderr's too, often): a bar would land in it
     try:
@@ -137,7 +138,7 @@ def import_(
         stream = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise ValidationError(f"cannot read {name}: {exc.strerror or exc}") from None
-    progress = output.Progress("entries imported")
+    progress = Progress("entries imported")
     fresh = _fresh_store(c.settings)
     backend: Backend | None = None
     try:

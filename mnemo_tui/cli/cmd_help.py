@@ -7,9 +7,9 @@ import sys
 from typing import Annotated
 
 import typer
-from typer._click import Context as ClickContext  # Typer 0.28's own Click (its classes are these, not `click`'s)
 from typer.core import TyperGroup as Group
 
+from mnemo_tui.cli.click_names import Context as ClickContext
 from mnemo_tui.errors import ValidationError
 
 

@@ -11,6 +11,7 @@ import typer
 from mnemo_tui import timefmt
 from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of
+from mnemo_tui.errors import ExitCode
 from mnemo_tui.limits import describe_scope, parse_scope
 from mnemo_tui.proof import CheckReport, VerifyResult, read_expected, run_checks
 from mnemo_tui.proof import verify as run_verify
@@ -89,7 +90,7 @@ def check(
         from mnemo_tui.proof import ci_reports
 
         reports.write(ci_reports.from_check(report))
-    return 0 if report.passed else 1
+    return ExitCode.OK if report.passed else ExitCode.FAILED
 
 
 def _print_check(report: CheckReport, fmt: str) -> None:
@@ -144,7 +145,7 @@ def verify(
         from mnemo_tui.proof import ci_reports
 
         reports.write(ci_reports.from_verify(result, where))
-    return 0 if result.passed else 1
+    return ExitCode.OK if result.passed else ExitCode.FAILED
 
 
 def _print_verify(result: VerifyResult, where: str, fmt: str) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from mnemo_tui import sanitize as safe
-from mnemo_tui.cli import output
+from mnemo_tui.cli import output, terminal
 from mnemo_tui.cli.commands import TableFormat, Yes, ctx_of, group
 from mnemo_tui.errors import Forbidden, ValidationError
 from mnemo_tui.limits import ROOM_PREFIX, parse_scope
@@ -113,7 +113,7 @@ def rooms_delete(
     output.check_format(fmt, allow_ndjson=False)
     if room.startswith("xroom:"):
         parse_scope(room)
-    output.may_ask(yes, "mnemo rooms delete")
+    terminal.may_ask(yes, "mnemo rooms delete")
     backend = c.backend
     ref = room
     if not yes:
@@ -123,7 +123,7 @@ def rooms_delete(
         if found is not None and found.role != "owner":
             raise Forbidden("only the room's owner can delete it")
         name = safe.line(found.name) if found is not None else ref
-        if not output.confirmed(f"Delete room {name} ({ROOM_PREFIX}{ref}) and every entry in it?"):
+        if not terminal.confirmed(f"Delete room {name} ({ROOM_PREFIX}{ref}) and every entry in it?"):
             output.hint("nothing deleted")
             return
     room_id, deleted = backend.delete_room(ref)

@@ -9,7 +9,7 @@ import typer
 
 from mnemo_tui import sanitize
 from mnemo_tui.cli.commands import ctx_of
-from mnemo_tui.errors import MnemoError, ValidationError
+from mnemo_tui.errors import ExitCode, MnemoError, ValidationError
 from mnemo_tui.limits import parse_scope
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ class TuiFailed(MnemoError):
     """The terminal UI stopped on an unexpected exception (exit 5; the traceback only with --debug)."""
 
     code = "INTERNAL"
-    exit_code = 5
+    exit_code = ExitCode.BACKEND
 
 
 def tui(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mnemo_tui.cli import output
+from mnemo_tui.cli import output, terminal
 from mnemo_tui.cli.commands import InsecureStorage, TableFormat, ctx_of, group
 from mnemo_tui.cli.context import Context
 from mnemo_tui.errors import AuthError, LocalStateError, MnemoError, ValidationError
@@ -113,7 +113,7 @@ def vault_list(
 def _ask_context(ctx: typer.Context, alias: str) -> str:
     """`--context` when it was not given: asked for on a terminal (the hosted schema requires one), else
     the usage error a missing required option is."""
-    if not (output.is_tty(sys.stdin) and output.is_tty(sys.stderr)):
+    if not (terminal.is_tty(sys.stdin) and terminal.is_tty(sys.stderr)):
         ctx.fail("Missing option '--context'.")
     sys.stderr.write(f"What is {alias} for (its --context, shown in listings)? ")
     sys.stderr.flush()
@@ -198,7 +198,7 @@ def vault_get(
         sealing.sealed_key_id(alias, sealed)  # a 0.1 value says so (exit 2) before "no pair"
         raise _no_pair(c)
     value = sealing.unseal(pair, alias, sealed)
-    if not reveal and output.is_tty(sys.stdout):
+    if not reveal and terminal.is_tty(sys.stdout):
         output.hint(
             f"{alias} unsealed; not printed on a terminal. Re-run with --reveal to print it, "
             f"or pipe it: `mnemo vault get {alias} | ...`"

@@ -7,10 +7,10 @@ from types import SimpleNamespace
 from typing import Annotated, Any
 
 import typer
-from typer._click import Context as ClickContext  # Typer 0.28's own Click (its classes are these, not `click`'s)
 from typer.core import TyperCommand
 
 from mnemo_tui.cli import completion, flags
+from mnemo_tui.cli.click_names import Context as ClickContext
 from mnemo_tui.cli.context import Context
 
 HELP_FLAGS = {"help_option_names": ["-h", "--help"]}

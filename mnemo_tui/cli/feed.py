@@ -8,15 +8,17 @@ from typing import TYPE_CHECKING
 
 from mnemo_tui import sanitize, timefmt
 from mnemo_tui.catchup.walk import Walk, stream_wire
-from mnemo_tui.cli import output
+from mnemo_tui.cli import output, pager, terminal
 from mnemo_tui.cli.context import Context
-from mnemo_tui.errors import Unavailable, ValidationError
-from mnemo_tui.limits import DEFAULT_LIMIT, MAX_LIMIT, parse_scope
+from mnemo_tui.cli.hints import author_hint, continue_hint, room_name_hint, root_words
+from mnemo_tui.cli.progress import Progress
+from mnemo_tui.cli.table import TableWriter
+from mnemo_tui.errors import ExitCode, ValidationError
+from mnemo_tui.limits import MAX_LIMIT, parse_scope
 from mnemo_tui.values.model import Entry, RecentQuery, Value
 
-# docs/cli.md's exit code 7: a catch-up whose output was closed before the pass ended (a pager quit early,
-# a closed pipe) moved no watermark; it is not an interrupt (130), so a script can tell the two apart.
-EXIT_OUTPUT_CLOSED = 7
+# A catch-up whose output was closed before the pass ended (a pager quit early, a closed pipe) moved no
+# watermark: `ExitCode.OUTPUT_CLOSED`, not an interrupt, so a script can tell the two apart.
 OUTPUT_CLOSED = (
     "mnemo: the output was closed before the catch-up ended (a pager quit early, or a closed pipe); "
     "the watermark did not move: the next pass re-reads (or run again with --resume)"
@@ -25,10 +27,7 @@ OUTPUT_CLOSED = (
 if TYPE_CHECKING:
     from types import SimpleNamespace
 
-    from mnemo_tui.backends import Backend
     from mnemo_tui.catchup.catchup import CatchupResult
-    from mnemo_tui.values.follow import Follow
-    from mnemo_tui.values.model import EmptyReport
     from mnemo_tui.values.removals import Removal
 
 
@@ -67,7 +66,7 @@ def recent(c: Context, args: SimpleNamespace) -> int:
     fmt = output.check_format(args.fmt)
     if args.follow:
         return _recent(c, args, fmt)
-    with output.paged(fmt, no_pager=c.no_pager, configured=c.settings.pager):
+    with pager.paged(fmt, no_pager=c.no_pager, configured=c.settings.pager):
         return _recent(c, args, fmt)
 
 
@@ -88,12 +87,14 @@ def _recent(c: Context, args: SimpleNamespace, fmt: str) -> int:
         include_history=args.include_history,
     ).validated()
     if args.follow:
-        _check_follow(args)
-        _follow(c, query, fmt)
-        return 0
+        from mnemo_tui.cli.follow import check_follow, follow
+
+        check_follow(args)
+        follow(c, query, fmt)
+        return ExitCode.OK
     if args.all:
         _recent_all(c, query, fmt, reverse=args.reverse, wide=args.wide)
-        return 0
+        return ExitCode.OK
     backend = c.backend
     out = sys.stdout
     page = backend.recent(query)
@@ -118,7 +119,7 @@ def _recent(c: Context, args: SimpleNamespace, fmt: str) -> int:
             + f'"empty_report":{output.dumps(report.wire() if report else None)}}}\n'
         )
     else:
-        table = output.TableWriter(out, scope=query.scope, utc=c.utc, wide=args.wide)
+        table = TableWriter(out, scope=query.scope, utc=c.utc, wide=args.wide)
         if report is not None:
             table.report(report)
         else:
@@ -129,166 +130,7 @@ def _recent(c: Context, args: SimpleNamespace, fmt: str) -> int:
     if report is not None:
         room_name_hint(backend, report)
         author_hint(backend, query)
-    return 0
-
-
-def _check_follow(args: SimpleNamespace) -> None:
-    """`--follow` streams from the newest page on: one JSON document, a cursor or a high bound cannot.
-
-    Raises:
-        ValidationError: `--format json`, `--cursor`, `--until` or `--all` with it.
-    """
-    if args.fmt == "json":
-        raise ValidationError("--follow streams entries as they land: use --format ndjson (json is one document)")
-    given_flags = (("--cursor", args.cursor), ("--until", args.until), ("--all", args.all), ("--reverse", args.reverse))
-    for name, given in given_flags:
-        if given:
-            raise ValidationError(
-                f"--follow reads from the newest page (or --since) onward and never ends: it does not take {name} "
-                "(for a stream a script reads, use --format ndjson)"
-            )
-
-
-# How often `--follow` looks: the embedded store's change probe is one cheap pragma; an endpoint is polled.
-FOLLOW_PROBE_EMBEDDED = 0.2
-FOLLOW_POLL_REMOTE = 1.0
-
-
-def _follow(c: Context, query: RecentQuery, fmt: str) -> None:
-    """`recent --follow`: the newest page (or everything since `--since`), then each new entry as it lands.
-
-    Entries are printed oldest first, the newest last (as `tail -f`). New entries are read by the
-    walk layer's `LiveTracker`, the TUI's live feed: from the newest instant shown, inclusive, with
-    the backend's overlap, dropping ids shown; the embedded store is read only when its change
-    token moved. An endpoint that offers the push follow (`Backend.follow`) pushes them instead,
-    one request while idle; one without it is polled. No watermark is read or moved. Runs until ^C
-    (exit 130) or the backend fails.
-    """
-    import time
-
-    from mnemo_tui.catchup.walk import LiveTracker, default_overlap
-
-    out = sys.stdout
-    if c.store_missing():
-        # A store created later (a first `mnemo write`, `mnemo demo`) is followed from then on, as the TUI does.
-        if output.is_tty(sys.stderr):
-            output.hint("(no store yet: following from when one is created; ^C to stop)")
-        while c.store_missing():
-            time.sleep(FOLLOW_PROBE_EMBEDDED)
-        c.reopen()
-    backend = c.backend
-    tracker = LiveTracker(default_overlap(backend))
-    table = output.TableWriter(out, scope=query.scope, utc=c.utc, follow=True) if fmt == "table" else None
-
-    def emit(entries: list[Entry]) -> None:
-        if not entries:
-            return
-        tracker.observe(entries)  # (already noted by `take`, which changes nothing then)
-        oldest_first = entries[::-1]
-        if table is not None:
-            table.rows(oldest_first)
-        else:
-            output.ndjson(out, (e.wire for e in oldest_first))
-        out.flush()
-
-    pushed = backend.follow(query)
-    if pushed is not None:
-        # The endpoint pushes: its first event is the newest page (or everything since `--since`), then
-        # each wake's new entries; heartbeats and removals print nothing (the output is entries only).
-        _tell_outages(pushed, backend.identity)
-        try:
-            first = True
-            for event in pushed:
-                emit(tracker.take(event.entries))
-                if first and output.is_tty(sys.stderr):
-                    output.hint("(following: new entries appear as they land; ^C to stop)")
-                first = False
-        finally:
-            pushed.close()
-        return
-    probe = backend.change_token
-    tracker.changed(probe)  # the token before the first read: any write after it is polled for
-    if query.since is not None:
-        emit([e for page in Walk(backend, query.replace(limit=MAX_LIMIT)).pages() for e in page])
-    else:
-        emit(backend.recent(query).items)
-    if output.is_tty(sys.stderr):
-        output.hint("(following: new entries appear as they land; ^C to stop)")
-    base = query.replace(cursor=None)
-    pause = FOLLOW_POLL_REMOTE if probe() is None else FOLLOW_PROBE_EMBEDDED
-    shown = sanitize.line(backend.identity)
-    down = False
-    while True:
-        time.sleep(pause)
-        try:
-            if tracker.changed(probe):
-                emit(tracker.poll(backend, base=base, max_pages=None).entries)
-        except Unavailable as exc:
-            # As the push follow: an outage never ends a follow. The failed poll took its own retries and
-            # backoff (within MNEMO_DEADLINE); the next one starts from the newest entry shown.
-            if not down:
-                output.hint(
-                    f"mnemo: cannot poll {shown} ({sanitize.line(exc.message)}); retrying until it answers (^C to stop)..."
-                )
-            down = True
-            continue
-        if down:
-            output.hint(f"mnemo: {shown} answers again; resuming where it stopped")
-            down = False
-
-
-def _tell_outages(pushed: Follow, endpoint: str) -> None:
-    """Say on stderr, as it happens, that a push follow's stream dropped and is being reconnected (again at
-    doubling intervals while it lasts), then that it is back; the follow reconnects until ^C (docs/cli.md).
-
-    Said whether or not stderr is a terminal: an outage is an event a log should keep too (unlike progress),
-    and stdout, the entries, is untouched. A refusal (a revoked key) still ends it, with `main`'s line.
-    """
-    shown = sanitize.line(endpoint)
-    pushed.persistent = True  # as journalctl -f and kubectl get -w: an outage never ends a follow
-    said: list[str] = []
-
-    def tell(reason: str | None) -> None:
-        if reason is None:
-            said.clear()
-            output.hint(f"mnemo: the follow reconnected to {shown}; resuming where it stopped")
-        elif not said:
-            said.append(reason)
-            output.hint(
-                f"mnemo: the follow's stream from {shown} dropped ({sanitize.line(reason)}); "
-                "reconnecting until it answers (^C to stop)..."
-            )
-        else:
-            output.hint(f"mnemo: {shown} is still down ({sanitize.line(reason)}); still reconnecting...")
-
-    pushed.on_connection = tell
-
-
-def room_name_hint(backend: Backend, report: EmptyReport) -> None:
-    """Under an empty own-domain read: the rooms of that name, or the nearest domain or room (stderr)."""
-    from mnemo_tui.catchup import empty_reports
-
-    for line in empty_reports.scope_hints(backend, report):
-        output.hint(line)
-
-
-def author_hint(backend: Backend, query: RecentQuery) -> None:
-    """Under an empty `--author` read: the AUTHOR forms it was probably meant as (stderr).
-
-    `--author build-bot` matches a principal or a whole `principal/agent`, so it finds nothing where
-    the AUTHOR column shows `local/build-bot`. The newest page of the same read without the author
-    is looked at: an author whose agent or principal is the value (any case), or which is the value
-    in another case, is suggested with the flag that matches it, as a near scope is.
-    """
-    if not query.author:
-        return
-    wanted = query.author.casefold()
-    page = backend.recent(query.replace(author=None, cursor=None, limit=MAX_LIMIT))
-    forms = sorted(
-        {e.author for e in page.items if wanted in (e.author.casefold(), *e.author.casefold().split("/", 1))}
-    )
-    for form in forms[:3]:
-        output.hint(f"Did you mean author {sanitize.quoted(form)}? --author {sanitize.line(output.shell_quote(form))}")
+    return ExitCode.OK
 
 
 def resolved_scope(c: Context, scope: str | None) -> str | None:
@@ -303,61 +145,14 @@ def resolved_scope(c: Context, scope: str | None) -> str | None:
     return resolved
 
 
-def root_words(root: SimpleNamespace | None) -> list[str]:
-    """The root options given on the command line that chose the backend (and `--utc`), as a shell's words.
-
-    A command a person is told to run repeats them: a cursor is bound to its store or endpoint. The
-    environment and config.toml need no repeating (the same shell reads them again). No secret is
-    repeated: an API key is never an option, and a database URL's password is left out (libpq then
-    reads `PGPASSWORD` or `~/.pgpass`).
-    """
-    if root is None:
-        return []
-    words: list[str] = []
-    for flag, value in (("--profile", root.profile), ("--store", root.store), ("--endpoint", root.endpoint)):
-        if value is not None:
-            words.append(f"{flag} {output.shell_quote(value)}")
-    if root.database is not None:
-        from mnemo_tui.dburl import repeatable
-
-        words.append(f"--database {output.shell_quote(repeatable(root.database))}")
-    if root.utc:
-        words.append("--utc")
-    return words
-
-
-def continue_hint(query: RecentQuery, next_cursor: str, root: list[str] | None = None) -> str:
-    """The command that reads the next page: the root options `root` (`root_words`), the same scope and filters
-    (times made absolute) and the cursor."""
-    args = ["mnemo", *(root or []), "recent"]
-    if query.scope:
-        args.append(f"--scope {output.shell_quote(query.scope)}")
-    if query.since is not None:
-        args.append(f"--since {timefmt.to_iso(query.since)}")
-    if query.until is not None:
-        args.append(f"--until {timefmt.to_iso(query.until)}")
-    if query.author:
-        args.append(f"--author {output.shell_quote(query.author)}")
-    if query.exclude_author:
-        args.append(f"--exclude-author {output.shell_quote(query.exclude_author)}")
-    if query.include_history:
-        args.append("--include-history")
-    if query.limit != DEFAULT_LIMIT:
-        args.append(f"--limit {query.limit}")
-    args.append(f"--cursor {output.shell_quote(next_cursor)}")
-    # The cursor comes from the endpoint and the scope may name a stored domain: one safe line.
-    command = sanitize.line(" ".join(args))
-    return "More entries remain. Continue with:\n  " + command + "\n(or add --all to read to the end)"
-
-
 def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide: bool) -> None:
     """`recent --all`: streamed page by page; with `reverse`, held to the end and printed oldest first."""
     out = sys.stdout
     backend = c.backend
-    progress = output.Progress("entries")
+    progress = Progress("entries")
     count = 0
     if fmt == "table":
-        table = output.TableWriter(out, scope=query.scope, utc=c.utc, wide=wide)
+        table = TableWriter(out, scope=query.scope, utc=c.utc, wide=wide)
         held: list[list[Entry]] = []
         # Every item is printed whatever the page size, so walk in the largest pages there are.
         try:
@@ -428,7 +223,7 @@ def catchup(c: Context, args: SimpleNamespace) -> int:
         The exit code: 0, or 1 with `--exit-code` when nothing was new.
     """
     fmt = output.check_format(args.fmt)
-    with output.paged(fmt, no_pager=c.no_pager, configured=c.settings.pager):
+    with pager.paged(fmt, no_pager=c.no_pager, configured=c.settings.pager):
         return _catchup(c, args, fmt)
 
 
@@ -479,7 +274,7 @@ def _all_scopes(c: Context, args: SimpleNamespace, fmt: str) -> int:
     out = sys.stdout
     if fmt == "json":
         out.write('{"scopes":[')
-    first_failure = 0
+    first_failure: int = ExitCode.OK
     new = False
     for scope, label in scopes:
         every.opened = False
@@ -499,11 +294,11 @@ def _all_scopes(c: Context, args: SimpleNamespace, fmt: str) -> int:
             try:
                 out.flush()
             except BrokenPipeError:
-                output.silence_stdout()
+                terminal.silence_stdout()
                 output.hint(OUTPUT_CLOSED)
-                return EXIT_OUTPUT_CLOSED
+                return ExitCode.OUTPUT_CLOSED
             done = Pass(exc.exit_code, False)
-        if done.code == EXIT_OUTPUT_CLOSED:
+        if done.code == ExitCode.OUTPUT_CLOSED:
             return done.code
         first_failure = first_failure or done.code
         new = new or done.new
@@ -516,7 +311,7 @@ def _all_scopes(c: Context, args: SimpleNamespace, fmt: str) -> int:
         )
     if first_failure:
         return first_failure
-    return 1 if args.exit_code and not new else 0
+    return ExitCode.FAILED if args.exit_code and not new else ExitCode.OK
 
 
 def _one_pass(
@@ -542,8 +337,8 @@ def _one_pass(
     out = sys.stdout
     # Under --all-scopes every row shows its domain (a room's address), so each item keeps its scope.
     shown_scope = None if every is not None else scope_value
-    table = output.TableWriter(out, scope=shown_scope, utc=c.utc, wide=args.wide) if fmt == "table" else None
-    progress = output.Progress("new")
+    table = TableWriter(out, scope=shown_scope, utc=c.utc, wide=args.wide) if fmt == "table" else None
+    progress = Progress("new")
     counted = [0]
     held: list[list[Entry]] = []
 
@@ -594,10 +389,10 @@ def _one_pass(
             removed=removed,
         )
     except BrokenPipeError:
-        output.silence_stdout()
+        terminal.silence_stdout()
         progress.done()
         output.hint(OUTPUT_CLOSED)
-        return Pass(EXIT_OUTPUT_CLOSED, False)
+        return Pass(ExitCode.OUTPUT_CLOSED, False)
     except KeyboardInterrupt:
         progress.settle()  # the line left above "interrupted" says how many were delivered
         raise
@@ -631,7 +426,7 @@ def _one_pass(
             mark = result.before.created_at if result.before is not None else None
             since = "" if mark is None else f" since your watermark {timefmt.shown(mark, c.utc)}"
             output.hint(f"{label}: nothing new for consumer {consumer_name!r}{since}")
-        return Pass(0, new)
+        return Pass(ExitCode.OK, new)
     elif fmt == "ndjson":
         if report is not None and not result.removed:  # removals reported are something new, as in the table
             output.hint(report.shown)
@@ -645,8 +440,8 @@ def _one_pass(
     if report is not None and every is None:
         room_name_hint(backend, report)
     if args.exit_code and not new and every is None:
-        return Pass(1, new)
-    return Pass(0, new)
+        return Pass(ExitCode.FAILED, new)
+    return Pass(ExitCode.OK, new)
 
 
 def _catchup_summary(result: CatchupResult, consumer: str, utc: bool) -> str:

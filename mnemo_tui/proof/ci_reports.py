@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from mnemo_tui import sanitize
-from mnemo_tui.errors import MnemoError, ValidationError
+from mnemo_tui.errors import ExitCode, MnemoError, ValidationError
 from mnemo_tui.limits import dumps
 from mnemo_tui.values.model import Value
 
@@ -218,7 +218,7 @@ class Reports:
             raise
         except KeyboardInterrupt:
             if not self.written:
-                self.write(could_not_run(command, "interrupted", 130))
+                self.write(could_not_run(command, "interrupted", ExitCode.INTERRUPTED))
             raise
         except Exception as exc:
             if not self.written:

@@ -291,7 +291,7 @@ def test_an_outage_is_told_when_the_stream_drops_and_again_before_the_first_even
 def test_recent_follow_tells_the_outage_and_the_return_on_stderr_and_reconnects_until_stopped(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from mnemo_tui.cli import feed
+    from mnemo_tui.cli.follow import tell_outages
 
     monkeypatch.setenv("MNEMO_DEADLINE", "60")  # the backend below was given its own
 
@@ -307,7 +307,7 @@ def test_recent_follow_tells_the_outage_and_the_return_on_stderr_and_reconnects_
         try:
             follow = remote.follow(RecentQuery())
             assert follow is not None
-            feed._tell_outages(follow, remote.identity)
+            tell_outages(follow, remote.identity)
             assert follow.persistent
             try:
                 next(follow)

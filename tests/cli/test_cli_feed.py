@@ -110,7 +110,7 @@ def test_the_continue_command_repeats_the_options_that_chose_the_store_and_works
 def test_the_continue_command_names_the_endpoint_and_never_a_password() -> None:
     from types import SimpleNamespace
 
-    from mnemo_tui.cli.feed import continue_hint, root_words
+    from mnemo_tui.cli.hints import continue_hint, root_words
     from mnemo_tui.values.model import RecentQuery
 
     given = SimpleNamespace(

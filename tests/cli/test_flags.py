@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import typer.main
-from typer._click import Command
 
 from mnemo_tui.cli import flags
 from mnemo_tui.cli.app import app, load
+from mnemo_tui.cli.click_names import Command
 
 # Typer's own options of the root (shell completion), which the fast path never takes.
 TYPERS_OWN = {"help", "install_completion", "show_completion"}

@@ -27,9 +27,9 @@ def test_help_of_an_unknown_command_is_a_usage_error_with_the_near_name(cli: Any
 
 
 def _usage_lines(command: Any, path: str) -> list[str]:
-    from typer._click import Context
+    import typer
 
-    ctx = Context(command, info_name=path)
+    ctx = typer.Context(command, info_name=path)
     lines = [command.get_usage(ctx)]
     for name, sub in getattr(command, "commands", {}).items():
         lines += _usage_lines(sub, f"{path} {name}")

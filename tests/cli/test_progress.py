@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import MNEMO
 
-from mnemo_tui.cli.output import Progress
+from mnemo_tui.cli.progress import Progress
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
 

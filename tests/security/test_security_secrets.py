@@ -34,7 +34,7 @@ secret_values = st.text(
 def _leaf_commands() -> list[tuple[str, ...]]:
     """Every command path the CLI registers (`("rooms", "list")`, `("write",)`, ...)."""
     import typer.main
-    from typer._click import Context
+    from typer import Context
 
     from mnemo_tui.cli.app import app
 
@@ -75,7 +75,7 @@ class Session:
     def run(self, *argv: str, stdin: str = "", principal: str = "alice", tty: bool = False) -> tuple[int, str, str]:
         self.monkeypatch.setenv("MNEMO_PRINCIPAL", principal)
         self.monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-        self.monkeypatch.setattr("mnemo_tui.cli.output.is_tty", lambda stream: tty)
+        self.monkeypatch.setattr("mnemo_tui.cli.terminal.is_tty", lambda stream: tty)
         code = main(list(argv))
         out, err = self.capsys.readouterr()
         self.outputs.append((argv, code, out, err))
