@@ -183,6 +183,22 @@ def m005_stemmed_search(db: Executes) -> None:
     rebuild_search(db, fts.language_of(db))
 
 
+def m006_consumers(db: Executes) -> None:
+    # Each principal's named readers' positions per scope (see engine/schema.py's migration 8).
+    db.execute(
+        f"""CREATE TABLE consumers (
+            principal {T} NOT NULL,
+            consumer {T} NOT NULL,
+            scope {T} NOT NULL,
+            created_at bigint,
+            boundary_ids {T} NOT NULL,
+            updated_at bigint NOT NULL,
+            host {T} NOT NULL DEFAULT '',
+            PRIMARY KEY (principal, consumer, scope)
+        )"""
+    )
+
+
 # Each migration is applied in its own transaction; a reindex it schedules is run by the engine after
 # it, a batch a transaction (it needs the Python tokenizer).
 MIGRATIONS: list[tuple[int, str, Migration]] = [
@@ -191,6 +207,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (3, "superseded_by indexed", m003_superseded_by),
     (4, "tombstones", m004_tombstones),
     (5, "search stems words and indexes concepts", m005_stemmed_search),
+    (6, "durable consumers", m006_consumers),
 ]
 LATEST = MIGRATIONS[-1][0]
 
@@ -210,5 +227,6 @@ COPIED: tuple[tuple[str, str], ...] = (
     ("api_keys", "key_id, principal, key_hash, created_at, revoked_at"),
     ("feedback", "atom_id, bucket, outcome, at"),
     ("idempotency", "principal, key, answer, at"),
+    ("consumers", "principal, consumer, scope, created_at, boundary_ids, updated_at, host"),
 )
 HOLDS_DATA = ("buckets", "atoms", "rooms", "vault", "api_keys", "feedback", "idempotency")

@@ -28,6 +28,7 @@ from mnemo_tui.dburl import database_identity
 from mnemo_tui.engine import fts
 from mnemo_tui.engine import pg_schema as schema
 from mnemo_tui.engine.atoms import AtomOps, insert_sql
+from mnemo_tui.engine.consumers import ConsumerOps
 from mnemo_tui.engine.database import Clock, Database, deadline
 from mnemo_tui.engine.feed import SPLICE_BYTES, FeedOps, Matching
 from mnemo_tui.engine.follow import FollowOps
@@ -612,7 +613,7 @@ class PgDatabase(Database):
             conn.execute("SELECT pg_notify(%s, %s)", (channel, payload))
 
 
-class PgStore(PgDatabase, FeedOps, FollowOps, MemoryOps, RoomOps, AtomOps, VaultOps, KeyOps):
+class PgStore(PgDatabase, FeedOps, FollowOps, MemoryOps, RoomOps, AtomOps, VaultOps, KeyOps, ConsumerOps):
     """The PostgreSQL engine: an implementation of `engine.interface.Engine` over one database.
 
     Open one per thread (as the server does); they share one connection pool per URL.
