@@ -147,7 +147,7 @@ _MARK = {
     "type": "object",
     "properties": {
         "created_at": {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]},
-        "boundary_ids": {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 1000},
+        "boundary_ids": {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 20000},
     },
 }
 _POSITION = {

@@ -3,14 +3,15 @@ the watermarks a catch-up keeps on such a server while its walk checkpoints stay
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from mnemo_tui import timefmt
+from mnemo_tui import sanitize, timefmt
 from mnemo_tui.backends.remote_wire import wire_time
-from mnemo_tui.errors import Conflict, ConsumerMoved, NotFound, Unavailable
+from mnemo_tui.errors import Conflict, ConsumerMoved, NotFound, Unavailable, ValidationError
 from mnemo_tui.limits import describe_scope
 from mnemo_tui.model import Value, Watermark
 from mnemo_tui.state.statedb import Base, Checkpoint, StateDB, StateKey
@@ -18,6 +19,7 @@ from mnemo_tui.state.statedb import Base, Checkpoint, StateDB, StateKey
 Call = Callable[..., Any]
 PATH = "/mnemo/consumers"
 UNKNOWN_CONSUMER = "unknown_consumer"  # the reason of the server's 404 for a consumer with no position
+WHERE_ENV = "MNEMO_WATERMARKS"  # `local`: watermarks in the state database even where a server keeps consumers
 SHARED = "default"  # the consumer every machine reads as unless told otherwise (docs/consumers.md)
 
 
@@ -287,6 +289,20 @@ class ServerWatermarks:
 
     def drop_checkpoint(self, key: StateKey) -> None:
         self.local.drop_checkpoint(key)
+
+
+def kept_by(backend: object, state: StateDB, notice: Callable[[str], None]) -> StateDB | ServerWatermarks:
+    """Where a reader's watermarks are: the endpoint's consumers where it keeps them (found out on first use),
+    else `state`; `MNEMO_WATERMARKS=local` keeps them in `state` whatever the endpoint.
+
+    Raises:
+        ValidationError: `MNEMO_WATERMARKS` is neither `server` nor `local`.
+    """
+    where = os.environ.get(WHERE_ENV, "server")
+    if where not in ("server", "local"):
+        raise ValidationError(f"{WHERE_ENV} must be `server` or `local`, not {sanitize.quoted(where)}")
+    calls = consumers_of(backend) if where == "server" else None
+    return state if calls is None else ServerWatermarks(calls, state, notice)
 
 
 def consumers_of(backend: object) -> Consumers | None:

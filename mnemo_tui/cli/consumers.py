@@ -3,7 +3,6 @@ and `watermark list` / `watermark prune` against an endpoint that keeps consumer
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -19,8 +18,6 @@ if TYPE_CHECKING:
     from mnemo_tui.cli.context import Context
     from mnemo_tui.state.statedb import StateDB
 
-# `MNEMO_WATERMARKS=local` keeps watermarks in the state database even against a server that keeps consumers.
-WHERE_ENV = "MNEMO_WATERMARKS"
 IDLE_DAYS = 30  # a consumer untouched this long is idle (`watermark list --idle`, `watermark prune`)
 _KEPT: WeakKeyDictionary[Context, StateDB | ServerWatermarks] = WeakKeyDictionary()
 
@@ -33,19 +30,13 @@ def watermarks(c: Context) -> StateDB | ServerWatermarks:
         ValidationError: `MNEMO_WATERMARKS` is neither `server` nor `local`.
     """
     found = _KEPT.get(c)
-    if found is not None:
-        return found
-    where = os.environ.get(WHERE_ENV, "server")
-    if where not in ("server", "local"):
-        raise ValidationError(f"{WHERE_ENV} must be `server` or `local`, not {sanitize.quoted(where)}")
-    found = c.state
-    if c.settings.endpoint and where == "server":
-        from mnemo_tui.backends.remote_consumers import ServerWatermarks, consumers_of
+    if found is None:
+        found = c.state
+        if c.settings.endpoint:
+            from mnemo_tui.backends.remote_consumers import kept_by
 
-        calls = consumers_of(c.backend)
-        if calls is not None:
-            found = ServerWatermarks(calls, c.state, _hint)
-    _KEPT[c] = found
+            found = kept_by(c.backend, c.state, _hint)
+        _KEPT[c] = found
     return found
 
 

@@ -18,7 +18,7 @@ from mnemo_tui.model import Value
 
 MAX_CONSUMER = 200  # characters of a consumer's name, as the CLI's `--consumer`
 MAX_HOST = 255
-MAX_BOUNDARY = 1000  # ids at the watermark's instant one position may hold
+MAX_BOUNDARY = 20_000  # ids one position may hold (the overlap window of a burst of writes; 800 KB of a 1 MiB body)
 _COLUMNS = "consumer, scope, created_at, boundary_ids, updated_at, host"
 _WHERE = "principal = ? AND consumer = ? AND scope = ?"
 

@@ -108,7 +108,7 @@ def test_parallel_passes_one_commits_the_other_exits_9_and_nothing_is_skipped_or
                     out, err = second.communicate(timeout=120)
                     assert second.returncode == 0, err
                     delivered += ids(out)
-                    rest, err = first.communicate(timeout=120)
+                    _rest, err = first.communicate(timeout=120)
                     assert first.returncode == 9, err
                     assert "another pass of consumer 'ci'" in err
         finally:
