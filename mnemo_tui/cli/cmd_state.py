@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mnemo_tui import empty_reports, timefmt
+from mnemo_tui import empty_reports, sanitize, timefmt
 from mnemo_tui.cli import completion, consumers, output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of, group
 from mnemo_tui.cli.context import Context
@@ -214,7 +214,7 @@ def watermark_prune(
     verb = "would forget" if dry_run else "forgot"
     output.hint(f"{verb} {len(gone)} consumer{'' if len(gone) == 1 else 's'} untouched for {days} days")
     for name in gone:
-        sys.stdout.write(name + "\n")
+        sys.stdout.write(sanitize.line(name) + "\n")  # a consumer's name is stored text
 
 
 # -- credentials --------------------------------------------------------------------------

@@ -210,3 +210,16 @@ def test_an_endpoint_without_consumers_keeps_local_watermarks_said_once(cli: Any
         assert first.stderr.count("keeps no consumers") == 1
         assert cli("catchup", "--exit-code", env=env).code == 1  # the local watermark held
         assert len(json.loads(cli("watermark", "list", "-f", "json", env=env).stdout)) == 1  # the room had nothing
+
+
+def test_changes_with_a_server_position_older_than_the_removals_kept_is_exit_8(cli: Any, served: Served) -> None:
+    import sqlite3
+
+    made = write(cli, served, "kept", "deleted")
+    assert cli("catchup", "--consumer", "audit", "--changes", env=served.env("a")).code == 0
+    assert cli("delete", made[1], "--yes", env=served.env("a")).code == 0
+    with sqlite3.connect(served.tmp / "served.db") as db:  # the removals kept start after the consumer's watermark
+        db.execute("UPDATE buckets SET tombstones_dropped = 9000000000000000")
+    gone = cli("catchup", "--consumer", "audit", "--changes", env=served.env("b"))
+    assert gone.code == 8, gone.stderr
+    assert "watermark reset" in gone.stderr
