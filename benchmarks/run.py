@@ -37,6 +37,7 @@ SUITES = {
     "load": "bench_load",
     "mcp": "bench_mcp",
     "follow": "bench_follow",
+    "consumers": "bench_consumers",
 }
 _GOAL = re.compile(r"^\s*(≤|<=|<|≥|>=|>)\s*([0-9.]+)\s*(x|×)?", re.IGNORECASE)
 

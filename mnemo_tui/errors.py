@@ -162,6 +162,14 @@ class RemovalsGone(MnemoError):
     exit_code = ExitCode.REMOVALS_GONE
 
 
+class ConsumerMoved(MnemoError):
+    """`catchup`: another pass of the same consumer committed first (the server's compare-and-set refused)."""
+
+    code = "CONSUMER_MOVED"
+    status = 409
+    exit_code = 9
+
+
 class PayloadTooLarge(MnemoError):
     """A request body over the size limit."""
 
@@ -238,6 +246,7 @@ BY_CODE: dict[str, type[MnemoError]] = {
         NotFound,
         Conflict,
         RemovalsGone,
+        ConsumerMoved,
         PayloadTooLarge,
         RateLimited,
         Unavailable,

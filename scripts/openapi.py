@@ -46,6 +46,7 @@ WITH_A_BODY = {
 }
 FORBIDDEN = "A room one is not in (an unknown room reads the same)"
 UUID_PATH = "The path's id is not a UUID"
+CONSUMER_NAME = "A consumer's name blank, over 200 characters or holding a control character"
 
 # Each operation's own refusals, beyond the layers' (the route functions and the engine under them).
 OWN: dict[tuple[str, str], dict[int, str]] = {
@@ -107,6 +108,17 @@ OWN: dict[tuple[str, str], dict[int, str]] = {
     ("GET", "/ready"): {503: "The store does not answer"},
     ("GET", "/health/ready"): {503: "The store does not answer (the same body, `ready` false)"},
     ("GET", "/mnemo/whoami"): {},
+    ("GET", "/mnemo/consumers"): {},
+    ("GET", "/mnemo/consumers/{consumer}"): {
+        400: CONSUMER_NAME,
+        404: "The consumer has no position on any scope (`details.reason`: `unknown_consumer`)",
+    },
+    ("POST", "/mnemo/consumers/{consumer}"): {
+        400: CONSUMER_NAME + ", a bad scope, `position: null` without `unconditional`, or a body its schema cannot say",
+        409: "`CONSUMER_MOVED`: the stored position is not `expected` (another pass committed first); "
+        "`details.position` is the stored one",
+    },
+    ("DELETE", "/mnemo/consumers/{consumer}"): {400: CONSUMER_NAME},
     ("GET", "/openapi.json"): {},
     ("GET", "/livez"): {},
     ("GET", "/readyz"): {503: "Not ready: the server is stopping, or its database did not answer within 2 s"},
@@ -129,6 +141,133 @@ def _probe(name: str, meaning: str) -> dict[str, Any]:
             "200": {"description": "`ok`, or each check", "content": {"text/plain": {"schema": {"type": "string"}}}}
         },
     }
+
+
+_MARK = {
+    "type": "object",
+    "properties": {
+        "created_at": {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]},
+        "boundary_ids": {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 20000},
+    },
+}
+_POSITION = {
+    "type": "object",
+    "required": ["consumer", "scope", "created_at", "boundary_ids", "updated_at", "host"],
+    "properties": {
+        "consumer": {"type": "string"},
+        "scope": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "created_at": {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]},
+        "boundary_ids": {"type": "array", "items": {"type": "string"}},
+        "updated_at": {"type": "string", "format": "date-time"},
+        "host": {"type": "string"},
+    },
+}
+_LAGGED = copy.deepcopy(_POSITION)
+_LAGGED["required"] += ["behind_entries", "behind_seconds"]
+_LAGGED["properties"] |= {
+    "behind_entries": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]},
+    "behind_seconds": {"anyOf": [{"type": "number", "minimum": 0}, {"type": "null"}]},
+}
+_CONSUMER_PATH = [
+    {
+        "name": "consumer",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "minLength": 1, "maxLength": 200, "title": "Consumer"},
+    }
+]
+_SEE = "See mnemo's docs/consumers.md."
+
+
+def _json(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"200": {"description": description, "content": {"application/json": {"schema": schema}}}}
+
+
+# The durable consumers (server/consumers.py): the hosted service has none (it answers 404).
+CONSUMERS: dict[tuple[str, str], dict[str, Any]] = {
+    ("GET", "/mnemo/consumers"): {
+        "tags": ["mnemo"],
+        "summary": "List consumers (mnemo serve's extension)",
+        "description": "**mnemo serve's extension (the hosted service answers 404):** every position of the key's "
+        "principal's consumers, one per consumer and scope, each with how far it is behind its scope "
+        "(`behind_entries`, `behind_seconds`; null for a room the principal left). " + _SEE,
+        "operationId": "consumers_list_api_v1_mnemo_consumers_get",
+        "responses": _json(
+            "The positions",
+            {
+                "type": "object",
+                "required": ["consumers"],
+                "properties": {"consumers": {"type": "array", "items": _LAGGED}},
+            },
+        ),
+    },
+    ("GET", "/mnemo/consumers/{consumer}"): {
+        "tags": ["mnemo"],
+        "summary": "Show a consumer (mnemo serve's extension)",
+        "description": "**mnemo serve's extension:** one consumer's positions, one per scope; 404 with "
+        "`details.reason` `unknown_consumer` when it has none (the hosted service's 404 for the unknown path has "
+        "no such reason). " + _SEE,
+        "operationId": "consumer_show_api_v1_mnemo_consumers__consumer__get",
+        "parameters": _CONSUMER_PATH,
+        "responses": _json(
+            "The consumer's positions",
+            {
+                "type": "object",
+                "required": ["consumer", "positions"],
+                "properties": {"consumer": {"type": "string"}, "positions": {"type": "array", "items": _POSITION}},
+            },
+        ),
+    },
+    ("POST", "/mnemo/consumers/{consumer}"): {
+        "tags": ["mnemo"],
+        "summary": "Commit a consumer's position (mnemo serve's extension)",
+        "description": "**mnemo serve's extension:** moves the consumer's position on `scope` (null: the own store) "
+        "to `position` if the stored one is `expected` (null or absent: it has none), as one compare-and-set; "
+        "otherwise 409 `CONSUMER_MOVED`. `unconditional` writes whatever is stored (`mnemo watermark set`); "
+        "with it, `position: null` forgets the scope's position (`mnemo watermark reset`). "
+        "`host` names the machine that moved it. " + _SEE,
+        "operationId": "consumer_commit_api_v1_mnemo_consumers__consumer__post",
+        "parameters": _CONSUMER_PATH,
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["position"],
+                        "properties": {
+                            "scope": {"anyOf": [{"type": "string", "maxLength": 200}, {"type": "null"}]},
+                            "position": {"anyOf": [_MARK, {"type": "null"}]},
+                            "expected": {"anyOf": [_MARK, {"type": "null"}]},
+                            "unconditional": {"type": "boolean", "default": False},
+                            "host": {"type": "string", "maxLength": 255},
+                        },
+                    }
+                }
+            },
+        },
+        "responses": _json(
+            "Moved: the position stored now",
+            {
+                "type": "object",
+                "required": ["position"],
+                "properties": {"position": {"anyOf": [_POSITION, {"type": "null"}]}},
+            },
+        ),
+    },
+    ("DELETE", "/mnemo/consumers/{consumer}"): {
+        "tags": ["mnemo"],
+        "summary": "Delete a consumer's positions (mnemo serve's extension)",
+        "description": "**mnemo serve's extension:** forgets the consumer's position on every scope; its next "
+        "pass starts by its start policy. " + _SEE,
+        "operationId": "consumer_delete_api_v1_mnemo_consumers__consumer__delete",
+        "parameters": _CONSUMER_PATH,
+        "responses": _json(
+            "How many positions were forgotten",
+            {"type": "object", "required": ["deleted"], "properties": {"deleted": {"type": "integer", "minimum": 0}}},
+        ),
+    },
+}
 
 
 # The prose of an operation the document does not have yet.
@@ -178,6 +317,7 @@ NEW: dict[tuple[str, str], dict[str, Any]] = {
             }
         },
     },
+    **CONSUMERS,
     ("GET", "/livez"): _probe("Livez", "200 while the server's event loop answers, draining or not."),
     ("GET", "/readyz"): _probe(
         "Readyz", "200 when the server takes requests; 503 at once on SIGTERM and while its database does not answer."

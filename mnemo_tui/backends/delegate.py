@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mnemo_tui.backends import Backend
+from mnemo_tui.backends.remote_consumers import Consumers, consumers_of
 from mnemo_tui.values.model import Entry, Page, RecentQuery
 
 if TYPE_CHECKING:
@@ -34,6 +35,19 @@ class DelegatingBackend(Backend):
 
     def _guard(self) -> AbstractContextManager[object]:
         return nullcontext()
+
+    def consumers(self) -> Consumers | None:
+        """The inner endpoint's consumer calls (docs/consumers.md), each inside `_guard()`; None for any other."""
+        found = consumers_of(self.inner)
+        if found is None:
+            return None
+        inner = found.call
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._guard():
+                return inner(*args, **kwargs)
+
+        return Consumers(call, found.identity)
 
     @property
     def principal(self) -> str:

@@ -9,7 +9,7 @@ from hashlib import sha256
 from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import quote
 
-from mnemo_tui.backends import Backend, remote_removals
+from mnemo_tui.backends import Backend, remote_consumers, remote_removals
 from mnemo_tui.backends.remote_calls import Calls
 from mnemo_tui.backends.remote_http import DeadlinePassed, TooLarge, TransportError
 from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, time_of, wire_time
@@ -313,6 +313,10 @@ class RemoteBackend(Calls, Backend):
             return None
         entries = [entry_of(item) for item in items]
         return sorted(entries, key=lambda e: (e.created_at, e.atom_id))
+
+    def consumers(self) -> remote_consumers.Consumers:
+        """The calls of durable consumers (`/mnemo/consumers`, mnemo serve's extension; docs/consumers.md)."""
+        return remote_consumers.Consumers(self._call, self.identity)
 
     def removals(self, scope: str | None, after: int | None, upto: int | None = None) -> Removals | None:
         return remote_removals.removals(self._call, self.identity, scope, after, upto)

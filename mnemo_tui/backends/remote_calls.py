@@ -16,7 +16,7 @@ from hashlib import sha256
 from typing import Any
 
 from mnemo_tui import __version__
-from mnemo_tui.backends import remote_removals
+from mnemo_tui.backends import remote_consumers, remote_removals
 from mnemo_tui.backends.proxies import BadProxy
 from mnemo_tui.backends.remote_http import (
     NOT_PROCESSED_STATUS,
@@ -91,7 +91,13 @@ def _without_userinfo(url: str) -> str:
 
 
 # The only calls whose 404 is an answer (an unknown atom, invite code or secret alias) rather than a wrong base URL.
-_MAY_BE_404 = ("/memory/atoms/", "/memory/rooms/join", "/vault/secrets/by-alias/", remote_removals.PATH)
+_MAY_BE_404 = (
+    "/memory/atoms/",
+    "/memory/rooms/join",
+    "/vault/secrets/by-alias/",
+    remote_removals.PATH,
+    remote_consumers.PATH,  # a consumer with no position (its reason), or an endpoint that keeps none
+)
 
 
 class Calls:

@@ -5,14 +5,18 @@ from __future__ import annotations
 import secrets
 import shlex
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from mnemo_tui.backends import Backend
-from mnemo_tui.catchup.walk import Mark, Walk, default_overlap, start_of
-from mnemo_tui.errors import Forbidden, RemovalsGone, ValidationError
-from mnemo_tui.state.statedb import Checkpoint, StateDB, StateKey
+from mnemo_tui.errors import ConsumerMoved, Forbidden, RemovalsGone, ValidationError
 from mnemo_tui.values.model import Entry, RecentQuery, Value, WalkProgress, Watermark
 from mnemo_tui.values.removals import NO_TOMBSTONES, REREAD, Removal
 from mnemo_tui.values.removals import Removals as ReadRemovals
+from mnemo_tui.state.statedb import Base, Checkpoint, StateDB, StateKey
+from mnemo_tui.catchup.walk import Mark, Walk, default_overlap, start_of
+
+if TYPE_CHECKING:
+    from mnemo_tui.backends.remote_consumers import ServerWatermarks
 
 Emit = Callable[[list[Entry]], None]
 DEFAULT_LIMIT = 100
@@ -44,12 +48,15 @@ class CatchUp:
         overlap: microseconds re-read below the watermark (default: the walk's, by backend kind).
         since: the low bound of a first pass, when the consumer has no watermark yet.
         changes: also report the removals since the watermark (`catchup --changes`, removals.py).
+        start: where a consumer with no watermark begins (`--start newest|TIME`), asked only then (given the
+            overlap): its watermark
+            is set there before its first pass (docs/consumers.md); None (or its None) begins at the oldest entry.
     """
 
     def __init__(
         self,
         backend: Backend,
-        state: StateDB,
+        state: StateDB | ServerWatermarks,
         *,
         consumer: str = "default",
         scope: str | None = None,
@@ -57,6 +64,7 @@ class CatchUp:
         overlap: int | None = None,
         since: int | None = None,
         changes: bool = False,
+        start: Callable[[int], tuple[int, tuple[str, ...]] | None] | None = None,
     ) -> None:
         self.backend = backend
         self.state = state
@@ -66,6 +74,7 @@ class CatchUp:
         self.overlap = default_overlap(backend) if overlap is None else overlap
         self.since = since
         self.changes = changes
+        self.start = start
         self.key = StateKey(backend.identity, backend.principal, consumer, scope)
 
     def watermark(self) -> Watermark | None:
@@ -122,6 +131,9 @@ class CatchUp:
         on_removed: Callable[[list[Removal]], None] | None = None,
     ) -> CatchupResult:
         before = self.watermark()
+        begin = self.start(self.overlap) if before is None and self.start is not None else None
+        if begin is not None:
+            before = self._begin(begin, commit)
         found = self.state.load_checkpoint(self.key) if commit or resume else None
         if resume and found is None:
             notice("nothing to resume: starting a new pass from the watermark")
@@ -132,6 +144,8 @@ class CatchUp:
         removals = Removals(self.backend, self.scope, before) if self.changes else None
         walk: Walk | None = None
         cp = found if resume else None
+        # What the commit compares on a server's consumer: the position the (interrupted) walk started from.
+        base: Base = cp.base if cp is not None else _base(before)
         if cp is not None:
             walk_id = cp.walk_id
             walk = self._walk(cp.since, frozenset(cp.skip), cp.progress)
@@ -143,7 +157,8 @@ class CatchUp:
                 if fresh:
                     emit(fresh)
                 if commit and deliver is None:
-                    checkpoint = Checkpoint(walk_id, walk.query.since, tuple(sorted(walk.held)), walk.progress)
+                    held = tuple(sorted(walk.held))
+                    checkpoint = Checkpoint(walk_id, walk.query.since, held, walk.progress, base=base)
                     self.state.save_checkpoint(self.key, checkpoint)
         except Forbidden:
             # Its removals were readable, its feed is not: a room deleted since, whose former member hears of it.
@@ -154,13 +169,26 @@ class CatchUp:
             deliver()
         if removed and on_removed is not None:
             on_removed(removed)
-        return self._finish(walk, before, commit, resumed=cp is not None, removals=removals, removed=removed)
+        return self._finish(walk, before, commit, base, resumed=cp is not None, removals=removals, removed=removed)
+
+    def _begin(self, start: tuple[int, tuple[str, ...]], commit: bool) -> Watermark:
+        """A consumer's first watermark, from its start policy: stored (unless `--no-commit`) before the walk, so a
+        first pass that finds nothing still leaves the consumer there; a parallel first pass that set it first wins."""
+        if not commit:
+            return Watermark(self.scope, self.consumer, start[0], start[1], updated_at=start[0])
+        try:
+            return self.state.commit(self.key, start[0], start[1], expected=None)
+        except ConsumerMoved:
+            found = self.watermark()
+            assert found is not None  # it moved: it is somewhere
+            return found
 
     def _finish(
         self,
         walk: Walk,
         before: Watermark | None,
         commit: bool,
+        base: Base,
         resumed: bool,
         removals: Removals | None = None,
         removed: list[Removal] | None = None,
@@ -174,7 +202,7 @@ class CatchUp:
             if newest is not None and (progress.delivered > 0 or newest != progress.newest):
                 # Past the newest removal too: the next pass neither repeats it nor misses an entry (see `_run`).
                 ids = progress.newest_ids if progress.delivered > 0 else (before.boundary_ids if before else ())
-                after = self.state.commit(self.key, newest, ids)
+                after = self.state.commit(self.key, newest, ids, expected=base)
                 committed = True
             else:
                 # An empty pass keeps the old watermark; only the finished walk's checkpoint goes.
@@ -190,6 +218,10 @@ class CatchUp:
             since=walk.query.since,
             removed=tuple(removed or ()),
         )
+
+
+def _base(mark: Watermark | None) -> Base:
+    return None if mark is None else (mark.created_at, mark.boundary_ids)
 
 
 class Removals:

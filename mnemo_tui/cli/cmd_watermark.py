@@ -1,4 +1,4 @@
-"""Provides `mnemo watermark list|show|set|reset`: a consumer's watermark per backend and scope."""
+"""Provides `mnemo watermark list|show|set|reset|prune`: a consumer's watermark per backend and scope."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mnemo_tui import timefmt
+from mnemo_tui import sanitize, timefmt
 from mnemo_tui.catchup import empty_reports
-from mnemo_tui.cli import completion, output
+from mnemo_tui.cli import completion, consumers, output
 from mnemo_tui.cli.commands import Scope, TableFormat, ctx_of, group
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.table import key_value_table
@@ -34,6 +34,10 @@ Consumer = Annotated[
         autocompletion=completion.consumers,
     ),
 ]
+
+
+# Consumers untouched for this many days (`watermark list --idle`, `watermark prune`).
+Idle = Annotated[int | None, typer.Option("--idle", metavar="DAYS", help="Only consumers untouched for DAYS days.")]
 
 
 def _consumer(c: Context, consumer: str | None) -> str:
@@ -107,14 +111,20 @@ def watermark_list(
             autocompletion=completion.consumers,
         ),
     ] = None,
+    idle: Idle = None,
     fmt: TableFormat = "table",
 ) -> None:
-    """Every watermark of this backend and principal (--consumer: one reader's)."""
+    """Every watermark of this backend and principal (--consumer: one reader's); against a server that keeps
+    consumers, with how far each is behind (--idle: only those untouched that many days)."""
     c = ctx_of(ctx)
     output.check_format(fmt, allow_ndjson=False)
     backend = c.backend
     name = None if consumer is None else c.consumer(consumer)
+    if consumers.list_positions(c, name, fmt, consumers.check_idle(idle)):
+        return
     marks = [w for w in c.state.list(backend.identity, backend.principal) if name is None or w.consumer == name]
+    if idle is not None:
+        marks = [w for w in marks if w.updated_at <= timefmt.now_us() - idle * 86_400_000_000]
     rooms = empty_reports.room_names(backend) if fmt == "table" and any(room_of(w.scope) for w in marks) else {}
     whose = "" if name is None else f" of consumer {name!r}"
     output.listing(
@@ -146,7 +156,7 @@ def watermark_show(
     c = ctx_of(ctx)
     output.check_format(fmt, allow_ndjson=False)
     scope_value, name = _scope(c, scope), _consumer(c, consumer)
-    mark = c.state.load(StateKey.of(c.backend, name, scope_value))
+    mark = consumers.watermarks(c).load(StateKey.of(c.backend, name, scope_value))
     _write_watermark(mark, fmt, scope=scope_value, consumer=name, utc=c.utc, rooms=_room_names(c, scope_value, fmt))
 
 
@@ -163,7 +173,7 @@ def watermark_set(
     output.check_format(fmt, allow_ndjson=False)
     scope_value, name = _scope(c, scope), _consumer(c, consumer)
     instant = timefmt.parse_time(time, field="watermark set", utc=c.utc)
-    mark = c.state.commit(StateKey.of(c.backend, name, scope_value), instant, (), force=True)
+    mark = consumers.watermarks(c).commit(StateKey.of(c.backend, name, scope_value), instant, (), force=True)
     _write_watermark(mark, fmt, scope=scope_value, consumer=name, utc=c.utc, rooms=_room_names(c, scope_value, fmt))
     if instant > timefmt.now_us():
         output.hint(
@@ -181,9 +191,26 @@ def watermark_reset(
     """Forget a watermark: the next pass reads the whole scope."""
     c = ctx_of(ctx)
     scope_value, name = _scope(c, scope), _consumer(c, consumer)
-    existed = c.state.reset(StateKey.of(c.backend, name, scope_value))
+    existed = consumers.watermarks(c).reset(StateKey.of(c.backend, name, scope_value))
     where = _scope_phrase(scope_value)
     if existed:
         output.hint(f"Watermark of consumer {name!r} on {where} removed; the next catchup reads the whole scope.")
     else:
         output.hint(f"Consumer {name!r} had no watermark on {where}; nothing changed.")
+
+
+@watermark.command("prune", short_help="Forget consumers untouched for a while (default 30 days).")
+def watermark_prune(
+    ctx: typer.Context,
+    idle: Idle = None,
+    consumer: Consumer = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only name them.")] = False,
+) -> None:
+    """Forget every consumer whose every watermark is untouched for --idle days (30 unless given)."""
+    c = ctx_of(ctx)
+    days = consumers.check_idle(idle) or consumers.IDLE_DAYS
+    gone = consumers.prune(c, days, None if consumer is None else c.consumer(consumer), dry_run)
+    verb = "would forget" if dry_run else "forgot"
+    output.hint(f"{verb} {len(gone)} consumer{'' if len(gone) == 1 else 's'} untouched for {days} days")
+    for name in gone:
+        sys.stdout.write(sanitize.line(name) + "\n")  # a consumer's name is stored text

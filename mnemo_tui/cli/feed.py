@@ -319,6 +319,7 @@ def _one_pass(
 ) -> Pass:
     """One catch-up pass of one scope, written in `fmt`; part of `--all-scopes` when `every` is given."""
     from mnemo_tui.catchup.catchup import CatchUp
+    from mnemo_tui.cli import consumers
 
     consumer_name = c.consumer(args.consumer)
     low = timefmt.parse_time(args.since, field="--since", utc=c.utc) if args.since is not None else None
@@ -326,13 +327,14 @@ def _one_pass(
     backend = c.backend
     walk = CatchUp(
         backend,
-        c.state,
+        consumers.watermarks(c),
         consumer=consumer_name,
         scope=scope_value,
         limit=args.limit,
         overlap=overlap_us,
         since=low,
         changes=args.changes,
+        start=consumers.start_point(backend, scope_value, args.start, utc=c.utc),
     )
     out = sys.stdout
     # Under --all-scopes every row shows its domain (a room's address), so each item keeps its scope.

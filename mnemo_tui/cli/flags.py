@@ -90,6 +90,11 @@ CATCHUP = {
         "--since", metavar="TIME", help="Read nothing older than this (with a watermark: the later of the two)."
     ),
     "limit": Flag("--limit", "-n", kind="int", metavar="N", help="Page size of each request, 1-100.", default=100),
+    "start": Flag(
+        "--start",
+        metavar="WHERE",
+        help="Where a consumer with no watermark begins: oldest (default), newest or a TIME.",
+    ),
     "overlap": Flag(
         "--overlap", metavar="SPAN", help="Re-read this span below the watermark (default 0 embedded, 2s endpoint)."
     ),

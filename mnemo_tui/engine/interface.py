@@ -12,6 +12,8 @@ from mnemo_tui.values.model import Entry, Page, RecentQuery, WirePage
 if TYPE_CHECKING:
     from typing import Any
 
+    from mnemo_tui.engine.consumers import Lag
+    from mnemo_tui.engine.consumers import Position as ConsumerPosition
     from mnemo_tui.values.plane import Chain, DomainWipe, Graph, Stats
     from mnemo_tui.values.removals import Position, Removals
     from mnemo_tui.values.rooms import Invite, InviteInfo, Joined, Room
@@ -112,6 +114,26 @@ class Engine(Protocol):
         """The removals (tombstones) of a scope in `(after, upto]`, oldest first, at most `limit` past `start`
         (engine/tombstones.py)."""
         ...
+
+    # -- durable consumers (engine/consumers.py) --------------------------------------------
+    def consumers(self, principal: str, consumer: str | None = None) -> list[ConsumerPosition]: ...
+    def consumer_position(self, principal: str, consumer: str, scope: str | None) -> ConsumerPosition | None: ...
+    def consumer_commit(
+        self,
+        principal: str,
+        consumer: str,
+        scope: str | None,
+        created_at: int | None,
+        boundary_ids: tuple[str, ...],
+        *,
+        expected: tuple[int | None, tuple[str, ...]] | None,
+        unconditional: bool = False,
+        host: str = "",
+    ) -> tuple[bool, ConsumerPosition | None]: ...
+    def consumer_delete(
+        self, principal: str, consumer: str, scope: str | None, *, every_scope: bool = False
+    ) -> int: ...
+    def consumer_lag(self, principal: str, position: ConsumerPosition) -> Lag: ...
 
     # -- the vault and keys ---------------------------------------------------------------
     def vault_list(self, principal: str) -> list[SecretInfo]: ...

@@ -21,6 +21,7 @@ from starlette.routing import Route
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.server import (
+    consumers,
     follow,
     mcp_mount,
     plane_routes,
@@ -111,6 +112,7 @@ READS_BY_POST = frozenset(
         plane_routes.graph,
         plane_routes.atom_by_external_ref,
         removals_route.removals,
+        consumers.commit,  # a consumer's position is no entry: no follow has anything to see
     }
 )
 
@@ -269,6 +271,13 @@ def create_app(
         at(PREFIX + "/memory/removals", POST=api(removals_route.removals, "POST")),
         at(PREFIX + "/memory/domain/{domain:segment}", DELETE=api(plane_routes.domain_delete, "DELETE")),
         at(PREFIX + whoami_route.PATH, GET=whoami_route.handler(served)),
+        at(PREFIX + consumers.PATH, GET=api(consumers.listing, "GET")),
+        at(
+            PREFIX + consumers.ONE,
+            GET=api(consumers.show, "GET"),
+            POST=api(consumers.commit, "POST"),
+            DELETE=api(consumers.delete, "DELETE"),
+        ),
         at(PREFIX + "/memory/reset", DELETE=api(plane_routes.reset if allow_reset else reset_refused, "DELETE")),
         at("/livez", GET=livez(operations)),
         at("/readyz", GET=readyz(operations)),

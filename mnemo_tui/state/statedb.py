@@ -137,13 +137,19 @@ class StateKey(Value):
 _WHERE = "backend = ? AND principal = ? AND consumer = ? AND scope = ?"
 
 
+# The position a pass started from (`created_at`, boundary ids), None when it had none: what a commit to a
+# server's consumer compares (docs/consumers.md).
+Base = tuple[int | None, tuple[str, ...]] | None
+
+
 class Checkpoint(Value):
-    """An interrupted walk's progress, saved after each page's output was flushed."""
+    """An interrupted walk's progress, saved after each page's output was flushed (`base`: where it started)."""
 
     walk_id: str
     since: int | None
     skip: tuple[str, ...]
     progress: WalkProgress
+    base: Base = None
 
     def to_json(self) -> str:
         p = self.progress
@@ -159,6 +165,7 @@ class Checkpoint(Value):
                 "pages": p.pages,
                 "delivered": p.delivered,
                 "repeats_skipped": p.repeats,
+                "base": None if self.base is None else [self.base[0], list(self.base[1])],
             }
         )
 
@@ -174,7 +181,14 @@ class Checkpoint(Value):
             delivered=d["delivered"],
             repeats=d["repeats_skipped"],
         )
-        return Checkpoint(walk_id=d["walk_id"], since=d["since"], skip=tuple(d["skip"]), progress=progress)
+        base = d.get("base")
+        return Checkpoint(
+            walk_id=d["walk_id"],
+            since=d["since"],
+            skip=tuple(d["skip"]),
+            progress=progress,
+            base=None if base is None else (base[0], tuple(base[1])),
+        )
 
 
 class StateDB:
@@ -286,13 +300,20 @@ class StateDB:
         ]
 
     def commit(
-        self, key: StateKey, created_at: int | None, boundary_ids: tuple[str, ...], *, force: bool = False
+        self,
+        key: StateKey,
+        created_at: int | None,
+        boundary_ids: tuple[str, ...],
+        *,
+        force: bool = False,
+        expected: Base = None,
     ) -> Watermark:
         """Store a watermark and drop the walk's checkpoint, in one transaction.
 
         A watermark only moves forward: a commit older than the stored one keeps the stored one, and
         one at the same instant adds its ids to the stored ones. `force` (`watermark set`) moves it
-        anywhere.
+        anywhere. `expected` (where the pass started) is not compared here: one pass of a key runs at a
+        time (`claim_run`); a server's consumers compare it (backends/remote_consumers.py).
         """
         now = timefmt.now_us()
         with self._transaction() as db:

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mnemo_tui.backends import Backend
+from mnemo_tui.backends.remote_consumers import ServerWatermarks, kept_by
+from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.catchup.walk import default_overlap
 
 
@@ -56,6 +58,11 @@ class Session:
         if self.backend.kind == "remote":
             return identity.split("://", 1)[-1].split("/", 1)[0]
         return f"{Path(identity).name} (embedded)"
+
+    def watermarks(self, state: StateDB) -> StateDB | ServerWatermarks:
+        """Where this consumer's watermarks are: the endpoint's consumers where it keeps them (so a review on one
+        machine is seen on another, docs/consumers.md), else `state` (opened by the worker asking)."""
+        return kept_by(self.backend, state, lambda text: None)
 
     def probe(self) -> tuple[int, int] | None:
         """The backend's cheap change token (None on a backend without one: then poll)."""

@@ -127,7 +127,8 @@ def test_the_server_dying_mid_walk_exits_5_and_leaves_the_watermark(
     with held:
         with serving(faults, port=port) as server:
             faults.server = server
-            env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key}
+            # The local watermark's path (a server's consumer: tests/cli/test_consumers_cli.py).
+            env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key, "MNEMO_WATERMARKS": "local"}
             first = cli("catchup", "--format", "json", env=env)
             assert first.code == 0, first.stderr
             assert [i["atom_id"] for i in json.loads(first.stdout)["items"]] == first_ids
@@ -162,7 +163,8 @@ def test_a_late_commit_just_below_the_watermark_is_not_lost_with_the_default_ove
     clock.add(base, a)
     clock.add(base + 1_000_000, b)
     with serving(clock) as server:
-        env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": "mk_live_" + "1" * 32}
+        # A fake endpoint that answers the feed only: watermarks local.
+        env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": "mk_live_" + "1" * 32, "MNEMO_WATERMARKS": "local"}
 
         def catchup(*extra: str) -> list[str]:
             result = cli("catchup", "--format", "json", *extra, env=env)

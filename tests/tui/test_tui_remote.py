@@ -12,8 +12,10 @@ from wire_servers import ThreadServer, serving
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
+from mnemo_tui.backends.remote_consumers import kept_by
 from mnemo_tui.catchup.catchup import CatchUp
 from mnemo_tui.engine.sqlite.store import Store
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import MnemoApp
 from mnemo_tui.values.model import RecentQuery
@@ -78,11 +80,13 @@ async def test_mark_caught_up_on_an_endpoint_commits_what_catchup_commits(
             await pilot.press("c")
             await settle(pilot)
             assert app.feed_screen.scopes.counts["own"] == ""
-        CatchUp(backend, state, consumer="cli", overlap=2_000_000).run(lambda entries: None)
+        # On `mnemo serve` both keep the consumer's watermark on the server (docs/consumers.md).
+        kept = kept_by(backend, state, lambda text: None)
+        CatchUp(backend, kept, consumer="cli", overlap=2_000_000).run(lambda entries: None)
+        tui = kept.load(StateKey(server.url, backend.principal, "tui", None))
+        cli = kept.load(StateKey(server.url, backend.principal, "cli", None))
     finally:
         backend.close()
-    tui = state.load(StateKey(server.url, backend.principal, "tui", None))
-    cli = state.load(StateKey(server.url, backend.principal, "cli", None))
     assert tui is not None and cli is not None
     assert (tui.created_at, tui.boundary_ids) == (cli.created_at, cli.boundary_ids)
 

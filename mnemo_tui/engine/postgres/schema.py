@@ -191,6 +191,23 @@ def m005_stemmed_search(db: Executes) -> None:
     rebuild_search(db, fts.language_of(db))
 
 
+@migration(6, "durable consumers")
+def m006_consumers(db: Executes) -> None:
+    # Each principal's named readers' positions per scope (see engine/sqlite/schema.py's migration 8).
+    db.execute(
+        f"""CREATE TABLE consumers (
+            principal {T} NOT NULL,
+            consumer {T} NOT NULL,
+            scope {T} NOT NULL,
+            created_at bigint,
+            boundary_ids {T} NOT NULL,
+            updated_at bigint NOT NULL,
+            host {T} NOT NULL DEFAULT '',
+            PRIMARY KEY (principal, consumer, scope)
+        )"""
+    )
+
+
 LATEST = MIGRATIONS.latest
 
 # Every table of the embedded store, with the columns both engines hold, in an order that keeps
@@ -209,5 +226,6 @@ COPIED: tuple[tuple[str, str], ...] = (
     ("api_keys", "key_id, principal, key_hash, created_at, revoked_at"),
     ("feedback", "atom_id, bucket, outcome, at"),
     ("idempotency", "principal, key, answer, at"),
+    ("consumers", "principal, consumer, scope, created_at, boundary_ids, updated_at, host"),
 )
 HOLDS_DATA = ("buckets", "atoms", "rooms", "vault", "api_keys", "feedback", "idempotency")

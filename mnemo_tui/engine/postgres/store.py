@@ -22,6 +22,7 @@ from psycopg_pool import PoolTimeout
 
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.atoms import AtomOps
+from mnemo_tui.engine.consumers import ConsumerOps
 from mnemo_tui.engine.base import Database
 from mnemo_tui.engine.dialect import POSTGRES
 from mnemo_tui.engine.feed import SPLICE_BYTES, FeedOps, Matching
@@ -332,7 +333,7 @@ class PgDatabase(Database):
             conn.execute("SELECT pg_notify(%s, %s)", (channel, payload))
 
 
-class PgStore(PgDatabase, FeedOps, FollowOps, MemoryOps, RoomOps, AtomOps, VaultOps, KeyOps):
+class PgStore(PgDatabase, FeedOps, FollowOps, MemoryOps, RoomOps, AtomOps, VaultOps, KeyOps, ConsumerOps):
     """The PostgreSQL engine: an implementation of `engine.interface.Engine` over one database.
 
     Open one per thread (as the server does); they share one connection pool per URL.

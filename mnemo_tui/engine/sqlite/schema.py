@@ -222,6 +222,23 @@ def m007_stemmed_search(db: sqlite3.Connection) -> None:
     rebuild_search(db, fts.language_of(db))
 
 
+@migration(8, "durable consumers")
+def m008_consumers(db: sqlite3.Connection) -> None:
+    # Each principal's named readers' positions per scope (engine/consumers.py, docs/consumers.md).
+    db.execute(
+        """CREATE TABLE consumers (
+            principal TEXT NOT NULL,
+            consumer TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            created_at INTEGER,
+            boundary_ids TEXT NOT NULL,
+            updated_at INTEGER NOT NULL,
+            host TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (principal, consumer, scope)
+        ) STRICT, WITHOUT ROWID"""
+    )
+
+
 def migrate(db: sqlite3.Connection, upto: int | None = None) -> int:
     """Apply every pending step (up to `upto`: an older schema, for tests), each in its own `BEGIN IMMEDIATE`
     transaction, then finish a reindex under way (`reindex`); returns the version."""

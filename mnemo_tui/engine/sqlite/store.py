@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mnemo_tui.engine.atoms import AtomOps
+from mnemo_tui.engine.consumers import ConsumerOps
 from mnemo_tui.engine.feed import FeedOps
 from mnemo_tui.engine.follow import FollowOps
 from mnemo_tui.engine.keys import KeyOps
@@ -12,7 +13,7 @@ from mnemo_tui.engine.sqlite.database import SqliteDatabase
 from mnemo_tui.engine.vault import VaultOps
 
 
-class Store(SqliteDatabase, FeedOps, FollowOps, MemoryOps, RoomOps, AtomOps, VaultOps, KeyOps):
+class Store(SqliteDatabase, FeedOps, FollowOps, MemoryOps, RoomOps, AtomOps, VaultOps, KeyOps, ConsumerOps):
     """The embedded engine: an implementation of `engine.interface.Engine` over one SQLite file.
 
     Every method takes the acting principal explicitly: the CLI passes its own, the server the

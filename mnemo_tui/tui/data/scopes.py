@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from mnemo_tui.backends import Backend
+from mnemo_tui.backends.remote_consumers import ServerWatermarks
 from mnemo_tui.catchup.walk import Start, Walk
 from mnemo_tui.limits import MAX_LIMIT
 from mnemo_tui.state.statedb import StateDB, StateKey
@@ -66,7 +67,9 @@ def format_count(count: int, cap: int = COUNT_CAP) -> str:
     return f"{cap}+" if count > cap else str(count)
 
 
-def load_watermark(state: StateDB, backend: Backend, consumer: str, scope: str | None) -> Watermark | None:
+def load_watermark(
+    state: StateDB | ServerWatermarks, backend: Backend, consumer: str, scope: str | None
+) -> Watermark | None:
     """This consumer's watermark for a scope on this backend and principal."""
     return state.load(StateKey.of(backend, consumer, scope))
 

@@ -244,7 +244,7 @@ class FeedView(ScrollView, can_focus=True):
         try:
             state = StateDB(session.state_path)
             try:
-                mark = state.load(StateKey.of(session.backend, session.consumer, scope))
+                mark = session.watermarks(state).load(StateKey.of(session.backend, session.consumer, scope))
             finally:
                 state.close()
         except MnemoError:

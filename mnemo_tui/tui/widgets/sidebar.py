@@ -173,7 +173,7 @@ class ScopeList(OptionList):
         try:
             for item in items:
                 try:
-                    mark = scopes.load_watermark(state, backend, session.consumer, item.scope)
+                    mark = scopes.load_watermark(session.watermarks(state), backend, session.consumer, item.scope)
                     found = scopes.new_ids(backend, unread(mark, overlap), item.scope)
                     self.post_message(self._Counted(run, item.scope, mark, found))
                 except Exception:  # noqa: BLE001 - one scope's failure is its `?`; the others still count
@@ -262,7 +262,7 @@ class ScopeList(OptionList):
         try:
             state = StateDB(session.state_path)
             try:
-                walk = CatchUp(session.backend, state, consumer=session.consumer, scope=scope)
+                walk = CatchUp(session.backend, session.watermarks(state), consumer=session.consumer, scope=scope)
                 self.post_message(self.CaughtUp(scope, walk.run(lambda entries: None, commit=True)))
             finally:
                 state.close()
@@ -277,11 +277,12 @@ class ScopeList(OptionList):
             state = StateDB(session.state_path)
             try:
                 key = StateKey.of(session.backend, consumer, scope)
+                kept = session.watermarks(state)
                 if before is None or before.created_at is None:
-                    state.reset(key)
+                    kept.reset(key)
                     back = None
                 else:
-                    back = state.commit(key, before.created_at, before.boundary_ids, force=True)
+                    back = kept.commit(key, before.created_at, before.boundary_ids, force=True)
             finally:
                 state.close()
         except Exception as exc:  # noqa: BLE001 - the watermark stays where `c` put it, and the reader is told
