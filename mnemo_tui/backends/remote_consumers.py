@@ -13,8 +13,8 @@ from mnemo_tui import sanitize, timefmt
 from mnemo_tui.backends.remote_wire import wire_time
 from mnemo_tui.errors import Conflict, ConsumerMoved, NotFound, Unavailable, ValidationError
 from mnemo_tui.limits import describe_scope
-from mnemo_tui.values.model import Value, Watermark
 from mnemo_tui.state.statedb import Base, Checkpoint, StateDB, StateKey
+from mnemo_tui.values.model import Value, Watermark
 
 Call = Callable[..., Any]
 PATH = "/mnemo/consumers"

@@ -8,12 +8,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mnemo_tui.backends import Backend
+from mnemo_tui.catchup.walk import Mark, Walk, default_overlap, start_of
 from mnemo_tui.errors import ConsumerMoved, Forbidden, RemovalsGone, ValidationError
+from mnemo_tui.state.statedb import Base, Checkpoint, StateDB, StateKey
 from mnemo_tui.values.model import Entry, RecentQuery, Value, WalkProgress, Watermark
 from mnemo_tui.values.removals import NO_TOMBSTONES, REREAD, Removal
 from mnemo_tui.values.removals import Removals as ReadRemovals
-from mnemo_tui.state.statedb import Base, Checkpoint, StateDB, StateKey
-from mnemo_tui.catchup.walk import Mark, Walk, default_overlap, start_of
 
 if TYPE_CHECKING:
     from mnemo_tui.backends.remote_consumers import ServerWatermarks

@@ -1,7 +1,7 @@
 """Provides durable consumers: each principal's named readers' positions per scope, kept by the store (docs/consumers.md).
 
-The statements are the same on SQLite and PostgreSQL (`?` parameters; `engine.postgres` rewrites them). A
-commit is a compare-and-set done by one statement, an `UPDATE ... WHERE` the expected position or an
+The statements are the same on SQLite and PostgreSQL (`?` parameters, mapped for psycopg by `engine/dialect.py`).
+A commit is a compare-and-set done by one statement, an `UPDATE ... WHERE` the expected position or an
 `INSERT ... ON CONFLICT DO NOTHING` when none was expected: atomic on both engines, whatever the number of
 servers (PostgreSQL re-checks an `UPDATE`'s condition on the row it locked).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from mnemo_tui import timefmt
-from mnemo_tui.engine.sqlite.database import Database
+from mnemo_tui.engine.base import Database
 from mnemo_tui.errors import Forbidden, ValidationError
 from mnemo_tui.limits import parse_scope, room_of
 from mnemo_tui.values.model import Value

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.remote_consumers import ServerWatermarks, kept_by
-from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.catchup.walk import default_overlap
+from mnemo_tui.state.statedb import StateDB
 
 
 @dataclass

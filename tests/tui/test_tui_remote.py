@@ -15,7 +15,6 @@ from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.backends.remote_consumers import kept_by
 from mnemo_tui.catchup.catchup import CatchUp
 from mnemo_tui.engine.sqlite.store import Store
-from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import MnemoApp
 from mnemo_tui.values.model import RecentQuery

@@ -22,8 +22,8 @@ from psycopg_pool import PoolTimeout
 
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.atoms import AtomOps
-from mnemo_tui.engine.consumers import ConsumerOps
 from mnemo_tui.engine.base import Database
+from mnemo_tui.engine.consumers import ConsumerOps
 from mnemo_tui.engine.dialect import POSTGRES
 from mnemo_tui.engine.feed import SPLICE_BYTES, FeedOps, Matching
 from mnemo_tui.engine.follow import FollowOps
