@@ -18,7 +18,6 @@ import multiprocessing
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -32,6 +31,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import _servers  # noqa: E402
 from bench_cli import _compiled, run_child, run_child_cpu  # noqa: E402
 from bench_engine import PRINCIPAL, build_store  # noqa: E402
 
@@ -136,12 +136,6 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning", a
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
     import httpx
 
@@ -163,26 +157,12 @@ def _pinned(core: int) -> list[str]:
 
 def start_serve(store: Path, home: Path) -> tuple[subprocess.Popen[bytes], str]:
     """`mnemo serve` on a free loopback port, as a user starts it (its log to a file), pinned to the server's core."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    env.update(MNEMO_HOME=str(home), MNEMO_STORE=str(store))
-    log = (home / "serve.log").open("wb")
-    command = [*_pinned(SERVER_CORE), MNEMO, "serve", "--port", "0"]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=env)
-    for _ in range(400):
-        text = (home / "serve.log").read_text(errors="replace")
-        found = re.search(r"ready at (http://\S+/api/v1)", text)
-        if found:
-            _wait_ready(found.group(1), proc)
-            return proc, found.group(1)
-        if proc.poll() is not None:
-            raise RuntimeError("mnemo serve exited: " + text)
-        time.sleep(0.05)
-    raise RuntimeError("mnemo serve did not print its address")
+    return _servers.start_serve(store, home, _pinned(SERVER_CORE))
 
 
 def start_bare(store: Path) -> tuple[subprocess.Popen[bytes], str]:
     """The contract-doing bare app under uvicorn on a free loopback port, pinned to the server's core."""
-    port = _free_port()
+    port = _servers.free_port()
     proc = subprocess.Popen(
         [*_pinned(SERVER_CORE), sys.executable, "-c", _BARE, str(store), str(port)],
         stdout=subprocess.DEVNULL,

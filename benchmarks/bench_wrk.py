@@ -36,8 +36,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_load import _serve  # noqa: E402
-from bench_remote import _free_port  # noqa: E402
+from _servers import free_port, start_serve  # noqa: E402
 
 WRK = shutil.which("wrk")
 TASKSET = shutil.which("taskset")
@@ -165,11 +164,8 @@ def _pinned(cmd: list[str], core: str) -> list[str]:
 
 
 def start_mnemo(store: Path, home: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """`mnemo serve` pinned to the server core (taskset re-execs it there; every thread inherits it)."""
-    proc, url = _serve(store, home)
-    subprocess.run(
-        [TASKSET or "taskset", "-a", "-p", "-c", SERVER_CORE, str(proc.pid)], capture_output=True, check=True
-    )
+    """`mnemo serve` pinned to the server core (taskset execs it there; every thread inherits it)."""
+    proc, url = start_serve(store, home, [TASKSET or "taskset", "-c", SERVER_CORE])
     return proc, url.removesuffix("/api/v1")
 
 
@@ -303,7 +299,7 @@ def start_bare(store: Path) -> tuple[subprocess.Popen[bytes], str]:
     """The bare ASGI app under uvicorn, pinned to the server core."""
     import httpx
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         _pinned([sys.executable, "-c", _BARE, str(store), str(port)], SERVER_CORE),
         stdout=subprocess.DEVNULL,
