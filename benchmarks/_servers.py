@@ -27,6 +27,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def cpu_ns(pid: int | None) -> int:
+    """CPU time (ns) every thread of process `pid` has run so far (Linux's per-thread schedstat); 0 without one."""
+    total = 0
+    if pid is not None:
+        for task in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+            try:
+                total += int(task.read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass  # a thread that ended meanwhile
+    return total
+
+
 def start_serve(store: Path, home: Path, prefix: Sequence[str] = ()) -> tuple[subprocess.Popen[bytes], str]:
     """`mnemo serve --port 0` over `store` as a user starts it (access log on, to `home/serve.log`), run under
     `prefix` (a `taskset` that pins it, or nothing); returns it and its `/api/v1` address once `/health` answers."""

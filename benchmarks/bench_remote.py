@@ -173,18 +173,6 @@ def start_bare(store: Path) -> tuple[subprocess.Popen[bytes], str]:
     return proc, url
 
 
-def _run_ns(pid: int | None) -> int:
-    """CPU time (ns) every thread of process `pid` has run so far (Linux's per-thread schedstat); 0 without one."""
-    total = 0
-    if pid is not None:
-        for task in Path(f"/proc/{pid}/task").glob("*/schedstat"):
-            try:
-                total += int(task.read_text().split()[0])
-            except (OSError, ValueError, IndexError):
-                pass  # a thread that ended meanwhile
-    return total
-
-
 def _peak_mb(pid: int) -> float:
     """The peak resident memory of a running process (`VmHWM`), in MB."""
     found = re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
@@ -227,14 +215,14 @@ def streamed_all(
     sides = list(envs)
     for rep in range(reps):
         for side in sides[rep % 3 :] + sides[: rep % 3]:
-            before = _run_ns(servers[side])
+            before = _servers.cpu_ns(servers[side])
             wall, cpu, rss, code = run_child_cpu(command, envs[side])
             if code != 0:
                 raise RuntimeError(f"the {side} walk exited {code}")
             out[side].append(wall)
             out[f"{side} cpu"].append(cpu)
             out[f"{side} rss"].append(rss / 1024)
-            out[f"{side} server"].append((_run_ns(servers[side]) - before) / 1e9)
+            out[f"{side} server"].append((_servers.cpu_ns(servers[side]) - before) / 1e9)
     return out
 
 
@@ -252,13 +240,13 @@ class _Paged:
 
     def advance(self) -> bool:
         """One page; False once the walk is over."""
-        before = _run_ns(self.server)
+        before = _servers.cpu_ns(self.server)
         cpu = time.process_time()
         started = time.perf_counter()
         page = next(self.pages, None)
         self.seconds += time.perf_counter() - started
         self.client_cpu += time.process_time() - cpu
-        self.server_cpu += (_run_ns(self.server) - before) / 1e9
+        self.server_cpu += (_servers.cpu_ns(self.server) - before) / 1e9
         if page is None:
             return False
         self.seen += len(page)
