@@ -516,7 +516,7 @@ def _row(name: str, value: float | None, unit: str, anchor: float | None, goal: 
 
 
 if __name__ == "__main__":
-    from run import machine, markdown
+    from _report import machine, markdown
 
     started = " ".join(f"{x:.2f}" for x in os.getloadavg())
     # `--followers N`: fewer idle followers than the 1,000 of the goal (a look on a busy machine).

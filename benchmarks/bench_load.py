@@ -17,12 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import os
 import random
-import re
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-MNEMO = shutil.which("mnemo", path=str(Path(sys.executable).parent)) or "mnemo"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _report import machine, markdown
+from _servers import start_serve
+
 PRINCIPALS = ("p0", "p1", "p2", "p3")
 PAGE = 50
 MAX_PAGES = 4
@@ -84,32 +84,6 @@ def _seed(store: Path, per_principal: int) -> tuple[dict[str, str], str]:
     finally:
         s.close()
     return keys, "xroom:" + room
-
-
-def _serve(store: Path, home: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """`mnemo serve --port 0` as a user starts it (access log on, to a file); waits for its address."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    env.update(MNEMO_HOME=str(home), MNEMO_STORE=str(store))
-    log_path = home / "serve.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([MNEMO, "serve", "--port", "0"], stdout=subprocess.DEVNULL, stderr=log, env=env)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        found = re.search(r"ready at (http://\S+/api/v1)", log_path.read_text(errors="replace"))
-        if found:
-            import httpx
-
-            for _ in range(200):
-                try:
-                    if httpx.get(found.group(1) + "/health", timeout=2).status_code == 200:
-                        return proc, found.group(1)
-                except httpx.TransportError:
-                    time.sleep(0.05)
-        if proc.poll() is not None:
-            raise RuntimeError("mnemo serve exited: " + log_path.read_text(errors="replace"))
-        time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError("mnemo serve did not start")
 
 
 def _client(args: tuple[Setup, int, float, float, int, int]) -> ClientResult:
@@ -242,7 +216,7 @@ def measure(
         home = Path(tmp)
         store = home / "store.db"
         keys, room = _seed(store, 500 if quick else 5_000)
-        proc, url = _serve(store, home)
+        proc, url = start_serve(store, home)
         try:
             setup = Setup(url=url, keys=keys, room=room)
             alone = run_load(setup, 1, max(2.0, loaded_for / 3), least=least)
@@ -345,9 +319,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=None, help="seconds of load with every client")
     parser.add_argument("--json", type=Path, help="also write the raw figures as JSON")
     args = parser.parse_args(argv)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from run import machine, markdown
-
     alone, loaded = measure(args.quick, args.clients, args.seconds)
     rows = rows_of(alone, loaded)
     notes = [

@@ -18,7 +18,6 @@ import multiprocessing
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -32,6 +31,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import _servers  # noqa: E402
 from bench_cli import _compiled, run_child, run_child_cpu  # noqa: E402
 from bench_engine import PRINCIPAL, build_store  # noqa: E402
 
@@ -136,12 +136,6 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning", a
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
     import httpx
 
@@ -163,26 +157,12 @@ def _pinned(core: int) -> list[str]:
 
 def start_serve(store: Path, home: Path) -> tuple[subprocess.Popen[bytes], str]:
     """`mnemo serve` on a free loopback port, as a user starts it (its log to a file), pinned to the server's core."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    env.update(MNEMO_HOME=str(home), MNEMO_STORE=str(store))
-    log = (home / "serve.log").open("wb")
-    command = [*_pinned(SERVER_CORE), MNEMO, "serve", "--port", "0"]
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=env)
-    for _ in range(400):
-        text = (home / "serve.log").read_text(errors="replace")
-        found = re.search(r"ready at (http://\S+/api/v1)", text)
-        if found:
-            _wait_ready(found.group(1), proc)
-            return proc, found.group(1)
-        if proc.poll() is not None:
-            raise RuntimeError("mnemo serve exited: " + text)
-        time.sleep(0.05)
-    raise RuntimeError("mnemo serve did not print its address")
+    return _servers.start_serve(store, home, _pinned(SERVER_CORE))
 
 
 def start_bare(store: Path) -> tuple[subprocess.Popen[bytes], str]:
     """The contract-doing bare app under uvicorn on a free loopback port, pinned to the server's core."""
-    port = _free_port()
+    port = _servers.free_port()
     proc = subprocess.Popen(
         [*_pinned(SERVER_CORE), sys.executable, "-c", _BARE, str(store), str(port)],
         stdout=subprocess.DEVNULL,
@@ -191,18 +171,6 @@ def start_bare(store: Path) -> tuple[subprocess.Popen[bytes], str]:
     url = f"http://127.0.0.1:{port}/api/v1"
     _wait_ready(url, proc)
     return proc, url
-
-
-def _run_ns(pid: int | None) -> int:
-    """CPU time (ns) every thread of process `pid` has run so far (Linux's per-thread schedstat); 0 without one."""
-    total = 0
-    if pid is not None:
-        for task in Path(f"/proc/{pid}/task").glob("*/schedstat"):
-            try:
-                total += int(task.read_text().split()[0])
-            except (OSError, ValueError, IndexError):
-                pass  # a thread that ended meanwhile
-    return total
 
 
 def _peak_mb(pid: int) -> float:
@@ -247,14 +215,14 @@ def streamed_all(
     sides = list(envs)
     for rep in range(reps):
         for side in sides[rep % 3 :] + sides[: rep % 3]:
-            before = _run_ns(servers[side])
+            before = _servers.cpu_ns(servers[side])
             wall, cpu, rss, code = run_child_cpu(command, envs[side])
             if code != 0:
                 raise RuntimeError(f"the {side} walk exited {code}")
             out[side].append(wall)
             out[f"{side} cpu"].append(cpu)
             out[f"{side} rss"].append(rss / 1024)
-            out[f"{side} server"].append((_run_ns(servers[side]) - before) / 1e9)
+            out[f"{side} server"].append((_servers.cpu_ns(servers[side]) - before) / 1e9)
     return out
 
 
@@ -272,13 +240,13 @@ class _Paged:
 
     def advance(self) -> bool:
         """One page; False once the walk is over."""
-        before = _run_ns(self.server)
+        before = _servers.cpu_ns(self.server)
         cpu = time.process_time()
         started = time.perf_counter()
         page = next(self.pages, None)
         self.seconds += time.perf_counter() - started
         self.client_cpu += time.process_time() - cpu
-        self.server_cpu += (_run_ns(self.server) - before) / 1e9
+        self.server_cpu += (_servers.cpu_ns(self.server) - before) / 1e9
         if page is None:
             return False
         self.seen += len(page)

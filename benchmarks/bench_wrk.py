@@ -36,8 +36,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_load import _serve  # noqa: E402
-from bench_remote import _free_port  # noqa: E402
+from _servers import cpu_ns, free_port, start_serve  # noqa: E402
 
 WRK = shutil.which("wrk")
 TASKSET = shutil.which("taskset")
@@ -165,11 +164,8 @@ def _pinned(cmd: list[str], core: str) -> list[str]:
 
 
 def start_mnemo(store: Path, home: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """`mnemo serve` pinned to the server core (taskset re-execs it there; every thread inherits it)."""
-    proc, url = _serve(store, home)
-    subprocess.run(
-        [TASKSET or "taskset", "-a", "-p", "-c", SERVER_CORE, str(proc.pid)], capture_output=True, check=True
-    )
+    """`mnemo serve` pinned to the server core (taskset execs it there; every thread inherits it)."""
+    proc, url = start_serve(store, home, [TASKSET or "taskset", "-c", SERVER_CORE])
     return proc, url.removesuffix("/api/v1")
 
 
@@ -303,7 +299,7 @@ def start_bare(store: Path) -> tuple[subprocess.Popen[bytes], str]:
     """The bare ASGI app under uvicorn, pinned to the server core."""
     import httpx
 
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         _pinned([sys.executable, "-c", _BARE, str(store), str(port)], SERVER_CORE),
         stdout=subprocess.DEVNULL,
@@ -352,16 +348,22 @@ def parse(out: str) -> dict[str, float]:
     }
 
 
-def drive(url: str, key: str, seconds: float, connections: int) -> dict[str, float]:
-    """One wrk run against `url`, pinned to the load core."""
+def drive(url: str, key: str, seconds: float, connections: int, pid: int | None = None) -> dict[str, float]:
+    """One wrk run against `url`, pinned to the load core; with the server's `pid`, also the CPU its every thread
+    spent a request (`cpu_us`), which a loaded machine moves far less than the rate."""
     assert WRK is not None
     env = dict(os.environ, MNEMO_BENCH_KEY=key)
     cmd = _pinned(
         [WRK, "-t1", f"-c{connections}", f"-d{seconds:g}s", "--latency", "--timeout", "10s", "-s", str(SCRIPT), url],
         LOAD_CORE,
     )
+    before = cpu_ns(pid)
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout
-    return parse(out)
+    spent = cpu_ns(pid) - before
+    got = parse(out)
+    if pid is not None and got["requests"]:
+        got["cpu_us"] = spent / 1e3 / got["requests"]
+    return got
 
 
 def measure(quick: bool, seconds: float | None = None, connections: int = 16) -> dict[str, Any]:
@@ -380,8 +382,8 @@ def measure(quick: bool, seconds: float | None = None, connections: int = 16) ->
             drive(mnemo_url, key, 1, connections)  # warm-up: connections, page cache, code paths
             drive(bare_url, key, 1, connections)
             for _ in range(rounds):
-                runs["mnemo"].append(drive(mnemo_url, key, span, connections))
-                runs["bare"].append(drive(bare_url, key, span, connections))
+                runs["mnemo"].append(drive(mnemo_url, key, span, connections, mnemo.pid))
+                runs["bare"].append(drive(bare_url, key, span, connections, bare.pid))
         finally:
             for proc in (mnemo, bare):
                 proc.terminate()
@@ -413,6 +415,15 @@ def rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
             "anchor": round(b["rate"]),
             "ratio": round(m["rate"] / b["rate"], 2) if b["rate"] else None,
             "goal": "≥ 0.8x",
+            "anchor_is": anchor,
+        },
+        {
+            "name": "server load (wrk): the server's CPU a request (every thread; a loaded machine moves it less than the rate)",
+            "value": round(m["cpu_us"]) if "cpu_us" in m else None,
+            "unit": "µs",
+            "anchor": round(b["cpu_us"]) if "cpu_us" in b else None,
+            "ratio": round(m["cpu_us"] / b["cpu_us"], 2) if b.get("cpu_us") and "cpu_us" in m else None,
+            "goal": "—",
             "anchor_is": anchor,
         },
         {
