@@ -35,6 +35,7 @@ SUITES = {
     "mcp": "bench_mcp",
     "follow": "bench_follow",
     "consumers": "bench_consumers",
+    "subscribe": "bench_subscribe",
 }
 
 
