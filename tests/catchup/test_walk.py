@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broken_backends import NeverEnds, RepeatsAcrossPages, Wrapper
-from wire_servers import LateClock, serving
 
 from mnemo_tui import timefmt
 from mnemo_tui.backends import Backend
@@ -23,6 +21,8 @@ from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui.data.scopes import count_new
 from mnemo_tui.values.writes import WriteRequest
 from mnemo_tui.walk import REMOTE_OVERLAP, Frontier, Mark, Walk, default_overlap, start_of, stream_wire, unread
+from tests.support.broken_backends import NeverEnds, RepeatsAcrossPages, Wrapper
+from tests.support.wire import LateClock, serving
 
 Factory = Callable[..., Backend]
 KEY = "mk_live_" + "1" * 32

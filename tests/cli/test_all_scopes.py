@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_process import start_serve
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.state.statedb import StateDB, StateKey
+from tests.support.serve import start_serve
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -116,10 +116,9 @@ def test_resume_continues_each_scopes_own_interrupted_walk(cli: Any, isolated_ho
     import termios
     import threading
 
-    from conftest import MNEMO
-
     from mnemo_tui.engine.store import Store
     from mnemo_tui.values.writes import WriteRequest
+    from tests.support.cli import MNEMO
 
     ops = cli("rooms", "create", "ops").stdout.strip()
     cli("write", "ops entry", "--scope", ops)

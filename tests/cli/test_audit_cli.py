@@ -158,7 +158,7 @@ def test_demo_summary_counts_what_it_wrote(cli: Any) -> None:
 @pytest.fixture
 def remote(cli: Any, isolated_home: Path) -> Iterator[Any]:
     """`cli` pointed at the demo store served by the app `mnemo serve` runs, with a key of `local`."""
-    from wire_servers import served_store
+    from tests.support.wire import served_store
 
     assert cli("demo", "--entries", "40", "--seed", "7").code == 0
     key = cli("keys", "create", "local").stdout.strip()
@@ -224,7 +224,7 @@ def test_debug_after_a_double_dash_is_content(cli: Any) -> None:
 
 
 def test_the_origin_and_the_api_base_are_one_endpoint_and_one_watermark(cli: Any, isolated_home: Path) -> None:
-    from wire_servers import served_store
+    from tests.support.wire import served_store
 
     key = cli("keys", "create", "local").stdout.strip()
     cli("write", "before the first pass")
@@ -243,7 +243,7 @@ def test_the_origin_and_the_api_base_are_one_endpoint_and_one_watermark(cli: Any
 def test_serve_warns_when_no_key_can_reach_it(cli: Any, isolated_home: Path) -> None:
     import signal
 
-    from serve_process import start_serve
+    from tests.support.serve import start_serve
 
     served = start_serve(isolated_home)
     code, log = served.stop(signal.SIGTERM)
@@ -316,8 +316,8 @@ def _raw(args: list[bytes], stdin: bytes, home: Path) -> tuple[int, str]:
     import os
     import subprocess
 
-    from conftest import MNEMO
-    from keyring_helpers import subprocess_env
+    from tests.support.cli import MNEMO
+    from tests.support.keyrings import subprocess_env
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
     env.update({"MNEMO_HOME": str(home), "NO_COLOR": "1", **subprocess_env(home / "test-keyring.json")})
@@ -360,7 +360,8 @@ def test_vault_context_takes_what_the_hosted_schema_allows(cli: Any) -> None:
 
 def test_server_vault_context_takes_what_the_hosted_schema_allows(cli: Any, isolated_home: Path) -> None:
     import httpx
-    from wire_servers import served_store
+
+    from tests.support.wire import served_store
 
     key = cli("keys", "create", "local").stdout.strip()
     with served_store(isolated_home / "store.db") as server:

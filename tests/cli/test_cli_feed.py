@@ -360,7 +360,7 @@ def run_with_ptys(
     import selectors
     import subprocess
 
-    from conftest import MNEMO
+    from tests.support.cli import MNEMO
 
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") and k not in ("NO_COLOR", "COLUMNS")}
     full_env.update({"MNEMO_HOME": str(home), "MNEMO_PAGER": "cat", **env})

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MNEMO
 
 from mnemo_tui import sanitize, timefmt
 from mnemo_tui.engine.store import Store
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.cli import MNEMO
 
 pytestmark = pytest.mark.timeout(120)
 Cli = Callable[..., Any]

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from keyring_helpers import subprocess_env
-from wire_servers import refusing_port
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.store import Store
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.keyrings import subprocess_env
+from tests.support.wire import refusing_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.timeout(120)
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
     """A real `mnemo serve` app on a loopback port over a store with one entry; yields (url, key)."""
-    from wire_servers import served_store
+    from tests.support.wire import served_store
 
     path = tmp_path / "served.db"
     admin = Store(path)
@@ -390,7 +390,7 @@ def test_demo_twice_refuses_then_adds_to_the_same_rooms_after_the_newest_with_fo
 
 
 def test_listings_answer_the_same_through_an_endpoint_as_on_the_embedded_store(cli, tmp_path: Path) -> None:
-    from wire_servers import served_store
+    from tests.support.wire import served_store
 
     path = tmp_path / "shared.db"
     assert cli("--store", str(path), "demo", "--entries", "60", "--seed", "3").code == 0

@@ -11,13 +11,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import MNEMO
-from follow_helpers import Follower
 
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.store import Store
 from mnemo_tui.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.cli import MNEMO
+from tests.support.follow import Follower
 
 
 @contextmanager
@@ -32,7 +32,7 @@ def opened(home: Path) -> Iterator[Store]:
 @contextmanager
 def endpoint(home: Path) -> Iterator[dict[str, str]]:
     """`mnemo serve` over MNEMO_HOME's store (in-process, loopback), as the env of a client of it."""
-    from wire_servers import served_store
+    from tests.support.wire import served_store
 
     with opened(home) as store:
         _key_id, key = store.create_key("local")
@@ -182,7 +182,7 @@ def test_delete_takes_back_your_room_entry_and_the_owner_removes_any(cli, isolat
 
 def test_delete_of_a_room_entry_the_hosted_service_keeps_says_so(cli, isolated_home: Path) -> None:
     """The hosted service has no room-entry delete: it answers `deleted: 0` and keeps the entry; the CLI says why (4)."""
-    from wire_servers import Canned, serving
+    from tests.support.wire import Canned, serving
 
     atom = "00000000-0000-4000-8000-0000000000a1"
     item = {

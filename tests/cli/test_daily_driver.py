@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MNEMO
-from follow_helpers import Follower
 
 from mnemo_tui.catchup import CatchupResult
 from mnemo_tui.cli.feed import _catchup_summary
 from tests.cli.test_cli_manners import fill, in_terminal, recorder
+from tests.support.cli import MNEMO
+from tests.support.follow import Follower
 
 pytestmark = pytest.mark.timeout(120)
 Cli = Callable[..., Any]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from conftest import CliResult
+from tests.support.cli import CliResult
 
 
 def test_db_language_shows_english_then_changes_it_and_search_stems_in_the_new_one(

@@ -6,7 +6,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from keyring_helpers import subprocess_env
+from tests.support.keyrings import subprocess_env
 
 
 def test_demo_without_a_keyring_keeps_its_pair_in_the_announced_key_file(cli: Any, isolated_home: Path) -> None:

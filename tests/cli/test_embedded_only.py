@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_process import start_serve
+
+from tests.support.serve import start_serve
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MNEMO, CliResult
 
 from mnemo_tui.engine.store import Store
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.cli import MNEMO, CliResult
 
 Cli = Callable[..., CliResult]
 SECRET = "s3cr3t-sealed-value-never-exported"
@@ -223,7 +223,7 @@ def test_store_to_postgresql_to_store_is_the_same(cli: Cli, tmp_path: Path, pg_d
 
 
 def test_over_a_real_serve_each_content_lands_once(cli: Cli, tmp_path: Path, isolated_home: Path) -> None:
-    from serve_process import start_serve
+    from tests.support.serve import start_serve
 
     source = ["--store", str(tmp_path / "source.db")]
     rooms = fill(tmp_path / "source.db", entries=150)
@@ -303,7 +303,7 @@ def on_terminal(args: list[str], home: Path, stream: str) -> str:
     import pty
     import subprocess
 
-    from conftest import MNEMO
+    from tests.support.cli import MNEMO
 
     leader, follower = pty.openpty()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
@@ -488,7 +488,7 @@ def to_full_disk(tmp_path: Path, *args: str) -> tuple[int, str]:
     import os
     import subprocess
 
-    from conftest import MNEMO
+    from tests.support.cli import MNEMO
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
     with open("/dev/full", "w") as full:
@@ -553,7 +553,7 @@ def test_import_dash_on_a_terminal_is_refused_instead_of_waiting(tmp_path: Path)
     import pty
     import subprocess
 
-    from conftest import MNEMO
+    from tests.support.cli import MNEMO
 
     leader, follower = pty.openpty()
     try:
@@ -593,7 +593,7 @@ def summed(stdout: str) -> tuple[int, int, int, int]:
 def test_an_import_onto_a_real_serve_counts_every_entry_it_skipped(
     cli: Cli, tmp_path: Path, isolated_home: Path
 ) -> None:
-    from serve_process import start_serve
+    from tests.support.serve import start_serve
 
     rooms = fill(tmp_path / "source.db", entries=40)
     file = tmp_path / "export.ndjson"

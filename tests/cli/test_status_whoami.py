@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
-from serve_process import ServeProcess, start_serve
-from wire_servers import serving_app
 
 from mnemo_tui.backends.remote_calls import key_principal
+from tests.support.serve import ServeProcess, start_serve
+from tests.support.wire import serving_app
 
 
 @pytest.fixture

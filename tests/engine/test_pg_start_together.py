@@ -7,13 +7,13 @@ import multiprocessing
 import queue
 from typing import Any
 
-import pg_helpers
 import psycopg
 import pytest
 
 from mnemo_tui.engine import pg_schema
 from mnemo_tui.engine.postgres import PgStore, migrate
 from mnemo_tui.errors import LocalStateError, Unavailable
+from tests.support import pg
 
 PROCESSES = 3
 ROUNDS = 10  # before the fix one opening in about three failed: ten rounds of three never all passed
@@ -76,4 +76,4 @@ def test_a_database_that_cannot_be_opened_says_why_without_the_password(pg_datab
         PgStore(url)
     text = str(raised.value)
     assert "cannot be opened" in text and 'column "version" does not exist' in text
-    assert pg_helpers.PASSWORD not in text
+    assert pg.PASSWORD not in text

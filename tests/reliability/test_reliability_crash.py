@@ -12,7 +12,14 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from reliability_helpers import (
+
+from mnemo_tui import timefmt
+from mnemo_tui.engine import cursor as cursors
+from mnemo_tui.engine.store import Store
+from mnemo_tui.model import RecentQuery
+from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.values.writes import WriteRequest
+from tests.support.reliability import (
     HERE,
     MNEMO,
     PYTHON,
@@ -24,13 +31,6 @@ from reliability_helpers import (
     start_server,
     supersession_consistent,
 )
-
-from mnemo_tui import timefmt
-from mnemo_tui.engine import cursor as cursors
-from mnemo_tui.engine.store import Store
-from mnemo_tui.model import RecentQuery
-from mnemo_tui.state.statedb import StateDB, StateKey
-from mnemo_tui.values.writes import WriteRequest
 
 ENTRIES = 1200
 LIMIT = 5

@@ -14,7 +14,6 @@ from typing import IO, Any
 
 import httpx
 import pytest
-from conftest import MNEMO, CliResult, Target
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +22,8 @@ from mnemo_tui.errors import ValidationError
 from mnemo_tui.limits import MAX_ENTRY_WIRE_BYTES, loads
 from mnemo_tui.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.cli import MNEMO, CliResult
+from tests.support.targets import Target
 
 Cli = Callable[..., CliResult]
 
@@ -74,7 +75,7 @@ def test_concepts_past_their_bounds_are_refused_naming_the_field_and_nothing_is_
 @pytest.fixture
 def served(target: Target) -> Iterator[tuple[str, dict[str, str], Any]]:
     """A real server over the parametrized engine: its URL, a key's headers, and the engine."""
-    from wire_servers import served_store
+    from tests.support.wire import served_store
 
     engine = target.open()
     key = engine.create_key("alice")[1]

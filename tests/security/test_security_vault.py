@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from keyring_helpers import subprocess_env
-from reliability_helpers import MNEMO, Server, start_server
 
 from mnemo_tui.engine.store import Store
 from mnemo_tui.state import sealing
 from tests.conftest import CliResult
+from tests.support.keyrings import subprocess_env
+from tests.support.reliability import MNEMO, Server, start_server
 
 Cli = Callable[..., CliResult]
 

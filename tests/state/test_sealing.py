@@ -11,11 +11,11 @@ import keyring
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from keyring_helpers import MemoryKeyring
 
 from mnemo_tui.errors import AuthError, ValidationError
 from mnemo_tui.state import sealing, vaultkeys
 from mnemo_tui.state.config import resolve
+from tests.support.keyrings import MemoryKeyring
 
 PAIR = sealing.generate()
 

@@ -7,9 +7,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import walk_helpers
-from conftest import CliResult
-from tui_helpers import (
+
+from mnemo_tui.backends.local import LocalBackend
+from mnemo_tui.catchup import CatchUp
+from mnemo_tui.engine.store import Store
+from mnemo_tui.model import RecentQuery
+from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.tui import MnemoApp
+from mnemo_tui.tui.widgets.notices import NewMarker
+from tests.support import walk
+from tests.support.cli import CliResult
+from tests.support.tui import (
     MINUTE,
     NOW,
     ROOM_OPS,
@@ -24,14 +32,6 @@ from tui_helpers import (
     sample_store,
     settle,
 )
-
-from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.catchup import CatchUp
-from mnemo_tui.engine.store import Store
-from mnemo_tui.model import RecentQuery
-from mnemo_tui.state.statedb import StateDB, StateKey
-from mnemo_tui.tui import MnemoApp
-from mnemo_tui.tui.widgets.notices import NewMarker
 
 SIZE = (120, 36)
 pytestmark = pytest.mark.anyio
@@ -49,7 +49,7 @@ def make_app(backend: object, state: StateDB, **kwargs: object) -> MnemoApp:
 
 
 def walk_ids(backend: LocalBackend, scope: str | None = None, limit: int = 100) -> list[str]:
-    return walk_helpers.walk_ids(backend, RecentQuery(scope=scope, limit=limit))
+    return walk.walk_ids(backend, RecentQuery(scope=scope, limit=limit))
 
 
 async def test_opens_on_the_newest_entries_of_the_own_store(store: Store, local: LocalBackend, state: StateDB) -> None:

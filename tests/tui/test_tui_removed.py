@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import pytest
 from textual.widgets import Label, OptionList
-from tui_helpers import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, ids, remote, req, rows, settle
-from walk_helpers import walk_ids
-from wire_servers import ThreadServer
 
 from mnemo_tui.backends.delegate import DelegatingBackend
 from mnemo_tui.backends.local import LocalBackend
@@ -17,6 +14,9 @@ from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
 from mnemo_tui.tui.screens.search import SearchScreen
 from mnemo_tui.values.search import SearchHit, SearchQuery
+from tests.support.tui import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, ids, remote, req, rows, settle
+from tests.support.walk import walk_ids
+from tests.support.wire import ThreadServer
 
 pytestmark = pytest.mark.anyio
 SIZE = (120, 36)
