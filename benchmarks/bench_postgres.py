@@ -3,7 +3,7 @@ psycopg, and requests per second with 1, 2 and 3 `mnemo serve` processes over on
 
     python benchmarks/bench_postgres.py [--quick] [--depth 500000] [--seconds 10] [--clients 6]
 
-It starts its own PostgreSQL cluster (as the tests do: tests/pg_helpers.py) unless `--database URL`
+It starts its own PostgreSQL cluster (as the tests do: tests/support/pg.py) unless `--database URL`
 names one (an empty database). On a two-core machine the servers share the cores with the database
 and the load generator, so the server figures show the design's overhead, not its scale.
 """

@@ -48,7 +48,24 @@ CONFTEST_NAMES = {
 
 # Test modules that moved or were renamed (old dotted -> new dotted), for tests importing from tests.
 TEST_MODULES: dict[str, str] = {
-    "tests.cli.test_cli_manners": "tests.cli.test_cli_manners",
+    "tests.engine.test_sanitize": "tests.test_sanitize",
+    "tests.engine.test_timefmt": "tests.test_timefmt",
+    "tests.catchup.test_walk": "tests.test_walk",
+    "tests.catchup.test_catchup": "tests.test_catchup",
+    "tests.catchup.test_empty_reports": "tests.test_empty_reports",
+    "tests.catchup.test_removals": "tests.test_removals",
+    "tests.catchup.test_removals_pages": "tests.test_removals_pages",
+    "tests.catchup.test_removals_processes": "tests.reliability.test_removals_processes",
+    "tests.catchup.test_removals_pages_processes": "tests.reliability.test_removals_pages_processes",
+    "tests.server.test_follow_fixes": "tests.server.test_follow_edges",
+    "tests.cli.test_audit_cli": "tests.cli.test_usage_and_messages",
+    "tests.cli.test_conventions": "tests.cli.test_unix_habits",
+    "tests.tui.test_tui_tmux": "tests.e2e.test_tui_tmux",
+    "tests.cli.test_install": "tests.e2e.test_install",
+    "tests.cli.test_readme": "tests.e2e.test_readme",
+    "tests.cli.test_progress": "tests.e2e.test_progress",
+    "tests.cli.test_cli_manners": "tests.e2e.test_terminal_manners",
+    "tests.server.test_server_cli": "tests.e2e.test_serve_process",
 }
 
 FROM_RE = re.compile(r"^(?P<indent>[ \t]*)from (?P<module>[\w.]+) import (?P<names>.*)$")
