@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -255,3 +256,46 @@ def cli(isolated_home: Path) -> Callable[..., CliResult]:
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
     return run
+
+
+@pytest.fixture
+def run_cli(
+    isolated_home: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., CliResult]]:
+    """Run `mnemo_tui.cli.main(argv)` in this process: the exit code and the two streams, as `cli` gives them.
+
+    CLI.md's exit codes and two-line errors are made in `main`, outside the Typer app, so parsing,
+    formatting and exit codes are tested here without a process start; what needs the real console
+    script (start-up imports, the pager, a terminal, signals, another keyring) stays with `cli`.
+    stdin is the `input` given (never a terminal); the keyring is the same file `cli`'s processes use.
+    """
+    import io
+    import time
+
+    import keyring
+
+    from mnemo_tui.cli import main
+    from tests.support.keyrings import ENV_FILE, FileKeyring
+
+    monkeypatch.setenv(ENV_FILE, str(isolated_home / "test-keyring.json"))
+    monkeypatch.delenv("COLUMNS", raising=False)
+    previous = keyring.get_keyring()
+    keyring.set_keyring(FileKeyring())
+
+    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> CliResult:
+        capfd.readouterr()  # what the test printed before is not this run's
+        with monkeypatch.context() as scoped:
+            for name, value in (env or {}).items():
+                scoped.setenv(name, value)
+            time.tzset()  # a TZ given is this run's local zone, as in a process of its own
+            scoped.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8"))
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # main returns its code; a stray exit is still reported as one
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        time.tzset()
+        out, err = capfd.readouterr()
+        return CliResult(code, out, err)
+
+    yield run
+    keyring.set_keyring(previous)
