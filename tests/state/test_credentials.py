@@ -25,15 +25,6 @@ def settings(isolated_home: Path) -> Settings:
     return resolve(endpoint=ENDPOINT)
 
 
-@pytest.fixture
-def memory_keyring() -> Iterator[MemoryKeyring]:
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    yield backend
-    keyring.set_keyring(previous)
-
-
 @pytest.fixture(params=[fail.Keyring, null.Keyring])
 def no_keyring(request: pytest.FixtureRequest) -> Iterator[None]:
     previous = keyring.get_keyring()
