@@ -68,6 +68,13 @@ TEST_MODULES: dict[str, str] = {
     "tests.server.test_server_cli": "tests.e2e.test_serve_process",
 }
 
+# Names that moved out of a test module into a support module: (old dotted module, name) -> new module.
+MOVED_NAMES = {
+    ("tests.cli.test_cli_manners", "in_terminal"): "tests.support.cli",
+    ("tests.cli.test_cli_manners", "recorder"): "tests.support.cli",
+    ("tests.cli.test_cli_manners", "fill"): "tests.support.cli",
+}
+
 FROM_RE = re.compile(r"^(?P<indent>[ \t]*)from (?P<module>[\w.]+) import (?P<names>.*)$")
 IMPORT_RE = re.compile(r"^(?P<indent>[ \t]*)import (?P<module>[\w.]+)(?P<alias> as \w+)?[ \t]*$")
 
@@ -98,6 +105,14 @@ def rewrite(source: str) -> str:
                 if module is None:
                     raise SystemExit(f"`{name}` from conftest has no new home: make it a fixture or a support module")
                 by_module.setdefault(module, []).append(name)
+            for module, taken in sorted(by_module.items()):
+                out.append(f"{match['indent']}from {module} import {', '.join(taken)}{end}")
+            continue
+        if match and any(module == match["module"] for module, _ in MOVED_NAMES):
+            by_module = {}
+            for name in _names(match["names"]):
+                module = MOVED_NAMES.get((match["module"], name.split(" as ")[0].strip()))
+                by_module.setdefault(module or TEST_MODULES.get(match["module"], match["module"]), []).append(name)
             for module, taken in sorted(by_module.items()):
                 out.append(f"{match['indent']}from {module} import {', '.join(taken)}{end}")
             continue

@@ -16,8 +16,7 @@ import pytest
 
 from mnemo_tui.catchup import CatchupResult
 from mnemo_tui.cli.feed import _catchup_summary
-from tests.e2e.test_terminal_manners import fill, in_terminal, recorder
-from tests.support.cli import MNEMO
+from tests.support.cli import MNEMO, fill, in_terminal, recorder
 from tests.support.follow import Follower
 
 pytestmark = pytest.mark.timeout(120)

@@ -189,7 +189,7 @@ def test_values_complete_from_local_state_only(run_cli: Cli, isolated_home: Path
 
 
 def test_vault_add_asks_for_a_missing_context_on_a_terminal(cli: Cli, isolated_home: Path) -> None:
-    from tests.e2e.test_terminal_manners import in_terminal
+    from tests.support.cli import in_terminal
     from tests.support.keyrings import subprocess_env
 
     env = subprocess_env(isolated_home / "test-keyring.json")
