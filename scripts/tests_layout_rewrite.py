@@ -65,6 +65,7 @@ TEST_MODULES: dict[str, str] = {
     "tests.cli.test_readme": "tests.e2e.test_readme",
     "tests.cli.test_progress": "tests.e2e.test_progress",
     "tests.cli.test_cli_manners": "tests.e2e.test_terminal_manners",
+    "tests.cli.test_daily_driver": "tests.e2e.test_pager_pipes_and_signals",
     "tests.server.test_server_cli": "tests.e2e.test_serve_process",
 }
 

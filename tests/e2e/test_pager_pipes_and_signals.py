@@ -1,4 +1,5 @@
-"""What a new user hit that did the wrong thing (issue 35), each through the installed console script."""
+"""The pager, pipes closed early, signals, a terminal's widths and the extras a command needs, through the installed console script
+(what a new user hit that did the wrong thing: issue 35)."""
 
 from __future__ import annotations
 
