@@ -74,6 +74,8 @@ MOVED_NAMES = {
     ("tests.cli.test_cli_manners", "in_terminal"): "tests.support.cli",
     ("tests.cli.test_cli_manners", "recorder"): "tests.support.cli",
     ("tests.cli.test_cli_manners", "fill"): "tests.support.cli",
+    ("security.test_hostile_data", "RawMcp"): "tests.security.raw_mcp",
+    ("tests.security.test_hostile_data", "RawMcp"): "tests.security.raw_mcp",
 }
 
 FROM_RE = re.compile(r"^(?P<indent>[ \t]*)from (?P<module>[\w.]+) import (?P<names>.*)$")

@@ -130,7 +130,7 @@ def test_over_mcp_a_lone_surrogate_in_a_read_is_replaced_and_served_never_an_int
     """The MCP door replaces a lone surrogate with U+FFFD as it reads the line (docs/mcp.md), so the read is
     served; the engine's refusal stands behind it for any door that does not."""
     pytest.importorskip("mcp")
-    from security.test_hostile_data import RawMcp
+    from tests.security.raw_mcp import RawMcp
 
     mcp = RawMcp(isolated_home)
     try:
