@@ -240,11 +240,10 @@ def postgres(root: Path, writes: int) -> dict[str, list[float]] | None:
     """Three `mnemo serve` over one PostgreSQL database (a cluster of its own, as the tests start): writes through
     A; a CLI follower on B (`--database-pooler none`: LISTEN, woken by A's NOTIFY) and one on C (the default
     `transaction`, as behind pgbouncer: no LISTEN, its 1 s slow poll is the wake-up). None without PostgreSQL."""
-    sys.path.insert(0, str(HERE.parent / "tests"))
-    import pg_helpers
-
+    sys.path.insert(0, str(HERE.parent))  # the repository: tests.support
     from mnemo_tui.engine.postgres.store import PgStore
     from mnemo_tui.values.writes import WriteRequest
+    from tests.support import pg as pg_helpers
 
     if pg_helpers.binaries() is None:
         return None

@@ -3,7 +3,7 @@ psycopg, and requests per second with 1, 2 and 3 `mnemo serve` processes over on
 
     python benchmarks/bench_postgres.py [--quick] [--depth 500000] [--seconds 10] [--clients 6]
 
-It starts its own PostgreSQL cluster (as the tests do: tests/pg_helpers.py) unless `--database URL`
+It starts its own PostgreSQL cluster (as the tests do: tests/support/pg.py) unless `--database URL`
 names one (an empty database). On a two-core machine the servers share the cores with the database
 and the load generator, so the server figures show the design's overhead, not its scale.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # the repository: tests.support
 MNEMO = str(Path(sys.executable).parent / "mnemo")
 KEYSET = (
     "SELECT created_at, atom_id, wire, superseded_by FROM atoms WHERE bucket = %s AND (created_at, atom_id) < (%s, %s) "
@@ -121,9 +121,8 @@ def _client(args: tuple[list[str], str, float, int]) -> dict[str, int]:
 
 
 def load(url: str, servers: int, clients: int, seconds: float, home: Path) -> dict[str, Any]:
-    from serve_process import start_serve
-
     from mnemo_tui.engine.postgres.store import PgStore
+    from tests.support.serve import start_serve
 
     store = PgStore(url)
     key = store.create_key("bench")[1]
@@ -163,14 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     seconds = 4.0 if args.quick else args.seconds
     import tempfile
 
-    import pg_helpers
+    from tests.support import pg
 
     cluster = None
     if args.database:
         urls = [args.database] * 4
     else:
-        cluster = pg_helpers.start_cluster()
-        databases = pg_helpers.Databases(cluster)
+        cluster = pg.start_cluster()
+        databases = pg.Databases(cluster)
         urls = [cluster.url(databases.create()) for _ in range(4)]
     try:
         figures: dict[str, Any] = {}
@@ -187,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if cluster is not None:
             databases.close()
-            pg_helpers.stop_cluster(cluster)
+            pg.stop_cluster(cluster)
     return 0
 
 

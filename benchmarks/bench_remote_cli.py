@@ -18,7 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_cli import MNEMO, _compiled, alternate, run_child_cpu
 
-TESTS = Path(__file__).resolve().parents[1] / "tests"  # keyring_helpers.FileKeyring: a real keyring backend
+TESTS = (
+    Path(__file__).resolve().parents[1]
+)  # the repository: tests.support.keyrings.FileKeyring, a real keyring backend
 READY = re.compile(r"ready at (http://\S+/api/v1)")
 GOAL = "≤ 1.3x"
 
@@ -85,7 +87,7 @@ def _client(case: str, root: Path, url: str, key: str) -> dict[str, str]:
         return env
     if case == "keyring":
         env.update(
-            PYTHON_KEYRING_BACKEND="keyring_helpers.FileKeyring",
+            PYTHON_KEYRING_BACKEND="tests.support.keyrings.FileKeyring",
             TEST_KEYRING_FILE=str(home / "keyring.json"),
             PYTHONPATH=os.pathsep.join(p for p in (str(TESTS), env.get("PYTHONPATH", "")) if p),
         )

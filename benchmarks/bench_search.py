@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-for extra in (ROOT, ROOT / "benchmarks", ROOT / "tests"):
+for extra in (ROOT, ROOT / "benchmarks"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
@@ -126,13 +126,13 @@ def reindex_sqlite(path: Path) -> dict[str, Any]:
 
 
 def reindex_postgres(entries: int) -> dict[str, Any]:
-    import pg_helpers
     from bench_postgres import fill
 
     from mnemo_tui.engine.postgres.store import PgStore
+    from tests.support import pg
 
-    cluster = pg_helpers.start_cluster()
-    databases = pg_helpers.Databases(cluster)
+    cluster = pg.start_cluster()
+    databases = pg.Databases(cluster)
     try:
         url = cluster.url(databases.create())
         started = time.perf_counter()
@@ -151,7 +151,7 @@ def reindex_postgres(entries: int) -> dict[str, Any]:
         }
     finally:
         databases.close()
-        pg_helpers.stop_cluster(cluster)
+        pg.stop_cluster(cluster)
 
 
 def write_cost(tmp: Path, n: int = 5000) -> dict[str, Any]:

@@ -97,14 +97,14 @@ async def _latency(a: Server, b: Server, key: str, writes: int) -> dict[str, lis
 
 def postgres(root: Path, writes: int) -> dict[str, list[float]] | None:
     sys.path.insert(0, str(HERE.parent / "tests"))
-    import pg_helpers
+    from tests.support import pg
 
     from mnemo_tui.engine.postgres.store import PgStore
 
-    if pg_helpers.binaries() is None:
+    if pg.binaries() is None:
         return None
-    cluster = pg_helpers.start_cluster()
-    databases = pg_helpers.Databases(cluster)
+    cluster = pg.start_cluster()
+    databases = pg.Databases(cluster)
     servers: list[Server] = []
     try:
         url = cluster.url(databases.create())
@@ -119,7 +119,7 @@ def postgres(root: Path, writes: int) -> dict[str, list[float]] | None:
         for srv in servers:
             srv.stop()
         databases.close()
-        pg_helpers.stop_cluster(cluster)
+        pg.stop_cluster(cluster)
 
 
 async def _idle(srv: Server, keys: list[str], window: float) -> dict[str, Any]:

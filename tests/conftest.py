@@ -7,9 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,8 @@ from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB
+from tests.support.cli import MNEMO, CliResult, on_terminal
+from tests.support.targets import BACKENDS, Target
 
 # CI derandomizes: the same examples on every run, so a red CI means a regression, never chance.
 settings.register_profile(
@@ -45,7 +45,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-MNEMO = shutil.which("mnemo", path=str(Path(sys.executable).parent)) or "mnemo"
 
 # Under CI=true a skip is a failure: a missing tool (PostgreSQL, tmux, jq, openssl) or file must turn
 # CI red, never shrink the suite quietly. A test marked `may_skip_in_ci` names why the machine itself
@@ -111,66 +110,31 @@ def local(store: Store) -> LocalBackend:
 @pytest.fixture(scope="session")
 def pg_databases() -> Iterator[Any]:
     """This test process's PostgreSQL cluster (started on first use) and its factory of fresh databases."""
-    import pg_helpers
+    from tests.support import pg
 
-    if pg_helpers.binaries() is None:
-        pytest.skip(pg_helpers.NO_POSTGRES)
-    cluster = pg_helpers.start_cluster()
-    databases = pg_helpers.Databases(cluster)
+    if pg.binaries() is None:
+        pytest.skip(pg.NO_POSTGRES)
+    cluster = pg.start_cluster()
+    databases = pg.Databases(cluster)
     try:
         yield databases
     finally:
-        pg_helpers.stop_cluster(cluster, databases)
+        pg.stop_cluster(cluster, databases)
 
 
 @pytest.fixture(scope="session")
 def pg_bouncer(pg_databases: Any) -> Iterator[Any]:
     """pgbouncer in transaction mode in front of this test process's cluster (started on first use)."""
-    import shutil
 
-    import pg_helpers
+    from tests.support import pg
 
     if shutil.which("pgbouncer") is None and not Path("/usr/sbin/pgbouncer").exists():
-        pytest.skip(pg_helpers.NO_PGBOUNCER)
-    bouncer = pg_helpers.start_bouncer(pg_databases.cluster)
+        pytest.skip(pg.NO_PGBOUNCER)
+    bouncer = pg.start_bouncer(pg_databases.cluster)
     try:
         yield bouncer
     finally:
         bouncer.stop()
-
-
-class Target:
-    """Where a test's engine keeps its data: an embedded store file, or a PostgreSQL database.
-
-    Attributes:
-        engine: `sqlite` or `postgres`.
-        location: the store's path, or the database's URL (with its password).
-    """
-
-    def __init__(self, engine: str, location: Path | str) -> None:
-        self.engine = engine
-        self.location = location
-
-    def open(self) -> Any:
-        """A new engine over the target (the caller closes it)."""
-        if self.engine == "postgres":
-            from mnemo_tui.engine.postgres.store import PgStore
-
-            return PgStore(str(self.location))
-        return Store(self.location)
-
-    def app(self, **options: Any) -> Any:
-        """The app `mnemo serve` runs over the target."""
-        from mnemo_tui.server.app import create_app
-
-        if self.engine == "postgres":
-            return create_app(database=str(self.location), **options)
-        return create_app(self.location, **options)
-
-    @property
-    def cli(self) -> list[str]:
-        """The root options of `mnemo` selecting the target."""
-        return ["--database" if self.engine == "postgres" else "--store", str(self.location)]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -209,9 +173,6 @@ def target(targets: Callable[[str], Target]) -> Target:
     return targets("store")
 
 
-BACKENDS = ["local", "remote", "local-pg", "remote-pg"]
-
-
 @pytest.fixture(params=BACKENDS)
 def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[str], Backend]]:
     """A factory of backends over one fresh store, one per principal; parametrized over backend kinds
@@ -241,9 +202,8 @@ def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cal
         yield factory
     elif kind == "remote":
         # A real `mnemo serve` app on a loopback port; one API key per principal on the served store.
-        from wire_servers import served_store
-
         from mnemo_tui.backends.remote import RemoteBackend
+        from tests.support.wire import served_store
 
         admin = where.open()
         with served_store(where) as server:
@@ -267,13 +227,6 @@ def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cal
         request.getfixturevalue("pg_databases").drop(name)
 
 
-@dataclass
-class CliResult:
-    code: int
-    stdout: str
-    stderr: str
-
-
 @pytest.fixture
 def cli(isolated_home: Path) -> Callable[..., CliResult]:
     """Run the installed `mnemo` console script in a subprocess, with this test's MNEMO_HOME.
@@ -281,7 +234,7 @@ def cli(isolated_home: Path) -> Callable[..., CliResult]:
     Its keyring is a real one of this test's own (a file in MNEMO_HOME), never the developer's;
     `env=subprocess_env(None)` takes it away.
     """
-    from keyring_helpers import subprocess_env
+    from tests.support.keyrings import subprocess_env
 
     def run(
         *args: str,
@@ -305,49 +258,44 @@ def cli(isolated_home: Path) -> Callable[..., CliResult]:
     return run
 
 
-def on_terminal(
-    argv: list[str], *, columns: int, env: dict[str, str], input: str | None = None, timeout: float = 60
-) -> CliResult:
-    """Run `argv` with stdout on a pseudo-terminal `columns` wide (stdin and stderr piped, no pager).
+@pytest.fixture
+def run_cli(
+    isolated_home: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., CliResult]]:
+    """Run `mnemo_tui.cli.main(argv)` in this process: the exit code and the two streams, as `cli` gives them.
 
-    What a person's terminal lays out (widths, the header, short ids) is tested here; a pipe gets
-    the tab-separated rows instead (docs/cli.md, Output).
+    docs/cli.md's exit codes and two-line errors are made in `main`, outside the Typer app, so parsing,
+    formatting and exit codes are tested here without a process start; what needs the real console
+    script (start-up imports, the pager, a terminal, signals, another keyring) stays with `cli`.
+    stdin is the `input` given (never a terminal); the keyring is the same file `cli`'s processes use.
     """
-    import fcntl
-    import pty
-    import struct
-    import termios
+    import io
+    import time
 
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    # The terminal's own line discipline would turn each "\n" into "\r\n": keep the bytes as written.
-    attrs = termios.tcgetattr(slave)
-    attrs[1] &= ~termios.OPOST
-    termios.tcsetattr(slave, termios.TCSANOW, attrs)
-    full = {k: v for k, v in env.items() if k != "COLUMNS"}
-    full.setdefault("MNEMO_PAGER", "cat")
-    proc = subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=slave, stderr=subprocess.PIPE, env=full, text=True, close_fds=True
-    )
-    os.close(slave)
-    got = bytearray()
-    reader = threading.Thread(target=_drain, args=(master, got), daemon=True)
-    reader.start()
-    try:
-        _out, err = proc.communicate(input=input, timeout=timeout)
-    finally:
-        reader.join(timeout)
-        os.close(master)
-    return CliResult(proc.returncode, got.decode(errors="replace"), err)
+    import keyring
 
+    from mnemo_tui.cli import main
+    from tests.support.keyrings import ENV_FILE, FileKeyring
 
-def _drain(fd: int, into: bytearray) -> None:
-    """Read a pseudo-terminal's master side until its slave side is closed by every process (EIO)."""
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            return
-        if not chunk:
-            return
-        into.extend(chunk)
+    monkeypatch.setenv(ENV_FILE, str(isolated_home / "test-keyring.json"))
+    monkeypatch.delenv("COLUMNS", raising=False)
+    previous = keyring.get_keyring()
+    keyring.set_keyring(FileKeyring())
+
+    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> CliResult:
+        capfd.readouterr()  # what the test printed before is not this run's
+        with monkeypatch.context() as scoped:
+            for name, value in (env or {}).items():
+                scoped.setenv(name, value)
+            time.tzset()  # a TZ given is this run's local zone, as in a process of its own
+            scoped.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8"))
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # main returns its code; a stray exit is still reported as one
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        time.tzset()
+        out, err = capfd.readouterr()
+        return CliResult(code, out, err)
+
+    yield run
+    keyring.set_keyring(previous)

@@ -7,7 +7,8 @@ from contextlib import ExitStack
 
 import pytest
 from anyio.from_thread import start_blocking_portal
-from mcp_helpers import Servers
+
+from tests.support.mcp_client import Servers
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from broken_backends import Wrapper
 
 from mnemo_tui.agents import surface
 from mnemo_tui.agents.answers import EARLY_STOP_NOTE, Answers
@@ -24,6 +23,7 @@ from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.errors import Unavailable
 from mnemo_tui.values.model import Entry, Page, RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.broken_backends import Wrapper
 
 HOSTED = json.loads((Path(__file__).parent / "hosted-tools-list.json").read_text(encoding="utf-8"))
 ID = re.compile(r"^   id: ([0-9a-f-]{36})$", re.MULTILINE)
@@ -196,7 +196,7 @@ def test_without_the_extra_mnemo_mcp_exits_2_naming_it(isolated_home: Path) -> N
 
 
 def test_nothing_but_the_protocol_on_stdout(tmp_path: Path, isolated_home: Path) -> None:
-    from mcp_helpers import MNEMO
+    from tests.support.mcp_client import MNEMO
 
     hello = [
         {

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from mcp.shared.exceptions import MCPError
-from mcp_helpers import Servers, Session
+from tests.support.mcp_client import Servers, Session
 
 NOT_FOUND = -32002
 

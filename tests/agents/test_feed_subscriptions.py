@@ -28,8 +28,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_helpers import MNEMO, WAIT
-from serve_process import ServeProcess, start_serve
+from tests.support.mcp_client import MNEMO, WAIT
+from tests.support.serve import ServeProcess, start_serve
 
 from mnemo_tui.server.mcp_mount import MAX_SUBSCRIPTIONS_PER_KEY
 

@@ -9,8 +9,9 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from mcp_helpers import MNEMO, WAIT, HoldingProxy, Servers, Session
-from serve_process import start_serve
+
+from tests.support.mcp_client import MNEMO, WAIT, HoldingProxy, Servers, Session
+from tests.support.serve import start_serve
 
 ID = re.compile(r"^   id: ([0-9a-f-]{36})$", re.MULTILINE)
 

@@ -21,8 +21,9 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp_helpers import MNEMO, WAIT
-from serve_process import ServeProcess, start_serve
+
+from tests.support.mcp_client import MNEMO, WAIT
+from tests.support.serve import ServeProcess, start_serve
 
 HOSTED = json.loads((Path(__file__).parent / "hosted-tools-list.json").read_text(encoding="utf-8"))
 # The MCP Inspector CLI and the Node it runs on, as scripts/setup-dev.sh installs them.

@@ -21,8 +21,9 @@ from urllib.parse import urlsplit
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mcp_helpers import MNEMO, WAIT, HoldingProxy, server_env
-from serve_process import start_serve
+
+from tests.support.mcp_client import MNEMO, WAIT, HoldingProxy, server_env
+from tests.support.serve import start_serve
 
 HELLO = {
     "jsonrpc": "2.0",

@@ -4,7 +4,8 @@ entry that says "deploys" and carries the concept `deploy`, and a word of its co
 from __future__ import annotations
 
 import pytest
-from mcp_helpers import Servers, Session
+
+from tests.support.mcp_client import Servers, Session
 
 
 @pytest.fixture(scope="module")

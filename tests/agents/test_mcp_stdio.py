@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 
 import pytest
-from mcp_helpers import Servers, Session
 
 from mnemo_tui import sanitize
 from mnemo_tui.backends.local import LocalBackend
+from tests.support.mcp_client import Servers, Session
 
 HOSTED = json.loads((Path(__file__).parent / "hosted-tools-list.json").read_text(encoding="utf-8"))
 ID = re.compile(r"^   id: ([0-9a-f-]{36})$", re.MULTILINE)
@@ -323,9 +323,8 @@ def test_a_walk_while_three_writer_processes_write_is_exact(alice: Session, stor
     import subprocess
     import sys
 
-    from walk_helpers import walk_ids
-
     from mnemo_tui.values.model import RecentQuery
+    from tests.support.walk import walk_ids
 
     for i in range(15):
         write(alice, f"busy before {i}", "busy")

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from follow_helpers import Follower
-from serve_process import start_serve
 
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.follow import Follower
+from tests.support.serve import start_serve
 
 
 def _write(url: str, key: str, text: str) -> str:
@@ -68,9 +68,8 @@ def test_recent_follow_reconnects_past_the_deadline_and_loses_nothing(
 def test_recent_follow_of_an_endpoint_without_the_push_channel_polls_through_an_outage(tmp_path: Path) -> None:
     import socket
 
-    from wire_servers import ThreadServer
-
     from mnemo_tui.server.app import create_app
+    from tests.support.wire import ThreadServer
 
     path = tmp_path / "served.db"
     store = Store(path)

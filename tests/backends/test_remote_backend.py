@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wire_servers import Canned, ThreadServer, refusing_port, served_store, serving
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
@@ -23,6 +22,8 @@ from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import AuthError, Unavailable, ValidationError
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from mnemo_tui.catchup.walk import Walk, stream_wire
+from tests.support.wire import Canned, ThreadServer, refusing_port, served_store, serving
 
 KEY = "mk_live_" + "3" * 32
 ITEM = {

@@ -9,9 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from walk_helpers import walk_ids
-from wire_servers import LateClock, ThreadServer, read_body, serving, without_accept
-
 from mnemo_tui import timefmt
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
@@ -21,6 +18,8 @@ from mnemo_tui.server.app import create_app
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.walk import walk_ids
+from tests.support.wire import LateClock, ThreadServer, read_body, serving, without_accept
 
 Receive = Callable[[], Any]
 

@@ -13,13 +13,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import MNEMO
-from sse_servers import SSE_HEAD, Handler, RawServer, event, hang, item
 
 from mnemo_tui.backends import remote_follow
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.errors import AuthError, Forbidden, RemovalsGone, Unavailable
 from mnemo_tui.values.model import RecentQuery
+from tests.backends.sse_servers import SSE_HEAD, Handler, RawServer, event, hang, item
+from tests.support.cli import MNEMO
 
 KEY = "mk_live_" + "7" * 32
 

@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import CliResult
-from wire_servers import Canned, ThreadServer, serving
 
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.errors import Unavailable
 from mnemo_tui.values.model import RecentQuery
+from tests.support.cli import CliResult
+from tests.support.wire import Canned, ThreadServer, serving
 
 KEY = "mk_live_" + "5" * 32
 BUSY = {"code": "UNAVAILABLE", "message": "busy right now", "retryable": True}

@@ -15,10 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MNEMO, CliResult, Target
-from reliability_helpers import Passes
-from serve_process import ServeProcess, start_serve
-from wire_servers import LateClock, read_body, serving
 
 from mnemo_tui import timefmt
 from mnemo_tui.backends import remote_http
@@ -29,6 +25,12 @@ from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import BrokenFeed, Unavailable
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from mnemo_tui.catchup.walk import Walk, stream_wire
+from tests.support.cli import MNEMO, CliResult
+from tests.support.reliability import Passes
+from tests.support.serve import ServeProcess, start_serve
+from tests.support.targets import Target
+from tests.support.wire import LateClock, read_body, serving
 
 RECENT = '"POST /api/v1/memory/recent"'
 

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from wire_servers import refusing_port
 
 from mnemo_tui.backends import remote_http
 from mnemo_tui.backends.proxies import proxy_for
@@ -28,6 +27,7 @@ from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.errors import PayloadTooLarge, Unavailable, ValidationError
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.wire import refusing_port
 
 KEY = "mk_live_" + "5" * 32
 ITEM = {

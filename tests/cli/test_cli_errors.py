@@ -9,10 +9,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import MNEMO
 
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.cli import MNEMO
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -29,24 +29,26 @@ def check_schema(value: object, name: str) -> None:
     jsonschema.validate(value, schema)
 
 
-def test_rooms_outputs_are_exactly_as_documented(cli) -> None:
-    created = cli("rooms", "create", "ops")
+def test_rooms_outputs_are_exactly_as_documented(run_cli) -> None:
+    created = run_cli("rooms", "create", "ops")
     assert created.code == 0 and created.stdout.startswith("xroom:room_") and created.stdout.count("\n") == 1
-    doc = json.loads(cli("rooms", "create", "dev", "--description", "d", "-f", "json").stdout)
+    doc = json.loads(run_cli("rooms", "create", "dev", "--description", "d", "-f", "json").stdout)
     assert set(doc) == {"room_id", "address", "name", "next_steps"} and doc["address"] == "xroom:" + doc["room_id"]
     check_schema(doc, "RoomCreatedSchema")
-    code = cli("rooms", "invite", "ops", "--read-only", "--max-uses", "2", "--expires-days", "3")
+    code = run_cli("rooms", "invite", "ops", "--read-only", "--max-uses", "2", "--expires-days", "3")
     assert code.code == 0 and code.stdout.startswith("mnvr_") and code.stdout.count("\n") == 1
-    invite = json.loads(cli("rooms", "invite", created.stdout.strip(), "-f", "json").stdout)
+    invite = json.loads(run_cli("rooms", "invite", created.stdout.strip(), "-f", "json").stdout)
     assert {"code", "room_address", "invite_id", "scope", "expires_at", "join_url", "share_message"} <= set(invite)
     assert invite["scope"] == "read_write" and invite["room_address"] == created.stdout.strip()
     check_schema(invite, "InviteCreatedSchema")
-    joined = cli("rooms", "join", code.stdout.strip(), env={"MNEMO_PRINCIPAL": "bob"})
+    joined = run_cli("rooms", "join", code.stdout.strip(), env={"MNEMO_PRINCIPAL": "bob"})
     assert joined.code == 0 and joined.stdout == created.stdout
-    again = json.loads(cli("rooms", "join", code.stdout.strip(), "-f", "json", env={"MNEMO_PRINCIPAL": "bob"}).stdout)
+    again = json.loads(
+        run_cli("rooms", "join", code.stdout.strip(), "-f", "json", env={"MNEMO_PRINCIPAL": "bob"}).stdout
+    )
     assert again["already_member"] is True and again["scope"] == "read"
     check_schema(again, "JoinedRoomSchema")
-    listed = json.loads(cli("rooms", "list", "-f", "json", env={"MNEMO_PRINCIPAL": "bob"}).stdout)
+    listed = json.loads(run_cli("rooms", "list", "-f", "json", env={"MNEMO_PRINCIPAL": "bob"}).stdout)
     assert listed == [
         {
             "room_id": created.stdout.strip().removeprefix("xroom:"),
@@ -58,9 +60,9 @@ def test_rooms_outputs_are_exactly_as_documented(cli) -> None:
         }
     ]
     check_schema(listed[0], "RoomListItemSchema")
-    ro = cli("write", "hi", "--scope", created.stdout.strip(), env={"MNEMO_PRINCIPAL": "bob"})
+    ro = run_cli("write", "hi", "--scope", created.stdout.strip(), env={"MNEMO_PRINCIPAL": "bob"})
     assert ro.code == 4 and "read-only" in ro.stderr
-    table = cli("rooms", "list").stdout
+    table = run_cli("rooms", "list").stdout
     assert table.splitlines()[0].split() == ["NAME", "ADDRESS", "ROLE", "ACCESS"] and "ops" in table
 
 
@@ -81,71 +83,71 @@ def test_rooms_outputs_are_exactly_as_documented(cli) -> None:
         (("recent", "--scope"), 2),
     ],
 )
-def test_bad_input_on_rooms_and_vault(cli, args: tuple[str, ...], code: int) -> None:
-    r = cli(*args, input="value\n")
+def test_bad_input_on_rooms_and_vault(run_cli, args: tuple[str, ...], code: int) -> None:
+    r = run_cli(*args, input="value\n")
     assert r.code == code, (r.stdout, r.stderr)
     assert "Traceback" not in r.stderr and r.stderr.strip()
 
 
-def test_room_conflicts_are_exit_2(cli) -> None:
-    cli("rooms", "create", "ops")
-    taken = cli("rooms", "create", "ops")
+def test_room_conflicts_are_exit_2(run_cli) -> None:
+    run_cli("rooms", "create", "ops")
+    taken = run_cli("rooms", "create", "ops")
     assert taken.code == 2 and "already have a room" in taken.stderr
-    code = cli("rooms", "invite", "ops").stdout.strip()
-    assert cli("rooms", "join", code, env={"MNEMO_PRINCIPAL": "bob"}).code == 0
-    used = cli("rooms", "join", code, env={"MNEMO_PRINCIPAL": "carol"})
+    code = run_cli("rooms", "invite", "ops").stdout.strip()
+    assert run_cli("rooms", "join", code, env={"MNEMO_PRINCIPAL": "bob"}).code == 0
+    used = run_cli("rooms", "join", code, env={"MNEMO_PRINCIPAL": "carol"})
     assert used.code == 2 and "used up" in used.stderr
     for bad in (("--max-uses", "0"), ("--expires-days", "91"), ("--max-uses", "x")):
-        assert cli("rooms", "invite", "ops", *bad).code == 2
-    not_owner = cli("rooms", "invite", "ops", env={"MNEMO_PRINCIPAL": "bob"})
+        assert run_cli("rooms", "invite", "ops", *bad).code == 2
+    not_owner = run_cli("rooms", "invite", "ops", env={"MNEMO_PRINCIPAL": "bob"})
     assert not_owner.code == 4
 
 
-def test_vault_never_shows_a_value(cli) -> None:
-    added = cli("vault", "add", "deploy.key", "--context", "for deploys", input="s3cr3t-value\n")
+def test_vault_never_shows_a_value(run_cli) -> None:
+    added = run_cli("vault", "add", "deploy.key", "--context", "for deploys", input="s3cr3t-value\n")
     assert added.code == 0 and added.stdout == "deploy.key\n"
-    empty = cli("vault", "add", "other", "--context", "c", input="")
+    empty = run_cli("vault", "add", "other", "--context", "c", input="")
     assert empty.code == 2 and "empty" in empty.stderr
-    dup = cli("vault", "add", "deploy.key", "--context", "c", input="v\n")
+    dup = run_cli("vault", "add", "deploy.key", "--context", "c", input="v\n")
     assert dup.code == 2
-    doc = json.loads(cli("vault", "list", "-f", "json").stdout)
+    doc = json.loads(run_cli("vault", "list", "-f", "json").stdout)
     assert [set(s) for s in doc["secrets"]] == [{"alias", "context", "created_at", "concepts"}]
     check_schema(doc, "ListSecretsResponse")
-    outputs = [cli("vault", "list").stdout, json.dumps(doc), cli("recent", "--all", "-f", "json").stdout]
+    outputs = [run_cli("vault", "list").stdout, json.dumps(doc), run_cli("recent", "--all", "-f", "json").stdout]
     for out in outputs:
         assert "s3cr3t" not in out
     assert "deploy.key" in outputs[0] and "for deploys" in outputs[0]
 
 
-def test_an_unreadable_config_file_is_exit_6_naming_it(cli, isolated_home: Path) -> None:
+def test_an_unreadable_config_file_is_exit_6_naming_it(run_cli, isolated_home: Path) -> None:
     (isolated_home / "config.toml").write_text("profiles = [broken\n")
     for args in (("recent",), ("recent", "--format", "json"), ("status",), ("catchup",), ("write", "x")):
-        r = cli(*args)
+        r = run_cli(*args)
         assert r.code == 6, (args, r.stderr)
         assert str(isolated_home / "config.toml") in r.stderr and "move it aside" in r.stderr
         assert "Traceback" not in r.stderr and r.stdout == ""
     for args in (("--help",), ("recent", "--help"), ("watermark", "set", "--help")):
-        helped = cli(*args)
+        helped = run_cli(*args)
         assert helped.code == 0 and "Usage: mnemo" in helped.stdout
 
 
-def test_an_unreadable_state_database_is_exit_6_naming_it(cli, isolated_home: Path) -> None:
+def test_an_unreadable_state_database_is_exit_6_naming_it(run_cli, isolated_home: Path) -> None:
     (isolated_home / "state.db").write_bytes(b"this is not a database" * 100)
     for args in (("catchup",), ("watermark", "list"), ("watermark", "set", "now")):
-        r = cli(*args)
+        r = run_cli(*args)
         assert r.code == 6, (args, r.stderr)
         assert str(isolated_home / "state.db") in r.stderr and "Traceback" not in r.stderr
-    assert cli("recent").code == 0  # reading the feed needs no state
-    moved = cli("catchup", env={"MNEMO_STATE": str(isolated_home / "fresh-state.db")})
+    assert run_cli("recent").code == 0  # reading the feed needs no state
+    moved = run_cli("catchup", env={"MNEMO_STATE": str(isolated_home / "fresh-state.db")})
     assert moved.code == 0
 
 
-def test_debug_adds_the_traceback(cli) -> None:
-    plain = cli("recent", "--since", "bogus")
+def test_debug_adds_the_traceback(run_cli) -> None:
+    plain = run_cli("recent", "--since", "bogus")
     assert plain.code == 2 and "Traceback" not in plain.stderr
-    assert "Traceback" in cli("--debug", "recent", "--since", "bogus").stderr
-    assert "Traceback" in cli("recent", "--since", "bogus", env={"MNEMO_DEBUG": "1"}).stderr
-    assert "Traceback" in cli("--debug", "search", "").stderr
+    assert "Traceback" in run_cli("--debug", "recent", "--since", "bogus").stderr
+    assert "Traceback" in run_cli("recent", "--since", "bogus", env={"MNEMO_DEBUG": "1"}).stderr
+    assert "Traceback" in run_cli("--debug", "search", "").stderr
 
 
 @pytest.mark.parametrize(

@@ -32,9 +32,9 @@ def lines(text: str) -> list[dict[str, object]]:
     return [json.loads(line) for line in text.splitlines()]
 
 
-def test_recent_ndjson_prints_items_newest_first_and_the_cursor_on_stderr(cli, isolated_home: Path) -> None:
+def test_recent_ndjson_prints_items_newest_first_and_the_cursor_on_stderr(run_cli, isolated_home: Path) -> None:
     ids = seed(isolated_home, 5)
-    r = cli("recent", "--limit", "3", "--format", "ndjson")
+    r = run_cli("recent", "--limit", "3", "--format", "ndjson")
     assert r.code == 0, r.stderr
     items = lines(r.stdout)
     assert [i["atom_id"] for i in items] == ids[::-1][:3]
@@ -44,30 +44,30 @@ def test_recent_ndjson_prints_items_newest_first_and_the_cursor_on_stderr(cli, i
     cursor_lines = [x for x in r.stderr.splitlines() if x.startswith("next_cursor: ")]
     assert len(cursor_lines) == 1
     cursor = cursor_lines[0].removeprefix("next_cursor: ")
-    rest = cli("recent", "--limit", "3", "--format", "ndjson", "--cursor", cursor)
+    rest = run_cli("recent", "--limit", "3", "--format", "ndjson", "--cursor", cursor)
     assert [i["atom_id"] for i in lines(rest.stdout)] == ids[::-1][3:]
     assert "next_cursor" not in rest.stderr
 
 
-def test_recent_json_has_the_documented_shape(cli, isolated_home: Path) -> None:
+def test_recent_json_has_the_documented_shape(run_cli, isolated_home: Path) -> None:
     ids = seed(isolated_home, 3)
-    r = cli("recent", "-n", "2", "-f", "json")
+    r = run_cli("recent", "-n", "2", "-f", "json")
     doc = json.loads(r.stdout)
     assert set(doc) == {"items", "next_cursor", "scope", "empty_report"}
     assert [i["atom_id"] for i in doc["items"]] == ids[::-1][:2]
     assert doc["scope"] is None and doc["empty_report"] is None and doc["next_cursor"]
-    last = json.loads(cli("recent", "-n", "2", "-f", "json", "--cursor", doc["next_cursor"]).stdout)
+    last = json.loads(run_cli("recent", "-n", "2", "-f", "json", "--cursor", doc["next_cursor"]).stdout)
     assert [i["atom_id"] for i in last["items"]] == ids[:1] and last["next_cursor"] is None
 
 
-def test_recent_all_streams_every_item_and_ends_with_a_null_cursor(cli, isolated_home: Path) -> None:
+def test_recent_all_streams_every_item_and_ends_with_a_null_cursor(run_cli, isolated_home: Path) -> None:
     ids = seed(isolated_home, 45)
-    r = cli("recent", "--all", "--format", "ndjson", "--limit", "7")
+    r = run_cli("recent", "--all", "--format", "ndjson", "--limit", "7")
     assert [i["atom_id"] for i in lines(r.stdout)] == ids[::-1]
     assert r.stderr == ""
-    doc = json.loads(cli("recent", "--all", "--format", "json").stdout)
+    doc = json.loads(run_cli("recent", "--all", "--format", "json").stdout)
     assert len(doc["items"]) == 45 and doc["next_cursor"] is None
-    table = cli("recent", "--all")
+    table = run_cli("recent", "--all")
     # In a pipe: no header, one tab-separated line per entry, whole ids (docs/cli.md, Output).
     assert [row.split("\t")[-1] for row in table.stdout.splitlines()] == ids[::-1]
     assert "Continue with" not in table.stderr
@@ -143,38 +143,38 @@ def test_recent_table_respects_the_width(cli, isolated_home: Path) -> None:
     assert wide.stdout.splitlines()[0].split()[0] == "WHEN"
 
 
-def test_an_empty_unscoped_read_names_the_unsearched_rooms(cli, isolated_home: Path) -> None:
+def test_an_empty_unscoped_read_names_the_unsearched_rooms(run_cli, isolated_home: Path) -> None:
     store = Store(isolated_home / "store.db")
     room = store.create_room("local", "ops-room")
     store.close()
-    r = cli("recent")
+    r = run_cli("recent")
     assert r.code == 0
     assert "holds no entries yet" in r.stdout
     assert room.address in r.stdout and f"Re-run with --scope {room.address}" in r.stdout
-    nd = cli("recent", "--format", "ndjson")
+    nd = run_cli("recent", "--format", "ndjson")
     assert nd.stdout == "" and room.address in nd.stderr
-    doc = json.loads(cli("recent", "--format", "json").stdout)
+    doc = json.loads(run_cli("recent", "--format", "json").stdout)
     assert doc["empty_report"]["kind"] == "empty_scope"
     assert doc["empty_report"]["unsearched_rooms"] == [{"name": "ops-room", "address": room.address}]
 
 
-def test_filters_that_match_nothing_say_so(cli, isolated_home: Path) -> None:
+def test_filters_that_match_nothing_say_so(run_cli, isolated_home: Path) -> None:
     seed(isolated_home, 2)
-    doc = json.loads(cli("recent", "-f", "json", "--exclude-author", "local").stdout)
+    doc = json.loads(run_cli("recent", "-f", "json", "--exclude-author", "local").stdout)
     assert doc["items"] == [] and doc["empty_report"]["kind"] == "no_match"
-    doc = json.loads(cli("recent", "-f", "json", "--until", "2000-01-01").stdout)
+    doc = json.loads(run_cli("recent", "-f", "json", "--until", "2000-01-01").stdout)
     assert doc["empty_report"]["kind"] == "no_match"
 
 
-def test_a_cursor_from_other_filters_or_forged_is_exit_2(cli, isolated_home: Path) -> None:
+def test_a_cursor_from_other_filters_or_forged_is_exit_2(run_cli, isolated_home: Path) -> None:
     seed(isolated_home, 3)
-    cursor = json.loads(cli("recent", "-n", "1", "-f", "json").stdout)["next_cursor"]
-    foreign = cli("recent", "-n", "1", "--scope", "general", "--cursor", cursor)
+    cursor = json.loads(run_cli("recent", "-n", "1", "-f", "json").stdout)["next_cursor"]
+    foreign = run_cli("recent", "-n", "1", "--scope", "general", "--cursor", cursor)
     assert foreign.code == 2 and "cursor" in foreign.stderr and "Traceback" not in foreign.stderr
     flipped = cursor[:-2] + ("A" if cursor[-2] != "A" else "B") + cursor[-1]
-    forged = cli("recent", "-n", "1", "--cursor", flipped)
+    forged = run_cli("recent", "-n", "1", "--cursor", flipped)
     assert forged.code == 2 and "cursor" in forged.stderr
-    assert cli("recent", "--cursor", "not a cursor!").code == 2
+    assert run_cli("recent", "--cursor", "not a cursor!").code == 2
 
 
 def test_include_history_brings_back_superseded_entries(cli, isolated_home: Path) -> None:
@@ -189,12 +189,12 @@ def test_include_history_brings_back_superseded_entries(cli, isolated_home: Path
     assert "(superseded)" in cli("recent", "--include-history", columns=100).stdout
 
 
-def test_write_prints_the_atom_id_and_reads_stdin(cli) -> None:
-    r = cli("write", "hello", "--scope", "notes", "--concept", "a", "-c", "b")
+def test_write_prints_the_atom_id_and_reads_stdin(run_cli) -> None:
+    r = run_cli("write", "hello", "--scope", "notes", "--concept", "a", "-c", "b")
     assert r.code == 0 and len(r.stdout.strip()) == 36 and r.stdout.count("\n") == 1
-    piped = cli("write", "-", input="from stdin\n")
-    bare = cli("write", input="no dash\n")
-    items = lines(cli("recent", "-f", "ndjson").stdout)
+    piped = run_cli("write", "-", input="from stdin\n")
+    bare = run_cli("write", input="no dash\n")
+    items = lines(run_cli("recent", "-f", "ndjson").stdout)
     by_id = {i["atom_id"]: i for i in items}
     assert by_id[r.stdout.strip()]["concepts"] == ["a", "b"] and by_id[r.stdout.strip()]["domain"] == "notes"
     assert by_id[piped.stdout.strip()]["content"] == "from stdin"
@@ -202,16 +202,16 @@ def test_write_prints_the_atom_id_and_reads_stdin(cli) -> None:
     assert by_id[r.stdout.strip()]["provenance"]["client_env"] == "cli"  # type: ignore[index]
 
 
-def test_write_with_a_repeated_ref_returns_the_first_atom(cli) -> None:
-    first = cli("write", "once", "--ref", "job-42")
-    again = cli("write", "twice", "--ref", "job-42")
+def test_write_with_a_repeated_ref_returns_the_first_atom(run_cli) -> None:
+    first = run_cli("write", "once", "--ref", "job-42")
+    again = run_cli("write", "twice", "--ref", "job-42")
     assert first.stdout == again.stdout and first.code == again.code == 0
 
 
-def test_write_records_the_principal_and_agent_from_the_environment(cli) -> None:
+def test_write_records_the_principal_and_agent_from_the_environment(run_cli) -> None:
     env = {"MNEMO_PRINCIPAL": "alice", "MNEMO_AGENT": "build-bot"}
-    cli("write", "by alice", env=env)
-    (item,) = lines(cli("recent", "-f", "ndjson", env=env).stdout)
+    run_cli("write", "by alice", env=env)
+    (item,) = lines(run_cli("recent", "-f", "ndjson", env=env).stdout)
     assert item["provenance"] == {
         "principal": "alice",
         "agent": "build-bot",
@@ -219,28 +219,28 @@ def test_write_records_the_principal_and_agent_from_the_environment(cli) -> None
         "client_env": "cli",
         "is_external": False,
     }
-    assert cli("recent", "-f", "ndjson").stdout == ""  # `local` has its own store
+    assert run_cli("recent", "-f", "ndjson").stdout == ""  # `local` has its own store
 
 
-def test_search_shapes_and_refusals(cli, isolated_home: Path) -> None:
+def test_search_shapes_and_refusals(run_cli, isolated_home: Path) -> None:
     seed(isolated_home, 3)
-    doc = json.loads(cli("search", "entry", "-f", "json", "--order-by", "recency", "--limit", "2").stdout)
+    doc = json.loads(run_cli("search", "entry", "-f", "json", "--order-by", "recency", "--limit", "2").stdout)
     assert set(doc) == {"items", "query", "scope"} and doc["query"] == "entry" and len(doc["items"]) == 2
     assert "relevance" in doc["items"][0]
-    nd = lines(cli("search", "entry 1", "-f", "ndjson").stdout)
+    nd = lines(run_cli("search", "entry 1", "-f", "ndjson").stdout)
     assert nd and all("relevance" in i for i in nd)
-    assert "entry 2 in general" in cli("search", "entry").stdout
+    assert "entry 2 in general" in run_cli("search", "entry").stdout
     for args in (("search",), ("search", ""), ("search", "   ")):
-        r = cli(*args)
+        r = run_cli(*args)
         assert r.code == 2 and "mnemo recent" in r.stderr and "Traceback" not in r.stderr
-    assert cli("search", "x", "--order-by", "newest").code == 2
-    none = cli("search", "zebra")
+    assert run_cli("search", "x", "--order-by", "newest").code == 2
+    none = run_cli("search", "zebra")
     assert none.code == 0 and "matches the query 'zebra'" in none.stdout
 
 
-def test_catchup_prints_only_what_is_new_then_commits(cli, isolated_home: Path) -> None:
+def test_catchup_prints_only_what_is_new_then_commits(run_cli, isolated_home: Path) -> None:
     ids = seed(isolated_home, 5)
-    first = cli("catchup", "--format", "json", "--limit", "2")
+    first = run_cli("catchup", "--format", "json", "--limit", "2")
     doc = json.loads(first.stdout)
     assert set(doc) == {
         "scope",
@@ -256,39 +256,39 @@ def test_catchup_prints_only_what_is_new_then_commits(cli, isolated_home: Path) 
     assert doc["pages"] == 3 and doc["watermark"]["before"] is None and doc["resumed"] is False
     after = doc["watermark"]["after"]
     assert after["consumer"] == "default" and after["boundary_ids"] == [ids[-1]] and after["scope"] is None
-    assert cli("catchup", "--exit-code").code == 1
+    assert run_cli("catchup", "--exit-code").code == 1
     (new,) = seed(isolated_home, 1)
-    second = cli("catchup", "-f", "ndjson", "--exit-code")
+    second = run_cli("catchup", "-f", "ndjson", "--exit-code")
     assert second.code == 0 and [i["atom_id"] for i in lines(second.stdout)] == [new]
-    empty = json.loads(cli("catchup", "-f", "json").stdout)
+    empty = json.loads(run_cli("catchup", "-f", "json").stdout)
     assert empty["items"] == [] and empty["empty_report"]["kind"] == "nothing_new"
     assert empty["watermark"]["before"] == empty["watermark"]["after"]
 
 
-def test_catchup_consumers_and_scopes_keep_separate_watermarks(cli, isolated_home: Path) -> None:
+def test_catchup_consumers_and_scopes_keep_separate_watermarks(run_cli, isolated_home: Path) -> None:
     seed(isolated_home, 2, domain="ci")
     seed(isolated_home, 2, domain="ops")
-    assert len(lines(cli("catchup", "-f", "ndjson", "--scope", "ci").stdout)) == 2
-    assert len(lines(cli("catchup", "-f", "ndjson").stdout)) == 4
-    assert len(lines(cli("catchup", "-f", "ndjson", "--consumer", "other").stdout)) == 4
-    assert len(lines(cli("catchup", "-f", "ndjson", env={"MNEMO_CONSUMER": "third"}).stdout)) == 4
-    assert cli("catchup", "-f", "ndjson", "--scope", "ops").stdout.count("\n") == 2
+    assert len(lines(run_cli("catchup", "-f", "ndjson", "--scope", "ci").stdout)) == 2
+    assert len(lines(run_cli("catchup", "-f", "ndjson").stdout)) == 4
+    assert len(lines(run_cli("catchup", "-f", "ndjson", "--consumer", "other").stdout)) == 4
+    assert len(lines(run_cli("catchup", "-f", "ndjson", env={"MNEMO_CONSUMER": "third"}).stdout)) == 4
+    assert run_cli("catchup", "-f", "ndjson", "--scope", "ops").stdout.count("\n") == 2
 
 
-def test_catchup_no_commit_leaves_the_watermark(cli, isolated_home: Path) -> None:
+def test_catchup_no_commit_leaves_the_watermark(run_cli, isolated_home: Path) -> None:
     seed(isolated_home, 3)
-    assert len(lines(cli("catchup", "-f", "ndjson", "--no-commit").stdout)) == 3
-    assert json.loads(cli("watermark", "show", "-f", "json").stdout) is None
-    table = cli("catchup", "--no-commit")
+    assert len(lines(run_cli("catchup", "-f", "ndjson", "--no-commit").stdout)) == 3
+    assert json.loads(run_cli("watermark", "show", "-f", "json").stdout) is None
+    table = run_cli("catchup", "--no-commit")
     assert "watermark not moved" in table.stderr
 
 
-def test_catchup_since_bounds_a_first_pass(cli, isolated_home: Path) -> None:
+def test_catchup_since_bounds_a_first_pass(run_cli, isolated_home: Path) -> None:
     seed(isolated_home, 2)
     future = timefmt.to_iso(timefmt.now_us() + 3_600_000_000)
-    doc = json.loads(cli("catchup", "-f", "json", "--since", future).stdout)
+    doc = json.loads(run_cli("catchup", "-f", "json", "--since", future).stdout)
     assert doc["items"] == [] and doc["empty_report"]["kind"] == "no_match"
-    assert len(lines(cli("catchup", "-f", "ndjson", "--since", "1h").stdout)) == 2
+    assert len(lines(run_cli("catchup", "-f", "ndjson", "--since", "1h").stdout)) == 2
 
 
 def test_catchup_table_summarises_on_stderr(cli, isolated_home: Path) -> None:
@@ -301,9 +301,9 @@ def test_catchup_table_summarises_on_stderr(cli, isolated_home: Path) -> None:
     assert "Nothing new" in again.stdout
 
 
-def test_catchup_resume_with_nothing_to_resume_starts_a_new_pass(cli, isolated_home: Path) -> None:
+def test_catchup_resume_with_nothing_to_resume_starts_a_new_pass(run_cli, isolated_home: Path) -> None:
     seed(isolated_home, 2)
-    r = cli("catchup", "--resume", "-f", "ndjson")
+    r = run_cli("catchup", "--resume", "-f", "ndjson")
     assert len(lines(r.stdout)) == 2 and "nothing to resume" in r.stderr
 
 
@@ -335,19 +335,19 @@ def test_catchup_resume_with_nothing_to_resume_starts_a_new_pass(cli, isolated_h
         ("search", "x", "--since", "later"),
     ],
 )
-def test_bad_input_is_one_message_and_exit_2(cli, args: tuple[str, ...]) -> None:
-    r = cli(*args)
+def test_bad_input_is_one_message_and_exit_2(run_cli, args: tuple[str, ...]) -> None:
+    r = run_cli(*args)
     assert r.code == 2, (r.stdout, r.stderr)
     assert "Traceback" not in r.stderr
     assert r.stderr.strip() and r.stdout == ""
 
 
-def test_a_room_one_is_not_in_is_exit_4(cli, isolated_home: Path) -> None:
+def test_a_room_one_is_not_in_is_exit_4(run_cli, isolated_home: Path) -> None:
     store = Store(isolated_home / "store.db")
     room = store.create_room("alice", "private")
     store.close()
     for args in (("recent", "--scope", room.address), ("write", "x", "--scope", room.address)):
-        r = cli(*args)
+        r = run_cli(*args)
         assert r.code == 4 and "not a member" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -360,7 +360,7 @@ def run_with_ptys(
     import selectors
     import subprocess
 
-    from conftest import MNEMO
+    from tests.support.cli import MNEMO
 
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") and k not in ("NO_COLOR", "COLUMNS")}
     full_env.update({"MNEMO_HOME": str(home), "MNEMO_PAGER": "cat", **env})
@@ -441,7 +441,7 @@ def test_colour_on_a_terminal_unless_no_color(isolated_home: Path) -> None:
     ],
 )
 def test_ndjson_on_a_terminal_escapes_what_a_terminal_acts_on_with_the_same_values(
-    cli, isolated_home: Path, args: list[str]
+    run_cli, isolated_home: Path, args: list[str]
 ) -> None:
     # As `json` on a terminal and `export` do: a C1 CSI, a bidi override or a line separator inside a JSON
     # string reaches no terminal raw; a pipe still gets the stored bytes.
@@ -449,9 +449,9 @@ def test_ndjson_on_a_terminal_escapes_what_a_terminal_acts_on_with_the_same_valu
     atom = store.write("local", WriteRequest("evil \u202e reversed \x9b31m and \u2028 split")).atom_id
     store.close()
     argv = [a.replace("{id}", atom) for a in args]
-    piped = cli(*argv).stdout
+    piped = run_cli(*argv).stdout
     assert "\u202e" in piped
-    assert cli("watermark", "reset").code == 0  # the catch-up on the terminal reads the same pass again
+    assert run_cli("watermark", "reset").code == 0  # the catch-up on the terminal reads the same pass again
     shown, _err = run_with_ptys(isolated_home, argv, stdout_tty=True, stderr_tty=False, env={})
     assert "\u202e" not in shown and "\x9b" not in shown and "\u2028" not in shown and "\\u202e" in shown
     lines = shown.replace("\r\n", "\n").split("\n")  # str.splitlines would cut at a raw U+2028 too

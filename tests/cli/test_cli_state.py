@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from keyring_helpers import subprocess_env
-from wire_servers import refusing_port
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.keyrings import subprocess_env
+from tests.support.wire import refusing_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.timeout(120)
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
     """A real `mnemo serve` app on a loopback port over a store with one entry; yields (url, key)."""
-    from wire_servers import served_store
+    from tests.support.wire import served_store
 
     path = tmp_path / "served.db"
     admin = Store(path)
@@ -37,49 +37,49 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
 # -- watermark ------------------------------------------------------------------------------
 
 
-def test_watermark_show_set_list_reset(cli, isolated_home: Path) -> None:
-    assert cli("watermark", "show", "-f", "json").stdout == "null\n"
-    table = cli("watermark", "show", "--consumer", "bot")
+def test_watermark_show_set_list_reset(run_cli, isolated_home: Path) -> None:
+    assert run_cli("watermark", "show", "-f", "json").stdout == "null\n"
+    table = run_cli("watermark", "show", "--consumer", "bot")
     assert "No watermark for consumer 'bot'" in table.stdout
-    r = cli("watermark", "set", "2026-11-30T07:00:00Z", "--scope", "ci", "--consumer", "bot", "-f", "json")
+    r = run_cli("watermark", "set", "2026-11-30T07:00:00Z", "--scope", "ci", "--consumer", "bot", "-f", "json")
     assert r.code == 0
     mark = json.loads(r.stdout)
     assert set(mark) == {"scope", "consumer", "created_at", "boundary_ids", "updated_at"}
     assert mark["scope"] == "ci" and mark["consumer"] == "bot" and mark["boundary_ids"] == []
     assert mark["created_at"] == "2026-11-30T07:00:00.000000Z" and mark["updated_at"].endswith("Z")
-    shown = json.loads(cli("watermark", "show", "--scope", "ci", "--consumer", "bot", "-f", "json").stdout)
+    shown = json.loads(run_cli("watermark", "show", "--scope", "ci", "--consumer", "bot", "-f", "json").stdout)
     assert shown == mark
-    assert "2026-11-30T07:00:00.000000Z" in cli("watermark", "show", "-s", "ci", "-c", "bot").stdout
-    cli("watermark", "set", "2026-11-29", "--consumer", "other")
-    listed = json.loads(cli("watermark", "list", "-f", "json").stdout)
+    assert "2026-11-30T07:00:00.000000Z" in run_cli("watermark", "show", "-s", "ci", "-c", "bot").stdout
+    run_cli("watermark", "set", "2026-11-29", "--consumer", "other")
+    listed = json.loads(run_cli("watermark", "list", "-f", "json").stdout)
     assert [(w["consumer"], w["scope"]) for w in listed] == [("bot", "ci"), ("other", None)]
     assert listed[1]["created_at"] == "2026-11-29T00:00:00.000000Z"
-    table = cli("watermark", "list").stdout
+    table = run_cli("watermark", "list").stdout
     assert table.splitlines()[0].split()[:3] == ["CONSUMER", "SCOPE", "WATERMARK"]
     assert "(own store)" in table
-    reset = cli("watermark", "reset", "--scope", "ci", "--consumer", "bot")
+    reset = run_cli("watermark", "reset", "--scope", "ci", "--consumer", "bot")
     assert reset.code == 0 and reset.stdout == "" and "removed" in reset.stderr
-    assert cli("watermark", "show", "-s", "ci", "-c", "bot", "-f", "json").stdout == "null\n"
-    assert "nothing changed" in cli("watermark", "reset", "-s", "ci", "-c", "bot").stderr
+    assert run_cli("watermark", "show", "-s", "ci", "-c", "bot", "-f", "json").stdout == "null\n"
+    assert "nothing changed" in run_cli("watermark", "reset", "-s", "ci", "-c", "bot").stderr
 
 
-def test_watermark_set_moves_what_catchup_reads(cli, isolated_home: Path) -> None:
+def test_watermark_set_moves_what_catchup_reads(run_cli, isolated_home: Path) -> None:
     store = Store(isolated_home / "store.db")
     store.write("local", WriteRequest("old"))
     store.close()
-    cli("watermark", "set", "now")
-    doc = json.loads(cli("catchup", "-f", "json").stdout)
+    run_cli("watermark", "set", "now")
+    doc = json.loads(run_cli("catchup", "-f", "json").stdout)
     assert doc["items"] == [] and doc["empty_report"]["kind"] == "nothing_new"
-    cli("watermark", "reset")
-    assert [i["content"] for i in json.loads(cli("catchup", "-f", "json").stdout)["items"]] == ["old"]
+    run_cli("watermark", "reset")
+    assert [i["content"] for i in json.loads(run_cli("catchup", "-f", "json").stdout)["items"]] == ["old"]
 
 
-def test_watermarks_are_per_store(cli, tmp_path: Path) -> None:
+def test_watermarks_are_per_store(run_cli, tmp_path: Path) -> None:
     for name in ("a.db", "b.db"):
-        assert cli("--store", str(tmp_path / name), "write", "x").code == 0
-    cli("--store", str(tmp_path / "a.db"), "watermark", "set", "today")
-    assert len(json.loads(cli("--store", str(tmp_path / "a.db"), "watermark", "list", "-f", "json").stdout)) == 1
-    assert json.loads(cli("--store", str(tmp_path / "b.db"), "watermark", "list", "-f", "json").stdout) == []
+        assert run_cli("--store", str(tmp_path / name), "write", "x").code == 0
+    run_cli("--store", str(tmp_path / "a.db"), "watermark", "set", "today")
+    assert len(json.loads(run_cli("--store", str(tmp_path / "a.db"), "watermark", "list", "-f", "json").stdout)) == 1
+    assert json.loads(run_cli("--store", str(tmp_path / "b.db"), "watermark", "list", "-f", "json").stdout) == []
 
 
 @pytest.mark.parametrize(
@@ -102,17 +102,17 @@ def test_watermarks_are_per_store(cli, tmp_path: Path) -> None:
         ("--profile", "nope", "status"),
     ],
 )
-def test_bad_input_on_state_commands_is_exit_2(cli, args: tuple[str, ...]) -> None:
-    r = cli(*args, input="")
+def test_bad_input_on_state_commands_is_exit_2(run_cli, args: tuple[str, ...]) -> None:
+    r = run_cli(*args, input="")
     assert r.code == 2, (r.stdout, r.stderr)
     assert "Traceback" not in r.stderr and r.stderr.strip()
 
 
 @pytest.mark.parametrize("path", ["/api/v2", "/mnemo", "/api/v1/memory"])
-def test_an_endpoint_with_another_path_is_refused_naming_the_accepted_forms(cli, path: str) -> None:
+def test_an_endpoint_with_another_path_is_refused_naming_the_accepted_forms(run_cli, path: str) -> None:
     # Never completed to a URL nobody typed (`.../api/v2/api/v1`) and reported unreachable.
     env = {"MNEMO_ENDPOINT": "http://127.0.0.1:9" + path, "MNEMO_API_KEY": "mk_live_" + "1" * 32}
-    r = cli("recent", env=env)
+    r = run_cli("recent", env=env)
     assert r.code == 2, r.stderr
     assert f"has the path {path}" in r.stderr and "/api/v1/api/v1" not in r.stderr and path + "/api/v1" not in r.stderr
     assert "the origin (http://127.0.0.1:9) or a base ending in /api/v1" in r.stderr
@@ -122,7 +122,7 @@ def test_an_endpoint_with_another_path_is_refused_naming_the_accepted_forms(cli,
         "http://127.0.0.1:9/api/v1/",
         "http://127.0.0.1:9/p/api/v1",
     ):
-        doc = json.loads(cli("status", "-f", "json", env={**env, "MNEMO_ENDPOINT": same}).stdout)
+        doc = json.loads(run_cli("status", "-f", "json", env={**env, "MNEMO_ENDPOINT": same}).stdout)
         assert doc["endpoint"] == same.rstrip("/").removesuffix("/api/v1") + "/api/v1"
 
 
@@ -135,21 +135,21 @@ def test_an_endpoint_with_another_path_is_refused_naming_the_accepted_forms(cli,
         "http://:s3cret@127.0.0.1:9",
     ],
 )
-def test_an_endpoint_with_a_password_in_it_is_refused_without_showing_it(cli, url: str) -> None:
+def test_an_endpoint_with_a_password_in_it_is_refused_without_showing_it(run_cli, url: str) -> None:
     # The key is a header; a user:password@ in the URL is never sent, and never printed (status, errors, hints).
     for args in (("recent",), ("status",), ("status", "-f", "json")):
-        r = cli(*args, env={"MNEMO_ENDPOINT": url, "MNEMO_API_KEY": "mk_live_" + "1" * 32})
+        r = run_cli(*args, env={"MNEMO_ENDPOINT": url, "MNEMO_API_KEY": "mk_live_" + "1" * 32})
         assert r.code == 2, (args, r.stdout, r.stderr)
         assert "s3cret" not in r.stdout + r.stderr and r.stderr.strip()
-    r = cli("--endpoint", url, "recent")
+    r = run_cli("--endpoint", url, "recent")
     assert r.code == 2 and "s3cret" not in r.stdout + r.stderr
 
 
 # -- status ---------------------------------------------------------------------------------
 
 
-def test_status_of_the_embedded_default(cli, isolated_home: Path) -> None:
-    doc = json.loads(cli("status", "--format", "json").stdout)
+def test_status_of_the_embedded_default(run_cli, isolated_home: Path) -> None:
+    doc = json.loads(run_cli("status", "--format", "json").stdout)
     assert doc == {
         "backend": "embedded",
         "store": str(isolated_home / "store.db"),
@@ -166,25 +166,25 @@ def test_status_of_the_embedded_default(cli, isolated_home: Path) -> None:
             "episodic_fingerprints": 0,
         },
     }
-    cli("write", "one", "--scope", "notes", env={"MNEMO_PRINCIPAL": "alice"})
-    doc = json.loads(cli("status", "--format", "json", env={"MNEMO_PRINCIPAL": "alice"}).stdout)
+    run_cli("write", "one", "--scope", "notes", env={"MNEMO_PRINCIPAL": "alice"})
+    doc = json.loads(run_cli("status", "--format", "json", env={"MNEMO_PRINCIPAL": "alice"}).stdout)
     assert doc["stats"]["total_atoms"] == 1 and doc["stats"]["domains"] == ["notes"]
-    table = cli("status", env={"MNEMO_PRINCIPAL": "alice", "MNEMO_CONSUMER": "bot"}).stdout
+    table = run_cli("status", env={"MNEMO_PRINCIPAL": "alice", "MNEMO_CONSUMER": "bot"}).stdout
     assert "1 in 1 domain(s)" in table
     assert "backend" in table and "embedded" in table and "alice" in table and "bot" in table
 
 
-def test_status_of_a_store_it_cannot_read_says_why(cli, tmp_path: Path) -> None:
+def test_status_of_a_store_it_cannot_read_says_why(run_cli, tmp_path: Path) -> None:
     # status is run when something is wrong: a folder or another file named as the store is said, exit 0.
     folder, other = tmp_path / "a folder", tmp_path / "notes.txt"
     folder.mkdir()
     other.write_text("not a store\n" * 500)
     for path, why in ((folder, "is a folder"), (other, "not a mnemo store")):
-        r = cli("--store", str(path), "status")
+        r = run_cli("--store", str(path), "status")
         assert r.code == 0, r.stderr
         [entries] = [line for line in r.stdout.splitlines() if line.startswith("entries")]
         assert "unknown" in entries and why in entries, r.stdout
-        assert json.loads(cli("--store", str(path), "status", "-f", "json").stdout)["stats"] is None
+        assert json.loads(run_cli("--store", str(path), "status", "-f", "json").stdout)["stats"] is None
 
 
 def test_status_of_an_endpoint_names_the_key_source_never_the_key(cli, tmp_path: Path) -> None:
@@ -324,64 +324,65 @@ def test_mnemo_api_key_wins_and_needs_no_login(cli, served: tuple[str, str]) -> 
     assert json.loads(cli("recent", "-f", "json", env=env).stdout)["items"][0]["content"] == "served entry"
 
 
-def test_commands_against_an_endpoint(cli, tmp_path: Path, served: tuple[str, str]) -> None:
+def test_commands_against_an_endpoint(run_cli, tmp_path: Path, served: tuple[str, str]) -> None:
     url, key = served
     env = {"MNEMO_ENDPOINT": url, "MNEMO_API_KEY": key, "MNEMO_STATE": str(tmp_path / "state.db")}
-    atom = cli("write", "from the cli", "--scope", "notes", env=env)
+    atom = run_cli("write", "from the run_cli", "--scope", "notes", env=env)
     assert atom.code == 0, atom.stderr
-    doc = json.loads(cli("catchup", "-f", "json", env=env).stdout)
-    assert [i["content"] for i in doc["items"]] == ["from the cli", "served entry"]
+    doc = json.loads(run_cli("catchup", "-f", "json", env=env).stdout)
+    assert [i["content"] for i in doc["items"]] == ["from the run_cli", "served entry"]
     assert doc["watermark"]["after"]["boundary_ids"][0] == atom.stdout.strip()
-    assert json.loads(cli("catchup", "-f", "json", env=env).stdout)["items"] == []
-    marks = json.loads(cli("watermark", "list", "-f", "json", env=env).stdout)
+    assert json.loads(run_cli("catchup", "-f", "json", env=env).stdout)["items"] == []
+    marks = json.loads(run_cli("watermark", "list", "-f", "json", env=env).stdout)
     assert len(marks) == 1 and marks[0]["consumer"] == "default"
-    assert cli("search", "cli", "-f", "ndjson", env=env).stdout.count("\n") == 1
-    address = cli("rooms", "create", "team", env=env).stdout.strip()
+    assert run_cli("search", "cli", "-f", "ndjson", env=env).stdout.count("\n") == 1
+    address = run_cli("rooms", "create", "team", env=env).stdout.strip()
     assert address.startswith("xroom:room_")
-    assert json.loads(cli("rooms", "list", "-f", "json", env=env).stdout)[0]["address"] == address
-    refused = cli("demo", env=env)
+    assert json.loads(run_cli("rooms", "list", "-f", "json", env=env).stdout)[0]["address"] == address
+    refused = run_cli("demo", env=env)
     assert refused.code == 2 and "embedded store only" in refused.stderr
 
 
 # -- demo -----------------------------------------------------------------------------------
 
 
-def test_demo_fills_every_screen(cli, isolated_home: Path) -> None:
-    r = cli("demo", "--entries", "300", "--seed", "7")
+def test_demo_fills_every_screen(run_cli, isolated_home: Path) -> None:
+    r = run_cli("demo", "--entries", "300", "--seed", "7")
     assert r.code == 0, r.stderr
     assert "Wrote 300 demo entries" in r.stdout and "xroom:room_" in r.stdout and "staging-deploy-token" in r.stdout
-    own = [json.loads(x) for x in cli("recent", "--all", "-f", "ndjson").stdout.splitlines()]
+    own = [json.loads(x) for x in run_cli("recent", "--all", "-f", "ndjson").stdout.splitlines()]
     assert len(own) == 240  # 80% in the own store, the superseded three replaced by their revisions
     assert len({i["domain"] for i in own}) >= 5
     assert len({i["provenance"]["agent"] for i in own}) >= 4
-    history = cli("recent", "--all", "-f", "ndjson", "--include-history").stdout.splitlines()
+    history = run_cli("recent", "--all", "-f", "ndjson", "--include-history").stdout.splitlines()
     assert len(history) == 243
-    room_list = json.loads(cli("rooms", "list", "-f", "json").stdout)
+    room_list = json.loads(run_cli("rooms", "list", "-f", "json").stdout)
     assert [(r["name"], r["role"]) for r in room_list] == [("build-fleet", "owner"), ("design-review", "owner")]
     for room in room_list:
         items = [
-            json.loads(x) for x in cli("recent", "--all", "-f", "ndjson", "-s", room["address"]).stdout.split("\n")[:-1]
+            json.loads(x)
+            for x in run_cli("recent", "--all", "-f", "ndjson", "-s", room["address"]).stdout.split("\n")[:-1]
         ]
         assert len(items) == 30
         assert len({i["provenance"]["principal"] for i in items}) >= 2
-    vault = json.loads(cli("vault", "list", "-f", "json").stdout)
+    vault = json.loads(run_cli("vault", "list", "-f", "json").stdout)
     assert [s["alias"] for s in vault["secrets"]] == ["staging-deploy-token"]
     sealed = Store(isolated_home / "store.db").db.execute("SELECT sealed FROM vault").fetchone()[0]
-    everything = cli("recent", "--all", "-f", "json", "--include-history").stdout + cli("search", "demo").stdout
+    everything = run_cli("recent", "--all", "-f", "json", "--include-history").stdout + run_cli("search", "demo").stdout
     assert sealed not in everything and "staging-deploy-token" not in everything
-    assert len(json.loads(cli("search", "flaky", "-f", "json").stdout)["items"]) > 0
+    assert len(json.loads(run_cli("search", "flaky", "-f", "json").stdout)["items"]) > 0
 
 
-def test_demo_twice_refuses_then_adds_to_the_same_rooms_after_the_newest_with_force(cli) -> None:
-    assert cli("demo", "--entries", "20").code == 0
-    before = json.loads(cli("recent", "--all", "-f", "json").stdout)["items"]
-    refused = cli("demo", "--entries", "20")
+def test_demo_twice_refuses_then_adds_to_the_same_rooms_after_the_newest_with_force(run_cli) -> None:
+    assert run_cli("demo", "--entries", "20").code == 0
+    before = json.loads(run_cli("recent", "--all", "-f", "json").stdout)["items"]
+    refused = run_cli("demo", "--entries", "20")
     assert refused.code == 2 and "already holds entries" in refused.stderr and "--force" in refused.stderr
-    assert json.loads(cli("recent", "--all", "-f", "json").stdout)["items"] == before  # nothing was added
-    again = cli("demo", "--entries", "20", "--force")
+    assert json.loads(run_cli("recent", "--all", "-f", "json").stdout)["items"] == before  # nothing was added
+    again = run_cli("demo", "--entries", "20", "--force")
     assert again.code == 0 and "vault: unchanged" in again.stdout
-    assert len(json.loads(cli("rooms", "list", "-f", "json").stdout)) == 2
-    items = json.loads(cli("recent", "--all", "-f", "json").stdout)["items"]
+    assert len(json.loads(run_cli("rooms", "list", "-f", "json").stdout)) == 2
+    items = json.loads(run_cli("recent", "--all", "-f", "json").stdout)["items"]
     added = [i for i in items if i["atom_id"] not in {b["atom_id"] for b in before}]
     stamps = sorted(timefmt.parse_iso(i["created_at"]) for i in added)
     newest_before = max(timefmt.parse_iso(i["created_at"]) for i in before)
@@ -389,18 +390,18 @@ def test_demo_twice_refuses_then_adds_to_the_same_rooms_after_the_newest_with_fo
     assert stamps[-1] - stamps[0] > 2_000  # spread over time, not stamped within 2 ms
 
 
-def test_listings_answer_the_same_through_an_endpoint_as_on_the_embedded_store(cli, tmp_path: Path) -> None:
-    from wire_servers import served_store
+def test_listings_answer_the_same_through_an_endpoint_as_on_the_embedded_store(run_cli, tmp_path: Path) -> None:
+    from tests.support.wire import served_store
 
     path = tmp_path / "shared.db"
-    assert cli("--store", str(path), "demo", "--entries", "60", "--seed", "3").code == 0
+    assert run_cli("--store", str(path), "demo", "--entries", "60", "--seed", "3").code == 0
     admin = Store(path)
     _key_id, key = admin.create_key("local")
     admin.close()
     local = {"MNEMO_STORE": str(path), "MNEMO_STATE": str(tmp_path / "local-state.db")}
     with served_store(path, workers=2) as server:
         remote = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key, "MNEMO_STATE": str(tmp_path / "r-state.db")}
-        room = json.loads(cli("rooms", "list", "-f", "json", env=local).stdout)[0]["address"]
+        room = json.loads(run_cli("rooms", "list", "-f", "json", env=local).stdout)[0]["address"]
         for args in (
             ("recent", "--all", "-f", "ndjson"),
             ("recent", "--all", "-f", "ndjson", "--include-history", "--scope", "planning"),
@@ -409,12 +410,12 @@ def test_listings_answer_the_same_through_an_endpoint_as_on_the_embedded_store(c
             ("rooms", "list", "-f", "json"),
             ("vault", "list", "-f", "json"),
         ):
-            a, b = cli(*args, env=local), cli(*args, env=remote)
+            a, b = run_cli(*args, env=local), run_cli(*args, env=remote)
             assert a.code == b.code == 0, (args, a.stderr, b.stderr)
             assert a.stdout == b.stdout, args
             assert a.stdout.strip()
-        a = json.loads(cli("catchup", "-f", "json", "--scope", room, env=local).stdout)
-        b = json.loads(cli("catchup", "-f", "json", "--scope", room, env=remote).stdout)
+        a = json.loads(run_cli("catchup", "-f", "json", "--scope", room, env=local).stdout)
+        b = json.loads(run_cli("catchup", "-f", "json", "--scope", room, env=remote).stdout)
         assert a["items"] == b["items"] and len(a["items"]) == 6
         assert a["watermark"]["after"]["created_at"] == b["watermark"]["after"]["created_at"]
 

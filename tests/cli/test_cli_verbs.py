@@ -11,13 +11,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import MNEMO
-from follow_helpers import Follower
 
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.cli import MNEMO
+from tests.support.follow import Follower
 
 
 @contextmanager
@@ -32,7 +32,7 @@ def opened(home: Path) -> Iterator[Store]:
 @contextmanager
 def endpoint(home: Path) -> Iterator[dict[str, str]]:
     """`mnemo serve` over MNEMO_HOME's store (in-process, loopback), as the env of a client of it."""
-    from wire_servers import served_store
+    from tests.support.wire import served_store
 
     with opened(home) as store:
         _key_id, key = store.create_key("local")
@@ -55,24 +55,24 @@ def twins(home: Path) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("remote", [False, True], ids=["embedded", "serve"])
-def test_prefixes_resolve_and_ambiguity_is_refused(cli, isolated_home: Path, remote: bool) -> None:
+def test_prefixes_resolve_and_ambiguity_is_refused(run_cli, isolated_home: Path, remote: bool) -> None:
     a, b = twins(isolated_home)
     with opened(isolated_home) as store:
         other = store.write("local", WriteRequest("the other", "general")).atom_id
     with endpoint(isolated_home) if remote else nullctx() as env:
-        shown = cli("show", other[:6], "-f", "json", env=env)
+        shown = run_cli("show", other[:6], "-f", "json", env=env)
         assert shown.code == 0, shown.stderr
         assert json.loads(shown.stdout)["item"]["atom_id"] == other
-        ambiguous = cli("show", "abcdef", env=env)
+        ambiguous = run_cli("show", "abcdef", env=env)
         assert ambiguous.code == 2
         assert a in ambiguous.stderr and b in ambiguous.stderr and "twin one" in ambiguous.stderr
         assert "secondline" not in ambiguous.stderr  # only the first line of each candidate
-        assert cli("show", a, env=env).code == 0  # the full id
-        assert cli("show", "abcde", env=env).code == 2  # too short
-        assert cli("show", "999999", env=env).code == 2  # no such entry
-        revised = cli("write", "revised", "--supersedes", other[:8], env=env)
+        assert run_cli("show", a, env=env).code == 0  # the full id
+        assert run_cli("show", "abcde", env=env).code == 2  # too short
+        assert run_cli("show", "999999", env=env).code == 2  # no such entry
+        revised = run_cli("write", "revised", "--supersedes", other[:8], env=env)
         assert revised.code == 0, revised.stderr
-        doc = json.loads(cli("show", revised.stdout.strip(), "-f", "json", env=env).stdout)
+        doc = json.loads(run_cli("show", revised.stdout.strip(), "-f", "json", env=env).stdout)
         assert doc["item"]["supersedes"] == [other]
         assert [e["atom_id"] for e in doc["chain"]] == [other, revised.stdout.strip()]
         assert doc["chain_source"] in ("server", "links")
@@ -83,14 +83,14 @@ def nullctx() -> Iterator[None]:
     yield None
 
 
-def test_show_prints_every_field_in_every_format(cli, isolated_home: Path) -> None:
+def test_show_prints_every_field_in_every_format(run_cli, isolated_home: Path) -> None:
     with opened(isolated_home) as store:
         room = store.create_room("local", "team")
         first = store.write(
             "local",
             WriteRequest("line one\nline two", f"xroom:{room.room_id}", ("c1", "c2"), {"k": "v"}, "ref-1", agent="bot"),
         ).atom_id
-    r = cli("show", first[:8])
+    r = run_cli("show", first[:8])
     assert r.code == 0, r.stderr
     for needle in (
         first,
@@ -104,20 +104,20 @@ def test_show_prints_every_field_in_every_format(cli, isolated_home: Path) -> No
     ):
         assert needle in r.stdout, needle
     for fmt in ("json", "ndjson"):
-        doc = json.loads(cli("show", first, "-f", fmt).stdout)
+        doc = json.loads(run_cli("show", first, "-f", fmt).stdout)
         assert doc["item"]["content"] == "line one\nline two" and doc["item"]["concepts"] == ["c1", "c2"]
         assert doc["metadata"] == {"k": "v"} and doc["external_ref"] == "ref-1"
         assert doc["item"]["provenance"]["agent"] == "bot"
     # The chain in the table: each revision's id and first line.
-    own = cli("write", "own one").stdout.strip()
-    second = cli("write", "line three", "--supersedes", own[:8])
+    own = run_cli("write", "own one").stdout.strip()
+    second = run_cli("write", "line three", "--supersedes", own[:8])
     assert second.code == 0, second.stderr
-    table = cli("show", own[:8]).stdout
+    table = run_cli("show", own[:8]).stdout
     assert "chain (2 revisions" in table and second.stdout.strip() in table and "line three" in table
 
 
 @pytest.mark.parametrize("remote", [False, True], ids=["embedded", "serve"])
-def test_delete_refuses_room_entries_secrets_and_no_tty_without_yes(cli, isolated_home: Path, remote: bool) -> None:
+def test_delete_refuses_room_entries_secrets_and_no_tty_without_yes(run_cli, isolated_home: Path, remote: bool) -> None:
     with opened(isolated_home) as store:
         room = store.create_room("alice", "team")  # local is a read_write member; the entry is alice's
         store.join("local", store.create_invite("alice", room.room_id).code)
@@ -126,24 +126,26 @@ def test_delete_refuses_room_entries_secrets_and_no_tty_without_yes(cli, isolate
         old = store.write("local", WriteRequest("old text", "general")).atom_id
         new = store.write("local", WriteRequest("new text", "general", supersedes=(old,))).atom_id
     with endpoint(isolated_home) if remote else nullctx() as env:
-        refused = cli("delete", new[:8], env=env)
+        refused = run_cli("delete", new[:8], env=env)
         assert refused.code == 2 and "--yes" in refused.stderr
-        room_entry = cli("delete", "--yes", new[:8], shared[:8], env=env)
+        room_entry = run_cli("delete", "--yes", new[:8], shared[:8], env=env)
         assert room_entry.code == 4 and "only its author" in room_entry.stderr, room_entry.stderr
         assert room_entry.stdout == ""
-        vault = cli("delete", "--yes", secret, env=env)
+        vault = run_cli("delete", "--yes", secret, env=env)
         assert vault.code == 4 and "secret" in vault.stderr
-        assert cli("delete", "--yes", "123456", env=env).code == 2
-        done = cli("delete", "--yes", new[:8], env=env)
+        assert run_cli("delete", "--yes", "123456", env=env).code == 2
+        done = run_cli("delete", "--yes", new[:8], env=env)
         assert done.code == 0 and new in done.stdout
-        listed = json.loads(cli("recent", "-f", "json", env=env).stdout)
+        listed = json.loads(run_cli("recent", "-f", "json", env=env).stdout)
     # Nothing went with a refused batch; the predecessor is the live tip again.
     assert [i["atom_id"] for i in listed["items"]] == [old]
     assert "superseded_by" not in listed["items"][0]
 
 
 @pytest.mark.parametrize("remote", [False, True], ids=["embedded", "serve"])
-def test_delete_takes_back_your_room_entry_and_the_owner_removes_any(cli, isolated_home: Path, remote: bool) -> None:
+def test_delete_takes_back_your_room_entry_and_the_owner_removes_any(
+    run_cli, isolated_home: Path, remote: bool
+) -> None:
     """Our extension (docs/cli.md): the author deletes a room entry, the owner any; a read-only member
     is refused (4), and an entry of a room one is not in is an unknown id (2)."""
     with opened(isolated_home) as store:
@@ -160,15 +162,15 @@ def test_delete_takes_back_your_room_entry_and_the_owner_removes_any(cli, isolat
         foreign = store.write("alice", WriteRequest("not for you", closed.address)).atom_id
         news = store.write("alice", WriteRequest("the news", read_only.address)).atom_id
     with endpoint(isolated_home) if remote else nullctx() as env:
-        took_back = cli("delete", "--yes", written[:8], env=env)
+        took_back = run_cli("delete", "--yes", written[:8], env=env)
         assert (took_back.code, took_back.stdout) == (0, f"deleted {written}  my note\n"), took_back.stderr
-        removed = cli("delete", "--yes", bobs, env=env)
+        removed = run_cli("delete", "--yes", bobs, env=env)
         assert (removed.code, removed.stdout) == (0, f"deleted {bobs}  bob's note\n"), removed.stderr
-        not_mine = cli("delete", "--yes", alices[:8], env=env)
+        not_mine = run_cli("delete", "--yes", alices[:8], env=env)
         assert not_mine.code == 4 and "only its author (a read_write member) or the room's owner" in not_mine.stderr
-        only_read = cli("delete", "--yes", news, env=env)
+        only_read = run_cli("delete", "--yes", news, env=env)
         assert only_read.code == 4 and "only its author" in only_read.stderr, only_read.stderr
-        stranger = cli("delete", "--yes", foreign, env=env)
+        stranger = run_cli("delete", "--yes", foreign, env=env)
         assert stranger.code == 2 and f"no entry {foreign}" in stranger.stderr
     with opened(isolated_home) as store:
         left = [
@@ -180,9 +182,9 @@ def test_delete_takes_back_your_room_entry_and_the_owner_removes_any(cli, isolat
         assert store.recent("local", RecentQuery(scope=mine.address)).items == []
 
 
-def test_delete_of_a_room_entry_the_hosted_service_keeps_says_so(cli, isolated_home: Path) -> None:
+def test_delete_of_a_room_entry_the_hosted_service_keeps_says_so(run_cli, isolated_home: Path) -> None:
     """The hosted service has no room-entry delete: it answers `deleted: 0` and keeps the entry; the CLI says why (4)."""
-    from wire_servers import Canned, serving
+    from tests.support.wire import Canned, serving
 
     atom = "00000000-0000-4000-8000-0000000000a1"
     item = {
@@ -196,7 +198,7 @@ def test_delete_of_a_room_entry_the_hosted_service_keeps_says_so(cli, isolated_h
     app = Canned().answer(200, item).answer(200, [room]).answer(200, {"deleted": 0}).answer(200, item)
     with serving(app) as server:
         env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": "mk_live_" + "3" * 32}
-        kept = cli("delete", "--yes", atom, env=env)
+        kept = run_cli("delete", "--yes", atom, env=env)
     assert kept.code == 4 and kept.stdout == ""
     assert f"{atom} is still in its room" in kept.stderr and "does not delete room entries" in kept.stderr
     assert "`mnemo serve` lets their author or the room's owner delete them" in kept.stderr
@@ -211,8 +213,8 @@ def test_delete_of_a_room_entry_the_hosted_service_keeps_says_so(cli, isolated_h
 @pytest.mark.parametrize(
     "extra", [["-f", "json"], ["--cursor", "abc"], ["--until", "now"], ["--all"]], ids=lambda e: e[-1]
 )
-def test_follow_conflicts_exit_2(cli, extra: list[str]) -> None:
-    r = cli("recent", "--follow", *extra)
+def test_follow_conflicts_exit_2(run_cli, extra: list[str]) -> None:
+    r = run_cli("recent", "--follow", *extra)
     assert r.code == 2 and "--follow" in r.stderr
     if "json" in extra:
         assert "ndjson" in r.stderr
@@ -276,11 +278,11 @@ def test_delete_asks_on_a_terminal(isolated_home: Path, answer: str) -> None:
     assert (atom in out, left) == ((True, []) if answer == "y" else (False, [atom]))
 
 
-def test_delete_shows_a_long_first_line_cut_to_one_headline(cli, isolated_home: Path) -> None:
+def test_delete_shows_a_long_first_line_cut_to_one_headline(run_cli, isolated_home: Path) -> None:
     """A 3,000-character heading must not fill the terminal around `deleted <id>`: cut at 100 columns."""
     with opened(isolated_home) as store:
         long = store.write("local", WriteRequest("heading " * 375 + "\nsecond line", "general")).atom_id
-    done = cli("delete", "--yes", long[:8])
+    done = run_cli("delete", "--yes", long[:8])
     assert done.code == 0, done.stderr
     line = done.stdout.rstrip("\n")
     assert line.startswith(f"deleted {long}  heading heading") and line.endswith("…")

@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import MNEMO
-from wire_servers import served_store, serving_app
+from tests.support.cli import MNEMO
+from tests.support.wire import served_store, serving_app
 
 from mnemo_tui.engine.sqlite.store import Store
 

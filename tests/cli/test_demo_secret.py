@@ -6,7 +6,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from keyring_helpers import subprocess_env
+from tests.support.keyrings import subprocess_env
 
 
 def test_demo_without_a_keyring_keeps_its_pair_in_the_announced_key_file(cli: Any, isolated_home: Path) -> None:
@@ -26,9 +26,9 @@ def test_demo_without_a_keyring_keeps_its_pair_in_the_announced_key_file(cli: An
     assert cli("vault", "get", "staging-deploy-token", env=env).stdout == got.stdout
 
 
-def test_demo_with_a_keyring_keeps_its_pair_there_and_writes_no_file(cli: Any, isolated_home: Path) -> None:
-    made = cli("demo", "--entries", "10")
+def test_demo_with_a_keyring_keeps_its_pair_there_and_writes_no_file(run_cli: Any, isolated_home: Path) -> None:
+    made = run_cli("demo", "--entries", "10")
     assert made.code == 0 and "the OS keyring (service 'mnemo')" in made.stderr
     assert not (isolated_home / "vault-keys.json").exists()
-    got = cli("vault", "get", "staging-deploy-token")
+    got = run_cli("vault", "get", "staging-deploy-token")
     assert got.code == 0 and got.stdout.startswith("demo-"), got.stderr

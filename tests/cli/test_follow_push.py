@@ -12,13 +12,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from follow_helpers import Follower
-from serve_process import ServeProcess, start_serve
-from wire_servers import serving_app
-
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server.app import create_app
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.follow import Follower
+from tests.support.serve import ServeProcess, start_serve
+from tests.support.wire import serving_app
 
 WRITER = """
 import sys

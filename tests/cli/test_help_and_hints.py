@@ -13,17 +13,17 @@ pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.mark.parametrize("words", [[], ["recent"], ["watermark", "set"], ["rooms"], ["help"]])
-def test_help_is_a_command_printing_what_help_prints(cli: Any, words: list[str]) -> None:
-    asked = cli("help", *words)
-    flag = cli(*words, "--help")
+def test_help_is_a_command_printing_what_help_prints(run_cli: Any, words: list[str]) -> None:
+    asked = run_cli("help", *words)
+    flag = run_cli(*words, "--help")
     assert asked.code == 0 and flag.code == 0, asked.stderr
     assert asked.stdout == flag.stdout and asked.stdout.startswith("Usage: mnemo")
 
 
-def test_help_of_an_unknown_command_is_a_usage_error_with_the_near_name(cli: Any) -> None:
-    wrong = cli("help", "recnt")
+def test_help_of_an_unknown_command_is_a_usage_error_with_the_near_name(run_cli: Any) -> None:
+    wrong = run_cli("help", "recnt")
     assert wrong.code == 2 and "did you mean 'recent'?" in wrong.stderr and wrong.stdout == ""
-    assert cli("help", "recent", "extra").code == 2
+    assert run_cli("help", "recent", "extra").code == 2
 
 
 def _usage_lines(command: Any, path: str) -> list[str]:
@@ -43,30 +43,30 @@ def test_usage_lines_name_arguments_by_their_metavar_never_in_braces() -> None:
     assert "Usage: mnemo profile use [OPTIONS] [NAME]" in lines  # an optional argument stays in brackets
 
 
-def test_watermark_list_takes_a_consumer(cli: Any) -> None:
-    cli("watermark", "set", "2026-11-30T07:00:00Z", "--consumer", "bot")
-    cli("watermark", "set", "2026-11-30T08:00:00Z", "--consumer", "other", "--scope", "ci")
-    mine = json.loads(cli("watermark", "list", "--consumer", "bot", "-f", "json").stdout)
+def test_watermark_list_takes_a_consumer(run_cli: Any) -> None:
+    run_cli("watermark", "set", "2026-11-30T07:00:00Z", "--consumer", "bot")
+    run_cli("watermark", "set", "2026-11-30T08:00:00Z", "--consumer", "other", "--scope", "ci")
+    mine = json.loads(run_cli("watermark", "list", "--consumer", "bot", "-f", "json").stdout)
     assert [(w["consumer"], w["scope"]) for w in mine] == [("bot", None)]
-    assert len(json.loads(cli("watermark", "list", "-f", "json").stdout)) == 2
-    none = cli("watermark", "list", "-c", "nobody")
+    assert len(json.loads(run_cli("watermark", "list", "-f", "json").stdout)) == 2
+    none = run_cli("watermark", "list", "-c", "nobody")
     assert none.code == 0 and "No watermarks of consumer 'nobody'" in none.stdout
 
 
-def test_a_scope_in_another_case_gets_the_near_scope_hint(cli: Any) -> None:
-    cli("write", "a build", "--scope", "ci")
+def test_a_scope_in_another_case_gets_the_near_scope_hint(run_cli: Any) -> None:
+    run_cli("write", "a build", "--scope", "ci")
     for typed in ("CI", "cii"):
-        empty = cli("recent", "--scope", typed)
+        empty = run_cli("recent", "--scope", typed)
         assert empty.code == 0 and "(Did you mean domain 'ci'? --scope ci)" in empty.stderr, typed
 
 
-def test_scope_all_points_to_all_scopes_instead_of_quietly_reading_an_empty_domain(cli: Any) -> None:
-    cli("write", "a build", "--scope", "ci")
+def test_scope_all_points_to_all_scopes_instead_of_quietly_reading_an_empty_domain(run_cli: Any) -> None:
+    run_cli("write", "a build", "--scope", "ci")
     for args in (("recent", "--scope", "all"), ("catchup", "--scope", "all"), ("catchup", "--scope", "all")):
-        read = cli(*args)
+        read = run_cli(*args)
         assert read.code == 0 and "mnemo catchup --all-scopes" in read.stderr, args
         assert "no domain 'all'" in read.stderr
     # A domain named `all` that exists is read as any other, without the note.
-    cli("write", "everything", "--scope", "all")
-    named = cli("recent", "--scope", "all")
+    run_cli("write", "everything", "--scope", "all")
+    named = run_cli("recent", "--scope", "all")
     assert "everything" in named.stdout and "--all-scopes" not in named.stderr

@@ -20,38 +20,38 @@ def as_(principal: str) -> dict[str, str]:
     return {"MNEMO_PRINCIPAL": principal}
 
 
-def test_room_lifecycle_and_membership_exit_codes(cli: Cli) -> None:
-    created = cli("rooms", "create", "design", env=as_("alice"))
+def test_room_lifecycle_and_membership_exit_codes(run_cli: Cli) -> None:
+    created = run_cli("rooms", "create", "design", env=as_("alice"))
     assert created.code == 0, created.stderr
     address = created.stdout.strip()
     assert re.fullmatch(r"xroom:room_[0-9A-HJKMNP-TV-Z]{26}", address)
-    assert cli("rooms", "create", "design", env=as_("alice")).code == 2  # name taken
-    code = cli("rooms", "invite", "design", env=as_("alice")).stdout.strip()
+    assert run_cli("rooms", "create", "design", env=as_("alice")).code == 2  # name taken
+    code = run_cli("rooms", "invite", "design", env=as_("alice")).stdout.strip()
     assert code.startswith("mnvr_")
-    joined = cli("rooms", "join", code, env=as_("bob"))
+    joined = run_cli("rooms", "join", code, env=as_("bob"))
     assert joined.code == 0 and joined.stdout.strip() == address
-    assert cli("rooms", "join", code, env=as_("carol")).code == 2  # used up (1 use by default)
-    assert cli("rooms", "join", "mnvr_unknown", env=as_("carol")).code == 2
-    read_only = cli("rooms", "invite", address, "--read-only", "--format", "json", env=as_("alice"))
+    assert run_cli("rooms", "join", code, env=as_("carol")).code == 2  # used up (1 use by default)
+    assert run_cli("rooms", "join", "mnvr_unknown", env=as_("carol")).code == 2
+    read_only = run_cli("rooms", "invite", address, "--read-only", "--format", "json", env=as_("alice"))
     invite = json.loads(read_only.stdout)
     assert invite["scope"] == "read" and invite["room_address"] == address and invite["code"].startswith("mnvr_")
-    assert cli("rooms", "join", invite["code"], env=as_("carol")).code == 0
-    assert cli("rooms", "invite", address, env=as_("bob")).code == 4  # not the owner
-    bob_wrote = cli("write", "bob was here", "--scope", address, env=as_("bob"))
+    assert run_cli("rooms", "join", invite["code"], env=as_("carol")).code == 0
+    assert run_cli("rooms", "invite", address, env=as_("bob")).code == 4  # not the owner
+    bob_wrote = run_cli("write", "bob was here", "--scope", address, env=as_("bob"))
     assert bob_wrote.code == 0
-    carol_writes = cli("write", "carol tries", "--scope", address, env=as_("carol"))
+    carol_writes = run_cli("write", "carol tries", "--scope", address, env=as_("carol"))
     assert carol_writes.code == 4 and "Traceback" not in carol_writes.stderr
-    outsider = cli("recent", "--scope", address, env=as_("dave"))
-    unknown = cli("recent", "--scope", "xroom:room_01ARZ3NDEKTSV4RRFFQ69G5FAV", env=as_("dave"))
+    outsider = run_cli("recent", "--scope", address, env=as_("dave"))
+    unknown = run_cli("recent", "--scope", "xroom:room_01ARZ3NDEKTSV4RRFFQ69G5FAV", env=as_("dave"))
     assert outsider.code == unknown.code == 4
     assert outsider.stderr == unknown.stderr
     items = [
         json.loads(line)
-        for line in cli("recent", "--scope", address, "--format", "ndjson", env=as_("carol")).stdout.splitlines()
+        for line in run_cli("recent", "--scope", address, "--format", "ndjson", env=as_("carol")).stdout.splitlines()
     ]
     assert [i["content"] for i in items] == ["bob was here"]
     assert items[0]["provenance"]["principal"] == "bob"
-    listing = json.loads(cli("rooms", "list", "--format", "json", env=as_("carol")).stdout)
+    listing = json.loads(run_cli("rooms", "list", "--format", "json", env=as_("carol")).stdout)
     assert listing == [
         {
             "room_id": address[6:],
@@ -64,15 +64,15 @@ def test_room_lifecycle_and_membership_exit_codes(cli: Cli) -> None:
     ]
 
 
-def test_unscoped_empty_answer_names_the_rooms_in_every_format(cli: Cli) -> None:
-    address = cli("rooms", "create", "design", env=as_("alice")).stdout.strip()
-    table = cli("recent", env=as_("alice"))
+def test_unscoped_empty_answer_names_the_rooms_in_every_format(run_cli: Cli) -> None:
+    address = run_cli("rooms", "create", "design", env=as_("alice")).stdout.strip()
+    table = run_cli("recent", env=as_("alice"))
     assert address in table.stdout and "Re-run with --scope" in table.stdout
-    body = json.loads(cli("recent", "--format", "json", env=as_("alice")).stdout)
+    body = json.loads(run_cli("recent", "--format", "json", env=as_("alice")).stdout)
     assert body["empty_report"]["unsearched_rooms"] == [{"name": "design", "address": address}]
-    nd = cli("recent", "--format", "ndjson", env=as_("alice"))
+    nd = run_cli("recent", "--format", "ndjson", env=as_("alice"))
     assert nd.stdout == "" and address in nd.stderr
-    scoped = json.loads(cli("recent", "--scope", "general", "--format", "json", env=as_("alice")).stdout)
+    scoped = json.loads(run_cli("recent", "--scope", "general", "--format", "json", env=as_("alice")).stdout)
     assert scoped["empty_report"]["unsearched_rooms"] == []
 
 
@@ -86,49 +86,49 @@ def test_expired_invite_is_refused(tmp_path: Path) -> None:
     backend.close()
 
 
-def test_vault_values_never_appear_in_any_output(cli: Cli) -> None:
+def test_vault_values_never_appear_in_any_output(run_cli: Cli) -> None:
     value = "s3cr3t-VALUE-do-not-print"
-    added = cli("vault", "add", "deploy-token", "--context", "CI deploys", input=value + "\n")
+    added = run_cli("vault", "add", "deploy-token", "--context", "CI deploys", input=value + "\n")
     assert added.code == 0 and added.stdout.strip() == "deploy-token"
-    assert cli("vault", "add", "bad alias!", "--context", "x", input="v").code == 2
-    assert cli("vault", "add", "empty", "--context", "x", input="").code == 2
-    cli("write", "deploy-token rotated by the CI job")
+    assert run_cli("vault", "add", "bad alias!", "--context", "x", input="v").code == 2
+    assert run_cli("vault", "add", "empty", "--context", "x", input="").code == 2
+    run_cli("write", "deploy-token rotated by the CI job")
     outputs = [
-        cli("vault", "list"),
-        cli("vault", "list", "--format", "json"),
-        *(cli("recent", "--format", f) for f in ("table", "json", "ndjson")),
-        *(cli("search", "deploy-token", "--format", f) for f in ("table", "json", "ndjson")),
-        cli("catchup", "--format", "json"),
+        run_cli("vault", "list"),
+        run_cli("vault", "list", "--format", "json"),
+        *(run_cli("recent", "--format", f) for f in ("table", "json", "ndjson")),
+        *(run_cli("search", "deploy-token", "--format", f) for f in ("table", "json", "ndjson")),
+        run_cli("catchup", "--format", "json"),
     ]
     # Searching for the value itself finds nothing: the vault is not searchable.
-    assert json.loads(cli("search", value, "--format", "json").stdout)["items"] == []
+    assert json.loads(run_cli("search", value, "--format", "json").stdout)["items"] == []
     listing = json.loads(outputs[1].stdout)
     assert listing["secrets"][0]["alias"] == "deploy-token" and listing["secrets"][0]["context"] == "CI deploys"
     for result in outputs:
         assert value not in result.stdout and value not in result.stderr
 
 
-def test_write_supersedes_and_include_history(cli: Cli) -> None:
-    old = cli("write", "staging on Railway").stdout.strip()
-    new = cli("write", "staging on Fly.io", "--supersedes", old).stdout.strip()
-    live = [json.loads(line) for line in cli("recent", "--format", "ndjson").stdout.splitlines()]
+def test_write_supersedes_and_include_history(run_cli: Cli) -> None:
+    old = run_cli("write", "staging on Railway").stdout.strip()
+    new = run_cli("write", "staging on Fly.io", "--supersedes", old).stdout.strip()
+    live = [json.loads(line) for line in run_cli("recent", "--format", "ndjson").stdout.splitlines()]
     assert [i["atom_id"] for i in live] == [new] and live[0]["supersedes"] == [old]
     history = [
-        json.loads(line) for line in cli("recent", "--include-history", "--format", "ndjson").stdout.splitlines()
+        json.loads(line) for line in run_cli("recent", "--include-history", "--format", "ndjson").stdout.splitlines()
     ]
     assert [i["atom_id"] for i in history] == [new, old]
     assert history[1]["superseded_by"] == new
-    missing = cli("write", "x", "--supersedes", "00000000-0000-4000-8000-000000000000")
+    missing = run_cli("write", "x", "--supersedes", "00000000-0000-4000-8000-000000000000")
     assert missing.code == 2 and "Traceback" not in missing.stderr
 
 
-def test_search_refuses_an_empty_query_and_finds_hostile_text(cli: Cli) -> None:
-    empty = cli("search", "  ")
+def test_search_refuses_an_empty_query_and_finds_hostile_text(run_cli: Cli) -> None:
+    empty = run_cli("search", "  ")
     assert empty.code == 2 and "mnemo recent" in empty.stderr
-    target = cli("write", "fixed the c++ build-bot crash").stdout.strip()
+    target = run_cli("write", "fixed the c++ build-bot crash").stdout.strip()
     for text in ("c++", "build-bot", '"crash'):
-        body = json.loads(cli("search", text, "--format", "json").stdout)
+        body = json.loads(run_cli("search", text, "--format", "json").stdout)
         assert [i["atom_id"] for i in body["items"]] == [target]
         assert body["query"] == text and body["scope"] is None
         assert 0 <= body["items"][0]["relevance"] <= 1
-    assert cli("search", "x", "--order-by", "magic").code == 2
+    assert run_cli("search", "x", "--order-by", "magic").code == 2

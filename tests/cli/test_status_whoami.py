@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
-from serve_process import ServeProcess, start_serve
-from wire_servers import serving_app
 
 from mnemo_tui.backends.remote_calls import key_principal
+from tests.support.serve import ServeProcess, start_serve
+from tests.support.wire import serving_app
 
 
 @pytest.fixture
@@ -39,26 +39,26 @@ def test_whoami_names_the_principal_and_key_id_of_the_key_sent(serve: tuple[Serv
 
 
 def test_status_shows_the_principal_the_server_knows(
-    cli: Any, tmp_path: Path, serve: tuple[ServeProcess, str, str]
+    run_cli: Any, tmp_path: Path, serve: tuple[ServeProcess, str, str]
 ) -> None:
     served, key_id, key = serve
     env = {"MNEMO_ENDPOINT": served.url, "MNEMO_API_KEY": key, "MNEMO_STATE": str(tmp_path / "s.db")}
-    doc = json.loads(cli("status", "--format", "json", env=env).stdout)
+    doc = json.loads(run_cli("status", "--format", "json", env=env).stdout)
     assert doc["principal"] == "alice"
-    table = cli("status", env=env)
+    table = run_cli("status", env=env)
     assert table.code == 0
     row = next(line for line in table.stdout.splitlines() if line.startswith("principal"))
     assert f"alice (key {key_id}; watermarks kept as {key_principal(key)})" in row
     assert key not in table.stdout + table.stderr
     # The watermarks stay keyed by the key's fingerprint, not by the name the server gave.
-    assert cli("write", "one", env=env).code == 0
-    assert cli("catchup", "--format", "json", env=env).code == 0
-    marks = cli("watermark", "list", "--format", "json", env=env)
+    assert run_cli("write", "one", env=env).code == 0
+    assert run_cli("catchup", "--format", "json", env=env).code == 0
+    marks = run_cli("watermark", "list", "--format", "json", env=env)
     assert marks.code == 0 and len(json.loads(marks.stdout)) == 1
-    assert cli("catchup", "--format", "json", "--exit-code", env=env).code == 1  # nothing new: the mark held
+    assert run_cli("catchup", "--format", "json", "--exit-code", env=env).code == 1  # nothing new: the mark held
 
 
-def test_status_without_the_route_shows_the_key_fingerprint(cli: Any, tmp_path: Path) -> None:
+def test_status_without_the_route_shows_the_key_fingerprint(run_cli: Any, tmp_path: Path) -> None:
     from mnemo_tui.engine.sqlite.store import Store
     from mnemo_tui.server.app import create_app
 
@@ -79,13 +79,13 @@ def test_status_without_the_route_shows_the_key_fingerprint(cli: Any, tmp_path: 
 
     with serving_app(app, without_whoami) as server:
         env = {"MNEMO_ENDPOINT": server.base + "/api/v1", "MNEMO_API_KEY": key, "MNEMO_STATE": str(tmp_path / "s.db")}
-        doc = json.loads(cli("status", "--format", "json", env=env).stdout)
+        doc = json.loads(run_cli("status", "--format", "json", env=env).stdout)
         assert doc["principal"] == key_principal(key)
-        table = cli("status", env=env).stdout
+        table = run_cli("status", env=env).stdout
         assert "this key's fingerprint; the endpoint does not name it" in table
     # An endpoint that does not answer at all: the fingerprint too, as before the route existed.
     env["MNEMO_ENDPOINT"] = "http://127.0.0.1:9/api/v1"
-    assert json.loads(cli("status", "--format", "json", env=env).stdout)["principal"] == key_principal(key)
+    assert json.loads(run_cli("status", "--format", "json", env=env).stdout)["principal"] == key_principal(key)
 
 
 def test_whoami_answers_on_each_engine(targets: Any) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from conftest import BACKENDS
-from walk_helpers import pages_of, walk_ids
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import Conflict, Forbidden, NotFound, ValidationError
@@ -14,6 +12,8 @@ from mnemo_tui.limits import ROOM_PREFIX
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.targets import BACKENDS
+from tests.support.walk import pages_of, walk_ids
 
 Factory = Callable[..., Backend]
 # Every backend, and `mnemo serve` over PostgreSQL behind pgbouncer in transaction mode (issue 41).

@@ -4,11 +4,11 @@ rule; a deleted room's former member still reads it) and its entries after a pos
 from __future__ import annotations
 
 import pytest
-from conftest import Target
 
 from mnemo_tui.errors import Forbidden
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.targets import Target
 
 
 def test_position_is_the_bucket_clock_under_the_feeds_access_rule(target: Target) -> None:

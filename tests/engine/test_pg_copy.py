@@ -8,14 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pg_helpers
-from conftest import CliResult
-
 from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support import pg as pg_helpers
+from tests.support.cli import CliResult
 
 TABLES = ("buckets", "atoms", "rooms", "members", "invites", "vault", "api_keys", "feedback", "idempotency", "meta")
 

@@ -7,7 +7,6 @@ import multiprocessing
 import queue
 from typing import Any
 
-import pg_helpers
 import psycopg
 import pytest
 
@@ -15,6 +14,7 @@ from mnemo_tui.engine.postgres import schema as pg_schema
 from mnemo_tui.engine.postgres.migrations import migrate
 from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.errors import LocalStateError, Unavailable
+from tests.support import pg
 
 PROCESSES = 3
 ROUNDS = 10  # before the fix one opening in about three failed: ten rounds of three never all passed
@@ -77,4 +77,4 @@ def test_a_database_that_cannot_be_opened_says_why_without_the_password(pg_datab
         PgStore(url)
     text = str(raised.value)
     assert "cannot be opened" in text and 'column "version" does not exist' in text
-    assert pg_helpers.PASSWORD not in text
+    assert pg.PASSWORD not in text

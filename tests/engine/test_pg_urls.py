@@ -10,11 +10,8 @@ from functools import partial
 from typing import Any
 from urllib.parse import quote
 
-import pg_helpers
 import psycopg
 import pytest
-from conftest import CliResult
-from wire_servers import refusing_port, served_store
 
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.dburl import database_identity
@@ -23,6 +20,9 @@ from mnemo_tui.errors import FateUnknown, ValidationError
 from mnemo_tui.server.app import create_app
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support import pg
+from tests.support.cli import CliResult
+from tests.support.wire import refusing_port, served_store
 
 
 @pytest.mark.parametrize(
@@ -63,9 +63,9 @@ def dead_host() -> Iterator[int]:
 
 
 def test_a_multi_host_url_a_socket_directory_and_parameters_all_connect(pg_databases: Any) -> None:
-    cluster: pg_helpers.Cluster = pg_databases.cluster
+    cluster: pg.Cluster = pg_databases.cluster
     name = pg_databases.create()
-    secret = pg_helpers.PASSWORD
+    secret = pg.PASSWORD
     with dead_host() as dead:
         multi = (
             f"postgresql://mnemo:{secret}@127.0.0.1:{dead},127.0.0.1:{cluster.port}/{name}"
@@ -109,7 +109,7 @@ def test_the_pooler_setting_is_checked(cli: Callable[..., CliResult], pg_databas
 
 
 def test_a_connection_lost_at_commit_is_a_write_of_unknown_fate_never_retried(pg_databases: Any) -> None:
-    cluster: pg_helpers.Cluster = pg_databases.cluster
+    cluster: pg.Cluster = pg_databases.cluster
     name = pg_databases.create()
     url = cluster.url(name)
 

@@ -8,10 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pg_helpers
 import psycopg
 import pytest
-from conftest import CliResult
 
 from mnemo_tui.engine.postgres import schema as pg_schema
 from mnemo_tui.engine.postgres.migrations import migrate
@@ -19,6 +17,8 @@ from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.errors import LocalStateError, Timeout, Unavailable
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support import pg
+from tests.support.cli import CliResult
 
 
 def _version(url: str) -> int:
@@ -34,7 +34,7 @@ def test_an_empty_database_is_initialized_on_first_use(pg_databases: Any) -> Non
     try:
         written = store.write("alice", WriteRequest(content="first words", domain="ops"))
         assert [e.atom_id for e in store.recent("alice", _query()).items] == [written.atom_id]
-        assert store.identity == url.replace(":" + pg_helpers.PASSWORD, "")
+        assert store.identity == url.replace(":" + pg.PASSWORD, "")
     finally:
         store.close()
     assert _version(url) == pg_schema.LATEST
@@ -88,7 +88,7 @@ def test_a_newer_schema_is_refused(pg_databases: Any, cli: Callable[..., CliResu
     with pytest.raises(LocalStateError, match="newer mnemo"):
         migrate(url, allowed=True)
     result = cli("--database", url, "recent")
-    assert result.code == 6 and "newer mnemo" in result.stderr and pg_helpers.PASSWORD not in result.stderr
+    assert result.code == 6 and "newer mnemo" in result.stderr and pg.PASSWORD not in result.stderr
 
 
 @pytest.mark.parametrize("pooled", [True, False], ids=["pooler", "own-sessions"])
@@ -127,7 +127,7 @@ def test_a_password_never_shows_in_output_errors_logs_or_watermarks(
 ) -> None:
     name = pg_databases.create()
     url = pg_databases.cluster.url(name)
-    secret = pg_helpers.PASSWORD
+    secret = pg.PASSWORD
     shown: list[str] = []
     for args in (
         ("status",),
@@ -160,7 +160,7 @@ def test_a_password_never_shows_in_output_errors_logs_or_watermarks(
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
 
-    from serve_process import start_serve
+    from tests.support.serve import start_serve
 
     served = start_serve(isolated_home, "--database", url)
     import httpx
@@ -172,5 +172,5 @@ def test_a_password_never_shows_in_output_errors_logs_or_watermarks(
 
 def test_a_database_unreachable_at_start_is_a_clear_error(pg_databases: Any) -> None:
     with pytest.raises(Unavailable, match=r"cannot be reached|unavailable") as caught:
-        PgStore(f"postgresql://mnemo:{pg_helpers.PASSWORD}@127.0.0.1:1/none")
-    assert pg_helpers.PASSWORD not in str(caught.value)
+        PgStore(f"postgresql://mnemo:{pg.PASSWORD}@127.0.0.1:1/none")
+    assert pg.PASSWORD not in str(caught.value)

@@ -7,10 +7,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from conftest import Target
 
 from mnemo_tui.errors import Forbidden
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.targets import Target
 
 
 @contextmanager

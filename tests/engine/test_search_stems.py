@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Target
 
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.sqlite import schema
@@ -18,6 +17,7 @@ from mnemo_tui.errors import ValidationError
 from mnemo_tui.sqlitefile import immediate
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.targets import Target
 
 
 def found(store: Any, query: str, principal: str = "alice", **options: Any) -> list[str]:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broken_backends import AnswersEmptySearch, DropsRooms, NeverEnds, OffsetPaging, RepeatsAcrossPages
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
@@ -17,6 +16,7 @@ from mnemo_tui.proof.checks import PROBE_ROOM
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.broken_backends import AnswersEmptySearch, DropsRooms, NeverEnds, OffsetPaging, RepeatsAcrossPages
 
 Factory = Callable[..., Backend]
 
@@ -218,9 +218,8 @@ def test_cli_check_refuses_bad_arguments_with_exit_two(
 
 
 def test_cli_check_and_verify_against_a_served_endpoint(cli: Callable[..., Any], tmp_path: Path) -> None:
-    from wire_servers import served_store
-
     from mnemo_tui.engine.sqlite.store import Store
+    from tests.support.wire import served_store
 
     path = tmp_path / "served.db"
     admin = Store(path)
@@ -251,7 +250,7 @@ def test_cli_check_and_verify_against_a_served_endpoint(cli: Callable[..., Any],
 def test_cli_check_against_an_unusable_endpoint_exits_with_that_errors_code(
     cli: Callable[..., Any], tmp_path: Path
 ) -> None:
-    from wire_servers import served_store
+    from tests.support.wire import served_store
 
     path = tmp_path / "served.db"
     with served_store(path) as server:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broken_backends import AnswersEmptySearch, DropsRooms, NeverEnds, OffsetPaging, RepeatsAcrossPages
-from walk_helpers import pages_of
-
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.broken_backends import AnswersEmptySearch, DropsRooms, NeverEnds, OffsetPaging, RepeatsAcrossPages
+from tests.support.walk import pages_of
 
 
 def seeded(path: Path, n: int = 7) -> tuple[LocalBackend, list[str]]:

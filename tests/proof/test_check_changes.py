@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_process import start_serve
+
+from tests.support.serve import start_serve
 
 Cli = Callable[..., Any]
 

@@ -13,11 +13,12 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from ci_report_helpers import SCHEMAS, junit_cases, workflow_commands
-from conftest import MNEMO
+
+from tests.support.ci_reports import SCHEMAS, junit_cases, workflow_commands
+from tests.support.cli import MNEMO
 
 DOC = Path(__file__).parents[2] / "docs" / "ci.md"
-# The install steps are the runner's (tests/cli/test_install.py installs a wheel built from the repository).
+# The install steps are the runner's (tests/e2e/test_install.py installs a wheel built from the repository).
 INSTALL = re.compile(r"^(pip install |git clone .* mnemo-src$)")
 
 

@@ -13,16 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ci_report_helpers import junit_cases, unescape, workflow_commands
-from conftest import MNEMO
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from wire_servers import refusing_port, serving, without_accept
 
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.proof import ci_reports
 from mnemo_tui.proof.ci_reports import Case, Proof
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.ci_reports import junit_cases, unescape, workflow_commands
+from tests.support.cli import MNEMO
+from tests.support.wire import refusing_port, serving, without_accept
 
 Cli = Callable[..., Any]
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broken_backends import NeverEnds, RepeatsAcrossPages
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.errors import CheckFailed, ValidationError
 from mnemo_tui.proof import parse_expected, verify
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.broken_backends import NeverEnds, RepeatsAcrossPages
 
 Factory = Callable[..., Backend]
 
@@ -163,7 +163,7 @@ def test_cli_verify_on_a_full_disk_is_exit_6_said_plainly(cli: Callable[..., Any
     import os
     import subprocess
 
-    from conftest import MNEMO
+    from tests.support.cli import MNEMO
 
     store = tmp_path / "s.db"
     atom = cli("--store", str(store), "write", "one").stdout.strip()

@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import MNEMO
-from serve_process import ServeProcess, servers_over_database, start_serve, start_writers
+from tests.support.cli import MNEMO
+from tests.support.serve import ServeProcess, servers_over_database, start_serve, start_writers
 
 from mnemo_tui.engine.sqlite.store import Store
 

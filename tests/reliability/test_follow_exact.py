@@ -24,13 +24,13 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from follow_helpers import Follower
-from reliability_helpers import kill9
-from serve_process import ServeProcess, start_serve
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.follow import Follower
+from tests.support.reliability import kill9
+from tests.support.serve import ServeProcess, start_serve
 
 PER_WRITER = 40
 BULK = 250  # written while the server is down: more than the 100 entries one event carries

@@ -11,16 +11,16 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pg_helpers
 import psycopg
 import pytest
-from serve_process import ServeProcess, start_serve
 
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.errors import FateUnknown, MnemoError
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support import pg
+from tests.support.serve import ServeProcess, start_serve
 
 pytestmark = pytest.mark.slow
 
@@ -41,28 +41,28 @@ class Counted:
 
 
 @pytest.fixture
-def pair() -> Iterator[tuple[pg_helpers.Cluster, pg_helpers.Cluster, str]]:
-    if pg_helpers.binaries() is None:
-        pytest.skip(pg_helpers.NO_POSTGRES)  # a failure under CI=true, as every skip
-    primary = pg_helpers.start_cluster(options="-c fsync=off -c full_page_writes=off")  # commits wait for the standby
-    standby: pg_helpers.Cluster | None = None
+def pair() -> Iterator[tuple[pg.Cluster, pg.Cluster, str]]:
+    if pg.binaries() is None:
+        pytest.skip(pg.NO_POSTGRES)  # a failure under CI=true, as every skip
+    primary = pg.start_cluster(options="-c fsync=off -c full_page_writes=off")  # commits wait for the standby
+    standby: pg.Cluster | None = None
     try:
         with psycopg.connect(primary.admin_url(), autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE team TEMPLATE mnemo_template OWNER {pg_helpers.USER}")
-        standby = pg_helpers.start_standby(primary)
+            conn.execute(f"CREATE DATABASE team TEMPLATE mnemo_template OWNER {pg.USER}")
+        standby = pg.start_standby(primary)
         url = (
-            f"postgresql://{pg_helpers.USER}:{pg_helpers.PASSWORD}@127.0.0.1:{primary.port},127.0.0.1:{standby.port}"
+            f"postgresql://{pg.USER}:{pg.PASSWORD}@127.0.0.1:{primary.port},127.0.0.1:{standby.port}"
             "/team?target_session_attrs=read-write&connect_timeout=2"
         )
         yield primary, standby, url
     finally:
         for cluster in (standby, primary):
             if cluster is not None:
-                pg_helpers.stop_cluster(cluster)
+                pg.stop_cluster(cluster)
 
 
 def test_a_failover_loses_no_acknowledged_write_and_walks_finish(
-    pair: tuple[pg_helpers.Cluster, pg_helpers.Cluster, str], tmp_path: Path
+    pair: tuple[pg.Cluster, pg.Cluster, str], tmp_path: Path
 ) -> None:
     primary, standby, url = pair
     admin = PgStore(url)

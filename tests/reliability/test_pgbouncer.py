@@ -18,8 +18,6 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from follow_helpers import Follower
-from serve_process import ServeProcess, servers_over_database, start_writers
 
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.catchup.catchup import CatchUp
@@ -27,6 +25,8 @@ from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.follow import Follower
+from tests.support.serve import ServeProcess, servers_over_database, start_writers
 
 pytestmark = pytest.mark.slow
 

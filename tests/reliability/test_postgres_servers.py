@@ -14,10 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pg_helpers
 import psycopg
 import pytest
-from serve_process import ServeProcess, servers_over_database, start_writers
 
 from mnemo_tui.backends.delegate import DelegatingBackend
 from mnemo_tui.backends.remote import RemoteBackend
@@ -27,6 +25,8 @@ from mnemo_tui.errors import Unavailable
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.values.model import Entry, Page, RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support import pg
+from tests.support.serve import ServeProcess, servers_over_database, start_writers
 
 pytestmark = pytest.mark.slow
 
@@ -187,10 +187,10 @@ def test_a_writer_killed_inside_its_transaction_leaves_no_trace(pg_databases: An
 
 
 def test_a_database_restart_mid_walk_is_a_retryable_error_then_the_walk_finishes(pg_databases: Any) -> None:
-    from conftest import Target
-    from wire_servers import served_store
+    from tests.support.targets import Target
+    from tests.support.wire import served_store
 
-    cluster: pg_helpers.Cluster = pg_databases.cluster
+    cluster: pg.Cluster = pg_databases.cluster
     target = Target("postgres", cluster.url(pg_databases.create()))
     admin = target.open()
     key = admin.create_key("team")[1]

@@ -8,9 +8,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from reliability_helpers import HERE, PYTHON, Target, integrity, read_lines, serving
 
 from mnemo_tui.engine.sqlite.store import Store
+from tests.support.reliability import HERE, PYTHON, Target, integrity, read_lines, serving
 
 WRITERS = 4
 PER_WRITER = 60  # half in the writer's own domain, half in the shared room

@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reliability_helpers import (
+
+from mnemo_tui import timefmt
+from mnemo_tui.engine import cursor as cursors
+from mnemo_tui.engine.sqlite.store import Store
+from mnemo_tui.values.model import RecentQuery
+from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.values.writes import WriteRequest
+from tests.support.reliability import (
     HERE,
     MNEMO,
     PYTHON,
@@ -25,13 +32,6 @@ from reliability_helpers import (
     start_server,
     supersession_consistent,
 )
-
-from mnemo_tui import timefmt
-from mnemo_tui.engine import cursor as cursors
-from mnemo_tui.engine.sqlite.store import Store
-from mnemo_tui.state.statedb import StateDB, StateKey
-from mnemo_tui.values.model import RecentQuery
-from mnemo_tui.values.writes import WriteRequest
 
 ENTRIES = 1200
 LIMIT = 5

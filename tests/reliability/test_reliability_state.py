@@ -9,12 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from reliability_helpers import Target, integrity, run_cli
 
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import LocalStateError
 from mnemo_tui.state.config import resolve
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.reliability import Target, integrity, run_cli
 
 
 def _home_with_a_watermark(tmp_path: Path) -> tuple[Target, dict[str, str], Path]:
@@ -186,7 +186,7 @@ def test_stores_and_state_databases_created_at_once_by_many_processes_are_one_fi
     """Creation is all or nothing: racing first opens never leave an empty file or replace another's."""
     import subprocess
 
-    from reliability_helpers import MNEMO
+    from tests.support.reliability import MNEMO
 
     env = Target("embedded", tmp_path / "fresh" / "store.db").env(tmp_path / "home")
     (tmp_path / "fresh").mkdir()  # a named store's folder must exist (a typo never makes one)
@@ -222,9 +222,8 @@ def test_opening_a_second_connection_never_blinds_the_first_to_other_processes(t
     """
     import subprocess
 
-    from reliability_helpers import PYTHON
-
     from mnemo_tui.state.statedb import StateDB, StateKey
+    from tests.support.reliability import PYTHON
 
     path = tmp_path / "store.db"
     reader = Store(path)

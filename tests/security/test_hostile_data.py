@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import subprocess
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import httpx
 import pytest
-from conftest import MNEMO, CliResult, Target
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +20,9 @@ from mnemo_tui.errors import ValidationError
 from mnemo_tui.limits import MAX_ENTRY_WIRE_BYTES, loads
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.security.raw_mcp import RawMcp
+from tests.support.cli import MNEMO, CliResult
+from tests.support.targets import Target
 
 Cli = Callable[..., CliResult]
 
@@ -74,7 +74,7 @@ def test_concepts_past_their_bounds_are_refused_naming_the_field_and_nothing_is_
 @pytest.fixture
 def served(target: Target) -> Iterator[tuple[str, dict[str, str], Any]]:
     """A real server over the parametrized engine: its URL, a key's headers, and the engine."""
-    from wire_servers import served_store
+    from tests.support.wire import served_store
 
     engine = target.open()
     key = engine.create_key("alice")[1]
@@ -194,46 +194,6 @@ def test_every_stored_number_reads_back_as_json_through_the_server(served: tuple
 
 
 # -- MCP: an infinity reached through an exponent is an invalid argument ---------------------------------------
-
-
-class RawMcp:
-    """`mnemo mcp` spoken to line by line, as a client that writes its own JSON would."""
-
-    def __init__(self, home: Path) -> None:
-        env = {"PATH": os.environ.get("PATH", ""), "MNEMO_HOME": str(home), "NO_COLOR": "1"}
-        self.proc = subprocess.Popen(
-            [MNEMO, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
-        )
-        self.lines: queue.Queue[bytes] = queue.Queue()
-        assert self.proc.stdout is not None
-        threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
-        self.next_id = 0
-
-    def _read(self, stream: IO[bytes]) -> None:
-        for line in stream:
-            self.lines.put(line)
-        self.lines.put(b"")
-
-    def send(self, raw: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(raw + b"\n")
-        self.proc.stdin.flush()
-
-    def ask(self, method: str, params: bytes) -> dict[str, Any]:
-        self.next_id += 1
-        self.send(b'{"jsonrpc":"2.0","id":%d,"method":"%s","params":%s}' % (self.next_id, method.encode(), params))
-        while True:
-            line = self.lines.get(timeout=60)  # bounded: a server that never answers fails the test
-            assert line, "mnemo mcp closed its stdout"
-            answer: dict[str, Any] = loads(line)
-            if answer.get("id") == self.next_id:
-                return answer
-
-    def close(self) -> str:
-        assert self.proc.stdin is not None and self.proc.stderr is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
-        return self.proc.stderr.read().decode()
 
 
 def test_over_mcp_an_exponent_infinity_and_a_long_concept_are_invalid_arguments(isolated_home: Path) -> None:

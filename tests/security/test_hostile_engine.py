@@ -15,7 +15,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from conftest import MNEMO, Target
 
 from mnemo_tui.engine import memory_plane, rules
 from mnemo_tui.engine.interface import Engine
@@ -27,6 +26,8 @@ from mnemo_tui.errors import Timeout, Unprocessable
 from mnemo_tui.server import plane_routes, routes, search_routes
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.cli import MNEMO
+from tests.support.targets import Target
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

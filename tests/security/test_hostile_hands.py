@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MNEMO
+
+from tests.support.cli import MNEMO
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
-
-from wire_servers import Canned, serving
 
 from mnemo_tui import files
 from mnemo_tui.backends.local import LocalBackend
@@ -40,6 +39,7 @@ from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.wire import Canned, serving
 
 KEY_SHAPED = "mk_live_" + "0" * 32
 

@@ -12,12 +12,13 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import MNEMO, Target
 
 from mnemo_tui.errors import Unprocessable, ValidationError
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.cli import MNEMO
+from tests.support.targets import Target
 
 LONE = "deploy \ud800"  # valid JSON as "deploy \\ud800"; no character, and UTF-8 cannot carry it
 
@@ -63,7 +64,7 @@ def test_a_lone_surrogate_in_a_read_is_refused_naming_the_field_on_both_engines(
 
 def test_a_lone_surrogate_over_the_wire_is_a_422_naming_the_field(target: Target) -> None:
     """`mnemo serve` over both engines: the JSON escape `\\ud800` in a read's body, never a 5xx."""
-    from wire_servers import served_store
+    from tests.support.wire import served_store
 
     engine = target.open()
     key = engine.create_key("alice")[1]
@@ -86,9 +87,8 @@ def test_a_lone_surrogate_over_the_wire_is_a_422_naming_the_field(target: Target
 def test_the_remote_backend_sends_a_lone_surrogate_as_its_escape_and_gets_the_fields_422(target: Target) -> None:
     """`RemoteBackend` cannot encode a surrogate as UTF-8: it sends the JSON escape, and the server names the
     field (it raised a bare UnicodeEncodeError before sending anything)."""
-    from wire_servers import served_store
-
     from mnemo_tui.backends.remote import RemoteBackend
+    from tests.support.wire import served_store
 
     engine = target.open()
     key = engine.create_key("alice")[1]
@@ -130,7 +130,7 @@ def test_over_mcp_a_lone_surrogate_in_a_read_is_replaced_and_served_never_an_int
     """The MCP door replaces a lone surrogate with U+FFFD as it reads the line (docs/mcp.md), so the read is
     served; the engine's refusal stands behind it for any door that does not."""
     pytest.importorskip("mcp")
-    from security.test_hostile_data import RawMcp
+    from tests.security.raw_mcp import RawMcp
 
     mcp = RawMcp(isolated_home)
     try:

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from reliability_helpers import MNEMO, Server, make_key, start_server
+
+from tests.support.reliability import MNEMO, Server, make_key, start_server
 
 httpx = pytest.importorskip("httpx")
 

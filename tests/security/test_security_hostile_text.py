@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from conftest import CliResult
-from hostile_helpers import HOSTILE, HOSTILE_SHOWN, raw_controls
+from tests.support.cli import CliResult
+from tests.support.hostile import HOSTILE, HOSTILE_SHOWN, raw_controls
 
 Cli = Callable[..., CliResult]
 AGENT = {"MNEMO_AGENT": HOSTILE}

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from keyring_helpers import MemoryKeyring, subprocess_env
-from reliability_helpers import Target, make_key, run_cli
 
 from mnemo_tui.cli import main
 from mnemo_tui.engine.sqlite.store import Store
+from tests.support.keyrings import MemoryKeyring, subprocess_env
+from tests.support.reliability import Target, make_key, run_cli
 
 # Commands that run until stopped or need a terminal: covered elsewhere (the server's own tests below).
 LONG_RUNNING = {("serve",), ("tui",), ("login",)}

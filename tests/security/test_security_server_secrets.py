@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from keyring_helpers import subprocess_env
-from reliability_helpers import Server, make_key, run_cli, start_server
 
 from mnemo_tui.state import sealing
+from tests.support.keyrings import subprocess_env
+from tests.support.reliability import Server, make_key, run_cli, start_server
 
 httpx = pytest.importorskip("httpx")
 

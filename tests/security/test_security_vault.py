@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import pty
 import secrets
-import select
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from keyring_helpers import subprocess_env
-from reliability_helpers import MNEMO, Server, start_server
 
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state import sealing
 from tests.conftest import CliResult
+from tests.support.keyrings import subprocess_env
+from tests.support.reliability import Server, start_server
 
 Cli = Callable[..., CliResult]
 
@@ -108,38 +104,13 @@ def test_round_trip_over_mnemo_serve(cli: Cli, plain: Plain, server: Server) -> 
     assert debug.code == 3 and value not in debug.stdout + debug.stderr
 
 
-def run_on_a_terminal(env: dict[str, str], *args: str) -> tuple[int, str, str]:
-    """`mnemo ARGS` with stdout on a pseudo-terminal: (exit code, what the terminal showed, stderr)."""
-    master, slave = pty.openpty()
-    full = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    full.update(env)
-    proc = subprocess.Popen([MNEMO, *args], stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=full)
-    os.close(slave)
-    shown = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 30)
-        if not ready:
-            break
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:  # the child closed the terminal
-            break
-        if not chunk:
-            break
-        shown += chunk
-    _, err = proc.communicate(timeout=30)
-    os.close(master)
-    return proc.returncode, shown.decode(), err.decode()
-
-
 def test_a_terminal_gets_the_value_only_with_reveal(cli: Cli, plain: Plain, isolated_home: Path) -> None:
     value = plain.new()
     assert cli("vault", "add", "tty", "--context", "x", input=value).code == 0
-    env = {"MNEMO_HOME": str(isolated_home), "NO_COLOR": "1", **subprocess_env(isolated_home / "test-keyring.json")}
-    code, shown, err = run_on_a_terminal(env, "vault", "get", "tty")
-    assert code == 0 and shown == "" and "--reveal" in err and value not in err
-    code, shown, _ = run_on_a_terminal(env, "vault", "get", "tty", "--reveal")
-    assert code == 0 and value in shown
+    hidden = cli("vault", "get", "tty", columns=100)  # stdout on a terminal
+    assert hidden.code == 0 and hidden.stdout == "" and "--reveal" in hidden.stderr and value not in hidden.stderr
+    shown = cli("vault", "get", "tty", "--reveal", columns=100)
+    assert shown.code == 0 and value in shown.stdout
     plain.values.remove(value)  # what a terminal shows is not kept anywhere; only files are scanned
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import Target
 
 from mnemo_tui.errors import ValidationError
 from mnemo_tui.limits import MAX_CONCEPT, MAX_CONCEPTS
+from tests.support.targets import Target
 
 SEALED = "c2VhbGVk"  # the engine keeps the sealed blob as it is given; it never opens it
 
@@ -39,7 +39,7 @@ def test_the_engine_refuses_a_secret_whose_concepts_pass_an_entrys_bounds(
 
 
 def test_the_wire_refuses_a_secret_whose_concepts_pass_the_bounds_with_a_422_naming_them(target: Target) -> None:
-    from wire_servers import served_store
+    from tests.support.wire import served_store
 
     engine = target.open()
     key = engine.create_key("alice")[1]

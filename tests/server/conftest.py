@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from server import recorder
+
+from tests.server import recorder
 
 recorder.install()
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Target
-from wire_servers import served_store
+from tests.support.targets import Target
+from tests.support.wire import served_store
 
 from mnemo_tui.values.writes import WriteRequest
 

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import Target
 
 from mnemo_tui.engine.tombstones import TombstoneOps
+from tests.support.targets import Target
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

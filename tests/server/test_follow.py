@@ -11,8 +11,6 @@ from typing import Any
 
 import httpx
 import pytest
-from follow_helpers import Event, client, delete, following, write
-from wire_servers import serving
 
 from mnemo_tui.engine.follow import FollowOps
 from mnemo_tui.engine.sqlite.store import Store
@@ -21,6 +19,8 @@ from mnemo_tui.server import follow as follow_module
 from mnemo_tui.server import wake
 from mnemo_tui.server.app import create_app
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.follow import Event, client, delete, following, write
+from tests.support.wire import serving
 
 
 @contextmanager

@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 import pytest
-from follow_helpers import Stream, client, delete, following, write
-from serve_process import ServeProcess, start_serve
 
 from mnemo_tui.engine.sqlite.store import Store
+from tests.support.follow import Stream, client, delete, following, write
+from tests.support.serve import ServeProcess, start_serve
 
 WRITERS = 3
 WRITES = 40  # per writer

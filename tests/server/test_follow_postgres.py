@@ -11,15 +11,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pg_helpers
 import pytest
-from follow_helpers import client, delete, following, write
-from serve_process import ServeProcess, start_serve
-from wire_servers import serving
 
 from mnemo_tui.engine.postgres.store import PgStore
 from mnemo_tui.server import wake
 from mnemo_tui.server.app import App, create_app
+from tests.support import pg
+from tests.support.follow import client, delete, following, write
+from tests.support.serve import ServeProcess, start_serve
+from tests.support.wire import serving
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's note about httpx2: the test client works as it is
@@ -116,7 +116,7 @@ def test_no_connection_of_the_app_outlives_its_close(pg_databases: Any, pooler: 
     url = pg_databases.cluster.url(pg_databases.create())
     key = _key(url)  # its engine closed: its pool with it
     port = pg_databases.cluster.port
-    before = pg_helpers.client_sockets(port)
+    before = pg.client_sockets(port)
     app = create_app(database=url, pooled=pooler == "transaction", workers=2)
     assert isinstance(app, App)
     hub, listener = app.state.hub, app.state.hub.listener
@@ -139,5 +139,5 @@ def test_no_connection_of_the_app_outlives_its_close(pg_databases: Any, pooler: 
             assert written.status_code == 200, written.text
             # A POST to /memory/write wakes the other servers even when refused: a NOTIFY is under way as it closes.
             assert served.post("/api/v1/memory/write", json={}, headers=headers).status_code == 422
-    left = pg_helpers.client_sockets(port) - before
+    left = pg.client_sockets(port) - before
     assert not left, f"{len(left)} connection(s) of the app still open after its close"

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from follow_helpers import client, following, write
-from serve_process import ServeProcess, start_serve
+
+from tests.support.follow import client, following, write
+from tests.support.serve import ServeProcess, start_serve
 
 
 @pytest.fixture

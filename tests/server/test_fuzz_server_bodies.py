@@ -9,10 +9,11 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from conftest import Target
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reliability_helpers import Server, start_server
+
+from tests.support.reliability import Server, start_server
+from tests.support.targets import Target
 
 httpx = pytest.importorskip("httpx")
 

@@ -14,12 +14,12 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from serve_process import ServeProcess, start_serve
 
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server.app import create_app
 from mnemo_tui.server.edges import Edges
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.serve import ServeProcess, start_serve
 
 
 def test_a_domain_with_a_slash_is_wiped_through_its_escaped_segment(isolated_home: Path, cli: Any) -> None:

@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from conftest import Target
 
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.server import plane_routes
+from tests.support.targets import Target
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

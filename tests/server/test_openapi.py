@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Target
-from server import recorder
-from server.recorder import undeclared
 from starlette.routing import Route
 
 from mnemo_tui.server.app import PUBLIC, document
 from mnemo_tui.server.endpoints import Methods
+from tests.server import recorder
+from tests.server.recorder import undeclared
+from tests.support.targets import Target
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

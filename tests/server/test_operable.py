@@ -20,12 +20,11 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's note about httpx2: the test client works as it is
     from starlette.testclient import TestClient
 
-from serve_process import start_serve
-from wire_servers import serving
-
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server.app import create_app
 from mnemo_tui.server.probes import READY_WAIT
+from tests.support.serve import start_serve
+from tests.support.wire import serving
 
 ROOM_NAME = "zz-secret-room-name"
 DOMAIN = "zz-secret-domain"
@@ -203,11 +202,11 @@ def test_sigterm_drains_before_uvicorn_notices_it(tmp_path: Path) -> None:
 def test_readyz_follows_the_database_away_and_back(pg_databases: Any) -> None:
     """PostgreSQL stopped hard: not ready within 5 s (the probe waits `READY_WAIT` at most), alive throughout,
     ready again within 15 s of its return."""
-    import pg_helpers
+    from tests.support import pg
 
     assert READY_WAIT < 5
-    cluster = pg_helpers.start_cluster()
-    databases = pg_helpers.Databases(cluster)
+    cluster = pg.start_cluster()
+    databases = pg.Databases(cluster)
     try:
         url = cluster.url(databases.create())
         app = create_app(database=url, workers=1)
@@ -226,7 +225,7 @@ def test_readyz_follows_the_database_away_and_back(pg_databases: Any) -> None:
             while client.get("/readyz").status_code != 200:
                 assert time.monotonic() - back < 15, "not ready 15 s after the database came back"
     finally:
-        pg_helpers.stop_cluster(cluster, databases)
+        pg.stop_cluster(cluster, databases)
 
 
 # -- request ids --------------------------------------------------------------------------------------

@@ -9,12 +9,12 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Target
-from follow_helpers import client, following
-from wire_servers import serving_app
 
 from mnemo_tui.server import removals_route
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.follow import client, following
+from tests.support.targets import Target
+from tests.support.wire import serving_app
 
 WIPED = 250  # one domain wipe: every tombstone of it at one instant, more than a follow event carries
 

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from serve_process import start_serve
 
 from mnemo_tui.engine.sqlite.store import Store
+from tests.support.serve import start_serve
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 ST = Path(sys.executable).with_name("st")

@@ -9,16 +9,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import Target
 from mnemoverse import (
     AsyncMnemoClient,
     MnemoAuthError,
     MnemoClient,
     MnemoError,
 )
-from wire_servers import served_store
 
 from mnemo_tui.values.model import RecentQuery
+from tests.support.targets import Target
+from tests.support.wire import served_store
 
 
 @dataclass

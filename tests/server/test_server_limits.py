@@ -5,9 +5,8 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from wire_servers import read_answer, served_store
-
 from mnemo_tui.engine.sqlite.store import Store
+from tests.support.wire import read_answer, served_store
 
 
 def test_an_oversized_body_is_refused_before_it_is_sent_whole(tmp_path: Path) -> None:

@@ -11,9 +11,6 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Target
-from follow_helpers import client, following, write
-from wire_servers import served_store
 
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.engine.feed import item_bytes
@@ -23,6 +20,9 @@ from mnemo_tui.server import follow, walk_stream
 from mnemo_tui.server.routes import page_json
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.follow import client, following, write
+from tests.support.targets import Target
+from tests.support.wire import served_store
 
 FAT = "\N{GRINNING FACE}" * 10_000  # content at its bound, four bytes a character: a 40 KB entry
 

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CliResult
-from wire_servers import serving_app
 
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server import walk_stream
 from mnemo_tui.server.app import App, create_app
 from mnemo_tui.values.model import RecentQuery, WirePage
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.cli import CliResult
+from tests.support.wire import serving_app
 
 WAIT = 20.0  # seconds any one awaited condition may take at most (a loaded machine; never a timing assertion)
 RECENT = '"POST /api/v1/memory/recent"'

@@ -10,13 +10,13 @@ from typing import Any
 
 import httpx
 import pytest
-from wire_servers import served_store
 
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server import streamed, walk_stream
 from mnemo_tui.server.app import create_app
 from mnemo_tui.values.model import RecentQuery, WirePage
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.wire import served_store
 
 
 def seeded(path: Path, n: int) -> str:

@@ -10,11 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Target
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
-from wire_servers import Canned, from_schema, serving
 
 from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.errors import (
@@ -30,6 +28,8 @@ from mnemo_tui.errors import (
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.search import SearchQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.targets import Target
+from tests.support.wire import Canned, from_schema, serving
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -8,13 +8,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import Target
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
-from wire_servers import from_schema
 
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.targets import Target
+from tests.support.wire import from_schema
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -13,10 +13,9 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's note about httpx2: the test client works as it is
     from starlette.testclient import TestClient
 
-from conftest import Target
-from wire_servers import read_answer, served_store
-
 from mnemo_tui.engine.interface import Engine
+from tests.support.targets import Target
+from tests.support.wire import read_answer, served_store
 
 ENVELOPE = {"code", "message", "requestId", "retryable", "details"}
 ROOM = "room_01ARZ3NDEKTSV4RRFFQ69G5FAV"

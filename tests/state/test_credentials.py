@@ -10,11 +10,11 @@ from pathlib import Path
 import keyring
 import pytest
 from keyring.backends import fail, null
-from keyring_helpers import MemoryKeyring
 
 from mnemo_tui.errors import AuthError, LocalStateError
 from mnemo_tui.state import credentials
 from mnemo_tui.state.config import Settings, resolve
+from tests.support.keyrings import MemoryKeyring
 
 ENDPOINT = "http://127.0.0.1:8765/api/v1"
 KEY = "mk_live_0123456789abcdef0123456789abcdef"
@@ -23,15 +23,6 @@ KEY = "mk_live_0123456789abcdef0123456789abcdef"
 @pytest.fixture
 def settings(isolated_home: Path) -> Settings:
     return resolve(endpoint=ENDPOINT)
-
-
-@pytest.fixture
-def memory_keyring() -> Iterator[MemoryKeyring]:
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    yield backend
-    keyring.set_keyring(previous)
 
 
 @pytest.fixture(params=[fail.Keyring, null.Keyring])

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
-import keyring
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from keyring_helpers import MemoryKeyring
 
 from mnemo_tui.errors import AuthError, ValidationError
 from mnemo_tui.state import sealing, vaultkeys
 from mnemo_tui.state.config import resolve
+from tests.support.keyrings import MemoryKeyring
 
 PAIR = sealing.generate()
 
@@ -51,15 +49,6 @@ def test_key_texts_round_trip_and_the_private_key_is_not_in_the_repr() -> None:
     for bad in ("", "mnemo-key-v1:AAAA", PAIR.public_text()):
         with pytest.raises(ValidationError):
             sealing.pair_of(bad)
-
-
-@pytest.fixture
-def memory_keyring() -> Iterator[MemoryKeyring]:
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    yield backend
-    keyring.set_keyring(previous)
 
 
 def test_pairs_are_kept_per_backend_in_the_keyring(memory_keyring: MemoryKeyring, tmp_path: Path) -> None:

@@ -9,11 +9,11 @@ from itertools import count
 from pathlib import Path
 
 import pytest
-from wire_servers import ThreadServer, served_store
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.engine import ids
 from mnemo_tui.engine.sqlite.store import Store
+from tests.support.wire import ThreadServer, served_store
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from tui_helpers import MINUTE, NOW, clock, fill, req
+from tests.support.tui import MINUTE, NOW, clock, fill, req
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.catchup.walk import LiveTracker

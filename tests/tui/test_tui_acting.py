@@ -10,20 +10,6 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, OptionList, Static
-from tui_helpers import (
-    MINUTE,
-    NOW,
-    ROOM_OPS,
-    FlakyBackend,
-    add_room,
-    as_backend,
-    clock,
-    fill,
-    req,
-    sample_store,
-    settle,
-    until,
-)
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
@@ -38,7 +24,20 @@ from mnemo_tui.tui.screens.confirm import ConfirmScreen
 from mnemo_tui.tui.screens.main import UNDO_SECONDS
 from mnemo_tui.tui.screens.search import SEARCH_HITS, SearchScreen
 from mnemo_tui.tui.widgets.rows import short_id
-from mnemo_tui.values.model import Entry, RecentQuery
+from tests.support.tui import (
+    MINUTE,
+    NOW,
+    ROOM_OPS,
+    FlakyBackend,
+    add_room,
+    as_backend,
+    clock,
+    fill,
+    req,
+    sample_store,
+    settle,
+    until,
+)
 
 pytestmark = pytest.mark.anyio
 SIZE = (120, 36)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tui_helpers import clock, remote, req, settle
-from wire_servers import ThreadServer
+from tests.support.tui import clock, remote, req, settle
+from tests.support.wire import ThreadServer
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.state.statedb import StateDB

@@ -8,10 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import CliResult
-from serve_process import start_serve
-from tui_helpers import ROOM_OPS, clock, remote, req, sample_store, settle, until
-from wire_servers import ThreadServer
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.catchup.catchup import CatchUp
@@ -19,6 +15,10 @@ from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
 from mnemo_tui.tui.screens.main import FeedScreen
+from tests.support.cli import CliResult
+from tests.support.serve import start_serve
+from tests.support.tui import ROOM_OPS, clock, remote, req, sample_store, settle, until
+from tests.support.wire import ThreadServer
 
 pytestmark = pytest.mark.anyio
 SIZE = (120, 36)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from textual.app import App
-from tui_helpers import MINUTE, NOW, clock, req, settle
+from tests.support.tui import MINUTE, NOW, clock, req, settle
 
 import mnemo_tui.tui.app
 from mnemo_tui.backends.local import LocalBackend

@@ -8,11 +8,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from hostile_helpers import HOSTILE, HOSTILE_SHOWN, MARKUP_ROOMS, raw_controls
 from textual.content import Content
 from textual.pilot import Pilot
 from textual.widgets import Markdown, Static
-from tui_helpers import MINUTE, NOW, add_room, clock, req, settle
 
 import mnemo_tui.tui.app
 from mnemo_tui.backends.local import LocalBackend
@@ -20,6 +18,8 @@ from mnemo_tui.cli.cmd_tui import TuiFailed, run_app
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
+from tests.support.hostile import HOSTILE, HOSTILE_SHOWN, MARKUP_ROOMS, raw_controls
+from tests.support.tui import MINUTE, NOW, add_room, clock, req, settle
 
 SIZE = (120, 36)
 ROOM_SLASH = "room_01JDK0S1ASH0000000000000C3"

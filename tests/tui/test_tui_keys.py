@@ -11,8 +11,6 @@ import pytest
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Input, Label, OptionList, Static
-from tui_helpers import MINUTE, NOW, ROOM_OPS, clock, remote, req, sample_store, settle
-from wire_servers import ThreadServer
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.local import LocalBackend
@@ -26,6 +24,8 @@ from mnemo_tui.tui.screens.search import SEARCH_HITS, SearchScreen
 from mnemo_tui.tui.widgets.rows import author_in
 from mnemo_tui.values.model import Entry, RecentQuery
 from mnemo_tui.values.search import SearchQuery
+from tests.support.tui import MINUTE, NOW, ROOM_OPS, clock, remote, req, sample_store, settle
+from tests.support.wire import ThreadServer
 
 pytestmark = pytest.mark.anyio
 SIZE = (120, 36)

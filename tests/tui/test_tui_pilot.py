@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
-import walk_helpers
-from conftest import CliResult
-from tui_helpers import (
+from textual.pilot import Pilot
+
+from mnemo_tui.backends.local import LocalBackend
+from mnemo_tui.catchup.catchup import CatchUp
+from mnemo_tui.engine.sqlite.store import Store
+from mnemo_tui.values.model import RecentQuery
+from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.tui import MnemoApp
+from mnemo_tui.tui.widgets.notices import NewMarker
+from tests.support import walk
+from tests.support.cli import CliResult
+from tests.support.tui import (
     MINUTE,
     NOW,
     ROOM_OPS,
@@ -24,14 +35,6 @@ from tui_helpers import (
     sample_store,
     settle,
 )
-
-from mnemo_tui.backends.local import LocalBackend
-from mnemo_tui.catchup.catchup import CatchUp
-from mnemo_tui.engine.sqlite.store import Store
-from mnemo_tui.state.statedb import StateDB, StateKey
-from mnemo_tui.tui import MnemoApp
-from mnemo_tui.tui.widgets.notices import NewMarker
-from mnemo_tui.values.model import RecentQuery
 
 SIZE = (120, 36)
 pytestmark = pytest.mark.anyio
@@ -49,7 +52,7 @@ def make_app(backend: object, state: StateDB, **kwargs: object) -> MnemoApp:
 
 
 def walk_ids(backend: LocalBackend, scope: str | None = None, limit: int = 100) -> list[str]:
-    return walk_helpers.walk_ids(backend, RecentQuery(scope=scope, limit=limit))
+    return walk.walk_ids(backend, RecentQuery(scope=scope, limit=limit))
 
 
 async def test_opens_on_the_newest_entries_of_the_own_store(store: Store, local: LocalBackend, state: StateDB) -> None:
@@ -319,16 +322,30 @@ async def test_an_unexpected_failure_in_a_read_is_shown_not_fatal(
         assert ids(rows(app)) == walk_ids(local)
 
 
-async def test_a_live_failure_pauses_and_resumes(store: Store, local: LocalBackend, state: StateDB) -> None:
-    fill(store, 5)
-    flaky = FlakyBackend(local)
-    app = make_app(as_backend(flaky), state)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+@pytest.fixture
+def paused_live(
+    store: Store, local: LocalBackend, state: StateDB
+) -> Callable[[], AbstractAsyncContextManager[tuple[MnemoApp, Pilot, FlakyBackend]]]:
+    """Five entries shown, then a live check that cannot reach the endpoint: the app, its pilot and the backend."""
+
+    @asynccontextmanager
+    async def start() -> AsyncIterator[tuple[MnemoApp, Pilot, FlakyBackend]]:
+        fill(store, 5)
+        flaky = FlakyBackend(local)
+        app = make_app(as_backend(flaky), state)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            flaky.failure = FlakyBackend.unreachable()
+            app.feed_screen.feed.check_live()
+            await settle(pilot)
+            yield app, pilot, flaky
+
+    return start
+
+
+async def test_a_live_failure_pauses_and_resumes(paused_live: Callable[[], Any], local: LocalBackend) -> None:
+    async with paused_live() as (app, pilot, flaky):
         screen = app.feed_screen
-        flaky.failure = FlakyBackend.unreachable()
-        screen.feed.check_live()
-        await settle(pilot)
         assert "live paused" in str(screen.status.render())
         flaky.failure = None
         local.write(req("after the outage"))
@@ -338,18 +355,9 @@ async def test_a_live_failure_pauses_and_resumes(store: Store, local: LocalBacke
         assert rows(app)[0].content == "after the outage"  # type: ignore[union-attr]
 
 
-async def test_live_paused_says_why_where_the_status_line_has_room(
-    store: Store, local: LocalBackend, state: StateDB
-) -> None:
-    fill(store, 5)
-    flaky = FlakyBackend(local)
-    app = make_app(as_backend(flaky), state)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+async def test_live_paused_says_why_where_the_status_line_has_room(paused_live: Callable[[], Any]) -> None:
+    async with paused_live() as (app, pilot, _flaky):
         screen = app.feed_screen
-        flaky.failure = FlakyBackend.unreachable()
-        screen.feed.check_live()
-        await settle(pilot)
         status = lambda: str(screen.status.render()).strip()  # noqa: E731
         # 120 columns: the long words and the reason do not fit, the short words and the whole reason do.
         assert (

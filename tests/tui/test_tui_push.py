@@ -6,8 +6,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from tui_helpers import clock, ids, remote, req, rows, settle, until
-from wire_servers import ThreadServer
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
@@ -15,6 +13,8 @@ from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server.app import create_app
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
+from tests.support.tui import clock, ids, remote, req, rows, settle, until
+from tests.support.wire import ThreadServer
 
 pytestmark = pytest.mark.anyio
 SIZE = (120, 36)

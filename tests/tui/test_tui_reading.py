@@ -8,7 +8,6 @@ import re
 
 import pytest
 from textual.widgets import Footer, Label, Static
-from tui_helpers import MINUTE, NOW, ROOM_OPS, clock, fill, req, sample_store, settle, until
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.catchup.catchup import CatchUp
@@ -20,6 +19,7 @@ from mnemo_tui.tui.data.scopes import MINUTE as BUCKET_MINUTE
 from mnemo_tui.tui.screens.main import FeedScreen
 from mnemo_tui.tui.widgets.feed import FeedView
 from mnemo_tui.tui.widgets.rows import short_id
+from tests.support.tui import MINUTE, NOW, ROOM_OPS, clock, fill, req, sample_store, settle, until
 
 pytestmark = pytest.mark.anyio
 LONG = "A long line that goes on " + "and on " * 40 + "until the end"

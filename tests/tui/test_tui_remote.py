@@ -6,9 +6,6 @@ import socket
 from pathlib import Path
 
 import pytest
-from tui_helpers import clock, ids, remote, req, rows, settle
-from walk_helpers import walk_ids
-from wire_servers import ThreadServer, serving
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.backends.remote import RemoteBackend
@@ -17,7 +14,9 @@ from mnemo_tui.catchup.catchup import CatchUp
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import MnemoApp
-from mnemo_tui.values.model import RecentQuery
+from tests.support.tui import clock, ids, remote, req, rows, settle
+from tests.support.walk import walk_ids
+from tests.support.wire import ThreadServer, serving
 
 pytestmark = pytest.mark.anyio
 SIZE = (120, 36)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import Label, OptionList
-from tui_helpers import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, ids, remote, req, rows, settle
-from walk_helpers import walk_ids
-from wire_servers import ThreadServer
 
 from mnemo_tui.backends.delegate import DelegatingBackend
 from mnemo_tui.backends.local import LocalBackend
@@ -17,6 +19,9 @@ from mnemo_tui.tui.screens.search import SearchScreen
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.removals import Removals
 from mnemo_tui.values.search import SearchHit, SearchQuery
+from tests.support.tui import MINUTE, NOW, ROOM_OPS, add_room, clock, fill, ids, remote, req, rows, settle
+from tests.support.walk import walk_ids
+from tests.support.wire import ThreadServer
 
 pytestmark = pytest.mark.anyio
 SIZE = (120, 36)
@@ -122,18 +127,36 @@ async def test_the_timer_drops_a_row_removed_in_another_domain_scope_too(
         assert "1 entry removed elsewhere" in notices(app)
 
 
-async def test_removals_dropped_unseen_read_the_scope_again(store: Store, local: LocalBackend, state: StateDB) -> None:
-    fill(store, 6)
-    app = MnemoApp(local, state, clock=clock, poll_interval=None, pin_notices=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        feed = app.feed_screen.feed
-        shown = ids(rows(app))
-        other = other_writer(store)
-        try:
-            other.delete(shown[0])
-            feed.check_live()  # the first answer: clear of drops
+@pytest.fixture
+def one_removal_seen(
+    store: Store, local: LocalBackend, state: StateDB
+) -> Callable[[], AbstractAsyncContextManager[tuple[MnemoApp, Pilot, list[str], LocalBackend]]]:
+    """Six entries shown (after what the test stored first), the newest deleted by another writer and seen by
+    a live check, an answer clear of drops: the app, its pilot, the ids shown at first and that writer."""
+
+    @asynccontextmanager
+    async def start() -> AsyncIterator[tuple[MnemoApp, Pilot, list[str], LocalBackend]]:
+        fill(store, 6)
+        app = MnemoApp(local, state, clock=clock, poll_interval=None, pin_notices=True)
+        async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
+            shown = ids(rows(app))
+            other = other_writer(store)
+            try:
+                other.delete(shown[0])
+                app.feed_screen.feed.check_live()  # the first answer: clear of drops
+                await settle(pilot)
+                yield app, pilot, shown, other
+            finally:
+                other.close()  # a second close of a closed writer does nothing
+
+    return start
+
+
+async def test_removals_dropped_unseen_read_the_scope_again(one_removal_seen: Callable[[], Any]) -> None:
+    async with one_removal_seen() as (app, pilot, shown, other):
+        feed = app.feed_screen.feed
+        try:
             assert ids(rows(app)) == shown[1:]
             # A writer keeping no tombstones at all: its removal's tombstone is dropped at once.
             other.engine.tombstone_retention = 0  # type: ignore[attr-defined]
@@ -326,20 +349,12 @@ async def test_a_search_answered_after_a_removal_the_dialog_saw_leaves_the_remov
 
 
 async def test_removals_dropped_unseen_search_the_open_dialog_again(
-    store: Store, local: LocalBackend, state: StateDB
+    store: Store, one_removal_seen: Callable[[], Any]
 ) -> None:
     store.bulk_insert([("local", req(f"deploy note {i}"), NOW - 20_000 * MINUTE + i * MINUTE) for i in range(3)])
-    fill(store, 6)
-    app = MnemoApp(local, state, clock=clock, poll_interval=None, pin_notices=True)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+    async with one_removal_seen() as (app, pilot, _shown, other):
         feed = app.feed_screen.feed
-        shown = ids(rows(app))
-        other = other_writer(store)
         try:
-            other.delete(shown[0])
-            feed.check_live()  # the first answer: clear of drops
-            await settle(pilot)
             await pilot.press("slash", *"deploy", "enter")
             await settle(pilot)
             hits = hit_ids(app)

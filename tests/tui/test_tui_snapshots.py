@@ -7,13 +7,24 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from tui_helpers import MINUTE, NOW, ROOM_OPS, FlakyBackend, add_room, as_backend, clock, req, sample_store, settle
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.catchup.catchup import CatchUp
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
+from tests.support.tui import (
+    MINUTE,
+    NOW,
+    ROOM_OPS,
+    FlakyBackend,
+    add_room,
+    as_backend,
+    clock,
+    req,
+    sample_store,
+    settle,
+)
 
 SIZE = (120, 36)
 Compare = Callable[..., bool]

@@ -33,8 +33,8 @@ def demo(cli: Any) -> Any:
         (["rooms", "invite", "r", "--max-uses", "x"], "--max-uses", "mnemo rooms invite"),
     ],
 )
-def test_usage_errors_are_two_lines(cli: Any, args: list[str], needle: str, help_of: str) -> None:
-    r = cli(*args)
+def test_usage_errors_are_two_lines(run_cli: Any, args: list[str], needle: str, help_of: str) -> None:
+    r = run_cli(*args)
     assert r.code == 2 and r.stdout == ""
     lines = r.stderr.splitlines()
     assert len(lines) == 2, r.stderr
@@ -43,8 +43,8 @@ def test_usage_errors_are_two_lines(cli: Any, args: list[str], needle: str, help
     assert "Traceback" not in r.stderr
 
 
-def test_a_group_alone_still_prints_its_whole_help(cli: Any) -> None:
-    r = cli("rooms")
+def test_a_group_alone_still_prints_its_whole_help(run_cli: Any) -> None:
+    r = run_cli("rooms")
     assert r.code == 0 and "Commands:" in r.stdout and "invite" in r.stdout  # as gh does (issue 36)
 
 
@@ -59,8 +59,8 @@ def test_a_group_alone_still_prints_its_whole_help(cli: Any) -> None:
         (["search", "x", "--limit", "501"], "mnemo: --limit must be between 1 and 500, got 501"),
     ],
 )
-def test_limit_errors_name_the_flag(cli: Any, args: list[str], message: str) -> None:
-    r = cli(*args)
+def test_limit_errors_name_the_flag(run_cli: Any, args: list[str], message: str) -> None:
+    r = run_cli(*args)
     assert r.code == 2 and r.stderr.strip() == message
 
 
@@ -77,18 +77,18 @@ def test_invite_errors_name_the_flags(demo: Any) -> None:
 @pytest.mark.parametrize(
     "command", [["rooms", "list"], ["rooms", "create"], ["rooms", "invite"], ["rooms", "join"], ["vault", "list"]]
 )
-def test_help_offers_only_the_formats_the_command_takes(cli: Any, command: list[str]) -> None:
-    helped = cli(*command, "--help")
+def test_help_offers_only_the_formats_the_command_takes(run_cli: Any, command: list[str]) -> None:
+    helped = run_cli(*command, "--help")
     assert helped.code == 0 and "table or json." in helped.stdout and "ndjson" not in helped.stdout
-    refused = cli(*command, *(["x"] if command[1] in ("create", "invite", "join") else []), "--format", "ndjson")
+    refused = run_cli(*command, *(["x"] if command[1] in ("create", "invite", "join") else []), "--format", "ndjson")
     assert refused.code == 2 and "table, json" in refused.stderr
 
 
-def test_help_names_values_by_what_they_are(cli: Any) -> None:
-    r = cli("recent", "--help")
+def test_help_names_values_by_what_they_are(run_cli: Any) -> None:
+    r = run_cli("recent", "--help")
     assert r.code == 0 and "<str>" not in r.stdout and "<int>" not in r.stdout
     assert "--scope SCOPE" in r.stdout and "--since TIME" in r.stdout and "--limit N" in r.stdout
-    assert "Usage: mnemo rooms invite [OPTIONS] ROOM" in cli("rooms", "invite", "--help").stdout
+    assert "Usage: mnemo rooms invite [OPTIONS] ROOM" in run_cli("rooms", "invite", "--help").stdout
 
 
 # -- an empty search says what it covered ---------------------------------------------------
@@ -125,22 +125,22 @@ def test_empty_search_of_an_empty_scope_says_the_scope_is_empty(demo: Any) -> No
 # -- messages a person reads ---------------------------------------------------------------
 
 
-def test_keys_revoke_confirms_on_stderr(cli: Any) -> None:
-    assert cli("keys", "create", "alice").code == 0
-    key_id = json.loads(cli("keys", "list", "--format", "json").stdout)[0]["key_id"]
-    r = cli("keys", "revoke", key_id)
+def test_keys_revoke_confirms_on_stderr(run_cli: Any) -> None:
+    assert run_cli("keys", "create", "alice").code == 0
+    key_id = json.loads(run_cli("keys", "list", "--format", "json").stdout)[0]["key_id"]
+    r = run_cli("keys", "revoke", key_id)
     assert r.code == 0 and r.stdout == "" and f"Key {key_id} revoked" in r.stderr
 
 
-def test_watermark_messages_say_your_own_store(cli: Any) -> None:
-    r = cli("watermark", "show")
+def test_watermark_messages_say_your_own_store(run_cli: Any) -> None:
+    r = run_cli("watermark", "show")
     assert r.code == 0 and "on your own store:" in r.stdout and "(own store)" not in r.stdout
-    r = cli("watermark", "reset")
+    r = run_cli("watermark", "reset")
     assert r.code == 0 and r.stdout == "" and "on your own store;" in r.stderr
 
 
-def test_demo_summary_counts_what_it_wrote(cli: Any) -> None:
-    r = cli("demo", "--entries", "10", "--seed", "1")
+def test_demo_summary_counts_what_it_wrote(run_cli: Any) -> None:
+    r = run_cli("demo", "--entries", "10", "--seed", "1")
     assert r.code == 0
     assert "Wrote 10 demo entries and 1 revision" in r.stdout or "Wrote 10 demo entries and 3 revisions" in r.stdout
     # Each room line counts the principals that really wrote there: never more than its entries.
@@ -158,7 +158,7 @@ def test_demo_summary_counts_what_it_wrote(cli: Any) -> None:
 @pytest.fixture
 def remote(cli: Any, isolated_home: Path) -> Iterator[Any]:
     """`cli` pointed at the demo store served by the app `mnemo serve` runs, with a key of `local`."""
-    from wire_servers import served_store
+    from tests.support.wire import served_store
 
     assert cli("demo", "--entries", "40", "--seed", "7").code == 0
     key = cli("keys", "create", "local").stdout.strip()
@@ -200,8 +200,8 @@ def test_vault_list_clips_a_long_context_to_the_width(cli: Any) -> None:
     assert json.loads(cli("vault", "list", "--format", "json").stdout)["secrets"][0]["context"] == context
 
 
-def test_write_ref_error_names_the_flag(cli: Any) -> None:
-    r = cli("write", "x", "--ref", "r" * 256)
+def test_write_ref_error_names_the_flag(run_cli: Any) -> None:
+    r = run_cli("write", "x", "--ref", "r" * 256)
     assert r.code == 2 and r.stderr.strip() == "mnemo: --ref must be 1 to 255 characters, got 256"
 
 
@@ -209,46 +209,46 @@ def test_write_ref_error_names_the_flag(cli: Any) -> None:
 
 
 @pytest.mark.parametrize("args", [["recent", "--limit", "0", "--debug"], ["rooms", "invite", "nosuch", "--debug"]])
-def test_debug_after_the_command_adds_the_traceback(cli: Any, args: list[str]) -> None:
-    r = cli(*args)
+def test_debug_after_the_command_adds_the_traceback(run_cli: Any, args: list[str]) -> None:
+    r = run_cli(*args)
     assert r.code in (2, 4) and "No such option" not in r.stderr
     assert "Traceback (most recent call last)" in r.stderr and r.stderr.rstrip().splitlines()[-1].startswith("mnemo: ")
-    plain = cli(*[a for a in args if a != "--debug"])
+    plain = run_cli(*[a for a in args if a != "--debug"])
     assert plain.code == r.code and "Traceback" not in plain.stderr and len(plain.stderr.splitlines()) == 1
 
 
-def test_debug_after_a_double_dash_is_content(cli: Any) -> None:
-    r = cli("write", "--", "--debug")
+def test_debug_after_a_double_dash_is_content(run_cli: Any) -> None:
+    r = run_cli("write", "--", "--debug")
     assert r.code == 0
-    assert json.loads(cli("recent", "--format", "json").stdout)["items"][0]["content"] == "--debug"
+    assert json.loads(run_cli("recent", "--format", "json").stdout)["items"][0]["content"] == "--debug"
 
 
-def test_the_origin_and_the_api_base_are_one_endpoint_and_one_watermark(cli: Any, isolated_home: Path) -> None:
-    from wire_servers import served_store
+def test_the_origin_and_the_api_base_are_one_endpoint_and_one_watermark(run_cli: Any, isolated_home: Path) -> None:
+    from tests.support.wire import served_store
 
-    key = cli("keys", "create", "local").stdout.strip()
-    cli("write", "before the first pass")
+    key = run_cli("keys", "create", "local").stdout.strip()
+    run_cli("write", "before the first pass")
     with served_store(isolated_home / "store.db") as server:
         # A catch-up through the /api/v1 base (how watermarks were kept), then one through the origin:
         # the same endpoint, so the second pass starts at the first one's watermark.
-        first = cli("catchup", "--format", "json", env={"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key})
+        first = run_cli("catchup", "--format", "json", env={"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key})
         assert first.code == 0 and "before the first pass" in first.stdout
-        second = cli("catchup", "--format", "json", env={"MNEMO_ENDPOINT": server.base, "MNEMO_API_KEY": key})
+        second = run_cli("catchup", "--format", "json", env={"MNEMO_ENDPOINT": server.base, "MNEMO_API_KEY": key})
         assert second.code == 0 and "before the first pass" not in second.stdout
         # A 404 that is an answer stays one: an unknown invite code.
-        r = cli("rooms", "join", "mnvr_nope", env={"MNEMO_ENDPOINT": server.base, "MNEMO_API_KEY": key})
+        r = run_cli("rooms", "join", "mnvr_nope", env={"MNEMO_ENDPOINT": server.base, "MNEMO_API_KEY": key})
         assert r.code == 2 and r.stderr.strip() == "mnemo: unknown invite code"
 
 
-def test_serve_warns_when_no_key_can_reach_it(cli: Any, isolated_home: Path) -> None:
+def test_serve_warns_when_no_key_can_reach_it(run_cli: Any, isolated_home: Path) -> None:
     import signal
 
-    from serve_process import start_serve
+    from tests.support.serve import start_serve
 
     served = start_serve(isolated_home)
     code, log = served.stop(signal.SIGTERM)
     assert code == 0 and "no active API key yet" in log and "mnemo keys create PRINCIPAL" in log
-    assert cli("keys", "create", "alice").code == 0
+    assert run_cli("keys", "create", "alice").code == 0
     served = start_serve(isolated_home)
     code, log = served.stop(signal.SIGTERM)
     assert code == 0 and "no active API key" not in log and "ready at" in log
@@ -291,21 +291,21 @@ def test_rooms_invite_with_a_malformed_address_is_a_usage_error(demo: Any) -> No
     assert r.code == 4  # a well-formed name one is not in stays a 4, like an unknown room
 
 
-def test_blank_environment_values_count_as_unset(cli: Any) -> None:
+def test_blank_environment_values_count_as_unset(run_cli: Any) -> None:
     env = {"MNEMO_PRINCIPAL": "  ", "MNEMO_CONSUMER": " ", "MNEMO_AGENT": " "}
-    status = json.loads(cli("status", "--format", "json", env=env).stdout)
+    status = json.loads(run_cli("status", "--format", "json", env=env).stdout)
     assert status["principal"] == "local" and status["consumer"] == "default"
-    assert cli("write", "blank env", env=env).code == 0
-    item = json.loads(cli("recent", "--format", "json").stdout)["items"][0]
+    assert run_cli("write", "blank env", env=env).code == 0
+    item = json.loads(run_cli("recent", "--format", "json").stdout)["items"][0]
     assert item["content"] == "blank env" and item["provenance"]["principal"] == "local"
     assert item["provenance"].get("agent") is None
 
 
-def test_watermark_set_in_the_future_warns_on_stderr(cli: Any) -> None:
-    r = cli("watermark", "set", "2999-01-01", "--format", "json")
+def test_watermark_set_in_the_future_warns_on_stderr(run_cli: Any) -> None:
+    r = run_cli("watermark", "set", "2999-01-01", "--format", "json")
     assert r.code == 0 and json.loads(r.stdout)["created_at"] == "2999-01-01T00:00:00.000000Z"
     assert "is in the future" in r.stderr and "mnemo watermark reset" in r.stderr
-    r = cli("watermark", "set", "2h")
+    r = run_cli("watermark", "set", "2h")
     assert r.code == 0 and r.stderr == ""
 
 
@@ -316,8 +316,8 @@ def _raw(args: list[bytes], stdin: bytes, home: Path) -> tuple[int, str]:
     import os
     import subprocess
 
-    from conftest import MNEMO
-    from keyring_helpers import subprocess_env
+    from tests.support.cli import MNEMO
+    from tests.support.keyrings import subprocess_env
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
     env.update({"MNEMO_HOME": str(home), "NO_COLOR": "1", **subprocess_env(home / "test-keyring.json")})
@@ -341,40 +341,41 @@ def test_invalid_utf8_is_a_usage_error(isolated_home: Path, args: list[bytes], s
 
 
 @pytest.mark.parametrize("group", [[], ["keys"], ["watermark"], ["rooms"], ["vault"]])
-def test_command_summaries_are_not_cut_off(cli: Any, group: list[str]) -> None:
-    r = cli(*group, "--help", env={"COLUMNS": "80"})
+def test_command_summaries_are_not_cut_off(run_cli: Any, group: list[str]) -> None:
+    r = run_cli(*group, "--help", env={"COLUMNS": "80"})
     assert r.code == 0
     listed = r.stdout[r.stdout.index("Commands:") :].splitlines()[1:]
     ours = [line for line in listed if line.split()[0] not in ("check", "verify")]  # cmd_proof's own
     assert ours and not [line for line in ours if line.rstrip().endswith("...")], r.stdout
 
 
-def test_vault_context_takes_what_the_hosted_schema_allows(cli: Any) -> None:
+def test_vault_context_takes_what_the_hosted_schema_allows(run_cli: Any) -> None:
     # CreateSecretRequest.context: maxLength 10000 (the engine refused anything over 2000).
-    assert cli("vault", "add", "long.ok", "--context", "c" * 10_000, input="v\n").code == 0
-    listed = json.loads(cli("vault", "list", "--format", "json").stdout)["secrets"]
+    assert run_cli("vault", "add", "long.ok", "--context", "c" * 10_000, input="v\n").code == 0
+    listed = json.loads(run_cli("vault", "list", "--format", "json").stdout)["secrets"]
     assert [len(s["context"]) for s in listed if s["alias"] == "long.ok"] == [10_000]
-    r = cli("vault", "add", "long.no", "--context", "c" * 10_001, input="v\n")
+    r = run_cli("vault", "add", "long.no", "--context", "c" * 10_001, input="v\n")
     assert r.code == 2 and r.stderr.strip() == "mnemo: --context is at most 10000 characters, got 10001"
 
 
-def test_server_vault_context_takes_what_the_hosted_schema_allows(cli: Any, isolated_home: Path) -> None:
+def test_server_vault_context_takes_what_the_hosted_schema_allows(run_cli: Any, isolated_home: Path) -> None:
     import httpx
-    from wire_servers import served_store
 
-    key = cli("keys", "create", "local").stdout.strip()
+    from tests.support.wire import served_store
+
+    key = run_cli("keys", "create", "local").stdout.strip()
     with served_store(isolated_home / "store.db") as server:
         body = {"alias": "ctx5000", "context": "c" * 5000, "sealed_secret_b64": "eA=="}
         r = httpx.post(server.url + "/vault/secrets", json=body, headers={"X-Api-Key": key})
         assert r.status_code == 200 and r.json()["alias"] == "ctx5000"
 
 
-def test_write_repeat_limits_name_the_flags(cli: Any) -> None:
+def test_write_repeat_limits_name_the_flags(run_cli: Any) -> None:
     concepts = [a for i in range(257) for a in ("--concept", f"c{i}")]
-    r = cli("write", "x", *concepts)
+    r = run_cli("write", "x", *concepts)
     assert r.code == 2 and r.stderr.strip() == "mnemo: --concept repeats at most 256 times, got 257"
     olds = [a for i in range(33) for a in ("--supersedes", f"00000000-0000-0000-0000-{i:012d}")]
-    r = cli("write", "x", *olds)
+    r = run_cli("write", "x", *olds)
     assert r.code == 2 and r.stderr.strip() == "mnemo: --supersedes repeats at most 32 times, got 33"
 
 
@@ -387,16 +388,16 @@ def test_recent_table_gives_the_content_the_room_short_columns_leave(cli: Any) -
     assert text in row and len(row) <= 80  # was clipped to 21 characters behind 18- and 16-wide columns
 
 
-def test_a_store_or_state_under_a_file_says_how_to_recover(cli: Any, isolated_home: Path) -> None:
+def test_a_store_or_state_under_a_file_says_how_to_recover(run_cli: Any, isolated_home: Path) -> None:
     blocker = isolated_home / "a-file"
     blocker.write_text("not a folder")
-    r = cli("recent", env={"MNEMO_STORE": str(blocker / "store.db")})
+    r = run_cli("recent", env={"MNEMO_STORE": str(blocker / "store.db")})
     assert r.code == 6 and len(r.stderr.splitlines()) == 1
     assert str(blocker / "store.db") in r.stderr and "named by MNEMO_STORE" in r.stderr
-    r = cli("write", "x", env={"MNEMO_STORE": str(blocker / "store.db")})
+    r = run_cli("write", "x", env={"MNEMO_STORE": str(blocker / "store.db")})
     assert r.code == 6 and len(r.stderr.splitlines()) == 1
     assert str(blocker / "store.db") in r.stderr and "its folder does not exist" in r.stderr
-    r = cli("catchup", env={"MNEMO_STATE": str(blocker / "state.db")})
+    r = run_cli("catchup", env={"MNEMO_STATE": str(blocker / "state.db")})
     assert r.code == 6 and len(r.stderr.splitlines()) == 1
     assert "cannot be opened" in r.stderr and "point MNEMO_STATE elsewhere" in r.stderr
     assert "Your watermarks are in it" not in r.stderr  # there is no file to move aside

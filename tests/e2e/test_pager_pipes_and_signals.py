@@ -1,4 +1,5 @@
-"""What a new user hit that did the wrong thing (issue 35), each through the installed console script."""
+"""The pager, pipes closed early, signals, a terminal's widths and the extras a command needs, through the installed console script
+(what a new user hit that did the wrong thing: issue 35)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MNEMO
-from follow_helpers import Follower
 
-from mnemo_tui.catchup.catchup import CatchupResult
-from mnemo_tui.cli.feed import _catchup_summary
-from tests.cli.test_cli_manners import fill, in_terminal, recorder
+from tests.support.cli import MNEMO, fill, in_terminal, recorder
+from tests.support.follow import Follower
 
 pytestmark = pytest.mark.timeout(120)
 Cli = Callable[..., Any]
@@ -205,76 +203,6 @@ def test_a_missing_extra_is_named_with_exit_2(isolated_home: Path, missing: str,
     assert f"-m pip install -e '{Path(__file__).parents[2]}[{extra}]'" in proc.stderr
 
 
-def test_a_repeated_ref_returns_the_first_id_and_says_nothing_was_written(cli: Cli) -> None:
-    first = cli("write", "old text", "--ref", "job-1")
-    again = cli("write", "new text", "--ref", "job-1")
-    assert first.code == again.code == 0
-    assert again.stdout == first.stdout and "note: nothing written" in again.stderr
-    assert "nothing written" not in first.stderr
-
-
-def test_a_store_path_that_is_a_folder_or_not_a_store_gets_advice_that_fits(
-    cli: Cli, isolated_home: Path, tmp_path: Path
-) -> None:
-    folder = cli("--store", str(tmp_path), "recent")
-    assert folder.code == 6 and "is a folder, not a store file" in folder.stderr
-    other = tmp_path / "passwd"
-    other.write_text("root:x:0:0:root:/root:/bin/bash\n" * 40)  # as long as a real /etc/passwd
-    not_store = cli("--store", str(other), "recent")
-    assert not_store.code == 6 and "is not a mnemo store" in not_store.stderr
-    assert other.read_text().startswith("root:")  # untouched
-    missing = cli("--store", str(tmp_path / "nope" / "store.db"), "recent")
-    assert missing.code == 6 and "its folder does not exist" in missing.stderr and "creates it" not in missing.stderr
-    absent = cli("--store", str(tmp_path / "store.db"), "recent")
-    assert absent.code == 6 and "creates it" in absent.stderr
-
-
-@pytest.mark.parametrize(
-    ("repeats", "said"),
-    [(1, "1 entry you already had was not shown again"), (3, "3 entries you already had were not shown again")],
-)
-def test_the_catchup_summary_agrees_in_number(repeats: int, said: str) -> None:
-    result = CatchupResult(
-        delivered=2,
-        pages=1,
-        repeats_skipped=repeats,
-        resumed=False,
-        before=None,
-        after=None,
-        committed=True,
-        since=None,
-    )
-    assert _catchup_summary(result, "default", utc=True).endswith(said)
-
-
-def test_a_write_never_resolves_a_name_to_a_room_and_watermarks_resolve_it_as_catchup_does(cli: Cli) -> None:
-    address = cli("rooms", "create", "team-x").stdout.strip()
-    assert address.startswith("xroom:room_")
-    refused = cli("write", "private text", "--scope", "team-x")
-    assert refused.code == 2 and f"--scope {address}" in refused.stderr
-    assert json.loads(cli("recent", "--all", "-f", "json").stdout)["items"] == []  # no own domain was made
-    assert cli("write", "room text", "--scope", address).code == 0
-    caught = json.loads(cli("catchup", "--scope", "team-x", "-f", "json").stdout)
-    assert caught["scope"] == address and [i["content"] for i in caught["items"]] == ["room text"]
-    shown = json.loads(cli("watermark", "show", "--scope", "team-x", "-f", "json").stdout)
-    assert shown["scope"] == address and shown["created_at"] == caught["watermark"]["after"]["created_at"]
-    moved = json.loads(cli("watermark", "set", "1h", "--scope", "team-x", "-f", "json").stdout)
-    assert moved["scope"] == address
-    assert [m["scope"] for m in json.loads(cli("watermark", "list", "-f", "json").stdout)] == [address]
-
-
-@pytest.mark.parametrize("since", ["-1h", "2 days ago", "1d ago", "3 hours ago", "-90s"])
-def test_times_as_people_type_them_read_as_spans(cli: Cli, since: str) -> None:
-    assert cli("write", "just written").code == 0
-    got = cli("recent", "--since", since, "-f", "ndjson")
-    assert got.code == 0 and [json.loads(x)["content"] for x in got.stdout.splitlines()] == ["just written"]
-
-
-def test_a_month_is_refused_not_read_as_a_minute(cli: Cli) -> None:
-    got = cli("recent", "--since", "1M")
-    assert got.code == 2 and "minutes are `m`; months are not a span here" in got.stderr
-
-
 def _pty_run(
     home: Path, command: str, *, columns: int, until: Callable[[str], bool], env: dict[str, str] | None = None
 ) -> str:
@@ -400,8 +328,3 @@ def test_without_the_mcp_extra_the_message_names_the_extra_not_a_module_it_pulls
     )
     assert proc.returncode == 2 and proc.stdout == ""
     assert "mnemo mcp needs the mcp extra" in proc.stderr and "jsonschema" not in proc.stderr
-
-
-def test_content_over_the_limit_is_refused_with_the_length_given(cli: Cli) -> None:
-    refused = cli("write", "-", input="x" * 10_001)
-    assert refused.code == 2 and "content must be 1 to 10000 characters, got 10001" in refused.stderr

@@ -8,7 +8,6 @@ import json
 from collections.abc import Callable
 
 import pytest
-from wire_servers import Canned, serving
 
 from mnemo_tui.backends import Backend, remote_removals
 from mnemo_tui.backends.remote import RemoteBackend
@@ -19,6 +18,7 @@ from mnemo_tui.values import removals as removal_values
 from mnemo_tui.values.model import Entry
 from mnemo_tui.values.removals import Removal
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.wire import Canned, serving
 
 KEY = "mk_live_" + "5" * 32
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-SCHEMAS = Path(__file__).parent / "proof" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[1] / "proof" / "schemas"
 
 # The workflow-command grammar (actions/runner's ActionCommand.TryParseV2): `::name key=value,key=value::message`,
 # values escaped so a `:` or `,` cannot end them early; nothing escaped may hold a CR or LF.

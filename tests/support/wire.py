@@ -6,7 +6,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC
 from pathlib import Path
@@ -183,12 +183,14 @@ def _shared() -> ThreadServer:
 class Canned:
     """An ASGI app that answers each request with the next canned (status, body, headers), recording requests.
 
-    `body` is a value to encode as JSON, or bytes sent as they are.
+    `body` is a value to encode as JSON, or bytes sent as they are. With no canned answer left, `every(path)`
+    gives the (status, body) of each further request, when given.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, every: Callable[[str], tuple[int, Any]] | None = None) -> None:
         self.answers: list[tuple[int, Any, dict[str, str]]] = []
         self.seen: list[tuple[str, str, bytes]] = []
+        self.every = every
 
     def answer(self, status: int, body: Any, headers: dict[str, str] | None = None) -> Canned:
         self.answers.append((status, body, headers or {}))
@@ -205,7 +207,12 @@ class Canned:
                     return
         raw = await read_body(receive)
         self.seen.append((scope["method"], scope["path"], raw))
-        status, body, headers = self.answers.pop(0) if self.answers else (500, {"detail": "no answer left"}, {})
+        if self.answers:
+            status, body, headers = self.answers.pop(0)
+        elif self.every is not None:
+            status, body, headers = (*self.every(scope["path"]), {})
+        else:
+            status, body, headers = 500, {"detail": "no answer left"}, {}
         payload = body if isinstance(body, bytes) else json.dumps(body).encode()
         head = [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in headers.items())]
         await send({"type": "http.response.start", "status": status, "headers": head})

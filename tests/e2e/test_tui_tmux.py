@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import MNEMO
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.values.model import Entry, RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.cli import MNEMO
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 WAIT = 30.0  # seconds, at most, for any one thing to show up

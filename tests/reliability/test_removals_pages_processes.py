@@ -7,9 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import Target
-from reliability_helpers import Passes
-from wire_servers import served_store
 
 from mnemo_tui.backends import remote_removals
 from mnemo_tui.backends.remote import RemoteBackend
@@ -18,6 +15,9 @@ from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.values.model import Entry
 from mnemo_tui.values.removals import Removal
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.reliability import Passes
+from tests.support.targets import Target
+from tests.support.wire import served_store
 
 SINGLES = 60  # entries of `notes` the first deleter deletes one by one
 WIPES = 4  # domains of `BULK` entries each the second deleter wipes

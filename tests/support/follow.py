@@ -18,7 +18,8 @@ from types import TracebackType
 from typing import IO, Any
 
 import httpx
-from conftest import MNEMO
+
+from tests.support.cli import MNEMO
 
 WAIT = 20.0  # seconds any one awaited event may take at most (a loaded machine; never a timing assertion)
 FOLLOWER_WAIT = 60.0  # seconds a `Follower` may take at most to print what a test waits for (the same: a bound)

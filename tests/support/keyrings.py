@@ -10,7 +10,7 @@ from keyring.backend import KeyringBackend
 from keyring.errors import PasswordDeleteError
 
 ENV_FILE = "TEST_KEYRING_FILE"
-BACKEND_PATH = "keyring_helpers.FileKeyring"
+BACKEND_PATH = "tests.support.keyrings.FileKeyring"
 
 
 class MemoryKeyring(KeyringBackend):
@@ -36,7 +36,7 @@ class MemoryKeyring(KeyringBackend):
 class FileKeyring(KeyringBackend):
     """The same, persisted to the JSON file named by `TEST_KEYRING_FILE`, so a subprocess can use it.
 
-    Point `PYTHON_KEYRING_BACKEND` at `keyring_helpers.FileKeyring` with this folder on `PYTHONPATH`.
+    Point `PYTHON_KEYRING_BACKEND` at `tests.support.keyrings.FileKeyring` with the repository on `PYTHONPATH`.
     """
 
     priority = 1  # type: ignore[assignment]
@@ -72,8 +72,8 @@ class FileKeyring(KeyringBackend):
 
 def subprocess_env(keyring_file: Path | None) -> dict[str, str]:
     """Environment for a `mnemo` subprocess: the file keyring at `keyring_file`, or (None) no usable keyring."""
-    tests = str(Path(__file__).parent)
-    path = os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH", "")) if p)
+    root = str(Path(__file__).resolve().parents[2])  # where `tests.support.keyrings` imports from
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     if keyring_file is None:
         return {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring", "PYTHONPATH": path}
     return {"PYTHON_KEYRING_BACKEND": BACKEND_PATH, ENV_FILE: str(keyring_file), "PYTHONPATH": path}

@@ -11,7 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-from serve_process import ServeProcess, start_serve
+
+from tests.support.serve import ServeProcess, start_serve
 
 
 @pytest.fixture

@@ -4,90 +4,21 @@ widths in cells, local time, typos that fail loudly, conventions (version, help,
 from __future__ import annotations
 
 import json
-import os
 import re
-import select
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MNEMO
 
 from mnemo_tui import sanitize, timefmt
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.cli import MNEMO, fill, in_terminal, recorder
 
 pytestmark = pytest.mark.timeout(120)
 Cli = Callable[..., Any]
-
-
-def in_terminal(
-    home: Path,
-    args: list[str],
-    *,
-    env: dict[str, str] | None = None,
-    columns: int = 100,
-    typed: str = "",
-    turns: list[tuple[str, str]] | None = None,
-) -> str:
-    """Run mnemo with stdin, stdout and stderr on one pseudo-terminal; returns all it showed (bounded).
-
-    `typed` is typed at once; each of `turns` (prompt, answer) is typed once its prompt is shown (a hidden
-    prompt drops what was typed ahead of it).
-    """
-    pending = list(turns or [])
-    import fcntl
-    import pty
-    import struct
-    import termios
-
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    full = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") and k not in ("NO_COLOR", "COLUMNS")}
-    full.update({"MNEMO_HOME": str(home), "NO_COLOR": "1", "TERM": "xterm", **(env or {})})
-    proc = subprocess.Popen([MNEMO, *args], stdin=slave, stdout=slave, stderr=slave, env=full, close_fds=True)
-    os.close(slave)
-    if typed:
-        os.write(master, typed.encode())
-    got = b""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            got += chunk
-            if pending and pending[0][0].encode() in got:
-                os.write(master, pending.pop(0)[1].encode())
-        elif proc.poll() is not None:
-            break
-    os.close(master)
-    assert proc.wait(timeout=30) == 0, got.decode(errors="replace")
-    return got.decode(errors="replace").replace("\r\n", "\n")
-
-
-def recorder(tmp_path: Path, name: str) -> tuple[str, Path]:
-    """A pager (or editor) that records what it was given into a file."""
-    seen = tmp_path / f"{name}.seen"
-    script = tmp_path / f"{name}.sh"
-    script.write_text(f'#!/bin/sh\ncat > "{seen}"\n')
-    script.chmod(0o755)
-    return str(script), seen
-
-
-def fill(home: Path, count: int, **request: Any) -> list[str]:
-    store = Store(home / "store.db")
-    try:
-        return [store.write("local", WriteRequest(f"entry {i}", **request)).atom_id for i in range(count)]
-    finally:
-        store.close()
 
 
 # -- 1. the pager and the reading order ----------------------------------------------------------

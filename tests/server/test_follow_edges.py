@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from follow_helpers import client, following, write
-from serve_process import start_serve
-from wire_servers import serving
 
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server import follow as follow_module
 from mnemo_tui.server import streamed, wake
 from mnemo_tui.server.app import create_app
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.follow import client, following, write
+from tests.support.serve import start_serve
+from tests.support.wire import serving
 
 
 @contextmanager

@@ -8,8 +8,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import CliResult, Target
-from reliability_helpers import Passes
+from tests.support.cli import CliResult
+from tests.support.reliability import Passes
+from tests.support.targets import Target
 
 PER_WRITER = 60
 WRITERS = 2

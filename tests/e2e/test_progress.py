@@ -14,11 +14,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import MNEMO
 
 from mnemo_tui.cli.progress import Progress
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.cli import MNEMO
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -419,7 +419,7 @@ def _superseder(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="reliability_helpers")
+    parser = argparse.ArgumentParser(prog="tests/support/reliability.py")
     parser.add_argument("role", choices=["writer", "consumer", "superseder"])
     parser.add_argument("--store", required=True)
     parser.add_argument("--principal", default="alice")

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from conftest import MNEMO
-from reliability_helpers import READY
+
+from tests.support.cli import MNEMO
+from tests.support.reliability import READY
 
 
 @dataclass

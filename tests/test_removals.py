@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CliResult, Target
-from wire_servers import Canned, serving
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.remote import RemoteBackend
@@ -22,6 +20,9 @@ from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.values.model import Entry
 from mnemo_tui.values.removals import Removal
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.cli import CliResult
+from tests.support.targets import Target
+from tests.support.wire import Canned, serving
 
 
 def _write(engine: Any, who: str, domain: str, n: int = 1) -> list[str]:
@@ -249,7 +250,7 @@ def test_catchup_changes_in_a_pipe_gives_removals_the_entries_tab_separated_colu
 def test_over_a_real_serve_removals_come_through_the_extension_and_its_retention(
     cli: Callable[..., CliResult], isolated_home: Path
 ) -> None:
-    from serve_process import start_serve
+    from tests.support.serve import start_serve
 
     key = cli("keys", "create", "alice").stdout.strip()  # the served store: $MNEMO_HOME/store.db
     kept = start_serve(isolated_home)

@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broken_backends import NeverEnds, RepeatsAcrossPages, Wrapper
-from wire_servers import LateClock, serving
 
 from mnemo_tui import timefmt
 from mnemo_tui.backends import Backend
@@ -23,6 +21,9 @@ from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui.data.scopes import count_new
 from mnemo_tui.values.model import Entry, Page, RecentQuery
 from mnemo_tui.values.writes import WriteRequest
+from mnemo_tui.catchup.walk import REMOTE_OVERLAP, Frontier, Mark, Walk, default_overlap, start_of, stream_wire, unread
+from tests.support.broken_backends import NeverEnds, RepeatsAcrossPages, Wrapper
+from tests.support.wire import Canned, LateClock, serving
 
 Factory = Callable[..., Backend]
 KEY = "mk_live_" + "1" * 32
@@ -90,35 +91,24 @@ def test_a_cursor_that_does_not_advance_stops_every_walk_with_one_error(
     assert issubclass(BrokenFeed, CheckFailed)  # `check` and `verify` report it as the contract failing
 
 
-class LoopingFeed:
+def looping_feed() -> Canned:
     """An endpoint whose feed never advances: every page is the same entry with the same cursor."""
-
-    def __init__(self) -> None:
-        self.item = {
-            "atom_id": "00000001-0000-4000-8000-000000000000",
-            "content": "the same entry again",
-            "domain": "general",
-            "created_at": timefmt.to_iso(timefmt.now_us() - 60_000_000),
-            "concepts": [],
-        }
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        while (await receive()).get("more_body"):
-            pass
-        answer: Any = [] if scope["path"].endswith("/memory/rooms") else {"items": [self.item], "next_cursor": "again"}
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
-        await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+    item = {
+        "atom_id": "00000001-0000-4000-8000-000000000000",
+        "content": "the same entry again",
+        "domain": "general",
+        "created_at": timefmt.to_iso(timefmt.now_us() - 60_000_000),
+        "concepts": [],
+    }
+    return Canned(
+        lambda path: (200, [] if path.endswith("/memory/rooms") else {"items": [item], "next_cursor": "again"})
+    )
 
 
 def test_a_looping_endpoint_is_exit_5_in_every_command_that_walks(cli: Any, tmp_path: Path) -> None:
     expect = tmp_path / "ids.txt"
     expect.write_text("00000000-0000-4000-8000-000000000000\n")  # an id (an empty --expect is refused first)
-    with serving(LoopingFeed()) as server:
+    with serving(looping_feed()) as server:
         env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": KEY}
         runs = {
             "recent --all": cli("recent", "--all", env=env),

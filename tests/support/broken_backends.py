@@ -6,13 +6,12 @@ defect a real server could have; everything else passes through.
 
 from __future__ import annotations
 
-from walk_helpers import walk_entries
-
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.delegate import DelegatingBackend
 from mnemo_tui.values.model import Entry, Page, RecentQuery
 from mnemo_tui.values.rooms import Room
 from mnemo_tui.values.search import SearchHit, SearchQuery
+from tests.support.walk import walk_entries
 
 
 class Wrapper(DelegatingBackend):
