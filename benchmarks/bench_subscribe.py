@@ -97,9 +97,8 @@ async def _latency(a: Server, b: Server, key: str, writes: int) -> dict[str, lis
 
 def postgres(root: Path, writes: int) -> dict[str, list[float]] | None:
     sys.path.insert(0, str(HERE.parent / "tests"))
-    from tests.support import pg
-
     from mnemo_tui.engine.postgres.store import PgStore
+    from tests.support import pg
 
     if pg.binaries() is None:
         return None

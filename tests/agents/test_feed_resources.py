@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from mcp.shared.exceptions import MCPError
+
 from tests.support.mcp_client import Servers, Session
 
 NOT_FOUND = -32002

@@ -28,10 +28,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
-from tests.support.mcp_client import MNEMO, WAIT
-from tests.support.serve import ServeProcess, start_serve
 
 from mnemo_tui.server.mcp_mount import MAX_SUBSCRIPTIONS_PER_KEY
+from tests.support.mcp_client import MNEMO, WAIT
+from tests.support.serve import ServeProcess, start_serve
 
 warnings.filterwarnings("ignore", message=".*resources/(un)?subscribe is removed.*")
 NOT_FOUND = -32002

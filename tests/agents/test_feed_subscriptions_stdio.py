@@ -19,6 +19,7 @@ import pytest
 from anyio.from_thread import BlockingPortal
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+
 from tests.support.mcp_client import MNEMO, WAIT, Servers, server_env
 
 warnings.filterwarnings("ignore", message=".*resources/(un)?subscribe is removed.*")

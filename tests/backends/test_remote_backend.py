@@ -22,7 +22,6 @@ from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import AuthError, Unavailable, ValidationError
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
-from mnemo_tui.catchup.walk import Walk, stream_wire
 from tests.support.wire import Canned, ThreadServer, refusing_port, served_store, serving
 
 KEY = "mk_live_" + "3" * 32

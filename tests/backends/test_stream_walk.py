@@ -25,7 +25,6 @@ from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import BrokenFeed, Unavailable
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
-from mnemo_tui.catchup.walk import Walk, stream_wire
 from tests.support.cli import MNEMO, CliResult
 from tests.support.reliability import Passes
 from tests.support.serve import ServeProcess, start_serve

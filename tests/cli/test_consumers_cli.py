@@ -13,10 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.support.cli import MNEMO
-from tests.support.wire import served_store, serving_app
 
 from mnemo_tui.engine.sqlite.store import Store
+from tests.support.cli import MNEMO
+from tests.support.wire import served_store, serving_app
 
 
 class Served:

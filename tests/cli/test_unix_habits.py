@@ -150,7 +150,9 @@ def test_a_room_is_shown_with_its_name_beside_its_id(run_cli: Cli) -> None:
     listed = run_cli("watermark", "list").stdout.splitlines()[1]
     assert f"{address} (ops-room)" in listed
     assert f"{address} (ops-room)" in run_cli("watermark", "show", "--scope", address).stdout
-    assert json.loads(run_cli("watermark", "list", "-f", "json").stdout)[0]["scope"] == address  # JSON as docs/cli.md says
+    assert (
+        json.loads(run_cli("watermark", "list", "-f", "json").stdout)[0]["scope"] == address
+    )  # JSON as docs/cli.md says
     report = json.loads(run_cli("recent", "--scope", address, "-f", "json").stdout)["empty_report"]
     assert report["scope"] == address and "'ops-room'" in report["text"]
 

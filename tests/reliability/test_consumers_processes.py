@@ -15,10 +15,10 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.support.cli import MNEMO
-from tests.support.serve import ServeProcess, servers_over_database, start_serve, start_writers
 
 from mnemo_tui.engine.sqlite.store import Store
+from tests.support.cli import MNEMO
+from tests.support.serve import ServeProcess, servers_over_database, start_serve, start_writers
 
 pytestmark = pytest.mark.slow
 

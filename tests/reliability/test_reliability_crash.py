@@ -17,8 +17,8 @@ import pytest
 from mnemo_tui import timefmt
 from mnemo_tui.engine import cursor as cursors
 from mnemo_tui.engine.sqlite.store import Store
-from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.state.statedb import StateDB, StateKey
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 from tests.support.reliability import (
     HERE,

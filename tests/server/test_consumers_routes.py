@@ -8,10 +8,10 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.support.targets import Target
-from tests.support.wire import served_store
 
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.targets import Target
+from tests.support.wire import served_store
 
 T1 = "2026-12-01T10:00:00.000001Z"
 T2 = "2026-12-01T11:00:00.000002Z"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemo_tui.engine.store import Store
+
 from mnemo_tui.values.writes import WriteRequest
 
 MNEMO = shutil.which("mnemo", path=str(Path(sys.executable).parent)) or "mnemo"

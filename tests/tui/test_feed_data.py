@@ -7,7 +7,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from tests.support.tui import MINUTE, NOW, clock, fill, req
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.catchup.walk import LiveTracker
@@ -20,6 +19,7 @@ from mnemo_tui.tui.data.live import LiveBatch, LiveFound, LiveNews, PushDropped,
 from mnemo_tui.tui.data.window import PageRequest
 from mnemo_tui.tui.session import Session
 from mnemo_tui.values.model import Entry, RecentQuery
+from tests.support.tui import MINUTE, NOW, clock, fill, req
 
 
 def session_of(backend: LocalBackend, state: StateDB) -> Session:

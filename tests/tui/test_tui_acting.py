@@ -24,6 +24,7 @@ from mnemo_tui.tui.screens.confirm import ConfirmScreen
 from mnemo_tui.tui.screens.main import UNDO_SECONDS
 from mnemo_tui.tui.screens.search import SEARCH_HITS, SearchScreen
 from mnemo_tui.tui.widgets.rows import short_id
+from mnemo_tui.values.model import Entry, RecentQuery
 from tests.support.tui import (
     MINUTE,
     NOW,

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.support.tui import clock, remote, req, settle
-from tests.support.wire import ThreadServer
 
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
+from tests.support.tui import clock, remote, req, settle
+from tests.support.wire import ThreadServer
 
 pytestmark = pytest.mark.anyio
 SIZE = (120, 36)

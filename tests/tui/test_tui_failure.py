@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from textual.app import App
-from tests.support.tui import MINUTE, NOW, clock, req, settle
 
 import mnemo_tui.tui.app
 from mnemo_tui.backends.local import LocalBackend
@@ -16,6 +15,7 @@ from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui import MnemoApp
 from mnemo_tui.values.model import RecentQuery
+from tests.support.tui import MINUTE, NOW, clock, req, settle
 
 pytestmark = pytest.mark.anyio
 

@@ -14,10 +14,10 @@ from textual.pilot import Pilot
 from mnemo_tui.backends.local import LocalBackend
 from mnemo_tui.catchup.catchup import CatchUp
 from mnemo_tui.engine.sqlite.store import Store
-from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import MnemoApp
 from mnemo_tui.tui.widgets.notices import NewMarker
+from mnemo_tui.values.model import RecentQuery
 from tests.support import walk
 from tests.support.cli import CliResult
 from tests.support.tui import (

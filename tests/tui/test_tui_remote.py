@@ -14,6 +14,7 @@ from mnemo_tui.catchup.catchup import CatchUp
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.state.statedb import StateDB, StateKey
 from mnemo_tui.tui import MnemoApp
+from mnemo_tui.values.model import RecentQuery
 from tests.support.tui import clock, ids, remote, req, rows, settle
 from tests.support.walk import walk_ids
 from tests.support.wire import ThreadServer, serving

@@ -21,7 +21,6 @@ from mnemo_tui.state.statedb import StateDB
 from mnemo_tui.tui.data.scopes import count_new
 from mnemo_tui.values.model import Entry, Page, RecentQuery
 from mnemo_tui.values.writes import WriteRequest
-from mnemo_tui.catchup.walk import REMOTE_OVERLAP, Frontier, Mark, Walk, default_overlap, start_of, stream_wire, unread
 from tests.support.broken_backends import NeverEnds, RepeatsAcrossPages, Wrapper
 from tests.support.wire import Canned, LateClock, serving
 
