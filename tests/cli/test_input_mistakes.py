@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from mnemo_tui.catchup import CatchupResult
+from mnemo_tui.catchup.catchup import CatchupResult
 from mnemo_tui.cli.feed import _catchup_summary
 
 pytestmark = pytest.mark.timeout(120)

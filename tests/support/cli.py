@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mnemo_tui.engine.store import Store
-
+from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
 
 MNEMO = shutil.which("mnemo", path=str(Path(sys.executable).parent)) or "mnemo"

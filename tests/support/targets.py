@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mnemo_tui.engine.store import Store
+from mnemo_tui.engine.sqlite.store import Store
 
 
 class Target:
@@ -24,7 +24,7 @@ class Target:
     def open(self) -> Any:
         """A new engine over the target (the caller closes it)."""
         if self.engine == "postgres":
-            from mnemo_tui.engine.postgres import PgStore
+            from mnemo_tui.engine.postgres.store import PgStore
 
             return PgStore(str(self.location))
         return Store(self.location)
