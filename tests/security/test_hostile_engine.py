@@ -21,6 +21,7 @@ from mnemo_tui.engine.interface import Engine
 from mnemo_tui.engine.postgres import schema as pg_schema
 from mnemo_tui.engine.postgres.migrations import migrate
 from mnemo_tui.engine.postgres.store import PgStore
+from mnemo_tui.engine.sqlite import schema as sqlite_schema
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import Timeout, Unprocessable
 from mnemo_tui.server import plane_routes, routes, search_routes
@@ -157,13 +158,9 @@ def test_a_deletion_past_its_deadline_deletes_nothing_and_says_what_to_do(target
 
 def test_an_upgraded_sqlite_store_gains_the_superseded_by_index(tmp_path: Any) -> None:
     path = tmp_path / "older.db"
-    Store(path).close()
-    with sqlite3.connect(path) as db:  # the store as mnemo's schema 4 left it: migrations 5 and 6 undone
-        db.execute("DROP INDEX atoms_superseded_by")
-        db.execute("DROP TABLE tombstones")
-        db.execute("DROP TABLE departed")
-        db.execute("ALTER TABLE buckets DROP COLUMN tombstones_dropped")
-        db.execute("PRAGMA user_version = 4")
+    db = sqlite3.connect(path, isolation_level=None)
+    sqlite_schema.migrate(db, upto=4)  # the store as mnemo's schema 4 left it, before the index (migration 5)
+    db.close()
     store = Store(path)
     try:
         names = [r[0] for r in store.db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")]

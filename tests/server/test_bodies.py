@@ -23,6 +23,7 @@ from mnemo_tui.errors import ValidationError
 from mnemo_tui.server import bodies
 from mnemo_tui.server.app import document
 from mnemo_tui.server.bodies import BodyInvalid
+from mnemo_tui.server.consumers import CommitBody
 from mnemo_tui.server.removals_route import RemovalsBody
 
 MODELS: dict[str, type[BaseModel]] = {
@@ -41,6 +42,7 @@ MODELS: dict[str, type[BaseModel]] = {
     "ConsolidateRequestSchema": bodies.Consolidate,
     "GraphRequestSchema": bodies.Graph,
     "RemovalsRequestSchema": RemovalsBody,
+    "ConsumerCommitRequestSchema": CommitBody,
 }
 COMPONENTS: dict[str, Any] = document()["components"]["schemas"]
 
@@ -56,7 +58,7 @@ def _operations() -> Iterator[tuple[str, str, str]]:
 def test_every_operation_with_a_body_has_its_model() -> None:
     named = {name for _, _, name in _operations()}
     assert named == set(MODELS)
-    assert len(list(_operations())) == 17  # write-batch has two spellings; follow takes the feed's body
+    assert len(list(_operations())) == 18  # write-batch has two spellings; follow takes the feed's body
 
 
 # -- the reference ---------------------------------------------------------------------------------------
@@ -282,6 +284,7 @@ SMALLEST: dict[str, dict[str, Any]] = {
     "ConsolidateRequestSchema": {},
     "GraphRequestSchema": {"seeds": ["s"]},
     "RemovalsRequestSchema": {},
+    "ConsumerCommitRequestSchema": {"position": None},
 }
 
 
