@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import os
 import sys
-from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from mnemo_tui.cli.flags import CATCHUP, HOISTED, HOISTED_VALUED, OWN_OPTIONS, RECENT, ROOT
+from mnemo_tui.cli.flags import (
+    CATCHUP,
+    HOISTED,
+    HOISTED_VALUED,
+    OWN_OPTIONS,
+    RECENT,
+    ROOT,
+    CatchupOptions,
+    RecentOptions,
+    RootOptions,
+)
 from mnemo_tui.errors import ExitCode
 
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeVar
 
     from mnemo_tui.cli.flags import Flag
+
+    Parsed = TypeVar("Parsed", RootOptions, RecentOptions, CatchupOptions)
 
 # The fast path: `recent` and `catchup` with options it fully understands skip importing Typer
 # (most of a cold start; docs/performance.md) and call the very same functions as the Typer commands, with the
@@ -63,9 +74,9 @@ def _options(args: list[str], table: dict[str, Flag], *, stop_at_word: bool) -> 
     return found, i
 
 
-def _values(table: dict[str, Flag], given: dict[str, Any]) -> SimpleNamespace:
+def _values(options: type[Parsed], table: dict[str, Flag], given: dict[str, Any]) -> Parsed:
     """Every option of `table` by name: the value given, else its default."""
-    return SimpleNamespace(**{name: given.get(name, opt.default) for name, opt in table.items()})
+    return options(**{name: given.get(name, opt.default) for name, opt in table.items()})
 
 
 def _fast(args: list[str]) -> int | None:
@@ -95,11 +106,11 @@ def _fast(args: list[str]) -> int | None:
     from mnemo_tui.cli.context import Context
 
     root["debug"] = debug or bool(root.get("debug"))
-    context = Context.of(_values(ROOT, root))
+    context = Context.of(_values(RootOptions, ROOT, root))
     try:
         if table is RECENT:
-            return feed.recent(context, _values(RECENT, opts[0]))
-        return feed.catchup(context, _values(CATCHUP, opts[0]))
+            return feed.recent(context, _values(RecentOptions, RECENT, opts[0]))
+        return feed.catchup(context, _values(CatchupOptions, CATCHUP, opts[0]))
     finally:
         context.close()
 

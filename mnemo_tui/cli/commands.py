@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Annotated, Any
 
 import typer
@@ -24,7 +23,7 @@ def ctx_of(ctx: typer.Context, *, creates_store: bool = False) -> Context:
     """
     root_ctx = ctx.find_root()
     obj = root_ctx.obj
-    if isinstance(obj, SimpleNamespace):
+    if isinstance(obj, flags.RootOptions):
         obj = Context.of(obj)
         root_ctx.obj = obj
         root_ctx.call_on_close(obj.close)
