@@ -15,7 +15,8 @@ from typer.core import TyperGroup
 
 from mnemo_tui.cli.click_names import Command, Context, HelpFormatter
 from mnemo_tui.cli.commands import HELP_FLAGS, Typer, option
-from mnemo_tui.cli.flags import ROOT, RootOptions
+from mnemo_tui.cli.flags import ROOT
+from mnemo_tui.cli.options import RootOptions
 from mnemo_tui.values.model import Value
 
 

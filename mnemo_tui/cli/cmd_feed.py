@@ -11,7 +11,8 @@ import typer
 
 from mnemo_tui.cli import feed
 from mnemo_tui.cli.commands import EntryFormat, IncludeHistory, Scope, Since, Until, ctx_of, option
-from mnemo_tui.cli.flags import CATCHUP, RECENT, REVERSE, WIDE, CatchupOptions, RecentOptions
+from mnemo_tui.cli.flags import CATCHUP, RECENT, REVERSE, WIDE
+from mnemo_tui.cli.options import CatchupOptions, RecentOptions
 
 
 def recent(

@@ -14,7 +14,7 @@ from mnemo_tui.state.config import Settings, resolve, with_debug
 if TYPE_CHECKING:
     # Imported where used: `mnemo recent` opens no state database, and the embedded store needs no httpx.
     from mnemo_tui.backends import Backend
-    from mnemo_tui.cli.flags import RootOptions
+    from mnemo_tui.cli.options import RootOptions
     from mnemo_tui.engine.interface import Engine
     from mnemo_tui.state.statedb import StateDB
 

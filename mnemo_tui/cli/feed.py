@@ -26,7 +26,7 @@ OUTPUT_CLOSED = (
 
 if TYPE_CHECKING:
     from mnemo_tui.catchup.catchup import CatchupResult
-    from mnemo_tui.cli.flags import CatchupOptions, RecentOptions
+    from mnemo_tui.cli.options import CatchupOptions, RecentOptions
     from mnemo_tui.values.removals import Removal
 
 

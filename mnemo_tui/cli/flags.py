@@ -3,15 +3,12 @@
 The start-up fast path (`mnemo_tui/cli/__init__.py`) parses these tables without importing Typer;
 the Typer functions of the same options (`app.py`, `cmd_feed.py`) take their flags, help and
 defaults from here, and tests/cli/test_flags.py checks that the two agree. What either path parsed is a
-`Value` of the same fields (`RootOptions`, `RecentOptions`, `CatchupOptions`; tests/cli/test_option_values.py
-holds each to its table).
+`Value` of the same fields (`options.py`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-
-from mnemo_tui.values.model import Value
 
 if TYPE_CHECKING:
     from typing import Any
@@ -110,52 +107,3 @@ CATCHUP = {
     "wide": WIDE,
     "fmt": ENTRY_FORMAT,
 }
-
-
-class RootOptions(Value):
-    """The values of `ROOT`'s options by name: as given, else their defaults."""
-
-    profile: str | None
-    store: str | None
-    endpoint: str | None
-    database: str | None
-    debug: bool
-    utc: bool
-    no_pager: bool
-    version: bool
-
-
-class RecentOptions(Value):
-    """The values of `RECENT`'s options by name: as given, else their defaults."""
-
-    scope: str | None
-    since: str | None
-    until: str | None
-    limit: int
-    cursor: str | None
-    all: bool
-    author: str | None
-    exclude_author: str | None
-    include_history: bool
-    follow: bool
-    reverse: bool
-    wide: bool
-    fmt: str
-
-
-class CatchupOptions(Value):
-    """The values of `CATCHUP`'s options by name: as given, else their defaults."""
-
-    scope: str | None
-    consumer: str | None
-    since: str | None
-    limit: int
-    overlap: str | None
-    no_commit: bool
-    resume: bool
-    exit_code: bool
-    changes: bool
-    all_scopes: bool
-    reverse: bool
-    wide: bool
-    fmt: str

@@ -15,7 +15,7 @@ from mnemo_tui.limits import EMBEDDED_PROBE_SECONDS, MAX_LIMIT
 from mnemo_tui.values.model import Entry, RecentQuery
 
 if TYPE_CHECKING:
-    from mnemo_tui.cli.flags import RecentOptions
+    from mnemo_tui.cli.options import RecentOptions
     from mnemo_tui.values.follow import Follow
 
 

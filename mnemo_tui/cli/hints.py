@@ -11,7 +11,7 @@ from mnemo_tui.values.model import RecentQuery
 
 if TYPE_CHECKING:
     from mnemo_tui.backends import Backend
-    from mnemo_tui.cli.flags import RootOptions
+    from mnemo_tui.cli.options import RootOptions
     from mnemo_tui.values.model import EmptyReport
 
 
