@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import os
 import sys
-from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from mnemo_tui.cli.flags import CATCHUP, HOISTED, HOISTED_VALUED, OWN_OPTIONS, RECENT, ROOT
 from mnemo_tui.errors import ExitCode
 
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeVar
 
     from mnemo_tui.cli.flags import Flag
+    from mnemo_tui.cli.options import CatchupOptions, RecentOptions, RootOptions
+
+    Parsed = TypeVar("Parsed", RootOptions, RecentOptions, CatchupOptions)
 
 # The fast path: `recent` and `catchup` with options it fully understands skip importing Typer
 # (most of a cold start; docs/performance.md) and call the very same functions as the Typer commands, with the
@@ -63,9 +65,10 @@ def _options(args: list[str], table: dict[str, Flag], *, stop_at_word: bool) -> 
     return found, i
 
 
-def _values(table: dict[str, Flag], given: dict[str, Any]) -> SimpleNamespace:
-    """Every option of `table` by name: the value given, else its default."""
-    return SimpleNamespace(**{name: given.get(name, opt.default) for name, opt in table.items()})
+def _values(options: type[Parsed], table: dict[str, Flag], given: dict[str, Any]) -> Parsed:
+    """Every option of `table`: the value given, else its default (in the table's order, the fields' own: the
+    quick way to build a `Value`)."""
+    return options(*[given.get(name, opt.default) for name, opt in table.items()])
 
 
 def _fast(args: list[str]) -> int | None:
@@ -93,13 +96,14 @@ def _fast(args: list[str]) -> int | None:
         return None
     from mnemo_tui.cli import feed
     from mnemo_tui.cli.context import Context
+    from mnemo_tui.cli.options import CatchupOptions, RecentOptions, RootOptions
 
     root["debug"] = debug or bool(root.get("debug"))
-    context = Context.of(_values(ROOT, root))
+    context = Context.of(_values(RootOptions, ROOT, root))
     try:
         if table is RECENT:
-            return feed.recent(context, _values(RECENT, opts[0]))
-        return feed.catchup(context, _values(CATCHUP, opts[0]))
+            return feed.recent(context, _values(RecentOptions, RECENT, opts[0]))
+        return feed.catchup(context, _values(CatchupOptions, CATCHUP, opts[0]))
     finally:
         context.close()
 

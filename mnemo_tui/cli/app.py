@@ -7,8 +7,7 @@ module, and add one row to `COMMANDS` below with its name, its module and its li
 from __future__ import annotations
 
 import importlib
-from types import SimpleNamespace
-from typing import Annotated, NamedTuple
+from typing import Annotated
 
 import typer
 import typer.main
@@ -17,9 +16,11 @@ from typer.core import TyperGroup
 from mnemo_tui.cli.click_names import Command, Context, HelpFormatter
 from mnemo_tui.cli.commands import HELP_FLAGS, Typer, option
 from mnemo_tui.cli.flags import ROOT
+from mnemo_tui.cli.options import RootOptions
+from mnemo_tui.values.model import Value
 
 
-class Row(NamedTuple):
+class Row(Value):
     """One command of `mnemo`: where its Typer function (or group) lives, and its line in `mnemo --help`."""
 
     module: str
@@ -134,6 +135,13 @@ def root(
 ) -> None:
     """Catch up on agent memory."""
     # Kept as given: the settings are resolved when a command first needs them (`commands.ctx_of`).
-    ctx.obj = SimpleNamespace(
-        profile=profile, store=store, endpoint=endpoint, database=database, debug=debug, utc=utc, no_pager=no_pager
+    ctx.obj = RootOptions(
+        profile=profile,
+        store=store,
+        endpoint=endpoint,
+        database=database,
+        debug=debug,
+        utc=utc,
+        no_pager=no_pager,
+        version=version,
     )

@@ -5,7 +5,6 @@ The start-up fast path runs the same bodies (`feed.py`) from the same tables wit
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Annotated
 
 import typer
@@ -13,6 +12,7 @@ import typer
 from mnemo_tui.cli import feed
 from mnemo_tui.cli.commands import EntryFormat, IncludeHistory, Scope, Since, Until, ctx_of, option
 from mnemo_tui.cli.flags import CATCHUP, RECENT, REVERSE, WIDE
+from mnemo_tui.cli.options import CatchupOptions, RecentOptions
 
 
 def recent(
@@ -32,7 +32,7 @@ def recent(
     fmt: EntryFormat = RECENT["fmt"].default,
 ) -> int:
     """One page of the feed, newest first (--all: every page; --follow: then each new one, live)."""
-    values = SimpleNamespace(
+    values = RecentOptions(
         scope=scope,
         since=since,
         until=until,
@@ -68,7 +68,7 @@ def catchup(
     fmt: EntryFormat = CATCHUP["fmt"].default,
 ) -> int:
     """Print only what is new to this consumer, then commit the watermark."""
-    values = SimpleNamespace(
+    values = CatchupOptions(
         scope=scope,
         consumer=consumer,
         since=since,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Annotated, Any
 
 import typer
@@ -12,6 +11,7 @@ from typer.core import TyperCommand
 from mnemo_tui.cli import completion, flags
 from mnemo_tui.cli.click_names import Context as ClickContext
 from mnemo_tui.cli.context import Context
+from mnemo_tui.cli.options import RootOptions
 
 HELP_FLAGS = {"help_option_names": ["-h", "--help"]}
 
@@ -24,7 +24,7 @@ def ctx_of(ctx: typer.Context, *, creates_store: bool = False) -> Context:
     """
     root_ctx = ctx.find_root()
     obj = root_ctx.obj
-    if isinstance(obj, SimpleNamespace):
+    if isinstance(obj, RootOptions):
         obj = Context.of(obj)
         root_ctx.obj = obj
         root_ctx.call_on_close(obj.close)

@@ -12,10 +12,9 @@ from mnemo_tui.limits import check_consumer
 from mnemo_tui.state.config import Settings, resolve, with_debug
 
 if TYPE_CHECKING:
-    from types import SimpleNamespace
-
     # Imported where used: `mnemo recent` opens no state database, and the embedded store needs no httpx.
     from mnemo_tui.backends import Backend
+    from mnemo_tui.cli.options import RootOptions
     from mnemo_tui.engine.interface import Engine
     from mnemo_tui.state.statedb import StateDB
 
@@ -99,7 +98,7 @@ class Context:
         settings: Settings,
         no_pager: bool = False,
         creates_store: bool = False,
-        root: SimpleNamespace | None = None,
+        root: RootOptions | None = None,
     ) -> None:
         self.settings = settings
         self.no_pager = no_pager
@@ -110,7 +109,7 @@ class Context:
         self._state: StateDB | None = None
 
     @staticmethod
-    def of(root: SimpleNamespace) -> Context:
+    def of(root: RootOptions) -> Context:
         """The context the root options select (flags, then environment, then config.toml).
 
         `root` holds the values of the options of `flags.ROOT`, by name.

@@ -25,9 +25,8 @@ OUTPUT_CLOSED = (
 )
 
 if TYPE_CHECKING:
-    from types import SimpleNamespace
-
     from mnemo_tui.catchup.catchup import CatchupResult
+    from mnemo_tui.cli.options import CatchupOptions, RecentOptions
     from mnemo_tui.values.removals import Removal
 
 
@@ -55,7 +54,7 @@ def check_limit_flag(limit: int, high: int = MAX_LIMIT) -> None:
         raise ValidationError(f"--limit must be between 1 and {high}, got {limit}")
 
 
-def recent(c: Context, args: SimpleNamespace) -> int:
+def recent(c: Context, args: RecentOptions) -> int:
     """Run `mnemo recent`: one page (or, with `--all`, every page), in the chosen format.
 
     `args` holds the values of the options of `flags.RECENT`, by name.
@@ -70,7 +69,7 @@ def recent(c: Context, args: SimpleNamespace) -> int:
         return _recent(c, args, fmt)
 
 
-def _recent(c: Context, args: SimpleNamespace, fmt: str) -> int:
+def _recent(c: Context, args: RecentOptions, fmt: str) -> int:
     check_limit_flag(args.limit)
     for name, value in (("--author", args.author), ("--exclude-author", args.exclude_author)):
         if value is not None and not value.strip():
@@ -214,7 +213,7 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide
         author_hint(backend, query)
 
 
-def catchup(c: Context, args: SimpleNamespace) -> int:
+def catchup(c: Context, args: CatchupOptions) -> int:
     """Run `mnemo catchup`: print what is new to this consumer, then commit its watermark.
 
     `args` holds the values of the options of `flags.CATCHUP`, by name.
@@ -227,7 +226,7 @@ def catchup(c: Context, args: SimpleNamespace) -> int:
         return _catchup(c, args, fmt)
 
 
-def _catchup(c: Context, args: SimpleNamespace, fmt: str) -> int:
+def _catchup(c: Context, args: CatchupOptions, fmt: str) -> int:
     check_limit_flag(args.limit)
     if args.all_scopes:
         return _all_scopes(c, args, fmt)
@@ -249,7 +248,7 @@ class Pass(Value):
     new: bool
 
 
-def _all_scopes(c: Context, args: SimpleNamespace, fmt: str) -> int:
+def _all_scopes(c: Context, args: CatchupOptions, fmt: str) -> int:
     """`catchup --all-scopes`: a pass over the own store, then one over each room the reader belongs to.
 
     Each scope keeps its own watermark, moved only if its walk ended; a scope that fails is said on
@@ -315,7 +314,7 @@ def _all_scopes(c: Context, args: SimpleNamespace, fmt: str) -> int:
 
 
 def _one_pass(
-    c: Context, args: SimpleNamespace, fmt: str, scope_value: str | None, *, every: Every | None = None, label: str = ""
+    c: Context, args: CatchupOptions, fmt: str, scope_value: str | None, *, every: Every | None = None, label: str = ""
 ) -> Pass:
     """One catch-up pass of one scope, written in `fmt`; part of `--all-scopes` when `every` is given."""
     from mnemo_tui.catchup.catchup import CatchUp

@@ -2,7 +2,8 @@
 
 The start-up fast path (`mnemo_tui/cli/__init__.py`) parses these tables without importing Typer;
 the Typer functions of the same options (`app.py`, `cmd_feed.py`) take their flags, help and
-defaults from here, and tests/cli/test_flags.py checks that the two agree.
+defaults from here, and tests/cli/test_flags.py checks that the two agree. What either path parsed is a
+`Value` of the same fields (`options.py`).
 """
 
 from __future__ import annotations

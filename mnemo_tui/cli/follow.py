@@ -15,12 +15,11 @@ from mnemo_tui.limits import EMBEDDED_PROBE_SECONDS, MAX_LIMIT
 from mnemo_tui.values.model import Entry, RecentQuery
 
 if TYPE_CHECKING:
-    from types import SimpleNamespace
-
+    from mnemo_tui.cli.options import RecentOptions
     from mnemo_tui.values.follow import Follow
 
 
-def check_follow(args: SimpleNamespace) -> None:
+def check_follow(args: RecentOptions) -> None:
     """`--follow` streams from the newest page on: one JSON document, a cursor or a high bound cannot.
 
     Raises:

@@ -10,9 +10,8 @@ from mnemo_tui.limits import DEFAULT_LIMIT, MAX_LIMIT
 from mnemo_tui.values.model import RecentQuery
 
 if TYPE_CHECKING:
-    from types import SimpleNamespace
-
     from mnemo_tui.backends import Backend
+    from mnemo_tui.cli.options import RootOptions
     from mnemo_tui.values.model import EmptyReport
 
 
@@ -43,7 +42,7 @@ def author_hint(backend: Backend, query: RecentQuery) -> None:
         output.hint(f"Did you mean author {sanitize.quoted(form)}? --author {sanitize.line(output.shell_quote(form))}")
 
 
-def root_words(root: SimpleNamespace | None) -> list[str]:
+def root_words(root: RootOptions | None) -> list[str]:
     """The root options given on the command line that chose the backend (and `--utc`), as a shell's words.
 
     A command a person is told to run repeats them: a cursor is bound to its store or endpoint. The

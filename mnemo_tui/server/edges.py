@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
@@ -25,6 +24,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from mnemo_tui.errors import MnemoError, Unavailable
 from mnemo_tui.server.deadlines import Deadlines
 from mnemo_tui.server.envelope import Refused, error
+from mnemo_tui.values.model import Value
 
 MAX_HEADER_BYTES = 16 << 10  # the request line and headers together (h11's own default)
 HEADER_SECONDS = 10.0  # to send a request's headers, from the connection's start or the last answer
@@ -36,8 +36,7 @@ MAX_LINGERING = 100  # refused connections lingering at once; past it one is clo
 SENDING = "sending"  # with a connection: its send deadline's key among the server's deadlines
 
 
-@dataclass(frozen=True)
-class Edges:
+class Edges(Value):
     """The bounds of one server's connections."""
 
     max_connections: int = MAX_CONNECTIONS

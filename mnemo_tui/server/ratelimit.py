@@ -6,13 +6,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from mnemo_tui.errors import RateLimited
+from mnemo_tui.values.model import Value
 
 
-@dataclass(frozen=True)
-class Rate:
+class Rate(Value):
     """`burst` requests at once, refilled at `per_second`."""
 
     per_second: float

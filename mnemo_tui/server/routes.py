@@ -4,8 +4,8 @@ plane: `plane_routes`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from mnemo_tui import timefmt
@@ -13,21 +13,21 @@ from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import Timeout
 from mnemo_tui.server import bodies
 from mnemo_tui.server.bodies import M, require_uuid
-from mnemo_tui.values.model import RecentQuery, WirePage
+from mnemo_tui.values.model import RecentQuery, Value, WirePage
 from mnemo_tui.values.writes import WriteRequest
 
 T = TypeVar("T")
 DUPLICATE_REASON = "duplicate external_ref: the first atom was returned"
+NONE: Mapping[str, str] = MappingProxyType({})  # no parameters or headers (one default, read-only: shared)
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(Value):
     """One request as the endpoint functions see it: the raw body, the path parameters, the headers an
     endpoint reads."""
 
     raw: bytes = b""
-    params: dict[str, str] = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)
+    params: Mapping[str, str] = NONE
+    headers: Mapping[str, str] = NONE
 
     def body(self, model: type[M]) -> M:
         """The body read as `model` (`bodies.parse`: 422 when it does not fit, 400 when it is not JSON)."""

@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from types import FrameType
@@ -76,7 +75,7 @@ def file_room(edges: Edges) -> Edges:
                 f"mnemo serve: the descriptor limit ({soft}) leaves room for {fewer} connections, "
                 f"not {edges.max_connections}\n"
             )
-            return replace(edges, max_connections=fewer)
+            return edges.replace(max_connections=fewer)
     return edges
 
 

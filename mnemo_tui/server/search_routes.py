@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from mnemo_tui.engine.interface import Engine
@@ -13,7 +12,7 @@ from mnemo_tui.errors import Unprocessable, ValidationError
 from mnemo_tui.limits import ROOM_PREFIX
 from mnemo_tui.server import bodies
 from mnemo_tui.server.routes import Call, parse_time
-from mnemo_tui.values.model import Entry
+from mnemo_tui.values.model import Entry, Value
 from mnemo_tui.values.search import SearchHit, SearchQuery
 
 MAX_ANSWER = 16 << 20  # bytes one search answer may hold (read, read-batch, query)
@@ -42,8 +41,7 @@ class AnswerBudget:
             )
 
 
-@dataclass(frozen=True, slots=True)
-class ReadAsk:
+class ReadAsk(Value):
     """One search of the wire, read and checked once: what to look for, and how to filter and rank it."""
 
     query: str

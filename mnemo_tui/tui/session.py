@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from mnemo_tui.backends import Backend
@@ -12,12 +11,11 @@ from mnemo_tui.catchup.walk import default_overlap
 from mnemo_tui.state.statedb import StateDB
 
 
-@dataclass
 class Session:
     """The collaborators and settings of one run of the app (one object, shared by every widget).
 
-    Only `consumer` ever changes: the palette's "Switch consumer" sets it, then the scopes and the
-    feed are read again.
+    Only `consumer` ever changes (and `deleted_here` grows): the palette's "Switch consumer" sets it,
+    then the scopes and the feed are read again. A holder, so a plain class, not a `Value`.
 
     Attributes:
         backend: what to read (the app's serialising wrapper around the backend it was given).
@@ -35,16 +33,41 @@ class Session:
             removal as of any other, and must not report it as a removal elsewhere.
     """
 
-    backend: Backend
-    state_path: Path
-    consumer: str
-    clock: Callable[[], int]
-    poll_interval: float | None
-    page_size: int
-    keep_pages: int
-    pin_notices: bool = False
-    key_in_env: bool = False
-    deleted_here: set[str] = field(default_factory=set)
+    __slots__ = (
+        "backend",
+        "clock",
+        "consumer",
+        "deleted_here",
+        "keep_pages",
+        "key_in_env",
+        "page_size",
+        "pin_notices",
+        "poll_interval",
+        "state_path",
+    )
+
+    def __init__(
+        self,
+        backend: Backend,
+        state_path: Path,
+        consumer: str,
+        clock: Callable[[], int],
+        poll_interval: float | None,
+        page_size: int,
+        keep_pages: int,
+        pin_notices: bool = False,
+        key_in_env: bool = False,
+    ) -> None:
+        self.backend = backend
+        self.state_path = state_path
+        self.consumer = consumer
+        self.clock = clock
+        self.poll_interval = poll_interval
+        self.page_size = page_size
+        self.keep_pages = keep_pages
+        self.pin_notices = pin_notices
+        self.key_in_env = key_in_env
+        self.deleted_here: set[str] = set()
 
     @property
     def overlap(self) -> int:

@@ -1,5 +1,5 @@
-"""Provides the values of the feed: an entry, a page, the query of a page, a watermark, a walk's progress and
-an empty report, on `Value`, the slotted base a page's values are built on."""
+"""Provides `Value`, the one way the package declares a value, and the values of the feed: an entry, a page, the
+query of a page, a watermark, a walk's progress and an empty report."""
 
 from __future__ import annotations
 
@@ -44,14 +44,20 @@ class _Declared(type):
 
 @dataclass_transform(frozen_default=True)
 class Value(metaclass=_Declared):
-    """The base of the values the feed builds per page (a query, a page, a watermark): each field is declared
-    once, as an annotation with its default after it, and set once by the one constructor here.
+    """The one way the package declares a value (immutable data with fields: a query, a page, a request, the
+    options a command was given): each field is declared once, as an annotation with its default after it,
+    and set once by the one constructor here; `kw_only=True` as a class keyword lets a class's own fields
+    without defaults follow inherited ones with defaults. An object that changes (a window, a bucket) is a
+    plain class with `__slots__` and an `__init__` instead.
 
     Not dataclasses: their import and the code they generate per class were most of a cold start of
     `mnemo recent` (docs/performance.md). A value compares, hashes and shows itself by its fields as a
     frozen dataclass does, runs its `__post_init__` once its fields are set, and `replace` makes a changed copy.
     Immutable by convention (the type checker holds it): nothing assigns a field after construction;
-    annotated names starting with `_` (and no value) are slots for caches, outside the fields.
+    annotated names starting with `_` (and no value) are slots for caches, outside the fields. Every field
+    given in order is the quick way to build one (a page's values, a request's). The one exception is `Entry`,
+    a named tuple: a page builds one per row with `Entry._make(row)`, measured five times quicker than a `Value`
+    of the same three fields.
     """
 
     __slots__ = ()

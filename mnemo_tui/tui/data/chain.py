@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from mnemo_tui.backends import Backend
 from mnemo_tui.errors import MnemoError
-from mnemo_tui.values.model import Entry
+from mnemo_tui.values.model import Entry, Value
 
 MAX_STEPS = 10
 
 
-@dataclass(frozen=True)
-class Chain:
+class Chain(Value):
     """Older revisions (newest first) and newer ones (oldest first); ids that could not be read."""
 
     older: tuple[Entry, ...]

@@ -9,7 +9,6 @@ others (`live.poll_live` in a worker, `live.read_push` in a thread of its own) a
 from __future__ import annotations
 
 from collections.abc import Set
-from dataclasses import dataclass
 
 from mnemo_tui.catchup.walk import LiveTracker
 from mnemo_tui.errors import RemovalsGone
@@ -17,7 +16,7 @@ from mnemo_tui.tui.data.live import LiveFound, Poll, Post, PushDropped, PushEnde
 from mnemo_tui.tui.data.removed import RemovalWatch
 from mnemo_tui.tui.data.window import FeedWindow, PageRequest
 from mnemo_tui.tui.session import Session
-from mnemo_tui.values.model import Entry, Page, RecentQuery
+from mnemo_tui.values.model import Entry, Page, RecentQuery, Value
 from mnemo_tui.values.removals import Removals
 
 # New entries held while the reader is away from the top; past this the scope is re-read.
@@ -26,8 +25,7 @@ PENDING_CAP = 500
 PREFETCH_ROWS = 40
 
 
-@dataclass(frozen=True)
-class Removed:
+class Removed(Value):
     """What an answer of removals did to the rows: those removed elsewhere (`elsewhere`; `count` of them were
     rows shown or held as new), how many this app's own deletes took out (`dropped`: the delete said so
     already), and how many of the rows gone were above the cursor (`above`); `reread`: removals were
@@ -40,8 +38,7 @@ class Removed:
     reread: bool = False
 
 
-@dataclass(frozen=True)
-class Ended:
+class Ended(Value):
     """What the end of the push follow changed: the status line (`changed`), or the whole feed (`reread`)."""
 
     changed: bool = False

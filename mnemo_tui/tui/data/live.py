@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.catchup.walk import LIVE_PAGES, LiveBatch, LiveTracker, Probe
@@ -15,7 +14,7 @@ from mnemo_tui.errors import MnemoError
 from mnemo_tui.tui.data.errors import as_error
 from mnemo_tui.tui.session import Session
 from mnemo_tui.values.follow import Follow, Pushed
-from mnemo_tui.values.model import RecentQuery
+from mnemo_tui.values.model import RecentQuery, Value
 from mnemo_tui.values.removals import Removals
 
 __all__ = [
@@ -35,8 +34,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class LiveFound:
+class LiveFound(Value):
     """A poll's (or the push follow's) new entries (None: nothing changed, or their read failed), the removals
     since the bound when it asked (`asked`; None: the backend keeps no tombstones), and what failed (`error`:
     live is paused); `pushed`: from the push follow's thread, not a poll (no poll in flight to end)."""
@@ -49,8 +47,7 @@ class LiveFound:
     pushed: bool = False
 
 
-@dataclass(frozen=True)
-class PushEnded:
+class PushEnded(Value):
     """The push follow's thread ended: `offered` False when the backend has no push (the feed polls), else
     why it failed (`error`; None when it was closed or the stream ended cleanly)."""
 
@@ -59,8 +56,7 @@ class PushEnded:
     offered: bool = True
 
 
-@dataclass(frozen=True)
-class PushDropped:
+class PushDropped(Value):
     """The push follow's stream ended or dropped (`why`) and it is reconnecting: nothing is pushed until its next event."""
 
     generation: int
@@ -72,8 +68,7 @@ LiveNews = LiveFound | PushEnded | PushDropped
 Post = Callable[[LiveNews], object]
 
 
-@dataclass(frozen=True)
-class Poll:
+class Poll(Value):
     """One live poll, as the feed asked for it on the app's thread: its generation, the generation's tracker,
     what it reads, and the bound of the removals to ask for (None: none asked)."""
 

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from mnemo_tui.values.model import Entry
 from mnemo_tui.values.removals import Removals
 
 
-@dataclass
 class RemovalWatch:
     """The bound of the next removals read of one feed generation, and the ids removed so far.
 
@@ -24,10 +21,13 @@ class RemovalWatch:
     was clear, is news: the feed is read again.
     """
 
-    after: int | None = None
-    asked: bool = False
-    gone_at_start: bool = False
-    ids: set[str] = field(default_factory=set)
+    __slots__ = ("after", "asked", "gone_at_start", "ids")
+
+    def __init__(self) -> None:
+        self.after: int | None = None
+        self.asked = False
+        self.gone_at_start = False
+        self.ids: set[str] = set()
 
     def start(self, shown: list[Entry]) -> None:
         """Set the bound from the first entries shown (a first page, or the first live batch of an empty feed)."""

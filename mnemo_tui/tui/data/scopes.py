@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from mnemo_tui.backends import Backend
 from mnemo_tui.backends.remote_consumers import ServerWatermarks
 from mnemo_tui.catchup.walk import Start, Walk
 from mnemo_tui.limits import MAX_LIMIT
 from mnemo_tui.state.statedb import StateDB, StateKey
-from mnemo_tui.values.model import RecentQuery, Watermark
+from mnemo_tui.values.model import RecentQuery, Value, Watermark
 from mnemo_tui.values.rooms import Room
 
 COUNT_CAP = 99
@@ -18,8 +17,7 @@ HOUR = 3_600_000_000
 DAY = 24 * HOUR
 
 
-@dataclass(frozen=True)
-class ScopeItem:
+class ScopeItem(Value):
     """One line of the sidebar: a scope and how to show it."""
 
     scope: str | None
@@ -74,8 +72,7 @@ def load_watermark(
     return state.load(StateKey.of(backend, consumer, scope))
 
 
-@dataclass(frozen=True)
-class Activity:
+class Activity(Value):
     """Entries per time bucket, oldest first, each counted up to a cap; and what the buckets span."""
 
     counts: tuple[int, ...]

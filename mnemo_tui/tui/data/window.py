@@ -3,30 +3,30 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass, field
 
-from mnemo_tui.values.model import Entry, Page
+from mnemo_tui.values.model import Entry, Page, Value
 
 
-@dataclass
 class PageSlot:
-    """One page of the walk: the cursor it is read with, its size, and its items while held."""
+    """One page of the walk: the cursor it is read with, its size, and its items while held (the window
+    evicts and reloads them, and shrinks the size: a holder, not a value)."""
 
-    cursor_in: str | None
-    size: int
-    items: list[Entry] | None
-    next_cursor: str | None
+    __slots__ = ("cursor_in", "items", "next_cursor", "size")
+
+    def __init__(self, cursor_in: str | None, size: int, items: list[Entry] | None, next_cursor: str | None) -> None:
+        self.cursor_in = cursor_in
+        self.size = size
+        self.items = items
+        self.next_cursor = next_cursor
 
 
-@dataclass(frozen=True)
-class PageRequest:
+class PageRequest(Value):
     """A page the window wants: its index in the walk and the cursor that reads it."""
 
     index: int
     cursor: str | None
 
 
-@dataclass
 class FeedWindow:
     """The feed of one scope: live entries on top (`head`), then the pages of one cursor walk.
 
@@ -38,10 +38,13 @@ class FeedWindow:
         keep_pages: how many pages beside the first one to hold at most.
     """
 
-    keep_pages: int = 8
-    head: list[Entry] = field(default_factory=list)
-    slots: list[PageSlot] = field(default_factory=list)
-    _starts: list[int] = field(default_factory=list)
+    __slots__ = ("_starts", "head", "keep_pages", "slots")
+
+    def __init__(self, keep_pages: int = 8) -> None:
+        self.keep_pages = keep_pages
+        self.head: list[Entry] = []
+        self.slots: list[PageSlot] = []
+        self._starts: list[int] = []  # the walked row each page starts at
 
     # -- shape --------------------------------------------------------------------------
 

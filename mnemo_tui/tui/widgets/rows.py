@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
@@ -12,7 +11,7 @@ from textual.cache import LRUCache
 from textual.strip import Strip
 
 from mnemo_tui import sanitize, timefmt
-from mnemo_tui.values.model import Entry
+from mnemo_tui.values.model import Entry, Value
 
 SHORT_ID = 8  # the id a CLI table shows and every verb takes (`mnemo show 1a2b3c4d`)
 ELLIPSIS = "…"
@@ -85,8 +84,7 @@ def author_in(entry: Entry, width: int) -> str:
     return fit(short if cell_len(short) <= width else agent, width)
 
 
-@dataclass(frozen=True)
-class Columns:
+class Columns(Value):
     """Which columns a row of a given width shows, and how wide each is."""
 
     ids: bool
