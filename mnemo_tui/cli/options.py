@@ -46,6 +46,7 @@ class CatchupOptions(Value):
     consumer: str | None
     since: str | None
     limit: int
+    start: str | None
     overlap: str | None
     no_commit: bool
     resume: bool
