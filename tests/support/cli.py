@@ -1,9 +1,10 @@
 """The installed `mnemo` console script in a subprocess: its path, what a run gave back, runs on a terminal
 (`on_terminal`: the streams named on one pseudo-terminal, typed answers; `in_terminal`: all three, exit 0),
-a recording pager, a filled store."""
+a recording pager, a filled store, the rooms listed."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -161,6 +162,16 @@ def in_terminal(
     )
     assert shown.code == 0, shown.stdout
     return shown.stdout.replace("\r\n", "\n")
+
+
+ROOM_RE = r"xroom:room_[0-9A-Z]{26}"
+
+
+def listed_rooms(cli: Callable[..., CliResult]) -> list[dict[str, Any]]:
+    """The rooms `mnemo rooms list` shows, through `cli` (or `run_cli`)."""
+    listed = json.loads(cli("rooms", "list", "--format", "json").stdout)
+    assert isinstance(listed, list)
+    return listed
 
 
 def recorder(tmp_path: Path, name: str) -> tuple[str, Path]:
