@@ -30,7 +30,8 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
     path = tmp_path / "served.db"
     admin = Store(path)
     _key_id, key = admin.create_key("alice")
-    admin.write("alice", WriteRequest("served entry", "general"))
+    # A minute old: older than a remote catch-up's overlap (2 s), so a pass's boundary is what a test wrote.
+    admin.bulk_insert([("alice", WriteRequest("served entry", "general"), timefmt.now_us() - 60_000_000)])
     with served_store(path, workers=2) as server:
         yield server.url, key
     admin.close()
