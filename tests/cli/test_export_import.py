@@ -307,9 +307,9 @@ def on_terminal(args: list[str], home: Path, stream: str) -> str:
     return run.stderr if stream == "stderr" else run.stdout
 
 
-def test_progress_is_a_bar_on_a_terminal_and_nothing_in_a_pipe(cli: Cli, tmp_path: Path) -> None:
+def test_progress_is_a_bar_on_a_terminal_and_nothing_in_a_pipe(run_cli: Cli, tmp_path: Path) -> None:
     fill(tmp_path / "source.db", entries=1200)
-    piped = cli("--store", str(tmp_path / "source.db"), "export")
+    piped = run_cli("--store", str(tmp_path / "source.db"), "export")
     assert "\r" not in piped.stderr and "%" not in piped.stderr
     text = on_terminal(["--store", str(tmp_path / "source.db"), "export"], tmp_path, "stderr")
     assert "/1,443 entries exported" in text and "] " in text and "\x1b[K" in text  # 1,200 + 3 + 2 x 120
@@ -318,11 +318,11 @@ def test_progress_is_a_bar_on_a_terminal_and_nothing_in_a_pipe(cli: Cli, tmp_pat
     assert "entries exported" not in both and "\r[" not in both and "exported 1,443 entries" in both
 
 
-def test_on_a_terminal_what_a_terminal_acts_on_is_escaped_with_the_same_values(cli: Cli, tmp_path: Path) -> None:
+def test_on_a_terminal_what_a_terminal_acts_on_is_escaped_with_the_same_values(run_cli: Cli, tmp_path: Path) -> None:
     store = Store(tmp_path / "source.db")
     store.write("local", WriteRequest("evil \u202e reversed \x9b31m and \u2028 split"))
     store.close()
-    piped = cli("--store", str(tmp_path / "source.db"), "export").stdout
+    piped = run_cli("--store", str(tmp_path / "source.db"), "export").stdout
     shown = on_terminal(["--store", str(tmp_path / "source.db"), "export"], tmp_path, "stdout")
     assert "\u202e" not in shown and "\x9b" not in shown and "\\u202e" in shown and "\\u009b" in shown
     entry = [json.loads(line) for line in shown.replace("\r\n", "\n").split("\n") if '"atom_id"' in line]

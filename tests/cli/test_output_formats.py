@@ -64,12 +64,12 @@ def test_recent_table_gives_the_content_the_room_short_columns_leave(cli: Any) -
 
 
 @pytest.mark.parametrize("command", [["recent"], ["catchup"], ["search", "the"]])
-def test_a_room_table_has_no_domain_column_repeating_its_address(demo: Any, command: list[str]) -> None:
+def test_a_room_table_has_no_domain_column_repeating_its_address(demo: Any, cli: Cli, command: list[str]) -> None:
     address = listed_rooms(demo)[0]["address"]
-    r = demo(*command, "--scope", address, columns=120)
+    r = cli(*command, "--scope", address, columns=120)  # the same store, its table on a terminal
     assert r.code == 0
     header, *rows = r.stdout.splitlines()
     assert rows and header.split() == ["WHEN", "AUTHOR", "CONTENT"]
     assert not [row for row in rows if "xroom:" in row]
-    own = demo("recent", columns=120)
+    own = cli("recent", columns=120)
     assert "DOMAIN" in own.stdout.splitlines()[0]
