@@ -249,6 +249,7 @@ def cli(isolated_home: Path) -> Callable[..., CliResult]:
         full_env["NO_COLOR"] = "1"
         full_env.update(env or {})
         if columns is not None:
+            full_env.setdefault("MNEMO_PAGER", "cat")
             return on_terminal([MNEMO, *args], columns=columns, input=input, env=full_env, timeout=timeout)
         proc = subprocess.run(
             [MNEMO, *args], input=input, capture_output=True, text=True, env=full_env, timeout=timeout, check=False

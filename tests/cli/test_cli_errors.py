@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -200,3 +201,33 @@ def test_a_closed_pipe_stops_quietly(isolated_home: Path) -> None:
         [MNEMO, "watermark", "list", "-f", "json"], capture_output=True, text=True, env=env, check=True
     )
     assert json.loads(marks.stdout) == []  # the cut-short catchup committed nothing
+
+
+@pytest.mark.parametrize("args", [["recent", "--limit", "0", "--debug"], ["rooms", "invite", "nosuch", "--debug"]])
+def test_debug_after_the_command_adds_the_traceback(run_cli: Any, args: list[str]) -> None:
+    r = run_cli(*args)
+    assert r.code in (2, 4) and "No such option" not in r.stderr
+    assert "Traceback (most recent call last)" in r.stderr and r.stderr.rstrip().splitlines()[-1].startswith("mnemo: ")
+    plain = run_cli(*[a for a in args if a != "--debug"])
+    assert plain.code == r.code and "Traceback" not in plain.stderr and len(plain.stderr.splitlines()) == 1
+
+
+def test_debug_after_a_double_dash_is_content(run_cli: Any) -> None:
+    r = run_cli("write", "--", "--debug")
+    assert r.code == 0
+    assert json.loads(run_cli("recent", "--format", "json").stdout)["items"][0]["content"] == "--debug"
+
+
+def test_a_store_or_state_under_a_file_says_how_to_recover(run_cli: Any, isolated_home: Path) -> None:
+    blocker = isolated_home / "a-file"
+    blocker.write_text("not a folder")
+    r = run_cli("recent", env={"MNEMO_STORE": str(blocker / "store.db")})
+    assert r.code == 6 and len(r.stderr.splitlines()) == 1
+    assert str(blocker / "store.db") in r.stderr and "named by MNEMO_STORE" in r.stderr
+    r = run_cli("write", "x", env={"MNEMO_STORE": str(blocker / "store.db")})
+    assert r.code == 6 and len(r.stderr.splitlines()) == 1
+    assert str(blocker / "store.db") in r.stderr and "its folder does not exist" in r.stderr
+    r = run_cli("catchup", env={"MNEMO_STATE": str(blocker / "state.db")})
+    assert r.code == 6 and len(r.stderr.splitlines()) == 1
+    assert "cannot be opened" in r.stderr and "point MNEMO_STATE elsewhere" in r.stderr
+    assert "Your watermarks are in it" not in r.stderr  # there is no file to move aside

@@ -355,53 +355,12 @@ def run_with_ptys(
     home: Path, args: list[str], *, stdout_tty: bool, stderr_tty: bool, env: dict[str, str]
 ) -> tuple[str, str]:
     """Run mnemo with stdout and/or stderr on a pseudo-terminal; returns what each received."""
-    import os
-    import pty
-    import selectors
-    import subprocess
+    from tests.support.cli import MNEMO, on_terminal, terminal_env
 
-    from tests.support.cli import MNEMO
-
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") and k not in ("NO_COLOR", "COLUMNS")}
-    full_env.update({"MNEMO_HOME": str(home), "MNEMO_PAGER": "cat", **env})
-    fds: dict[str, tuple[int, int]] = {}
-    for name, wanted in (("out", stdout_tty), ("err", stderr_tty)):
-        if wanted:
-            fds[name] = pty.openpty()
-    proc = subprocess.Popen(
-        [MNEMO, *args],
-        stdout=fds["out"][1] if "out" in fds else subprocess.PIPE,
-        stderr=fds["err"][1] if "err" in fds else subprocess.PIPE,
-        env=full_env,
-    )
-    for _master, slave in fds.values():
-        os.close(slave)
-    got: dict[str, bytes] = {"out": b"", "err": b""}
-    # Every end read as it comes: one read to its end first would leave the other full (the child blocked).
-    sources = {master: name for name, (master, _slave) in fds.items()}
-    for name, pipe in (("out", proc.stdout), ("err", proc.stderr)):
-        if pipe is not None:
-            sources[pipe.fileno()] = name
-    with selectors.DefaultSelector() as ready:
-        for fd in sources:
-            ready.register(fd, selectors.EVENT_READ)
-        while sources:
-            events = ready.select(timeout=60)
-            assert events, f"nothing from mnemo {args} for 60 s"
-            for key, _mask in events:
-                try:
-                    chunk = os.read(key.fd, 65536)
-                except OSError:  # EIO: the child closed its end of a pseudo-terminal
-                    chunk = b""
-                if chunk:
-                    got[sources[key.fd]] += chunk
-                else:
-                    ready.unregister(key.fd)
-                    del sources[key.fd]
-    for master, _slave in fds.values():
-        os.close(master)
-    assert proc.wait(timeout=60) == 0
-    return got["out"].decode(), got["err"].decode()
+    streams = tuple(name for name, wanted in (("stdout", stdout_tty), ("stderr", stderr_tty)) if wanted)
+    run = on_terminal([MNEMO, *args], env=terminal_env(home, MNEMO_PAGER="cat", **env), terminal=streams)
+    assert run.code == 0
+    return run.stdout, run.stderr
 
 
 def test_progress_appears_on_a_terminal_stderr_only(isolated_home: Path) -> None:

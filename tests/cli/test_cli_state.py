@@ -8,12 +8,14 @@ import stat
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mnemo_tui import timefmt
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.values.writes import WriteRequest
+from tests.support.cli import ROOM_RE
 from tests.support.keyrings import subprocess_env
 from tests.support.wire import refusing_port
 
@@ -28,7 +30,8 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
     path = tmp_path / "served.db"
     admin = Store(path)
     _key_id, key = admin.create_key("alice")
-    admin.write("alice", WriteRequest("served entry", "general"))
+    # A minute old: older than a remote catch-up's overlap (2 s), so a pass's boundary is what a test wrote.
+    admin.bulk_insert([("alice", WriteRequest("served entry", "general"), timefmt.now_us() - 60_000_000)])
     with served_store(path, workers=2) as server:
         yield server.url, key
     admin.close()
@@ -434,3 +437,48 @@ def test_login_records_the_endpoint_in_the_named_profile_keeping_comments(
     status = json.loads(cli("--profile", "work", "status", "-f", "json", env=env).stdout)
     assert status["endpoint"] == url and status["key_source"] == "keyring" and status["consumer"] == "me"
     assert json.loads(cli("status", "-f", "json", env=env).stdout)["backend"] == "embedded"
+
+
+def test_watermark_messages_say_your_own_store(run_cli: Any) -> None:
+    r = run_cli("watermark", "show")
+    assert r.code == 0 and "on your own store:" in r.stdout and "(own store)" not in r.stdout
+    r = run_cli("watermark", "reset")
+    assert r.code == 0 and r.stdout == "" and "on your own store;" in r.stderr
+
+
+def test_watermark_set_in_the_future_warns_on_stderr(run_cli: Any) -> None:
+    r = run_cli("watermark", "set", "2999-01-01", "--format", "json")
+    assert r.code == 0 and json.loads(r.stdout)["created_at"] == "2999-01-01T00:00:00.000000Z"
+    assert "is in the future" in r.stderr and "mnemo watermark reset" in r.stderr
+    r = run_cli("watermark", "set", "2h")
+    assert r.code == 0 and r.stderr == ""
+
+
+def test_the_origin_and_the_api_base_are_one_endpoint_and_one_watermark(run_cli: Any, isolated_home: Path) -> None:
+    from tests.support.wire import served_store
+
+    key = run_cli("keys", "create", "local").stdout.strip()
+    run_cli("write", "before the first pass")
+    with served_store(isolated_home / "store.db") as server:
+        # A catch-up through the /api/v1 base (how watermarks were kept), then one through the origin:
+        # the same endpoint, so the second pass starts at the first one's watermark.
+        first = run_cli("catchup", "--format", "json", env={"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": key})
+        assert first.code == 0 and "before the first pass" in first.stdout
+        second = run_cli("catchup", "--format", "json", env={"MNEMO_ENDPOINT": server.base, "MNEMO_API_KEY": key})
+        assert second.code == 0 and "before the first pass" not in second.stdout
+        # A 404 that is an answer stays one: an unknown invite code.
+        r = run_cli("rooms", "join", "mnvr_nope", env={"MNEMO_ENDPOINT": server.base, "MNEMO_API_KEY": key})
+        assert r.code == 2 and r.stderr.strip() == "mnemo: unknown invite code"
+
+
+def test_demo_summary_counts_what_it_wrote(run_cli: Any) -> None:
+    r = run_cli("demo", "--entries", "10", "--seed", "1")
+    assert r.code == 0
+    assert "Wrote 10 demo entries and 1 revision" in r.stdout or "Wrote 10 demo entries and 3 revisions" in r.stdout
+    # Each room line counts the principals that really wrote there: never more than its entries.
+    import re
+
+    rooms = re.findall(r"room '[^']+' " + ROOM_RE + r": (\d+) entr(?:y|ies) by (\d+) authors?", r.stdout)
+    assert len(rooms) == 2
+    for entries, authors in rooms:
+        assert 1 <= int(authors) <= int(entries)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -258,21 +257,14 @@ def test_follow_prints_every_acknowledged_entry_once(isolated_home: Path, remote
 
 @pytest.mark.parametrize("answer", ["y", "n"])
 def test_delete_asks_on_a_terminal(isolated_home: Path, answer: str) -> None:
-    import pty
+    from tests.support.cli import on_terminal, terminal_env
 
     with opened(isolated_home) as store:
         atom = store.write("local", WriteRequest("to go", "general")).atom_id
-    master, slave = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    env.update(MNEMO_HOME=str(isolated_home), NO_COLOR="1")
-    proc = subprocess.Popen(
-        [MNEMO, "delete", atom[:8]], stdin=slave, stderr=slave, stdout=subprocess.PIPE, text=True, env=env
-    )
-    os.close(slave)
-    os.write(master, (answer + "\n").encode())
-    out, _ = proc.communicate(timeout=60)
-    os.close(master)
-    assert proc.returncode == 0
+    env = terminal_env(isolated_home, NO_COLOR="1")
+    asked = on_terminal([MNEMO, "delete", atom[:8]], env=env, terminal=("stdin", "stderr"), input=answer + "\n")
+    out = asked.stdout
+    assert asked.code == 0
     with opened(isolated_home) as store:
         left = [e.atom_id for e in store.by_prefix("local", atom[:8])]
     assert (atom in out, left) == ((True, []) if answer == "y" else (False, [atom]))

@@ -56,16 +56,16 @@ def write(cli: Any, served: Served, *texts: str) -> list[str]:
     return made
 
 
-def test_a_fresh_machine_continues_where_the_last_pass_ended(cli: Any, served: Served) -> None:
-    first = write(cli, served, "one", "two")
-    a = cli("catchup", "--consumer", "nightly", "-f", "ndjson", env=served.env("a"))
+def test_a_fresh_machine_continues_where_the_last_pass_ended(run_cli: Any, served: Served) -> None:
+    first = write(run_cli, served, "one", "two")
+    a = run_cli("catchup", "--consumer", "nightly", "-f", "ndjson", env=served.env("a"))
     assert a.code == 0 and sorted(ids(a)) == sorted(first), a.stderr
-    later = write(cli, served, "three")
-    b = cli("catchup", "--consumer", "nightly", "-f", "ndjson", env=served.env("b"))  # a new runner: no local state
+    later = write(run_cli, served, "three")
+    b = run_cli("catchup", "--consumer", "nightly", "-f", "ndjson", env=served.env("b"))  # a new runner: no local state
     assert b.code == 0 and ids(b) == later, b.stderr
-    shown = json.loads(cli("watermark", "show", "--consumer", "nightly", "-f", "json", env=served.env("c")).stdout)
+    shown = json.loads(run_cli("watermark", "show", "--consumer", "nightly", "-f", "json", env=served.env("c")).stdout)
     assert shown["consumer"] == "nightly" and later[0] in shown["boundary_ids"]  # with those in the overlap
-    again = cli("catchup", "--consumer", "nightly", "--exit-code", env=served.env("a"))
+    again = run_cli("catchup", "--consumer", "nightly", "--exit-code", env=served.env("a"))
     assert again.code == 1  # nothing new: the server's watermark held, from machine a too
 
 
@@ -97,75 +97,75 @@ def test_the_later_of_two_parallel_passes_exits_9_and_delivers_again(cli: Any, s
     assert cli("catchup", "--consumer", "ci", "--exit-code", env=served.env("a")).code == 1
 
 
-def test_watermark_set_and_reset_are_unconditional_on_the_server(cli: Any, served: Served) -> None:
-    write(cli, served, "old")
-    assert cli("catchup", "--consumer", "bot", env=served.env("a")).code == 0
-    later = write(cli, served, "new")
-    done = cli("watermark", "set", "--consumer", "bot", "1 day ago", env=served.env("b"))
+def test_watermark_set_and_reset_are_unconditional_on_the_server(run_cli: Any, served: Served) -> None:
+    write(run_cli, served, "old")
+    assert run_cli("catchup", "--consumer", "bot", env=served.env("a")).code == 0
+    later = write(run_cli, served, "new")
+    done = run_cli("watermark", "set", "--consumer", "bot", "1 day ago", env=served.env("b"))
     assert done.code == 0, done.stderr
-    again = cli("catchup", "--consumer", "bot", "-f", "ndjson", env=served.env("a"))
+    again = run_cli("catchup", "--consumer", "bot", "-f", "ndjson", env=served.env("a"))
     assert len(ids(again)) == 2 and later[0] in ids(again)  # from the instant set, whatever was there
-    reset = cli("watermark", "reset", "--consumer", "bot", env=served.env("b"))
+    reset = run_cli("watermark", "reset", "--consumer", "bot", env=served.env("b"))
     assert reset.code == 0 and "removed" in reset.stderr
-    shown = cli("watermark", "show", "--consumer", "bot", "-f", "json", env=served.env("a"))
+    shown = run_cli("watermark", "show", "--consumer", "bot", "-f", "json", env=served.env("a"))
     assert shown.stdout.strip() == "null"
 
 
-def test_start_places_a_consumer_with_no_position(cli: Any, served: Served) -> None:
-    write(cli, served, "before one", "before two")
-    first = cli("catchup", "--consumer", "fresh", "--start", "newest", "--exit-code", env=served.env("a"))
+def test_start_places_a_consumer_with_no_position(run_cli: Any, served: Served) -> None:
+    write(run_cli, served, "before one", "before two")
+    first = run_cli("catchup", "--consumer", "fresh", "--start", "newest", "--exit-code", env=served.env("a"))
     assert first.code == 1, first.stderr  # nothing new: it begins past the newest entry
-    later = write(cli, served, "after")
-    second = cli("catchup", "--consumer", "fresh", "--start", "oldest", "-f", "ndjson", env=served.env("b"))
+    later = write(run_cli, served, "after")
+    second = run_cli("catchup", "--consumer", "fresh", "--start", "oldest", "-f", "ndjson", env=served.env("b"))
     assert ids(second) == later  # --start only places a consumer with no position
-    timed = cli("catchup", "--consumer", "dated", "--start", "2999-01-01", "--exit-code", env=served.env("a"))
+    timed = run_cli("catchup", "--consumer", "dated", "--start", "2999-01-01", "--exit-code", env=served.env("a"))
     assert timed.code == 1
-    bad = cli("catchup", "--consumer", "x", "--start", "sometime", env=served.env("a"))
+    bad = run_cli("catchup", "--consumer", "x", "--start", "sometime", env=served.env("a"))
     assert bad.code == 2 and "--start must be oldest, newest or a time" in bad.stderr
 
 
-def test_the_shared_default_consumer_warns_when_another_machine_moved_it_last(cli: Any, served: Served) -> None:
-    write(cli, served, "one")
+def test_the_shared_default_consumer_warns_when_another_machine_moved_it_last(run_cli: Any, served: Served) -> None:
+    write(run_cli, served, "one")
     body = {"position": {"created_at": "2020-01-01T00:00:00Z", "boundary_ids": []}, "host": "laptop-of-someone"}
     moved = httpx.post(served.url + "/mnemo/consumers/default", json=body, headers={"X-Api-Key": served.key})
     assert moved.status_code == 200
-    first = cli("catchup", env=served.env("a"))
+    first = run_cli("catchup", env=served.env("a"))
     assert (
         first.code == 0 and "was last moved from 'laptop-of-someone'" in first.stderr and "--consumer" in first.stderr
     )
-    write(cli, served, "two")
-    second = cli("catchup", env=served.env("a"))
+    write(run_cli, served, "two")
+    second = run_cli("catchup", env=served.env("a"))
     assert second.code == 0 and "last moved from" not in second.stderr  # this machine moved it last
     # A consumer named on purpose is meant to be shared: no warning.
     httpx.post(served.url + "/mnemo/consumers/nightly", json=body, headers={"X-Api-Key": served.key})
-    named = cli("catchup", "--consumer", "nightly", env=served.env("a"))
+    named = run_cli("catchup", "--consumer", "nightly", env=served.env("a"))
     assert named.code == 0 and "last moved from" not in named.stderr
 
 
-def test_a_local_watermark_is_carried_over_and_local_ones_can_be_kept(cli: Any, served: Served) -> None:
-    write(cli, served, "one")
-    local = cli("catchup", "--consumer", "old", env=served.env("a", MNEMO_WATERMARKS="local"))
+def test_a_local_watermark_is_carried_over_and_local_ones_can_be_kept(run_cli: Any, served: Served) -> None:
+    write(run_cli, served, "one")
+    local = run_cli("catchup", "--consumer", "old", env=served.env("a", MNEMO_WATERMARKS="local"))
     assert local.code == 0
-    assert cli("watermark", "show", "--consumer", "old", "-f", "json", env=served.env("b")).stdout.strip() == "null"
-    later = write(cli, served, "two")
-    carried = cli("catchup", "--consumer", "old", "-f", "ndjson", env=served.env("a"))
+    assert run_cli("watermark", "show", "--consumer", "old", "-f", "json", env=served.env("b")).stdout.strip() == "null"
+    later = write(run_cli, served, "two")
+    carried = run_cli("catchup", "--consumer", "old", "-f", "ndjson", env=served.env("a"))
     assert (
         carried.code == 0 and ids(carried) == later and "carrying over this machine's local watermark" in carried.stderr
     )
-    shown = json.loads(cli("watermark", "show", "--consumer", "old", "-f", "json", env=served.env("b")).stdout)
+    shown = json.loads(run_cli("watermark", "show", "--consumer", "old", "-f", "json", env=served.env("b")).stdout)
     assert later[0] in shown["boundary_ids"]
-    bad = cli("catchup", env=served.env("a", MNEMO_WATERMARKS="elsewhere"))
+    bad = run_cli("catchup", env=served.env("a", MNEMO_WATERMARKS="elsewhere"))
     assert bad.code == 2 and "MNEMO_WATERMARKS" in bad.stderr
 
 
-def test_watermark_list_shows_lag_and_prune_forgets_idle_consumers(cli: Any, served: Served) -> None:
-    write(cli, served, "one")
-    assert cli("catchup", "--consumer", "behind", env=served.env("a")).code == 0
-    write(cli, served, "two", "three")
-    listed = json.loads(cli("watermark", "list", "-f", "json", env=served.env("b")).stdout)
+def test_watermark_list_shows_lag_and_prune_forgets_idle_consumers(run_cli: Any, served: Served) -> None:
+    write(run_cli, served, "one")
+    assert run_cli("catchup", "--consumer", "behind", env=served.env("a")).code == 0
+    write(run_cli, served, "two", "three")
+    listed = json.loads(run_cli("watermark", "list", "-f", "json", env=served.env("b")).stdout)
     [row] = [r for r in listed if r["consumer"] == "behind"]
     assert row["behind_entries"] == 2 and row["behind_seconds"] > 0
-    table = cli("watermark", "list", env=served.env("b"))
+    table = run_cli("watermark", "list", env=served.env("b"))
     assert "BEHIND" in table.stdout and "behind" in table.stdout
     body = {"position": {"created_at": "2020-01-01T00:00:00Z"}, "unconditional": True}
     assert httpx.post(served.url + "/mnemo/consumers/stale", json=body, headers={"X-Api-Key": served.key}).is_success
@@ -173,17 +173,17 @@ def test_watermark_list_shows_lag_and_prune_forgets_idle_consumers(cli: Any, ser
 
     with sqlite3.connect(served.tmp / "served.db") as db:  # untouched for 40 days, as if it had been
         db.execute("UPDATE consumers SET updated_at = updated_at - 40 * 86400000000 WHERE consumer = 'stale'")
-    idle = json.loads(cli("watermark", "list", "--idle", "30", "-f", "json", env=served.env("b")).stdout)
+    idle = json.loads(run_cli("watermark", "list", "--idle", "30", "-f", "json", env=served.env("b")).stdout)
     assert [r["consumer"] for r in idle] == ["stale"]
-    dry = cli("watermark", "prune", "--dry-run", env=served.env("b"))
+    dry = run_cli("watermark", "prune", "--dry-run", env=served.env("b"))
     assert dry.code == 0 and dry.stdout.split() == ["stale"]
-    gone = cli("watermark", "prune", env=served.env("b"))
+    gone = run_cli("watermark", "prune", env=served.env("b"))
     assert gone.code == 0 and gone.stdout.split() == ["stale"]
-    left = json.loads(cli("watermark", "list", "-f", "json", env=served.env("b")).stdout)
+    left = json.loads(run_cli("watermark", "list", "-f", "json", env=served.env("b")).stdout)
     assert [r["consumer"] for r in left] == ["behind"]
 
 
-def test_an_endpoint_without_consumers_keeps_local_watermarks_said_once(cli: Any, tmp_path: Path) -> None:
+def test_an_endpoint_without_consumers_keeps_local_watermarks_said_once(run_cli: Any, tmp_path: Path) -> None:
     from mnemo_tui.server.app import create_app
 
     store = Store(tmp_path / "hosted.db")
@@ -204,22 +204,22 @@ def test_an_endpoint_without_consumers_keeps_local_watermarks_said_once(cli: Any
 
     with serving_app(app, without_consumers) as server:
         env = {"MNEMO_ENDPOINT": server.base + "/api/v1", "MNEMO_API_KEY": key, "MNEMO_STATE": str(tmp_path / "s.db")}
-        assert cli("write", "one", env=env).code == 0
-        first = cli("catchup", "--all-scopes", env=env)
+        assert run_cli("write", "one", env=env).code == 0
+        first = run_cli("catchup", "--all-scopes", env=env)
         assert first.code == 0, first.stderr
         assert first.stderr.count("keeps no consumers") == 1
-        assert cli("catchup", "--exit-code", env=env).code == 1  # the local watermark held
-        assert len(json.loads(cli("watermark", "list", "-f", "json", env=env).stdout)) == 1  # the room had nothing
+        assert run_cli("catchup", "--exit-code", env=env).code == 1  # the local watermark held
+        assert len(json.loads(run_cli("watermark", "list", "-f", "json", env=env).stdout)) == 1  # the room had nothing
 
 
-def test_changes_with_a_server_position_older_than_the_removals_kept_is_exit_8(cli: Any, served: Served) -> None:
+def test_changes_with_a_server_position_older_than_the_removals_kept_is_exit_8(run_cli: Any, served: Served) -> None:
     import sqlite3
 
-    made = write(cli, served, "kept", "deleted")
-    assert cli("catchup", "--consumer", "audit", "--changes", env=served.env("a")).code == 0
-    assert cli("delete", made[1], "--yes", env=served.env("a")).code == 0
+    made = write(run_cli, served, "kept", "deleted")
+    assert run_cli("catchup", "--consumer", "audit", "--changes", env=served.env("a")).code == 0
+    assert run_cli("delete", made[1], "--yes", env=served.env("a")).code == 0
     with sqlite3.connect(served.tmp / "served.db") as db:  # the removals kept start after the consumer's watermark
         db.execute("UPDATE buckets SET tombstones_dropped = 9000000000000000")
-    gone = cli("catchup", "--consumer", "audit", "--changes", env=served.env("b"))
+    gone = run_cli("catchup", "--consumer", "audit", "--changes", env=served.env("b"))
     assert gone.code == 8, gone.stderr
     assert "watermark reset" in gone.stderr

@@ -299,38 +299,17 @@ def test_a_room_line_from_an_endpoint_export_becomes_a_room_of_its_importer(run_
 
 def on_terminal(args: list[str], home: Path, stream: str) -> str:
     """What `mnemo ARGS` writes to `stream` (stdout, stderr, or both) when that is a terminal (a pty)."""
-    import os
-    import pty
-    import subprocess
+    from tests.support import cli
 
-    from tests.support.cli import MNEMO
-
-    leader, follower = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    proc = subprocess.Popen(
-        [MNEMO, *args],
-        env={**env, "MNEMO_HOME": str(home)},
-        stdout=follower if stream in ("stdout", "both") else subprocess.DEVNULL,
-        stderr=follower if stream in ("stderr", "both") else subprocess.DEVNULL,
-    )
-    os.close(follower)
-    shown = b""
-    while True:  # until the child closes its end (bounded by its exit)
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        shown += chunk
-    assert proc.wait(timeout=60) == 0
-    os.close(leader)
-    return shown.decode()
+    streams = ("stdout", "stderr") if stream == "both" else (stream,)
+    run = cli.on_terminal([cli.MNEMO, *args], env=cli.terminal_env(home, NO_COLOR="1"), terminal=streams)
+    assert run.code == 0
+    return run.stderr if stream == "stderr" else run.stdout
 
 
-def test_progress_is_a_bar_on_a_terminal_and_nothing_in_a_pipe(cli: Cli, tmp_path: Path) -> None:
+def test_progress_is_a_bar_on_a_terminal_and_nothing_in_a_pipe(run_cli: Cli, tmp_path: Path) -> None:
     fill(tmp_path / "source.db", entries=1200)
-    piped = cli("--store", str(tmp_path / "source.db"), "export")
+    piped = run_cli("--store", str(tmp_path / "source.db"), "export")
     assert "\r" not in piped.stderr and "%" not in piped.stderr
     text = on_terminal(["--store", str(tmp_path / "source.db"), "export"], tmp_path, "stderr")
     assert "/1,443 entries exported" in text and "] " in text and "\x1b[K" in text  # 1,200 + 3 + 2 x 120
@@ -339,11 +318,11 @@ def test_progress_is_a_bar_on_a_terminal_and_nothing_in_a_pipe(cli: Cli, tmp_pat
     assert "entries exported" not in both and "\r[" not in both and "exported 1,443 entries" in both
 
 
-def test_on_a_terminal_what_a_terminal_acts_on_is_escaped_with_the_same_values(cli: Cli, tmp_path: Path) -> None:
+def test_on_a_terminal_what_a_terminal_acts_on_is_escaped_with_the_same_values(run_cli: Cli, tmp_path: Path) -> None:
     store = Store(tmp_path / "source.db")
     store.write("local", WriteRequest("evil \u202e reversed \x9b31m and \u2028 split"))
     store.close()
-    piped = cli("--store", str(tmp_path / "source.db"), "export").stdout
+    piped = run_cli("--store", str(tmp_path / "source.db"), "export").stdout
     shown = on_terminal(["--store", str(tmp_path / "source.db"), "export"], tmp_path, "stdout")
     assert "\u202e" not in shown and "\x9b" not in shown and "\\u202e" in shown and "\\u009b" in shown
     entry = [json.loads(line) for line in shown.replace("\r\n", "\n").split("\n") if '"atom_id"' in line]
@@ -553,21 +532,11 @@ def test_room_refusals_say_what_is_true(run_cli: Cli, tmp_path: Path) -> None:
 
 def test_import_dash_on_a_terminal_is_refused_instead_of_waiting(tmp_path: Path) -> None:
     """Review #18: as `verify --expect -`, a terminal on stdin is refused, not waited on."""
-    import os
-    import pty
-    import subprocess
+    from tests.support.cli import MNEMO, on_terminal, terminal_env
 
-    from tests.support.cli import MNEMO
-
-    leader, follower = pty.openpty()
-    try:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")} | {"MNEMO_HOME": str(tmp_path)}
-        args = [MNEMO, "--store", str(tmp_path / "t.db"), "import", "-"]
-        proc = subprocess.run(args, stdin=follower, capture_output=True, text=True, env=env, timeout=60, check=False)
-    finally:
-        os.close(leader)
-        os.close(follower)
-    assert proc.returncode == 2 and "stdin is a terminal" in proc.stderr
+    args = [MNEMO, "--store", str(tmp_path / "t.db"), "import", "-"]
+    proc = on_terminal(args, env=terminal_env(tmp_path, NO_COLOR="1"), terminal=("stdin",))
+    assert proc.code == 2 and "stdin is a terminal" in proc.stderr
 
 
 def test_an_interrupted_export_says_it_is_incomplete(tmp_path: Path) -> None:

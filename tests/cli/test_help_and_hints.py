@@ -70,3 +70,67 @@ def test_scope_all_points_to_all_scopes_instead_of_quietly_reading_an_empty_doma
     run_cli("write", "everything", "--scope", "all")
     named = run_cli("recent", "--scope", "all")
     assert "everything" in named.stdout and "--all-scopes" not in named.stderr
+
+
+def test_a_group_alone_still_prints_its_whole_help(run_cli: Any) -> None:
+    r = run_cli("rooms")
+    assert r.code == 0 and "Commands:" in r.stdout and "invite" in r.stdout  # as gh does (issue 36)
+
+
+@pytest.mark.parametrize(
+    "command", [["rooms", "list"], ["rooms", "create"], ["rooms", "invite"], ["rooms", "join"], ["vault", "list"]]
+)
+def test_help_offers_only_the_formats_the_command_takes(run_cli: Any, command: list[str]) -> None:
+    helped = run_cli(*command, "--help")
+    assert helped.code == 0 and "table or json." in helped.stdout and "ndjson" not in helped.stdout
+    refused = run_cli(*command, *(["x"] if command[1] in ("create", "invite", "join") else []), "--format", "ndjson")
+    assert refused.code == 2 and "table, json" in refused.stderr
+
+
+def test_help_names_values_by_what_they_are(run_cli: Any) -> None:
+    r = run_cli("recent", "--help")
+    assert r.code == 0 and "<str>" not in r.stdout and "<int>" not in r.stdout
+    assert "--scope SCOPE" in r.stdout and "--since TIME" in r.stdout and "--limit N" in r.stdout
+    assert "Usage: mnemo rooms invite [OPTIONS] ROOM" in run_cli("rooms", "invite", "--help").stdout
+
+
+@pytest.mark.parametrize("group", [[], ["keys"], ["watermark"], ["rooms"], ["vault"]])
+def test_command_summaries_are_not_cut_off(run_cli: Any, group: list[str]) -> None:
+    r = run_cli(*group, "--help", env={"COLUMNS": "80"})
+    assert r.code == 0
+    listed = r.stdout[r.stdout.index("Commands:") :].splitlines()[1:]
+    ours = [line for line in listed if line.split()[0] not in ("check", "verify")]  # cmd_proof's own
+    assert ours and not [line for line in ours if line.rstrip().endswith("...")], r.stdout
+
+
+def test_bare_mnemo_prints_the_help_and_exits_0(run_cli: Any) -> None:
+    for args in ([], ["rooms"]):
+        r = run_cli(*args)
+        assert r.code == 0 and r.stderr == "", r.stderr
+        assert (
+            r.stdout.startswith(f"Usage: mnemo {' '.join(args)}".rstrip() + " [OPTIONS] COMMAND")
+            and "Commands:" in r.stdout
+        )
+    assert "recent" in run_cli().stdout
+
+
+def test_check_help_says_what_it_checks(run_cli: Any) -> None:
+    from mnemo_tui.proof.checks import CHECK_NAMES
+
+    shown = run_cli("check", "--help").stdout
+    assert "source document" not in shown
+    assert all(name in shown for name in CHECK_NAMES)
+    assert "source document" not in run_cli("--help").stdout
+
+
+def test_an_author_given_as_the_agent_alone_suggests_the_form_that_matches(run_cli: Any) -> None:
+    for agent in ("build-bot", "planner"):
+        assert run_cli("write", f"by {agent}", env={"MNEMO_AGENT": agent}).code == 0
+    for args in (["recent", "--author", "build-bot"], ["recent", "--author", "Build-Bot", "--all", "-f", "ndjson"]):
+        r = run_cli(*args)
+        assert r.code == 0 and "by build-bot" not in r.stdout
+        assert "Did you mean author 'local/build-bot'? --author local/build-bot" in r.stderr, r.stderr
+        assert "planner" not in r.stderr
+    suggested = run_cli("recent", "--author", "local/build-bot", "-f", "ndjson")
+    assert [json.loads(line)["content"] for line in suggested.stdout.splitlines()] == ["by build-bot"]
+    assert "Did you mean author" not in run_cli("recent", "--author", "nobody").stderr

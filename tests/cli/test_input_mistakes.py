@@ -90,3 +90,13 @@ def test_a_month_is_refused_not_read_as_a_minute(run_cli: Cli) -> None:
 def test_content_over_the_limit_is_refused_with_the_length_given(run_cli: Cli) -> None:
     refused = run_cli("write", "-", input="x" * 10_001)
     assert refused.code == 2 and "content must be 1 to 10000 characters, got 10001" in refused.stderr
+
+
+def test_blank_environment_values_count_as_unset(run_cli: Any) -> None:
+    env = {"MNEMO_PRINCIPAL": "  ", "MNEMO_CONSUMER": " ", "MNEMO_AGENT": " "}
+    status = json.loads(run_cli("status", "--format", "json", env=env).stdout)
+    assert status["principal"] == "local" and status["consumer"] == "default"
+    assert run_cli("write", "blank env", env=env).code == 0
+    item = json.loads(run_cli("recent", "--format", "json").stdout)["items"][0]
+    assert item["content"] == "blank env" and item["provenance"]["principal"] == "local"
+    assert item["provenance"].get("agent") is None

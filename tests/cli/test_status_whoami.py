@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from mnemo_tui.backends.remote_calls import key_principal
+from mnemo_tui.engine.sqlite.store import Store
 from tests.support.serve import ServeProcess, start_serve
 from tests.support.wire import serving_app
 
@@ -59,7 +60,6 @@ def test_status_shows_the_principal_the_server_knows(
 
 
 def test_status_without_the_route_shows_the_key_fingerprint(run_cli: Any, tmp_path: Path) -> None:
-    from mnemo_tui.engine.sqlite.store import Store
     from mnemo_tui.server.app import create_app
 
     store = Store(tmp_path / "old.db")
@@ -107,3 +107,10 @@ def test_whoami_answers_on_each_engine(targets: Any) -> None:
         assert revoked.status_code == 401 and revoked.json()["details"]["reason"] == "revoked_key"
         assert client.get("/api/v1/mnemo/whoami").status_code == 401
     store.close()
+
+
+def test_remote_status_names_the_principal_the_server_knows(remote: Any) -> None:
+    table = remote("status")
+    assert table.code == 0 and "local (key key_" in table.stdout and "watermarks kept as key:" in table.stdout
+    data = json.loads(remote("status", "--format", "json").stdout)
+    assert data["principal"] == "local"  # through GET /mnemo/whoami (tests/cli/test_status_whoami.py)

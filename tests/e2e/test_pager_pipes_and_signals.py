@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli import MNEMO, fill, in_terminal, recorder
+from tests.support.cli import MNEMO, STREAMS, fill, in_terminal, on_terminal, recorder, terminal_env
 from tests.support.follow import Follower
 
 pytestmark = pytest.mark.timeout(120)
@@ -47,68 +47,27 @@ def test_a_pager_that_cannot_start_is_named_and_the_output_printed_without_it(cl
 def test_a_pager_quit_early_during_catchup_is_exit_7_and_moves_no_watermark(
     cli: Cli, isolated_home: Path, tmp_path: Path
 ) -> None:
-    import fcntl
-    import pty
-    import struct
-    import termios
-
     fill(isolated_home, 3000)
     quitter = tmp_path / "quitter.sh"
     quitter.write_text("#!/bin/sh\nexit 0\n")  # a pager whose reader pressed q at once
     quitter.chmod(0o755)
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    env.update({"MNEMO_HOME": str(isolated_home), "NO_COLOR": "1", "TERM": "xterm", "PAGER": str(quitter)})
-    proc = subprocess.Popen([MNEMO, "catchup"], stdin=slave, stdout=slave, stderr=subprocess.PIPE, env=env)
-    os.close(slave)
-    try:
-        _out, err = proc.communicate(timeout=90)
-    finally:
-        os.close(master)
-    assert proc.returncode == 7, err
-    assert b"closed before the catch-up ended" in err and b"Traceback" not in err
+    env = terminal_env(isolated_home, NO_COLOR="1", TERM="xterm", PAGER=str(quitter))
+    run = on_terminal([MNEMO, "catchup"], env=env, terminal=("stdin", "stdout"), timeout=90)
+    err = run.stderr
+    assert run.code == 7, err
+    assert "closed before the catch-up ended" in err and "Traceback" not in err
     assert cli("watermark", "show", "-f", "json").stdout == "null\n"
 
 
 def _catchup_in_less(home: Path, turns: list[tuple[str, str]], rows: int = 30) -> tuple[int, str]:
     """`mnemo catchup` on a pseudo-terminal `rows` high, in the default pager (less); each of `turns`
     (shown, keys) types its keys once `shown` is on the screen. Returns the exit code and all shown."""
-    import fcntl
-    import pty
-    import select
-    import struct
-    import termios
-
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, 100, 0, 0))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") and k not in ("PAGER", "LESS")}
-    env.update({"MNEMO_HOME": str(home), "NO_COLOR": "1", "TERM": "xterm", "LESSHISTFILE": "-"})
-    proc = subprocess.Popen([MNEMO, "catchup"], stdin=slave, stdout=slave, stderr=slave, env=env)
-    os.close(slave)
-    pending, got = list(turns), b""
-    try:
-        for _ in range(600):  # 0.1 s rounds: bounded
-            ready, _, _ = select.select([master], [], [], 0.1)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: every process on the terminal has gone
-                    break
-                if not chunk:
-                    break
-                got += chunk
-            if pending and pending[0][0].encode() in got:
-                os.write(master, pending.pop(0)[1].encode())
-        else:
-            raise AssertionError(f"never ended: {got.decode(errors='replace')[-2000:]}")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        code = proc.wait(timeout=30)
-        os.close(master)
-    assert not pending, got.decode(errors="replace")
-    return code, got.decode(errors="replace")
+    env = terminal_env(home, NO_COLOR="1", TERM="xterm", LESSHISTFILE="-")
+    env = {k: v for k, v in env.items() if k not in ("PAGER", "LESS")}
+    pending = list(turns)
+    run = on_terminal([MNEMO, "catchup"], env=env, rows=rows, terminal=STREAMS, turns=pending)
+    assert not pending, run.stdout
+    return run.code, run.stdout
 
 
 @pytest.mark.skipif(not shutil.which("less"), reason="less is not installed")
@@ -148,18 +107,9 @@ def test_a_pager_that_reads_part_of_a_short_catchup_moves_no_watermark_and_one_r
 
 def _in_terminal_code(home: Path, args: list[str], env: dict[str, str]) -> tuple[int, str]:
     """Run mnemo with stdin and stdout on a pseudo-terminal and stderr piped; the exit code and stderr."""
-    import pty
-
-    master, slave = pty.openpty()
-    full = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")}
-    full.update({"MNEMO_HOME": str(home), "NO_COLOR": "1", "TERM": "xterm", **env})
-    proc = subprocess.Popen([MNEMO, *args], stdin=slave, stdout=slave, stderr=subprocess.PIPE, env=full)
-    os.close(slave)
-    try:
-        _out, err = proc.communicate(timeout=90)
-    finally:
-        os.close(master)
-    return proc.returncode, err.decode(errors="replace")
+    full = terminal_env(home, NO_COLOR="1", TERM="xterm", **env)
+    run = on_terminal([MNEMO, *args], env=full, terminal=("stdin", "stdout"), timeout=90)
+    return run.code, run.stderr
 
 
 def test_catchup_into_a_closed_pipe_is_exit_7(isolated_home: Path) -> None:
@@ -207,45 +157,11 @@ def _pty_run(
     home: Path, command: str, *, columns: int, until: Callable[[str], bool], env: dict[str, str] | None = None
 ) -> str:
     """Run a shell command with stdin, stdout and stderr on one pseudo-terminal until `until(shown)` (bounded)."""
-    import fcntl
-    import pty
-    import select
-    import signal
-    import struct
-    import termios
-
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    full = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_") and k not in ("NO_COLOR", "COLUMNS")}
-    full.update({"MNEMO_HOME": str(home), "NO_COLOR": "1", "TERM": "xterm", **(env or {})})
-    proc = subprocess.Popen(
-        ["bash", "-c", command], stdin=slave, stdout=slave, stderr=slave, env=full, start_new_session=True
+    full = terminal_env(home, NO_COLOR="1", TERM="xterm", **(env or {}))
+    run = on_terminal(
+        ["bash", "-c", command], env=full, columns=columns, terminal=STREAMS, until=until, new_session=True, timeout=120
     )
-    os.close(slave)
-    got = b""
-    try:
-        for _ in range(1200):  # 0.1 s rounds: bounded
-            ready, _, _ = select.select([master], [], [], 0.1)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                got += chunk
-            if until(got.decode(errors="replace")):
-                break
-            if proc.poll() is not None and not ready:
-                break
-        else:
-            raise AssertionError(f"never shown: {got.decode(errors='replace')[-2000:]}")
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=30)
-        os.close(master)
-    return got.decode(errors="replace").replace("\r\n", "\n")
+    return run.stdout.replace("\r\n", "\n")
 
 
 def test_follow_on_a_store_that_does_not_exist_yet_sees_it_created(cli: Cli, isolated_home: Path) -> None:

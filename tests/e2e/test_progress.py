@@ -48,6 +48,7 @@ def test_a_catchup_interrupted_mid_walk_leaves_the_count_it_delivered(isolated_h
     store = Store(isolated_home / "store.db")
     store.bulk_insert([("local", WriteRequest(f"entry {i} " + "x" * 200), i + 1) for i in range(3000)])
     store.close()
+    # Its own pty, not tests.support.cli.on_terminal: stdout is held unread to stop the pass mid-walk, then ^C.
     master, slave = pty.openpty()
     attrs = termios.tcgetattr(slave)
     attrs[1] &= ~termios.OPOST

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-import pty
 import re
-import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +18,7 @@ from mnemo_tui.proof import ci_reports
 from mnemo_tui.proof.ci_reports import Case, Proof
 from mnemo_tui.values.writes import WriteRequest
 from tests.support.ci_reports import junit_cases, unescape, workflow_commands
-from tests.support.cli import MNEMO
+from tests.support.cli import MNEMO, on_terminal, terminal_env
 from tests.support.wire import refusing_port, serving, without_accept
 
 Cli = Callable[..., Any]
@@ -340,22 +337,9 @@ def test_verify_refuses_a_malformed_expect_document_with_exit_2(cli: Cli, text: 
 
 
 def test_expect_dash_on_a_terminal_is_refused_instead_of_waiting(isolated_home: Path) -> None:
-    main, child = pty.openpty()
-    try:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")} | {"MNEMO_HOME": str(isolated_home)}
-        proc = subprocess.run(
-            [MNEMO, "verify", "--expect", "-"],
-            stdin=child,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
-        )
-    finally:
-        os.close(main)
-        os.close(child)
-    assert proc.returncode == 2 and "stdin is a terminal" in proc.stderr
+    env = terminal_env(isolated_home, NO_COLOR="1")
+    proc = on_terminal([MNEMO, "verify", "--expect", "-"], env=env, terminal=("stdin",))
+    assert proc.code == 2 and "stdin is a terminal" in proc.stderr
 
 
 def test_a_missing_id_seen_elsewhere_is_named_with_its_first_line(cli: Cli, tmp_path: Path) -> None:
