@@ -142,6 +142,7 @@ class Feeds:
         self.watches: set[Watch] = set()
         self.listeners: set[Outbox] = set()
         self.looks = 0  # wake-ups that read anything (the tests and the benchmark count them)
+        self.queued = 0  # updates put in a live listener's outbox (`/metrics`: `mnemo_feed_updates_total`)
         self._looking: asyncio.Task[None] | None = None
         self._dirty = False
 
@@ -259,8 +260,9 @@ class Feeds:
             landed = await self.run(lambda engine: _landed(engine, principal, domain, position, last))
         for w in watches:
             w.position, w.bucket = int(last), bucket
-            if landed:
+            if landed and not w.outbox.ended:
                 w.outbox.put(w.uri)
+                self.queued += 1
 
 
 class Probe:

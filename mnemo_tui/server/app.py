@@ -313,6 +313,7 @@ def create_app(
         table.append(Route(mcp_mount.PATH, mcp))
         if observed:
             mcp.counted = operations.metrics.stream
+            operations.metrics.feeds = mcp.feeds
     app = App(
         routes=table,
         middleware=middleware,

@@ -125,6 +125,11 @@ class McpMount:
     def running(self) -> Any:
         return self.face.running()
 
+    def feeds(self) -> tuple[int, int]:
+        """The feed subscriptions held now and the updates queued so far (`/metrics`)."""
+        feeds = self.face.feeds
+        return self.subscriptions.open, feeds.queued if feeds is not None else 0
+
     def stop(self) -> None:
         """The server begins to stop: every event stream ends now (a session's client opens a new one, or,
         once the server is gone, a new session elsewhere); calls under way are answered."""
