@@ -17,7 +17,7 @@ import pytest
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import MnemoError
 from mnemo_tui.server.mcp_mount import Subscriptions, refusal
-from tests.support.mcp_client import WAIT
+from tests.support.mcp_client import WAIT, listen_request
 from tests.support.serve import ServeProcess, start_serve
 
 
@@ -59,26 +59,8 @@ def small_server(tmp_path: Path) -> Iterator[tuple[ServeProcess, list[str]]]:
 
 def listen(url: str, key: str, *uris: str) -> Iterator[httpx.Response]:
     """A 2026-07-28 `subscriptions/listen` of `uris`, as a raw request (its answer held open while it streams)."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "subscriptions/listen",
-        "params": {
-            "notifications": {"resourceSubscriptions": list(uris)},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-            },
-        },
-    }
-    headers = {
-        "authorization": f"Bearer {key}",
-        "accept": "application/json, text/event-stream",
-        "content-type": "application/json",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": "subscriptions/listen",
-    }
-    with httpx.stream("POST", url, headers=headers, content=json.dumps(body), timeout=30) as answer:
+    headers, body = listen_request(key, list(uris))
+    with httpx.stream("POST", url, headers=headers, content=body, timeout=30) as answer:
         yield answer
 
 
