@@ -49,7 +49,7 @@ def start_point(
 ) -> Callable[[int], tuple[int, tuple[str, ...]] | None] | None:
     """Where a consumer with no watermark begins (`catchup --start`), asked only when it has none, with the pass's
     overlap: None at the oldest entry (the default); `newest`: past the scope's newest entry now (the ids within
-    the overlap below it held, as a pass's commit holds them); a TIME of CLI.md's grammar: at that instant. The
+    the overlap below it held, as a pass's commit holds them); a TIME of docs/cli.md's grammar: at that instant. The
     value is checked at once.
 
     Raises:
@@ -92,7 +92,7 @@ def idle(found: list[Position], days: int) -> list[Position]:
 
 
 def lag_wire(p: Position) -> dict[str, object]:
-    """A watermark object of CLI.md with the lag `watermark list` adds against an endpoint."""
+    """A watermark object of docs/cli.md with the lag `watermark list` adds against an endpoint."""
     from mnemo_tui.state.statedb import watermark_wire
 
     wire = watermark_wire(p.mark) or {}

@@ -227,7 +227,7 @@ def test_status_says_where_the_watermarks_are_kept(cli: Any, served: Served) -> 
     bad = cli("status", env=served.env(MNEMO_WATERMARKS="elsewhere"))
     assert bad.code == 0 and row(bad, "watermarks") == "(unknown: MNEMO_WATERMARKS must be `server` or `local`)"
     doc = json.loads(cli("status", "-f", "json", env=served.env()).stdout)
-    assert "watermarks" not in doc  # the JSON keys are CLI.md's, as before
+    assert "watermarks" not in doc  # the JSON keys are docs/cli.md's, as before
 
 
 def row(result: Any, name: str) -> str:
