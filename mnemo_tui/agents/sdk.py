@@ -169,7 +169,7 @@ def _subscriptions(feeds: Feeds, who: Who) -> dict[str, Any]:
             made = outbox
 
             async def pump() -> None:
-                if not await made.pump(connection.send_resource_updated):
+                if not await made.pump(connection.send_resource_updated, feeds.send_seconds):
                     sys.stderr.write("mnemo mcp: a session took no notification within the send deadline: cut\n")
                 feeds.close(made)
 
@@ -215,7 +215,7 @@ def _subscriptions(feeds: Feeds, who: Who) -> dict[str, Any]:
                 notification = event_to_notification(ResourceUpdated(uri=uri), meta)
                 await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
 
-            if not await outbox.pump(send):
+            if not await outbox.pump(send, feeds.send_seconds):
                 sys.stderr.write("mnemo mcp: a listen stream took no notification within the send deadline: cut\n")
         finally:
             feeds.close(outbox)  # the stream's end frees everything (a revoked key's ends it here)

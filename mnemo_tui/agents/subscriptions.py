@@ -91,9 +91,10 @@ class Outbox:
         self.ended = True
         self.ready.set()
 
-    async def pump(self, send: Callable[[str], Awaitable[None]]) -> bool:
-        """Sends what is pending as it comes, until `end`; False when a send took past `SEND_SECONDS` (the
-        listener is then to be cut), True when ended."""
+    async def pump(self, send: Callable[[str], Awaitable[None]], seconds: float | None = None) -> bool:
+        """Sends what is pending as it comes, until `end`; False when a send took past `seconds` (`SEND_SECONDS`
+        unless given: the listener is then to be cut), True when ended."""
+        deadline = SEND_SECONDS if seconds is None else seconds
         while not self.ended:
             await self.ready.wait()
             self.ready.clear()
@@ -101,7 +102,7 @@ class Outbox:
                 uri = next(iter(self.pending))
                 del self.pending[uri]
                 try:
-                    async with asyncio.timeout(SEND_SECONDS):
+                    async with asyncio.timeout(deadline):
                         await send(uri)
                 except TimeoutError:
                     return False
@@ -142,6 +143,8 @@ class Feeds:
         self.watches: set[Watch] = set()
         self.listeners: set[Outbox] = set()
         self.looks = 0  # wake-ups that read anything (the tests and the benchmark count them)
+        self.queued = 0  # updates put in a live listener's outbox (`/metrics`: `mnemo_feed_updates_total`)
+        self.send_seconds = SEND_SECONDS  # a listener's send deadline (`mnemo serve --subscription-send-timeout`)
         self._looking: asyncio.Task[None] | None = None
         self._dirty = False
 
@@ -259,8 +262,9 @@ class Feeds:
             landed = await self.run(lambda engine: _landed(engine, principal, domain, position, last))
         for w in watches:
             w.position, w.bucket = int(last), bucket
-            if landed:
+            if landed and not w.outbox.ended:
                 w.outbox.put(w.uri)
+                self.queued += 1
 
 
 class Probe:

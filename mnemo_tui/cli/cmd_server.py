@@ -79,6 +79,22 @@ def serve(
             "--max-follows", metavar="N", help="Push follows open at once, 1-100000 (100 a key at most); past it 503."
         ),
     ] = 500,
+    max_subscriptions: Annotated[
+        int,
+        typer.Option(
+            "--max-subscriptions",
+            metavar="N",
+            help="MCP feed subscriptions held at once, 1-100000 (100 a key at most); past it 503.",
+        ),
+    ] = 2000,
+    subscription_send_timeout: Annotated[
+        int,
+        typer.Option(
+            "--subscription-send-timeout",
+            metavar="SECONDS",
+            help="Time an MCP subscriber has to take a notification, 1-3600; then its subscriptions end.",
+        ),
+    ] = 10,
     log_format: Annotated[
         str,
         typer.Option(
@@ -122,6 +138,8 @@ def serve(
         ("--header-timeout", header_timeout, 1, 3600),
         ("--max-header-bytes", max_header_bytes, 1024, 1 << 20),
         ("--max-follows", max_follows, 1, 100_000),
+        ("--max-subscriptions", max_subscriptions, 1, 100_000),
+        ("--subscription-send-timeout", subscription_send_timeout, 1, 3600),
     ):
         if not low <= value <= high:
             raise ValidationError(f"{name} must be between {low} and {high}, got {value}")
@@ -158,6 +176,8 @@ def serve(
             pooled=pooled,
             edges=Edges(max_connections, header_timeout, max_header_bytes),
             max_follows=max_follows,
+            max_subscriptions=max_subscriptions,
+            subscription_send_seconds=subscription_send_timeout,
             log_format=log_format,
             metrics_on_loopback=metrics_on_loopback,
         )

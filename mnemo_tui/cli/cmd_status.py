@@ -63,8 +63,10 @@ def status(
         rows.append(("entries", "(unknown: the endpoint did not answer /memory/stats)"))
     elif why and (s.store_path is None or os.path.exists(s.store_path)):  # a missing one is said on its own row
         rows.append(("entries", f"(unknown: {why[0]})"))
+    if s.endpoint and named is not None:
+        rows.insert(4, ("watermarks", _watermarks_kept(c)))
     if s.endpoint and named is not None and named[1] is not None:
-        rows[2] = ("principal", f"{named[0]} (key {named[1]}; watermarks kept as {c.backend.principal})")
+        rows[2] = ("principal", f"{named[0]} (key {named[1]})")
     elif s.endpoint and named is not None and named[0].startswith("key:"):
         # No `/mnemo/whoami` there: the client knows its key's fingerprint, which keys the watermarks.
         rows[2] = ("principal", f"{named[0]} (this key's fingerprint; the endpoint does not name it)")
@@ -97,6 +99,27 @@ def _stats(c: Context, why: list[str] | None = None) -> dict[str, object] | None
         "feedback_atoms": st.feedback,
         "episodic_fingerprints": st.fingerprints,
     }
+
+
+def _watermarks_kept(c: Context) -> str:
+    """Where an endpoint's watermarks are kept (docs/consumers.md): by the server, as its consumers of the key's
+    principal; or in this machine's state database, keyed by the key's fingerprint, and why."""
+    from mnemo_tui.backends.remote_consumers import WHERE_ENV, consumers_of
+
+    local = f"in this machine's state database, as {c.backend.principal}"
+    where = os.environ.get(WHERE_ENV, "server")
+    if where == "local":
+        return f"{local} ({WHERE_ENV}=local)"
+    if where != "server":
+        return f"(unknown: {WHERE_ENV} must be `server` or `local`)"
+    calls = consumers_of(c.backend)
+    try:
+        found = calls.positions(c.settings.consumer) if calls is not None else None
+    except MnemoError as exc:
+        return f"(unknown: {exc.message})"
+    if found is None:
+        return f"{local} (the endpoint keeps no consumers)"
+    return "by the server, as its consumers of this key's principal"
 
 
 def _remote_principal(c: Context) -> tuple[str, str | None] | None:

@@ -183,6 +183,8 @@ def create_app(
     access: Callable[[str], None] = to_access_logger,
     heartbeat_seconds: float = HEARTBEAT_SECONDS,
     max_follows: int = MAX_FOLLOWS,
+    max_subscriptions: int = mcp_mount.MAX_SUBSCRIPTIONS,
+    subscription_send_seconds: float | None = None,
     deadlines: Deadlines | None = None,
     limits: Limits | None = None,
     observed: bool = True,
@@ -193,7 +195,8 @@ def create_app(
     `database` (initialized when empty; an older schema migrated only with `migrate`; `pooled`: behind a
     transaction pooler, see `PgStore`), or what `opener` opens;
     each request's access line goes to `access`; push follows send a heartbeat after `heartbeat_seconds` of
-    silence, `max_follows` of them open at once; `deadlines` watches its bodies' deadlines (the server's one
+    silence, `max_follows` of them open at once; `/mcp`'s feed subscriptions at most `max_subscriptions` at once, a
+    listener cut when a notification waits `subscription_send_seconds` (`subscriptions.SEND_SECONDS` unless given); `deadlines` watches its bodies' deadlines (the server's one
     timer, shared with the connections' header deadlines by `mnemo serve`); `limits`: the request rates
     (`ratelimit.PER_KEY` and `PER_ADDRESS` unless given); `observed`: request ids and
     metrics (off only for the benchmark's anchor); `log_format` `text` or `json` (server/logs.py);
@@ -308,11 +311,14 @@ def create_app(
         ),
         Middleware(RawPath),
     ]
-    mcp = mcp_mount.mounted(served, keys, MAX_BODY)  # /mcp (docs/mcp.md, "Over HTTP"); None without the mcp extra
+    mcp = mcp_mount.mounted(
+        served, keys, MAX_BODY, max_subscriptions, subscription_send_seconds
+    )  # /mcp (docs/mcp.md, "Over HTTP"); None without the mcp extra
     if mcp is not None:
         table.append(Route(mcp_mount.PATH, mcp))
         if observed:
             mcp.counted = operations.metrics.stream
+            operations.metrics.feeds = mcp.feeds
     app = App(
         routes=table,
         middleware=middleware,

@@ -97,14 +97,22 @@ class Subscriptions:
 class McpMount:
     """The ASGI app at `/mcp`."""
 
-    def __init__(self, served: Served, keys: Keys, *, max_body: int) -> None:
+    def __init__(
+        self,
+        served: Served,
+        keys: Keys,
+        *,
+        max_body: int,
+        max_subscriptions: int = MAX_SUBSCRIPTIONS,
+        send_seconds: float | None = None,
+    ) -> None:
         from mnemo_tui.agents.http import Face  # the mcp extra; `create_app` mounts this only when it is there
 
         self.served = served
         # REST's key check and rate limits, shared (a key's requests count against one rate, REST's and these)
         self.gate = Keys(keys.principal, PATH, frozenset(), keys.limits)
         self.keys = PerKey(REQUESTS_PER_KEY, "TOO_MANY_MCP_REQUESTS", "MCP requests")
-        self.subscriptions = Subscriptions()
+        self.subscriptions = Subscriptions(max_subscriptions)
         self.face = Face(
             self.run,
             allowed_hosts=allowed(HOSTS_VARIABLE, LOOPBACK_HOSTS),
@@ -117,6 +125,8 @@ class McpMount:
             check=served.principal,
             bounds=self.subscriptions,
         )
+        if self.face.feeds is not None and send_seconds is not None:  # else the default, `subscriptions.SEND_SECONDS`
+            self.face.feeds.send_seconds = send_seconds
         self.streams: set[anyio.CancelScope] = set()  # the event streams open (GET), ended when the server stops
         self.stopping = False
         # Each event stream open is counted by the server's metrics (`mnemo_open_streams{kind="mcp"}`) when set.
@@ -124,6 +134,11 @@ class McpMount:
 
     def running(self) -> Any:
         return self.face.running()
+
+    def feeds(self) -> tuple[int, int]:
+        """The feed subscriptions held now and the updates queued so far (`/metrics`)."""
+        feeds = self.face.feeds
+        return self.subscriptions.open, feeds.queued if feeds is not None else 0
 
     def stop(self) -> None:
         """The server begins to stop: every event stream ends now (a session's client opens a new one, or,
@@ -239,8 +254,16 @@ def _subscribing(body: bytes) -> bool:
     return isinstance(message, dict) and message.get("method") in SUBSCRIBING
 
 
-def mounted(served: Served, keys: Keys, max_body: int) -> McpMount | None:
-    """The mount, or None when the mcp extra is not installed (then `/mcp` is an unknown path, 404)."""
+def mounted(
+    served: Served,
+    keys: Keys,
+    max_body: int,
+    max_subscriptions: int = MAX_SUBSCRIPTIONS,
+    send_seconds: float | None = None,
+) -> McpMount | None:
+    """The mount, or None when the mcp extra is not installed (then `/mcp` is an unknown path, 404); at most
+    `max_subscriptions` feed subscriptions held at once, a listener cut when a notification waits `send_seconds`
+    (`subscriptions.SEND_SECONDS` unless given)."""
     if importlib.util.find_spec("mcp") is None:
         return None
-    return McpMount(served, keys, max_body=max_body)
+    return McpMount(served, keys, max_body=max_body, max_subscriptions=max_subscriptions, send_seconds=send_seconds)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import threading
 from bisect import bisect_left
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Protocol
@@ -78,6 +78,8 @@ class Metrics:
         self._mcp = 0
         self._mcp_lock = threading.Lock()
         self.served: Served | None = None
+        # The MCP mount's feed subscriptions: (held now, updates queued so far), when it is mounted.
+        self.feeds: Callable[[], tuple[int, int]] | None = None
         self.registry.register(_Live(self))
 
     # -- what the middleware records (on the event loop) ------------------------------------------
@@ -166,6 +168,12 @@ class _Live(Collector):
         for kind, value in zip(STREAM_KINDS, (follows, walks, m._mcp), strict=True):
             streams.add_metric([kind], value)
         yield streams
+        if m.feeds is not None:
+            held, queued = m.feeds()
+            yield GaugeMetricFamily("mnemo_feed_subscriptions", "MCP feed subscriptions held now.", value=held)
+            yield CounterMetricFamily(
+                "mnemo_feed_updates", "Feed updates queued for a subscriber (notifications/resources/updated).", queued
+            )
         if served is None:
             return
         pool = served.pool

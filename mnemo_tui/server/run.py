@@ -26,6 +26,7 @@ from mnemo_tui.server.deadlines import Deadlines
 from mnemo_tui.server.edges import Edges
 from mnemo_tui.server.follow import MAX_FOLLOWS
 from mnemo_tui.server.logs import JsonFormatter
+from mnemo_tui.server.mcp_mount import MAX_SUBSCRIPTIONS
 from mnemo_tui.server.ratelimit import Limits
 
 
@@ -199,13 +200,16 @@ def serve(
     pooled: bool = True,
     edges: Edges | None = None,
     max_follows: int = MAX_FOLLOWS,
+    max_subscriptions: int = MAX_SUBSCRIPTIONS,
+    subscription_send_seconds: float | None = None,
     limits: Limits | None = None,
     log_format: str = "text",
     metrics_on_loopback: bool = False,
     observed: bool = True,
 ) -> int:
     """Serve the store (or the PostgreSQL `database`) until SIGINT or SIGTERM, its connections bounded by
-    `edges`, its push follows by `max_follows` and its request rates by `limits`, its log lines as
+    `edges`, its push follows by `max_follows`, its MCP feed subscriptions by `max_subscriptions` (a listener cut
+    when a notification waits `subscription_send_seconds`) and its request rates by `limits`, its log lines as
     `log_format` (`text` or `json`; the `ready at` line is text in every format); returns the exit code (0
     after a clean stop)."""
     edges = file_room(edges or Edges())
@@ -219,6 +223,8 @@ def serve(
         allow_reset=allow_reset,
         access=log_handler.raw if log_format == "json" else partial(log_handler.line, "mnemo.access"),
         max_follows=max_follows,
+        max_subscriptions=max_subscriptions,
+        subscription_send_seconds=subscription_send_seconds,
         deadlines=deadlines,
         limits=limits,
         observed=observed,

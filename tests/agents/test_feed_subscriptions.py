@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import queue
+import re
 import signal
 import subprocess
 import time
@@ -243,13 +244,26 @@ def test_a_revoked_key_hears_nothing_more_and_its_listen_stream_ends(
     server.write(writer, "before", "d")
     assert heard.next() == "memory://feed" and witness.next() == "memory://feed"
     assert stream.next() == "memory://feed"
+    held, queued = feed_metrics(server, other)
     mnemo(home, "keys", "revoke", key_id(home, revoked, server))
     server.write(writer, "after", "d")  # through this server: its wake-up looks the keys up again
     assert stream.next() == Listening.END  # ended gracefully (the client's loop ends, no SubscriptionLost)
     assert witness.next() == "memory://feed"
     server.write(writer, "after again", "d")
     assert witness.next() == "memory://feed"
+    # The server's own count, read once the witness heard both writes (each queued in the wake-up that heard its
+    # write, after the keys were looked up): the revoked key's two subscriptions are gone, and of the writes since
+    # the revocation only the witness's two updates were queued, none for the revoked session or its stream.
+    assert feed_metrics(server, other) == (held - 2, queued + 2)
     assert heard.empty()
+
+
+def feed_metrics(server: Server, key: str) -> tuple[int, int]:
+    """The server's `/metrics`: the feed subscriptions held now, and the updates queued so far."""
+    text = httpx.get(server.process.url.removesuffix("/api/v1") + "/metrics", headers={"X-Api-Key": key}, timeout=30)
+    assert text.status_code == 200, text.text
+    found = dict(re.findall(r"^(mnemo_feed_subscriptions|mnemo_feed_updates_total) (\S+)$", text.text, re.MULTILINE))
+    return int(float(found["mnemo_feed_subscriptions"])), int(float(found["mnemo_feed_updates_total"]))
 
 
 def test_subscriptions_past_a_keys_bound_are_refused_429_with_retry_after(

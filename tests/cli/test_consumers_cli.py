@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from mnemo_tui.backends.remote_calls import key_principal
 from mnemo_tui.engine.sqlite.store import Store
 from tests.support.cli import MNEMO
 from tests.support.wire import served_store, serving_app
@@ -210,6 +211,30 @@ def test_an_endpoint_without_consumers_keeps_local_watermarks_said_once(run_cli:
         assert first.stderr.count("keeps no consumers") == 1
         assert run_cli("catchup", "--exit-code", env=env).code == 1  # the local watermark held
         assert len(json.loads(run_cli("watermark", "list", "-f", "json", env=env).stdout)) == 1  # the room had nothing
+        told = row(run_cli("status", env=env), "watermarks")
+        assert (
+            told == "in this machine's state database, as " + key_principal(key) + " (the endpoint keeps no consumers)"
+        )
+
+
+def test_status_says_where_the_watermarks_are_kept(run_cli: Any, served: Served) -> None:
+    status = run_cli("status", env=served.env())
+    assert status.code == 0, status.stderr
+    assert row(status, "watermarks") == "by the server, as its consumers of this key's principal"
+    assert row(status, "principal").startswith("alice (key ") and "watermarks" not in row(status, "principal")
+    local = row(run_cli("status", env=served.env(MNEMO_WATERMARKS="local")), "watermarks")
+    assert local == f"in this machine's state database, as {key_principal(served.key)} (MNEMO_WATERMARKS=local)"
+    bad = run_cli("status", env=served.env(MNEMO_WATERMARKS="elsewhere"))
+    assert bad.code == 0 and row(bad, "watermarks") == "(unknown: MNEMO_WATERMARKS must be `server` or `local`)"
+    doc = json.loads(run_cli("status", "-f", "json", env=served.env()).stdout)
+    assert "watermarks" not in doc  # the JSON keys are docs/cli.md's, as before
+
+
+def row(result: Any, name: str) -> str:
+    """One row's value of `mnemo status`'s table."""
+    found = [line[len(name) :].strip() for line in result.stdout.splitlines() if line.startswith(name + " ")]
+    assert len(found) == 1, result.stdout
+    return found[0]
 
 
 def test_changes_with_a_server_position_older_than_the_removals_kept_is_exit_8(run_cli: Any, served: Served) -> None:

@@ -7,6 +7,7 @@ client connected, shared by a module's tests.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import socket
@@ -129,3 +130,27 @@ class HoldingProxy:
     def close(self) -> None:
         self.passing.set()
         self.listener.close()
+
+
+def listen_request(key: str, uris: list[str]) -> tuple[dict[str, str], bytes]:
+    """The headers and body of a raw 2026-07-28 `subscriptions/listen` of `uris` to `/mcp` (no session)."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "subscriptions/listen",
+        "params": {
+            "notifications": {"resourceSubscriptions": uris},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    }
+    headers = {
+        "authorization": f"Bearer {key}",
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "subscriptions/listen",
+    }
+    return headers, json.dumps(body).encode()
