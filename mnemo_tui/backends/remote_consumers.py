@@ -298,11 +298,20 @@ def kept_by(backend: object, state: StateDB, notice: Callable[[str], None]) -> S
     Raises:
         ValidationError: `MNEMO_WATERMARKS` is neither `server` nor `local`.
     """
+    calls = consumers_of(backend) if where_kept() == "server" else None
+    return state if calls is None else ServerWatermarks(calls, state, notice)
+
+
+def where_kept() -> str:
+    """`server` or `local`: where `MNEMO_WATERMARKS` asks an endpoint's watermarks to be kept (`server` unless set).
+
+    Raises:
+        ValidationError: it is neither.
+    """
     where = os.environ.get(WHERE_ENV, "server")
     if where not in ("server", "local"):
         raise ValidationError(f"{WHERE_ENV} must be `server` or `local`, not {sanitize.quoted(where)}")
-    calls = consumers_of(backend) if where == "server" else None
-    return state if calls is None else ServerWatermarks(calls, state, notice)
+    return where
 
 
 def consumers_of(backend: object) -> Consumers | None:

@@ -11,7 +11,7 @@ from mnemo_tui.cli import output
 from mnemo_tui.cli.commands import TableFormat, ctx_of
 from mnemo_tui.cli.context import Context
 from mnemo_tui.cli.table import key_value_table
-from mnemo_tui.errors import MnemoError
+from mnemo_tui.errors import MnemoError, ValidationError
 from mnemo_tui.state import credentials
 
 
@@ -104,13 +104,13 @@ def _stats(c: Context, why: list[str] | None = None) -> dict[str, object] | None
 def _watermarks_kept(c: Context) -> str:
     """Where an endpoint's watermarks are kept (docs/consumers.md): by the server, as its consumers of the key's
     principal; or in this machine's state database, keyed by the key's fingerprint, and why."""
-    from mnemo_tui.backends.remote_consumers import WHERE_ENV, consumers_of
+    from mnemo_tui.backends.remote_consumers import WHERE_ENV, consumers_of, where_kept
 
     local = f"in this machine's state database, as {c.backend.principal}"
-    where = os.environ.get(WHERE_ENV, "server")
-    if where == "local":
-        return f"{local} ({WHERE_ENV}=local)"
-    if where != "server":
+    try:
+        if where_kept() == "local":
+            return f"{local} ({WHERE_ENV}=local)"
+    except ValidationError:
         return f"(unknown: {WHERE_ENV} must be `server` or `local`)"
     calls = consumers_of(c.backend)
     try:
