@@ -292,9 +292,9 @@ def test_login_status_watermarks_and_demo_over_an_endpoint(cli: Any, served: tup
     status = cli("status", "--format", "json", env=no_keyring)
     assert status.code == 0, status.stderr
     data = json.loads(status.stdout)
-    # The server names the key's principal (GET /mnemo/whoami); the watermarks stay keyed by its fingerprint.
+    # The server names the key's principal (GET /mnemo/whoami) and keeps the watermarks, as its consumers.
     assert data["key_source"] == "file" and data["principal"] == "alice" and key not in status.stdout
-    assert key_principal(key) in cli("status", env=no_keyring).stdout
+    assert "by the server, as its consumers of this key's principal" in cli("status", env=no_keyring).stdout
     marks = cli("watermark", "list", "--format", "json", env=no_keyring)
     assert marks.code == 0 and len(json.loads(marks.stdout)) == 1
     demo = cli("demo", env=no_keyring)
