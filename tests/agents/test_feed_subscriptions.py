@@ -22,16 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import mcp_types as types
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from mnemo_tui.server.mcp_mount import MAX_SUBSCRIPTIONS_PER_KEY
-from tests.support.mcp_client import MNEMO, WAIT
+from tests.support.mcp_client import MNEMO, WAIT, Heard, http_client
 from tests.support.serve import ServeProcess, start_serve
 
 warnings.filterwarnings("ignore", message=".*resources/(un)?subscribe is removed.*")
@@ -43,23 +41,6 @@ def mnemo(home: Path, *args: str) -> str:
     return subprocess.run([MNEMO, *args], env=env, capture_output=True, text=True, check=True).stdout.strip()
 
 
-class Heard:
-    """The `notifications/resources/updated` one client received, in order."""
-
-    def __init__(self) -> None:
-        self.uris: queue.Queue[str] = queue.Queue()
-
-    async def __call__(self, message: Any) -> None:
-        if isinstance(message, types.ResourceUpdatedNotification):
-            self.uris.put(message.params.uri)
-
-    def next(self) -> str:
-        return self.uris.get(timeout=WAIT)
-
-    def empty(self) -> bool:
-        return self.uris.empty()
-
-
 class Server:
     """One `mnemo serve` and the clients connected to its `/mcp`."""
 
@@ -68,7 +49,7 @@ class Server:
         self.url = process.url.removesuffix("/api/v1") + "/mcp"
 
     def client(self, mode: str, key: str, heard: Heard | None = None) -> Client:
-        http = create_mcp_http_client(headers={"authorization": f"Bearer {key}"})
+        http = http_client(headers={"authorization": f"Bearer {key}"})
         client = Client(
             streamable_http_client(self.url, http_client=http),  # type: ignore[arg-type]
             mode=mode,

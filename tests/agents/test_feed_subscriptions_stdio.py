@@ -12,29 +12,15 @@ import subprocess
 import warnings
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
-import mcp_types as types
 import pytest
 from anyio.from_thread import BlockingPortal
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.support.mcp_client import MNEMO, WAIT, Servers, server_env
+from tests.support.mcp_client import MNEMO, WAIT, Heard, Servers, server_env
 
 warnings.filterwarnings("ignore", message=".*resources/(un)?subscribe is removed.*")
-
-
-class Heard:
-    def __init__(self) -> None:
-        self.uris: queue.Queue[str] = queue.Queue()
-
-    async def __call__(self, message: Any) -> None:
-        if isinstance(message, types.ResourceUpdatedNotification):
-            self.uris.put(message.params.uri)
-
-    def next(self) -> str:
-        return self.uris.get(timeout=WAIT)
 
 
 def start(stack: ExitStack, portal: BlockingPortal, home: Path, store: Path, mode: str, heard: Heard | None) -> Client:

@@ -20,9 +20,8 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.support.mcp_client import MNEMO, WAIT
+from tests.support.mcp_client import MNEMO, WAIT, http_client
 from tests.support.serve import ServeProcess, start_serve
 
 HOSTED = json.loads((Path(__file__).parent / "hosted-tools-list.json").read_text(encoding="utf-8"))
@@ -51,7 +50,7 @@ class Served:
 
     def client(self, mode: str, key: str | None = None, header: str = "authorization") -> Client:
         value = f"Bearer {key or self.key}" if header == "authorization" else key or self.key
-        http = create_mcp_http_client(headers={header: value})
+        http = http_client(headers={header: value})
         client = Client(streamable_http_client(self.url, http_client=http), mode=mode)  # type: ignore[arg-type]
         entered: Client = self.stack.enter_context(self.portal.wrap_async_context_manager(client))
         return entered

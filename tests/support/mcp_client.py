@@ -154,3 +154,30 @@ def listen_request(key: str, uris: list[str]) -> tuple[dict[str, str], bytes]:
         "mcp-method": "subscriptions/listen",
     }
     return headers, json.dumps(body).encode()
+
+
+def http_client(headers: dict[str, str]) -> Any:
+    """An HTTP client for the SDK's streamable HTTP transport, as the SDK makes its own (the SDK's client library,
+    httpx2; 30 s to connect, write and pool, 300 s to read: a stream may stay open), with these headers."""
+    import httpx2
+
+    return httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
+
+
+class Heard:
+    """The `notifications/resources/updated` one client received, in order."""
+
+    def __init__(self) -> None:
+        self.uris: queue.Queue[str] = queue.Queue()
+
+    async def __call__(self, message: Any) -> None:
+        import mcp_types as types
+
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.uris.put(message.params.uri)
+
+    def next(self) -> str:
+        return self.uris.get(timeout=WAIT)
+
+    def empty(self) -> bool:
+        return self.uris.empty()
