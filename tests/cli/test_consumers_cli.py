@@ -17,7 +17,7 @@ import pytest
 from mnemo_tui.backends.remote_calls import key_principal
 from mnemo_tui.engine.sqlite.store import Store
 from tests.support.cli import MNEMO
-from tests.support.wire import served_store, serving_app
+from tests.support.wire import served_store, serving_app, without_route
 
 
 class Served:
@@ -193,17 +193,7 @@ def test_an_endpoint_without_consumers_keeps_local_watermarks_said_once(run_cli:
     store.close()
     app = create_app(tmp_path / "hosted.db", workers=2)
 
-    async def without_consumers(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        # The hosted service: 404 with the envelope (no reason) for a path it does not have.
-        if scope["type"] == "http" and "/mnemo/consumers" in scope["path"]:
-            body = b'{"code":"NOT_FOUND","message":"Not Found","retryable":false}'
-            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-            await send({"type": "http.response.start", "status": 404, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
-            return
-        await app(scope, receive, send)
-
-    with serving_app(app, without_consumers) as server:
+    with serving_app(app, without_route(app, "/mnemo/consumers")) as server:
         env = {"MNEMO_ENDPOINT": server.base + "/api/v1", "MNEMO_API_KEY": key, "MNEMO_STATE": str(tmp_path / "s.db")}
         assert run_cli("write", "one", env=env).code == 0
         first = run_cli("catchup", "--all-scopes", env=env)

@@ -14,7 +14,7 @@ import pytest
 from mnemo_tui.backends.remote_calls import key_principal
 from mnemo_tui.engine.sqlite.store import Store
 from tests.support.serve import ServeProcess, start_serve
-from tests.support.wire import serving_app
+from tests.support.wire import serving_app, without_route
 
 
 @pytest.fixture
@@ -67,17 +67,7 @@ def test_status_without_the_route_shows_the_key_fingerprint(run_cli: Any, tmp_pa
     store.close()
     app = create_app(tmp_path / "old.db", workers=2)
 
-    async def without_whoami(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        # An endpoint of before the route (or the hosted service): 404 with the envelope, as for any unknown path.
-        if scope["type"] == "http" and scope["path"].endswith("/mnemo/whoami"):
-            body = b'{"code":"NOT_FOUND","message":"not found","retryable":false}'
-            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-            await send({"type": "http.response.start", "status": 404, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
-            return
-        await app(scope, receive, send)
-
-    with serving_app(app, without_whoami) as server:
+    with serving_app(app, without_route(app, "/mnemo/whoami")) as server:
         env = {"MNEMO_ENDPOINT": server.base + "/api/v1", "MNEMO_API_KEY": key, "MNEMO_STATE": str(tmp_path / "s.db")}
         doc = json.loads(run_cli("status", "--format", "json", env=env).stdout)
         assert doc["principal"] == key_principal(key)

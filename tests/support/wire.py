@@ -88,6 +88,22 @@ def serving(app: Any, port: int = 0, sock: socket.socket | None = None) -> Itera
         server.stop()
 
 
+def without_route(app: Any, path_part: str) -> Any:
+    """`app` as an endpoint without a route (an older `mnemo serve`, or the hosted service): any path holding
+    `path_part` answers 404 with the envelope and no reason, as an unknown path does there."""
+
+    async def front(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and path_part in scope["path"]:
+            body = b'{"code":"NOT_FOUND","message":"Not Found","retryable":false}'
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 404, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+
+    return front
+
+
 @contextmanager
 def serving_app(app: Any, front: Any = None) -> Iterator[ThreadServer]:
     """Serve an app of `create_app` (behind `front`, a test's ASGI app around it, when given) on a server of its
