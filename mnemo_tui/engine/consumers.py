@@ -34,10 +34,6 @@ class Position(Value):
     updated_at: int
     host: str = ""
 
-    def same_place(self, created_at: int | None, boundary_ids: tuple[str, ...]) -> bool:
-        """Whether this position is the watermark `(created_at, boundary_ids)` (the ids in any order)."""
-        return self.created_at == created_at and sorted(self.boundary_ids) == sorted(boundary_ids)
-
 
 class Lag(Value):
     """How far a position is behind its scope: the entries newer than it and the seconds between it and the
