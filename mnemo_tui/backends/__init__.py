@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from mnemo_tui.values.rooms import Invite, Joined, Room
     from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
     from mnemo_tui.values.secrets import SecretInfo
+    from mnemo_tui.values.text_page import TextPage
     from mnemo_tui.values.writes import WriteRequest, WriteResult
 
 
@@ -85,10 +86,10 @@ class Backend(Protocol):
         backend cannot read one (the catch-up layer's walk then follows the cursors)."""
         return None
 
-    def walk_pages(self, query: RecentQuery) -> Generator[Page, None, None] | None:
+    def walk_pages(self, query: RecentQuery) -> Generator[Page | TextPage, None, None] | None:
         """The walk from the query's cursor to the end of the feed, as the pages `recent` would give one
-        by one (in the backend's own page size), from one streamed read; None when the backend has none
-        (`Walk` then asks `recent` page by page)."""
+        by one (in the backend's own page size; a `TextPage` where they came as their items' texts), from one
+        streamed read; None when the backend has none (`Walk` then asks `recent` page by page)."""
         return None
 
     def change_token(self) -> tuple[int, int] | None:

@@ -12,7 +12,7 @@ from urllib.parse import quote
 from mnemo_tui.backends import Backend, remote_consumers, remote_removals
 from mnemo_tui.backends.remote_calls import Calls
 from mnemo_tui.backends.remote_http import DeadlinePassed, TooLarge, TransportError
-from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, time_of, wire_time
+from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, read_page, time_of, wire_time
 from mnemo_tui.errors import AuthError, NotFound, Unavailable, ValidationError
 from mnemo_tui.limits import ROOM_PREFIX
 from mnemo_tui.state.config import Settings
@@ -23,6 +23,7 @@ from mnemo_tui.values.removals import Removals
 from mnemo_tui.values.rooms import Invite, Joined, Room, room_id_of
 from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
 from mnemo_tui.values.secrets import SecretInfo
+from mnemo_tui.values.text_page import TextPage
 from mnemo_tui.values.writes import WriteRequest, WriteResult
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def _served(query: RecentQuery, local: str) -> RecentQuery:
     )
 
 
-def _kept(query: RecentQuery, local: str, page: Page) -> Page:
+def _kept(query: RecentQuery, local: str, page: Page | TextPage) -> Page:
     """An endpoint's page with the client's author filters applied, its cursor bound to them."""
     kept = [
         e
@@ -146,13 +147,13 @@ class RemoteBackend(Calls, Backend):
         canonical = response.headers.get(CANONICAL_HEADER) == "canonical"
         return page_of(response.content, canonical)
 
-    def walk_pages(self, query: RecentQuery) -> Generator[Page, None, None]:
+    def walk_pages(self, query: RecentQuery) -> Generator[Page | TextPage, None, None]:
         """The walk from the query's cursor to its end, as pages (the same pages `recent` would give,
         in the endpoint's own size), from one streamed answer where the endpoint offers it."""
         query = query.validated()
         return self._streamed(query, _client_filters(query))
 
-    def _streamed(self, query: RecentQuery, local: str | None) -> Generator[Page, None, None]:
+    def _streamed(self, query: RecentQuery, local: str | None) -> Generator[Page | TextPage, None, None]:
         """`POST /memory/recent` asked for NDJSON: each line a page, parsed as a page is (and held to its
         size bound), until the line whose `next_cursor` is null. A stream that breaks (a server killed, a
         dropped connection, no byte within the read timeout) is asked again from the last line's cursor
@@ -166,11 +167,13 @@ class RemoteBackend(Calls, Backend):
             answer = self._send("POST", "/memory/recent", body, stream=True)
             canonical = answer.headers.get(CANONICAL_HEADER) == "canonical"
             if answer.stream is None:
-                page = page_of(answer.content, canonical)
-                yield page if local is None else _kept(query, local, page)
-                while page.next_cursor is not None:
-                    page = self._page(server.replace(cursor=page.next_cursor))
+                first = read_page(answer.content, canonical)
+                yield first if local is None else _kept(query, local, first)
+                cursor = first.next_cursor
+                while cursor is not None:
+                    page = self._page(server.replace(cursor=cursor))
                     yield page if local is None else _kept(query, local, page)
+                    cursor = page.next_cursor
                 return
             reason = "it ended before its last page"
             try:
@@ -178,12 +181,12 @@ class RemoteBackend(Calls, Backend):
                     for line in stream.lines(seconds=self.deadline):
                         if not line or line.isspace():
                             continue
-                        page = page_of(line, canonical)
+                        read = read_page(line, canonical)
                         broken = 0
-                        yield page if local is None else _kept(query, local, page)
-                        if page.next_cursor is None:
+                        yield read if local is None else _kept(query, local, read)
+                        if read.next_cursor is None:
                             return
-                        cursor = page.next_cursor
+                        cursor = read.next_cursor
             except DeadlinePassed:
                 raise Unavailable(
                     f"no whole page from {self.identity}'s stream within the deadline of {self.deadline:g} s "

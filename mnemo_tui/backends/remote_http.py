@@ -335,7 +335,7 @@ class Stream:
         """
         bound = MAX_ANSWER if bound is None else bound
         too_large = f"{'an event' if event else 'a line'} over {bound >> 20} MiB"
-        parts: list[bytes] = []  # the line read so far, `size` bytes
+        parts: list[bytes | memoryview] = []  # the line read so far, `size` bytes (views: copied once, joined)
         size = spent = 0  # `spent`: an event's lines already read, with their ends
         after_cr = False  # the last chunk ended in `\r`: a `\n` opening the next one belongs to it
         due = time.monotonic() + seconds
@@ -345,6 +345,7 @@ class Stream:
                     raise DeadlinePassed("the deadline passed")
                 start = 1 if after_cr and chunk.startswith(b"\n") else 0
                 after_cr = False
+                view = memoryview(chunk)
                 while True:
                     end = chunk.find(b"\n", start)
                     if cr and (r := chunk.find(b"\r", start, len(chunk) if end < 0 else end)) >= 0:
@@ -355,7 +356,7 @@ class Stream:
                     if length and spent + length + event > bound:
                         raise TooLarge(too_large)
                     if parts:
-                        parts.append(chunk[start:end])
+                        parts.append(view[start:end])
                         line = b"".join(parts)
                         parts, size = [], 0
                     else:
@@ -368,7 +369,7 @@ class Stream:
                         after_cr = start == len(chunk)
                         start += chunk.startswith(b"\n", start)
                 if start < len(chunk):
-                    parts.append(chunk[start:] if start else chunk)
+                    parts.append(view[start:] if start else chunk)
                     size += len(chunk) - start
                     if spent + size > bound:
                         raise TooLarge(too_large)

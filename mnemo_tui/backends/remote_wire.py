@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from itertools import repeat
-from operator import attrgetter, floordiv, sub
+from operator import attrgetter
 from typing import Annotated, Any
 
 import msgspec
@@ -14,9 +14,8 @@ from mnemo_tui import timefmt
 from mnemo_tui.errors import Unavailable, ValidationError
 from mnemo_tui.limits import dumps as _dumps
 from mnemo_tui.values.model import Entry, Page
+from mnemo_tui.values.text_page import TextPage
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ONE_US = timedelta(microseconds=1)
 _MIN_US = timefmt.from_datetime(datetime(1, 1, 1, tzinfo=UTC))
 _MAX_US = timefmt.from_datetime(datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC))
 # The canonical time's shape (docs/cli.md), its digits read as 0 (see `_instants`).
@@ -79,7 +78,9 @@ def entry_of(item: Any) -> Entry:
     return Entry.of(atom_id=atom, created_at=created or 0, wire=_dumps(wire))
 
 
-class _Page(msgspec.Struct):
+# The structs hold strings, lists of strings and each other, never a cycle: `gc=False` keeps them out of the
+# collector's tracking (a page's decode made ~4 tracked objects an item).
+class _Page(msgspec.Struct, gc=False):
     """A `RecentResponse` as msgspec delimits it: each item's own bytes (`Raw`, not decoded), the cursor."""
 
     items: list[msgspec.Raw]
@@ -90,7 +91,7 @@ _Id = Annotated[str, msgspec.Meta(min_length=1)]
 _Name = str | None
 
 
-class _Provenance(msgspec.Struct, forbid_unknown_fields=True):
+class _Provenance(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """docs/server.md's provenance, each field of its type, and no other."""
 
     principal: _Name = None
@@ -100,21 +101,21 @@ class _Provenance(msgspec.Struct, forbid_unknown_fields=True):
     is_external: bool = False
 
 
-class _Item(msgspec.Struct, forbid_unknown_fields=True):
+class _Item(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     """A RecentItem whose own text is kept as its wire JSON: docs/server.md's fields only, each of its type. Only the
     id and the time are used; the rest is checked and passed on as the text that is printed."""
 
     atom_id: _Id
     content: str
     domain: str
-    created_at: str  # canonical, checked a page at a time (`_instants`)
+    created_at: str  # canonical, checked a page at a time (`_times`)
     concepts: list[str]
     provenance: _Provenance | msgspec.UnsetType = msgspec.UNSET
     supersedes: Annotated[list[str], msgspec.Meta(min_length=1)] | msgspec.UnsetType = msgspec.UNSET
     superseded_by: _Id | msgspec.UnsetType = msgspec.UNSET
 
 
-class _Items(msgspec.Struct):
+class _Items(msgspec.Struct, gc=False):
     items: list[_Item]
 
 
@@ -136,13 +137,24 @@ _KEY_ORDERS = _key_orders()
 
 
 def page_of(body: bytes | str, canonical: bool = False) -> Page:
+    """A feed page from the body of a `RecentResponse` (`read_page`), as `Page` values.
+
+    Raises:
+        Unavailable: the body is not a page, or an item is not an object with an atom id, or not UTF-8.
+    """
+    read = read_page(body, canonical)
+    return read if isinstance(read, Page) else read.page()
+
+
+def read_page(body: bytes | str, canonical: bool = False) -> Page | TextPage:
     """A feed page from the body of a `RecentResponse`; a `next_cursor` absent or `""` ends the walk.
 
     msgspec delimits the items (each one's own bytes, as the endpoint sent them); an item that is a
     RecentItem as docs/server.md spells it (`_one`) keeps that text as its wire JSON, never re-encoded; any
     other is read by the standard library and written anew (`entry_of`). `canonical`: the endpoint said
     its items are its stored RecentItems (`CANONICAL_HEADER`), so the rule is first tried on the whole
-    page at once (`_whole`).
+    page at once (`_whole`): a page whose every item keeps its text is a `TextPage`, its `Entry` values
+    built only if asked for.
 
     Raises:
         Unavailable: the body is not a page, or an item is not an object with an atom id, or not UTF-8.
@@ -155,10 +167,12 @@ def page_of(body: bytes | str, canonical: bool = False) -> Page:
     except (msgspec.DecodeError, UnicodeError, RecursionError):
         raise Unavailable("the endpoint answered /memory/recent with a body that is not JSON") from None
     cursor = page.next_cursor
-    entries = _whole(raw, page.items) if canonical else None
-    if entries is None:
-        entries = list(map(_one, page.items, repeat(canonical)))
-    return Page(entries, cursor if isinstance(cursor, str) and cursor else None)  # by position: the quick way
+    cursor = cursor if isinstance(cursor, str) and cursor else None
+    if canonical:
+        whole = _whole(raw, page.items, cursor)
+        if whole is not None:
+            return whole
+    return Page(list(map(_one, page.items, repeat(canonical))), cursor)  # by position: the quick way
 
 
 def _one_line(raw: bytes) -> bool:
@@ -166,33 +180,25 @@ def _one_line(raw: bytes) -> bool:
     return b"\n" not in raw and b"\r" not in raw
 
 
-def _instants(times: list[str]) -> list[int] | None:
-    """Microseconds of canonical times (`YYYY-MM-DDTHH:MM:SS.ffffffZ`), read all at once; None when one is
+_TIMES = msgspec.json.Decoder(list[datetime])
+
+
+def _times(times: list[str]) -> list[datetime] | None:
+    """The instants of canonical times (`YYYY-MM-DDTHH:MM:SS.ffffffZ`), read all at once; None when one is
     not canonical or names no instant (February 30th)."""
     # Every time in the canonical shape, checked at once: the digits read as 0 (any other character, a
     # digit of another script too, stays itself) against the shape repeated, the line breaks where the
-    # shape has them. `24:00`, which a later Python may read as the next midnight, is refused too.
+    # shape has them. Then one msgspec call reads them all as RFC 3339 instants (in C): on this shape it
+    # refuses what `datetime.fromisoformat` refuses (`24:00`, a 60th second, a day the month lacks).
     joined = "\n".join(times)
-    if joined.translate(_ZEROS) != "\n".join([_SHAPE] * len(times)) or "T24" in joined:
+    if joined.translate(_ZEROS) != "\n".join([_SHAPE] * len(times)):
         return None
+    if not times:
+        return []
     try:
-        # (t - epoch) // 1 µs, mapped in C: no Python frame per item.
-        return list(map(floordiv, map(sub, map(datetime.fromisoformat, times), repeat(_EPOCH)), repeat(_ONE_US)))
-    except ValueError:
+        return _TIMES.decode('["' + '","'.join(times) + '"]')
+    except msgspec.DecodeError:
         return None
-
-
-def _kept(items: list[_Item], spans: list[msgspec.Raw]) -> list[Entry] | None:
-    """The entries of checked items, each with its own text; None when a time is not canonical or a text not UTF-8."""
-    instants = _instants(list(map(_CREATED_AT, items)))
-    if instants is None:
-        return None
-    try:
-        texts = list(map(str, spans, repeat("utf-8")))
-    except UnicodeDecodeError:
-        return None
-    # What `Entry._make` does (`tuple.__new__`), called by `map` without a Python frame per item.
-    return list(map(tuple.__new__, repeat(Entry), zip(instants, map(_ATOM_ID, items), texts, strict=True)))
 
 
 def _one(span: msgspec.Raw, trusted: bool) -> Entry:
@@ -207,11 +213,11 @@ def _one(span: msgspec.Raw, trusted: bool) -> Entry:
     if _one_line(raw):
         try:
             item = _ITEM.decode(raw)
-            kept = _kept([item], [span]) if trusted or tuple(_KEYS.decode(raw)) in _KEY_ORDERS else None
+            times = _times([item.created_at]) if trusted or tuple(_KEYS.decode(raw)) in _KEY_ORDERS else None
+            if times is not None:
+                return TextPage([span], [item.atom_id], times, None).items[0]
         except (msgspec.DecodeError, UnicodeDecodeError):
-            kept = None  # another shape (the hosted service's), or not UTF-8: read below
-        if kept is not None:
-            return kept[0]
+            pass  # another shape (the hosted service's), or not UTF-8: read below
     try:
         return entry_of(json.loads(raw.decode()))
     except UnicodeDecodeError:
@@ -220,13 +226,19 @@ def _one(span: msgspec.Raw, trusted: bool) -> Entry:
         raise Unavailable("the endpoint answered with an item nested too deeply") from None
 
 
-def _whole(raw: bytes, spans: list[msgspec.Raw]) -> list[Entry] | None:
-    """The entries of a page whose every item keeps its text (the rule of `_one`, held to it by the tests),
-    read with one decode of the page; None when one item does not (each is then read on its own)."""
+def _whole(raw: bytes, spans: list[msgspec.Raw], cursor: str | None) -> TextPage | None:
+    """A page whose every item keeps its text (the rule of `_one`, held to it by the tests), read with one decode
+    of its items' fields; None when one item does not (each is then read on its own).
+
+    The typed decode reads every string of every item (UTF-8 checked) and allows nothing else, so each
+    item's bytes are UTF-8 without being decoded again."""
     if not _one_line(raw):
         return None
     try:
         items = _ITEMS.decode(raw).items
     except (msgspec.DecodeError, UnicodeDecodeError):
         return None
-    return _kept(items, spans)
+    times = _times(list(map(_CREATED_AT, items)))
+    if times is None or len(items) != len(spans):
+        return None
+    return TextPage(spans, list(map(_ATOM_ID, items)), times, cursor)

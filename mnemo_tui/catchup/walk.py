@@ -9,6 +9,7 @@ from mnemo_tui.backends import Backend
 from mnemo_tui.errors import BrokenFeed
 from mnemo_tui.limits import MAX_LIMIT
 from mnemo_tui.values.model import Entry, Page, RecentQuery, Value, WalkProgress, Watermark
+from mnemo_tui.values.text_page import TextPage
 
 # How far below a watermark a pass re-reads on an endpoint, whose database may let a transaction
 # that took an earlier timestamp commit after a later one (docs/architecture.md). The embedded engine's
@@ -19,6 +20,7 @@ REMOTE_OVERLAP = 2_000_000
 MAX_EMPTY_PAGES = 1000
 _ATOM_ID = attrgetter("atom_id")
 _CREATED_AT = attrgetter("created_at")
+_WIRE = attrgetter("wire")
 
 
 def default_overlap(backend: Backend) -> int:
@@ -87,14 +89,12 @@ class Frontier:
         if created_at >= self.newest - self.overlap:
             self._ids[atom_id] = created_at
 
-    def observe_all(self, entries: list[Entry]) -> None:
-        """`observe` each entry; a page wholly below the overlap (every page of a long walk but its first
-        few) changes nothing, which one look at its newest time tells."""
-        if not entries:
+    def observe_page(self, newest: int | None, page: Page | TextPage) -> None:
+        """`observe` each entry of a page whose newest instant is `newest`; a page wholly below the overlap (every
+        page of a long walk but its first few) changes nothing, which that one look tells (its entries unbuilt)."""
+        if newest is None or (self.newest is not None and newest < self.newest - self.overlap):
             return
-        if self.newest is not None and max(map(_CREATED_AT, entries)) < self.newest - self.overlap:
-            return
-        for entry in entries:
+        for entry in page.items:
             self.observe(entry.created_at, entry.atom_id)
 
     @property
@@ -158,6 +158,30 @@ class Walk:
         (`Backend.walk_pages`: one streamed answer from `mnemo serve`), every page held to the same
         checks; else, and with `max_pages`, it asks for each page (`Backend.recent`).
         """
+        read = self._read()
+        try:
+            for page, used in read:
+                fresh = self._taken(page, used)
+                yield list(page.items) if fresh is None else fresh
+        finally:
+            read.close()  # a walk left early (`| head`) lets go of the answer at once
+
+    def texts(self) -> Iterator[list[str] | TextPage]:
+        """What `pages` yields, as wire texts: a page every entry of which is fresh, and that came as its items'
+        texts (`TextPage`), as it is (printed whole, its `Entry` values never built); else the fresh entries' texts."""
+        read = self._read()
+        try:
+            for page, used in read:
+                fresh = self._taken(page, used)
+                if fresh is None and isinstance(page, TextPage):
+                    yield page
+                else:
+                    yield list(map(_WIRE, page.items if fresh is None else fresh))
+        finally:
+            read.close()
+
+    def _read(self) -> Generator[tuple[Page | TextPage, str | None], None, None]:
+        """Each page as it is read, with the cursor it was read from; the caller takes it (`_taken`) before the next."""
         requests = 0
         streamed = self.max_pages is None
         while not self.progress.done and (self.max_pages is None or requests < self.max_pages):
@@ -165,28 +189,33 @@ class Walk:
             stream = self.backend.walk_pages(self.query.replace(cursor=used)) if streamed else None
             if stream is None:
                 requests += 1
-                yield self._taken(self.backend.recent(self.query.replace(cursor=used)), used)
+                yield self.backend.recent(self.query.replace(cursor=used)), used
                 continue
             streamed = False  # a stream that ends before the end of the feed is followed by pages
             try:
                 for page in stream:
-                    yield self._taken(page, self.progress.cursor)
+                    yield page, self.progress.cursor
                     if self.progress.done:
                         break
             finally:
                 stream.close()  # a walk left early (`| head`) lets go of the answer at once
 
-    def _taken(self, page: Page, used: str | None) -> list[Entry]:
-        """One page read from `used` (a cursor, None at the top): checked, its fresh entries kept, the
-        progress moved on."""
+    def _taken(self, page: Page | TextPage, used: str | None) -> list[Entry] | None:
+        """One page read from `used` (a cursor, None at the top): checked, the progress moved on; its fresh
+        entries, or None when every entry of the page is fresh (most pages of a walk)."""
         number = self.progress.pages + 1
-        self._advanced(page.items, used, page.next_cursor, number)
-        ids = list(map(_ATOM_ID, page.items))
-        fresh: list[Entry] = []
-        repeats = 0
-        if self.held.isdisjoint(ids) and self._previous.isdisjoint(ids) and not self.hold_all:
-            fresh = list(page.items)  # nothing held: the whole page is fresh (most pages of a walk)
+        if isinstance(page, TextPage):
+            ids, last, newest = page.ids, page.last, page.newest
         else:
+            ids = list(map(_ATOM_ID, page.items))
+            last = (page.items[-1].created_at, page.items[-1].atom_id) if page.items else None
+            newest = max(map(_CREATED_AT, page.items)) if page.items else None
+        self._advanced(last, used, page.next_cursor, number)
+        fresh: list[Entry] | None = None
+        repeats = 0
+        here = frozenset(ids)  # each id hashed once, for the three looks below
+        if not (self.held.isdisjoint(here) and self._previous.isdisjoint(here) and not self.hold_all):
+            fresh = []
             for entry in page.items:
                 atom = entry.atom_id
                 if atom in self.held or atom in self._previous:
@@ -197,8 +226,8 @@ class Walk:
                     fresh.append(entry)
                     if self.hold_all:
                         self.held.add(atom)
-        self.frontier.observe_all(page.items)
-        self._previous = frozenset(ids)
+        self.frontier.observe_page(newest, page)
+        self._previous = here
         p = self.progress
         self.progress = WalkProgress(
             cursor=page.next_cursor,
@@ -206,19 +235,19 @@ class Walk:
             newest=self.frontier.newest,
             newest_ids=self.frontier.ids,
             pages=number,
-            delivered=p.delivered + len(fresh),
+            delivered=p.delivered + (len(ids) if fresh is None else len(fresh)),
             repeats=p.repeats + repeats,
         )
         return fresh
 
-    def _advanced(self, items: list[Entry], used: str | None, cursor: str | None, number: int) -> None:
-        """Raise `BrokenFeed` unless the page moved the walk on: its last entry strictly older than the
+    def _advanced(self, last: tuple[int, str] | None, used: str | None, cursor: str | None, number: int) -> None:
+        """Raise `BrokenFeed` unless the page moved the walk on: its last entry (`last`) strictly older than the
         previous page's last (the feed's order, docs/architecture.md), its cursor a new one."""
         why = None
         if cursor is not None and cursor == used:
             why = "the same cursor again"
-        elif items:
-            last = (items[-1].created_at, items[-1].atom_id.lower())
+        elif last is not None:
+            last = (last[0], last[1].lower())
             if self._last is not None and not last < self._last:
                 why = "a page that is not older than the one before"
             self._last, self._empty = last, 0
@@ -233,19 +262,20 @@ class Walk:
             )
 
 
-def stream_wire(backend: Backend, query: RecentQuery) -> Generator[list[str], None, None]:
-    """Every remaining entry of a read as wire texts, in chunks, newest first.
+def stream_wire(backend: Backend, query: RecentQuery) -> Generator[list[str] | TextPage, None, None]:
+    """Every remaining entry of a read as wire texts, in chunks, newest first: lists of texts, or pages as their
+    items' texts came (`TextPage`: printed as they are).
 
     From one snapshot where the backend can read one (the embedded store: one statement), else
-    by the walk, in the largest pages there are.
+    by the walk, in the largest pages there are (`Walk.texts`).
     """
     snapshot = backend.snapshot_wire(query.validated())
     if snapshot is not None:
         yield from snapshot
         return
-    for fresh in Walk(backend, query.replace(limit=MAX_LIMIT)).pages():
-        if fresh:
-            yield [entry.wire for entry in fresh]
+    for chunk in Walk(backend, query.replace(limit=MAX_LIMIT)).texts():
+        if len(chunk):
+            yield chunk
 
 
 # -- live tracking: what is newer than the newest entry shown (the TUI's live feed, `recent --follow`) --

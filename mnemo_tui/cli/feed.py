@@ -16,6 +16,7 @@ from mnemo_tui.cli.table import TableWriter
 from mnemo_tui.errors import ExitCode, ValidationError
 from mnemo_tui.limits import MAX_LIMIT, parse_scope
 from mnemo_tui.values.model import Entry, RecentQuery, Value
+from mnemo_tui.values.text_page import TextPage
 
 # A catch-up whose output was closed before the pass ended (a pager quit early, a closed pipe) moved no
 # watermark: `ExitCode.OUTPUT_CLOSED`, not an interrupt, so a script can tell the two apart.
@@ -179,17 +180,28 @@ def _recent_all(c: Context, query: RecentQuery, fmt: str, *, reverse: bool, wide
     write = out.write
     source = stream_wire(backend, query)
     try:
-        chunks: Iterator[list[str]] = iter([c[::-1] for c in reversed(list(source))]) if reverse else source
+        chunks: Iterator[list[str] | TextPage] = (
+            iter([list(c)[::-1] for c in reversed(list(source))]) if reverse else source
+        )
+        # A page that came as its items' texts (`TextPage`) is written as those bytes, in one write.
         if fmt == "json":
             write('{"items":[')
             for chunk in chunks:
-                write(("," if count else "") + ",".join(chunk))
+                if count:
+                    write(",")
+                if isinstance(chunk, TextPage):
+                    output.write_utf8(out, chunk.joined())
+                else:
+                    write(",".join(chunk))
                 count += len(chunk)
                 progress.update(count)
         else:
             for chunk in chunks:
-                write("\n".join(chunk))
-                write("\n")
+                if isinstance(chunk, TextPage):
+                    output.write_utf8(out, chunk.ndjson())
+                else:
+                    write("\n".join(chunk))
+                    write("\n")
                 count += len(chunk)
                 progress.update(count)
     finally:

@@ -133,6 +133,17 @@ def ndjson(out: IO[str], wires: Iterable[str]) -> None:
         out.write(text + "\n")
 
 
+def write_utf8(out: IO[str], data: bytes) -> None:
+    """UTF-8 bytes onto a text output: straight onto its bytes where it writes UTF-8 (stdout as `check_format`
+    leaves it for a machine format), after what it holds; else decoded (a terminal's wrapper escapes them)."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is not None and str(getattr(out, "encoding", "")).lower() in ("utf-8", "utf8"):
+        out.flush()
+        buffer.write(data)
+    else:
+        out.write(data.decode())
+
+
 def shell_quote(text: str) -> str:
     """Quote a value for a shell command line a person can paste (only when it needs it)."""
     import shlex

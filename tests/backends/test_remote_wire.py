@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from mnemo_tui import timefmt
 from mnemo_tui.backends import remote_wire
-from mnemo_tui.backends.remote_wire import page_of
+from mnemo_tui.backends.remote_wire import page_of, read_page
 from mnemo_tui.errors import Unavailable
 from mnemo_tui.values.model import Page
+from mnemo_tui.values.text_page import TextPage
 
 ITEM = {
     "atom_id": "00000000-0000-4000-8000-000000000001",
@@ -219,12 +220,22 @@ def _items(draw: st.DrawFn) -> str:
 def test_the_whole_page_read_is_the_item_by_item_read(texts: list[str], cursor: str | None) -> None:
     # The whole-page reading of a trusted page (`_whole`) is a shortcut: whatever its items, it gives what
     # reading each item on its own gives (`_one`), or the page is read item by item; a refusal stays a refusal.
+    # Read as its items' texts (`TextPage`), what it prints is those entries' texts, a line each.
     body = _page(*texts, cursor=cursor)
     read = _read(body)
     assert read == _read_alone(body)
     if read is Unavailable:
         return
     assert isinstance(read, Page)
+    whole = read_page(body, True)
+    if isinstance(whole, TextPage):
+        assert whole.ndjson() == "".join(e.wire + "\n" for e in read.items).encode()
+        assert whole.joined() == ",".join(e.wire for e in read.items).encode()
+        assert (whole.ids, whole.next_cursor, len(whole)) == (
+            [e.atom_id for e in read.items],
+            read.next_cursor,
+            len(texts),
+        )
     for entry, text in zip(read.items, texts, strict=True):
         # What is printed is one line, and says the id and the time the walk checked.
         assert "\n" not in entry.wire and "\r" not in entry.wire
@@ -278,3 +289,39 @@ def test_an_item_from_an_endpoint_not_declared_canonical_is_printed_in_wire_orde
         keys = list(json.loads(entry.wire))
         assert keys[:5] == ["atom_id", "content", "domain", "created_at", "concepts"]
         assert tuple(keys) in remote_wire._KEY_ORDERS
+
+
+def test_a_page_declared_canonical_is_read_as_its_items_texts_with_the_positions_the_walk_checks() -> None:
+    newer = {**ITEM, "atom_id": "00000000-0000-4000-8000-00000000000b", "content": "café \u202e ✓"}
+    newer_text = json.dumps(newer, separators=(",", ":"), ensure_ascii=False)
+    older = COMPACT.replace('"created_at":"2026-01-01T00:00:00.000001Z"', '"created_at":"2025-12-31T23:59:59.999999Z"')
+    body = _page(newer_text, COMPACT, older, cursor="c9")
+    read = read_page(body, True)
+    assert isinstance(read, TextPage)
+    assert read.ndjson() == (newer_text + "\n" + COMPACT + "\n" + older + "\n").encode()
+    assert read.ids == [newer["atom_id"], ITEM["atom_id"], ITEM["atom_id"]] and read.next_cursor == "c9"
+    assert read.newest == 1_767_225_600_000_001 and read.last == (1_767_225_599_999_999, ITEM["atom_id"])
+    assert list(read) == [newer_text, COMPACT, older]  # a chunk of wire texts
+    assert read.items == page_of(body, True).items == page_of(body, False).items
+    assert read.page() == Page(read.items, "c9")
+    empty = read_page(_page(cursor=None), True)
+    assert isinstance(empty, TextPage) and (empty.ndjson(), empty.newest, empty.last) == (b"", None, None)
+
+
+def test_only_a_page_declared_canonical_whose_every_item_keeps_its_text_is_read_as_texts() -> None:
+    assert isinstance(read_page(_page(COMPACT), False), Page)  # the hosted service's: item by item, in wire order
+    odd = json.dumps({**ITEM, "relevance": 0.5}, separators=(",", ":"))
+    mixed = read_page(_page(COMPACT, odd), True)
+    assert isinstance(mixed, Page) and [e.wire for e in mixed.items] == [COMPACT, COMPACT]
+
+
+@given(st.text(alphabet="0123456789", min_size=20, max_size=20))
+def test_a_canonical_time_is_read_as_the_standard_library_reads_it(digits: str) -> None:
+    # `_times` reads every time of a page in one msgspec call; on the canonical shape it must refuse what
+    # `datetime.fromisoformat` refuses (a 13th month, a 30th of February, 24:00, a 60th second) and agree on the rest.
+    text = f"{digits[:4]}-{digits[4:6]}-{digits[6:8]}T{digits[8:10]}:{digits[10:12]}:{digits[12:14]}.{digits[14:]}Z"
+    try:
+        expected = [datetime.fromisoformat(text)]
+    except ValueError:
+        expected = None
+    assert remote_wire._times([text]) == expected

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import BrokenFeed, Unavailable
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
-from tests.support.cli import MNEMO, CliResult
+from tests.support.cli import MNEMO, CliResult, on_terminal, terminal_env
 from tests.support.reliability import Passes
 from tests.support.serve import ServeProcess, start_serve
 from tests.support.targets import Target
@@ -356,3 +357,117 @@ def test_each_line_of_a_stream_is_held_to_the_walks_checks() -> None:
         with pytest.raises(BrokenFeed, match="the same cursor again"):
             list(Walk(backend, RecentQuery(limit=10)).pages())
         backend.close()
+
+
+class Canonical(LateClock):
+    """An endpoint with the stream that says its items are its stored texts (`X-Mnemo-Wire: canonical`), as `mnemo
+    serve` does: pages of 10 a line, compact UTF-8 items; `repeat`: each page after the first opens with the last
+    entry of the one before; `stale`: the third page is the first again."""
+
+    def __init__(self, repeat: bool = False, stale: bool = False) -> None:
+        super().__init__()
+        self.repeat, self.stale = repeat, stale
+
+    def item(self, created_at: int, atom_id: str) -> dict[str, Any]:
+        return {**super().item(created_at, atom_id), "content": f"café \u202e ✓ {atom_id[:8]}"}
+
+    def text(self, entry: tuple[int, str]) -> str:
+        return json.dumps(self.item(*entry), separators=(",", ":"), ensure_ascii=False)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        await read_body(receive)
+        rows = sorted(self.entries, reverse=True)
+        pages = [rows[start : start + 10] for start in range(0, len(rows), 10)]
+        if self.repeat:
+            pages = [pages[0]] + [[before[-1], *page] for before, page in pairwise(pages)]
+        if self.stale:
+            pages[2] = pages[0]
+        head = [(b"content-type", b"application/x-ndjson"), (b"x-mnemo-wire", b"canonical")]
+        await send({"type": "http.response.start", "status": 200, "headers": head})
+        for number, page in enumerate(pages, 1):
+            cursor = json.dumps(f"o{number}" if number < len(pages) else None)
+            line = '{"items":[' + ",".join(map(self.text, page)) + '],"next_cursor":' + cursor + "}\n"
+            await send({"type": "http.response.body", "body": line.encode(), "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def test_a_canonical_stream_prints_each_entry_once_as_it_came(cli: Callable[..., CliResult]) -> None:
+    # Each line of `mnemo serve`'s stream is read as its items' texts (`TextPage`) and printed as those bytes;
+    # a page that repeats an entry (at the page boundary) has that entry dropped, as a page of entries would.
+    endpoint = Canonical(repeat=True)
+    newest_first = _entries(endpoint, 35)
+    expected = [endpoint.text(e) for e in sorted(endpoint.entries, reverse=True)]
+    with serving(endpoint) as server:
+        backend = RemoteBackend(server.url, "mk_live_" + "1" * 32)
+        chunks = list(stream_wire(backend, RecentQuery()))
+        backend.close()
+        env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": "mk_live_" + "1" * 32}
+        ndjson = cli("recent", "--all", "--format", "ndjson", env=env)
+        document = cli("recent", "--all", "--format", "json", env=env)
+        reverse = cli("recent", "--all", "--reverse", "--format", "ndjson", env=env)
+    assert [type(c).__name__ for c in chunks] == ["TextPage", "list", "list", "list"]  # pages 2-4 dropped a repeat
+    assert [w for c in chunks for w in c] == expected
+    assert ndjson.code == 0 and ndjson.stdout.splitlines() == expected, ndjson.stderr
+    assert [json.loads(line)["atom_id"] for line in ndjson.stdout.splitlines()] == newest_first
+    assert document.code == 0 and json.loads(document.stdout)["items"] == [json.loads(t) for t in expected]
+    assert reverse.code == 0 and reverse.stdout.splitlines() == expected[::-1]
+
+
+def test_every_page_of_a_canonical_stream_is_printed_whole_when_nothing_repeats() -> None:
+    endpoint = Canonical()
+    _entries(endpoint, 35)
+    expected = [endpoint.text(e) for e in sorted(endpoint.entries, reverse=True)]
+    with serving(endpoint) as server:
+        backend = RemoteBackend(server.url, "mk_live_" + "1" * 32)
+        chunks = list(stream_wire(backend, RecentQuery()))
+        backend.close()
+    assert [type(c).__name__ for c in chunks] == ["TextPage"] * 4
+    assert (
+        b"".join(c.ndjson() for c in chunks if not isinstance(c, list)) == "".join(t + "\n" for t in expected).encode()
+    )
+
+
+def test_a_canonical_page_not_older_than_the_one_before_stops_the_walk_before_it_is_printed(
+    cli: Callable[..., CliResult],
+) -> None:
+    endpoint = Canonical(stale=True)
+    _entries(endpoint, 35)
+    expected = [endpoint.text(e) for e in sorted(endpoint.entries, reverse=True)]
+    with serving(endpoint) as server:
+        env = {"MNEMO_ENDPOINT": server.url, "MNEMO_API_KEY": "mk_live_" + "1" * 32}
+        result = cli("recent", "--all", "--format", "ndjson", env=env)
+    assert result.code == 5 and "not older than the one before" in result.stderr, result.stderr
+    assert result.stdout.splitlines() == expected[:20]  # the first two pages, and nothing of the third
+
+
+def test_hostile_text_over_mnemo_serve_is_printed_as_the_embedded_walk_prints_it(
+    isolated_home: Path, cli: Callable[..., CliResult]
+) -> None:
+    # Piped: the same bytes as the embedded walk (UTF-8 as stored, never re-encoded); on a terminal: what a
+    # terminal acts on escaped (a C1 CSI, a bidi override, a line separator), the same JSON values.
+    store = Store(isolated_home / "store.db")
+    key = store.create_key("alice")[1]
+    hostile = ["evil \u202e reversed \x9b31m and \u2028 split", "café ✓ 𝄞", 'quote " and \\ back', "plain"]
+    rows = [
+        ("alice", WriteRequest(content=text, domain="notes"), timefmt.now_us() - 1000 + i)
+        for i, text in enumerate(hostile * 40)
+    ]
+    store.bulk_insert(rows)
+    embedded = [line for chunk in stream_wire(LocalBackend(store, "alice"), RecentQuery()) for line in chunk]
+    store.close()
+    served = start_serve(isolated_home)
+    try:
+        env = {"MNEMO_ENDPOINT": served.url, "MNEMO_API_KEY": key}
+        piped = cli("recent", "--all", "--format", "ndjson", env=env)
+        document = cli("recent", "--all", "--format", "json", env=env)
+        shown = on_terminal([MNEMO, "recent", "--all", "--format", "ndjson"], env=terminal_env(isolated_home, **env))
+    finally:
+        served.stop()
+    assert piped.code == 0 and piped.stdout.split("\n") == [*embedded, ""], piped.stderr
+    assert document.code == 0 and json.loads(document.stdout)["items"] == [json.loads(line) for line in embedded]
+    assert shown.code == 0, shown.stderr
+    assert "\u202e" not in shown.stdout and "\x9b" not in shown.stdout and "\u2028" not in shown.stdout
+    assert [json.loads(line) for line in shown.stdout.split("\n") if line] == [json.loads(line) for line in embedded]
