@@ -115,12 +115,7 @@ class _Item(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     superseded_by: _Id | msgspec.UnsetType = msgspec.UNSET
 
 
-class _Items(msgspec.Struct, gc=False):
-    items: list[_Item]
-
-
 _PAGE = msgspec.json.Decoder(_Page)
-_ITEMS = msgspec.json.Decoder(_Items)
 _ITEM = msgspec.json.Decoder(_Item)
 # An item's keys in the order they first occur (a key that repeats keeps its first place, as `json` has it).
 _KEYS = msgspec.json.Decoder(dict[str, msgspec.Raw])
@@ -153,7 +148,7 @@ def read_page(body: bytes | str, canonical: bool = False) -> Page | TextPage:
     RecentItem as docs/server.md spells it (`_one`) keeps that text as its wire JSON, never re-encoded; any
     other is read by the standard library and written anew (`entry_of`). `canonical`: the endpoint said
     its items are its stored RecentItems (`CANONICAL_HEADER`), so the rule is first tried on the whole
-    page at once (`_whole`): a page whose every item keeps its text is a `TextPage`, its `Entry` values
+    page at once (`_framed`): a page whose every item keeps its text is a `TextPage`, its `Entry` values
     built only if asked for.
 
     Raises:
@@ -161,18 +156,16 @@ def read_page(body: bytes | str, canonical: bool = False) -> Page | TextPage:
     """
     try:
         raw = body if isinstance(body, bytes) else body.encode()
+        framed = _framed(raw) if canonical else None
+        if framed is not None:
+            return framed
         page = _PAGE.decode(raw)
     except msgspec.ValidationError:
         raise Unavailable("the endpoint answered /memory/recent without an items list") from None
     except (msgspec.DecodeError, UnicodeError, RecursionError):
         raise Unavailable("the endpoint answered /memory/recent with a body that is not JSON") from None
     cursor = page.next_cursor
-    cursor = cursor if isinstance(cursor, str) and cursor else None
-    if canonical:
-        whole = _whole(raw, page.items, cursor)
-        if whole is not None:
-            return whole
-    return Page(list(map(_one, page.items, repeat(canonical))), cursor)  # by position: the quick way
+    return Page(list(map(_one, page.items, repeat(canonical))), cursor if isinstance(cursor, str) and cursor else None)
 
 
 def _one_line(raw: bytes) -> bool:
@@ -215,7 +208,7 @@ def _one(span: msgspec.Raw, trusted: bool) -> Entry:
             item = _ITEM.decode(raw)
             times = _times([item.created_at]) if trusted or tuple(_KEYS.decode(raw)) in _KEY_ORDERS else None
             if times is not None:
-                return TextPage([span], [item.atom_id], times, None).items[0]
+                return Entry(timefmt.from_datetime(times[0]), item.atom_id, raw.decode())
         except (msgspec.DecodeError, UnicodeDecodeError):
             pass  # another shape (the hosted service's), or not UTF-8: read below
     try:
@@ -226,19 +219,48 @@ def _one(span: msgspec.Raw, trusted: bool) -> Entry:
         raise Unavailable("the endpoint answered with an item nested too deeply") from None
 
 
-def _whole(raw: bytes, spans: list[msgspec.Raw], cursor: str | None) -> TextPage | None:
-    """A page whose every item keeps its text (the rule of `_one`, held to it by the tests), read with one decode
-    of its items' fields; None when one item does not (each is then read on its own).
+# A page as `mnemo serve` writes it (docs/server.md, "A feed page on the wire"): its items' texts joined by commas
+# between these two, then the cursor's JSON and `}`; each item after the first opens with its `atom_id`.
+_HEAD = b'{"items":['
+_TAIL = b'],"next_cursor":'
+_BETWEEN = b'},{"atom_id":'
+_BETWEEN_LINES = b'}\n{"atom_id":'
+_ITEM_LIST = msgspec.json.Decoder(list[_Item])
+_CURSOR = msgspec.json.Decoder(str | None)
 
-    The typed decode reads every string of every item (UTF-8 checked) and allows nothing else, so each
-    item's bytes are UTF-8 without being decoded again."""
-    if not _one_line(raw):
+
+def _framed(raw: bytes) -> TextPage | None:
+    """A page laid out as `mnemo serve` writes it whose every item keeps its text (the rule of `_one`, held to it by
+    the tests), read with one decode of its items: None when it is laid out otherwise or one item does not keep
+    its text (the page is then read item by item).
+
+    The items' array is decoded where it stands in the line (`list[_Item]`, every string read, so UTF-8 checked,
+    nothing else allowed), the cursor after it, so the line is that array and that cursor and nothing else.
+    Then each item's text is where it stands: `},{"atom_id":` can only be the boundary of two items of that
+    array (its quote opens a key, so the comma and braces around it are outside any string, and no list of a
+    RecentItem holds objects), and when it occurs once fewer than there are items, every boundary is one and
+    the texts are the line between the brackets cut there (and joined again by line breaks). No text is decoded
+    or re-encoded.
+    """
+    end = raw.rfind(_TAIL)
+    if end < len(_HEAD) or not raw.startswith(_HEAD) or not raw.endswith(b"}") or not _one_line(raw):
         return None
+    view = memoryview(raw)
     try:
-        items = _ITEMS.decode(raw).items
+        cursor = _CURSOR.decode(view[end + len(_TAIL) : -1])
+        items = _ITEM_LIST.decode(view[len(_HEAD) - 1 : end + 1])
     except (msgspec.DecodeError, UnicodeDecodeError):
         return None
     times = _times(list(map(_CREATED_AT, items)))
-    if times is None or len(items) != len(spans):
+    if times is None:
         return None
-    return TextPage(spans, list(map(_ATOM_ID, items)), times, cursor)
+    if not items:
+        return TextPage(b"", [], [], cursor or None)
+    if raw[len(_HEAD)] != 0x7B or raw[end - 1] != 0x7D:  # `{` first, `}` last: no space around the items
+        return None
+    pieces = raw.split(_BETWEEN)  # the line cut where its items meet
+    if len(pieces) != len(items):
+        return None
+    pieces[0] = pieces[0][len(_HEAD) :]
+    pieces[-1] = pieces[-1][: end - len(raw)] + b"\n"
+    return TextPage(_BETWEEN_LINES.join(pieces), list(map(_ATOM_ID, items)), times, cursor or None)

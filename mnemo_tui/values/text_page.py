@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from itertools import repeat
 from operator import floordiv, sub
-from typing import Any
 
 from mnemo_tui.values.model import Entry, Page
 
@@ -19,24 +18,24 @@ def _us(when: datetime) -> int:
 
 
 class TextPage:
-    """A page of the feed as its items came (`backends/remote_wire.py` makes them, checked): each item's own
-    bytes (UTF-8, one line, never re-encoded), its id and its time from the one decode that checked it.
+    """A page of the feed as its items came (`backends/remote_wire.py` makes them, checked): their own bytes, each
+    on its line (UTF-8, never re-encoded), and each one's id and time from the one decode that checked it.
 
-    A walk checks a page by its ids and its first and last positions, and prints it with one write (`ndjson`);
-    its `Entry` values are built only when something asks for them (`items`: a table, a filter, a repeat),
-    once: so a plain class, not a `Value`.
+    A walk checks a page by its ids and its last position, and prints it with one write (`ndjson`); its `Entry`
+    values are built only when something asks for them (`items`: a table, a filter, a repeat), once: so a plain
+    class, not a `Value`.
 
     Attributes:
-        texts: each item's bytes (a buffer: a `msgspec.Raw` of the page's line), in the page's order.
+        text: the items' texts, each followed by `\\n` (none holds one), in the page's order.
         ids: each item's `atom_id`.
         times: each item's `created_at`, aware (UTC).
         next_cursor: the cursor of the next page (None at the end).
     """
 
-    __slots__ = ("_items", "ids", "next_cursor", "texts", "times")
+    __slots__ = ("_items", "ids", "next_cursor", "text", "times")
 
-    def __init__(self, texts: list[Any], ids: list[str], times: list[datetime], next_cursor: str | None) -> None:
-        self.texts = texts
+    def __init__(self, text: bytes, ids: list[str], times: list[datetime], next_cursor: str | None) -> None:
+        self.text = text
         self.ids = ids
         self.times = times
         self.next_cursor = next_cursor
@@ -47,7 +46,7 @@ class TextPage:
 
     def __iter__(self) -> Iterator[str]:
         """The items' texts, as a chunk of wire texts is read (`catchup.walk.stream_wire`)."""
-        return map(str, self.texts, repeat("utf-8"))
+        return iter(self.text.decode().split("\n")[:-1])
 
     @property
     def newest(self) -> int | None:
@@ -64,9 +63,8 @@ class TextPage:
         """The page's entries, newest first (built once)."""
         if self._items is None:
             instants = map(floordiv, map(sub, self.times, repeat(_EPOCH)), repeat(_ONE_US))  # in C: no frame an item
-            texts = iter(self)
             # What `Entry._make` does (`tuple.__new__`), called by `map` without a Python frame per item.
-            self._items = list(map(tuple.__new__, repeat(Entry), zip(instants, self.ids, texts, strict=True)))
+            self._items = list(map(tuple.__new__, repeat(Entry), zip(instants, self.ids, self, strict=True)))
         return self._items
 
     def page(self) -> Page:
@@ -75,8 +73,8 @@ class TextPage:
 
     def ndjson(self) -> bytes:
         """The items' texts, each on its own line (what `--format ndjson` prints), in one piece."""
-        return b"\n".join([*self.texts, b""]) if self.texts else b""
+        return self.text
 
     def joined(self) -> bytes:
         """The items' texts joined by commas (a JSON array's inside)."""
-        return b",".join(self.texts)
+        return self.text[:-1].replace(b"\n", b",")

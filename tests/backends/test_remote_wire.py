@@ -218,7 +218,7 @@ def _items(draw: st.DrawFn) -> str:
 
 @given(st.lists(_items(), max_size=10), st.one_of(st.none(), st.text(max_size=4)))
 def test_the_whole_page_read_is_the_item_by_item_read(texts: list[str], cursor: str | None) -> None:
-    # The whole-page reading of a trusted page (`_whole`) is a shortcut: whatever its items, it gives what
+    # The whole-page reading of a trusted page (`_framed`) is a shortcut: whatever its items, it gives what
     # reading each item on its own gives (`_one`), or the page is read item by item; a refusal stays a refusal.
     # Read as its items' texts (`TextPage`), what it prints is those entries' texts, a line each.
     body = _page(*texts, cursor=cursor)
@@ -325,3 +325,50 @@ def test_a_canonical_time_is_read_as_the_standard_library_reads_it(digits: str) 
     except ValueError:
         expected = None
     assert remote_wire._times([text]) == expected
+
+
+_OTHER = COMPACT.replace("0001", "0002")
+_NESTED = COMPACT[:-1] + ',"provenance":{"principal":"p","is_external":false}}'
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _page(COMPACT.replace('"x"', '"},{\\"atom_id\\":\\"y\\"}"'), _OTHER),  # the boundary spelled in a string
+        _page(COMPACT.replace('"x"', '"a},{"'), _OTHER),  # a string ending as a boundary begins
+        _page(_NESTED, _OTHER, _NESTED),  # an object inside an item, then the next item
+        _page(COMPACT, _OTHER.replace('{"atom_id":', '{ "atom_id":')),  # an item opening otherwise: item by item
+        _page(COMPACT, " " + _OTHER),
+        b'{"items":[ ' + COMPACT.encode() + b'],"next_cursor":null}',
+        b'{"items":[' + COMPACT.encode() + b' ],"next_cursor":null}',
+        b'{"items":[' + COMPACT.encode() + b'],"items":[' + _OTHER.encode() + b'],"next_cursor":null}',
+        b'{"items":[' + COMPACT.encode() + b'],"next_cursor":null,"next_cursor":"c"}',
+        b'{"items":[' + COMPACT.encode() + b'],"next_cursor":{"a":[1],"next_cursor":"c"}}',
+        b'{"items":[' + COMPACT.encode() + b'],"more":[' + _OTHER.encode() + b'],"next_cursor":null}',
+        _page(COMPACT, cursor="c\u00e9\\"),
+    ],
+    ids=[
+        "boundary-in-a-string",
+        "string-ending-in-a-brace",
+        "nested-provenance",
+        "spaced-key",
+        "spaced-item",
+        "space-after-bracket",
+        "space-before-bracket",
+        "items-twice",
+        "cursor-twice",
+        "cursor-an-object",
+        "another-key",
+        "escaped-cursor",
+    ],
+)
+def test_a_page_laid_out_otherwise_reads_as_its_items_read_one_by_one(body: bytes) -> None:
+    # The whole-page read of a line as `mnemo serve` lays it out (`_framed`) cuts the line where its items meet;
+    # any other layout, a boundary spelled inside a string, a key twice, is read as each item read on its own.
+    read = read_page(body, True)
+    alone = _read_alone(body)
+    assert isinstance(alone, Page)
+    page = read if isinstance(read, Page) else read.page()
+    assert page == alone
+    if isinstance(read, TextPage):
+        assert read.ndjson() == "".join(e.wire + "\n" for e in alone.items).encode()

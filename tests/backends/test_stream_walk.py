@@ -464,8 +464,14 @@ def test_hostile_text_over_mnemo_serve_is_printed_as_the_embedded_walk_prints_it
         piped = cli("recent", "--all", "--format", "ndjson", env=env)
         document = cli("recent", "--all", "--format", "json", env=env)
         shown = on_terminal([MNEMO, "recent", "--all", "--format", "ndjson"], env=terminal_env(isolated_home, **env))
+        backend = RemoteBackend(served.url, key)
+        chunks = list(stream_wire(backend, RecentQuery()))
+        backend.close()
     finally:
         served.stop()
+    # Every line of the server's stream is laid out as the client reads it whole (docs/server.md, "A feed page on
+    # the wire", rule 4): a change of that layout is a walk read item by item, several times slower.
+    assert [type(c).__name__ for c in chunks] == ["TextPage"] * 2 and [w for c in chunks for w in c] == embedded
     assert piped.code == 0 and piped.stdout.split("\n") == [*embedded, ""], piped.stderr
     assert document.code == 0 and json.loads(document.stdout)["items"] == [json.loads(line) for line in embedded]
     assert shown.code == 0, shown.stderr
