@@ -337,11 +337,11 @@ def cold_start(url: str, key: str, home: Path, reps: int) -> dict[str, Any]:
 
 def page_reads(store: Path, n: int) -> dict[str, float]:
     """Microseconds an entry of reading `n` entries' pages of 100 laid out as `mnemo serve` lays them, in this
-    process: `remote_wire.page_of` (what the client does with a page) against decoding the same lines whole with
+    process: `remote_wire.read_page` (what the streamed walk does with a line) against decoding the same lines whole with
     the standard library, msgspec and (where installed) orjson, in turn, the best of five rounds."""
     import msgspec
 
-    from mnemo_tui.backends.remote_wire import page_of
+    from mnemo_tui.backends.remote_wire import read_page
 
     db = sqlite3.connect(store)
     wires = [row[0] for row in db.execute("SELECT wire FROM atoms ORDER BY created_at DESC LIMIT ?", (n,))]
@@ -352,7 +352,7 @@ def page_reads(store: Path, n: int) -> dict[str, float]:
         for i in range(0, len(wires), LIMIT)
     ]
     readers: dict[str, Any] = {
-        "page_of": lambda line: page_of(line, True),
+        "read_page": lambda line: read_page(line, True),
         "json.loads": json.loads,
         "msgspec.json.decode": msgspec.json.decode,
     }
@@ -466,16 +466,16 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         ),
         *(
             {
-                "name": f"the page read (`remote_wire.page_of`, what the client does with a page) against {name}",
-                "value": round(reads["page_of"], 2),
+                "name": f"the page read (`remote_wire.read_page`, what the streamed walk does with a line) against {name}",
+                "value": round(reads["read_page"], 2),
                 "unit": "µs/entry",
                 "anchor": round(reads[name], 2),
-                "ratio": round(reads["page_of"] / reads[name], 2),
+                "ratio": round(reads["read_page"] / reads[name], 2),
                 "goal": "—",
                 "anchor_is": f"{name} of the same lines (pages of {LIMIT} as mnemo serve lays them), one process, best of 5",
             }
             for name in reads
-            if name != "page_of"
+            if name != "read_page"
         ),
         _ms(f"page latency p50, {WALKERS} concurrent walkers (mnemo serve)", p50, bare_p50),
         _ms(f"page latency p99, {WALKERS} concurrent walkers (mnemo serve)", p99, bare_p99),
