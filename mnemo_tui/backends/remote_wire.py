@@ -258,7 +258,7 @@ def _framed(raw: bytes) -> TextPage | None:
     try:
         cursor = _CURSOR.decode(view[end + len(_TAIL) : -1])
         items = _ITEM_LIST.decode(view[len(_HEAD) - 1 : end + 1])
-    except (msgspec.DecodeError, UnicodeDecodeError):
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
     times = _times(list(map(_CREATED_AT, items)))
     if times is None:
