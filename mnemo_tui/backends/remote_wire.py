@@ -60,12 +60,14 @@ def entry_of(item: Any) -> Entry:
         raise Unavailable("the endpoint answered with an item without an atom_id")
     raw_time = item.get("created_at")
     created = time_of(raw_time)
+    concepts = item.get("concepts") or []
     wire: dict[str, Any] = {
         "atom_id": atom,
         "content": str(item.get("content") or ""),
         "domain": str(item.get("domain") or ""),
         "created_at": timefmt.to_iso(created) if created is not None else raw_time,
-        "concepts": [str(c) for c in item.get("concepts") or []],
+        # A list (or a text, or an object: their characters, their keys) as its strings; a number, one concept.
+        "concepts": [str(c) for c in concepts] if isinstance(concepts, list | str | dict) else [str(concepts)],
     }
     provenance = item.get("provenance")
     if isinstance(provenance, dict):

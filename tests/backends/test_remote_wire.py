@@ -121,6 +121,7 @@ def test_a_key_the_item_does_not_have_or_a_field_of_another_type_is_written_anew
         ({**ITEM, "relevance": 0.5}, ITEM),
         ({**ITEM, "content": 7}, {**ITEM, "content": "7"}),
         ({**ITEM, "concepts": "ci"}, {**ITEM, "concepts": ["c", "i"]}),
+        ({**ITEM, "concepts": 5}, {**ITEM, "concepts": ["5"]}),  # not a list: one concept, never a traceback
         ({**ITEM, "provenance": None}, ITEM),
         ({**ITEM, "supersedes": []}, ITEM),
         (
