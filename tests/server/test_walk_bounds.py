@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
+from mnemo_tui.engine.feed import JoinedPage
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server import walk_stream
 from mnemo_tui.server.app import App, create_app
-from mnemo_tui.values.model import RecentQuery, WirePage
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 from tests.support.cli import CliResult
 from tests.support.wire import serving_app
@@ -32,7 +33,7 @@ DOWN = threading.Event()  # set: `Failing` stores fail every page after a walk's
 class Failing(Store):
     """The store, whose pages after a walk's first fail while `DOWN` is set (a database that went away)."""
 
-    def recent_wire_pages(self, who: str, query: RecentQuery, pages: int, max_bytes: int) -> list[WirePage]:
+    def recent_wire_pages(self, who: str, query: RecentQuery, pages: int, max_bytes: int) -> list[JoinedPage]:
         if DOWN.is_set() and query.cursor is not None:
             raise OSError("the database went away")
         return super().recent_wire_pages(who, query, pages, max_bytes)

@@ -7,6 +7,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from functools import lru_cache
 from operator import itemgetter
 from threading import RLock
 from typing import TYPE_CHECKING
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.base import Database, deadline
 from mnemo_tui.engine.dialect import SQLITE
-from mnemo_tui.engine.feed import item_bytes
+from mnemo_tui.engine.feed import FEED_ORDER, item_bytes, joined
 from mnemo_tui.engine.sqlite.schema import LATEST, migrate
 from mnemo_tui.errors import LocalStateError, Unavailable, WouldWait
 from mnemo_tui.sqlitefile import create_whole, immediate, long_enough, user_version
@@ -22,6 +23,7 @@ from mnemo_tui.sqlitefile import create_whole, immediate, long_enough, user_vers
 if TYPE_CHECKING:
     from typing import Any
 
+    from mnemo_tui.engine.feed import FeedPlan, Joined
     from mnemo_tui.files import StrPath
 
 BUSY_TIMEOUT_MS = 30_000
@@ -462,6 +464,88 @@ class SqliteDatabase(Database):
             finally:
                 cur.close()
 
+    def joined_pages(
+        self, plan: FeedPlan, params: tuple[Any, ...], after: FeedPlan, limit: int, pages: int, max_bytes: int
+    ) -> tuple[list[Joined], bool]:
+        """`FeedOps.joined_pages` with each page's text joined by SQLite (`_page_text`): one row a page, not
+        three objects a row (the rows were most of a streamed walk's cost, issue 64), in one read transaction.
+
+        After a whole page, one row's read says what follows it (`_next_time`): nothing (the walk's end), or a
+        row at the page's last time, which may be in the page (`min` named the first row at that time, not the
+        last). Such a page, and one whose text passes the bound (SQLite stops joining at it, so no more is held
+        than the bound), is read again from its first row as `bounded_rows` reads, rows stepped up to the
+        bound, and ends the part.
+        """
+        read: list[Joined] = []
+        sql, at = plan.sql, params
+        budget = max_bytes
+        with self.lock:
+            began = not self.db.in_transaction
+            if began:
+                self.db.execute("BEGIN")
+            try:
+                for _ in range(pages):
+                    page = self._page_text(sql, at, limit, budget, plan.spliced)
+                    if page is None:
+                        return self._rows_from(read, sql, at, limit, pages, budget, plan.spliced)
+                    text, count, last_at, last_atom = page
+                    if count < limit:  # the walk's end
+                        return ([*read, page] if count else read), False
+                    position = (*after.params, last_at, last_atom)
+                    following = self._next_time(after.sql, position)
+                    if following == last_at:
+                        return self._rows_from(read, sql, at, limit, pages, budget, plan.spliced)
+                    read.append(page)
+                    if following is None:
+                        return read, False
+                    budget -= len(text) + 1
+                    sql, at = after.sql, position
+                return read, True
+            finally:
+                if began and self.db.in_transaction:
+                    self.db.execute("COMMIT")
+
+    def _rows_from(
+        self,
+        read: list[Joined],
+        sql: str,
+        params: tuple[Any, ...],
+        limit: int,
+        pages: int,
+        budget: int,
+        spliced: bool,
+    ) -> tuple[list[Joined], bool]:
+        """`read` and the rest of the part from a page's start, its rows stepped up to what is left of the bound."""
+        rows, more = self.bounded_rows(sql, params, limit * (pages - len(read)), budget, 2, spliced, FEED_ORDER)
+        if read and len(rows) == 1 and item_bytes(*rows[0][2:]) > budget:
+            return read, True  # an entry larger than what is left: the next part's first
+        return read + joined(rows, limit, spliced), more
+
+    def _page_text(self, sql: str, params: tuple[Any, ...], limit: int, budget: int, spliced: bool) -> Joined | None:
+        """One page of `limit` rows of a feed statement as (its items joined, its rows, the created_at and atom_id
+        of its first row at its least time, its last row but where two share that time); None when its items
+        pass `budget` bytes.
+
+        SQLite's string limit is the budget meanwhile: `group_concat` stops (`string or blob too big`) rather
+        than grow past it."""
+        previous = self.db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(1, budget))
+        try:
+            text, count, at, atom = self.db.execute(_page_sql(sql, spliced), (*params, limit)).fetchone()
+        except sqlite3.DataError:
+            return None
+        finally:
+            self.db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, previous)
+        if count == 0:
+            return b"", 0, 0, ""
+        if len(text) + 1 > budget:
+            return None
+        return text, count, at, atom
+
+    def _next_time(self, sql: str, position: tuple[Any, ...]) -> int | None:
+        """The created_at of the first row a feed statement from a position finds (None: none)."""
+        found = self.db.execute(_next_sql(sql), (*position, 1)).fetchone()
+        return None if found is None else int(found[0])
+
     def stream(self, sql: str, params: list[Any] | tuple[Any, ...], chunk: int) -> Iterator[list[Any]]:
         """Every row of one statement, in chunks of `chunk` rows (the last one shorter): one statement is
         one snapshot."""
@@ -475,3 +559,28 @@ class SqliteDatabase(Database):
                 yield rows
         finally:
             cur.close()
+
+
+# A wire item with its later version spliced in, as `rules.with_superseded_by` splices it (characters, as Python's).
+_SPLICED = (
+    "CASE WHEN superseded_by IS NULL THEN wire "
+    "ELSE substr(wire, 1, length(wire) - 1) || ',\"superseded_by\":\"' || superseded_by || '\"}' END"
+)
+
+
+@lru_cache(maxsize=64)
+def _page_sql(sql: str, spliced: bool) -> str:
+    """A page of a feed statement (`FeedPlan.sql`, ending in `LIMIT ?`) as one row: its items' text joined, as
+    UTF-8 bytes; its rows; and, by `min`, the created_at and atom_id of its first row at its least time (SQLite
+    takes a bare column from the row `min` picks: of equal ones, the first).
+
+    `group_concat` joins in the order the subquery yields its rows: SQLite runs a subquery with a LIMIT as it is
+    (never flattened into an aggregate), in its ORDER BY; the tests hold each page to the page read row by row."""
+    item = _SPLICED if spliced else "wire"
+    return f"SELECT CAST(group_concat({item}, ',') AS BLOB), count(*), min(created_at), atom_id FROM ({sql})"
+
+
+@lru_cache(maxsize=64)
+def _next_sql(sql: str) -> str:
+    """The created_at of a feed statement's first row (its `LIMIT ?` given 1)."""
+    return f"SELECT created_at FROM ({sql})"
