@@ -16,16 +16,21 @@ from mnemo_tui.server.bounds import PerKey
 from mnemo_tui.server.envelope import CANONICAL
 from mnemo_tui.server.pool import EnginePool
 from mnemo_tui.server.routes import page_pieces
-from mnemo_tui.server.streamed import PIECE, Streamed, Write
+from mnemo_tui.server.streamed import Streamed, Write
 from mnemo_tui.values.model import RecentQuery
 
 NDJSON = "application/x-ndjson"
 # Pages read in one database call (one read transaction, each page's text joined by the database) and sent
-# as one part: a thread hop, a statement and a send per page were most of the server's cost of a walk. A part holds at most `PART_BYTES` of lines (entries'
-# text and each line's framing, at most `LINE_FRAME`), so a walk holds about this much at once.
-PART_PAGES = 16
+# as one part: a thread hop, a statement and a send per page were most of the server's cost of a walk. A part
+# holds at most `PART_BYTES` of lines (entries' text and each line's framing, at most `LINE_FRAME`), so a walk
+# holds about this much at once. 8 pages, not 16: each of the database threads a walk passes through keeps
+# about a part's memory, and the hop a part costs little once a page is one value (issue 64).
+PART_PAGES = 8
 PART_BYTES = 1 << 20
 LINE_FRAME = 256  # `{"items":[`, `],"next_cursor":`, a cursor (138 characters) quoted, `}`, the newline: 168
+# The most one send of a walk hands uvicorn (`Streamed`'s piece): a part goes in four or so, where sends of
+# 64 KiB (a follow's) were one a line and each cost h11 and a timer; a stalled walk holds its part and a piece.
+PIECE = 256 << 10
 # Streamed walks one key may have open at once, then 429 `TOO_MANY_WALKS` (docs/server.md says why 16).
 MAX_WALKS_PER_KEY = 16
 log = logging.getLogger("mnemo.server")
@@ -71,9 +76,9 @@ def pages(engine: Engine, who: str, query: RecentQuery) -> list[JoinedPage]:
 
 
 def sends(part: list[JoinedPage]) -> list[bytes]:
-    """A part's lines (each a page exactly as the JSON answer's, and a newline) in sends of at most
-    `streamed.PIECE` bytes, whole lines joined while they fit (a longer line goes alone, and `Streamed` cuts
-    it): each byte copied once here, and no send of a few bytes."""
+    """A part's lines (each a page exactly as the JSON answer's, and a newline) in sends of at most `PIECE`
+    bytes, whole lines joined while they fit (a longer line goes alone, and `Streamed` cuts it): each byte
+    copied once here, and no send of a few bytes."""
     out: list[bytes] = []
     pieces: list[bytes] = []
     size = 0
@@ -140,4 +145,4 @@ def answer(
             gone.cancel()
 
     headers = {**CANONICAL, "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-    return Streamed(produce, NDJSON, headers, streams, done)
+    return Streamed(produce, NDJSON, headers, streams, done, PIECE)

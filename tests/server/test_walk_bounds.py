@@ -179,7 +179,7 @@ def test_a_walk_whose_key_is_revoked_ends_before_its_next_part_without_its_last_
     """A key revoked while its walk streams gets nothing more than the part in hand: the stream ends
     without its last line (the client asks again and gets the key's 401)."""
     path = tmp_path / "s.db"
-    seeded(path, 100 * walk_stream.PART_PAGES * 3)  # three parts of sixteen lines
+    seeded(path, 100 * walk_stream.PART_PAGES * 3)  # three parts
     store = Store(path)
     key_id, key = store.create_key("alice")
     app = create_app(path, workers=2)

@@ -14,7 +14,7 @@ import pytest
 
 from mnemo_tui.engine.feed import JoinedPage
 from mnemo_tui.engine.sqlite.store import Store
-from mnemo_tui.server import streamed, walk_stream
+from mnemo_tui.server import walk_stream
 from mnemo_tui.server.app import create_app
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
@@ -97,8 +97,8 @@ def test_a_client_gone_stops_the_walk_before_its_next_page(tmp_path: Path) -> No
         app.close()
     parts = [m["body"] for m in sent if m["type"] == "http.response.body" and m.get("body")]
     assert sent[0]["status"] == 200
-    # The part in hand when it went (in sends of at most `streamed.PIECE`), never the rest of the walk.
-    assert parts and all(len(part) <= streamed.PIECE for part in parts)
+    # The part in hand when it went (in sends of at most `walk_stream.PIECE`), never the rest of the walk.
+    assert parts and all(len(part) <= walk_stream.PIECE for part in parts)
     lines = b"".join(parts).splitlines()
     assert len(lines) <= 1 + walk_stream.PART_PAGES < 50
     assert json.loads(lines[-1])["next_cursor"] is not None
@@ -134,8 +134,9 @@ def test_a_part_is_a_few_pages_of_one_statement_and_a_part_that_fails_is_met_aga
             walk_stream.pages(engine, "alice", RecentQuery(limit=100, cursor=read[-1].next_cursor))
         down = False
         again = walk_stream.pages(engine, "alice", RecentQuery(limit=100, cursor=read[-1].next_cursor))
-        assert ids_of(again[0])[0] != ids_of(read[-1])[-1] and len(again) == 9  # the rest of the 2,500: 9 pages
-        assert again[-1].next_cursor is None and again[-1].count == 100
+        # The part from the cursor the failed one had: the JSON pages from there, nothing repeated.
+        assert ids_of(again[0])[0] != ids_of(read[-1])[-1] and len(again) == walk_stream.PART_PAGES
+        assert again == _json_pages(store, RecentQuery(limit=100, cursor=read[-1].next_cursor))[: len(again)]
     finally:
         store.close()
 
@@ -195,5 +196,19 @@ def test_a_part_holds_the_json_pages_of_every_scope_and_filter(tmp_path: Path) -
             RecentQuery(limit=100, scope="other"),
         ):
             assert _pages_of(store, q, 3) == _json_pages(store, q)
+    finally:
+        store.close()
+
+
+def test_a_part_leaves_the_connection_its_page_cache_and_string_limit(tmp_path: Path) -> None:
+    seeded(tmp_path / "s.db", 30)
+    store = Store(tmp_path / "s.db")
+    try:
+        store.db.execute("PRAGMA cache_size = -3000")
+        limit = store.db.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+        assert len(_pages_of(store, RecentQuery(limit=4), 3)) == 8
+        # The walk's small cache (a walk reads each page once) and its string bound were the part's only.
+        assert store.db.execute("PRAGMA cache_size").fetchone()[0] == -3000
+        assert store.db.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) == limit
     finally:
         store.close()
