@@ -475,11 +475,10 @@ class SqliteDatabase(Database):
         """`FeedOps.joined_pages` with each page's text joined by SQLite (`_page_text`): one row a page, not
         three objects a row (the rows were most of a streamed walk's cost, issue 64), in one read transaction.
 
-        After a whole page, one row's read says what follows it (`_next_time`): nothing (the walk's end), or a
-        row at the page's last time, which may be in the page (`min` named the first row at that time, not the
-        last). Such a page, and one whose text passes the bound (SQLite stops joining at it, so no more is held
-        than the bound), is read again from its first row as `bounded_rows` reads, rows stepped up to the
-        bound, and ends the part.
+        A whole page's last row is found by its time (`_last_at`), which also says whether more follow. A page
+        whose last time two rows share, or whose text passes the bound (SQLite stops joining at it, so no more
+        is held than the bound), is read again from its first row as `bounded_rows` reads, rows stepped up to
+        the bound, and ends the part.
         """
         read: list[Joined] = []
         sql, at = plan.sql, params
@@ -496,18 +495,18 @@ class SqliteDatabase(Database):
                     page = self._page_text(sql, at, limit, budget, plan.spliced)
                     if page is None:
                         return self._rows_from(read, sql, at, limit, pages, budget, plan.spliced)
-                    text, count, last_at, last_atom = page
-                    if count < limit:  # the walk's end
-                        return ([*read, page] if count else read), False
-                    position = (*after.params, last_at, last_atom)
-                    following = self._next_time(after.sql, position)
-                    if following == last_at:
+                    text, count, last_at = page
+                    if count < limit:  # the walk's end: its last page carries no cursor, so no position
+                        return ([*read, (text, count, last_at, "")] if count else read), False
+                    last = self._last_at(after, last_at)
+                    if last is None:
                         return self._rows_from(read, sql, at, limit, pages, budget, plan.spliced)
-                    read.append(page)
-                    if following is None:
+                    atom, more = last
+                    read.append((text, count, last_at, atom))
+                    if not more:
                         return read, False
                     budget -= len(text) + 1
-                    sql, at = after.sql, position
+                    sql, at = after.sql, (*after.params, last_at, atom)
                 return read, True
             finally:
                 if began and self.db.in_transaction:
@@ -530,30 +529,37 @@ class SqliteDatabase(Database):
             return read, True  # an entry larger than what is left: the next part's first
         return read + joined(rows, limit, spliced), more
 
-    def _page_text(self, sql: str, params: tuple[Any, ...], limit: int, budget: int, spliced: bool) -> Joined | None:
-        """One page of `limit` rows of a feed statement as (its items joined, its rows, the created_at and atom_id
-        of its first row at its least time, its last row but where two share that time); None when its items
-        pass `budget` bytes.
+    def _page_text(
+        self, sql: str, params: tuple[Any, ...], limit: int, budget: int, spliced: bool
+    ) -> tuple[bytes, int, int] | None:
+        """One page of `limit` rows of a feed statement as (its items joined, its rows, its last row's created_at,
+        the least: the order is by time first); None when its items pass `budget` bytes.
 
         SQLite's string limit is the budget meanwhile: `group_concat` stops (`string or blob too big`) rather
         than grow past it."""
         previous = self.db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(1, budget))
         try:
-            text, count, at, atom = self.db.execute(_page_sql(sql, spliced), (*params, limit)).fetchone()
+            text, count, last_at = self.db.execute(_page_sql(sql, spliced), (*params, limit)).fetchone()
         except sqlite3.DataError:
             return None
         finally:
             self.db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, previous)
         if count == 0:
-            return b"", 0, 0, ""
+            return b"", 0, 0
         if len(text) + 1 > budget:
             return None
-        return text, count, at, atom
+        return text, count, last_at
 
-    def _next_time(self, sql: str, position: tuple[Any, ...]) -> int | None:
-        """The created_at of the first row a feed statement from a position finds (None: none)."""
-        found = self.db.execute(_next_sql(sql), (*position, 1)).fetchone()
-        return None if found is None else int(found[0])
+    def _last_at(self, after: FeedPlan, at: int) -> tuple[str, bool] | None:
+        """The atom_id of the one row of the read at time `at` (the last of a page whose last row is at that
+        time) and whether rows follow it; None when two rows of the read share that time (the page's last is
+        then not known from its time).
+
+        The read from just past `at` (its first two rows at or before it): one seek of the feed's index."""
+        found = self.db.execute(_position_sql(after.sql), (*after.params, at + 1, "", 2)).fetchall()
+        if not found or found[0][0] != at or (len(found) == 2 and found[1][0] == at):
+            return None
+        return found[0][1], len(found) == 2
 
     def stream(self, sql: str, params: list[Any] | tuple[Any, ...], chunk: int) -> Iterator[list[Any]]:
         """Every row of one statement, in chunks of `chunk` rows (the last one shorter): one statement is
@@ -580,16 +586,15 @@ _SPLICED = (
 @lru_cache(maxsize=64)
 def _page_sql(sql: str, spliced: bool) -> str:
     """A page of a feed statement (`FeedPlan.sql`, ending in `LIMIT ?`) as one row: its items' text joined, as
-    UTF-8 bytes; its rows; and, by `min`, the created_at and atom_id of its first row at its least time (SQLite
-    takes a bare column from the row `min` picks: of equal ones, the first).
+    UTF-8 bytes; its rows; and its least created_at (its last row's).
 
     `group_concat` joins in the order the subquery yields its rows: SQLite runs a subquery with a LIMIT as it is
     (never flattened into an aggregate), in its ORDER BY; the tests hold each page to the page read row by row."""
     item = _SPLICED if spliced else "wire"
-    return f"SELECT CAST(group_concat({item}, ',') AS BLOB), count(*), min(created_at), atom_id FROM ({sql})"
+    return f"SELECT CAST(group_concat({item}, ',') AS BLOB), count(*), min(created_at) FROM ({sql})"
 
 
 @lru_cache(maxsize=64)
-def _next_sql(sql: str) -> str:
-    """The created_at of a feed statement's first row (its `LIMIT ?` given 1)."""
-    return f"SELECT created_at FROM ({sql})"
+def _position_sql(sql: str) -> str:
+    """The created_at and atom_id of a feed statement's first rows."""
+    return f"SELECT created_at, atom_id FROM ({sql})"
