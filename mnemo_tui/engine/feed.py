@@ -24,12 +24,41 @@ _FIRST = itemgetter(0)
 _WIRE = itemgetter(2)
 # What `with_superseded_by` adds to a wire text besides the id: `,"superseded_by":"` and `"`.
 SPLICE_BYTES = 19
+FEED_ORDER = "created_at DESC, atom_id DESC"  # the feed's order by its columns' names (`bounded_rows`)
+# A page of a walk part as an engine reads it (`FeedOps.joined_pages`): its items' UTF-8 text joined by commas,
+# its rows, and its last row's created_at and atom_id (the next page's position).
+Joined = tuple[bytes, int, int, str]
 
 
 def item_bytes(wire: str, superseded_by: str | None = None) -> int:
     """The bytes an entry adds to a page or an event's items: its UTF-8 text as sent and a comma."""
     size = len(wire) if wire.isascii() else len(wire.encode())
     return size + 1 + (0 if superseded_by is None else SPLICE_BYTES + len(superseded_by))
+
+
+def joined(rows: list[Any], limit: int, spliced: bool) -> list[Joined]:
+    """Rows (created_at, atom_id, wire, and superseded_by when `spliced`) as pages of `limit`, each joined."""
+    read = []
+    for start in range(0, len(rows), limit):
+        chunk = rows[start : start + limit]
+        if spliced:
+            texts = [w if s is None else with_superseded_by(w, s) for _c, _a, w, s in chunk]
+        else:
+            texts = list(map(_WIRE, chunk))
+        read.append((",".join(texts).encode(), len(chunk), chunk[-1][0], chunk[-1][1]))
+    return read
+
+
+class JoinedPage(Value):
+    """A feed page of a streamed walk: its items' wire texts as sent, UTF-8, joined by commas (what goes between
+    the JSON answer's `[` and `]`), how many, and the next cursor (None at the walk's end).
+
+    One text a page, not one a row: the walk's server sends it as it is (`routes.page_pieces`), and SQLite joins
+    it in its statement (`SqliteDatabase.joined_pages`), so no Python object is made per entry (issue 64)."""
+
+    items: bytes
+    count: int
+    next_cursor: str | None
 
 
 class Matching(Value):
@@ -98,14 +127,14 @@ class FeedOps(Database):
             return WirePage([w if s is None else with_superseded_by(w, s) for _c, _a, w, s in rows], cursor)
         return WirePage(list(map(_WIRE, rows)), cursor)
 
-    def recent_wire_pages(self, principal: str, q: RecentQuery, pages: int, max_bytes: int) -> list[WirePage]:
-        """The next pages of a walk from the query's cursor, from one statement: up to `pages` pages of `limit`
-        entries, while their items total at most `max_bytes` (`bounded_rows`), each but the walk's last with
-        the cursor of its last entry. A page may be short only where the bound cut it (it is the list's last,
-        and carries a cursor); a read that finds nothing is one empty last page.
+    def recent_wire_pages(self, principal: str, q: RecentQuery, pages: int, max_bytes: int) -> list[JoinedPage]:
+        """The next pages of a walk from the query's cursor, each as its items' text joined (`JoinedPage`): up to
+        `pages` pages of `limit` entries, while their items total at most `max_bytes` (`joined_pages`), each but
+        the walk's last with the cursor of its last entry. A page may be short only where the bound cut it (it is
+        the list's last, and carries a cursor); a read that finds nothing is one empty last page.
 
-        The cursor is checked once, the statement run once and only the cursors handed out are signed, where
-        a page at a time does all three a page (issue 64).
+        The cursor is checked once, the pages read in one database call and only the cursors handed out are
+        signed, where a page at a time does all three a page (issue 64).
 
         Raises:
             ValidationError: bad limit, scope, times or cursor.
@@ -113,25 +142,32 @@ class FeedOps(Database):
         """
         limit, plan = _checked_plan(principal, q, True)
         params = self._positioned(plan, q)
-        rows, more = self.bounded_rows(
-            plan.sql, params, limit * pages, max_bytes, 2, plan.spliced, "created_at DESC, atom_id DESC"
-        )
-        if not rows:
+        after = plan if q.cursor is not None else _feed_plan(principal, q.filters(), True, True)
+        read, more = self.joined_pages(plan, params, after, limit, pages, max_bytes)
+        if not read:
             if plan.room_id is not None:
                 with self.reading():
                     self.require_member(principal, plan.room_id)
-            return [WirePage([], None)]
-        read = []
-        for start in range(0, len(rows), limit):
-            chunk = rows[start : start + limit]
-            cursor = None
-            if more or start + limit < len(rows):
-                cursor = cursors.encode(self.secret, plan.bound, chunk[-1][0], chunk[-1][1])
-            if plan.spliced:
-                read.append(WirePage([w if s is None else with_superseded_by(w, s) for _c, _a, w, s in chunk], cursor))
-            else:
-                read.append(WirePage(list(map(_WIRE, chunk)), cursor))
-        return read
+            return [JoinedPage(b"", 0, None)]
+        last = len(read) - 1
+        return [
+            JoinedPage(text, count, cursors.encode(self.secret, plan.bound, at, atom) if more or i < last else None)
+            for i, (text, count, at, atom) in enumerate(read)
+        ]
+
+    def joined_pages(
+        self, plan: FeedPlan, params: tuple[Any, ...], after: FeedPlan, limit: int, pages: int, max_bytes: int
+    ) -> tuple[list[Joined], bool]:
+        """Up to `pages` pages of `limit` rows of a feed plan run with `params`, while their items total at most
+        `max_bytes` (`item_bytes`; the first row is kept whatever its size), each as (its items' text joined, its
+        rows, its last row's created_at and atom_id), and whether more rows follow. `after` is the plan of a read
+        from a position (its parameters are `after.params` and the position), which an engine may use for the
+        pages after the first.
+
+        Here from the rows of one bounded statement (`bounded_rows`); SQLite joins the texts in its own statement.
+        """
+        rows, more = self.bounded_rows(plan.sql, params, limit * pages, max_bytes, 2, plan.spliced, FEED_ORDER)
+        return joined(rows, limit, plan.spliced), more
 
     def stream_wire(self, principal: str, q: RecentQuery, chunk: int | None = None) -> Iterator[list[str]]:
         """Every remaining entry of a walk as wire JSON strings, in chunks (of `chunk` rows, or the

@@ -25,7 +25,8 @@ class Stalled(Exception):
 class Streamed(Response):
     """An answer sent as it is made (`more_body`), without a length: `produce(write)` writes its parts, each
     sent at once (the server's own flow control holds `write` while the client reads slowly), and the
-    answer ends when `produce` returns or raises; `done` runs after, whatever happened.
+    answer ends when `produce` returns or raises; `done` runs after, whatever happened. A part longer than
+    `piece` is sent in pieces of it.
 
     While it runs it is in `streams` (the app's), so that a server that stops can end it (`stop`).
     """
@@ -37,6 +38,7 @@ class Streamed(Response):
         headers: dict[str, str],
         streams: set[Streamed],
         done: Callable[[], None] | None = None,
+        piece: int = PIECE,
     ) -> None:
         # As Starlette's StreamingResponse: no body, so no Content-Length among the headers.
         self.status_code = 200
@@ -45,6 +47,7 @@ class Streamed(Response):
         self.init_headers(headers)
         self.produce = produce
         self.done = done
+        self.piece = piece  # the most one send hands uvicorn (`PIECE` unless the stream's own)
         self.streams = streams
         self._deadline: asyncio.Timeout | None = None
         self._until: float | None = None
@@ -74,8 +77,9 @@ class Streamed(Response):
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
 
             async def write(part: bytes) -> None:
-                for start in range(0, len(part), PIECE):
-                    piece = part[start : start + PIECE] if len(part) > PIECE else part
+                size = self.piece
+                for start in range(0, len(part), size):
+                    piece = part[start : start + size] if len(part) > size else part
                     await self._part(send, {"type": "http.response.body", "body": piece, "more_body": True})
 
             await self.produce(write)

@@ -10,21 +10,27 @@ from functools import partial
 
 from starlette.types import Receive
 
+from mnemo_tui.engine.feed import JoinedPage
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.server.bounds import PerKey
 from mnemo_tui.server.envelope import CANONICAL
 from mnemo_tui.server.pool import EnginePool
-from mnemo_tui.server.routes import page_json
+from mnemo_tui.server.routes import page_pieces
 from mnemo_tui.server.streamed import Streamed, Write
-from mnemo_tui.values.model import RecentQuery, WirePage
+from mnemo_tui.values.model import RecentQuery
 
 NDJSON = "application/x-ndjson"
-# Pages read in one database call (one statement) and sent as one part: a thread hop, a statement and a send
-# per page were most of the server's cost of a walk. A part holds at most `PART_BYTES` of lines (entries'
-# text and each line's framing, at most `LINE_FRAME`), so a walk holds about this much at once.
-PART_PAGES = 16
+# Pages read in one database call (one read transaction, each page's text joined by the database) and sent
+# as one part: a thread hop, a statement and a send per page were most of the server's cost of a walk. A part
+# holds at most `PART_BYTES` of lines (entries' text and each line's framing, at most `LINE_FRAME`), so a walk
+# holds about this much at once. 8 pages, not 16: each of the database threads a walk passes through keeps
+# about a part's memory, and the hop a part costs little once a page is one value (issue 64).
+PART_PAGES = 8
 PART_BYTES = 1 << 20
 LINE_FRAME = 256  # `{"items":[`, `],"next_cursor":`, a cursor (138 characters) quoted, `}`, the newline: 168
+# The most one send of a walk hands uvicorn (`Streamed`'s piece): a part goes in four or so, where sends of
+# 64 KiB (a follow's) were one a line and each cost h11 and a timer; a stalled walk holds its part and a piece.
+PIECE = 256 << 10
 # Streamed walks one key may have open at once, then 429 `TOO_MANY_WALKS` (docs/server.md says why 16).
 MAX_WALKS_PER_KEY = 16
 log = logging.getLogger("mnemo.server")
@@ -54,19 +60,38 @@ def bound(per_key: int | None = None) -> PerKey:
     return PerKey(MAX_WALKS_PER_KEY if per_key is None else per_key, "TOO_MANY_WALKS", "streamed walks")
 
 
-def first(engine: Engine, who: str, query: RecentQuery) -> list[WirePage]:
+def first(engine: Engine, who: str, query: RecentQuery) -> list[JoinedPage]:
     """The walk's first page (of the query's `limit`, or shorter where `PART_BYTES` cut it), read before the
     answer starts so that its failures are a JSON refusal, and sent alone: the stream starts at once."""
     return engine.recent_wire_pages(who, query, 1, PART_BYTES - LINE_FRAME)
 
 
-def pages(engine: Engine, who: str, query: RecentQuery) -> list[WirePage]:
-    """The walk's next part from the query's cursor, one statement (`Engine.recent_wire_pages`): up to
+def pages(engine: Engine, who: str, query: RecentQuery) -> list[JoinedPage]:
+    """The walk's next part from the query's cursor, one database call (`Engine.recent_wire_pages`): up to
     `PART_PAGES` pages of the query's `limit`, each a line exactly as the JSON answer's page would be (so a
     catch-up's checkpoints, one a page, come as often as they do page by page), and together at most
     `PART_BYTES` of lines; the bound may cut the part's last page short, which then still carries its cursor.
     """
     return engine.recent_wire_pages(who, query, PART_PAGES, PART_BYTES - PART_PAGES * LINE_FRAME)
+
+
+def sends(part: list[JoinedPage]) -> list[bytes]:
+    """A part's lines (each a page exactly as the JSON answer's, and a newline) in sends of at most `PIECE`
+    bytes, whole lines joined while they fit (a longer line goes alone, and `Streamed` cuts it): each byte
+    copied once here, and no send of a few bytes."""
+    out: list[bytes] = []
+    pieces: list[bytes] = []
+    size = 0
+    for page in part:
+        length = len(page.items) + LINE_FRAME
+        if pieces and size + length > PIECE:
+            out.append(b"".join(pieces))
+            pieces, size = [], 0
+        pieces += (*page_pieces(page.items, page.next_cursor), b"\n")
+        size += length
+    if pieces:
+        out.append(b"".join(pieces))
+    return out
 
 
 async def _gone(receive: Receive) -> None:
@@ -79,7 +104,7 @@ def answer(
     pool: EnginePool,
     who: str,
     query: RecentQuery,
-    first: list[WirePage],
+    first: list[JoinedPage],
     receive: Receive,
     streams: set[Streamed],
     done: Callable[[], None] | None = None,
@@ -89,8 +114,8 @@ def answer(
     `done` runs once it ended, however (finished, client gone, a failure, the server stopping: `Streamed`);
     `allowed` looks the key up again before each part is read.
 
-    Each page is a line; the next part is read (in a database thread, one statement, `pages`) only once the
-    part before was handed over, so the server's flow control holds the walk back to the client's pace. A
+    Each page is a line, sent with others in pieces (`sends`); the next part is read (in a database thread,
+    one call, `pages`) only once the part before was handed over, so the server's flow control holds the walk back to the client's pace. A
     client gone stops it before its next part. A part that fails ends the stream without its last line
     (`"next_cursor":null`), which tells the client to ask again from the last cursor it got; that request
     then gets the failure's own answer (a 503 while the server stops, a 403...).
@@ -102,11 +127,11 @@ def answer(
             current = first[:]
             first.clear()  # the stream's texts are `current`'s only, let go once encoded
             while True:
-                part = b"".join(page_json(one) + b"\n" for one in current)
+                part = sends(current)
                 cursor = current[-1].next_cursor
                 del current  # a stalled client holds the part's bytes only, not its texts as well
-                await write(part)
-                del part
+                while part:
+                    await write(part.pop(0))  # each let go once sent
                 if cursor is None or gone.done():
                     return
                 try:
@@ -120,4 +145,4 @@ def answer(
             gone.cancel()
 
     headers = {**CANONICAL, "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
-    return Streamed(produce, NDJSON, headers, streams, done)
+    return Streamed(produce, NDJSON, headers, streams, done, PIECE)

@@ -13,16 +13,15 @@ import httpx
 import pytest
 
 from mnemo_tui.backends.remote import RemoteBackend
-from mnemo_tui.engine.feed import item_bytes
+from mnemo_tui.engine.feed import JoinedPage, item_bytes
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import Forbidden, ValidationError
 from mnemo_tui.server import follow, walk_stream
-from mnemo_tui.server.routes import page_json
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 from tests.support.follow import client, following, write
 from tests.support.targets import Target
-from tests.support.wire import served_store
+from tests.support.wire import joined, served_store
 
 FAT = "\N{GRINNING FACE}" * 10_000  # content at its bound, four bytes a character: a 40 KB entry
 
@@ -54,20 +53,24 @@ def test_the_engine_reads_a_walk_part_up_to_its_byte_bound_and_the_cursors_conti
             while True:
                 part = engine.recent_wire_pages("alice", q.replace(cursor=cursor), 4, bound)
                 parts += 1
-                items = [item for page in part for item in page.items]
-                assert _bytes(items) <= bound or len(items) == 1  # never past the bound but for one entry
-                assert all(len(page.items) == 7 for page in part[:-1]) and 1 <= len(part[-1].items) <= 7
+                count = sum(page.count for page in part)
+                # never past the bound but for one entry (a page's items: their text, a comma each)
+                assert sum(len(page.items) + 1 for page in part) <= bound or count == 1
+                assert all(page.count == 7 for page in part[:-1]) and 1 <= part[-1].count <= 7
                 assert all(page.next_cursor is not None for page in part[:-1])
-                walked += items
+                # each page as the JSON answer's page from the same cursor, cut where the bound cut it
+                page = engine.recent_wire("alice", q.replace(cursor=cursor))
+                assert part[0] == joined(page) or part[0].items == ",".join(page.items[: part[0].count]).encode()
+                walked += [page.items for page in part]
                 cursor = part[-1].next_cursor
                 if cursor is None:
                     break
-            assert walked == every  # nothing lost or repeated across the cut parts
+            assert b",".join(walked) == ",".join(every).encode()  # nothing lost or repeated across the cut parts
             assert parts > 62 * 40_000 // bound // 2  # the bound cut them, not the pages' count
             # A plain page keeps exactly `limit` items, however large.
             page = engine.recent_wire("alice", q)
             assert len(page.items) == 7 and _bytes(page.items) > 7 * 20_000
-        assert engine.recent_wire_pages("bob", RecentQuery(limit=7), 4, 1000)[0].items == []  # another's: nothing
+        assert engine.recent_wire_pages("bob", RecentQuery(limit=7), 4, 1000) == [JoinedPage(b"", 0, None)]
     finally:
         engine.close()
 
@@ -131,8 +134,8 @@ def test_a_streamed_walk_of_fat_entries_comes_in_lines_within_the_part_bound(tmp
     store = Store(tmp_path / "s.db")
     try:  # a part, all its lines together, is within the bound
         part = walk_stream.pages(store, "alice", RecentQuery(limit=100))
-        assert sum(len(page_json(page)) + 1 for page in part) <= walk_stream.PART_BYTES
-        assert len(part) == 1 and 20 < len(part[0].items) < 100
+        assert sum(map(len, walk_stream.sends(part))) <= walk_stream.PART_BYTES
+        assert len(part) == 1 and 20 < part[0].count < 100
     finally:
         store.close()
 
@@ -179,9 +182,9 @@ def test_a_walk_part_refuses_what_a_page_refuses_and_reads_a_room_as_a_page_does
             engine.write("alice", WriteRequest(content=_sized(i), domain=scope))
         q = RecentQuery(scope=scope, limit=5)
         part = engine.recent_wire_pages("alice", q, 2, 1 << 20)
-        assert [page.items for page in part] == [
-            engine.recent_wire("alice", q).items,
-            engine.recent_wire("alice", q.replace(cursor=part[0].next_cursor)).items,
+        assert part == [
+            joined(engine.recent_wire("alice", q)),
+            joined(engine.recent_wire("alice", q.replace(cursor=part[0].next_cursor))),
         ]
         assert part[-1].next_cursor is not None
         with pytest.raises(Forbidden):

@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
+from mnemo_tui.engine.feed import JoinedPage
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.server import walk_stream
 from mnemo_tui.server.app import App, create_app
-from mnemo_tui.values.model import RecentQuery, WirePage
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 from tests.support.cli import CliResult
 from tests.support.wire import serving_app
@@ -32,7 +33,7 @@ DOWN = threading.Event()  # set: `Failing` stores fail every page after a walk's
 class Failing(Store):
     """The store, whose pages after a walk's first fail while `DOWN` is set (a database that went away)."""
 
-    def recent_wire_pages(self, who: str, query: RecentQuery, pages: int, max_bytes: int) -> list[WirePage]:
+    def recent_wire_pages(self, who: str, query: RecentQuery, pages: int, max_bytes: int) -> list[JoinedPage]:
         if DOWN.is_set() and query.cursor is not None:
             raise OSError("the database went away")
         return super().recent_wire_pages(who, query, pages, max_bytes)
@@ -178,7 +179,7 @@ def test_a_walk_whose_key_is_revoked_ends_before_its_next_part_without_its_last_
     """A key revoked while its walk streams gets nothing more than the part in hand: the stream ends
     without its last line (the client asks again and gets the key's 401)."""
     path = tmp_path / "s.db"
-    seeded(path, 100 * walk_stream.PART_PAGES * 3)  # three parts of sixteen lines
+    seeded(path, 100 * walk_stream.PART_PAGES * 3)  # three parts
     store = Store(path)
     key_id, key = store.create_key("alice")
     app = create_app(path, workers=2)

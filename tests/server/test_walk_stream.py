@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from mnemo_tui.engine.feed import JoinedPage
 from mnemo_tui.engine.sqlite.store import Store
-from mnemo_tui.server import streamed, walk_stream
+from mnemo_tui.server import walk_stream
 from mnemo_tui.server.app import create_app
-from mnemo_tui.values.model import RecentQuery, WirePage
+from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
-from tests.support.wire import served_store
+from tests.support.wire import ids_of, joined, served_store
 
 
 def seeded(path: Path, n: int) -> str:
@@ -95,8 +97,8 @@ def test_a_client_gone_stops_the_walk_before_its_next_page(tmp_path: Path) -> No
         app.close()
     parts = [m["body"] for m in sent if m["type"] == "http.response.body" and m.get("body")]
     assert sent[0]["status"] == 200
-    # The part in hand when it went (in sends of at most `streamed.PIECE`), never the rest of the walk.
-    assert parts and all(len(part) <= streamed.PIECE for part in parts)
+    # The part in hand when it went (in sends of at most `walk_stream.PIECE`), never the rest of the walk.
+    assert parts and all(len(part) <= walk_stream.PIECE for part in parts)
     lines = b"".join(parts).splitlines()
     assert len(lines) <= 1 + walk_stream.PART_PAGES < 50
     assert json.loads(lines[-1])["next_cursor"] is not None
@@ -113,16 +115,16 @@ def test_a_part_is_a_few_pages_of_one_statement_and_a_part_that_fails_is_met_aga
     class Failing:
         """The store, whose reads fail while it is down (a database that went away)."""
 
-        def recent_wire_pages(self, who: str, query: RecentQuery, pages: int, max_bytes: int) -> list[WirePage]:
+        def recent_wire_pages(self, who: str, query: RecentQuery, pages: int, max_bytes: int) -> list[JoinedPage]:
             if down:
                 raise OSError("the database went away")
             return store.recent_wire_pages(who, query, pages, max_bytes)
 
     try:
         whole = walk_stream.pages(store, "alice", RecentQuery(limit=100))
-        assert len(whole) == walk_stream.PART_PAGES and all(len(p.items) == 100 for p in whole)
+        assert len(whole) == walk_stream.PART_PAGES and all(p.count == 100 for p in whole)
         # Each page is the JSON answer's page: its cursor is the one a page by page walk gets there.
-        assert whole[2] == store.recent_wire("alice", RecentQuery(limit=100, cursor=whole[1].next_cursor))
+        assert whole[2] == joined(store.recent_wire("alice", RecentQuery(limit=100, cursor=whole[1].next_cursor)))
         first = walk_stream.first(store, "alice", RecentQuery(limit=100))
         assert first == whole[:1]
         engine: Any = Failing()
@@ -132,7 +134,81 @@ def test_a_part_is_a_few_pages_of_one_statement_and_a_part_that_fails_is_met_aga
             walk_stream.pages(engine, "alice", RecentQuery(limit=100, cursor=read[-1].next_cursor))
         down = False
         again = walk_stream.pages(engine, "alice", RecentQuery(limit=100, cursor=read[-1].next_cursor))
-        assert again[0].items[0] != read[-1].items[-1] and len(again) == 9  # the rest of the 2,500: 9 pages
-        assert again[-1].next_cursor is None and len(again[-1].items) == 100
+        # The part from the cursor the failed one had: the JSON pages from there, nothing repeated.
+        assert ids_of(again[0])[0] != ids_of(read[-1])[-1] and len(again) == walk_stream.PART_PAGES
+        assert again == _json_pages(store, RecentQuery(limit=100, cursor=read[-1].next_cursor))[: len(again)]
+    finally:
+        store.close()
+
+
+def _pages_of(store: Store, q: RecentQuery, pages: int) -> list[JoinedPage]:
+    """The walk's pages read a part of `pages` pages at a time from the engine."""
+    got: list[JoinedPage] = []
+    cursor = None
+    while True:
+        part = store.recent_wire_pages("alice", q.replace(cursor=cursor), pages, walk_stream.PART_BYTES)
+        got += part
+        cursor = part[-1].next_cursor
+        if cursor is None:
+            return got
+
+
+def _json_pages(store: Store, q: RecentQuery) -> list[JoinedPage]:
+    """The same walk page by page, as the JSON answers' pages."""
+    got = [joined(store.recent_wire("alice", q))]
+    while got[-1].next_cursor is not None:
+        got.append(joined(store.recent_wire("alice", q.replace(cursor=got[-1].next_cursor))))
+    return got
+
+
+def test_a_part_holds_the_json_pages_also_where_entries_share_a_time_at_a_page_end(tmp_path: Path) -> None:
+    seeded(tmp_path / "s.db", 60)
+    # A store whose entries share times (the engine's clock never stamps two alike in one bucket: one written
+    # before it did, or by hand): three a time, so pages of 4 and 5 end inside a run of equal times.
+    raw = sqlite3.connect(tmp_path / "s.db")
+    raw.execute("UPDATE atoms SET created_at = 1000000 + (created_at - 1000000) / 3")
+    raw.commit()
+    raw.close()
+    store = Store(tmp_path / "s.db")
+    try:
+        for limit in (3, 4, 5):
+            for history in (False, True):
+                q = RecentQuery(limit=limit, include_history=history)
+                whole = _json_pages(store, q)
+                assert len(whole) > 10
+                for pages in (1, 2, walk_stream.PART_PAGES):
+                    assert _pages_of(store, q, pages) == whole
+    finally:
+        store.close()
+
+
+def test_a_part_holds_the_json_pages_of_every_scope_and_filter(tmp_path: Path) -> None:
+    seeded(tmp_path / "s.db", 45)
+    store = Store(tmp_path / "s.db")
+    try:
+        first = store.write("alice", WriteRequest(content="old \N{GRINNING FACE} version", domain="notes")).atom_id
+        store.write("alice", WriteRequest(content="new version", domain="notes", supersedes=(first,)))
+        store.write("alice", WriteRequest(content="elsewhere", domain="other"))
+        for q in (
+            RecentQuery(limit=7),
+            RecentQuery(limit=7, include_history=True),  # the replaced entry, `superseded_by` spliced in by SQL
+            RecentQuery(limit=10, scope="notes", since=1_000_010),
+            RecentQuery(limit=100, scope="other"),
+        ):
+            assert _pages_of(store, q, 3) == _json_pages(store, q)
+    finally:
+        store.close()
+
+
+def test_a_part_leaves_the_connection_its_page_cache_and_string_limit(tmp_path: Path) -> None:
+    seeded(tmp_path / "s.db", 30)
+    store = Store(tmp_path / "s.db")
+    try:
+        store.db.execute("PRAGMA cache_size = -3000")
+        limit = store.db.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+        assert len(_pages_of(store, RecentQuery(limit=4), 3)) == 8
+        # The walk's small cache (a walk reads each page once) and its string bound were the part's only.
+        assert store.db.execute("PRAGMA cache_size").fetchone()[0] == -3000
+        assert store.db.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) == limit
     finally:
         store.close()

@@ -15,6 +15,8 @@ from typing import Any
 import uvicorn
 
 from mnemo_tui import timefmt
+from mnemo_tui.engine.feed import JoinedPage
+from mnemo_tui.values.model import WirePage
 
 
 async def read_body(receive: Any) -> bytes:
@@ -25,6 +27,16 @@ async def read_body(receive: Any) -> bytes:
         raw += message.get("body", b"")
         if not message.get("more_body"):
             return raw
+
+
+def joined(page: WirePage) -> JoinedPage:
+    """A JSON answer's page as a streamed walk's part holds it (`JoinedPage`: its items' text joined)."""
+    return JoinedPage(",".join(page.items).encode(), len(page.items), page.next_cursor)
+
+
+def ids_of(page: JoinedPage) -> list[str]:
+    """The atom ids of a streamed walk's page, in order."""
+    return [item["atom_id"] for item in json.loads(b"[" + page.items + b"]")]
 
 
 def without_accept(scope: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from functools import lru_cache
 from operator import itemgetter
 from threading import RLock
 from typing import TYPE_CHECKING
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 from mnemo_tui.engine import fts
 from mnemo_tui.engine.base import Database, deadline
 from mnemo_tui.engine.dialect import SQLITE
-from mnemo_tui.engine.feed import item_bytes
+from mnemo_tui.engine.feed import FEED_ORDER, item_bytes, joined
 from mnemo_tui.engine.sqlite.schema import LATEST, migrate
 from mnemo_tui.errors import LocalStateError, Unavailable, WouldWait
 from mnemo_tui.sqlitefile import create_whole, immediate, long_enough, user_version
@@ -22,10 +23,15 @@ from mnemo_tui.sqlitefile import create_whole, immediate, long_enough, user_vers
 if TYPE_CHECKING:
     from typing import Any
 
+    from mnemo_tui.engine.feed import FeedPlan, Joined
     from mnemo_tui.files import StrPath
 
 BUSY_TIMEOUT_MS = 30_000
 BOUNDED_STEP = 32  # rows a bounded read takes from SQLite at a time (`bounded_rows`)
+# SQLite's page cache while a streamed walk's part is read (`joined_pages`; `cache_size`, negative: KiB): a
+# walk reads each page of the store once (the system's cache holds the file), so the default 2 MiB filled on
+# every database thread it passed through (16 MiB over the server's eight) and helped no read of it.
+WALK_CACHE = -256
 
 
 def connect(path: str, *, create: bool = True) -> sqlite3.Connection:
@@ -262,6 +268,7 @@ class SqliteDatabase(Database):
         self._deadline: float | None = None
         self._limit: float | None = None  # the seconds of the time limit the deadline comes from
         self._waits = True  # False after never_wait(): no lock is waited for
+        self._cache_pages: int | None = None  # the connection's `cache_size`, read by the first walk part
 
     def close(self) -> None:
         self.db.close()
@@ -462,6 +469,98 @@ class SqliteDatabase(Database):
             finally:
                 cur.close()
 
+    def joined_pages(
+        self, plan: FeedPlan, params: tuple[Any, ...], after: FeedPlan, limit: int, pages: int, max_bytes: int
+    ) -> tuple[list[Joined], bool]:
+        """`FeedOps.joined_pages` with each page's text joined by SQLite (`_page_text`): one row a page, not
+        three objects a row (the rows were most of a streamed walk's cost, issue 64), in one read transaction.
+
+        A whole page's last row is found by its time (`_last_at`), which also says whether more follow. A page
+        whose last time two rows share, or whose text passes the bound (SQLite stops joining at it, so no more
+        is held than the bound), is read again from its first row as `bounded_rows` reads, rows stepped up to
+        the bound, and ends the part.
+        """
+        read: list[Joined] = []
+        sql, at = plan.sql, params
+        budget = max_bytes
+        with self.lock:
+            if self._cache_pages is None:
+                self._cache_pages = int(self.db.execute("PRAGMA cache_size").fetchone()[0])
+            self.db.execute(f"PRAGMA cache_size = {WALK_CACHE}")
+            began = not self.db.in_transaction
+            if began:
+                self.db.execute("BEGIN")
+            try:
+                for _ in range(pages):
+                    page = self._page_text(sql, at, limit, budget, plan.spliced)
+                    if page is None:
+                        return self._rows_from(read, sql, at, limit, pages, budget, plan.spliced)
+                    text, count, last_at = page
+                    if count < limit:  # the walk's end: its last page carries no cursor, so no position
+                        return ([*read, (text, count, last_at, "")] if count else read), False
+                    last = self._last_at(after, last_at)
+                    if last is None:
+                        return self._rows_from(read, sql, at, limit, pages, budget, plan.spliced)
+                    atom, more = last
+                    read.append((text, count, last_at, atom))
+                    if not more:
+                        return read, False
+                    budget -= len(text) + 1
+                    sql, at = after.sql, (*after.params, last_at, atom)
+                return read, True
+            finally:
+                if began and self.db.in_transaction:
+                    self.db.execute("COMMIT")
+                self.db.execute(f"PRAGMA cache_size = {self._cache_pages}")
+
+    def _rows_from(
+        self,
+        read: list[Joined],
+        sql: str,
+        params: tuple[Any, ...],
+        limit: int,
+        pages: int,
+        budget: int,
+        spliced: bool,
+    ) -> tuple[list[Joined], bool]:
+        """`read` and the rest of the part from a page's start, its rows stepped up to what is left of the bound."""
+        rows, more = self.bounded_rows(sql, params, limit * (pages - len(read)), budget, 2, spliced, FEED_ORDER)
+        if read and len(rows) == 1 and item_bytes(*rows[0][2:]) > budget:
+            return read, True  # an entry larger than what is left: the next part's first
+        return read + joined(rows, limit, spliced), more
+
+    def _page_text(
+        self, sql: str, params: tuple[Any, ...], limit: int, budget: int, spliced: bool
+    ) -> tuple[bytes, int, int] | None:
+        """One page of `limit` rows of a feed statement as (its items joined, its rows, its last row's created_at,
+        the least: the order is by time first); None when its items pass `budget` bytes.
+
+        SQLite's string limit is the budget meanwhile: `group_concat` stops (`string or blob too big`) rather
+        than grow past it."""
+        previous = self.db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(1, budget))
+        try:
+            text, count, last_at = self.db.execute(_page_sql(sql, spliced), (*params, limit)).fetchone()
+        except sqlite3.DataError:
+            return None
+        finally:
+            self.db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, previous)
+        if count == 0:
+            return b"", 0, 0
+        if len(text) + 1 > budget:
+            return None
+        return text, count, last_at
+
+    def _last_at(self, after: FeedPlan, at: int) -> tuple[str, bool] | None:
+        """The atom_id of the one row of the read at time `at` (the last of a page whose last row is at that
+        time) and whether rows follow it; None when two rows of the read share that time (the page's last is
+        then not known from its time).
+
+        The read from just past `at` (its first two rows at or before it): one seek of the feed's index."""
+        found = self.db.execute(_position_sql(after.sql), (*after.params, at + 1, "", 2)).fetchall()
+        if not found or found[0][0] != at or (len(found) == 2 and found[1][0] == at):
+            return None
+        return found[0][1], len(found) == 2
+
     def stream(self, sql: str, params: list[Any] | tuple[Any, ...], chunk: int) -> Iterator[list[Any]]:
         """Every row of one statement, in chunks of `chunk` rows (the last one shorter): one statement is
         one snapshot."""
@@ -475,3 +574,27 @@ class SqliteDatabase(Database):
                 yield rows
         finally:
             cur.close()
+
+
+# A wire item with its later version spliced in, as `rules.with_superseded_by` splices it (characters, as Python's).
+_SPLICED = (
+    "CASE WHEN superseded_by IS NULL THEN wire "
+    "ELSE substr(wire, 1, length(wire) - 1) || ',\"superseded_by\":\"' || superseded_by || '\"}' END"
+)
+
+
+@lru_cache(maxsize=64)
+def _page_sql(sql: str, spliced: bool) -> str:
+    """A page of a feed statement (`FeedPlan.sql`, ending in `LIMIT ?`) as one row: its items' text joined, as
+    UTF-8 bytes; its rows; and its least created_at (its last row's).
+
+    `group_concat` joins in the order the subquery yields its rows: SQLite runs a subquery with a LIMIT as it is
+    (never flattened into an aggregate), in its ORDER BY; the tests hold each page to the page read row by row."""
+    item = _SPLICED if spliced else "wire"
+    return f"SELECT CAST(group_concat({item}, ',') AS BLOB), count(*), min(created_at) FROM ({sql})"
+
+
+@lru_cache(maxsize=64)
+def _position_sql(sql: str) -> str:
+    """The created_at and atom_id of a feed statement's first rows."""
+    return f"SELECT created_at, atom_id FROM ({sql})"
