@@ -153,7 +153,7 @@ class AtomOps(TombstoneOps):
                 )
             else:
                 deferred.append(params)
-            results.append(WriteResult(atom, tuple(req.supersedes)))
+            results.append(WriteResult(atom, tuple(req.supersedes), True))  # in field order: the quick way
         db.executemany(insert_sql(self.dialect), deferred)
         self.index_since(db, before)
         clock.save()
