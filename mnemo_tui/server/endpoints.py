@@ -21,7 +21,7 @@ from mnemo_tui.server import routes, walk_stream
 from mnemo_tui.server.bounds import PerKey
 from mnemo_tui.server.envelope import Refused, dumps, error, ok, translate
 from mnemo_tui.server.follow import Bounds
-from mnemo_tui.server.middleware import caller, read_body
+from mnemo_tui.server.middleware import caller, header, read_body
 from mnemo_tui.server.pool import LOOKUP, EnginePool
 from mnemo_tui.server.routes import NONE, Call
 from mnemo_tui.server.streamed import Streamed
@@ -90,7 +90,7 @@ def endpoint(
 
     async def handle(request: Request) -> Response:
         who = caller(request).principal
-        idempotency = request.headers.get("idempotency-key")
+        idempotency = header(request.scope, b"idempotency-key")
         # Every field in order (raw, params, headers): the quick way to build a `Value`, once per request.
         call = Call(
             await read_body(request) if body else b"",
@@ -113,7 +113,7 @@ def recent_endpoint(served: Served, one_page: Handler) -> Handler:
     envelope as for a page."""
 
     async def recent(request: Request) -> Response:
-        if not walk_stream.wanted(request.headers.get("accept")):
+        if not walk_stream.wanted(header(request.scope, b"accept")):
             return await one_page(request)
         who = caller(request)
         query = routes.recent_query(Call(raw=await read_body(request)))

@@ -13,6 +13,7 @@ from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import Timeout
 from mnemo_tui.server import bodies
 from mnemo_tui.server.bodies import M, require_uuid
+from mnemo_tui.server.envelope import JSON, Raw, dumps
 from mnemo_tui.values.model import RecentQuery, Value, WirePage
 from mnemo_tui.values.writes import WriteRequest
 
@@ -86,16 +87,23 @@ def write_request(b: bodies.Write) -> WriteRequest:
     )
 
 
-def write(engine: Engine, who: str, call: Call) -> dict[str, Any]:
+def write(engine: Engine, who: str, call: Call) -> Raw:
     """`POST /memory/write`: the principal comes from the key; `author` may name the agent only."""
     result = engine.write(who, write_request(call.body(bodies.Write)))
-    return {
-        "stored": True,
-        "atom_id": result.atom_id,
-        "importance": 0.0,
-        "reason": "" if result.created else DUPLICATE_REASON,
-        "superseded": list(result.superseded),
-    }
+    # `{"stored": true, "atom_id": ..., "importance": 0.0, "reason": ..., "superseded": [...]}` as `dumps` spells
+    # it, made by hand as a page is (the encoder's set-up for a value this small cost more than the write's SQL).
+    reason = "" if result.created else DUPLICATE_REASON
+    superseded = ",".join(map(json_text, result.superseded))
+    text = f'{{"stored":true,"atom_id":{json_text(result.atom_id)},"importance":0.0,"reason":"{reason}","superseded":[{superseded}]}}'
+    return Raw(text.encode(), JSON)
+
+
+def json_text(text: str) -> str:
+    """`text` as a JSON string, as `dumps` spells it: between quotes as it is when nothing in it takes an escape
+    (an atom id), else escaped by `dumps`."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return '"' + text + '"'
+    return dumps(text).decode()
 
 
 # -- rooms ----------------------------------------------------------------------------------
