@@ -102,7 +102,7 @@ class AtomOps(TombstoneOps):
         before = self.index_mark(db)
         clock = self.clock(db)
         buckets: dict[tuple[str, str], int] = {}
-        for principal, req, wanted, metadata in sorted(checked, key=lambda r: r[2]):
+        for principal, req, wanted, metadata in sorted(checked, key=lambda r: r[2]) if len(checked) > 1 else checked:
             key = (principal, req.domain if room_of(req.domain) else "")
             bucket = buckets.get(key)
             if bucket is None:
