@@ -18,10 +18,11 @@ from mnemo_tui import __version__
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import MnemoError, Unavailable
 from mnemo_tui.server import routes, walk_stream
+from mnemo_tui.server.auth import header
 from mnemo_tui.server.bounds import PerKey
 from mnemo_tui.server.envelope import Refused, dumps, error, ok, translate
 from mnemo_tui.server.follow import Bounds
-from mnemo_tui.server.middleware import caller, header, read_body
+from mnemo_tui.server.middleware import caller, read_body
 from mnemo_tui.server.pool import LOOKUP, EnginePool
 from mnemo_tui.server.routes import NONE, Call
 from mnemo_tui.server.streamed import Streamed

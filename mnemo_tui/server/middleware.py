@@ -70,22 +70,11 @@ def access_line(scope: Scope, status: int, started: float, rid: str | None = Non
     )
 
 
-def header(scope: Scope, name: bytes) -> str | None:
-    """A request header's first value (`name` in lower case, as ASGI gives every name), as Starlette's
-    `Headers.get` reads it, without copying the headers into a `Headers` or raising for a missing one (a
-    request reads several, most of them missing)."""
-    for key, value in scope["headers"]:
-        if key == name:
-            found: str = value.decode("latin-1")
-            return found
-    return None
-
-
 def new_request_id(scope: Scope) -> str:
     """The request's id: the caller's `X-Request-Id` when it is at most 128 visible ASCII characters, else a new
     one (16 random hex digits: an id is a token to search for, not a secret, so the process's own generator
     makes it, without a system call a request)."""
-    sent = header(scope, b"x-request-id")
+    sent = auth.header(scope, b"x-request-id")
     kept = None if sent is None else sent_request_id(sent)
     return "%016x" % random.getrandbits(64) if kept is None else kept  # noqa: UP031 - the cheapest; not a secret
 
