@@ -102,7 +102,7 @@ class AtomOps(TombstoneOps):
         before = self.index_mark(db)
         clock = self.clock(db)
         buckets: dict[tuple[str, str], int] = {}
-        for principal, req, wanted, metadata in sorted(checked, key=lambda r: r[2]):
+        for principal, req, wanted, metadata in sorted(checked, key=lambda r: r[2]) if len(checked) > 1 else checked:
             key = (principal, req.domain if room_of(req.domain) else "")
             bucket = buckets.get(key)
             if bucket is None:
@@ -153,7 +153,7 @@ class AtomOps(TombstoneOps):
                 )
             else:
                 deferred.append(params)
-            results.append(WriteResult(atom, tuple(req.supersedes)))
+            results.append(WriteResult(atom, tuple(req.supersedes), True))  # in field order: the quick way
         db.executemany(insert_sql(self.dialect), deferred)
         self.index_since(db, before)
         clock.save()

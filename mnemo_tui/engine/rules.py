@@ -176,7 +176,8 @@ def check_write(req: WriteRequest) -> str | None:
         ("agent_name", req.agent_name),
         ("client_env", req.client_env),
     ):
-        refuse_nul(field, value)
+        if isinstance(value, str) and ("\x00" in value or not value.isascii()):  # else nothing to refuse: no call
+            refuse_nul(field, value)
     for field, value in (("agent", req.agent), ("agent_name", req.agent_name), ("client_env", req.client_env)):
         if value is not None and not isinstance(value, str):
             raise ValidationError(f"{field} must be text or null")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from starlette.requests import HTTPConnection
+from starlette.types import Scope
 
 from mnemo_tui.errors import AuthError
 
@@ -14,17 +15,28 @@ _KEY_SHAPE = re.compile(r"^mk_[A-Za-z0-9_]{1,190}\Z")
 _KEY_TOKEN = re.compile(r"mk_[A-Za-z0-9]+_[A-Za-z0-9]+")
 
 
+def header(scope: Scope, name: bytes) -> str | None:
+    """A request header's first value (`name` in lower case, as ASGI gives every name), as Starlette's
+    `Headers.get` reads it, without copying the headers into a `Headers` or raising for a missing one (every
+    request reads the key and a few others, most of them missing: ~8k instructions each through `Headers`)."""
+    for key, value in scope["headers"]:
+        if key == name:
+            found: str = value.decode("latin-1")
+            return found
+    return None
+
+
 def presented_key(request: HTTPConnection) -> str:
     """The key the caller presented.
 
     Raises:
         AuthError: no key (`missing_key`) or one that cannot be a key (`malformed_key`).
     """
-    key = request.headers.get("x-api-key")
+    key = header(request.scope, b"x-api-key")
     if key is None:
-        header = request.headers.get("authorization")
-        if header is not None:
-            scheme, _, token = header.partition(" ")
+        bearer = header(request.scope, b"authorization")
+        if bearer is not None:
+            scheme, _, token = bearer.partition(" ")
             if scheme.lower() != "bearer" or not token.strip():
                 raise AuthError("Authorization must be `Bearer <key>`", details={"reason": "malformed_key"})
             key = token.strip()

@@ -18,6 +18,7 @@ class Deadlines:
     def __init__(self) -> None:
         self._due: dict[Hashable, tuple[float, Callable[[], None]]] = {}
         self._period = float("inf")
+        self._shortest = float("inf")  # the smallest allowance watched so far (the period is a tenth of it)
         self._tick: asyncio.TimerHandle | None = None  # the next tick, while something is watched
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -25,6 +26,9 @@ class Deadlines:
         """`what` is due within `seconds` from now; `late()` is called once if it is not dropped by then."""
         loop = asyncio.get_running_loop()
         self._due[what] = (loop.time() + seconds, late)
+        if seconds >= self._shortest and self._tick is not None and self._loop is loop:
+            return  # ticking on this loop, often enough for this allowance (every request's way)
+        self._shortest = min(self._shortest, seconds)
         # A late one is called at most a tenth of the smallest allowance watched after it was due.
         period = max(MIN_PERIOD, seconds / 10)
         shorter = period < self._period

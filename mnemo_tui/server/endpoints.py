@@ -18,6 +18,7 @@ from mnemo_tui import __version__
 from mnemo_tui.engine.interface import Engine
 from mnemo_tui.errors import MnemoError, Unavailable
 from mnemo_tui.server import routes, walk_stream
+from mnemo_tui.server.auth import header
 from mnemo_tui.server.bounds import PerKey
 from mnemo_tui.server.envelope import Refused, dumps, error, ok, translate
 from mnemo_tui.server.follow import Bounds
@@ -90,7 +91,7 @@ def endpoint(
 
     async def handle(request: Request) -> Response:
         who = caller(request).principal
-        idempotency = request.headers.get("idempotency-key")
+        idempotency = header(request.scope, b"idempotency-key")
         # Every field in order (raw, params, headers): the quick way to build a `Value`, once per request.
         call = Call(
             await read_body(request) if body else b"",
@@ -113,7 +114,7 @@ def recent_endpoint(served: Served, one_page: Handler) -> Handler:
     envelope as for a page."""
 
     async def recent(request: Request) -> Response:
-        if not walk_stream.wanted(request.headers.get("accept")):
+        if not walk_stream.wanted(header(request.scope, b"accept")):
             return await one_page(request)
         who = caller(request)
         query = routes.recent_query(Call(raw=await read_body(request)))

@@ -73,7 +73,8 @@ class Metrics:
             buckets=SECONDS,
             registry=self.registry,
         )
-        self._series: dict[tuple[str, str, int], _Series] = {}
+        # By method, the path of the route that answered (None for none: its template is made at `render`), status.
+        self._series: dict[tuple[str, str | None, int], _Series] = {}
         self._refused = dict.fromkeys(REFUSALS, 0)
         self._mcp = 0
         self._mcp_lock = threading.Lock()
@@ -84,8 +85,9 @@ class Metrics:
 
     # -- what the middleware records (on the event loop) ------------------------------------------
 
-    def request(self, method: str, route: str, status: int, seconds: float, received: int, sent: int) -> None:
-        """One request answered (a stream's once it ended)."""
+    def request(self, method: str, route: str | None, status: int, seconds: float, received: int, sent: int) -> None:
+        """One request answered (a stream's once it ended); `route`: the path of the route that answered it as
+        declared (`Route.path`; None when none did)."""
         series = self._series.get((method, route, status))
         if series is None:
             series = _Series()
@@ -107,9 +109,7 @@ class Metrics:
     @staticmethod
     def route_of(scope: MutableMapping[str, Any]) -> str:
         """The template of the route that answered (`scope["route"]`, set by Starlette's router), else `unrouted`."""
-        route = scope.get("route")
-        path = getattr(route, "path", None)
-        return _template(path) if isinstance(path, str) else UNROUTED
+        return template_of(getattr(scope.get("route"), "path", None))
 
     # -- streams --------------------------------------------------------------------------------
 
@@ -129,6 +129,11 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def template_of(path: str | None) -> str:
+    """A route's template as the metrics label it, from its path as declared (`unrouted` for no route)."""
+    return _template(path) if isinstance(path, str) else UNROUTED
 
 
 @lru_cache(maxsize=256)
@@ -186,16 +191,20 @@ class _Live(Collector):
         requests = CounterMetricFamily(
             "mnemo_http_requests", "HTTP requests answered.", labels=["method", "route", "code"]
         )
+        counts: dict[tuple[str, str, str], int] = {}  # two routes may share a template: one series
         by_route: dict[tuple[str, str], _Series] = {}  # the histogram and the bytes have no status
-        for (method, route, status), one in series:
-            shown = _method(method)
-            requests.add_metric([shown, route, str(status)], one.count)
+        for (method, answered, status), one in series:
+            shown, route = _method(method), template_of(answered)
+            code = (shown, route, str(status))
+            counts[code] = counts.get(code, 0) + one.count
             total = by_route.setdefault((shown, route), _Series())
             total.count += one.count
             total.seconds += one.seconds
             total.got += one.got
             total.sent += one.sent
             total.buckets = [a + b for a, b in zip(total.buckets, one.buckets, strict=True)]
+        for code, count in counts.items():
+            requests.add_metric(list(code), count)
         yield requests
         duration = HistogramMetricFamily(
             "mnemo_http_request_duration_seconds",

@@ -49,12 +49,15 @@ def access_line(scope: Scope, status: int, started: float, rid: str | None = Non
     """A request's access-log line: client, method, path (keys redacted), status, time, principal, and its
     request id when it has one. Never a header."""
     client = scope.get("client") or ("-", 0)
-    host, method, path = str(client[0]), scope["method"], auth.redact(scope["path"])
+    host, method, path = str(client[0]), scope["method"], scope["path"]
+    if "mk_" in path:
+        path = auth.redact(path)
     user = scope.get("user")
     principal = user.principal if isinstance(user, Caller) else "-"
     if not _plain(host + method + path + principal):  # one check for the four fields (all of them, nearly always)
         host, method, path, principal = loggable(host), loggable(method), loggable(path), loggable(principal)
-    line = '%s:%s "%s %s" %s %.1fms principal=%s' % (  # noqa: UP031 - the cheapest formatting there is
+    # The id is visible ASCII already (`new_request_id`).
+    return '%s:%s "%s %s" %s %.1fms principal=%s%s%s' % (  # noqa: UP031 - the cheapest formatting there is
         host,
         client[1],
         method,
@@ -62,21 +65,18 @@ def access_line(scope: Scope, status: int, started: float, rid: str | None = Non
         status,
         (time.perf_counter() - started) * 1000,
         principal,
+        "" if rid is None else " rid=",
+        "" if rid is None else rid,
     )
-    return line if rid is None else line + " rid=" + rid  # the id is visible ASCII already (`new_request_id`)
 
 
 def new_request_id(scope: Scope) -> str:
     """The request's id: the caller's `X-Request-Id` when it is at most 128 visible ASCII characters, else a new
     one (16 random hex digits: an id is a token to search for, not a secret, so the process's own generator
     makes it, without a system call a request)."""
-    for name, value in scope["headers"]:
-        if name == b"x-request-id":
-            kept = sent_request_id(value.decode("latin-1"))
-            if kept is not None:
-                return kept
-            break
-    return "%016x" % random.getrandbits(64)  # noqa: UP031 - the cheapest; not a secret
+    sent = auth.header(scope, b"x-request-id")
+    kept = None if sent is None else sent_request_id(sent)
+    return "%016x" % random.getrandbits(64) if kept is None else kept  # noqa: UP031 - the cheapest; not a secret
 
 
 class AccessLog:
@@ -106,15 +106,9 @@ class AccessLog:
             return
         started = time.perf_counter()
         status = 500
-        received = sent = 0
+        sent = 0
         rid = scope[REQUEST_ID] = new_request_id(scope)
         rid_header = (b"x-request-id", rid.encode())
-
-        async def counted() -> Message:
-            nonlocal received
-            message = await receive()
-            received += len(message.get("body", b""))
-            return message
 
         async def logged(message: Message) -> None:
             nonlocal status, sent
@@ -129,13 +123,17 @@ class AccessLog:
             await send(message)
 
         try:
-            await self.app(scope, counted, logged)
+            await self.app(scope, receive, logged)
         finally:
-            route = self.metrics.route_of(scope)
-            self.metrics.request(scope["method"], route, status, time.perf_counter() - started, received, sent)
+            body = scope.get(BODY)  # the body's bytes were counted as they arrived (`BodyLimits`)
+            received = 0 if body is None else body.size
+            seconds = time.perf_counter() - started
+            path = getattr(scope.get("route"), "path", None)  # the route that answered, if one did
+            self.metrics.request(scope["method"], path, status, seconds, received, sent)
             if self.json_line is None:
                 self.write(access_line(scope, status, started, rid))
             else:
+                route = self.metrics.route_of(scope)
                 self.write(await self.json_line(scope, status, started, rid, route, received, sent))
 
     async def _plain(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -322,16 +320,20 @@ class BodyLimits:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        body = _Body(self, scope, receive)
+        body = scope[BODY] = _Body(self, scope, receive)
         try:
             await self.app(scope, body.receive, send)
         finally:
-            body.end()
+            if not body.whole:
+                body.end()
+
+
+BODY = "mnemo.body"  # a request's `_Body` in its scope: the access log reads the bytes received from it
 
 
 class _Body:
-    """One request's body as it arrives, through `receive`; after its last part `receive` is the server's own
-    (a stream watches it for the client's disconnect)."""
+    """One request's body as it arrives, through `receive`, and its bytes received so far (`size`); after its
+    last part `receive` is the server's own (a stream watches it for the client's disconnect)."""
 
     __slots__ = ("_receive", "cut", "held", "limits", "scope", "size", "started", "task", "whole")
 

@@ -33,23 +33,30 @@ class Buckets:
         self.rate = rate
         self.clock = clock
         self.most = most
-        self.buckets: dict[str, tuple[float, float]] = {}  # name -> (tokens, when counted)
+        self.burst, self.per_second = float(rate.burst), rate.per_second  # read by every request
+        # name -> [tokens, when counted]: a bucket is changed in place, every request of its name.
+        self.buckets: dict[str, list[float]] = {}
 
     def take(self, name: str) -> float:
         """One request of `name`: 0 when it may go, else the seconds until it may."""
         now = self.clock()
-        tokens, then = self.buckets.get(name, (float(self.rate.burst), now))
-        tokens = min(float(self.rate.burst), tokens + (now - then) * self.rate.per_second)
+        bucket = self.buckets.get(name)
+        if bucket is None:
+            if len(self.buckets) >= self.most:
+                self._prune(now)
+            bucket = self.buckets[name] = [self.burst, now]
+        tokens = bucket[0] + (now - bucket[1]) * self.per_second
+        if tokens > self.burst:
+            tokens = self.burst
+        bucket[1] = now
         if tokens < 1:
-            self.buckets[name] = (tokens, now)
-            return (1 - tokens) / self.rate.per_second
-        if name not in self.buckets and len(self.buckets) >= self.most:
-            self._prune(now)
-        self.buckets[name] = (tokens - 1, now)
+            bucket[0] = tokens
+            return (1 - tokens) / self.per_second
+        bucket[0] = tokens - 1
         return 0.0
 
     def _prune(self, now: float) -> None:
-        full = self.rate.burst / self.rate.per_second
+        full = self.burst / self.per_second
         for name in [n for n, (_, then) in self.buckets.items() if now - then >= full]:
             del self.buckets[name]
         if len(self.buckets) >= self.most:
@@ -73,7 +80,9 @@ class Limits:
 
     def key(self, key: str) -> None:
         """Raises: RateLimited: the key is past its rate (`retry_after` says for how long)."""
-        _refuse(self.keys.take(key), "this key")
+        wait = self.keys.take(key)
+        if wait > 0:
+            _refuse(wait, "this key")
 
     def address(self, address: str) -> None:
         """Raises: RateLimited: the address is past its rate for requests without a valid key."""

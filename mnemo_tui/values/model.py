@@ -4,6 +4,7 @@ query of a page, a watermark, a walk's progress and an empty report."""
 from __future__ import annotations
 
 import json
+from itertools import repeat
 from typing import TYPE_CHECKING, NamedTuple, dataclass_transform
 
 from mnemo_tui.errors import ValidationError
@@ -25,6 +26,7 @@ class _Declared(type):
     _fields: tuple[str, ...]
     _defaults: dict[str, Any]
     _named: frozenset[str]
+    _checks: bool
 
     def __init__(cls, name: str, bases: tuple[type, ...], ns: dict[str, Any], **options: Any) -> None:
         super().__init__(name, bases, ns)
@@ -41,6 +43,8 @@ class _Declared(type):
         cls._fields = (*getattr(cls, "_fields", ()), *fields)
         cls._defaults = {**getattr(cls, "_defaults", {}), **defaults}
         cls._named = frozenset(cls._fields)
+        # Whether a `__post_init__` of its own (or an ancestor's) is to be called: the base's does nothing.
+        cls._checks = getattr(cls, "_checks", False) or (bool(bases) and "__post_init__" in ns)
         return cls
 
 
@@ -63,6 +67,7 @@ class Value(metaclass=_Declared):
     """
 
     __slots__ = ()
+    _checks: bool = False
     _fields: tuple[str, ...] = ()
     _defaults: dict[str, Any] = {}  # noqa: RUF012 (read only)
     _named: frozenset[str] = frozenset()
@@ -71,9 +76,11 @@ class Value(metaclass=_Declared):
         fields = self._fields
         if kwargs or len(args) != len(fields):  # every field given in order is the quick way (a page)
             args = self._arguments(args, kwargs)
-        for name, value in zip(fields, args, strict=True):
-            object.__setattr__(self, name, value)
-        self.__post_init__()
+        # The fields set by a loop in C (`any` runs the map to its end: each call returns None): a loop of
+        # bytecode cost about as much again as the rest of a construction.
+        any(map(setattr, repeat(self), fields, args))
+        if self._checks:
+            self.__post_init__()
 
     def __post_init__(self) -> None:
         """What a value checks or derives once its fields are set (nothing, unless a class says so)."""

@@ -176,7 +176,8 @@ os.register_at_fork(after_in_child=_WRITERS.clear)
 
 
 def _writer(identity: str) -> Writer:
-    return _WRITERS.setdefault(identity, Writer())
+    found = _WRITERS.get(identity)  # every write asks: a `Writer` (two locks) made only for a new file
+    return _WRITERS.setdefault(identity, Writer()) if found is None else found
 
 
 def _file_id(path: str) -> tuple[int, int] | None:
