@@ -7,7 +7,6 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from functools import lru_cache
 from operator import itemgetter
 from threading import RLock
 from typing import TYPE_CHECKING
@@ -17,6 +16,7 @@ from mnemo_tui.engine.base import Database, deadline
 from mnemo_tui.engine.dialect import SQLITE
 from mnemo_tui.engine.feed import FEED_ORDER, item_bytes, joined
 from mnemo_tui.engine.sqlite.schema import LATEST, migrate
+from mnemo_tui.engine.sqlite.walk_sql import page_sql, position_sql
 from mnemo_tui.errors import LocalStateError, Unavailable, WouldWait
 from mnemo_tui.sqlitefile import create_whole, immediate, long_enough, user_version
 
@@ -473,7 +473,7 @@ class SqliteDatabase(Database):
     def joined_pages(
         self, plan: FeedPlan, params: tuple[Any, ...], after: FeedPlan, limit: int, pages: int, max_bytes: int
     ) -> tuple[list[Joined], bool]:
-        """`FeedOps.joined_pages` with each page's text joined by SQLite (`_page_text`): one row a page, not
+        """`FeedOps.joined_pages` with each page's text joined by SQLite (`_page_text`, statements in `walk_sql.py`): one row a page, not
         three objects a row (the rows were most of a streamed walk's cost, issue 64), in one read transaction.
 
         A whole page's last row is found by its time (`_last_at`), which also says whether more follow. A page
@@ -540,7 +540,7 @@ class SqliteDatabase(Database):
         than grow past it."""
         previous = self.db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max(1, budget))
         try:
-            text, count, last_at = self.db.execute(_page_sql(sql, spliced), (*params, limit)).fetchone()
+            text, count, last_at = self.db.execute(page_sql(sql, spliced), (*params, limit)).fetchone()
         except sqlite3.DataError:
             return None
         finally:
@@ -557,7 +557,7 @@ class SqliteDatabase(Database):
         then not known from its time).
 
         The read from just past `at` (its first two rows at or before it): one seek of the feed's index."""
-        found = self.db.execute(_position_sql(after.sql), (*after.params, at + 1, "", 2)).fetchall()
+        found = self.db.execute(position_sql(after.sql), (*after.params, at + 1, "", 2)).fetchall()
         if not found or found[0][0] != at or (len(found) == 2 and found[1][0] == at):
             return None
         return found[0][1], len(found) == 2
@@ -575,27 +575,3 @@ class SqliteDatabase(Database):
                 yield rows
         finally:
             cur.close()
-
-
-# A wire item with its later version spliced in, as `rules.with_superseded_by` splices it (characters, as Python's).
-_SPLICED = (
-    "CASE WHEN superseded_by IS NULL THEN wire "
-    "ELSE substr(wire, 1, length(wire) - 1) || ',\"superseded_by\":\"' || superseded_by || '\"}' END"
-)
-
-
-@lru_cache(maxsize=64)
-def _page_sql(sql: str, spliced: bool) -> str:
-    """A page of a feed statement (`FeedPlan.sql`, ending in `LIMIT ?`) as one row: its items' text joined, as
-    UTF-8 bytes; its rows; and its least created_at (its last row's).
-
-    `group_concat` joins in the order the subquery yields its rows: SQLite runs a subquery with a LIMIT as it is
-    (never flattened into an aggregate), in its ORDER BY; the tests hold each page to the page read row by row."""
-    item = _SPLICED if spliced else "wire"
-    return f"SELECT CAST(group_concat({item}, ',') AS BLOB), count(*), min(created_at) FROM ({sql})"
-
-
-@lru_cache(maxsize=64)
-def _position_sql(sql: str) -> str:
-    """The created_at and atom_id of a feed statement's first rows."""
-    return f"SELECT created_at, atom_id FROM ({sql})"
