@@ -337,9 +337,10 @@ def parse(out: str) -> dict[str, float]:
         raise RuntimeError("unexpected wrk output:\n" + out)
     errors = sum(int(n) for n in re.findall(r"Non-2xx or 3xx responses:\s+(\d+)", out))
     socket = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    if socket:
-        errors += sum(int(n) for n in socket.groups())
+    socket_errors = sum(int(n) for n in socket.groups()) if socket else 0
+    errors += socket_errors
     return {
+        "socket_errors": float(socket_errors),
         "rate": float(rate.group(1)),
         "p50": _ms(p50.group(1)),
         "p99": _ms(p99.group(1)),
@@ -366,8 +367,30 @@ def drive(url: str, key: str, seconds: float, connections: int, pid: int | None 
     return got
 
 
+# An access line of `mnemo serve` (`middleware.access_line`): `host:port "METHOD path" status ...`.
+_ACCESS = re.compile(r'^\S+ "(\S+) (\S+)" (\d{3}) ')
+
+
+def refusals(log: str) -> dict[str, Any]:
+    """What a run's errors were, from the server's log written meanwhile: every access line not 200 counted by
+    status and path, and the first few lines that are not access lines (a refusal at the HTTP edge, a 408
+    or a connection cap's 503, is answered before any access line; a traceback)."""
+    statuses: dict[str, int] = {}
+    other: list[str] = []
+    for line in log.splitlines():
+        found = _ACCESS.match(line)
+        if found is None:
+            if line.strip() and len(other) < 10:
+                other.append(line[:300])
+        elif found.group(3) != "200":
+            name = f"{found.group(3)} {found.group(1)} {found.group(2)}"
+            statuses[name] = statuses.get(name, 0) + 1
+    return {"statuses": statuses, "other_lines": other}
+
+
 def measure(quick: bool, seconds: float | None = None, connections: int = 16) -> dict[str, Any]:
-    """Alternated wrk runs against mnemo serve and the bare app; the median of each figure per server."""
+    """Alternated wrk runs against mnemo serve and the bare app; the median of each figure per server, and for
+    every run of mnemo serve with errors what they were (`refusals`)."""
     span = seconds if seconds is not None else (4.0 if quick else 10.0)
     rounds = 2 if quick else 3
     with tempfile.TemporaryDirectory(prefix="mnemo-wrk-") as tmp:
@@ -378,11 +401,20 @@ def measure(quick: bool, seconds: float | None = None, connections: int = 16) ->
         mnemo, mnemo_url = start_mnemo(mnemo_store, home)
         bare, bare_url = start_bare(bare_store)
         runs: dict[str, list[dict[str, float]]] = {"mnemo": [], "bare": []}
+        named: list[dict[str, Any]] = []
+        log_path = home / "serve.log"
         try:
             drive(mnemo_url, key, 1, connections)  # warm-up: connections, page cache, code paths
             drive(bare_url, key, 1, connections)
-            for _ in range(rounds):
-                runs["mnemo"].append(drive(mnemo_url, key, span, connections, mnemo.pid))
+            for n in range(rounds):
+                start = log_path.stat().st_size
+                got = drive(mnemo_url, key, span, connections, mnemo.pid)
+                runs["mnemo"].append(got)
+                if got["errors"]:
+                    with open(log_path, "rb") as log_file:
+                        log_file.seek(start)
+                        written = log_file.read().decode(errors="replace")
+                    named.append({"run": n, "errors": int(got["errors"])} | refusals(written))
                 runs["bare"].append(drive(bare_url, key, span, connections, bare.pid))
         finally:
             for proc in (mnemo, bare):
@@ -400,6 +432,7 @@ def measure(quick: bool, seconds: float | None = None, connections: int = 16) ->
         "seconds": span,
         "connections": connections,
         "tracebacks": log.count("Traceback"),
+        "errors_named": named,
         "key_in_log": key in log,
     }
 

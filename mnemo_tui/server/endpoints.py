@@ -45,6 +45,10 @@ class Served(State):
     streams: set[Streamed]  # answers being streamed, told when the server stops
     translate: Callable[[BaseException], MnemoError]
 
+    # Attributes kept as attributes: `State` keeps them in a dict reached through `__getattr__`, after a failed
+    # lookup that builds an AttributeError on every read (~3k instructions each, a few a request).
+    __setattr__ = object.__setattr__
+
     def __init__(self, pool: EnginePool, health: EnginePool, openapi: bytes, hub: Hub, follows: Bounds) -> None:
         super().__init__()
         self.pool = pool

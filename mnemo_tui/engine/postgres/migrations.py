@@ -90,8 +90,11 @@ def _record(db: schema.Executes, number: int) -> None:
 
 
 def _version(db: schema.Executes) -> int:
-    if not _table(db, "mnemo_schema"):
-        if _table(db, "atoms"):
+    # Both tables looked up in one statement (one snapshot): read one at a time, outside the migration lock, a
+    # schema another server created between the two reads looked like a foreign database's tables.
+    versioned, atoms = db.execute(f"SELECT ({_TABLE}), ({_TABLE})", ("mnemo_schema", "atoms")).fetchone()
+    if not versioned:
+        if atoms:
             raise LocalStateError("the database holds tables named like mnemo's but no mnemo schema: use another")
         return 0
     return int(db.execute("SELECT version FROM mnemo_schema").fetchone()[0])
@@ -105,10 +108,6 @@ _TABLE = (
     "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
     "WHERE c.relname = ? AND n.nspname = current_schema())"
 )
-
-
-def _table(db: schema.Executes, name: str) -> bool:
-    return bool(db.execute(_TABLE, (name,)).fetchone()[0])
 
 
 def reindex(conn: psycopg.Connection[Any], batch: int | None = None) -> int:

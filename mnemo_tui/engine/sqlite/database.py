@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from mnemo_tui.files import StrPath
 
 BUSY_TIMEOUT_MS = 30_000
+# None bound as NULL by an adapter: without one, `sqlite3` looks for the protocol's `__adapt__` first and builds
+# and drops an AttributeError for every None parameter (a write has six: ~15k instructions).
+sqlite3.register_adapter(type(None), lambda value: None)
 BOUNDED_STEP = 32  # rows a bounded read takes from SQLite at a time (`bounded_rows`)
 # SQLite's page cache while a streamed walk's part is read (`joined_pages`; `cache_size`, negative: KiB): a
 # walk reads each page of the store once (the system's cache holds the file), so the default 2 MiB filled on
