@@ -47,7 +47,8 @@ class Served(State):
 
     # Attributes kept as attributes: `State` keeps them in a dict reached through `__getattr__`, after a failed
     # lookup that builds an AttributeError on every read (~3k instructions each, a few a request).
-    __setattr__ = object.__setattr__
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
 
     def __init__(self, pool: EnginePool, health: EnginePool, openapi: bytes, hub: Hub, follows: Bounds) -> None:
         super().__init__()
