@@ -6,14 +6,17 @@ every refusal a JSON-RPC error body with its HTTP status; and the streams it hol
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import os
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
+import anyio.to_thread
+from anyio.abc import TaskGroup, TaskStatus
 from starlette.requests import HTTPConnection
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
@@ -27,6 +30,9 @@ from mnemo_tui.server.envelope import dumps
 from mnemo_tui.server.middleware import Caller, KeyRefused, Keys
 from mnemo_tui.server.pool import READ
 from mnemo_tui.server.ratelimit import Limited
+
+if TYPE_CHECKING:
+    from mnemo_tui.agents.http import Face
 
 T = TypeVar("T")
 PATH = "/mcp"
@@ -106,38 +112,76 @@ class McpMount:
         max_subscriptions: int = MAX_SUBSCRIPTIONS,
         send_seconds: float | None = None,
     ) -> None:
-        from mnemo_tui.agents.http import Face  # the mcp extra; `create_app` mounts this only when it is there
-
         self.served = served
+        self.max_body = max_body
+        self.send_seconds = send_seconds
         # REST's key check and rate limits, shared (a key's requests count against one rate, REST's and these)
         self.gate = Keys(keys.principal, PATH, frozenset(), keys.limits)
         self.keys = PerKey(REQUESTS_PER_KEY, "TOO_MANY_MCP_REQUESTS", "MCP requests")
         self.subscriptions = Subscriptions(max_subscriptions)
-        self.face = Face(
-            self.run,
-            allowed_hosts=allowed(HOSTS_VARIABLE, LOOPBACK_HOSTS),
-            allowed_origins=allowed(ORIGINS_VARIABLE, LOOPBACK_ORIGINS),
-            max_sessions=MAX_SESSIONS,
-            max_body=max_body,
-            idle_seconds=IDLE_SECONDS,
-            wakes=served.hub,
-            read=lambda fn: served.pool.run(fn, at_once=READ),
-            check=served.principal,
-            bounds=self.subscriptions,
-        )
-        if self.face.feeds is not None and send_seconds is not None:  # else the default, `subscriptions.SEND_SECONDS`
-            self.face.feeds.send_seconds = send_seconds
+        # The SDK's face is made at the first request to /mcp (`_face`): importing the SDK holds ~30 MB, most of
+        # an idle server's memory, which a server no agent reaches over HTTP need not hold. Its session manager
+        # runs in the server's lifespan (`running`) from then on.
+        self.face: Face | None = None
+        self._group: TaskGroup | None = None
+        self._making: anyio.Lock | None = None
+        self._ended: anyio.Event | None = None
         self.streams: set[anyio.CancelScope] = set()  # the event streams open (GET), ended when the server stops
         self.stopping = False
         # Each event stream open is counted by the server's metrics (`mnemo_open_streams{kind="mcp"}`) when set.
         self.counted: Callable[[str], AbstractContextManager[None]] = lambda kind: nullcontext()
 
-    def running(self) -> Any:
-        return self.face.running()
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The mount's life (the server's lifespan; a mounted app's own does not run): the face's session
+        manager runs within it once the first request made the face, and stops at its end."""
+        async with anyio.create_task_group() as group:
+            self._group, self._making, self._ended = group, anyio.Lock(), anyio.Event()
+            try:
+                yield
+            finally:
+                self._group = None
+                self._ended.set()
+
+    async def _face(self) -> Face:
+        """The SDK's face, made at the first request: the SDK imported in a thread (the event loop answers the
+        other requests meanwhile), then its session manager started in the lifespan's task group."""
+        if self.face is not None:
+            return self.face
+        if self._making is None:
+            raise Unavailable("the server is not running its lifespan: /mcp cannot answer")
+        async with self._making:
+            if self.face is None:
+                face_type = (await anyio.to_thread.run_sync(importlib.import_module, "mnemo_tui.agents.http")).Face
+                face = face_type(
+                    self.run,
+                    allowed_hosts=allowed(HOSTS_VARIABLE, LOOPBACK_HOSTS),
+                    allowed_origins=allowed(ORIGINS_VARIABLE, LOOPBACK_ORIGINS),
+                    max_sessions=MAX_SESSIONS,
+                    max_body=self.max_body,
+                    idle_seconds=IDLE_SECONDS,
+                    wakes=self.served.hub,
+                    read=lambda fn: self.served.pool.run(fn, at_once=READ),
+                    check=self.served.principal,
+                    bounds=self.subscriptions,
+                )
+                if face.feeds is not None and self.send_seconds is not None:  # else `subscriptions.SEND_SECONDS`
+                    face.feeds.send_seconds = self.send_seconds
+                if self._group is None:
+                    raise Unavailable("the server is stopping: open the MCP session elsewhere")
+                await self._group.start(self._serve_face, face)
+                self.face = face
+        return self.face
+
+    async def _serve_face(self, face: Face, *, task_status: TaskStatus[None]) -> None:
+        async with face.running():
+            task_status.started()
+            assert self._ended is not None
+            await self._ended.wait()
 
     def feeds(self) -> tuple[int, int]:
         """The feed subscriptions held now and the updates queued so far (`/metrics`)."""
-        feeds = self.face.feeds
+        feeds = None if self.face is None else self.face.feeds
         return self.subscriptions.open, feeds.queued if feeds is not None else 0
 
     def stop(self) -> None:
@@ -175,11 +219,16 @@ class McpMount:
             await refusal(exc)(scope, receive, send)
             return
         try:
-            await self._serve(scope, receive, send, principal, key)
+            try:
+                face = await self._face()
+            except MnemoError as exc:  # the face could not be made: the server is stopping
+                await refusal(exc)(scope, receive, send)
+                return
+            await self._serve(face, scope, receive, send, principal, key)
         finally:
             self.keys.give(key)
 
-    async def _serve(self, scope: Scope, receive: Receive, send: Send, principal: str, key: str) -> None:
+    async def _serve(self, face: Face, scope: Scope, receive: Receive, send: Send, principal: str, key: str) -> None:
         if scope["method"] == "POST":
             # The body whole first, within the server's bounds (`BodyLimits` raises past them), so a refusal is
             # this transport's JSON-RPC error rather than the REST envelope; the SDK then reads it again.
@@ -203,10 +252,10 @@ class McpMount:
             async def replay() -> Message:
                 return given.pop() if given else await receive()
 
-            await self.face(scope, replay, send, principal=principal, key=key)
+            await face(scope, replay, send, principal=principal, key=key)
             return
         if scope["method"] != "GET":
-            await self.face(scope, receive, send, principal=principal, key=key)
+            await face(scope, receive, send, principal=principal, key=key)
             return
         if self.stopping:
             await refusal(Unavailable("the server is stopping: open the event stream again elsewhere"))(
@@ -225,7 +274,7 @@ class McpMount:
         with anyio.CancelScope() as stream, self.counted("mcp"):
             self.streams.add(stream)
             try:
-                await self.face(scope, receive, sending, principal=principal, key=key)
+                await face(scope, receive, sending, principal=principal, key=key)
             finally:
                 self.streams.discard(stream)
         if stream.cancelled_caught and started and not finished:

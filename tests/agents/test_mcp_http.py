@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -366,6 +367,42 @@ def test_without_the_mcp_extra_the_server_serves_rest_and_mcp_is_an_unknown_path
         assert client.get("/api/v1/health").status_code == 200
         unknown = client.post("/mcp", json=INIT, headers=ACCEPT)
         assert unknown.status_code == 404 and unknown.json()["code"] == "NOT_FOUND"
+
+
+# A server's app, its lifespan run, a REST request, then an MCP one: which of them loads the SDK.
+_LAZY = """
+import sys
+from starlette.testclient import TestClient
+from mnemo_tui.engine.sqlite.store import Store
+from mnemo_tui.server.app import create_app
+
+store = Store(sys.argv[1])
+key = store.create_key("alice")[1]
+store.close()
+app = create_app(sys.argv[1], workers=1)
+seen = []
+with TestClient(app, base_url="http://127.0.0.1:8080") as client:
+    answer = client.post("/api/v1/memory/recent", json={"limit": 5}, headers={"X-Api-Key": key})
+    seen.append((answer.status_code, "mcp" in sys.modules))
+    answer = client.post("/mcp", content=sys.argv[2], headers={**%r, "Authorization": "Bearer " + key})
+    seen.append((answer.status_code, "mcp" in sys.modules, "serverInfo" in answer.text))
+print(seen)
+"""
+
+
+def test_the_sdk_is_loaded_at_the_first_mcp_request_not_before(tmp_path: Path) -> None:
+    # A server no agent reaches over HTTP never holds the SDK (~30 MB of an idle server's ~80); the first request
+    # to /mcp loads it and is answered as any other.
+    script = _LAZY % (ACCEPT,)
+    found = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "s.db"), json.dumps(INIT)],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        env={**os.environ, "MNEMO_HOME": str(tmp_path)},
+    )
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip() == "[(200, False), (200, True, True)]"
 
 
 def test_an_open_mcp_event_stream_is_counted_in_the_servers_metrics(served: Served) -> None:
