@@ -1,4 +1,4 @@
-"""The remote backend's HTTP side (`backends/remote_http.py` on httpx): kept-alive connections, timeouts, the
+"""The remote backend's HTTP side (`backends/remote_http.py` on httpcore): kept-alive connections, timeouts, the
 deadline and the size bound, proxies, TLS.
 
 Every server here is a real socket on 127.0.0.1 speaking HTTP/1.1 by hand, so the test decides
