@@ -19,7 +19,6 @@ import socket
 import ssl
 import time
 from collections.abc import Iterator, Mapping
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
@@ -578,6 +577,8 @@ def retry_after(response: Answer) -> float | None:
     try:
         seconds = float(value)
     except ValueError:
+        from email.utils import parsedate_to_datetime  # ~10 ms of imports (calendar, locale): for a date only
+
         try:
             seconds = max(0.0, parsedate_to_datetime(value).timestamp() - time.time())  # a past date: now
         except (TypeError, ValueError, OverflowError):  # OverflowError: a year past C's integers
