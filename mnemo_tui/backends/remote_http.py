@@ -1,11 +1,13 @@
-"""Provides the remote backend's HTTP side on httpx: one kept-alive client, our TLS and proxy, a deadline, bounded answers.
+"""Provides the remote backend's HTTP side on httpcore: one kept-alive pool, our TLS and proxy, a deadline, bounded answers.
 
-httpx does the protocol (framing, keep-alive, a pooled connection checked before reuse, the proxy's
-tunnel); this module adds what httpx 0.28 does not: TLS against the system's store plus certifi's
-(one `ssl.SSLContext`), the proxy chosen by our `NO_PROXY` rule (`backends/proxies.py`, so
-`trust_env=False`), an overall deadline per request and a bound on an answer's size, both checked
-while the body streams in, and failures sorted into "never sent" and "no answer". It also says what
-an answer's status means to mnemo (`error_of`), so `remote.py` keeps only the calls and the retries.
+httpcore (httpx's own transport, under its public API) does the protocol (framing, keep-alive, a pooled
+connection checked before reuse, the proxy's tunnel); httpx's layer above it is not loaded: it imports
+its command line (click, rich, pygments) with it, a tenth of a second of every remote command's start.
+This module adds TLS against the system's store plus certifi's (one `ssl.SSLContext`), the proxy chosen
+by our `NO_PROXY` rule (`backends/proxies.py`), the request's headers (`Host`, `Content-Length`), an
+overall deadline per request and a bound on an answer's size, both checked while the body streams in,
+and failures sorted into "never sent" and "no answer". It also says what an answer's status means to
+mnemo (`error_of`), so `remote.py` keeps only the calls and the retries.
 """
 
 from __future__ import annotations
@@ -17,11 +19,10 @@ import socket
 import ssl
 import time
 from collections.abc import Iterator, Mapping
-from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
-import httpx
+import httpcore
 
 from mnemo_tui.backends.proxies import proxy_for
 from mnemo_tui.errors import (
@@ -37,6 +38,9 @@ from mnemo_tui.errors import (
     Unavailable,
     ValidationError,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 # The largest answer read (a page of 100 entries at the largest content is well under it): a body
 # declared or sent beyond it is refused, not a memory error, and not fetched again.
@@ -120,16 +124,16 @@ def _tls() -> ssl.SSLContext:
     context = ssl.create_default_context()
     try:
         import certifi
-    except ImportError:  # pragma: no cover - certifi comes with httpx; the system's store then stands alone
+    except ImportError:  # pragma: no cover - certifi comes with httpcore; the system's store then stands alone
         return context
     context.load_verify_locations(certifi.where())
     return context
 
 
 def _root(exc: BaseException) -> BaseException:
-    """The first cause of an httpx error that is not itself httpx's or httpcore's (the OSError underneath)."""
+    """The first cause of an httpcore error that is not itself httpcore's (the OSError underneath)."""
     seen = exc
-    for _ in range(8):  # httpx's error, httpcore's, then the socket's or the TLS library's
+    for _ in range(8):  # httpcore's error, then the socket's or the TLS library's
         cause = seen.__cause__ or seen.__context__
         if cause is None:
             break
@@ -139,20 +143,37 @@ def _root(exc: BaseException) -> BaseException:
     return seen
 
 
-def _reason(exc: httpx.HTTPError) -> str:
+# Every error httpcore raises for a request (it has no one base class); what httpx would raise in their stead.
+_HTTP_ERRORS = (
+    httpcore.TimeoutException,
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    httpcore.ProxyError,
+    httpcore.UnsupportedProtocol,
+)
+HttpError = (
+    httpcore.TimeoutException
+    | httpcore.NetworkError
+    | httpcore.ProtocolError
+    | httpcore.ProxyError
+    | httpcore.UnsupportedProtocol
+)
+
+
+def _reason(exc: HttpError) -> str:
     """A failure in a few words: never the endpoint's bytes, a key or a body."""
-    if isinstance(exc, httpx.ProxyError):
+    if isinstance(exc, httpcore.ProxyError):
         status = str(exc).split(" ", 1)[0]
         shown = str(exc) if status.isdigit() and str(exc).isprintable() and len(str(exc)) < 80 else "no tunnel"
         return f"the proxy refused the tunnel: {shown}"  # its status line, which holds no secret
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, httpcore.TimeoutException):
         return "timed out"
-    if isinstance(exc, httpx.RemoteProtocolError):
+    if isinstance(exc, httpcore.RemoteProtocolError):
         said = str(exc)
         if "without sending a response" in said:
             return "the connection closed without an answer"
         return "the answer was cut short" if "peer closed" in said or "incomplete" in said else "a malformed answer"
-    if isinstance(exc, httpx.LocalProtocolError):
+    if isinstance(exc, httpcore.LocalProtocolError):
         return "the request could not be sent (LocalProtocolError)"
     root = _root(exc)
     if isinstance(root, ssl.SSLCertVerificationError):
@@ -168,20 +189,20 @@ def _reason(exc: httpx.HTTPError) -> str:
     return type(exc).__name__
 
 
-def _failure(exc: httpx.HTTPError, deadline: float) -> TransportError:
-    """What an httpx error means to mnemo: never sent, past the deadline, or sent and no answer."""
-    if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError)):
+def _failure(exc: HttpError, deadline: float) -> TransportError:
+    """What an httpcore error means to mnemo: never sent, past the deadline, or sent and no answer."""
+    if isinstance(exc, (httpcore.ConnectError, httpcore.ConnectTimeout, httpcore.PoolTimeout, httpcore.ProxyError)):
         root = _root(exc)
         if isinstance(root, socket.gaierror) and root.errno in _NO_SUCH_NAME:
             return NoSuchHost(_reason(exc))
         return NotSent(_reason(exc))
-    if isinstance(exc, httpx.TimeoutException) and time.monotonic() >= deadline:
+    if isinstance(exc, httpcore.TimeoutException) and time.monotonic() >= deadline:
         return DeadlinePassed("the deadline passed")
-    return TransportError(_reason(exc))  # ReadError, WriteError, RemoteProtocolError, DecodingError...
+    return TransportError(_reason(exc))  # ReadError, WriteError, RemoteProtocolError...
 
 
 class Http:
-    """Requests to one endpoint through one kept-alive `httpx.Client`.
+    """Requests to one endpoint through one kept-alive httpcore pool (a `ConnectionPool`, or an `HTTPProxy`).
 
     Args:
         base_url: `http(s)://host[:port][/path]`; every request's path is appended to it.
@@ -219,22 +240,36 @@ class Http:
             raise ValueError(f"the host {parts.hostname!r} is not a valid host name") from None
         port = parts.port or (443 if https else 80)  # a port that is not a number raises ValueError
         shown = f"[{host}]" if ":" in host else host
-        path = quote(parts.path.rstrip("/"), safe="/%!$&'()*+,;=:@~")  # what is already %-encoded stays
-        self.base = f"{parts.scheme}://{shown}:{port}{path}"
+        self._path = _quoted(parts.path.rstrip("/"))
+        self.base = f"{parts.scheme}://{shown}:{port}{self._path}"
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
+        default = port == (443 if https else 80)
+        # The URL's parts as the request line spells them (the port left out where it is the scheme's own).
+        self._origin = (parts.scheme.encode(), host.encode("ascii"), None if default else port)
+        self._headers = {
+            name.lower(): (name.encode("ascii"), value.encode("ascii"))
+            for name, value in {
+                "Host": shown if default else f"{shown}:{port}",
+                **headers,
+                "Accept-Encoding": "identity",  # the size bound is on the bytes that come
+            }.items()
+        }
+        tls = _tls() if https else None
+        # httpx's own limits: up to 20 connections kept alive, each at most 5 s idle.
+        limits: dict[str, Any] = {"max_connections": 100, "max_keepalive_connections": 20, "keepalive_expiry": 5.0}
         chosen = proxy_for(parts.scheme, host, environ, port)
-        proxy = None
-        if chosen is not None:
-            auth = {"Proxy-Authorization": chosen.authorization} if chosen.authorization else None
-            proxy = httpx.Proxy(f"http://{chosen.host}:{chosen.port}", headers=auth)
-        self._client = httpx.Client(
-            headers={**headers, "Accept-Encoding": "identity"},  # the size bound is on the bytes that come
-            verify=_tls() if https else False,
-            trust_env=False,
-            proxy=proxy,
-            follow_redirects=False,
-        )
+        self._pool: httpcore.ConnectionPool | httpcore.HTTPProxy
+        if chosen is None:
+            self._pool = httpcore.ConnectionPool(ssl_context=tls, **limits)
+        else:
+            auth = [(b"Proxy-Authorization", chosen.authorization.encode("ascii"))] if chosen.authorization else None
+            self._pool = httpcore.HTTPProxy(
+                httpcore.URL(scheme=b"http", host=chosen.host.encode("ascii"), port=chosen.port, target=b"/"),
+                proxy_headers=auth,
+                ssl_context=tls,
+                **limits,
+            )
 
     def request(
         self,
@@ -291,18 +326,30 @@ class Http:
         if left <= 0:
             raise DeadlinePassed("the deadline passed")
         opening, wait = min(self.connect_timeout, left), min(self.read_timeout, left)
-        timeout = httpx.Timeout(wait if idle is None else idle, connect=opening, pool=opening, write=wait)
+        timeout = {"connect": opening, "pool": opening, "write": wait, "read": wait if idle is None else idle}
+        sent = dict(self._headers)
+        for name, value in headers.items():  # the request's own headers replace the client's of the same name
+            sent[name.lower()] = (name.encode("ascii"), value.encode("ascii"))
+        if content is not None:
+            sent["content-length"] = (b"Content-Length", str(len(content)).encode())
+        scheme, host, port = self._origin
+        url = httpcore.URL(scheme=scheme, host=host, port=port, target=_quoted(self._path + path).encode("ascii"))
+        request = httpcore.Request(
+            method, url, headers=list(sent.values()), content=content, extensions={"timeout": timeout}
+        )
         try:
-            request = self._client.build_request(
-                method, self.base + path, content=content, headers=headers, timeout=timeout
-            )
-            return Stream(self._client.send(request, stream=True))
-        except httpx.HTTPError as exc:
+            return Stream(self._pool.handle_request(request))
+        except _HTTP_ERRORS as exc:
             raise _failure(exc, deadline if idle is None else math.inf) from None
 
     def close(self) -> None:
-        """Close the client and its connection."""
-        self._client.close()
+        """Close the pool and its connections."""
+        self._pool.close()
+
+
+def _quoted(path: str) -> str:
+    """A request target's path (and query) %-encoded as a request line spells it; what is already encoded stays."""
+    return quote(path, safe="/%!$&'()*+,;=:@~?")
 
 
 class Stream:
@@ -313,10 +360,10 @@ class Stream:
     when done (a `with` block does).
     """
 
-    def __init__(self, response: httpx.Response) -> None:
+    def __init__(self, response: httpcore.Response) -> None:
         self._response = response
-        self.status_code = response.status_code
-        self.headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in response.headers.raw}
+        self.status_code = response.status
+        self.headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in response.headers}
         self.aborted = False
 
     def lines(
@@ -340,7 +387,7 @@ class Stream:
         after_cr = False  # the last chunk ended in `\r`: a `\n` opening the next one belongs to it
         due = time.monotonic() + seconds
         try:
-            for chunk in self._response.iter_bytes():
+            for chunk in self._response.iter_stream():
                 if time.monotonic() > due:
                     raise DeadlinePassed("the deadline passed")
                 start = 1 if after_cr and chunk.startswith(b"\n") else 0
@@ -373,13 +420,16 @@ class Stream:
                     size += len(chunk) - start
                     if spent + size > bound:
                         raise TooLarge(too_large)
-        except httpx.HTTPError as exc:
+        except _HTTP_ERRORS as exc:
             raise _failure(exc, due) from None
         if parts:
             raise TransportError("the stream ended within a line")
 
     def event_lines(self, bound: int) -> httpx.Response:
-        """The lines of server-sent events (bounded by event) as one more response's body, for httpx-sse's decoder."""
+        """The lines of server-sent events (bounded by event) as one more response's body, for httpx-sse's decoder
+        (which reads an `httpx.Response`: httpx is imported by a push follow only, never to send or read)."""
+        import httpx
+
         bounded = (line + b"\n" for line in self.lines(bound, cr=True, event=True))
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=bounded)
 
@@ -396,14 +446,14 @@ class Stream:
         chunks: list[bytes] = []
         size = 0
         try:
-            for chunk in self._response.iter_bytes():
+            for chunk in self._response.iter_stream():
                 size += len(chunk)
                 if size > limit:
                     raise TooLarge(f"an answer over {limit >> 20} MiB")
                 if time.monotonic() > deadline:
                     raise DeadlinePassed("the deadline passed")
                 chunks.append(chunk)
-        except httpx.HTTPError as exc:
+        except _HTTP_ERRORS as exc:
             raise _failure(exc, deadline) from None
         return Answer(self.status_code, self.headers, b"".join(chunks))
 
@@ -422,7 +472,7 @@ class Stream:
         """Release the connection (from the thread that reads it)."""
         try:
             self._response.close()
-        except (httpx.HTTPError, OSError):
+        except (*_HTTP_ERRORS, OSError):
             pass  # a connection already broken is dropped by the pool all the same
 
     def __enter__(self) -> Stream:
@@ -527,6 +577,8 @@ def retry_after(response: Answer) -> float | None:
     try:
         seconds = float(value)
     except ValueError:
+        from email.utils import parsedate_to_datetime  # ~10 ms of imports (calendar, locale): for a date only
+
         try:
             seconds = max(0.0, parsedate_to_datetime(value).timestamp() - time.time())  # a past date: now
         except (TypeError, ValueError, OverflowError):  # OverflowError: a year past C's integers

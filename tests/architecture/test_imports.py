@@ -16,6 +16,7 @@ from mnemo_tui.values.writes import WriteRequest
 HEAVY = (
     "textual",
     "httpx",
+    "httpcore",  # the remote backend's transport (backends/remote_http.py)
     "msgspec",  # the remote feed's page reader (backends/remote_wire.py)
     "keyring",
     "starlette",

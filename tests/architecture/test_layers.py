@@ -57,7 +57,8 @@ OWNED = {
     "textual": ("mnemo_tui.tui",),
     "rich": ("mnemo_tui.tui",),
     "typer": ("mnemo_tui.cli.commands", "mnemo_tui.cli"),
-    "httpx": ("mnemo_tui.backends.remote_http",),  # opened with a remote backend only (test_imports)
+    "httpx": ("mnemo_tui.backends.remote_http",),  # a push follow's events, for httpx-sse's decoder only
+    "httpcore": ("mnemo_tui.backends.remote_http",),  # the remote transport; opened with a remote backend only
     "httpx_sse": ("mnemo_tui.backends.remote_follow",),  # the push follow's decoder; opened by a follow only
     "msgspec": ("mnemo_tui.backends.remote_wire",),  # the remote feed's page read; not by the embedded recent
     "starlette": ("mnemo_tui.server",),  # the server is a Starlette app (the `mcp` SDK's own framework)

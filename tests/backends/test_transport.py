@@ -1,4 +1,4 @@
-"""The remote backend's HTTP side (`backends/remote_http.py` on httpx): kept-alive connections, timeouts, the
+"""The remote backend's HTTP side (`backends/remote_http.py` on httpcore): kept-alive connections, timeouts, the
 deadline and the size bound, proxies, TLS.
 
 Every server here is a real socket on 127.0.0.1 speaking HTTP/1.1 by hand, so the test decides
@@ -24,6 +24,7 @@ import pytest
 from mnemo_tui.backends import remote_http
 from mnemo_tui.backends.proxies import proxy_for
 from mnemo_tui.backends.remote import RemoteBackend
+from mnemo_tui.backends.remote_calls import STREAM_ACCEPT
 from mnemo_tui.errors import PayloadTooLarge, Unavailable, ValidationError
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
@@ -58,7 +59,8 @@ def _read_request(stream: Any) -> tuple[str, dict[str, str], bytes] | None:
         if raw in (b"\r\n", b"\n", b""):
             break
         name, _, value = raw.decode("latin-1").partition(":")
-        headers[name.strip().lower()] = value.strip()
+        name, value = name.strip().lower(), value.strip()
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value  # a repeated one, as HTTP joins it
     body = stream.read(int(headers.get("content-length", "0")))
     return line.decode("latin-1").strip(), headers, body
 
@@ -382,6 +384,25 @@ def test_an_endpoint_path_and_host_are_sent_as_the_request_line_spells_them(monk
         through.close()
     assert server.seen[0].line == "POST /mn%C3%A9mo%20space/api/v1/memory/recent HTTP/1.1"
     assert server.seen[1].line == "POST http://xn--bcher-kva.example:8765/api/v1/memory/recent HTTP/1.1"
+
+
+def test_a_request_names_its_host_its_body_s_length_and_the_one_encoding_it_reads() -> None:
+    # What the transport spells itself (httpcore adds no header of its own): the port only where it is not the
+    # scheme's, a body's length, and the bytes as they are (the size bound is on those); a call's own header
+    # replaces the client's of the same name, whatever its case.
+    with raw_server(_pages) as server:
+        backend = RemoteBackend(f"http://127.0.0.1:{server.port}/api/v1", KEY)
+        backend.recent(RecentQuery())
+        backend.domains()
+        assert len(list(backend.walk_pages(RecentQuery()))) == 1  # asked as a stream, answered as one page
+        backend.close()
+    posted, got, streamed = server.seen
+    assert {r.headers["host"] for r in server.seen} == {f"127.0.0.1:{server.port}"}
+    assert int(posted.headers["content-length"]) == len(posted.body) > 0 and "content-length" not in got.headers
+    assert {r.headers["accept-encoding"] for r in server.seen} == {"identity"}
+    assert posted.headers["accept"] == got.headers["accept"] == "application/json"
+    assert streamed.headers["accept"] == STREAM_ACCEPT
+    assert {r.headers["x-api-key"] for r in server.seen} == {KEY}
 
 
 @pytest.mark.parametrize("host", ["a..b", "x" * 64 + ".example"])

@@ -97,5 +97,6 @@ def test_the_server_imports_neither_the_cli_nor_the_tui() -> None:
 
 def test_the_remote_backend_imports_no_server_and_no_ui() -> None:
     loaded = _modules_after("import mnemo_tui.backends.remote")
-    assert "httpx" in loaded  # its HTTP client (backends/remote_http.py), imported with it and nowhere else
+    assert "httpcore" in loaded  # its HTTP transport (backends/remote_http.py), imported with it and nowhere else
+    assert "httpx" not in loaded  # httpx's layer (and the command line it imports) only for a push follow's events
     assert not {m for m in loaded if m.startswith(("starlette", "uvicorn", "textual", "typer", "mnemo_tui.server"))}
