@@ -14,7 +14,7 @@ from mnemo_tui.errors import Timeout
 from mnemo_tui.server import bodies
 from mnemo_tui.server.bodies import M, require_uuid
 from mnemo_tui.server.envelope import JSON, Raw, dumps
-from mnemo_tui.values.model import RecentQuery, Value, WirePage
+from mnemo_tui.values.model import RecentQuery, Value
 from mnemo_tui.values.writes import WriteRequest
 
 T = TypeVar("T")
@@ -57,9 +57,8 @@ def recent_query(call: Call) -> RecentQuery:
     )
 
 
-def page_json(page: WirePage) -> bytes:
-    """A page as the wire's `RecentResponse`: the stored wire items joined as they are."""
-    return b"".join(page_pieces(",".join(page.items).encode(), page.next_cursor))
+# A JSON page's bound on its items' text: one no page meets (SQLite's own is below it), so none is cut short.
+PAGE_BYTES = 1 << 30
 
 
 def page_pieces(items: bytes, cursor: str | None) -> tuple[bytes, bytes, bytes, bytes, bytes]:
@@ -69,8 +68,10 @@ def page_pieces(items: bytes, cursor: str | None) -> tuple[bytes, bytes, bytes, 
 
 
 def recent(engine: Engine, who: str, call: Call) -> bytes:
-    """`POST /memory/recent`: one page of the feed."""
-    return page_json(engine.recent_wire(who, recent_query(call)))
+    """`POST /memory/recent`: one page of the feed, its items' texts joined by the engine as a streamed walk's
+    (`Engine.recent_wire_pages`: on SQLite in its statement, one value a page rather than three objects a row)."""
+    page = engine.recent_wire_pages(who, recent_query(call), 1, PAGE_BYTES)[0]
+    return b"".join(page_pieces(page.items, page.next_cursor))
 
 
 # -- writes ---------------------------------------------------------------------------------

@@ -488,9 +488,11 @@ class SqliteDatabase(Database):
         sql, at = plan.sql, params
         budget = max_bytes
         with self.lock:
-            if self._cache_pages is None:
-                self._cache_pages = int(self.db.execute("PRAGMA cache_size").fetchone()[0])
-            self.db.execute(f"PRAGMA cache_size = {WALK_CACHE}")
+            cached = pages > 1  # a part reads many pages of the file once; a single page needs no larger cache
+            if cached:
+                if self._cache_pages is None:
+                    self._cache_pages = int(self.db.execute("PRAGMA cache_size").fetchone()[0])
+                self.db.execute(f"PRAGMA cache_size = {WALK_CACHE}")
             began = not self.db.in_transaction
             if began:
                 self.db.execute("BEGIN")
@@ -515,7 +517,8 @@ class SqliteDatabase(Database):
             finally:
                 if began and self.db.in_transaction:
                     self.db.execute("COMMIT")
-                self.db.execute(f"PRAGMA cache_size = {self._cache_pages}")
+                if cached:
+                    self.db.execute(f"PRAGMA cache_size = {self._cache_pages}")
 
     def _rows_from(
         self,
