@@ -16,7 +16,7 @@ from mnemo_tui.backends.remote import RemoteBackend
 from mnemo_tui.engine.feed import JoinedPage, item_bytes
 from mnemo_tui.engine.sqlite.store import Store
 from mnemo_tui.errors import Forbidden, ValidationError
-from mnemo_tui.server import follow, walk_stream
+from mnemo_tui.server import follow, routes, walk_stream
 from mnemo_tui.values.model import RecentQuery
 from mnemo_tui.values.writes import WriteRequest
 from tests.support.follow import client, following, write
@@ -71,6 +71,33 @@ def test_the_engine_reads_a_walk_part_up_to_its_byte_bound_and_the_cursors_conti
             page = engine.recent_wire("alice", q)
             assert len(page.items) == 7 and _bytes(page.items) > 7 * 20_000
         assert engine.recent_wire_pages("bob", RecentQuery(limit=7), 4, 1000) == [JoinedPage(b"", 0, None)]
+    finally:
+        engine.close()
+
+
+def test_a_json_page_is_the_row_by_row_page_exactly_and_never_cut_short(target: Target) -> None:
+    # The endpoint's page is read joined (`routes.recent`, one value a page on SQLite); it must be, byte for byte,
+    # the page read row by row (`recent_wire`), at any size: `limit` items, whatever their bytes.
+    engine = target.open()
+    try:
+        _seed(engine, 40)
+        first = engine.write("alice", WriteRequest(content=FAT[:9000], domain="notes")).atom_id
+        engine.write("alice", WriteRequest(content=FAT[:9001], domain="notes", supersedes=(first,)))
+        for history in (False, True):
+            cursor, pages = None, 0
+            while True:
+                body = {"limit": 9, "include_history": history, **({"cursor": cursor} if cursor else {})}
+                answer = routes.recent(engine, "alice", routes.Call(json.dumps(body).encode()))
+                page = engine.recent_wire("alice", RecentQuery(limit=9, include_history=history, cursor=cursor))
+                items, after = ",".join(page.items), json.dumps(page.next_cursor)
+                assert answer == f'{{"items":[{items}],"next_cursor":{after}}}'.encode()
+                assert len(page.items) == 9 or page.next_cursor is None
+                pages += 1
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            assert pages == (42 if history else 41) // 9 + 1
+        assert routes.recent(engine, "bob", routes.Call(b'{"limit": 5}')) == b'{"items":[],"next_cursor":null}'
     finally:
         engine.close()
 
