@@ -100,6 +100,7 @@ class RawServer:
             threading.Thread(target=self._serve, args=(conn, self.connections), daemon=True).start()
 
     def _serve(self, conn: socket.socket, number: int) -> None:
+        stream = None
         try:
             if self.tls is not None:
                 conn = self.tls.wrap_socket(conn, server_side=True)
@@ -119,6 +120,10 @@ class RawServer:
                     break
         except OSError:
             pass
+        # The file made from the socket holds it open: closed first, so that the socket's own close sends its
+        # FIN before the close is counted (a test that waits for the count must find the connection closed).
+        if stream is not None:
+            stream.close()
         conn.close()
         self.closed += 1
 
