@@ -436,9 +436,13 @@ class _Answered:
         self.inner, self.open = inner, open_requests
 
     async def send(self, item: SessionMessage, /) -> None:
-        if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
-            self.open.settle(item.message.id)
-        await self.inner.send(item)
+        try:
+            await self.inner.send(item)
+        finally:
+            # Settled once the answer is handed on, not before: stdin's end waits for it (`_Open.drained`), then the
+            # SDK ends the session and cancels what still runs, so an answer settled first could be cut unsent.
+            if isinstance(item.message, types.JSONRPCResponse | types.JSONRPCError):
+                self.open.settle(item.message.id)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
