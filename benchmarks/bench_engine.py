@@ -232,7 +232,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
         lambda: bare.execute(deep_sql, (bucket, *position, PAGE + 1)).fetchall(),
         reps,
     )
-    # The page as wire texts (what the server sends and `recent --all` prints), with its cursor.
+    # The page as wire texts read row by row (what `recent --all` prints), with its cursor.
     wire_engine, wire_bare = _alternate(
         lambda: store.recent_wire(PRINCIPAL, deep),
         lambda: bare.execute(deep_sql, (bucket, *position, PAGE + 1)).fetchall(),
@@ -256,7 +256,7 @@ def run(quick: bool = False) -> list[dict[str, Any]]:
             "≤ 1.5x",
         ),
         _row(
-            f"engine page at depth {depth:,}, wire texts (`Store.recent_wire`, as the server)",
+            f"engine page at depth {depth:,}, wire texts (`Store.recent_wire`, row by row)",
             wire_engine,
             wire_bare,
             "≤ 1.5x",

@@ -121,7 +121,8 @@ class FeedOps(Database):
         return Page(list(map(Entry._make, rows)), cursor)
 
     def recent_wire(self, principal: str, q: RecentQuery) -> WirePage:
-        """The same page as `recent`, as the entries' wire texts (what the server sends), with no `Entry` built."""
+        """The same page as `recent`, as the entries' wire texts read row by row, with no `Entry` built: what the
+        server's joined pages (`recent_wire_pages`) are held to, byte for byte, in the tests."""
         rows, cursor, spliced = self._page(principal, q)
         if spliced:
             return WirePage([w if s is None else with_superseded_by(w, s) for _c, _a, w, s in rows], cursor)

@@ -1,4 +1,4 @@
-"""The engine reads the server uses (`recent_wire`, `atom_extras`) agree with `Store.recent` exactly."""
+"""The engine's wire reads (`recent_wire`, `atom_extras`) agree with `Store.recent` exactly."""
 
 from __future__ import annotations
 
