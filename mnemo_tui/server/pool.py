@@ -58,6 +58,9 @@ class EnginePool:
         self._started = False
         self._closed = False
         self._written_at_once = 0
+        # Jobs handed to a thread whose answer the loop has not had yet, and the loop's writes that wait for one.
+        self._in_threads = 0
+        self._parked: list[asyncio.Future[None]] = []
         # What the metrics read (server/metrics.py): each job's wait for a thread, the threads busy.
         self.observe_wait: Callable[[float], None] | None = None
         self.size = len(self._threads)
@@ -84,8 +87,10 @@ class EnginePool:
           moment (`Engine.briefly`);
         - `LOOKUP`, a read of one row by a unique key (an API key's): the same, without counting its
           steps, which it has too few of to run long;
-        - `WRITE`, one bounded write: done in a thread when its write lock is held (`WouldWait`, raised
-          before anything began; nothing else is retried, so nothing is ever written twice).
+        - `WRITE`, one bounded write: begun only when its write lock is free (`WouldWait`, raised before
+          anything began; nothing else is retried, so nothing is ever written twice). While one of this
+          pool's threads holds or waits for the lock, the write waits on the loop for a thread's answer and
+          tries again there; with none, the lock is another process's, and a thread waits for it.
 
         Raises:
             MnemoError: what `fn` raises as its answer (an unknown key is an answer, not a wait).
@@ -94,15 +99,23 @@ class EnginePool:
             raise Unavailable("the server is stopping")
         engine = self._now
         if at_once == WRITE and engine is not None:
-            try:
-                result = fn(engine)
-            except WouldWait:
-                pass
-            else:
-                self._written_at_once += 1
-                if self._written_at_once % CHECKPOINT_WRITES == 0:
-                    self._checkpoint()
-                return result
+            # Not handed to a thread while ours hold the lock: each write sent to a thread found the lock held
+            # by the one before it, so the writes kept going to threads, the loop and eight threads taking the
+            # interpreter in turns (up to 600 writes in 1,600 under `wrk`, 1.45x the bare app's CPU a request).
+            while True:
+                try:
+                    result = fn(engine)
+                except WouldWait:
+                    if not self._in_threads:
+                        break
+                    await self._a_thread_answers()
+                    if self._closed:
+                        raise Unavailable("the server is stopping") from None
+                else:
+                    self._written_at_once += 1
+                    if self._written_at_once % CHECKPOINT_WRITES == 0:
+                        self._checkpoint()
+                    return result
         elif at_once in (READ, LOOKUP) and engine is not None:
             try:
                 if at_once == LOOKUP:
@@ -121,8 +134,23 @@ class EnginePool:
                     self._started = True
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
+        self._in_threads += 1
         self._jobs.put((fn, future, loop, time.perf_counter()))
         return await future
+
+    async def _a_thread_answers(self) -> None:
+        """Wait on the loop until a job of this pool's threads is answered (or the pool closes)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._parked.append(waiter)  # one future each: a cancelled wait cancels no other
+        await waiter
+
+    def _answered(self) -> None:
+        """On the loop: a thread's job is answered; the writes waiting for one try again."""
+        self._in_threads -= 1
+        parked, self._parked = self._parked, []
+        for waiter in parked:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def queued(self) -> int:
         """Jobs waiting for a thread now."""
@@ -148,11 +176,11 @@ class EnginePool:
                 with self._busy_lock:
                     self.busy -= 1
 
-    @staticmethod
     def _settle(
-        loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any, exc: BaseException | None
+        self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any, exc: BaseException | None
     ) -> None:
         def settle() -> None:
+            self._answered()
             if future.cancelled():
                 return
             if exc is not None:
@@ -192,6 +220,7 @@ class EnginePool:
             if job is not None:
                 with suppress(RuntimeError):  # its loop is closed: nobody waits for it
                     job[2].call_soon_threadsafe(job[1].cancel)
+                    job[2].call_soon_threadsafe(self._answered)  # what waits for a thread's answer has it
         if self._started:
             for _ in self._threads:
                 self._jobs.put(None)

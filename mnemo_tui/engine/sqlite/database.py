@@ -343,7 +343,7 @@ class SqliteDatabase(Database):
         whole is never started over: it grows without end (hundreds of MB in a minute of `mnemo serve`
         under load), and every read looks through more of it. So the bulk is copied while writes go
         on, and what they added meanwhile (a few writes' pages) is copied with the in-process write
-        lock held (counted among the waiting, so the event loop's writes go to a thread for that
+        lock held (counted among the waiting, so the event loop's writes wait for that
         moment); the next write then starts the log over. It never waits for a reader: one that still
         needs part of the log leaves that part to the next checkpoint.
         """
