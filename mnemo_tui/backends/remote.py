@@ -9,7 +9,7 @@ from hashlib import sha256
 from typing import TYPE_CHECKING, Any, Literal, cast
 from urllib.parse import quote
 
-from mnemo_tui.backends import Backend, remote_consumers, remote_removals
+from mnemo_tui.backends import Backend
 from mnemo_tui.backends.remote_calls import Calls
 from mnemo_tui.backends.remote_http import DeadlinePassed, TooLarge, TransportError
 from mnemo_tui.backends.remote_wire import CANONICAL_HEADER, entry_of, page_of, read_page, time_of, wire_time
@@ -19,7 +19,6 @@ from mnemo_tui.state.config import Settings
 from mnemo_tui.state.credentials import lookup_key
 from mnemo_tui.values.model import Entry, Page, RecentQuery, by_author
 from mnemo_tui.values.plane import Stats
-from mnemo_tui.values.removals import Removals
 from mnemo_tui.values.rooms import Invite, Joined, Room, room_id_of
 from mnemo_tui.values.search import Detail, SearchHit, SearchQuery
 from mnemo_tui.values.secrets import SecretInfo
@@ -27,7 +26,9 @@ from mnemo_tui.values.text_page import TextPage
 from mnemo_tui.values.writes import WriteRequest, WriteResult
 
 if TYPE_CHECKING:
+    from mnemo_tui.backends import remote_consumers
     from mnemo_tui.backends.remote_follow import RemoteFollow
+    from mnemo_tui.values.removals import Removals
 
 
 def _number(value: Any) -> float:
@@ -319,9 +320,13 @@ class RemoteBackend(Calls, Backend):
 
     def consumers(self) -> remote_consumers.Consumers:
         """The calls of durable consumers (`/mnemo/consumers`, mnemo serve's extension; docs/consumers.md)."""
+        from mnemo_tui.backends import remote_consumers  # with the state database it loads: not for a walk
+
         return remote_consumers.Consumers(self._call, self.identity)
 
     def removals(self, scope: str | None, after: int | None, upto: int | None = None) -> Removals | None:
+        from mnemo_tui.backends import remote_removals  # not for a walk
+
         return remote_removals.removals(self._call, self.identity, scope, after, upto)
 
     def delete(self, atom_id: str) -> int:

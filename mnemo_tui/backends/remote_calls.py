@@ -16,7 +16,6 @@ from hashlib import sha256
 from typing import Any
 
 from mnemo_tui import __version__
-from mnemo_tui.backends import remote_consumers, remote_removals
 from mnemo_tui.backends.proxies import BadProxy
 from mnemo_tui.backends.remote_http import (
     NOT_PROCESSED_STATUS,
@@ -95,8 +94,8 @@ _MAY_BE_404 = (
     "/memory/atoms/",
     "/memory/rooms/join",
     "/vault/secrets/by-alias/",
-    remote_removals.PATH,
-    remote_consumers.PATH,  # a consumer with no position (its reason), or an endpoint that keeps none
+    "/memory/removals",  # `remote_removals.PATH` (its module, and the state database it loads, only when called)
+    "/mnemo/consumers",  # `remote_consumers.PATH`: a consumer with no position (its reason), or an endpoint that keeps none
 )
 
 

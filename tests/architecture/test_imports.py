@@ -207,3 +207,17 @@ def test_a_commands_help_imports_that_commands_module_alone(filled: Path) -> Non
     listed = probe(filled, "--help")
     assert "show" in str(listed["out"]) and "Copy an embedded store into PostgreSQL." in str(listed["out"])
     assert command_modules(listed) == set()
+
+
+def test_the_remote_backend_loads_no_state_database_until_a_call_needs_one() -> None:
+    # A remote walk reads pages only: the consumers' and removals' calls (and the state database, sqlite3, the
+    # migrations they bring) load when called, which a walk never does; their 404 rule stays theirs.
+    code = "import json, sys, mnemo_tui.backends.remote; print(json.dumps(sorted(sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    modules = set(json.loads(proc.stdout))
+    assert not modules & {"sqlite3", "mnemo_tui.state.statedb", "mnemo_tui.backends.remote_consumers"}
+    assert "mnemo_tui.backends.remote_removals" not in modules
+
+    from mnemo_tui.backends import remote_calls, remote_consumers, remote_removals
+
+    assert {remote_consumers.PATH, remote_removals.PATH} <= set(remote_calls._MAY_BE_404)
