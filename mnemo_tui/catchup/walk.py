@@ -144,12 +144,32 @@ class Walk:
         self.overlap = overlap
         self.hold_all = hold_all
         self.on_repeat = on_repeat
-        self.progress = progress if progress is not None else WalkProgress(cursor=query.cursor)
-        self.frontier = Frontier(overlap, self.progress.newest, self.progress.newest_ids)
+        start = progress if progress is not None else WalkProgress(cursor=query.cursor)
+        self._progress: WalkProgress | None = start
+        # The progress's counts, moved on a page at a time; the `WalkProgress` is built from them only when
+        # something reads it (a checkpoint), not for each of a long walk's pages.
+        self._cursor, self._done, self._pages = start.cursor, start.done, start.pages
+        self._delivered, self._repeats = start.delivered, start.repeats
+        self.frontier = Frontier(overlap, start.newest, start.newest_ids)
         self.max_pages = max_pages
         self._previous: frozenset[str] = frozenset()
         self._last: tuple[int, str] | None = None
         self._empty = 0
+
+    @property
+    def progress(self) -> WalkProgress:
+        """Where the walk stands: the cursor of the next page, whether it is done, the frontier, the counts."""
+        if self._progress is None:
+            self._progress = WalkProgress(
+                self._cursor,
+                self._done,
+                self.frontier.newest,
+                self.frontier.ids,
+                self._pages,
+                self._delivered,
+                self._repeats,
+            )
+        return self._progress
 
     def pages(self) -> Iterator[list[Entry]]:
         """Each page's fresh entries, newest first (a page may have none), until the end of the feed.
@@ -184,8 +204,8 @@ class Walk:
         """Each page as it is read, with the cursor it was read from; the caller takes it (`_taken`) before the next."""
         requests = 0
         streamed = self.max_pages is None
-        while not self.progress.done and (self.max_pages is None or requests < self.max_pages):
-            used = self.progress.cursor
+        while not self._done and (self.max_pages is None or requests < self.max_pages):
+            used = self._cursor
             stream = self.backend.walk_pages(self.query.replace(cursor=used)) if streamed else None
             if stream is None:
                 requests += 1
@@ -194,8 +214,8 @@ class Walk:
             streamed = False  # a stream that ends before the end of the feed is followed by pages
             try:
                 for page in stream:
-                    yield page, self.progress.cursor
-                    if self.progress.done:
+                    yield page, self._cursor
+                    if self._done:
                         break
             finally:
                 stream.close()  # a walk left early (`| head`) lets go of the answer at once
@@ -203,7 +223,7 @@ class Walk:
     def _taken(self, page: Page | TextPage, used: str | None) -> list[Entry] | None:
         """One page read from `used` (a cursor, None at the top): checked, the progress moved on; its fresh
         entries, or None when every entry of the page is fresh (most pages of a walk)."""
-        number = self.progress.pages + 1
+        number = self._pages + 1
         if isinstance(page, TextPage):
             ids, last, newest = page.ids, page.last, page.newest
         else:
@@ -228,16 +248,10 @@ class Walk:
                         self.held.add(atom)
         self.frontier.observe_page(newest, page)
         self._previous = here
-        p = self.progress
-        self.progress = WalkProgress(
-            cursor=page.next_cursor,
-            done=page.next_cursor is None,
-            newest=self.frontier.newest,
-            newest_ids=self.frontier.ids,
-            pages=number,
-            delivered=p.delivered + (len(ids) if fresh is None else len(fresh)),
-            repeats=p.repeats + repeats,
-        )
+        self._cursor, self._done, self._pages = page.next_cursor, page.next_cursor is None, number
+        self._delivered += len(ids) if fresh is None else len(fresh)
+        self._repeats += repeats
+        self._progress = None
         return fresh
 
     def _advanced(self, last: tuple[int, str] | None, used: str | None, cursor: str | None, number: int) -> None:
