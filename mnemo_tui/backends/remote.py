@@ -182,7 +182,7 @@ class RemoteBackend(Calls, Backend):
                     for line in stream.lines(seconds=self.deadline):
                         if not line or line.isspace():
                             continue
-                        read = read_page(line, canonical)
+                        read = read_page(line, canonical, line=True)
                         broken = 0
                         yield read if local is None else _kept(query, local, read)
                         if read.next_cursor is None:

@@ -144,7 +144,7 @@ def page_of(body: bytes | str, canonical: bool = False) -> Page:
     return read if isinstance(read, Page) else read.page()
 
 
-def read_page(body: bytes | str, canonical: bool = False) -> Page | TextPage:
+def read_page(body: bytes | str, canonical: bool = False, line: bool = False) -> Page | TextPage:
     """A feed page from the body of a `RecentResponse`; a `next_cursor` absent or `""` ends the walk.
 
     msgspec delimits the items (each one's own bytes, as the endpoint sent them); an item that is a
@@ -152,14 +152,15 @@ def read_page(body: bytes | str, canonical: bool = False) -> Page | TextPage:
     other is read by the standard library and written anew (`entry_of`). `canonical`: the endpoint said
     its items are its stored RecentItems (`CANONICAL_HEADER`), so the rule is first tried on the whole
     page at once (`_framed`): a page whose every item keeps its text is a `TextPage`, its `Entry` values
-    built only if asked for.
+    built only if asked for. `line`: the body is a line of the streamed walk, which holds no `\n` (the stream
+    was cut there), so that one is not searched for again.
 
     Raises:
         Unavailable: the body is not a page, or an item is not an object with an atom id, or not UTF-8.
     """
     try:
         raw = body if isinstance(body, bytes) else body.encode()
-        framed = _framed(raw) if canonical else None
+        framed = _framed(raw, line) if canonical else None
         if framed is not None:
             return framed
         page = _PAGE.decode(raw)
@@ -240,7 +241,7 @@ _ITEM_LIST = msgspec.json.Decoder(list[_Item])
 _CURSOR = msgspec.json.Decoder(str | None)
 
 
-def _framed(raw: bytes) -> TextPage | None:
+def _framed(raw: bytes, line: bool = False) -> TextPage | None:
     """A page laid out as `mnemo serve` writes it whose every item keeps its text (the rule of `_one`, held to it by
     the tests), read with one decode of its items: None when it is laid out otherwise or one item does not keep
     its text (the page is then read item by item).
@@ -251,10 +252,12 @@ def _framed(raw: bytes) -> TextPage | None:
     array (its quote opens a key, so the comma and braces around it are outside any string, and no list of a
     RecentItem holds objects), and when it occurs once fewer than there are items, every boundary is one and
     the texts are the line between the brackets cut there (and joined again by line breaks). No text is decoded
-    or re-encoded.
+    or re-encoded. `line`: `raw` is known to hold no `\n` (a line of the stream), so only `\r` is looked for.
     """
     end = raw.rfind(_TAIL)
-    if end < len(_HEAD) or not raw.startswith(_HEAD) or not raw.endswith(b"}") or not _one_line(raw):
+    if end < len(_HEAD) or not raw.startswith(_HEAD) or not raw.endswith(b"}"):
+        return None
+    if b"\r" in raw or (not line and b"\n" in raw):  # `_one_line`, a search of the line less for a streamed one
         return None
     view = memoryview(raw)
     try:

@@ -172,6 +172,9 @@ def test_a_line_break_between_the_tokens_of_an_item_is_never_printed() -> None:
         for canonical in (True, False):
             (entry,) = page_of(_page(spaced), canonical).items
             assert entry.wire == COMPACT
+    # A line of the stream (no `\n` in it: the reader cut there) is still searched for a `\r`.
+    read = read_page(_page(COMPACT.replace(',"domain"', ',\r"domain"'), COMPACT), True, line=True)
+    assert [e.wire for e in read.items] == [COMPACT, COMPACT]
 
 
 _CANONICAL_TIMES = st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)).map(
