@@ -58,7 +58,8 @@ class EnginePool:
         self._started = False
         self._closed = False
         self._written_at_once = 0
-        # Jobs handed to a thread whose answer the loop has not had yet, and the loop's writes that wait for one.
+        # Jobs handed to the threads and not yet done, and the loop's writes waiting for one to be (under
+        # `_busy_lock`: counted by the threads, so a loop that closed meanwhile leaves the count true).
         self._in_threads = 0
         self._parked: list[asyncio.Future[None]] = []
         # What the metrics read (server/metrics.py): each job's wait for a thread, the threads busy.
@@ -101,14 +102,13 @@ class EnginePool:
         if at_once == WRITE and engine is not None:
             # Not handed to a thread while ours hold the lock: each write sent to a thread found the lock held
             # by the one before it, so the writes kept going to threads, the loop and eight threads taking the
-            # interpreter in turns (up to 600 writes in 1,600 under `wrk`, 1.45x the bare app's CPU a request).
+            # interpreter in turns (up to 600 writes in 1,600 under `wrk`).
             while True:
                 try:
                     result = fn(engine)
                 except WouldWait:
-                    if not self._in_threads:
-                        break
-                    await self._a_thread_answers()
+                    if not await self._a_thread_answers():
+                        break  # none of ours has work: the lock is another process's, a thread waits for it
                     if self._closed:
                         raise Unavailable("the server is stopping") from None
                 else:
@@ -134,23 +134,30 @@ class EnginePool:
                     self._started = True
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._in_threads += 1
+        with self._busy_lock:
+            self._in_threads += 1
         self._jobs.put((fn, future, loop, time.perf_counter()))
         return await future
 
-    async def _a_thread_answers(self) -> None:
-        """Wait on the loop until a job of this pool's threads is answered (or the pool closes)."""
+    async def _a_thread_answers(self) -> bool:
+        """Wait on the loop until a job of this pool's threads is done (or the pool closes); False at once when
+        the threads have none."""
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._parked.append(waiter)  # one future each: a cancelled wait cancels no other
+        with self._busy_lock:
+            if not self._in_threads:
+                return False
+            self._parked.append(waiter)  # one future each: a cancelled wait cancels no other
         await waiter
+        return True
 
-    def _answered(self) -> None:
-        """On the loop: a thread's job is answered; the writes waiting for one try again."""
-        self._in_threads -= 1
-        parked, self._parked = self._parked, []
+    def _done(self, jobs: int) -> None:
+        """In any thread: `jobs` handed to the threads are done (or dropped); the writes waiting for one try again."""
+        with self._busy_lock:
+            self._in_threads -= jobs
+            parked, self._parked = self._parked, []
         for waiter in parked:
-            if not waiter.done():
-                waiter.set_result(None)
+            with suppress(RuntimeError):  # its loop closed: nothing waits there any more
+                waiter.get_loop().call_soon_threadsafe(_wake, waiter)
 
     def queued(self) -> int:
         """Jobs waiting for a thread now."""
@@ -175,12 +182,12 @@ class EnginePool:
             finally:
                 with self._busy_lock:
                     self.busy -= 1
+                self._done(1)
 
     def _settle(
         self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any, exc: BaseException | None
     ) -> None:
         def settle() -> None:
-            self._answered()
             if future.cancelled():
                 return
             if exc is not None:
@@ -220,7 +227,7 @@ class EnginePool:
             if job is not None:
                 with suppress(RuntimeError):  # its loop is closed: nobody waits for it
                     job[2].call_soon_threadsafe(job[1].cancel)
-                    job[2].call_soon_threadsafe(self._answered)  # what waits for a thread's answer has it
+                self._done(1)  # dropped: what waits for a thread's answer has it
         if self._started:
             for _ in self._threads:
                 self._jobs.put(None)
@@ -230,3 +237,8 @@ class EnginePool:
             for engine in self._opened:
                 engine.close()
             self._opened.clear()
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
