@@ -142,18 +142,18 @@ class EnginePool:
     async def _a_thread_answers(self) -> bool:
         """Wait on the loop until a job of this pool's threads is done (or the pool closes); False at once when
         the threads have none."""
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         with self._busy_lock:
             if not self._in_threads:
                 return False
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._parked.append(waiter)  # one future each: a cancelled wait cancels no other
         await waiter
         return True
 
-    def _done(self, jobs: int) -> None:
-        """In any thread: `jobs` handed to the threads are done (or dropped); the writes waiting for one try again."""
+    def _done(self) -> None:
+        """In any thread: a job handed to the threads is done (or dropped); the writes waiting for one try again."""
         with self._busy_lock:
-            self._in_threads -= jobs
+            self._in_threads -= 1
             parked, self._parked = self._parked, []
         for waiter in parked:
             with suppress(RuntimeError):  # its loop closed: nothing waits there any more
@@ -182,10 +182,11 @@ class EnginePool:
             finally:
                 with self._busy_lock:
                     self.busy -= 1
-                self._done(1)
+                self._done()
 
+    @staticmethod
     def _settle(
-        self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any, exc: BaseException | None
+        loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], result: Any, exc: BaseException | None
     ) -> None:
         def settle() -> None:
             if future.cancelled():
@@ -227,7 +228,7 @@ class EnginePool:
             if job is not None:
                 with suppress(RuntimeError):  # its loop is closed: nobody waits for it
                     job[2].call_soon_threadsafe(job[1].cancel)
-                self._done(1)  # dropped: what waits for a thread's answer has it
+                self._done()  # dropped: what waits for a thread's answer has it
         if self._started:
             for _ in self._threads:
                 self._jobs.put(None)
