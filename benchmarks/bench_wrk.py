@@ -11,8 +11,8 @@ each on its own copy of the same seeded store. The server is pinned to core 0 an
 last cursor seen) to core 1 with `taskset`, so the load generator does not eat the server's CPU.
 Runs alternate between the two servers (mnemo, bare, bare, mnemo, ...: which goes first alternates
 too), and both the medians and the median of each round's ratio are reported; the latter is the goal's
-figure, as a round's two runs are the nearest in time on a host whose own rate swings. Without `wrk` or `taskset` (or with fewer than 2 cores) the figures say so and are not
-measured.
+figure, as a round's two runs are the nearest in time on a host whose own rate swings. Without `wrk` or
+`taskset` (or with fewer than 2 cores) the figures say so and are not measured.
 
 `--operations` (issue 63) compares `mnemo serve` with itself instead: as users run it (request ids and
 Prometheus metrics on) and with both off (`serve(observed=False)`, the access line as before), the
@@ -468,7 +468,8 @@ def rows_of(result: dict[str, Any]) -> list[dict[str, Any]]:
             "anchor": None,
             "ratio": result["rate_ratio_by_round"],
             "goal": "≥ 0.8x",
-            "anchor_is": "each round's bare run: " + ", ".join(f"{r:.2f}" for r in result["each_round"]),
+            "anchor_is": "each round's bare run; the rounds' ratios: "
+            + ", ".join(f"{r:.2f}" for r in result["each_round"]),
         },
         {
             "name": "server load (wrk): the server's CPU a request (every thread; a loaded machine moves it less than the rate)",
