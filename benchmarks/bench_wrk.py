@@ -1,6 +1,6 @@
 """Provides the server load benchmark against a bare ASGI anchor: `wrk` drives the write/page mix, pinned off the server's core.
 
-    python benchmarks/bench_wrk.py [--quick] [--seconds 10] [--connections 16] [--rounds 5] [--operations]
+    python benchmarks/bench_wrk.py [--quick] [--seconds 10] [--connections 16] [--rounds 5] [--framework | --operations]
 
 `mnemo serve` (as a user starts it: access log on, to a file) and a bare ASGI callable that runs
 the engine's own statements for the same two requests (the key lookup, then a write: `BEGIN
@@ -13,6 +13,12 @@ Runs alternate between the two servers (mnemo, bare, bare, mnemo, ...: which goe
 too), and both the medians and the median of each round's ratio are reported; the latter is the goal's
 figure, as a round's two runs are the nearest in time on a host whose own rate swings. Without `wrk` or
 `taskset` (or with fewer than 2 cores) the figures say so and are not measured.
+
+`--framework` (issue 49) runs the same alternation with the engine's three calls of the mix answering at once in
+both servers (the key's principal, a write, a page: what the store answered first), and a third server, the same
+canned bare app as a two-route Starlette application: what Starlette itself costs a request, and what the rest
+of `mnemo serve` around the engine costs (the middleware, the body's validation, the access line, the answer). Its figure is the servers' CPU a request: the rate is bounded by `wrk` itself there (its
+script reads each page for the cursor). These are not the goal's figures.
 
 `--operations` (issue 63) compares `mnemo serve` with itself instead: as users run it (request ids and
 Prometheus metrics on) and with both off (`serve(observed=False)`, the access line as before), the
@@ -31,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -178,13 +185,48 @@ _SERVE = (
 )
 
 
-def start_serve_fn(store: Path, home: Path, observed: bool) -> tuple[subprocess.Popen[bytes], str]:
-    """`run.serve()` over `store`, request ids and metrics on or off, pinned to the server core."""
+# `--framework`: the same `serve()` with the engine's three calls of the mix (the key's principal, a write, a page)
+# answering at once with what the store answered first, so the server costs what the framework and the contract
+# around the engine cost (the bare app is given the same canned answers: `_CANNED`).
+_SERVE_CANNED = (
+    "import sys; from pathlib import Path; from mnemo_tui.server.run import serve; "
+    "from mnemo_tui.engine.sqlite.store import Store; from mnemo_tui.values.model import RecentQuery; "
+    "from mnemo_tui.values.writes import WriteResult; store = Store(Path(sys.argv[1]), create=False); "
+    "page = store.recent_wire_pages('p0', RecentQuery(limit=50), 1, 1 << 30); store.close(); "
+    "Store.principal_for_key = lambda self, key: 'p0'; "
+    "Store.write = lambda self, who, req: WriteResult('0193a1b2-c3d4-4e5f-8a9b-0c1d2e3f4a5b', (), True); "
+    "Store.recent_wire_pages = lambda self, who, q, pages, most: page; "
+    "sys.exit(serve(Path(sys.argv[1]), port=0, observed=sys.argv[2] == 'on'))"
+)
+_CANNED = """
+_page, _written = page("p0", {"limit": 50}), write("p0", {"content": "canned", "domain": "w"})
+who, write, page = (lambda headers: "p0"), (lambda principal, body: _written), (lambda principal, body: _page)
+"""
+# And the same canned app as a Starlette application of two routes: what the framework alone costs a request.
+_STARLETTE = """
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
+
+async def endpoint(request):
+    principal = who(request.scope["headers"])
+    raw = await request.body()
+    out = (write if request.url.path.endswith("/write") else page)(principal, json.loads(raw) if raw else {})
+    return Response(out, media_type="application/json")
+
+app = Starlette(routes=[Route(f"/api/v1/memory/{name}", endpoint, methods=["POST"]) for name in ("write", "recent")])
+"""
+
+
+def start_serve_fn(
+    store: Path, home: Path, observed: bool, script: str = _SERVE
+) -> tuple[subprocess.Popen[bytes], str]:
+    """`run.serve()` over `store` (or `script`), request ids and metrics on or off, pinned to the server core."""
     log_path = home / f"serve-{'on' if observed else 'off'}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMO_")} | {"MNEMO_HOME": str(home)}
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            _pinned([sys.executable, "-c", _SERVE, str(store), "on" if observed else "off"], SERVER_CORE),
+            _pinned([sys.executable, "-c", script, str(store), "on" if observed else "off"], SERVER_CORE),
             stdout=subprocess.DEVNULL,
             stderr=log,
             env=env,
@@ -211,7 +253,7 @@ def middleware_cost(requests: int = 20_000, rounds: int = 5) -> dict[str, float]
     class Route:
         path = "/api/v1/memory/recent"
 
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def app(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         scope["route"] = Route
         await receive()
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
@@ -296,13 +338,16 @@ def measure_operations(quick: bool, seconds: float | None = None, connections: i
     }
 
 
-def start_bare(store: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """The bare ASGI app under uvicorn, pinned to the server core."""
+def start_bare(store: Path, canned: bool = False, starlette: bool = False) -> tuple[subprocess.Popen[bytes], str]:
+    """The bare ASGI app under uvicorn, pinned to the server core (`canned`: its three calls answer at once;
+    `starlette`: and inside a Starlette application)."""
     import httpx
 
     port = free_port()
+    extra = (_CANNED if canned else "") + (_STARLETTE if starlette else "")
+    source = _BARE.replace("# The server stack", extra + "# The server stack")
     proc = subprocess.Popen(
-        _pinned([sys.executable, "-c", _BARE, str(store), str(port)], SERVER_CORE),
+        _pinned([sys.executable, "-c", source, str(store), str(port)], SERVER_CORE),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -390,12 +435,12 @@ def refusals(log: str) -> dict[str, Any]:
 
 
 def measure(
-    quick: bool, seconds: float | None = None, connections: int = 16, rounds: int | None = None
+    quick: bool, seconds: float | None = None, connections: int = 16, rounds: int | None = None, canned: bool = False
 ) -> dict[str, Any]:
     """Alternated wrk runs against mnemo serve and the bare app, which one goes first alternating too: the median
     of each figure per server, the median of each round's rate ratio (a round's two runs are the nearest in
     time, and the host's own rate swings 2x from one run to the next), and for every run of mnemo serve with
-    errors what they were (`refusals`)."""
+    errors what they were (`refusals`). `canned`: both with the engine's calls answering at once (`--framework`)."""
     span = seconds if seconds is not None else (4.0 if quick else 10.0)
     rounds = rounds if rounds is not None else (2 if quick else 5)
     with tempfile.TemporaryDirectory(prefix="mnemo-wrk-") as tmp:
@@ -403,19 +448,32 @@ def measure(
         mnemo_store, bare_store = home / "mnemo.db", home / "bare.db"
         key = seed(mnemo_store, 2_000 if quick else 20_000)
         shutil.copyfile(mnemo_store, bare_store)
-        mnemo, mnemo_url = start_mnemo(mnemo_store, home)
-        bare, bare_url = start_bare(bare_store)
-        runs: dict[str, list[dict[str, float]]] = {"mnemo": [], "bare": []}
+        if canned:
+            mnemo, mnemo_url = start_serve_fn(mnemo_store, home, observed=True, script=_SERVE_CANNED)
+            log_path = home / "serve-on.log"
+        else:
+            mnemo, mnemo_url = start_mnemo(mnemo_store, home)
+            log_path = home / "serve.log"
+        anchors = {"bare": start_bare(bare_store, canned)}
+        if canned:
+            shutil.copyfile(mnemo_store, home / "starlette.db")
+            anchors["starlette"] = start_bare(home / "starlette.db", canned, starlette=True)
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in ("mnemo", *anchors)}
         named: list[dict[str, Any]] = []
-        log_path = home / "serve.log"
+
+        def drive_anchors() -> None:
+            for name, (proc, url) in anchors.items():
+                runs[name].append(drive(url, key, span, connections, proc.pid))
+
+        mnemo_pid = mnemo.pid
         try:
-            drive(mnemo_url, key, 1, connections)  # warm-up: connections, page cache, code paths
-            drive(bare_url, key, 1, connections)
+            for _, url in (mnemo, mnemo_url), *anchors.values():
+                drive(url, key, 1, connections)  # warm-up: connections, page cache, code paths
             for n in range(rounds):
                 if n % 2:  # neither always meets the cache the other warmed
-                    runs["bare"].append(drive(bare_url, key, span, connections, bare.pid))
+                    drive_anchors()
                 start = log_path.stat().st_size
-                got = drive(mnemo_url, key, span, connections, mnemo.pid)
+                got = drive(mnemo_url, key, span, connections, mnemo_pid)
                 runs["mnemo"].append(got)
                 if got["errors"]:
                     with open(log_path, "rb") as log_file:
@@ -423,20 +481,19 @@ def measure(
                         written = log_file.read().decode(errors="replace")
                     named.append({"run": n, "errors": int(got["errors"])} | refusals(written))
                 if not n % 2:
-                    runs["bare"].append(drive(bare_url, key, span, connections, bare.pid))
+                    drive_anchors()
         finally:
-            for proc in (mnemo, bare):
+            for proc in (mnemo, *(proc for proc, _ in anchors.values())):
                 proc.terminate()
                 proc.wait(timeout=30)
-        log = (home / "serve.log").read_text(errors="replace")
+        log = log_path.read_text(errors="replace")
     median = {
         name: {k: statistics.median(r[k] for r in got) for k in got[0]} | {"errors": sum(r["errors"] for r in got)}
         for name, got in runs.items()
     }
     by_round = [m["rate"] / b["rate"] for m, b in zip(runs["mnemo"], runs["bare"], strict=True) if b["rate"]]
     return {
-        "mnemo": median["mnemo"],
-        "bare": median["bare"],
+        **median,
         "rate_ratio_by_round": round(statistics.median(by_round), 3) if by_round else None,
         "each_round": [round(r, 3) for r in by_round],
         "rounds": rounds,
@@ -534,6 +591,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=None, help="alternated rounds (5; 2 with --quick)")
     parser.add_argument("--operations", action="store_true", help="request ids and metrics on against off (issue 63)")
+    parser.add_argument(
+        "--framework", action="store_true", help="both servers with the engine's calls answering at once (issue 49)"
+    )
     args = parser.parse_args(argv)
     why = missing()
     if why is not None:
@@ -542,8 +602,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.operations:
         print(json.dumps(measure_operations(args.quick, args.seconds, args.connections), indent=2))
         return 0
-    result = measure(args.quick, args.seconds, args.connections, args.rounds)
+    result = measure(args.quick, args.seconds, args.connections, args.rounds, canned=args.framework)
     print(json.dumps(result, indent=2))
+    if args.framework:  # not the goal's figures: what is left when the engine costs nothing
+        m, b, f = (result[name]["cpu_us"] for name in ("mnemo", "bare", "starlette"))
+        # The rate is wrk's here (its script reads every page for the cursor), not the servers': CPU is the figure.
+        print(
+            f"the server's CPU a request, the engine's calls canned: mnemo serve {m:.0f} µs, the bare app {b:.0f} µs, "
+            f"the bare app in Starlette {f:.0f} µs (Starlette's own: {f - b:.0f} µs; the rest of mnemo serve's: {m - f:.0f} µs)"
+        )
+        return 0
     for row in rows_of(result):
         print(row)
     return 0
