@@ -17,8 +17,9 @@ figure, as a round's two runs are the nearest in time on a host whose own rate s
 `--framework` (issue 49) runs the same alternation with the engine's three calls of the mix answering at once in
 both servers (the key's principal, a write, a page: what the store answered first), and a third server, the same
 canned bare app as a two-route Starlette application: what Starlette itself costs a request, and what the rest
-of `mnemo serve` around the engine costs (the middleware, the body's validation, the access line, the answer). Its figure is the servers' CPU a request: the rate is bounded by `wrk` itself there (its
-script reads each page for the cursor). These are not the goal's figures.
+of `mnemo serve` around the engine costs (the middleware, the body's validation, the access line, the answer).
+Its figure is the servers' CPU a request: the rate is bounded by `wrk` itself there (its script reads each page
+for the cursor). These are not the goal's figures.
 
 `--operations` (issue 63) compares `mnemo serve` with itself instead: as users run it (request ids and
 Prometheus metrics on) and with both off (`serve(observed=False)`, the access line as before), the
