@@ -189,15 +189,14 @@ _SERVE = (
 # `--framework`: the same `serve()` with the engine's three calls of the mix (the key's principal, a write, a page)
 # answering at once with what the store answered first, so the server costs what the framework and the contract
 # around the engine cost (the bare app is given the same canned answers: `_CANNED`).
-_SERVE_CANNED = (
-    "import sys; from pathlib import Path; from mnemo_tui.server.run import serve; "
+_SERVE_CANNED = _SERVE.replace(
+    "sys.exit(",
     "from mnemo_tui.engine.sqlite.store import Store; from mnemo_tui.values.model import RecentQuery; "
     "from mnemo_tui.values.writes import WriteResult; store = Store(Path(sys.argv[1]), create=False); "
     "page = store.recent_wire_pages('p0', RecentQuery(limit=50), 1, 1 << 30); store.close(); "
     "Store.principal_for_key = lambda self, key: 'p0'; "
     "Store.write = lambda self, who, req: WriteResult('0193a1b2-c3d4-4e5f-8a9b-0c1d2e3f4a5b', (), True); "
-    "Store.recent_wire_pages = lambda self, who, q, pages, most: page; "
-    "sys.exit(serve(Path(sys.argv[1]), port=0, observed=sys.argv[2] == 'on'))"
+    "Store.recent_wire_pages = lambda self, who, q, pages, most: page; sys.exit(",
 )
 _CANNED = """
 _page, _written = page("p0", {"limit": 50}), write("p0", {"content": "canned", "domain": "w"})
